@@ -1,0 +1,255 @@
+"""A minimal NETCONF-over-SSH client used to measure both servers the same way.
+
+Why not ncclient: stock ncclient 0.7.1 sends a queued request only at its next
+100 ms selector tick and leaves Nagle on, which would hide the servers behind
+~100 ms of client delay (DESIGN.md, "Known traps"). This client sends each
+request at once on a TCP_NODELAY socket, speaks both framings (RFC 6242 end-of-
+message for 1.0, chunked for 1.1), and does nothing else: no schema, no XML
+parsing beyond recognising replies and notifications. The same code drives
+an-agent and netconfd, so client costs cancel out in the ratios.
+
+Contract: `Session.connect(...)` returns an open session after the hello
+exchange (NETCONF 1.1 when the server offers it); `request(body)` sends one
+`<rpc>` and returns the raw `<rpc-reply>` text, raising `BenchRpcError` when it
+carries `<rpc-error>`; `next_notification(timeout)` returns the next
+`<notification>` with its arrival time. A session is used by one thread.
+"""
+
+from __future__ import annotations
+
+import re
+import socket
+import time
+from collections import deque
+from dataclasses import dataclass
+from pathlib import Path
+from types import TracebackType
+
+import paramiko
+
+BASE_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
+BASE_10 = "urn:ietf:params:netconf:base:1.0"
+BASE_11 = "urn:ietf:params:netconf:base:1.1"
+EOM = b"]]>]]>"
+_CLIENT_HELLO = (
+    f'<?xml version="1.0" encoding="UTF-8"?><hello xmlns="{BASE_NS}"><capabilities>'
+    f"<capability>{BASE_10}</capability><capability>{BASE_11}</capability>"
+    "</capabilities></hello>"
+).encode()
+_RECV = 65536
+
+
+class BenchError(Exception):
+    """The benchmark harness or a session failed; the message says where."""
+
+
+class BenchRpcError(BenchError):
+    """The server answered a request with <rpc-error>; `reply` holds the whole reply."""
+
+    def __init__(self, reply: str) -> None:
+        super().__init__(_error_summary(reply))
+        self.reply = reply
+
+
+@dataclass(frozen=True)
+class Credentials:
+    """How to log in: a password, or a private key file (OpenSSH or PEM format)."""
+
+    username: str
+    password: str | None = None
+    key_file: Path | None = None
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One received <notification> and `time.monotonic()` when its last byte was read."""
+
+    xml: str
+    received: float
+
+
+class _Framer:
+    """Splits a byte stream into NETCONF messages (EOM framing until switched to chunked)."""
+
+    def __init__(self) -> None:
+        self.chunked = False
+        self._buf = bytearray()
+        self._parts: list[bytes] = []
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf += data
+        out: list[bytes] = []
+        while True:
+            msg = self._next_chunked() if self.chunked else self._next_eom()
+            if msg is None:
+                return out
+            out.append(msg)
+
+    def _next_eom(self) -> bytes | None:
+        end = self._buf.find(EOM)
+        if end < 0:
+            return None
+        msg = bytes(self._buf[:end])
+        del self._buf[: end + len(EOM)]
+        return msg.strip()
+
+    def _next_chunked(self) -> bytes | None:
+        # RFC 6242 section 4.2: ("\n#" size "\n" data)+ "\n##\n"
+        while True:
+            if len(self._buf) < 4:
+                return None
+            if self._buf[:4] == b"\n##\n":
+                del self._buf[:4]
+                msg = b"".join(self._parts)
+                self._parts = []
+                return msg
+            if self._buf[:2] != b"\n#":
+                raise BenchError(f"bad chunk header {bytes(self._buf[:16])!r}")
+            nl = self._buf.find(b"\n", 2)
+            if nl < 0:
+                return None
+            size = int(self._buf[2:nl])
+            if len(self._buf) < nl + 1 + size:
+                return None
+            self._parts.append(bytes(self._buf[nl + 1 : nl + 1 + size]))
+            del self._buf[: nl + 1 + size]
+
+
+class Session:
+    """One NETCONF session over its own SSH connection."""
+
+    def __init__(self, transport: paramiko.Transport, channel: paramiko.Channel) -> None:
+        self._transport = transport
+        self._chan = channel
+        self._framer = _Framer()
+        self._ready: deque[bytes] = deque()  # split out of one recv() but not consumed yet
+        self._pending: deque[bytes] = deque()  # notifications read while waiting for a reply
+        self._arrival: deque[float] = deque()
+        self._next_id = 1
+        self.server_hello = ""
+        self.session_id = ""
+
+    @classmethod
+    def connect(cls, host: str, port: int, creds: Credentials, timeout: float = 30.0) -> Session:
+        """TCP connect, SSH handshake and authentication, netconf subsystem, hello exchange."""
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            raise BenchError(f"cannot connect to {host}:{port}: {exc}") from exc
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        transport = paramiko.Transport(sock)
+        try:
+            transport.start_client(timeout=timeout)
+            if creds.key_file is not None:
+                transport.auth_publickey(creds.username, _load_key(creds.key_file))
+            else:
+                transport.auth_password(creds.username, creds.password or "")
+            channel = transport.open_session(timeout=timeout)
+            channel.settimeout(timeout)
+            channel.invoke_subsystem("netconf")
+            session = cls(transport, channel)
+            session._hello()
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            transport.close()
+            raise BenchError(f"NETCONF session to {host}:{port} failed: {exc}") from exc
+        except BaseException:
+            transport.close()
+            raise
+        return session
+
+    def _hello(self) -> None:
+        self._chan.sendall(_CLIENT_HELLO + EOM)
+        hello = self._read_message().decode()
+        self.server_hello = hello
+        match = re.search(r"<(?:\w+:)?session-id>\s*(\d+)\s*<", hello)
+        self.session_id = match.group(1) if match else ""
+        self._framer.chunked = BASE_11 in hello
+
+    def send(self, body: str) -> str:
+        """Send one <rpc> wrapping `body` without waiting; returns its message-id."""
+        mid = str(self._next_id)
+        self._next_id += 1
+        self._write(f'<rpc message-id="{mid}" xmlns="{BASE_NS}">{body}</rpc>'.encode())
+        return mid
+
+    def request(self, body: str) -> str:
+        """Send one <rpc> and return its <rpc-reply>; notifications read meanwhile are kept."""
+        mid = self.send(body)
+        return self.wait_reply(mid)
+
+    def wait_reply(self, mid: str) -> str:
+        """Read until the reply to message-id `mid`; raise BenchRpcError if it is an error."""
+        marker = f'message-id="{mid}"'
+        while True:
+            raw = self._read_message()
+            text = raw.decode()
+            if "rpc-reply" in text[:300] and marker in text[:500]:
+                if "rpc-error>" in text:
+                    raise BenchRpcError(text)
+                return text
+            self._pending.append(raw)
+            self._arrival.append(time.monotonic())
+
+    def next_notification(self, timeout: float) -> Notification:
+        """Return the next <notification> (kept or newly read); BenchError after `timeout` s."""
+        if self._pending:
+            return Notification(self._pending.popleft().decode(), self._arrival.popleft())
+        self._chan.settimeout(timeout)
+        try:
+            raw = self._read_message()
+        except TimeoutError as exc:
+            raise BenchError(f"no notification within {timeout} s") from exc
+        finally:
+            self._chan.settimeout(30.0)
+        return Notification(raw.decode(), time.monotonic())
+
+    def close(self) -> None:
+        """Send <close-session> (best effort) and drop the connection."""
+        try:
+            if self._transport.is_active():
+                self.send("<close-session/>")
+        except (OSError, paramiko.SSHException):
+            pass  # the peer is gone already: closing is all that is left
+        self._transport.close()
+
+    def __enter__(self) -> Session:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def _write(self, payload: bytes) -> None:
+        if self._framer.chunked:
+            self._chan.sendall(b"\n#%d\n" % len(payload) + payload + b"\n##\n")
+        else:
+            self._chan.sendall(payload + EOM)
+
+    def _read_message(self) -> bytes:
+        while True:
+            if self._ready:
+                return self._ready.popleft()
+            data = self._chan.recv(_RECV)
+            if not data:
+                raise BenchError("the server closed the session")
+            self._ready.extend(self._framer.feed(data))
+
+
+def _load_key(path: Path) -> paramiko.PKey:
+    for cls in (paramiko.Ed25519Key, paramiko.ECDSAKey, paramiko.RSAKey):
+        try:
+            key: paramiko.PKey = cls.from_private_key_file(str(path))
+            return key
+        except paramiko.SSHException:
+            continue
+    raise BenchError(f"cannot read the private key {path}")
+
+
+def _error_summary(reply: str) -> str:
+    parts = []
+    for tag in ("error-tag", "error-path", "error-message"):
+        match = re.search(rf"<(?:\w+:)?{tag}[^>]*>(.*?)</(?:\w+:)?{tag}>", reply, re.S)
+        if match:
+            parts.append(f"{tag}={match.group(1).strip()}")
+    return "rpc-error: " + ("; ".join(parts) or reply[:300])

@@ -1,0 +1,115 @@
+"""``an-agent serve``: run one agent as a NETCONF server until interrupted."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+from an_agent.errors import ConfigError
+
+_DESCRIPTION = """\
+Serve one autonomous-network agent over NETCONF (SSH, base 1.0 and 1.1).
+
+The agent's profile (/irtf-agent:agent) comes from --profile FILE (RFC 7951
+JSON or YAML of the same shape), from --topology FILE --agent NAME, or, with
+neither, from the built-in example profile. Tasks, context, data-params and
+the notification log persist in SQLite under --state-dir, as does the SSH host
+key (generated on first start).
+
+Authentication: --user NAME:PASSWORD (repeatable) and/or --authorized-keys
+FILE. With neither, on a loopback address, admin/admin is accepted (and said);
+on any other address the server refuses to start.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "serve",
+        help="run an agent as a NETCONF server",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument("--port", type=int, default=8830, help="TCP port (default: 8830; 0 picks a free one)")
+    parser.add_argument(
+        "--state-dir", type=Path, default=Path("state"), help="directory for the database and host key (default: ./state)"
+    )
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--profile", type=Path, metavar="FILE", help="agent profile file (.json, .yaml)")
+    source.add_argument("--topology", type=Path, metavar="FILE", help="lab topology file (needs --agent)")
+    parser.add_argument("--agent", metavar="NAME", help="which agent of --topology to serve")
+    parser.add_argument(
+        "--user", action="append", default=[], metavar="NAME:PASSWORD", help="accept this login (repeatable)"
+    )
+    parser.add_argument("--authorized-keys", type=Path, metavar="FILE", help="OpenSSH authorized_keys for key login")
+    parser.add_argument("--durable", action="store_true", help="fsync every commit (survives power loss, slower)")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
+    parser.set_defaults(handler=run)
+
+
+def parse_users(values: list[str]) -> dict[str, str]:
+    users: dict[str, str] = {}
+    for value in values:
+        name, sep, password = value.partition(":")
+        if not sep or not name or not password:
+            raise ConfigError(f"--user expects NAME:PASSWORD, got {value!r}")
+        users[name] = password
+    return users
+
+
+def run(args: argparse.Namespace) -> int:
+    from an_agent.model import AgentProfile
+    from an_agent.server import AgentServer, ServerConfig
+
+    logging.basicConfig(
+        level=logging.WARNING - 10 * min(args.verbose, 2),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    profile = None
+    behaviour = None
+    if args.profile is not None:
+        profile = AgentProfile.load(args.profile)
+    elif args.topology is not None:
+        if not args.agent:
+            raise ConfigError("--topology needs --agent NAME (which agent of the topology to serve)")
+        from an_agent.lab.topology import load_agent  # the lab issue's topology loader
+
+        profile, behaviour = load_agent(args.topology, args.agent)
+    elif args.agent:
+        raise ConfigError("--agent is only meaningful with --topology FILE")
+
+    config = ServerConfig(
+        state_dir=args.state_dir,
+        host=args.host,
+        port=args.port,
+        users=parse_users(args.user),
+        authorized_keys=args.authorized_keys,
+        profile=profile,
+        behaviour=behaviour,
+        durable=args.durable,
+    )
+    server = AgentServer(config)
+    if server.notice:
+        print(f"an-agent: {server.notice}", file=sys.stderr)
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    server.start()
+    print(
+        f"an-agent: serving {server.profile.name} on {server.host}:{server.port} "
+        f"(state in {args.state_dir}); Ctrl-C to stop",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        stop.wait()
+    finally:
+        server.stop()
+        print("an-agent: stopped", file=sys.stderr)
+    return 0

@@ -1,0 +1,162 @@
+"""The one exception hierarchy of an-agent.
+
+Every failure a caller can act on is one of these; foreign exceptions
+(paramiko, ncclient, netconf, libyang, sqlite3) are translated to them at the
+module boundary that calls the foreign library, never further up.
+
+::
+
+    AnAgentError
+    ├── ConfigError          bad profile / topology / CLI input (a person fixes a file or flag)
+    ├── YangError            a YANG module does not load or a tool (pyang, yanglint) fails
+    ├── StoreError           the SQLite state directory cannot be opened or written
+    ├── RpcError             an RFC 6241 <rpc-error>: raised by the server, received by the client
+    │   └── (built with the classmethods below: invalid_value, missing_element, ...)
+    ├── TransportError       the NETCONF session could not be used
+    │   ├── ConnectError     TCP/SSH connection refused, host key, handshake failure
+    │   ├── AuthError        SSH authentication rejected
+    │   └── RequestTimeout   no reply within the timeout
+    └── SchemaError          a structured payload or a schema template is invalid (schemas issue)
+
+`RpcError` carries the whole RFC 6241 error (type, tag, severity, app-tag,
+path, message, info) so that nothing is lost between server and client: the
+server raises it, nc/server.py serialises it, nc/client.py rebuilds it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+ErrorType = Literal["transport", "rpc", "protocol", "application"]
+
+
+class AnAgentError(Exception):
+    """Base of every error an-agent raises on purpose."""
+
+
+class ConfigError(AnAgentError):
+    """A profile, topology, or command-line value is wrong; the message says which and how."""
+
+
+class YangError(AnAgentError):
+    """A YANG module set failed to load or a YANG tool reported errors."""
+
+
+class StoreError(AnAgentError):
+    """The state directory or its SQLite database cannot be used."""
+
+
+class TransportError(AnAgentError):
+    """The NETCONF session cannot carry requests (closed, broken, never opened)."""
+
+
+class ConnectError(TransportError):
+    """The TCP or SSH connection to an agent could not be established."""
+
+
+class AuthError(TransportError):
+    """The agent rejected the credentials."""
+
+
+class RequestTimeout(TransportError):
+    """The agent did not reply within the timeout."""
+
+
+class SchemaError(AnAgentError):
+    """A structured payload or schema template is invalid.
+
+    ``problems`` lists one human-readable line per offending key.
+    """
+
+    def __init__(self, message: str, problems: list[str] | None = None) -> None:
+        super().__init__(message)
+        self.problems = list(problems or [])
+
+
+@dataclass
+class RpcError(AnAgentError):
+    """One RFC 6241 ``<rpc-error>``.
+
+    Raised inside the server by any layer that rejects a request; nc/server.py
+    turns it into the wire element. Raised by nc/client.py when an agent
+    answers with ``<rpc-error>``, with every field the agent sent.
+
+    ``path`` is an instance-identifier (XPath) of the offending node, in the
+    ``/prefix:node`` form libyang produces, or None when no node is at fault.
+    ``info`` maps ``<error-info>`` child names (e.g. ``bad-element``,
+    ``session-id``) to their text.
+    """
+
+    error_type: ErrorType
+    error_tag: str
+    message: str
+    path: str | None = None
+    info: dict[str, str] = field(default_factory=dict)
+    severity: Literal["error", "warning"] = "error"
+    app_tag: str | None = None
+
+    def __post_init__(self) -> None:
+        super().__init__(self.message)
+
+    def __str__(self) -> str:
+        where = f" at {self.path}" if self.path else ""
+        return f"{self.error_tag} ({self.error_type}){where}: {self.message}"
+
+    # Constructors for the tags we use, so callers never misspell a tag or
+    # pair it with the wrong error-type (RFC 6241 appendix A).
+    @classmethod
+    def invalid_value(cls, message: str, path: str | None = None, error_type: ErrorType = "application") -> RpcError:
+        return cls(error_type, "invalid-value", message, path)
+
+    @classmethod
+    def missing_element(cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "protocol") -> RpcError:
+        return cls(error_type, "missing-element", message, path, {"bad-element": element})
+
+    @classmethod
+    def unknown_element(cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "application") -> RpcError:
+        return cls(error_type, "unknown-element", message, path, {"bad-element": element})
+
+    @classmethod
+    def bad_element(cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "protocol") -> RpcError:
+        return cls(error_type, "bad-element", message, path, {"bad-element": element})
+
+    @classmethod
+    def unknown_namespace(cls, element: str, namespace: str, message: str) -> RpcError:
+        return cls("protocol", "unknown-namespace", message, None, {"bad-element": element, "bad-namespace": namespace})
+
+    @classmethod
+    def operation_not_supported(cls, message: str, error_type: ErrorType = "protocol") -> RpcError:
+        return cls(error_type, "operation-not-supported", message)
+
+    @classmethod
+    def operation_failed(cls, message: str, path: str | None = None, error_type: ErrorType = "application") -> RpcError:
+        return cls(error_type, "operation-failed", message, path)
+
+    @classmethod
+    def data_exists(cls, message: str, path: str | None = None) -> RpcError:
+        return cls("application", "data-exists", message, path)
+
+    @classmethod
+    def data_missing(cls, message: str, path: str | None = None) -> RpcError:
+        return cls("application", "data-missing", message, path)
+
+    @classmethod
+    def malformed_message(cls, message: str) -> RpcError:
+        return cls("rpc", "malformed-message", message)
+
+    @classmethod
+    def lock_denied(cls, session_id: int, message: str) -> RpcError:
+        return cls("protocol", "lock-denied", message, None, {"session-id": str(session_id)})
+
+    @classmethod
+    def in_use(cls, message: str, error_type: ErrorType = "protocol") -> RpcError:
+        return cls(error_type, "in-use", message)
+
+    @classmethod
+    def access_denied(cls, message: str) -> RpcError:
+        return cls("application", "access-denied", message)
+
+    @classmethod
+    def too_big(cls, message: str) -> RpcError:
+        return cls("rpc", "too-big", message)

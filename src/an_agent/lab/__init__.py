@@ -1,0 +1,1 @@
+"""lab layer (see DESIGN.md)."""

@@ -1,0 +1,1 @@
+"""nc layer (see DESIGN.md)."""

@@ -1,0 +1,486 @@
+"""NETCONF client over SSH: the only module that imports ncclient.
+
+`NetconfClient` wraps one ncclient session and speaks lxml elements; every
+ncclient, paramiko and socket exception is turned into an `an_agent.errors`
+exception by `_translate` (the one place that does it). `AgentClient`
+(``nc/agent_client.py``) adds the typed task/profile operations on top.
+
+Latency: stock ncclient 0.7.1 queues each request and its session thread only
+writes the queue at its next selector tick (``TICK = 0.1`` s), and paramiko's
+socket keeps Nagle's algorithm on, so every RPC costs ~100 ms. Our session
+subclass, `_DirectSendSession`, writes each framed message straight onto the
+SSH channel from the calling thread under a lock, and `NetconfClient.connect`
+opens the TCP socket itself with ``TCP_NODELAY``. Neither touches ncclient's
+module state, so other ncclient users in the process keep stock behaviour.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import enum
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Literal, NoReturn, cast
+
+import paramiko
+from lxml import etree
+from ncclient import manager as nc_manager
+from ncclient.operations import errors as nc_op_errors
+from ncclient.operations import rpc as nc_rpc
+from ncclient.transport import errors as nc_transport_errors
+from ncclient.transport import session as nc_session
+from ncclient.transport import ssh as nc_ssh
+
+from an_agent.clock import from_rfc3339, to_rfc3339
+from an_agent.errors import (
+    AnAgentError,
+    AuthError,
+    ConnectError,
+    ErrorType,
+    RequestTimeout,
+    RpcError,
+    TransportError,
+)
+from an_agent.model.ns import IRTF_AGENT_NS, NETCONF_BASE_NS, NETCONF_NOTIFICATION_NS
+
+DEFAULT_PORT = 8830
+"""The agents' NETCONF port (unprivileged; 830 is the IANA port)."""
+
+NETMOD_NOTIFICATION_NS = "urn:ietf:params:xml:ns:netmod:notification"
+"""RFC 5277 namespace of ``<replayComplete>`` and ``<notificationComplete>``."""
+
+FilterType = Literal["subtree", "xpath"]
+Filter = etree._Element | str
+
+_ERROR_TYPES: frozenset[str] = frozenset({"transport", "rpc", "protocol", "application"})
+
+
+class _DirectSendSession(nc_ssh.SSHSession):  # type: ignore[misc]
+    """An ncclient SSH session that sends at once instead of at the next 100 ms tick.
+
+    ncclient's `Session.send` only queues the message; the session thread
+    writes the queue at the top of its select loop, which sleeps up to
+    ``TICK``. Here `send` frames the message for the negotiated base (1.0
+    end-of-message marker or 1.1 chunk) and writes it on the channel itself.
+    The lock keeps concurrent senders' frames whole. The session thread still
+    reads and dispatches replies; its queue simply stays empty.
+    """
+
+    def __init__(self, device_handler: Any) -> None:
+        super().__init__(device_handler)
+        self._send_lock = threading.Lock()
+
+    def send(self, message: str) -> None:
+        if not self.connected or self._channel is None:
+            raise nc_transport_errors.TransportError("Not connected to NETCONF server")
+        data = message.encode("utf-8")
+        if self._base == nc_session.NetconfBase.BASE_11:
+            frame = b"\n#%d\n%s%s" % (len(data), data, nc_session.END_DELIM)
+        else:
+            frame = data + nc_session.MSG_DELIM
+        with self._send_lock:
+            self._channel.sendall(frame)
+
+
+class NotificationKind(enum.StrEnum):
+    """What an RFC 5277 ``<notification>`` carries."""
+
+    EVENT = "event"
+    """An event of the stream (e.g. ``condition-notifications``)."""
+    REPLAY_COMPLETE = "replayComplete"
+    """All replayed events (from ``startTime``) have been sent; live events follow."""
+    NOTIFICATION_COMPLETE = "notificationComplete"
+    """The subscription reached its ``stopTime``; no more events will come."""
+
+
+@dataclass(frozen=True)
+class Notification:
+    """One received ``<notification>``.
+
+    ``element`` is the event's content element (the child after
+    ``<eventTime>``, e.g. ``<condition-notifications>``), or the
+    ``<replayComplete>``/``<notificationComplete>`` element for those kinds.
+    ``envelope`` is the whole ``<notification>``.
+    """
+
+    event_time: float
+    element: etree._Element
+    kind: NotificationKind
+    envelope: etree._Element
+
+
+class Subscription:
+    """An RFC 5277 subscription of one session; read events with `next` or by iterating.
+
+    RFC 5277 allows one subscription per session: it ends when the session
+    closes or, with a ``stopTime``, after ``notificationComplete``.
+    """
+
+    # How often a waiting `next` checks that the session is still alive.
+    _POLL = 0.5
+
+    def __init__(self, manager: Any) -> None:
+        self._manager = manager
+        self.completed = False
+        """True once ``notificationComplete`` has been received."""
+
+    def next(self, timeout: float | None = None) -> Notification:
+        """The next notification, waiting at most ``timeout`` seconds (None: until one comes).
+
+        Raises RequestTimeout when none arrives in time, TransportError when
+        the session is closed and nothing is left to read.
+        """
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            wait = self._POLL if deadline is None else min(self._POLL, max(0.0, deadline - time.monotonic()))
+            received = self._manager.take_notification(block=True, timeout=wait)
+            if received is None:
+                if not self._manager.connected:
+                    raise TransportError("the NETCONF session is closed; no more notifications")
+                if deadline is not None and time.monotonic() >= deadline:
+                    raise RequestTimeout(f"no notification within {timeout} s")
+                continue
+            note = _parse_notification(received.notification_ele)
+            if note.kind is NotificationKind.NOTIFICATION_COMPLETE:
+                self.completed = True
+            return note
+
+    def __iter__(self) -> Iterator[Notification]:
+        """Every notification, in order, until ``notificationComplete`` (included) or the session closes."""
+        while not self.completed:
+            try:
+                yield self.next()
+            except TransportError:
+                return
+
+
+def _parse_notification(envelope: etree._Element) -> Notification:
+    event_time_el = envelope.find(f"{{{NETCONF_NOTIFICATION_NS}}}eventTime")
+    if event_time_el is None or not event_time_el.text:
+        raise RpcError.missing_element("eventTime", "a <notification> without <eventTime>", error_type="protocol")
+    try:
+        event_time = from_rfc3339(event_time_el.text)
+    except ValueError as exc:
+        raise RpcError.invalid_value(str(exc), error_type="protocol") from None
+    content = [child for child in envelope if child is not event_time_el and isinstance(child.tag, str)]
+    if not content:
+        raise RpcError.missing_element("notification content", "a <notification> with no event", error_type="protocol")
+    element = content[0]
+    kind = NotificationKind.EVENT
+    if element.tag == f"{{{NETMOD_NOTIFICATION_NS}}}replayComplete":
+        kind = NotificationKind.REPLAY_COMPLETE
+    elif element.tag == f"{{{NETMOD_NOTIFICATION_NS}}}notificationComplete":
+        kind = NotificationKind.NOTIFICATION_COMPLETE
+    return Notification(event_time, element, kind, envelope)
+
+
+class NetconfClient:
+    """One NETCONF session to one server. Thread-safe for concurrent requests.
+
+    Use as a context manager, or call `close`::
+
+        with NetconfClient.connect("127.0.0.1", username="admin", password="admin") as nc:
+            data = nc.get(filter="/irtf-agent:agent", filter_type="xpath")
+
+    Every method returns lxml elements (replies are fully parsed) and raises
+    only `an_agent.errors` exceptions: RpcError for an ``<rpc-error>`` reply,
+    RequestTimeout when no reply comes within ``timeout``, TransportError when
+    the session is unusable.
+    """
+
+    def __init__(self, manager: Any, timeout: float) -> None:
+        self._manager = manager
+        self.timeout = timeout
+        self._subscription: Subscription | None = None
+
+    # ---- session -----------------------------------------------------------------------
+
+    @classmethod
+    def connect(
+        cls,
+        host: str,
+        port: int = DEFAULT_PORT,
+        *,
+        username: str,
+        password: str | None = None,
+        key_filename: str | None = None,
+        timeout: float = 30.0,
+        hostkey_verify: bool = False,
+    ) -> NetconfClient:
+        """Open a NETCONF-over-SSH session (password and/or public-key auth).
+
+        ``timeout`` bounds the TCP connect, the hello exchange, and then each
+        RPC. ``hostkey_verify`` checks the host key against ~/.ssh/known_hosts.
+        Neither an SSH agent nor ~/.ssh keys are tried: only what is passed.
+        Raises ConnectError (refused, unreachable, SSH failure, unknown host
+        key), AuthError (credentials rejected) or RequestTimeout (no hello).
+        """
+        session: _DirectSendSession | None = None
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+            # paramiko leaves Nagle on; small NETCONF frames would wait for the peer's ACK.
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            device_handler = nc_manager.make_device_handler(None)
+            session = _DirectSendSession(device_handler)
+            session.connect(
+                host=host,
+                port=port,
+                sock=sock,
+                username=username,
+                password=password,
+                key_filename=key_filename,
+                timeout=timeout,
+                hostkey_verify=hostkey_verify,
+                allow_agent=False,
+                look_for_keys=False,
+            )
+            manager = nc_manager.Manager(session, device_handler, timeout=timeout, raise_mode=nc_rpc.RaiseMode.ALL)
+        except Exception as exc:
+            if session is not None and session.transport is not None:
+                with contextlib.suppress(Exception):
+                    session.close()
+            _translate(exc, f"connecting to {host}:{port}", connecting=True)
+        return cls(manager, timeout)
+
+    def __enter__(self) -> NetconfClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Send ``<close-session>`` and close the transport; quiet if the session is already gone."""
+        if not self._manager.connected:
+            return
+        try:
+            self._manager.close_session()
+        except Exception:
+            # The server may drop the connection before or after replying; either way it is closed.
+            with contextlib.suppress(Exception):
+                self._manager._session.close()
+
+    @property
+    def connected(self) -> bool:
+        return bool(self._manager.connected)
+
+    @property
+    def session_id(self) -> int:
+        """The ``<session-id>`` the server gave this session in its hello."""
+        return int(self._manager.session_id)
+
+    @property
+    def server_capabilities(self) -> list[str]:
+        """The capability URIs from the server's hello, in its order."""
+        return list(self._manager.server_capabilities)
+
+    # ---- operations ------------------------------------------------------------------------
+
+    def get(
+        self,
+        filter: Filter | None = None,
+        filter_type: FilterType = "subtree",
+        namespaces: dict[str, str] | None = None,
+    ) -> etree._Element:
+        """``<get>``: the ``<data>`` element of the reply.
+
+        ``filter`` is a subtree (an element or XML text) or, with
+        ``filter_type="xpath"``, an XPath; its prefixes are resolved with
+        ``namespaces`` (default: ``irtf-agent`` for the agent module).
+        """
+        spec = _filter_spec(filter, filter_type, namespaces)
+        reply = self._run("get", lambda: self._manager.get(filter=spec))
+        return _data(reply)
+
+    def get_config(
+        self,
+        source: str = "running",
+        filter: Filter | None = None,
+        filter_type: FilterType = "subtree",
+        namespaces: dict[str, str] | None = None,
+    ) -> etree._Element:
+        """``<get-config>`` of ``source``: the ``<data>`` element of the reply (filters as in `get`)."""
+        spec = _filter_spec(filter, filter_type, namespaces)
+        reply = self._run("get-config", lambda: self._manager.get_config(source=source, filter=spec))
+        return _data(reply)
+
+    def edit_config(
+        self,
+        config: etree._Element | list[etree._Element],
+        target: str = "running",
+        default_operation: str | None = None,
+    ) -> None:
+        """``<edit-config>``: ``config`` is a ``<config>`` element or the top-level nodes to put in one."""
+        wrapped = _config_element(config)
+        self._run(
+            "edit-config",
+            lambda: self._manager.edit_config(config=wrapped, target=target, default_operation=default_operation),
+        )
+
+    def lock(self, target: str = "running") -> None:
+        """``<lock>`` the datastore (RpcError lock-denied when another session holds it)."""
+        self._run("lock", lambda: self._manager.lock(target))
+
+    def unlock(self, target: str = "running") -> None:
+        """``<unlock>`` the datastore."""
+        self._run("unlock", lambda: self._manager.unlock(target))
+
+    def kill_session(self, session_id: int) -> None:
+        """``<kill-session>``: end another session (its locks are released)."""
+        self._run("kill-session", lambda: self._manager.kill_session(str(session_id)))
+
+    def call(self, rpc: etree._Element | str) -> etree._Element:
+        """Send any RPC (the element that goes inside ``<rpc>``); returns the ``<rpc-reply>`` element."""
+        element = etree.fromstring(rpc.encode("utf-8")) if isinstance(rpc, str) else rpc
+        name = etree.QName(element).localname
+        reply = self._run(name, lambda: self._manager.dispatch(element))
+        return _reply_root(reply)
+
+    def get_schema(self, identifier: str, version: str | None = None, fmt: str = "yang") -> str:
+        """RFC 6022 ``<get-schema>``: the module text."""
+        reply = self._run("get-schema", lambda: self._manager.get_schema(identifier, version=version, format=fmt))
+        return str(reply.data)
+
+    def subscribe(
+        self,
+        stream: str | None = None,
+        filter: Filter | None = None,
+        start_time: float | None = None,
+        stop_time: float | None = None,
+        filter_type: FilterType = "subtree",
+        namespaces: dict[str, str] | None = None,
+    ) -> Subscription:
+        """RFC 5277 ``<create-subscription>``; times are seconds since the epoch.
+
+        With ``start_time`` the server first replays logged events (then
+        ``replayComplete``); with ``stop_time`` it ends the subscription with
+        ``notificationComplete``. One subscription per session.
+        """
+        spec = _filter_spec(filter, filter_type, namespaces)
+        start = None if start_time is None else to_rfc3339(start_time)
+        stop = None if stop_time is None else to_rfc3339(stop_time)
+        self._run(
+            "create-subscription",
+            lambda: self._manager.create_subscription(
+                filter=spec, stream_name=stream, start_time=start, stop_time=stop
+            ),
+        )
+        self._subscription = Subscription(self._manager)
+        return self._subscription
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _run(self, operation: str, request: Any) -> Any:
+        try:
+            return request()
+        except Exception as exc:
+            _translate(exc, operation, connecting=False)
+
+
+def _filter_spec(filter: Filter | None, filter_type: FilterType, namespaces: dict[str, str] | None) -> Any:
+    """The ``filter`` argument ncclient's operations take."""
+    if filter is None:
+        return None
+    if filter_type == "xpath":
+        if not isinstance(filter, str):
+            raise TypeError("an xpath filter is a string")
+        return ("xpath", (namespaces or {"irtf-agent": IRTF_AGENT_NS}, filter))
+    if filter_type != "subtree":
+        raise ValueError(f"filter_type must be 'subtree' or 'xpath', not {filter_type!r}")
+    return ("subtree", filter)
+
+
+def _config_element(config: etree._Element | list[etree._Element]) -> etree._Element:
+    if not isinstance(config, list) and config.tag == f"{{{NETCONF_BASE_NS}}}config":
+        return config
+    # lxml-stubs type nsmap keys as str, but lxml documents None as the default namespace.
+    wrapped = etree.Element(f"{{{NETCONF_BASE_NS}}}config", nsmap={None: NETCONF_BASE_NS})  # type: ignore[dict-item]
+    for node in config if isinstance(config, list) else [config]:
+        wrapped.append(node)
+    return wrapped
+
+
+def _reply_root(reply: Any) -> etree._Element:
+    """The parsed ``<rpc-reply>`` element of an ncclient reply (parsed once, by ncclient)."""
+    reply.parse()
+    root = getattr(reply, "_root", None)
+    if root is None:  # not the 0.7.1 layout: parse the text ourselves
+        root = etree.fromstring(reply.xml.encode("utf-8"))
+    return cast(etree._Element, root)
+
+
+def _data(reply: Any) -> etree._Element:
+    data = reply.data_ele
+    if data is None:
+        raise RpcError.missing_element("data", "the server's reply has no <data> element", error_type="protocol")
+    return cast(etree._Element, data)
+
+
+def _rpc_error(err: Any) -> RpcError:
+    """Rebuild our RpcError from one ncclient RPCError, keeping every field."""
+    error_type = (err.type or "").strip()
+    info: dict[str, str] = {}
+    if err.info:
+        try:
+            info_el = etree.fromstring(err.info.encode("utf-8"))
+        except etree.XMLSyntaxError:
+            info = {"error-info": err.info}
+        else:
+            info = {etree.QName(c).localname: (c.text or "").strip() for c in info_el if isinstance(c.tag, str)}
+    return RpcError(
+        error_type=cast(ErrorType, error_type if error_type in _ERROR_TYPES else "application"),
+        error_tag=(err.tag or "operation-failed").strip(),
+        message=(err.message or "").strip() or "(the server sent no error-message)",
+        path=(err.path or "").strip() or None,
+        info=info,
+        severity="warning" if (err.severity or "").strip() == "warning" else "error",
+        app_tag=(err.app_tag or "").strip() or None,
+    )
+
+
+def _translate(exc: BaseException, operation: str, *, connecting: bool) -> NoReturn:
+    """Raise the `an_agent.errors` exception for a foreign one (the only place that maps them).
+
+    ``operation`` says what was being done, for the message; ``connecting``
+    turns transport failures into ConnectError rather than TransportError.
+    """
+    if isinstance(exc, AnAgentError):
+        raise exc
+    if isinstance(exc, nc_rpc.RPCError):
+        errors = exc.errlist or [exc]
+        first = _rpc_error(errors[0])
+        if len(errors) > 1:
+            others = "; ".join(str(_rpc_error(e)) for e in errors[1:])
+            first.message = f"{first.message} (and {len(errors) - 1} more: {others})"
+            first.args = (first.message,)
+        raise first from None
+    if isinstance(exc, nc_op_errors.TimeoutExpiredError):
+        raise RequestTimeout(f"{operation}: no reply from the agent in time") from None
+    if isinstance(exc, nc_op_errors.MissingCapabilityError):
+        raise RpcError.operation_not_supported(f"{operation}: {exc}") from None
+    if isinstance(exc, nc_transport_errors.AuthenticationError | paramiko.AuthenticationException):
+        raise AuthError(f"{operation}: authentication rejected ({exc})") from None
+    if isinstance(exc, nc_transport_errors.SessionError) and "timed out" in str(exc):
+        raise RequestTimeout(f"{operation}: no <hello> from the agent in time") from None
+    if isinstance(exc, TimeoutError | socket.timeout) and not connecting:
+        raise RequestTimeout(f"{operation}: timed out") from None
+    transport_failure = (
+        OSError,
+        EOFError,
+        paramiko.SSHException,
+        nc_transport_errors.TransportError,
+        nc_transport_errors.SessionError,
+    )
+    if isinstance(exc, transport_failure):
+        detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else (str(exc) or type(exc).__name__)
+        if connecting:
+            raise ConnectError(f"{operation}: {detail}") from None
+        raise TransportError(f"{operation}: the NETCONF session failed: {detail}") from None
+    if isinstance(exc, nc_op_errors.OperationError):
+        raise TransportError(f"{operation}: {exc}") from None
+    raise exc

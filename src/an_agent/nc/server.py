@@ -1,0 +1,598 @@
+"""NETCONF over SSH server transport: the only module that imports ``netconf``.
+
+What this module does: listen on exactly the address asked for, run the SSH
+handshake (password and public-key auth), open NETCONF sessions with the
+``netconf`` package's hello and 1.0/1.1 framing, read framed messages with a
+size limit, parse them safely, and hand each ``<rpc>`` operation element to an
+`RpcHandler`. It turns whatever the handler returns into ``<rpc-reply>`` and
+every `RpcError` into an RFC 6241 ``<rpc-error>``. It knows nothing of agents,
+tasks or YANG: that is the handler's job.
+
+Why not `netconf.server.NetconfSSHServer` as is (DESIGN.md, "Known traps"):
+its listener binds ``::`` and ``0.0.0.0`` whatever host is asked for, it falls
+back to ``/etc/ssh/ssh_host_rsa_key``, it closes a session on malformed XML,
+its reader buffers messages without bound, and it has no notifications. We
+keep its session (hello exchange, framing, reader thread) and replace the rest.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+import paramiko
+from lxml import etree
+from netconf import base as nc_base
+from netconf.error import ChannelClosed, FramingError, SessionError
+
+from an_agent.errors import ConfigError, RpcError
+
+log = logging.getLogger(__name__)
+
+NC_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
+NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
+_NC = f"{{{NC_NS}}}"
+
+# Largest message we accept from a client. A bigger one is discarded as it
+# streams in (never buffered) and answered with a "too-big" rpc-error.
+DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+_RECV_BYTES = 65536
+
+# Parser for client input: no DTD, no entity expansion, no network, no huge trees.
+_SAFE_PARSER = etree.XMLParser(
+    resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_blank_text=True
+)
+
+
+class Session(Protocol):
+    """What a handler may do with the session a request came on."""
+
+    session_id: int
+    username: str
+    peer: str
+
+    def send_notification(self, xml: str) -> None:
+        """Send one ``<notification>`` message (already serialised) on this session."""
+        ...
+
+    def close(self) -> None:
+        """Close the session (its transport); idempotent."""
+        ...
+
+
+@dataclass
+class Reply:
+    """A handler's answer: the children of ``<rpc-reply>`` (None means ``<ok/>``).
+
+    ``after_send`` runs once the reply is on the wire, on the session's reader
+    thread; RFC 5277 needs it, because replayed notifications must follow the
+    ``<create-subscription>`` reply.
+    """
+
+    content: list[etree._Element] | None = None
+    after_send: Callable[[], None] | None = None
+    close_session: bool = False
+
+
+class RpcHandler(Protocol):
+    """The agent side of the server; called from many session threads at once."""
+
+    def capabilities(self) -> list[str]:
+        """Capability URIs to announce in ``<hello>`` besides base:1.0 and base:1.1."""
+        ...
+
+    def session_opened(self, session: Session) -> None: ...
+
+    def handle(self, session: Session, operation: etree._Element) -> Reply:
+        """Carry out one operation (the single child of ``<rpc>``); raise `RpcError` to refuse it."""
+        ...
+
+    def session_closed(self, session: Session) -> None:
+        """Release whatever the session held (locks, subscriptions); called exactly once."""
+        ...
+
+
+@dataclass
+class SshCredentials:
+    """Who may log in: passwords by user name, and public keys (valid for any user name)."""
+
+    users: dict[str, str] = field(default_factory=dict)
+    authorized_keys: list[paramiko.PKey] = field(default_factory=list)
+
+    @staticmethod
+    def load_authorized_keys(path: Path) -> list[paramiko.PKey]:
+        """Parse an OpenSSH ``authorized_keys`` file (options before the key type are not supported)."""
+        keys: list[paramiko.PKey] = []
+        try:
+            lines = path.read_text().splitlines()
+        except OSError as exc:
+            raise ConfigError(f"cannot read authorized keys file {path}: {exc.strerror}") from None
+        for number, line in enumerate(lines, start=1):
+            line = line.strip()
+            if not line or line.startswith("#"):
+                continue
+            parts = line.split()
+            if len(parts) < 2:
+                raise ConfigError(f"{path}:{number}: expected '<key-type> <base64-key> [comment]'")
+            try:
+                keys.append(paramiko.PKey.from_type_string(parts[0], _b64decode(parts[1])))
+            except (ValueError, paramiko.SSHException) as exc:
+                raise ConfigError(f"{path}:{number}: unusable {parts[0]} key: {exc}") from None
+        return keys
+
+
+def _b64decode(text: str) -> bytes:
+    import base64
+
+    return base64.b64decode(text.encode("ascii"), validate=True)
+
+
+def load_or_create_host_key(path: Path) -> paramiko.PKey:
+    """The server's SSH host key, generated (RSA 3072) on first use and kept at ``path`` (mode 0600)."""
+    if path.exists():
+        try:
+            return paramiko.RSAKey.from_private_key_file(str(path))
+        except (OSError, paramiko.SSHException) as exc:
+            raise ConfigError(f"host key {path} is unreadable ({exc}); delete it to generate a new one") from None
+    key = paramiko.RSAKey.generate(3072)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".tmp")
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        key.write_private_key(fh)
+    os.replace(tmp, path)
+    return key
+
+
+class _SshAuth(paramiko.ServerInterface):
+    """paramiko's view of our credentials; one instance per connection."""
+
+    def __init__(self, credentials: SshCredentials) -> None:
+        self._credentials = credentials
+        self.username = ""
+        self.subsystem_requested = threading.Event()
+
+    def get_allowed_auths(self, username: str) -> str:
+        methods = []
+        if self._credentials.users:
+            methods.append("password")
+        if self._credentials.authorized_keys:
+            methods.append("publickey")
+        return ",".join(methods)
+
+    def check_auth_password(self, username: str, password: str) -> int:
+        expected = self._credentials.users.get(username)
+        if expected is not None and password and _constant_time_equal(expected, password):
+            self.username = username
+            return paramiko.AUTH_SUCCESSFUL
+        return paramiko.AUTH_FAILED
+
+    def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
+        if any(key == allowed for allowed in self._credentials.authorized_keys):
+            self.username = username
+            return paramiko.AUTH_SUCCESSFUL
+        return paramiko.AUTH_FAILED
+
+    def check_channel_request(self, kind: str, chanid: int) -> int:
+        if kind == "session":
+            return paramiko.OPEN_SUCCEEDED
+        return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+
+    def check_channel_subsystem_request(self, channel: paramiko.Channel, name: str) -> bool:
+        if name != "netconf":
+            return False
+        self.subsystem_requested.set()
+        return True
+
+
+def _constant_time_equal(a: str, b: str) -> bool:
+    import hmac
+
+    return hmac.compare_digest(a.encode(), b.encode())
+
+
+class _TooBig(Exception):
+    """A client message exceeded the limit; it has been read and dropped entirely."""
+
+
+class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
+    """NETCONF 1.0/1.1 framing with a message size limit.
+
+    An oversized message is consumed to its end without being kept, then
+    reported with `_TooBig`, so the session stays usable.
+    """
+
+    def __init__(self, stream: paramiko.Channel, max_message: int) -> None:
+        super().__init__(stream, nc_base.MAXSSHBUF, False)
+        self.max_message = max_message
+
+    def _recv_more(self) -> None:
+        data = self.stream.recv(_RECV_BYTES) if self.stream is not None else b""
+        if not data:
+            raise ChannelClosed(self)
+        self.rbuffer += data
+
+    def _receive_10(self) -> str:
+        searchfrom = 0
+        dropped = False
+        while True:
+            eom = self.rbuffer.find(b"]]>]]>", searchfrom)
+            if eom != -1:
+                break
+            if len(self.rbuffer) > self.max_message:
+                # Keep only a tail that could hold the start of the delimiter.
+                self.rbuffer = self.rbuffer[-5:]
+                dropped = True
+            searchfrom = max(0, len(self.rbuffer) - 5)
+            self._recv_more()
+        msg = self.rbuffer[:eom]
+        self.rbuffer = self.rbuffer[eom + 6 :]
+        if dropped or len(msg) > self.max_message:
+            raise _TooBig()
+        return str(msg.decode("utf-8", errors="replace"))
+
+    def _receive_11(self) -> str:
+        parts: list[bytes] = []
+        size = 0
+        dropped = False
+        while True:
+            chunk = self._receive_chunk()
+            if chunk is None:
+                break
+            size += len(chunk)
+            if size > self.max_message:
+                dropped = True
+                parts = []
+            elif not dropped:
+                parts.append(chunk)
+        if dropped:
+            raise _TooBig()
+        return b"".join(parts).decode("utf-8", errors="replace")
+
+    def _receive_chunk(self) -> bytes | None:
+        while len(self.rbuffer) < 4:
+            self._recv_more()
+        if self.rbuffer[:2] != b"\n#":
+            raise FramingError(self.rbuffer[:40])
+        while True:
+            nl = self.rbuffer.find(b"\n", 2)
+            if nl != -1:
+                break
+            if len(self.rbuffer) > 13:
+                raise FramingError(self.rbuffer[:40])
+            self._recv_more()
+        header = self.rbuffer[2:nl]
+        self.rbuffer = self.rbuffer[nl + 1 :]
+        if header == b"#":
+            return None
+        try:
+            length = int(header)
+        except ValueError:
+            raise FramingError(f"chunk size is not a number: {header!r}") from None
+        if not 0 < length <= 4294967295:
+            raise FramingError(f"unacceptable chunk size {length}")
+        while len(self.rbuffer) < length:
+            if length > self.max_message and len(self.rbuffer) > _RECV_BYTES:
+                # Drop what we have of an oversized chunk instead of buffering it.
+                length -= len(self.rbuffer)
+                self.rbuffer = b""
+                self._recv_more()
+                continue
+            self._recv_more()
+        chunk = self.rbuffer[:length]
+        self.rbuffer = self.rbuffer[length:]
+        return bytes(chunk)
+
+
+def rpc_error_element(error: RpcError) -> etree._Element:
+    """Serialise one `RpcError` as ``<rpc-error>`` with RFC 6241's child order."""
+    err = etree.Element(_NC + "rpc-error", nsmap={None: NC_NS})
+    etree.SubElement(err, _NC + "error-type").text = error.error_type
+    etree.SubElement(err, _NC + "error-tag").text = error.error_tag
+    etree.SubElement(err, _NC + "error-severity").text = error.severity
+    if error.app_tag:
+        etree.SubElement(err, _NC + "error-app-tag").text = error.app_tag
+    if error.path:
+        etree.SubElement(err, _NC + "error-path").text = error.path
+    message = etree.SubElement(err, _NC + "error-message")
+    message.text = error.message
+    message.set("{http://www.w3.org/XML/1998/namespace}lang", "en")
+    if error.info:
+        info = etree.SubElement(err, _NC + "error-info")
+        for name, value in error.info.items():
+            etree.SubElement(info, _NC + name).text = value
+    return err
+
+
+class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
+    """One NETCONF session on one SSH channel, served by a reader thread."""
+
+    def __init__(
+        self,
+        channel: paramiko.Channel,
+        server: NetconfSshServer,
+        session_id: int,
+        username: str,
+        peer: str,
+    ) -> None:
+        self.server = server
+        self.handler = server.handler
+        self.methods = self  # the base class asks self.methods for extra capabilities
+        self.username = username
+        self.peer = peer
+        self._send_lock = threading.Lock()
+        self._closed_once = threading.Event()
+        self._sid = session_id
+        self._channel = channel
+        super().__init__(channel, False, session_id)
+        # The base class built a framing object on the channel; detach it before
+        # dropping it, since its __del__ closes the stream it holds.
+        self.pkt_stream.stream = None
+        self.pkt_stream = _LimitedFraming(channel, server.max_message_bytes)
+
+    # -- the Session protocol -------------------------------------------------
+    @property
+    def session_id(self) -> int:
+        return self._sid
+
+    @session_id.setter
+    def session_id(self, value: int | None) -> None:
+        # The base class clears session_id on close; we keep ours for logging.
+        if value is not None:
+            self._sid = value
+
+    def send_notification(self, xml: str) -> None:
+        self.send_message(xml)
+
+    def close(self) -> None:
+        super().close()
+        if not self._closed_once.is_set():
+            self._closed_once.set()
+            self.server._session_ended(self)
+
+    # -- base class hooks -----------------------------------------------------
+    def nc_append_capabilities(self, capabilities: etree._Element) -> None:
+        for uri in self.handler.capabilities():
+            etree.SubElement(capabilities, "capability").text = uri
+
+    def send_message(self, msg: str) -> None:
+        # The base class has no lock around the write: a notification from a
+        # task thread could interleave with a reply. One lock per session.
+        with self._send_lock:
+            stream = self.pkt_stream
+            if stream is None or stream.stream is None:
+                return
+            try:
+                stream.send_pdu(nc_base.XML_HEADER + msg, self.new_framing)
+            except (OSError, EOFError, paramiko.SSHException) as exc:
+                log.info("session %s: send failed (%r); closing", self._sid, exc)
+                threading.Thread(target=self.close, daemon=True).start()
+
+    def _reader_exits(self) -> None:
+        self.close()
+
+    def _receive_message(self) -> str | None:
+        try:
+            msg: str | None = super()._receive_message()
+            return msg
+        except _TooBig:
+            self._send_error_reply(
+                None,
+                RpcError.too_big(
+                    f"message larger than {self.server.max_message_bytes} bytes was discarded; "
+                    "split the request or raise --max-message-bytes"
+                ),
+            )
+            return " "  # a non-empty no-op keeps the reader loop going
+
+    def _reader_handle_message(self, msg: str) -> None:
+        if not self.session_open or not msg.strip():
+            return
+        try:
+            root = etree.fromstring(msg.lstrip().encode("utf-8"), _SAFE_PARSER)
+        except etree.XMLSyntaxError as exc:
+            self._send_error_reply(None, RpcError.malformed_message(f"the message is not well-formed XML: {exc}"))
+            return
+        if root.tag != _NC + "rpc":
+            self._send_error_reply(
+                None,
+                RpcError.unknown_element(
+                    etree.QName(root).localname,
+                    f"expected <rpc> in namespace {NC_NS}, got <{etree.QName(root).localname}> "
+                    f"in namespace {etree.QName(root).namespace or '(none)'}",
+                    error_type="rpc",
+                ),
+            )
+            return
+        if root.get("message-id") is None:
+            err = RpcError("rpc", "missing-attribute", "every <rpc> needs a message-id attribute")
+            err.info = {"bad-attribute": "message-id", "bad-element": "rpc"}
+            self._send_error_reply(root, err)
+            return
+        operations = [child for child in root if isinstance(child.tag, str)]
+        if len(operations) != 1:
+            self._send_error_reply(
+                root, RpcError.malformed_message(f"<rpc> must hold exactly one operation, found {len(operations)}")
+            )
+            return
+        try:
+            reply = self.handler.handle(self, operations[0])
+        except RpcError as exc:
+            self._send_error_reply(root, exc)
+            return
+        except Exception as exc:  # a bug in a handler must not kill the session
+            log.exception("session %s: handler failed on <%s>", self._sid, operations[0].tag)
+            self._send_error_reply(
+                root, RpcError.operation_failed(f"internal error while handling the request: {exc}")
+            )
+            return
+        self._send_reply(root, reply.content)
+        if reply.after_send is not None:
+            reply.after_send()
+        if reply.close_session:
+            self.close()
+
+    # -- replies --------------------------------------------------------------
+    def _reply_element(self, rpc: etree._Element | None) -> etree._Element:
+        reply = etree.Element(_NC + "rpc-reply", nsmap={None: NC_NS})
+        if rpc is not None:
+            for name, value in rpc.attrib.items():
+                reply.set(name, value)
+        return reply
+
+    def _send_reply(self, rpc: etree._Element, content: Iterable[etree._Element] | None) -> None:
+        reply = self._reply_element(rpc)
+        if content is None:
+            etree.SubElement(reply, _NC + "ok")
+        else:
+            reply.extend(content)
+        self.send_message(etree.tostring(reply, encoding="unicode"))
+
+    def _send_error_reply(self, rpc: etree._Element | None, error: RpcError) -> None:
+        reply = self._reply_element(rpc)
+        reply.append(rpc_error_element(error))
+        self.send_message(etree.tostring(reply, encoding="unicode"))
+
+
+class NetconfSshServer:
+    """Accepts SSH connections on one address and runs NETCONF sessions for `handler`.
+
+    `start` binds (raising `ConfigError` when the address is unusable) and
+    returns at once; `stop` closes the listener and every session.
+    """
+
+    def __init__(
+        self,
+        handler: RpcHandler,
+        host: str,
+        port: int,
+        host_key: paramiko.PKey,
+        credentials: SshCredentials,
+        max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
+        max_sessions: int = 2000,
+    ) -> None:
+        self.handler = handler
+        self.host = host
+        self.port = port
+        self.host_key = host_key
+        self.credentials = credentials
+        self.max_message_bytes = max_message_bytes
+        self.max_sessions = max_sessions
+        self._lock = threading.Lock()
+        self._sessions: dict[int, NetconfSession] = {}
+        self._transports: set[paramiko.Transport] = set()
+        self._next_session_id = 1
+        self._listener: socket.socket | None = None
+        self._accept_thread: threading.Thread | None = None
+        self._stopping = threading.Event()
+
+    def start(self) -> None:
+        try:
+            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
+        except socket.gaierror as exc:
+            raise ConfigError(f"cannot resolve listen address {self.host!r}: {exc.strerror}") from None
+        family, _, _, _, address = infos[0]
+        sock = socket.socket(family, socket.SOCK_STREAM)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(address)
+        except OSError as exc:
+            sock.close()
+            raise ConfigError(f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from None
+        sock.listen(512)
+        self.port = sock.getsockname()[1]
+        self._listener = sock
+        self._accept_thread = threading.Thread(target=self._accept_loop, name=f"nc-accept-{self.port}", daemon=True)
+        self._accept_thread.start()
+
+    def stop(self) -> None:
+        self._stopping.set()
+        if self._listener is not None:
+            try:
+                self._listener.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
+            self._listener.close()
+        if self._accept_thread is not None:
+            self._accept_thread.join(timeout=5)
+        with self._lock:
+            sessions = list(self._sessions.values())
+            transports = list(self._transports)
+        for session in sessions:
+            session.close()
+        for transport in transports:
+            transport.close()
+
+    def session(self, session_id: int) -> NetconfSession | None:
+        with self._lock:
+            return self._sessions.get(session_id)
+
+    def session_count(self) -> int:
+        with self._lock:
+            return len(self._sessions)
+
+    # -- internals ------------------------------------------------------------
+    def _accept_loop(self) -> None:
+        assert self._listener is not None
+        while not self._stopping.is_set():
+            try:
+                conn, addr = self._listener.accept()
+            except OSError:
+                return
+            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            threading.Thread(target=self._serve_connection, args=(conn, addr), daemon=True).start()
+
+    def _serve_connection(self, conn: socket.socket, addr: Any) -> None:
+        peer = f"{addr[0]}:{addr[1]}"
+        transport = paramiko.Transport(conn)
+        transport.add_server_key(self.host_key)
+        auth = _SshAuth(self.credentials)
+        with self._lock:
+            self._transports.add(transport)
+        try:
+            transport.start_server(server=auth)
+            channel = transport.accept(timeout=30)
+            if channel is None:
+                raise EOFError("client opened no channel within 30 s")
+            if not auth.subsystem_requested.wait(timeout=30):
+                raise EOFError("client did not request the netconf subsystem")
+            with self._lock:
+                if len(self._sessions) >= self.max_sessions:
+                    raise EOFError(f"session limit {self.max_sessions} reached")
+                session_id = self._next_session_id
+                self._next_session_id += 1
+            session = NetconfSession(channel, self, session_id, auth.username, peer)
+            with self._lock:
+                self._sessions[session_id] = session
+            try:
+                session._open_session(True)
+            except Exception:
+                with self._lock:
+                    self._sessions.pop(session_id, None)
+                raise
+            self.handler.session_opened(session)
+        except (paramiko.SSHException, EOFError, OSError, SessionError, ChannelClosed, etree.XMLSyntaxError) as exc:
+            log.info("connection from %s ended before a session opened: %s", peer, exc)
+            transport.close()
+            with self._lock:
+                self._transports.discard(transport)
+
+    def _session_ended(self, session: NetconfSession) -> None:
+        with self._lock:
+            known = self._sessions.pop(session._sid, None)
+        if known is not None:
+            try:
+                self.handler.session_closed(session)
+            finally:
+                transport = session._channel.get_transport()
+                if transport is not None:
+                    transport.close()
+                    with self._lock:
+                        self._transports.discard(transport)
+

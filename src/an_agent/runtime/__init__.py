@@ -1,0 +1,1 @@
+"""The agent runtime: datastore, edit-config, filters, tasks, notifications, and the NETCONF RpcHandler."""

@@ -1,0 +1,1 @@
+"""schemas layer (see DESIGN.md)."""

@@ -1,0 +1,95 @@
+"""The scenario schema templates an agent publishes.
+
+The shipped templates are JSON data files in ``an_agent/schemas/templates/`` (package data); an operator
+may add a directory of their own. A scenario is looked up by its name (``fault_diagnosis``) or by a
+schema_id (``fault_diagnosis_v1``); a scenario with several versions resolves to the highest ``_vN``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable
+from importlib import resources
+from pathlib import Path
+
+from an_agent.errors import ConfigError, SchemaError
+from an_agent.schemas.template import Template
+
+_VERSION = re.compile(r"_v(\d+)$")
+
+
+def _version(schema_id: str) -> int:
+    match = _VERSION.search(schema_id)
+    return int(match.group(1)) if match else 0
+
+
+class TemplateRegistry:
+    """An immutable set of templates, by schema_id."""
+
+    def __init__(self, templates: Iterable[Template]) -> None:
+        self._by_id: dict[str, Template] = {}
+        for template in templates:
+            if template.schema_id in self._by_id:
+                raise ConfigError(f"two schema templates use the schema_id {template.schema_id!r}")
+            self._by_id[template.schema_id] = template
+
+    @classmethod
+    def default(cls, extra_dirs: Iterable[Path] = ()) -> TemplateRegistry:
+        """The templates shipped with an-agent, plus every ``*.json`` in ``extra_dirs``.
+
+        Raises `ConfigError` naming the file when a template cannot be read or is invalid.
+        """
+        templates: list[Template] = []
+        package = resources.files("an_agent.schemas") / "templates"
+        for entry in sorted(package.iterdir(), key=lambda e: e.name):
+            if entry.name.endswith(".json"):
+                templates.append(_load(entry.read_text(encoding="utf-8"), f"templates/{entry.name}"))
+        for directory in extra_dirs:
+            for path in sorted(Path(directory).glob("*.json")):
+                try:
+                    text = path.read_text(encoding="utf-8")
+                except OSError as exc:
+                    raise ConfigError(f"cannot read schema template {path}: {exc.strerror}") from None
+                templates.append(_load(text, str(path)))
+        return cls(templates)
+
+    def get(self, schema_id: str) -> Template:
+        """The template with this schema_id; `SchemaError` if there is none."""
+        try:
+            return self._by_id[schema_id]
+        except KeyError:
+            raise SchemaError(
+                f"unknown schema_id {schema_id!r}", [f"schema_id: not one of {', '.join(self.schema_ids)}"]
+            ) from None
+
+    def resolve(self, scenario_or_id: str) -> Template:
+        """The template for a schema_id, or the newest version of a scenario; `SchemaError` if none."""
+        if scenario_or_id in self._by_id:
+            return self._by_id[scenario_or_id]
+        matches = [t for t in self._by_id.values() if t.scenario == scenario_or_id]
+        if not matches:
+            known = sorted({t.scenario for t in self._by_id.values()})
+            raise SchemaError(
+                f"no schema template for scenario {scenario_or_id!r}", [f"scenario: not one of {', '.join(known)}"]
+            )
+        return max(matches, key=lambda t: _version(t.schema_id))
+
+    @property
+    def schema_ids(self) -> tuple[str, ...]:
+        return tuple(sorted(self._by_id))
+
+    def templates(self) -> list[Template]:
+        """All templates, sorted by schema_id."""
+        return [self._by_id[s] for s in self.schema_ids]
+
+
+def _load(text: str, source: str) -> Template:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ConfigError(f"{source}: not JSON ({exc.msg} at line {exc.lineno})") from None
+    try:
+        return Template.from_dict(data, source)
+    except SchemaError as exc:
+        raise ConfigError(f"{exc}: " + "; ".join(exc.problems)) from None

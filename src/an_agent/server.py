@@ -1,0 +1,149 @@
+"""`AgentServer`: one agent served over NETCONF — the composition root.
+
+Puts together the YANG context, the SQLite store, the agent runtime with its
+behaviour, and the SSH/NETCONF listener::
+
+    with AgentServer(ServerConfig(state_dir=Path("state"), port=0)) as server:
+        print(server.port)
+
+Security defaults: the listener binds only the address asked for (default
+127.0.0.1). With no users configured on a loopback address it accepts
+``admin``/``admin`` and says so in `ServerConfig.resolve_credentials`'s notice;
+on any other address it refuses to start without configured credentials.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import logging
+import socket
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import TracebackType
+
+from an_agent.clock import Clock, SystemClock
+from an_agent.errors import ConfigError
+from an_agent.model import AgentProfile
+from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_host_key
+from an_agent.runtime.agent import AgentRuntime
+from an_agent.runtime.behaviour import Behaviour
+from an_agent.store.agent_store import AgentStore
+from an_agent.yang.context import YangContext
+
+log = logging.getLogger(__name__)
+
+DEFAULT_PORT = 8830
+DEFAULT_USER = ("admin", "admin")
+
+
+def example_profile() -> AgentProfile:
+    """The built-in example agent profile (used when no profile is given)."""
+    text = resources.files("an_agent").joinpath("data/example-profile.json").read_text(encoding="utf-8")
+    return AgentProfile.from_json(text, "built-in example profile")
+
+
+def is_loopback(host: str) -> bool:
+    """True when every address ``host`` resolves to is a loopback address."""
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except socket.gaierror:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0]).is_loopback for info in infos)
+
+
+@dataclass
+class ServerConfig:
+    """How to run one agent. ``port=0`` picks a free port (see `AgentServer.port`)."""
+
+    state_dir: Path
+    host: str = "127.0.0.1"
+    port: int = DEFAULT_PORT
+    users: dict[str, str] = field(default_factory=dict)
+    authorized_keys: Path | None = None
+    profile: AgentProfile | None = None
+    behaviour: Behaviour | None = None
+    clock: Clock = field(default_factory=SystemClock)
+    max_message_bytes: int = 16 * 1024 * 1024
+    durable: bool = False
+
+    def resolve_credentials(self) -> tuple[SshCredentials, str | None]:
+        """The credentials to serve with, and a notice for the operator when defaults were applied.
+
+        Raises `ConfigError` when a non-loopback address has no credentials.
+        """
+        keys = SshCredentials.load_authorized_keys(self.authorized_keys) if self.authorized_keys else []
+        users = dict(self.users)
+        notice = None
+        if not users and not keys:
+            if not is_loopback(self.host):
+                raise ConfigError(
+                    f"refusing to listen on {self.host} without credentials: "
+                    "give --user NAME:PASSWORD or --authorized-keys FILE (admin/admin is only used on loopback)"
+                )
+            users = {DEFAULT_USER[0]: DEFAULT_USER[1]}
+            notice = f"no users configured: accepting {DEFAULT_USER[0]}/{DEFAULT_USER[1]} (loopback only)"
+        return SshCredentials(users=users, authorized_keys=keys), notice
+
+
+class AgentServer:
+    """An agent process's server side: start, serve, stop. Usable as a context manager."""
+
+    def __init__(self, config: ServerConfig, yang: YangContext | None = None) -> None:
+        self.config = config
+        self.credentials, self.notice = config.resolve_credentials()
+        self.profile = config.profile or example_profile()
+        if config.behaviour is None:
+            from an_agent.agents.default import DefaultBehaviour
+
+            behaviour: Behaviour = DefaultBehaviour()
+        else:
+            behaviour = config.behaviour
+        self.store = AgentStore(config.state_dir, durable=config.durable)
+        self.runtime = AgentRuntime(self.profile, behaviour, self.store, config.clock, yang)
+        self._listener = NetconfSshServer(
+            self.runtime,
+            config.host,
+            config.port,
+            load_or_create_host_key(config.state_dir / "ssh_host_rsa_key"),
+            self.credentials,
+            max_message_bytes=config.max_message_bytes,
+        )
+        self._started = False
+
+    @property
+    def host(self) -> str:
+        return self.config.host
+
+    @property
+    def port(self) -> int:
+        """The port actually listened on (useful with ``port=0``)."""
+        return self._listener.port
+
+    def start(self) -> AgentServer:
+        self._listener.start()
+        self.runtime.start()
+        self._started = True
+        log.info("agent %s listening on %s:%d", self.profile.name, self.host, self.port)
+        return self
+
+    def stop(self) -> None:
+        """Close every session and the listener, finish in-flight state writes, close the store."""
+        if not self._started:
+            self.store.close()
+            return
+        self._started = False
+        self._listener.stop()
+        self.runtime.close()
+        self.store.close()
+
+    def session_count(self) -> int:
+        return self._listener.session_count()
+
+    def __enter__(self) -> AgentServer:
+        return self.start()
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()

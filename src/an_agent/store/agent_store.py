@@ -1,0 +1,210 @@
+"""Durable agent state in SQLite (WAL): configuration, task state, notification log.
+
+Contract: a method returns only after its transaction is committed, so an
+acknowledged request (the caller replies after the call returns) survives
+``kill -9``. WAL with ``synchronous=NORMAL`` is durable against a process
+crash, which is what kill -9 is; a power loss may lose the last commits
+(``durable=True`` switches to ``synchronous=FULL`` for that).
+
+The configuration is kept as *units*: the top-level elements of the running
+datastore, with a container's children split out one level deeper so that one
+task or one data-param is one row (``/irtf-agent:tasks`` holds every task; a
+change to one task must not rewrite all of them). Rows are keyed by a stable
+path string chosen by the caller.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+from an_agent.errors import StoreError
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS config_unit (
+    unit_key   TEXT PRIMARY KEY,   -- e.g. /irtf-agent:tasks/task[task-id='t1']
+    parent_key TEXT NOT NULL,      -- '' for a top-level unit, else the container's key
+    position   INTEGER NOT NULL,   -- order among siblings, to rebuild the tree as it was
+    xml        TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS task_state (
+    task_id       TEXT PRIMARY KEY,
+    status        TEXT NOT NULL,
+    reason        TEXT,
+    summary       TEXT,
+    result_format TEXT,
+    result_data   TEXT,
+    updated       REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS notification_log (
+    seq        INTEGER PRIMARY KEY AUTOINCREMENT,
+    event_time REAL NOT NULL,
+    xml        TEXT NOT NULL        -- the notification's content element, without the envelope
+);
+CREATE INDEX IF NOT EXISTS notification_time ON notification_log(event_time);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True)
+class ConfigUnit:
+    unit_key: str
+    parent_key: str
+    position: int
+    xml: str
+
+
+@dataclass(frozen=True)
+class TaskState:
+    task_id: str
+    status: str
+    reason: str | None
+    summary: str | None
+    result_format: str | None
+    result_data: str | None
+    updated: float
+
+
+@dataclass(frozen=True)
+class LoggedNotification:
+    seq: int
+    event_time: float
+    xml: str
+
+
+class AgentStore:
+    """One agent's SQLite database (``<state_dir>/agent.db``); safe to share between threads."""
+
+    def __init__(self, state_dir: Path, durable: bool = False) -> None:
+        self.path = state_dir / "agent.db"
+        try:
+            state_dir.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
+            self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.executescript(_SCHEMA)
+        except (sqlite3.Error, OSError) as exc:
+            raise StoreError(f"cannot open agent state database {self.path}: {exc}") from None
+        self._lock = threading.RLock()
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _tx(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+                yield self._db
+                self._db.execute("COMMIT")
+            except sqlite3.Error as exc:
+                self._db.execute("ROLLBACK")
+                raise StoreError(f"agent state database {self.path}: {exc}") from None
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+
+    def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
+        with self._lock:
+            try:
+                return self._db.execute(sql, params).fetchall()
+            except sqlite3.Error as exc:
+                raise StoreError(f"agent state database {self.path}: {exc}") from None
+
+    # -- configuration --------------------------------------------------------
+    def load_config(self) -> list[ConfigUnit]:
+        """Every unit, parents before children, siblings in their stored order."""
+        rows = self._query("SELECT unit_key, parent_key, position, xml FROM config_unit ORDER BY parent_key != '', position")
+        return [ConfigUnit(str(k), str(p), int(str(pos)), str(x)) for k, p, pos, x in rows]
+
+    def save_config(self, upserts: Iterable[ConfigUnit], deletes: Iterable[str]) -> None:
+        """Apply one edit's changes to the stored configuration atomically."""
+        with self._tx() as db:
+            db.executemany("DELETE FROM config_unit WHERE unit_key = ?", [(key,) for key in deletes])
+            db.executemany(
+                "INSERT OR REPLACE INTO config_unit (unit_key, parent_key, position, xml) VALUES (?, ?, ?, ?)",
+                [(u.unit_key, u.parent_key, u.position, u.xml) for u in upserts],
+            )
+
+    # -- task state -----------------------------------------------------------
+    def load_task_states(self) -> dict[str, TaskState]:
+        rows = self._query("SELECT task_id, status, reason, summary, result_format, result_data, updated FROM task_state")
+        return {str(r[0]): TaskState(*r) for r in rows}  # type: ignore[arg-type]
+
+    def save_task_state(self, state: TaskState, notification: tuple[float, str] | None = None) -> int | None:
+        """Store a task's new state and, in the same transaction, the notification announcing it.
+
+        Returns the notification's sequence number (None when none was given).
+        """
+        with self._tx() as db:
+            db.execute(
+                "INSERT OR REPLACE INTO task_state VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (
+                    state.task_id,
+                    state.status,
+                    state.reason,
+                    state.summary,
+                    state.result_format,
+                    state.result_data,
+                    state.updated,
+                ),
+            )
+            if notification is None:
+                return None
+            cursor = db.execute("INSERT INTO notification_log (event_time, xml) VALUES (?, ?)", notification)
+            return cursor.lastrowid
+
+    def delete_task_state(self, task_id: str) -> None:
+        with self._tx() as db:
+            db.execute("DELETE FROM task_state WHERE task_id = ?", (task_id,))
+
+    # -- notification log -----------------------------------------------------
+    def append_notification(self, event_time: float, xml: str) -> int:
+        with self._tx() as db:
+            cursor = db.execute("INSERT INTO notification_log (event_time, xml) VALUES (?, ?)", (event_time, xml))
+            seq = cursor.lastrowid
+        assert seq is not None
+        return seq
+
+    def notifications(
+        self, since: float | None = None, until: float | None = None, max_seq: int | None = None
+    ) -> list[LoggedNotification]:
+        """Logged notifications with since <= event_time <= until and seq <= max_seq, oldest first."""
+        sql = "SELECT seq, event_time, xml FROM notification_log WHERE 1=1"
+        params: list[object] = []
+        if since is not None:
+            sql += " AND event_time >= ?"
+            params.append(since)
+        if until is not None:
+            sql += " AND event_time <= ?"
+            params.append(until)
+        if max_seq is not None:
+            sql += " AND seq <= ?"
+            params.append(max_seq)
+        rows = self._query(sql + " ORDER BY seq", tuple(params))
+        return [LoggedNotification(int(str(s)), float(str(t)), str(x)) for s, t, x in rows]
+
+    def first_notification_time(self) -> float | None:
+        rows = self._query("SELECT MIN(event_time) FROM notification_log")
+        value = rows[0][0] if rows else None
+        return float(str(value)) if value is not None else None
+
+    def last_notification_seq(self) -> int:
+        rows = self._query("SELECT MAX(seq) FROM notification_log")
+        value = rows[0][0] if rows else None
+        return int(str(value)) if value is not None else 0
+
+    # -- meta -----------------------------------------------------------------
+    def get_meta(self, key: str) -> str | None:
+        rows = self._query("SELECT value FROM meta WHERE key = ?", (key,))
+        return str(rows[0][0]) if rows else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        with self._tx() as db:
+            db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
