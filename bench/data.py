@@ -13,6 +13,9 @@ import json
 from typing import TypeAlias
 from xml.sax.saxutils import escape
 
+from lxml import etree
+
+BASE_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
 IRTF_NS = "urn:ietf:params:xml:ns:yang:irtf-agent"
 NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 
@@ -23,12 +26,24 @@ GET_CONFIG_TASKS = (
 CREATE_SUBSCRIPTION = f'<create-subscription xmlns="{NOTIF_NS}"/>'
 
 _SKILLS = (
-    ("fault-diagnosis", "Finds the root cause of RAN alarms and base-station outages.",
-     ["fault", "RAN", "root-cause"], "Diagnose the outage of base stations in cluster 12"),
-    ("energy-saving", "Puts idle cells to sleep and wakes them on load.",
-     ["energy", "RAN", "sleep"], "Reduce energy use of the cells in area 3 at night"),
-    ("coverage-optimization", "Tunes antenna tilt and power to restore coverage.",
-     ["optimization", "coverage"], "Restore coverage around site 4411"),
+    (
+        "fault-diagnosis",
+        "Finds the root cause of RAN alarms and base-station outages.",
+        ["fault", "RAN", "root-cause"],
+        "Diagnose the outage of base stations in cluster 12",
+    ),
+    (
+        "energy-saving",
+        "Puts idle cells to sleep and wakes them on load.",
+        ["energy", "RAN", "sleep"],
+        "Reduce energy use of the cells in area 3 at night",
+    ),
+    (
+        "coverage-optimization",
+        "Tunes antenna tilt and power to restore coverage.",
+        ["optimization", "coverage"],
+        "Restore coverage around site 4411",
+    ),
 )
 
 Json: TypeAlias = dict[str, "Json"] | list["Json"] | str | bool
@@ -133,17 +148,35 @@ def edit_config(config_xml: str) -> str:
     return f"<edit-config><target><running/></target><config>{config_xml}</config></edit-config>"
 
 
-def cancel_task(index: int) -> str:
-    """taskCancel of task `index`: set its commuType to taskCancel (DESIGN.md, agent-message comm-type)."""
-    return edit_config(
-        f'<tasks xmlns="{IRTF_NS}"><task><task-id>{task_id(index)}</task-id>'
-        "<commuType>taskCancel</commuType></task></tasks>"
-    )
-
-
 def get_task(index: int) -> str:
     """taskResultQuery: `<get>` of one task."""
     return (
         f'<get><filter type="subtree"><tasks xmlns="{IRTF_NS}"><task><task-id>{task_id(index)}</task-id>'
         "</task></tasks></filter></get>"
     )
+
+
+def same_data(reply_a: str, reply_b: str) -> bool:
+    """True when two <rpc-reply> documents carry the same <data>.
+
+    Sibling order is ignored (netconfd sorts system-ordered lists and puts a
+    list's key where the grouping defines it) and so is whitespace-only text.
+    """
+    return _canonical_data(reply_a) == _canonical_data(reply_b)
+
+
+Canonical: TypeAlias = tuple[str, str, tuple["Canonical", ...]]
+
+
+def _canonical_data(reply: str) -> tuple[Canonical, ...]:
+    root = etree.fromstring(reply.encode(), etree.XMLParser(remove_blank_text=True))
+    data = root.find(f"{{{BASE_NS}}}data")
+    return () if data is None else _canonical_children(data)
+
+
+def _canonical_children(element: etree._Element) -> tuple[Canonical, ...]:
+    return tuple(sorted(_canonical(child) for child in element if isinstance(child.tag, str)))
+
+
+def _canonical(element: etree._Element) -> Canonical:
+    return (str(element.tag), (element.text or "").strip(), _canonical_children(element))

@@ -1,10 +1,10 @@
 """Our server under test: `an-agent serve` in its own process, so its CPU and memory are its own.
 
-`AgentProcess` starts `python -m an_agent.cli serve --host 127.0.0.1 --port P
---state-dir D --user admin:admin [--profile F]` with a fresh state directory,
-waits until it answers a NETCONF hello, and stops it (SIGTERM, then SIGKILL)
-on exit. `start_fleet` brings up many at once for the agents-per-machine
-benchmark.
+`AgentProcess` runs `an-agent serve --host 127.0.0.1 --port 0 --state-dir D
+--user admin:admin [--profile F]` (through `an_agent.cli.main`, the console
+script's entry point) with a fresh state directory, waits until it answers
+a NETCONF hello, and stops it (SIGTERM, then SIGKILL) on exit. `start_fleet`
+brings up many at once for the agents-per-machine benchmark.
 """
 
 from __future__ import annotations
@@ -23,6 +23,8 @@ from bench import procs
 from bench.wire import BenchError, Credentials, Session
 
 USER, PASSWORD = "admin", "admin"
+# The CLI is a package without __main__: call its entry point the way the console script does.
+_CLI = [sys.executable, "-c", "import sys; from an_agent.cli import main; sys.exit(main())"]
 _SERVING = re.compile(r"serving .* on [^ ]+:(\d+)")
 
 
@@ -34,7 +36,7 @@ class AgentProcess:
         self.port = 0
         self.profile_json = profile_json
         self.start_timeout = start_timeout
-        self.credentials = Credentials(USER, password=PASSWORD)
+        self._credentials = Credentials(USER, password=PASSWORD)
         self.workdir: Path | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self.started_at = 0.0
@@ -43,16 +45,27 @@ class AgentProcess:
         """Start the process without waiting for it to answer (see `wait_ready`)."""
         self.workdir = Path(tempfile.mkdtemp(prefix="an-bench-ours-"))
         self.port = 0
-        argv = [sys.executable, "-m", "an_agent.cli", "serve", "--host", self.host, "--port", "0",
-                "--state-dir", str(self.workdir / "state"), "--user", f"{USER}:{PASSWORD}"]
+        argv = [
+            *_CLI,
+            "serve",
+            "--host",
+            self.host,
+            "--port",
+            "0",
+            "--state-dir",
+            str(self.workdir / "state"),
+            "--user",
+            f"{USER}:{PASSWORD}",
+        ]
         if self.profile_json is not None:
             profile = self.workdir / "profile.json"
             profile.write_text(self.profile_json)
             argv += ["--profile", str(profile)]
         self.started_at = time.monotonic()
         with (self.workdir / "serve.log").open("wb") as log:
-            self._proc = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                          start_new_session=True)
+            self._proc = subprocess.Popen(
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+            )
 
     def wait_ready(self) -> float:
         """Wait until a NETCONF hello succeeds; returns seconds since `launch`."""
@@ -98,6 +111,10 @@ class AgentProcess:
         if self._proc is None:
             raise BenchError("the agent is not running")
         return self._proc.pid
+
+    @property
+    def credentials(self) -> Credentials:
+        return self._credentials
 
     @property
     def running(self) -> bool:

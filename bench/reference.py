@@ -80,8 +80,19 @@ def bench_account() -> Account:
         entry = pwd.getpwnam(BENCH_USER)
     except KeyError:
         _run(
-            ["useradd", "--system", "--user-group", "--shell", "/bin/sh", "--home-dir", str(BENCH_HOME),
-             "--no-create-home", "--comment", "an-agent benchmark reference (netconfd)", BENCH_USER],
+            [
+                "useradd",
+                "--system",
+                "--user-group",
+                "--shell",
+                "/bin/sh",
+                "--home-dir",
+                str(BENCH_HOME),
+                "--no-create-home",
+                "--comment",
+                "an-agent benchmark reference (netconfd)",
+                BENCH_USER,
+            ],
             "create the benchmark account",
         )
         entry = pwd.getpwnam(BENCH_USER)

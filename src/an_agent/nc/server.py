@@ -211,6 +211,7 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
     def __init__(self, stream: paramiko.Channel, max_message: int) -> None:
         super().__init__(stream, nc_base.MAXSSHBUF, False)
         self.max_message = max_message
+        self._chunk_overflow = False
 
     def _recv_more(self) -> None:
         data = self.stream.recv(_RECV_BYTES) if self.stream is not None else b""
@@ -241,11 +242,14 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
         parts: list[bytes] = []
         size = 0
         dropped = False
+        self._chunk_overflow = False
         while True:
             chunk = self._receive_chunk()
             if chunk is None:
                 break
             size += len(chunk)
+            if self._chunk_overflow:
+                size = self.max_message + 1  # part of the chunk was dropped unread
             if size > self.max_message:
                 dropped = True
                 parts = []
@@ -280,6 +284,7 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
         while len(self.rbuffer) < length:
             if length > self.max_message and len(self.rbuffer) > _RECV_BYTES:
                 # Drop what we have of an oversized chunk instead of buffering it.
+                self._chunk_overflow = True
                 length -= len(self.rbuffer)
                 self.rbuffer = b""
                 self._recv_more()
@@ -351,7 +356,10 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self.send_message(xml)
 
     def close(self) -> None:
-        super().close()
+        try:
+            super().close()
+        except (EOFError, OSError, paramiko.SSHException):
+            pass  # the peer or the transport is already gone; nothing left to tell it
         if not self._closed_once.is_set():
             self._closed_once.set()
             self.server._session_ended(self)

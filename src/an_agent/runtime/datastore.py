@@ -154,12 +154,15 @@ class Datastore:
         """An instance-identifier like libyang's data_path: /module:node/node[key='v']."""
         parts: list[str] = []
         prev_ns = None
+        # The element and its ancestors, one per step of ``path`` (an edit's
+        # element sits under <config>, a running one under <data>).
+        chain: list[etree._Element | None] = [None] * len(path)
         node = element
-        chain: list[etree._Element | None] = []
-        while node is not None and node.getparent() is not None:
-            chain.append(node)
+        for i in range(len(path) - 1, -1, -1):
+            if node is None:
+                break
+            chain[i] = node
             node = node.getparent()
-        chain.reverse()
         for i, (ns, name) in enumerate(path):
             prefix = ""
             if ns != prev_ns:

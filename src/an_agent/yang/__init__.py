@@ -5,7 +5,7 @@ and converts RFC 7951 JSON to and from XML; `check` and `tree` run the
 YANG tools on the shipped modules (``tools`` imports pyang lazily).
 """
 
-from an_agent.yang.context import MODULES_DIR, DocumentKind, YangContext
+from an_agent.yang.context import DEFAULT_FEATURES, MODULES_DIR, DocumentKind, YangContext
 from an_agent.yang.info import ModuleInfo, NodeKind, SchemaNodeInfo
 
-__all__ = ["MODULES_DIR", "DocumentKind", "ModuleInfo", "NodeKind", "SchemaNodeInfo", "YangContext"]
+__all__ = ["DEFAULT_FEATURES", "MODULES_DIR", "DocumentKind", "ModuleInfo", "NodeKind", "SchemaNodeInfo", "YangContext"]

@@ -16,7 +16,7 @@ import json
 import logging
 import re
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, ClassVar, Literal
 
@@ -31,12 +31,16 @@ from an_agent.errors import RpcError, YangError
 from an_agent.yang.info import ModuleInfo, NodeKind, SchemaNodeInfo
 from an_agent.yang.lyerrors import LyErrorItem, to_rpc_error
 
-__all__ = ["MODULES_DIR", "DocumentKind", "YangContext"]
+__all__ = ["DEFAULT_FEATURES", "MODULES_DIR", "DocumentKind", "YangContext", "builtin_modules"]
 
 MODULES_DIR = Path(__file__).resolve().parent / "modules"
 """The shipped modules, ``<name>@<revision>.yang`` (package data)."""
 
 NETCONF_BASE_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
+
+DEFAULT_FEATURES: Mapping[str, Sequence[str]] = {"ietf-netconf": ("writable-running", "xpath")}
+"""Features enabled when loading the shipped modules: what the an-agent server supports
+(``<edit-config>`` on running, XPath filters)."""
 
 DocumentKind = Literal["data", "config", "rpc", "reply", "notification"]
 """What a document is: a ``<get>`` reply (``data``), the running datastore
@@ -85,8 +89,8 @@ def _configure_libyang_logging() -> None:
 class YangContext:
     """One libyang context holding every module in ``modules_dir``.
 
-    ``YangContext()`` loads the shipped modules; `default` returns one shared
-    instance for the process. The search path is ``modules_dir`` only (no
+    ``YangContext()`` loads the shipped modules with `DEFAULT_FEATURES`;
+    `default` returns one shared instance for the process. The search path is ``modules_dir`` only (no
     current directory, no environment variables); libyang's built-in
     ``ietf-yang-types`` and ``ietf-inet-types`` serve the imports.
 
@@ -101,7 +105,9 @@ class YangContext:
     _default: ClassVar[YangContext | None] = None
     _default_lock: ClassVar[threading.Lock] = threading.Lock()
 
-    def __init__(self, modules_dir: Path | str = MODULES_DIR) -> None:
+    def __init__(
+        self, modules_dir: Path | str = MODULES_DIR, features: Mapping[str, Sequence[str]] = DEFAULT_FEATURES
+    ) -> None:
         _configure_libyang_logging()
         self._dir = Path(modules_dir)
         self._lock = threading.RLock()
@@ -109,7 +115,7 @@ class YangContext:
         names = sorted({p.name.split("@", 1)[0].removesuffix(".yang") for p in self._dir.glob("*.yang")})
         if not names:
             raise YangError(f"no YANG modules (*.yang) in {self._dir}")
-        shipped = [self._load(name) for name in names]
+        shipped = [self._load(name, features.get(name, ())) for name in names]
         self._modules = self._describe(shipped)
         self._nodes: dict[tuple[tuple[str, str], ...], SchemaNodeInfo] = {}
         self._by_path: dict[str, SchemaNodeInfo] = {}
@@ -238,22 +244,17 @@ class YangContext:
     # --------------------------------------------------------------- internals
 
     @staticmethod
-    def _new_context(search_dir: Path) -> libyang.Context:
-        # Created through the C API: libyang.Context() would also search the
-        # directories named by $YANGPATH / $YANG_MODPATH.
-        raw = ffi.new("struct ly_ctx **")
-        options = lib.LY_CTX_DISABLE_SEARCHDIR_CWD | lib.LY_CTX_SET_PRIV_PARSED | lib.LY_CTX_NO_YANGLIBRARY
-        if lib.ly_ctx_new(str2c(str(search_dir)), options, raw) != lib.LY_SUCCESS:
-            raise YangError(f"cannot create a libyang context for {search_dir}")
-        ctx = libyang.Context(cdata=raw[0])
-        ctx.cdata = ffi.gc(raw[0], lib.ly_ctx_destroy)
-        return ctx
+    def _new_context(search_dir: Path | None) -> libyang.Context:
+        return _new_ly_context(search_dir)
 
-    def _load(self, name: str) -> libyang.Module:
-        try:
-            return self._ctx.load_module(name)
-        except libyang.LibyangError as exc:
-            raise YangError(f"YANG module {name} in {self._dir} does not load: {exc}") from exc
+    def _load(self, name: str, features: Sequence[str]) -> libyang.Module:
+        keep = [str2c(f) for f in features]  # must outlive the call
+        array = ffi.new("char *[]", [*keep, ffi.NULL])
+        mod = lib.ly_ctx_load_module(self._ctx.cdata, str2c(name), ffi.NULL, array)
+        if mod == ffi.NULL:
+            problems = "; ".join(f"{i.where()}: {i.message}" for i in self._take_errors())
+            raise YangError(f"YANG module {name} in {self._dir} does not load: {problems or 'unknown reason'}")
+        return libyang.Module(self._ctx, mod)
 
     def _describe(self, shipped: list[libyang.Module]) -> tuple[ModuleInfo, ...]:
         infos: list[ModuleInfo] = []
@@ -395,6 +396,8 @@ class YangContext:
             tree = self._parse_op(text, in_fmt, kind, validate=not partial)
         else:
             tree = self._parse_data(text, in_fmt, kind, partial)
+        with self._lock:
+            tree = _strip_implicit(tree)
         try:
             return self._print(tree, out_fmt)
         finally:
@@ -475,6 +478,60 @@ class YangContext:
             finally:
                 lib.ly_set_free(node_set[0], ffi.NULL)
         return iter(result)
+
+
+def _new_ly_context(search_dir: Path | None) -> libyang.Context:
+    # Created through the C API: libyang.Context() would also search the
+    # directories named by $YANGPATH / $YANG_MODPATH.
+    raw = ffi.new("struct ly_ctx **")
+    options = lib.LY_CTX_DISABLE_SEARCHDIR_CWD | lib.LY_CTX_SET_PRIV_PARSED | lib.LY_CTX_NO_YANGLIBRARY
+    where = str2c(str(search_dir)) if search_dir is not None else ffi.NULL
+    if lib.ly_ctx_new(where, options, raw) != lib.LY_SUCCESS:
+        raise YangError(f"cannot create a libyang context for {search_dir}")
+    ctx = libyang.Context(cdata=raw[0])
+    ctx.cdata = ffi.gc(raw[0], lib.ly_ctx_destroy)
+    return ctx
+
+
+def builtin_modules() -> dict[str, str]:
+    """The IETF modules built into libyang (ietf-yang-types, ietf-inet-types, ...), ``file name -> text``.
+
+    Every libyang context resolves imports of these from its own copies; the
+    YANG tools (pyang) get the same texts from here.
+    """
+    ctx = _new_ly_context(None)
+    texts: dict[str, str] = {}
+    for mod in ctx:
+        name = mod.name()
+        if name.startswith("ietf-"):
+            revisions = [r.date() for r in mod.revisions()]
+            printed = mod.print_mem("yang")
+            text = printed if isinstance(printed, str) else printed.decode("utf-8")
+            texts[f"{name}@{revisions[0]}.yang" if revisions else f"{name}.yang"] = text
+    return texts
+
+
+def _strip_implicit(first: Any) -> Any:
+    """Free the default nodes validation added (not in the input); returns the new first sibling.
+
+    libyang prints state-data defaults (e.g. /netconf-state/statistics
+    counters) even in "explicit" with-defaults mode; a conversion must give
+    back what it was given.
+    """
+    head = ffi.NULL
+    node = first
+    while node != ffi.NULL:
+        following = node.next
+        if node.flags & lib.LYD_DEFAULT:
+            lib.lyd_free_tree(node)
+        else:
+            if head == ffi.NULL:
+                head = node
+            child = lib.lyd_child(node)
+            if child != ffi.NULL:
+                _strip_implicit(child)
+        node = following
+    return head
 
 
 def _parent_module(node: libyang.SNode) -> str | None:
@@ -562,4 +619,3 @@ def _element_in_namespace(xml: str, namespace: str) -> str | None:
         if isinstance(element.tag, str) and etree.QName(element).namespace == namespace:
             return str(etree.QName(element).localname)
     return None
-

@@ -219,12 +219,12 @@ def _map_one(
         err = RpcError.invalid_value(f"invalid value of {item.where()}: {item.message}", item.data_path)
         err.app_tag = item.app_tag
         return err
+    if item.vecode in _SYNTAX_VECODES:
+        return RpcError.malformed_message(f"malformed XML/JSON at {item.where()}: {item.message}")
     for pattern, build in _RULES:
         m = pattern.search(item.message)
         if m:
             return build(m, item, resolve_missing, find_namespace)
-    if item.vecode in _SYNTAX_VECODES:
-        return RpcError.malformed_message(f"malformed XML/JSON at {item.where()}: {item.message}")
     if item.app_tag:
         # A custom error-message of a must statement (pattern app-tags were handled above).
         err = RpcError.operation_failed(f"{item.where()}: {item.message}", item.data_path)

@@ -1,0 +1,473 @@
+"""Run the benchmarks of an-agent side by side with yuma123 netconfd and print one table.
+
+    python -m bench.run --quick      # reduced, under two minutes (make bench-quick)
+    python -m bench.run --full       # everything (make bench)
+    python -m bench.run --quick --json out.json
+
+Both servers run on this machine at the same time with the same data (the
+benchmark profile and 100 tasks, see bench/data.py); every benchmark
+alternates between them (ours first in even repetitions, netconfd first in
+odd ones), repeats, and reports medians or pooled percentiles with the number
+of runs. The table has the columns metric, ours, netconfd, ratio (ours /
+netconfd), target, met?; the JSON document (bench/results/, or --json FILE)
+adds the raw per-repetition numbers and the machine. bench/README.md says
+what each number means.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from bench import data, m_notify, m_requests, m_sessions, ours, procs
+from bench.reference import NetconfdReference
+from bench.report import Row, at_least, at_most, machine, table
+from bench.stats import median, percentile
+from bench.target import Target
+from bench.wire import BenchError
+
+ROOT = Path(__file__).resolve().parent.parent
+MODULES_DIR = ROOT / "src" / "an_agent" / "yang" / "modules"
+RESULTS = ROOT / "bench" / "results"
+MS, MIB = 1e3, 2**20
+
+
+@dataclass(frozen=True)
+class Plan:
+    """How much of each benchmark to run."""
+
+    name: str
+    reps: int  # interleaved repetitions of benchmarks 1 and 2
+    min_requests: int  # per repetition, sequential on one session
+    min_seconds: float  # ... and at least this long
+    tp_reps: int
+    tp_seconds: float
+    tp_sessions: int
+    setup_sessions: int  # per repetition
+    notify_reps: int
+    notify_events: int  # per repetition and subscriber count
+    subscribers: tuple[int, ...]
+    max_sessions: int
+    agents: int
+    external_timeout: float  # for bench/evolution_ingest.py and bench/client_rtt.py
+
+
+QUICK = Plan("quick", 3, 100, 0.8, 1, 1.5, 8, 10, 1, 15, (1, 50), 100, 5, 40.0)
+FULL = Plan("full", 7, 500, 3.0, 3, 5.0, 8, 40, 3, 40, (1, 50), 1000, 100, 1800.0)
+TASKS = 100
+NOTIFY_TASK_BASE = 10_000
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench.run", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    mode = parser.add_mutually_exclusive_group(required=True)
+    mode.add_argument("--quick", action="store_true", help="reduced run, under two minutes")
+    mode.add_argument("--full", action="store_true", help="every benchmark at full size")
+    parser.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON document here")
+    args = parser.parse_args(argv)
+    plan = QUICK if args.quick else FULL
+    began = time.time()
+    try:
+        rows, raw = Bench(plan).run()
+    except BenchError as exc:
+        print(f"bench: {exc}", file=sys.stderr)
+        return 1
+    doc = {
+        "mode": plan.name,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(began)),
+        "duration_s": round(time.time() - began, 1),
+        "machine": machine(),
+        "plan": asdict(plan),
+        "rows": [row.as_dict() for row in rows],
+        "raw": raw,
+    }
+    print(table(rows))
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    out = RESULTS / f"bench-{plan.name}-{time.strftime('%Y%m%dT%H%M%S', time.gmtime(began))}.json"
+    for path in [out, *([args.json] if args.json else [])]:
+        path.write_text(json.dumps(doc, indent=1, default=str) + "\n")
+    print(f"\n{plan.name} run took {doc['duration_s']} s; JSON: {out}" + (f" and {args.json}" if args.json else ""))
+    return 0
+
+
+class Bench:
+    """One benchmark run: both servers up, every benchmark, rows and raw numbers out."""
+
+    def __init__(self, plan: Plan) -> None:
+        self.plan = plan
+        self.rows: list[Row] = []
+        self.raw: dict[str, Any] = {}
+
+    def run(self) -> tuple[list[Row], dict[str, Any]]:
+        profile_json = data.profile_json()
+        config_xml = data.profile_xml() + data.tasks_xml(TASKS)
+        with ours.AgentProcess(profile_json) as agent:
+            with agent.connect() as session:
+                session.request(data.edit_config(data.tasks_xml(TASKS)))
+            started = time.monotonic()
+            with NetconfdReference(MODULES_DIR, ["irtf-agent"], config_xml) as ref:
+                self.raw["netconfd_start_s"] = time.monotonic() - started
+                self._check_same_data(agent, ref)
+                self._requests(agent, ref)
+                self._setup(agent, ref)
+                self._notifications(agent, ref)
+                self._concurrency(agent, ref)
+                self.raw["netconfd_idle_pss"] = procs.pss_bytes(ref.pids())
+        self._agents()
+        self._external("evolution_ingest", "6. evolution")
+        self._external("client_rtt", "7. client")
+        return self.rows, self.raw
+
+    # -- helpers ----------------------------------------------------------
+
+    def _pairs(self, agent: Target, ref: Target, reps: int) -> Iterator[tuple[int, str, Target]]:
+        """(repetition, name, server), alternating which server goes first."""
+        for rep in range(reps):
+            order = [("ours", agent), ("netconfd", ref)]
+            yield from ((rep, name, server) for name, server in (order if rep % 2 == 0 else order[::-1]))
+
+    def _attempt(self, what: str, fn: Callable[[], Any]) -> Any:
+        """Run one measurement; on failure record the error and return None (the run goes on)."""
+        try:
+            return fn()
+        except (BenchError, OSError) as exc:
+            self.raw.setdefault("errors", []).append(f"{what}: {exc}")
+            print(f"bench: {what} failed: {exc}", file=sys.stderr)
+            return None
+
+    def _check_same_data(self, agent: ours.AgentProcess, ref: NetconfdReference) -> None:
+        same = {}
+        with agent.connect() as mine, ref.connect() as theirs:
+            for label, body in (("profile", data.GET_PROFILE), ("tasks", data.GET_CONFIG_TASKS)):
+                a, b = mine.request(body), theirs.request(body)
+                same[label] = {"same": data.same_data(a, b), "ours_bytes": len(a), "netconfd_bytes": len(b)}
+        self.raw["same_data"] = same
+        for label, check in same.items():
+            if not check["same"]:
+                print(
+                    f"bench: warning: the two servers answer the {label} request with different data", file=sys.stderr
+                )
+
+    # -- 1. requests ------------------------------------------------------
+
+    def _requests(self, agent: ours.AgentProcess, ref: NetconfdReference) -> None:
+        kinds = (("<get> profile", data.GET_PROFILE), (f"<get-config> {TASKS} tasks", data.GET_CONFIG_TASKS))
+        for label, body in kinds:
+            cpu: dict[str, list[float]] = {"ours": [], "netconfd": [], "netconfd_alone": []}
+            lat: dict[str, list[float]] = {"ours": [], "netconfd": []}
+            for _, name, server in self._pairs(agent, ref, self.plan.reps):
+                run = self._attempt(
+                    f"{label} on {name}",
+                    lambda s=server: m_requests.sequential(s, body, self.plan.min_requests, self.plan.min_seconds),
+                )
+                if run is None:
+                    continue
+                cpu[name].append(run.cpu_per_request() * MS)
+                lat[name].extend(run.latencies)
+                if name == "netconfd":
+                    cpu["netconfd_alone"].append(run.cpu_per_request([ref.netconfd_pid]) * MS)
+            self.raw[f"cpu_ms {label}"] = cpu
+            self.raw[f"latency_ms {label}"] = {k: [round(x * MS, 4) for x in v] for k, v in lat.items()}
+            ours_cpu, ref_cpu = _med(cpu["ours"]), _med(cpu["netconfd"])
+            self.rows.append(
+                Row(
+                    f"1. server CPU per {label}",
+                    "ms",
+                    ours_cpu,
+                    ref_cpu,
+                    "ratio <= 1.0",
+                    at_most(None if ours_cpu is None or not ref_cpu else ours_cpu / ref_cpu, 1.0),
+                    f"median of {len(cpu['ours'])}/{len(cpu['netconfd'])} runs; netconfd = netconfd + its sshd session "
+                    f"+ netconf-subsystem (netconfd process alone: {_fmt(_med(cpu['netconfd_alone']))} ms)",
+                    runs=len(cpu["ours"]),
+                )
+            )
+            for pct, limit in ((50, 2.0), (99, 10.0)):
+                mine, theirs = _pct(lat["ours"], pct), _pct(lat["netconfd"], pct)
+                self.rows.append(
+                    Row(
+                        f"1. round trip p{pct} {label}, 1 session",
+                        "ms",
+                        mine,
+                        theirs,
+                        f"<= {limit:g} ms",
+                        at_most(mine, limit),
+                        f"{len(lat['ours'])}/{len(lat['netconfd'])} requests" if pct == 50 else "",
+                        runs=self.plan.reps,
+                    )
+                )
+        self._throughput(agent, ref, kinds)
+
+    def _throughput(self, agent: ours.AgentProcess, ref: NetconfdReference, kinds: tuple[tuple[str, str], ...]) -> None:
+        pool = m_requests.WorkerPool(self.plan.tp_sessions)
+        try:
+            for label, body in kinds:
+                rates: dict[str, list[float]] = {"ours": [], "netconfd": []}
+                for _, name, server in self._pairs(agent, ref, self.plan.tp_reps):
+                    rate = self._attempt(
+                        f"throughput {label} on {name}", lambda s=server: pool.throughput(s, body, self.plan.tp_seconds)
+                    )
+                    if rate is not None:
+                        rates[name].append(rate)
+                self.raw[f"throughput {label}"] = rates
+                self.rows.append(
+                    Row(
+                        f"1. throughput {label}, {self.plan.tp_sessions} sessions",
+                        "req/s",
+                        _med(rates["ours"]),
+                        _med(rates["netconfd"]),
+                        note=f"median of {self.plan.tp_reps} runs of {self.plan.tp_seconds:g} s, one client process "
+                        "per session; no target (higher is better)",
+                        runs=self.plan.tp_reps,
+                    )
+                )
+        finally:
+            pool.close()
+
+    # -- 2. session set-up ------------------------------------------------
+
+    def _setup(self, agent: ours.AgentProcess, ref: NetconfdReference) -> None:
+        times: dict[str, list[float]] = {"ours": [], "netconfd": []}
+        for _, name, server in self._pairs(agent, ref, self.plan.reps):
+            got = self._attempt(
+                f"set-up on {name}", lambda s=server: m_sessions.setup_times(s, self.plan.setup_sessions)
+            )
+            times[name].extend(got or [])
+        self.raw["setup_ms"] = {k: [round(x * MS, 3) for x in v] for k, v in times.items()}
+        for pct, target in ((50, 15.0), (99, None)):
+            mine, theirs = _pct(times["ours"], pct), _pct(times["netconfd"], pct)
+            self.rows.append(
+                Row(
+                    f"2. session set-up p{pct} (connect+hello)",
+                    "ms",
+                    mine,
+                    theirs,
+                    f"<= {target:g} ms" if target else "",
+                    at_most(mine, target) if target else None,
+                    f"{len(times['ours'])}/{len(times['netconfd'])} sessions in {self.plan.reps} runs; ours: password "
+                    "auth, netconfd: ed25519 key auth through sshd"
+                    if pct == 50
+                    else "",
+                    runs=self.plan.reps,
+                )
+            )
+
+    # -- 3. notifications -------------------------------------------------
+
+    def _notifications(self, agent: ours.AgentProcess, ref: NetconfdReference) -> None:
+        per_run = self.plan.notify_events
+        matchers = {
+            "ours": m_notify.matcher("condition-notifications", ">created<"),
+            "netconfd": m_notify.matcher("netconf-config-change"),
+        }
+        next_task = NOTIFY_TASK_BASE
+        for count in self.plan.subscribers:
+            lat: dict[str, list[float]] = {"ours": [], "netconfd": []}
+            for _, name, server in self._pairs(agent, ref, self.plan.notify_reps):
+                tasks = list(range(next_task, next_task + per_run))
+                next_task += per_run
+                got = self._attempt(
+                    f"notifications, {count} subscribers, on {name}",
+                    lambda s=server, t=tasks, n=name: m_notify.notification_latency(s, count, t, matchers[n]),
+                )
+                lat[name].extend(got or [])
+            self.raw[f"notify_ms {count}"] = {k: [round(x * MS, 3) for x in v] for k, v in lat.items()}
+            for pct in (50, 99):
+                mine, theirs = _pct(lat["ours"], pct), _pct(lat["netconfd"], pct)
+                target = 5.0 if count == 50 and pct == 50 else None
+                self.rows.append(
+                    Row(
+                        f"3. notification p{pct}, {count} subscriber{'s' if count > 1 else ''}",
+                        "ms",
+                        mine,
+                        theirs,
+                        f"<= {target:g} ms" if target else "",
+                        at_most(mine, target) if target else None,
+                        f"{per_run * self.plan.notify_reps} task assignments x {count} subscribers; ours: "
+                        "condition-notifications (created), netconfd: netconf-config-change for the same edit-config"
+                        if pct == 50
+                        else "",
+                        runs=self.plan.notify_reps,
+                    )
+                )
+
+    # -- 4. concurrent sessions -------------------------------------------
+
+    def _concurrency(self, agent: ours.AgentProcess, ref: NetconfdReference) -> None:
+        runs: dict[str, m_sessions.ConcurrencyRun | None] = {}
+        for _, name, server in self._pairs(agent, ref, 1):
+            runs[name] = self._attempt(
+                f"{self.plan.max_sessions} sessions on {name}",
+                lambda s=server: m_sessions.hold_sessions(s, self.plan.max_sessions, data.GET_PROFILE),
+            )
+        self.raw["concurrency"] = {k: asdict(v) if v else None for k, v in runs.items()}
+        mine, theirs = runs.get("ours"), runs.get("netconfd")
+        held = mine.held if mine else None
+        tried = self.plan.max_sessions
+        self.rows.append(
+            Row(
+                "4. concurrent sessions held",
+                "",
+                held,
+                theirs.held if theirs else None,
+                ">= 500",
+                at_least(held, 500) if tried >= 500 or (held is not None and held < tried) else None,
+                f"tried {tried}"
+                + ("" if tried >= 500 else " (--full tries 1000)")
+                + "".join(f"; {k}: {v.error}" for k, v in runs.items() if v and v.error),
+                runs=1,
+            )
+        )
+        self.rows.append(
+            Row(
+                "4. server memory per session (PSS)",
+                "KiB",
+                mine.bytes_per_session / 1024 if mine else None,
+                theirs.bytes_per_session / 1024 if theirs else None,
+                note="(server PSS with all sessions open - before) / sessions; netconfd includes its sshd and "
+                "netconf-subsystem processes",
+                runs=1,
+            )
+        )
+
+    # -- 5. agents per machine --------------------------------------------
+
+    def _agents(self) -> None:
+        count = self.plan.agents
+        result = self._attempt(f"{count} agents", lambda: _fleet(count))
+        self.raw["agents"] = result
+        ref_pss = self.raw.get("netconfd_idle_pss")
+        per_agent = result["pss_bytes"] / count / MIB if result else None
+        fleet_100 = per_agent * 100 if per_agent is not None else None
+        self.rows.append(
+            Row(
+                "5. agents brought up on this machine",
+                "",
+                count if result else None,
+                None,
+                ">= 100",
+                at_least(count if result else None, 100) if count >= 100 else None,
+                f"`an-agent serve` processes started directly (no `lab up` yet); tried {count}"
+                + ("" if count >= 100 else " (--full tries 100)"),
+                runs=1,
+            )
+        )
+        self.rows.append(
+            Row(
+                "5. memory per agent (PSS)",
+                "MiB",
+                per_agent,
+                ref_pss / MIB if ref_pss else None,
+                note="netconfd column: one idle netconfd + sshd listener, for scale",
+                runs=1,
+            )
+        )
+        self.rows.append(
+            Row(
+                "5. memory of 100 agents",
+                "MiB",
+                fleet_100,
+                None,
+                "< 4096 MiB",
+                at_most(fleet_100, 4096.0) if fleet_100 is not None else None,
+                "measured" if count == 100 else f"projected from {count} agents",
+                runs=1,
+            )
+        )
+        self.rows.append(
+            Row(
+                f"5. time to bring up {count} agents",
+                "s",
+                result["bring_up_s"] if result else None,
+                self.raw.get("netconfd_start_s"),
+                note="all launched at once until each answers a hello; netconfd column: one netconfd+sshd",
+                runs=1,
+            )
+        )
+
+    # -- 6 and 7: other helpers' benchmarks -------------------------------
+
+    def _external(self, module: str, label: str) -> None:
+        script = ROOT / "bench" / f"{module}.py"
+        if not script.exists():
+            self.rows.append(Row(f"{label}: bench/{module}.py", "", None, note="not present in this checkout"))
+            return
+        with tempfile.TemporaryDirectory(prefix="an-bench-ext-") as tmp:
+            out = Path(tmp) / "result.json"
+            argv = [sys.executable, "-m", f"bench.{module}", f"--{self.plan.name}", "--json", str(out)]
+            try:
+                done = subprocess.run(
+                    argv, cwd=ROOT, capture_output=True, text=True, timeout=self.plan.external_timeout, check=False
+                )
+            except subprocess.TimeoutExpired:
+                self.rows.append(
+                    Row(
+                        f"{label}: bench/{module}.py",
+                        "",
+                        None,
+                        note=f"did not finish within {self.plan.external_timeout:g} s",
+                    )
+                )
+                return
+            if done.returncode != 0 or not out.exists():
+                tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-5:])
+                self.rows.append(
+                    Row(f"{label}: bench/{module}.py", "", None, note=f"failed ({done.returncode}): {tail}")
+                )
+                return
+            result = json.loads(out.read_text())
+        self.raw[module] = result
+        for item in result.get("rows", []):
+            self.rows.append(
+                Row(
+                    f"{label}: {item['metric']}",
+                    item.get("unit", ""),
+                    item.get("ours"),
+                    item.get("netconfd"),
+                    item.get("target", ""),
+                    item.get("met"),
+                    item.get("note", ""),
+                    runs=item.get("runs", 0),
+                )
+            )
+
+
+def _fleet(count: int) -> dict[str, Any]:
+    fleet, bring_up = ours.start_fleet(count, data.profile_json())
+    try:
+        time.sleep(1.0)  # let start-up garbage settle before reading memory
+        pids = procs.tree([agent.pid for agent in fleet])
+        return {
+            "count": count,
+            "bring_up_s": bring_up,
+            "pss_bytes": procs.pss_bytes(pids),
+            "rss_bytes": procs.rss_bytes(pids),
+        }
+    finally:
+        ours.stop_all(fleet)
+
+
+def _med(values: list[float]) -> float | None:
+    return median(values) if values else None
+
+
+def _pct(values: list[float], pct: float) -> float | None:
+    return percentile(values, pct) * MS if values else None
+
+
+def _fmt(value: float | None) -> str:
+    return "-" if value is None else f"{value:.3g}"
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,307 @@
+"""``an-agent task assign|get|cancel|negotiate|watch``: tasks on another agent, over NETCONF."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+from lxml import etree
+
+from an_agent.cli._common import add_connection_options, connect, print_json, print_table
+from an_agent.clock import from_rfc3339, to_rfc3339
+from an_agent.errors import ConfigError
+from an_agent.model import (
+    CommuType,
+    ConditionNotification,
+    NegotiationRequest,
+    NegotiationResult,
+    NegotiationType,
+    Task,
+    TaskStatus,
+    build_prompt,
+)
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "task",
+        help="assign, query, cancel, negotiate and watch tasks on an agent",
+        description="Task operations of draft-wang-nmrg-magent-im over NETCONF: taskAssign (<edit-config> create "
+        "of /tasks/task), taskResultQuery (<get>), taskCancel (commuType set to taskCancel; the task stays "
+        "queryable), Feasibility/FulfillmentNegotiate (the task-negotiate RPC) and taskResultSubscribe "
+        "(RFC 5277 subscription to condition-notifications).",
+    )
+    sub = parser.add_subparsers(dest="task_command", metavar="ACTION", required=True)
+
+    assign = sub.add_parser("assign", help="assign a new task (taskAssign)", description="Create a task entry on the agent.")
+    add_connection_options(assign)
+    _add_prompt_options(assign)
+    assign.add_argument("--id", dest="task_id", help="task id (default: a new UUID)")
+    assign.add_argument("--from", dest="send_from", default="an-agent-cli", help="task-sendFrom (default: an-agent-cli)")
+    assign.add_argument("--to", dest="send_to", help="task-sendTo (default: the agent's name is not checked)")
+    assign.add_argument("--async", dest="task_async", action="store_true", help="set task-async true")
+    assign.add_argument("--expected-response", help="what the result must address")
+    assign.add_argument("--data", dest="msg_data", action="append", default=[], metavar="ID", help="data-params id to attach (repeatable)")
+    assign.add_argument("--wait", action="store_true", help="wait until the task ends and print its result")
+    assign.add_argument("--json", action="store_true", help="print JSON")
+    assign.set_defaults(handler=run_assign)
+
+    get = sub.add_parser("get", help="show one task, or list all (taskResultQuery)", description="Read tasks with <get>.")
+    add_connection_options(get)
+    get.add_argument("task_id", nargs="?", help="task id (omit to list every task)")
+    fmt = get.add_mutually_exclusive_group()
+    fmt.add_argument("--json", action="store_true", help="print JSON")
+    fmt.add_argument("--xml", action="store_true", help="print the task XML")
+    get.set_defaults(handler=run_get)
+
+    cancel = sub.add_parser("cancel", help="cancel a task (taskCancel)", description="Set the task's commuType to taskCancel.")
+    add_connection_options(cancel)
+    cancel.add_argument("task_id")
+    cancel.add_argument("--json", action="store_true", help="print JSON")
+    cancel.set_defaults(handler=run_cancel)
+
+    negotiate = sub.add_parser(
+        "negotiate",
+        help="ask whether a task is feasible, or whether a result fulfils it (task-negotiate)",
+        description="FEASIBILITY: before assigning, ask whether the agent can do the task; when it cannot, the "
+        "answer may carry a counter-proposal. FULFILLMENT: ask the agent to evaluate the result of task --id.",
+    )
+    add_connection_options(negotiate)
+    negotiate.add_argument("--type", choices=["feasibility", "fulfillment"], default="feasibility")
+    negotiate.add_argument("--id", dest="task_id", help="task id (required for fulfillment)")
+    negotiate.add_argument("--from", dest="send_from", default="an-agent-cli")
+    negotiate.add_argument("--to", dest="send_to")
+    _add_prompt_options(negotiate, required=False)
+    negotiate.add_argument("--json", action="store_true", help="print JSON")
+    negotiate.set_defaults(handler=run_negotiate)
+
+    watch = sub.add_parser(
+        "watch",
+        help="print task status notifications as they happen (taskResultSubscribe)",
+        description="Subscribe (RFC 5277) to condition-notifications and print one line per status change. "
+        "--since replays logged events from that time first.",
+    )
+    add_connection_options(watch)
+    watch.add_argument("task_id", nargs="?", help="only this task")
+    watch.add_argument("--since", help="replay from this RFC 3339 time, or 'all' for the whole log")
+    watch.add_argument("--until-done", action="store_true", help="stop when the watched task ends (needs a task id)")
+    watch.add_argument("--count", type=int, help="stop after this many notifications")
+    watch.add_argument("--duration", type=float, help="stop after this many seconds")
+    watch.add_argument("--json", action="store_true", help="print one JSON object per line")
+    watch.set_defaults(handler=run_watch)
+
+
+def _add_prompt_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
+    group = parser.add_argument_group("prompt (the task content)")
+    group.add_argument("--target", help="## target object")
+    group.add_argument("--description", help="## task description")
+    group.add_argument("--environment", help="## environmental information")
+    group.add_argument("--content-file", type=Path, metavar="FILE", help="read the whole prompt from FILE ('-' for stdin)")
+    parser.set_defaults(prompt_required=required)
+
+
+def _prompt(args: argparse.Namespace) -> str | None:
+    if args.content_file is not None:
+        if str(args.content_file) == "-":
+            return sys.stdin.read()
+        try:
+            return args.content_file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ConfigError(f"cannot read {args.content_file}: {exc.strerror}") from None
+    if args.description:
+        return build_prompt(args.target or "", args.description, args.environment)
+    if args.prompt_required:
+        raise ConfigError("give the task with --description (and --target, --environment) or --content-file FILE")
+    return None
+
+
+def _task_dict(task: Task) -> dict[str, Any]:
+    result = task.result
+    return {
+        "task-id": task.task_id,
+        "task-sendFrom": task.send_from,
+        "task-sendTo": task.send_to,
+        "commuType": task.commu_type,
+        "task-status": task.status,
+        "content": task.content,
+        "expected-response": task.expected_response,
+        "msg-data": task.msg_data,
+        "result": None
+        if result is None
+        else {
+            "summary": result.summary,
+            "reason": result.reason,
+            "format": result.format,
+            "data": result.data,
+            "updated-time": to_rfc3339(result.updated_time) if result.updated_time else None,
+        },
+    }
+
+
+def _print_task(task: Task) -> None:
+    result = task.result
+    print_table(
+        ["field", "value"],
+        [
+            ["task-id", task.task_id],
+            ["status", task.status],
+            ["from", task.send_from],
+            ["to", task.send_to],
+            ["commuType", task.commu_type],
+            ["summary", result.summary if result else None],
+            ["reason", result.reason if result else None],
+            ["result format", result.format if result else None],
+            ["result data", result.data if result else None],
+            ["updated", to_rfc3339(result.updated_time) if result and result.updated_time else None],
+        ],
+    )
+
+
+def run_assign(args: argparse.Namespace) -> int:
+    content = _prompt(args)
+    task = Task(
+        task_id=args.task_id or str(uuid.uuid4()),
+        send_from=args.send_from,
+        send_to=args.send_to,
+        commu_type=CommuType.TASK_ASSIGN,
+        content=content,
+        task_async=True if args.task_async else None,
+        expected_response=args.expected_response,
+        msg_data=list(args.msg_data),
+    )
+    with connect(args) as client:
+        if args.wait:
+            # Subscribe first so no transition can slip between assignment and watching.
+            events = client.watch(task_id=task.task_id)
+            client.assign_task(task)
+            for event in events:
+                if not args.json:
+                    print(f"{task.task_id}: {event.status}" + (f" ({event.reason})" if event.reason else ""), file=sys.stderr)
+                if event.status.terminal:
+                    break
+        else:
+            client.assign_task(task)
+        stored = client.get_task(task.task_id)
+    if args.json:
+        print_json(_task_dict(stored))
+    else:
+        _print_task(stored)
+    return 0 if stored.status != TaskStatus.FAILED else 1
+
+
+def run_get(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        tasks = [client.get_task(args.task_id)] if args.task_id else client.list_tasks()
+    if args.json:
+        print_json(_task_dict(tasks[0]) if args.task_id else [_task_dict(t) for t in tasks])
+    elif args.xml:
+        for task in tasks:
+            print(etree.tostring(task.to_xml(include_state=True), pretty_print=True, encoding="unicode"), end="")
+    elif args.task_id:
+        _print_task(tasks[0])
+    else:
+        print_table(
+            ["task-id", "status", "from", "summary"],
+            [[t.task_id, t.status, t.send_from, t.result.summary if t.result else None] for t in tasks],
+        )
+    return 0
+
+
+def run_cancel(args: argparse.Namespace) -> int:
+    with connect(args) as client:
+        client.cancel_task(args.task_id)
+        task = client.get_task(args.task_id)
+    if args.json:
+        print_json(_task_dict(task))
+    else:
+        print(f"{task.task_id}: {task.status}" + (f" ({task.result.reason})" if task.result and task.result.reason else ""))
+    return 0
+
+
+def _negotiation_dict(result: NegotiationResult) -> dict[str, Any]:
+    return {
+        "type": result.type,
+        "feasible": result.feasible,
+        "fulfilled": result.fulfilled,
+        "reason": result.reason,
+        "counter-proposal": result.counter_proposal,
+    }
+
+
+def run_negotiate(args: argparse.Namespace) -> int:
+    kind = NegotiationType.FEASIBILITY if args.type == "feasibility" else NegotiationType.FULFILLMENT
+    if kind == NegotiationType.FULFILLMENT and not args.task_id:
+        raise ConfigError("fulfillment negotiation needs --id TASK (the task whose result is evaluated)")
+    content = _prompt(args)
+    if kind == NegotiationType.FEASIBILITY and content is None:
+        raise ConfigError("feasibility negotiation needs the task: --target and --description, or --content-file")
+    request = NegotiationRequest(
+        task_id=args.task_id or str(uuid.uuid4()),
+        type=kind,
+        content=[content] if content else [],
+        send_from=args.send_from,
+        send_to=args.send_to,
+        commu_type=CommuType.FEASIBILITY_NEGOTIATE if kind == NegotiationType.FEASIBILITY else CommuType.FULFILLMENT_NEGOTIATE,
+    )
+    with connect(args) as client:
+        result = client.negotiate(request)
+    if args.json:
+        print_json(_negotiation_dict(result))
+    else:
+        verdict = result.feasible if kind == NegotiationType.FEASIBILITY else result.fulfilled
+        word = ("feasible" if verdict else "NOT feasible") if kind == NegotiationType.FEASIBILITY else (
+            "fulfilled" if verdict else "NOT fulfilled"
+        )
+        print(f"{word}: {result.reason or ''}".rstrip(": "))
+        if result.counter_proposal:
+            print("counter-proposal:")
+            print(result.counter_proposal)
+    verdict = result.feasible if kind == NegotiationType.FEASIBILITY else result.fulfilled
+    return 0 if verdict else 1
+
+
+def _event_dict(event: ConditionNotification) -> dict[str, Any]:
+    return {
+        "event-time": to_rfc3339(event.event_time) if event.event_time else None,
+        "task-id": event.task_id,
+        "task-status": event.status,
+        "previous-status": event.previous_status,
+        "reason": event.reason,
+        "from": event.send_from,
+    }
+
+
+def run_watch(args: argparse.Namespace) -> int:
+    if args.until_done and not args.task_id:
+        raise ConfigError("--until-done needs a task id")
+    start_time = None
+    if args.since == "all":
+        start_time = 0.0
+    elif args.since:
+        try:
+            start_time = from_rfc3339(args.since)
+        except ValueError as exc:
+            raise ConfigError(f"--since: {exc}") from None
+    deadline = time.monotonic() + args.duration if args.duration else None
+    seen = 0
+    with connect(args) as client:
+        for event in client.watch(task_id=args.task_id, start_time=start_time, deadline=deadline):
+            seen += 1
+            if args.json:
+                import json
+
+                print(json.dumps(_event_dict(event)), flush=True)
+            else:
+                when = to_rfc3339(event.event_time) if event.event_time else "-"
+                previous = f"{event.previous_status} -> " if event.previous_status else ""
+                reason = f"  ({event.reason})" if event.reason else ""
+                print(f"{when}  {event.task_id}  {previous}{event.status}{reason}", flush=True)
+            if args.count and seen >= args.count:
+                break
+            if args.until_done and event.task_id == args.task_id and event.status.terminal:
+                break
+    return 0

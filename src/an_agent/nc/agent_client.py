@@ -1,0 +1,184 @@
+"""`AgentClient`: the draft's task operations as typed calls over one NETCONF session.
+
+Each commuType maps onto one NETCONF exchange (DESIGN.md):
+
+==========================  ============================================================
+CapabilityRequest           `profile`: ``<get>`` of /irtf-agent:agent
+taskAssign                  `assign_task`: ``<edit-config>`` creating /tasks/task
+taskCancel                  `cancel_task`: ``<edit-config>`` merge of commuType=taskCancel
+taskResultQuery             `get_task` / `list_tasks`: ``<get>`` of /tasks
+Feasibility/Fulfillment     `negotiate`: the ``task-negotiate`` RPC
+taskResultSubscribe/Notify  `watch`: ``<create-subscription>``, condition-notifications
+==========================  ============================================================
+
+All XML comes from `an_agent.model`; errors are those of `NetconfClient`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
+from types import TracebackType
+
+from an_agent.errors import RpcError
+from an_agent.model import (
+    AgentProfile,
+    CommuType,
+    ConditionNotification,
+    DataParam,
+    NegotiationRequest,
+    NegotiationResult,
+    Task,
+    tasks_element,
+)
+from an_agent.model._xml import child, leaf, root
+from an_agent.nc.client import DEFAULT_PORT, NetconfClient, Notification, NotificationKind
+
+
+class AgentClient:
+    """Typed access to one agent. Owns its `NetconfClient`; close it with `close` or a ``with`` block."""
+
+    def __init__(self, netconf: NetconfClient) -> None:
+        self.netconf = netconf
+
+    @classmethod
+    def connect(
+        cls,
+        host: str,
+        port: int = DEFAULT_PORT,
+        *,
+        username: str,
+        password: str | None = None,
+        key_filename: str | None = None,
+        timeout: float = 30.0,
+        hostkey_verify: bool = False,
+    ) -> AgentClient:
+        """Open a session to an agent; arguments and errors as `NetconfClient.connect`."""
+        return cls(
+            NetconfClient.connect(
+                host,
+                port,
+                username=username,
+                password=password,
+                key_filename=key_filename,
+                timeout=timeout,
+                hostkey_verify=hostkey_verify,
+            )
+        )
+
+    def __enter__(self) -> AgentClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self.netconf.close()
+
+    # ---- CapabilityRequest ------------------------------------------------------------------
+
+    def profile(self) -> AgentProfile:
+        """The agent's profile (``<get>`` filtered to /irtf-agent:agent)."""
+        return AgentProfile.from_xml(self.netconf.get(filter=root("agent")))
+
+    # ---- tasks --------------------------------------------------------------------------------
+
+    def assign_task(self, task: Task, data_params: Iterable[DataParam] = ()) -> None:
+        """Create the task (commuType taskAssign unless set), with the data-params it refers to.
+
+        One ``<edit-config>``: the data-params are merged and the task is
+        created in the same transaction, so its ``msg-data`` references
+        resolve. An existing task-id is refused by the agent (data-exists).
+        """
+        if task.commu_type is None:
+            task = replace(task, commu_type=CommuType.TASK_ASSIGN)
+        config = [param.to_xml(operation="merge") for param in data_params]
+        config.append(tasks_element([task], operation="create"))
+        self.netconf.edit_config(config)
+
+    def get_task(self, task_id: str) -> Task:
+        """The task with its status and result (taskResultQuery).
+
+        Raises RpcError data-missing when the agent has no such task.
+        """
+        filter_ = root("tasks")
+        leaf(child(filter_, "task"), "task-id", task_id)
+        tasks = Task.all_from_xml(self.netconf.get(filter=filter_))
+        for task in tasks:
+            if task.task_id == task_id:
+                return task
+        raise RpcError.data_missing(
+            f"the agent has no task {task_id!r}", path=f"/irtf-agent:tasks/task[task-id={_xpath_literal(task_id)}]"
+        )
+
+    def list_tasks(self) -> list[Task]:
+        """Every task the agent holds, with status and result, in the agent's order."""
+        return Task.all_from_xml(self.netconf.get(filter=root("tasks")))
+
+    def cancel_task(self, task_id: str) -> None:
+        """Cancel a task (taskCancel): merge commuType=taskCancel into its entry; it stays queryable."""
+        change = Task(task_id, commu_type=CommuType.TASK_CANCEL)
+        self.netconf.edit_config(tasks_element([change], operation="merge"))
+
+    def put_data_param(self, param: DataParam) -> None:
+        """Create or update a ``data-params`` entry (merge)."""
+        self.netconf.edit_config(param.to_xml(operation="merge"))
+
+    # ---- negotiation ----------------------------------------------------------------------------
+
+    def negotiate(self, request: NegotiationRequest) -> NegotiationResult:
+        """Run ``task-negotiate`` (FEASIBILITY or FULFILLMENT) and return the agent's answer."""
+        return NegotiationResult.from_xml(self.netconf.call(request.to_xml()))
+
+    # ---- notifications ----------------------------------------------------------------------------
+
+    def watch(
+        self,
+        task_id: str | None = None,
+        start_time: float | None = None,
+        timeout: float | None = None,
+        until_terminal: bool = True,
+    ) -> Iterator[ConditionNotification]:
+        """Subscribe and yield ``condition-notifications``, in the order the agent sent them.
+
+        ``task_id`` limits them to one task; with ``until_terminal`` the
+        iteration then ends after that task's finished/failed/canceled event.
+        ``start_time`` (seconds since the epoch) first replays logged events.
+        ``timeout`` bounds the wait for each event (RequestTimeout); None waits
+        as long as the session lives. The subscription is made when this is
+        called, not on the first ``next``; a session holds one subscription.
+        """
+        filter_ = root("condition-notifications")
+        if task_id is not None:
+            leaf(filter_, "task-id", task_id)
+        subscription = self.netconf.subscribe(filter=filter_, start_time=start_time)
+        return self._events(subscription.next, task_id, timeout, until_terminal)
+
+    @staticmethod
+    def _events(
+        next_notification: Callable[[float | None], Notification],
+        task_id: str | None,
+        timeout: float | None,
+        until_terminal: bool,
+    ) -> Iterator[ConditionNotification]:
+        condition_tag = root("condition-notifications").tag
+        while True:
+            note = next_notification(timeout)
+            if note.kind is NotificationKind.NOTIFICATION_COMPLETE:
+                return
+            if note.kind is not NotificationKind.EVENT or note.element.tag != condition_tag:
+                continue
+            event = ConditionNotification.from_xml(note.envelope)
+            # The agent filters already; checking again keeps a lax agent from leaking other tasks.
+            if task_id is not None and event.task_id != task_id:
+                continue
+            yield event
+            if task_id is not None and until_terminal and event.status.terminal:
+                return
+
+
+def _xpath_literal(value: str) -> str:
+    """An XPath string literal for ``value`` (quotes chosen so it stays one literal)."""
+    return f"'{value}'" if "'" not in value else f'"{value}"'

@@ -1,0 +1,92 @@
+"""Shared fixtures: a real agent server on a free loopback port, clients for it."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))  # tests' own helpers (rawnc)
+
+from an_agent.model import AgentProfile  # noqa: E402
+from an_agent.server import AgentServer, ServerConfig  # noqa: E402
+
+IRTF = "urn:ietf:params:xml:ns:yang:irtf-agent"
+
+TEST_PROFILE = {
+    "irtf-agent:agent": {
+        "name": "IETF-TestLab-RAN-1.0",
+        "alias": "ran-fault",
+        "description": "RAN fault agent under test",
+        "type": "fault-management",
+        "version": "1.0.0",
+        "provider": "TestLab",
+        "domain": "Wireless",
+        "management-object": "ran-subnet-1",
+        "skills": {
+            "skill": [
+                {
+                    "skill-name": "fault-diagnosis",
+                    "skill-description": "diagnose base station and cell faults",
+                    "skill-tags": ["diagnose", "fault", "alarm"],
+                    "input-modes": ["text"],
+                    "output-modes": ["text"],
+                }
+            ]
+        },
+        "capability": {
+            "streaming": False,
+            "push-notifications": True,
+            "negotiate": ["acp-task-feasibility-negotiation-v1.0", "acp-task-fulfillment-negotiation-v1.0"],
+        },
+    }
+}
+
+
+@pytest.fixture
+def profile() -> AgentProfile:
+    return AgentProfile.from_dict(TEST_PROFILE)
+
+
+@pytest.fixture
+def agent_server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]:
+    server = AgentServer(ServerConfig(state_dir=tmp_path / "state", port=0, profile=profile))
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def nc(agent_server: AgentServer):  # type: ignore[no-untyped-def]
+    """A stock ncclient manager on the agent (the third-party client view)."""
+    from ncclient import manager
+
+    m = manager.connect(
+        host="127.0.0.1",
+        port=agent_server.port,
+        username="admin",
+        password="admin",
+        hostkey_verify=False,
+        allow_agent=False,
+        look_for_keys=False,
+        timeout=30,
+    )
+    m.raise_mode = 0  # RaiseMode.NONE: tests look at rpc-errors themselves
+    try:
+        yield m
+    finally:
+        if m.connected:
+            m.close_session()
+
+
+def task_xml(task_id: str, description: str = "diagnose the outage", target: str = "SITE-07", extra: str = "") -> str:
+    return (
+        f'<config><tasks xmlns="{IRTF}"><task><task-id>{task_id}</task-id>'
+        f"<task-sendFrom>tester</task-sendFrom><commuType>taskAssign</commuType>"
+        f"<content>## target object\n{target}\n## task description\n{description}</content>{extra}"
+        "</task></tasks></config>"
+    )
