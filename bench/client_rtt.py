@@ -32,8 +32,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+from lxml import etree
 from ncclient import manager as nc_manager
 
+import an_agent
 from an_agent.model import IRTF_AGENT_NS, Task, build_prompt, tasks_element
 from an_agent.nc.client import NetconfClient
 
@@ -58,7 +60,7 @@ with AgentServer(config) as server:
 @contextmanager
 def agent_process() -> Iterator[tuple[int, int]]:
     """An agent in a child process: yields (port, pid); stops it on exit."""
-    src = Path(__import__("an_agent").__file__).resolve().parents[1]
+    src = Path(an_agent.__file__).resolve().parents[1]
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(src), os.environ.get("PYTHONPATH")])))
     with tempfile.TemporaryDirectory(prefix="an-agent-bench-") as state:
         child = subprocess.Popen(
@@ -109,7 +111,7 @@ def timed(n: int, operation: Callable[[int], Any]) -> list[float]:
     return out
 
 
-def task_xml(task_id: str) -> Any:
+def task_xml(task_id: str) -> etree._Element:
     return tasks_element([Task(task_id, content=build_prompt("gNB-1", "diagnose the outage"))], operation="create")
 
 
@@ -120,13 +122,15 @@ def task_filter(task_id: str) -> str:
 class Ours:
     name = "an-agent client"
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, prefix: str) -> None:
+        self.prefix = prefix
         self.client = NetconfClient.connect("127.0.0.1", port, username=USER[0], password=USER[1])
 
     def get(self, _: int) -> None:
         self.client.get(filter=AGENT_FILTER)
 
-    def task(self, task_id: str) -> None:
+    def task(self, i: int) -> None:
+        task_id = f"{self.prefix}-{i}"
         self.client.edit_config(task_xml(task_id))
         self.client.get(filter=task_filter(task_id))
 
@@ -137,7 +141,8 @@ class Ours:
 class Stock:
     name = "stock ncclient"
 
-    def __init__(self, port: int) -> None:
+    def __init__(self, port: int, prefix: str) -> None:
+        self.prefix = prefix
         self.m = nc_manager.connect(
             host="127.0.0.1",
             port=port,
@@ -151,9 +156,8 @@ class Stock:
     def get(self, _: int) -> None:
         self.m.get(filter=("subtree", AGENT_FILTER))
 
-    def task(self, task_id: str) -> None:
-        from lxml import etree
-
+    def task(self, i: int) -> None:
+        task_id = f"{self.prefix}-{i}"
         config = etree.Element("{urn:ietf:params:xml:ns:netconf:base:1.0}config")
         config.append(task_xml(task_id))
         self.m.edit_config(config=config, target="running")
@@ -171,8 +175,9 @@ def run(n: int, stock_n: int, runs: int) -> dict[str, Any]:
     cpu_per_get: list[float] = []
     with agent_process() as (port, pid):
         for r in range(runs):
-            for kind, samples in ((Ours, n), (Stock, stock_n)):
-                client = kind(port)
+            kinds: tuple[tuple[type[Ours] | type[Stock], int], ...] = ((Ours, n), (Stock, stock_n))
+            for kind, samples in kinds:
+                client = kind(port, f"bench-{kind.__name__}-{r}")
                 try:
                     timed(5, client.get)  # warm-up: caches, first-use imports
                     cpu_before = process_cpu_seconds(pid)
@@ -180,7 +185,7 @@ def run(n: int, stock_n: int, runs: int) -> dict[str, Any]:
                     cpu_after = process_cpu_seconds(pid)
                     if kind is Ours and cpu_before is not None and cpu_after is not None:
                         cpu_per_get.append((cpu_after - cpu_before) * 1000.0 / samples)
-                    tasks = timed(samples, lambda i, c=client, r=r, k=kind: c.task(f"bench-{k.__name__}-{r}-{i}"))
+                    tasks = timed(samples, client.task)
                 finally:
                     client.close()
                 per_run[kind.name]["get"].append((percentile(gets, 0.5), percentile(gets, 0.99)))

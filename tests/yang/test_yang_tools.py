@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 from pathlib import Path
 
@@ -26,7 +27,7 @@ def test_pyang_strict_reports_no_errors(report: CheckReport) -> None:
 
 def test_yanglint_reports_nothing(report: CheckReport) -> None:
     assert [f.message for f in report.findings if f.tool == "yanglint"] == []
-    assert report.tools["yanglint"].startswith("yanglint ")
+    assert re.fullmatch(r"\d+\.\d+\.\d+", report.tools["yanglint"])
 
 
 def test_every_shipped_module_is_checked(report: CheckReport) -> None:
@@ -54,6 +55,14 @@ def test_report_serialises_for_table_and_json(report: CheckReport) -> None:
     assert len(doc["findings"]) == len(report.findings) == len(report.rows())
     assert all(len(row) == len(CheckReport.HEADERS) for row in report.rows())
     assert doc["findings"][0].keys() >= {"tool", "module", "line", "severity", "classification", "reason", "message"}
+
+
+def test_report_as_text(report: CheckReport) -> None:
+    lines = report.to_text().splitlines()
+    assert lines[0].split() == list(CheckReport.HEADERS)
+    assert len(lines) == 1 + len(report.findings) + 2
+    assert lines[-1].startswith(report.summary())
+    assert any("commuType is not hyphenated" in line and "kept" in line for line in lines)
 
 
 def test_check_finds_errors_in_a_broken_module(tmp_path: Path) -> None:

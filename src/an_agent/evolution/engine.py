@@ -726,7 +726,7 @@ class EvolutionEngine:
             cluster.clients.update(self.store.client_counts(row.cluster_id))
             self._pool(row.schema_id).add_loaded(cluster)
         keys: dict[str, list[PatchKey]] = {}
-        for key_row in self.store.keys():
+        for key_row in self.store.patch_keys():
             keys.setdefault(key_row.patch_id, []).append(PatchKey.from_row(key_row))
         for patch_row in self.store.patches():
             self._patches[patch_row.patch_id] = Patch.from_row(patch_row, keys.get(patch_row.patch_id, []))

@@ -34,7 +34,12 @@ from an_agent.schemas.extract import find_clock_ranges, find_ids, find_quantitie
 from an_agent.schemas.template import OTHER_KEY, KeyDef, is_snake_case
 from an_agent.schemas.values import KeyType
 
-_STOP = frozenset(
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_STOP = _words(
     """a an the and or but if then else of to in on at by for with from into onto over under up down out off
     is are was were be been being am do does did done have has had having i me my we our us you your he she
     it its they them their this that these those there here so as not no nor only very too just also any all
@@ -42,14 +47,14 @@ _STOP = frozenset(
     may might must need needs please let lets get gets got make makes made keep keeps kept when once while
     until till after before about again already still yet even ever now today tonight tomorrow yesterday
     what which who whom whose where why how one two many much more most less least few lot lots s t
-    around near nearby here there really quite""".split()
+    around near nearby here there really quite"""
 )
 # Words that make a key touch security (draft section 8): patches with them are never published automatically.
-SECURITY_TERMS = frozenset(
+SECURITY_TERMS = _words(
     """password passwords credential credentials token tokens secret secrets auth authentication authorization
     authorisation login logins privilege privileges permission permissions payment payments billing card
     iban account accounts identity identities imsi imei msisdn ssh certificate certificates encryption
-    admin root sudo firewall acl""".split()
+    admin root sudo firewall acl"""
 )
 _UNIT_SUFFIX = {"db": "db", "percent": "percent", "degrees": "deg", "seconds": "seconds", "minutes": "minutes",
                 "hours": "hours", "days": "days", "weeks": "weeks", "km": "km", "mbps": "mbps"}
@@ -170,8 +175,8 @@ def _infer_type(texts: Sequence[str]) -> tuple[KeyType, dict[str, Any]]:
     if prefixes:
         prefix, count = prefixes.most_common(1)[0]
         if count >= _TYPE_SHARE * n:
-            values = [[f.value for f in found if f.prefix == prefix] or None for found in ids]
-            return "array", {"prefix": prefix, "values": values}
+            id_lists = [[f.value for f in found if f.prefix == prefix] or None for found in ids]
+            return "array", {"prefix": prefix, "values": id_lists}
     ranges = [find_clock_ranges(t) for t in texts]
     if sum(1 for r in ranges if r) >= _TYPE_SHARE * n:
         return "string", {"values": [r[0][0] if r else None for r in ranges]}

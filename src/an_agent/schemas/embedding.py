@@ -38,4 +38,5 @@ def normalise_rows(vectors: npt.NDArray[np.floating]) -> Vectors:
     out = np.asarray(vectors, dtype=np.float32)
     norms = np.linalg.norm(out, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return (out / norms).astype(np.float32)
+    normalised: Vectors = (out / norms).astype(np.float32)
+    return normalised

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 _WORD_NUMBERS = {
     "zero": 0, "one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
@@ -128,13 +128,13 @@ def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
     out = []
     for match in _ISO_DT.finditer(text):
         try:
-            day = datetime.fromisoformat(match.group("date")).replace(tzinfo=timezone.utc)
+            day = datetime.fromisoformat(match.group("date")).replace(tzinfo=UTC)
         except ValueError:
             continue
         stamp = _at_time(day, match.group("time"), match.group("tz"))
         if stamp:
             out.append((stamp, match.start(), match.end()))
-    base = datetime.fromtimestamp(now, tz=timezone.utc).replace(hour=0, minute=0, second=0, microsecond=0)
+    base = datetime.fromtimestamp(now, tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     offsets = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
     for match in _RELATIVE_DAY.finditer(text):
         day = base + timedelta(days=offsets[match.group("day").lower()])

@@ -202,7 +202,7 @@ def _key_from_dict(raw: Any, index: int, problems: list[str]) -> KeyDef | None:
     assert isinstance(name, str) and isinstance(description, str) and isinstance(required, bool)
     key = KeyDef.build(
         name,
-        key_type,
+        key_type,  # type: ignore[arg-type]  # checked against KEY_TYPES above
         description,
         required=required,
         default_value=raw.get("default_value"),

@@ -260,7 +260,8 @@ class EvolutionStore:
         with self._lock:
             try:
                 cursor = self._db.execute(
-                    "INSERT INTO evo_fragment(cluster_id, schema_id, ts, client_id, text, ref) VALUES (?, ?, ?, ?, ?, ?)",
+                    "INSERT INTO evo_fragment(cluster_id, schema_id, ts, client_id, text, ref) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
                     (cluster_id, schema_id, ts, client_id, text, ref),
                 )
             except sqlite3.Error as exc:
@@ -317,7 +318,7 @@ class EvolutionStore:
 
     def patches(self) -> list[PatchRow]:
         rows = self._run("SELECT * FROM evo_patch ORDER BY created, patch_id")
-        return [PatchRow(*r[:7], body=json.loads(r[7])) for r in rows]
+        return [PatchRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], json.loads(r[7])) for r in rows]
 
     def save_key(self, row: KeyRow) -> None:
         self._run(
@@ -326,9 +327,9 @@ class EvolutionStore:
              row.state_since, row.decision_at, row.extensions, json.dumps(row.definition, sort_keys=True)),
         )
 
-    def keys(self) -> list[KeyRow]:
+    def patch_keys(self) -> list[KeyRow]:
         rows = self._run("SELECT * FROM evo_key ORDER BY state_since, key_uid")
-        return [KeyRow(*r[:10], definition=json.loads(r[10])) for r in rows]
+        return [KeyRow(r[0], r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], json.loads(r[10])) for r in rows]
 
     # -- metrics -------------------------------------------------------------------------------
     def add_metrics(self, key_uid: str, day: int, seen: int, present: int, type_ok: int, aligned: int) -> None:
@@ -368,7 +369,8 @@ class EvolutionStore:
     # -- trigger queue -------------------------------------------------------------------------
     def enqueue(self, cluster_id: str, schema_id: str, client_id: str | None, when: float) -> None:
         seq = self.next_number("queue_seq")
-        self._run("INSERT OR IGNORE INTO evo_queue VALUES (?, ?, ?, ?, ?)", (cluster_id, schema_id, client_id, when, seq))
+        self._run("INSERT OR IGNORE INTO evo_queue VALUES (?, ?, ?, ?, ?)",
+                  (cluster_id, schema_id, client_id, when, seq))
 
     def dequeue(self, cluster_id: str) -> None:
         self._run("DELETE FROM evo_queue WHERE cluster_id = ?", (cluster_id,))

@@ -126,6 +126,15 @@ class CheckReport:
             f"{len(self.kept)} kept on purpose"
         )
 
+    def to_text(self) -> str:
+        """A plain-text table of `rows` under `HEADERS`, then `summary` and the tool versions."""
+        rows = [self.HEADERS, *self.rows()]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(self.HEADERS) - 1)]
+        lines = ["  ".join([*(cell.ljust(w) for cell, w in zip(row, widths, strict=False)), row[-1]]) for row in rows]
+        versions = ", ".join(f"{tool} {version}" for tool, version in self.tools.items())
+        lines += ["", f"{self.summary()} ({versions})"]
+        return "\n".join(lines) if self.findings else "\n".join(lines[2:])
+
     def to_dict(self) -> dict[str, Any]:
         return {
             "ok": self.ok,
@@ -312,4 +321,4 @@ def _yanglint(files: list[Path]) -> tuple[str, list[Finding]]:
     if result.returncode != 0 and not any(f.severity == "error" for f in findings):
         msg = (result.stderr or result.stdout).strip() or f"exit status {result.returncode}"
         findings.append(Finding("yanglint", "", None, "error", "", msg, "error"))
-    return version.stdout.strip(), findings
+    return version.stdout.strip().removeprefix("yanglint").strip(), findings

@@ -1,0 +1,181 @@
+"""Replay: run logged payloads through the evolution engine on a virtual clock (the what-if tool).
+
+Input: JSON lines ``{"timestamp", "client_id", "schema_id", "payload"}`` (other fields are ignored).
+Lines are processed in timestamp order (ties keep file order) with a `ManualClock` set to each line's
+timestamp, through the same `EvolutionEngine` a server runs, on a private in-memory store that keeps
+its whole history. Lines that are not valid JSON objects or lack a field are reported as
+``line-invalid`` events; payloads the template refuses as ``payload-refused`` events.
+
+The report (`ReplayReport.to_dict`) is::
+
+    {"fragments": N,
+     "clusters": [{"cluster_id", "schema_id", "size", "distinct_clients", "heat", "state",
+                   "members": [0-based line numbers]}],
+     "patches": [{"patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration",
+                  "state", "new_keys": [...], "modified_keys": [...]}],
+     "events": [{"kind", "time", "schema_id", ...}]}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from an_agent.clock import ManualClock, from_rfc3339, to_rfc3339
+from an_agent.errors import SchemaError
+from an_agent.evolution.config import EvolutionConfig
+from an_agent.evolution.engine import EvolutionEngine
+from an_agent.evolution.events import EvolutionEvent
+from an_agent.evolution.policy import DefaultUpdatePolicy, UpdatePolicy
+from an_agent.schemas.embedding import Embedder, Vectors
+from an_agent.schemas.registry import TemplateRegistry
+from an_agent.schemas.sanitize import sanitize_other
+from an_agent.store.evolution import EvolutionStore
+
+Progress = Callable[[int, int], None]
+_PREFETCH_BATCH = 256
+
+
+@dataclass(frozen=True)
+class ReplayLine:
+    """One usable input line; ``line_no`` is 0-based in the file."""
+
+    line_no: int
+    timestamp: float
+    client_id: str
+    schema_id: str
+    payload: Any
+
+
+@dataclass
+class ReplayReport:
+    fragments: int
+    clusters: list[dict[str, Any]]
+    patches: list[dict[str, Any]]
+    events: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"fragments": self.fragments, "clusters": self.clusters, "patches": self.patches,
+                "events": self.events}
+
+
+def parse_lines(lines: Iterable[str]) -> tuple[list[ReplayLine], list[dict[str, Any]]]:
+    """Usable lines, and ``line-invalid`` events for the others (blank lines are skipped silently)."""
+    good: list[ReplayLine] = []
+    bad: list[dict[str, Any]] = []
+    for line_no, text in enumerate(lines):
+        if not text.strip():
+            continue
+        try:
+            obj = json.loads(text)
+            if not isinstance(obj, dict):
+                raise ValueError("not a JSON object")
+            missing = [k for k in ("timestamp", "client_id", "schema_id", "payload") if k not in obj]
+            if missing:
+                raise ValueError(f"missing {', '.join(missing)}")
+            if not isinstance(obj["client_id"], str) or not isinstance(obj["schema_id"], str):
+                raise ValueError("client_id and schema_id must be strings")
+            when = from_rfc3339(str(obj["timestamp"]))
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            bad.append({"kind": "line-invalid", "line": line_no, "detail": str(exc)})
+            continue
+        good.append(ReplayLine(line_no, when, obj["client_id"], obj["schema_id"], obj["payload"]))
+    good.sort(key=lambda r: (r.timestamp, r.line_no))
+    return good, bad
+
+
+class _PrefetchedEmbedder:
+    """Serves vectors computed in large batches ahead of time; falls back to the real embedder."""
+
+    def __init__(self, inner: Embedder) -> None:
+        self._inner = inner
+        self._cache: dict[str, Vectors] = {}
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def prefetch(self, texts: Sequence[str]) -> None:
+        todo = list(dict.fromkeys(t for t in texts if t not in self._cache))
+        if todo:
+            for text, vector in zip(todo, self._inner.embed(todo), strict=True):
+                self._cache[text] = vector
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.prefetch(texts)
+        import numpy as np
+
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self._cache[t] for t in texts])
+
+
+def replay(
+    lines: Iterable[str],
+    embedder: Embedder,
+    *,
+    config: EvolutionConfig | None = None,
+    registry: TemplateRegistry | None = None,
+    policy: UpdatePolicy | None = None,
+    progress: Progress | None = None,
+) -> ReplayReport:
+    """Replay ``lines`` (module docstring); ``progress(done, total)`` is called as lines are processed."""
+    config = config or EvolutionConfig()
+    records, invalid = parse_lines(lines)
+    events: list[dict[str, Any]] = list(invalid)
+    if not records:
+        return ReplayReport(0, [], [], events)
+    clock = ManualClock(records[0].timestamp)
+    cached = _PrefetchedEmbedder(embedder)
+    engine = EvolutionEngine(EvolutionStore(":memory:"), cached, registry=registry, config=config, clock=clock,
+                             policy=policy or DefaultUpdatePolicy(), keep_history=True)
+
+    def record(event: EvolutionEvent) -> None:
+        events.append(event.to_dict())
+
+    engine.on_event(record)
+    fragments = 0
+    try:
+        for start in range(0, len(records), _PREFETCH_BATCH):
+            batch = records[start : start + _PREFETCH_BATCH]
+            cached.prefetch([t for r in batch for t in _other_texts(r.payload, config)])
+            for done, rec in enumerate(batch, start=start + 1):
+                clock.set(max(rec.timestamp, clock.now()))
+                envelope = {"schema_id": rec.schema_id, "payload": rec.payload}
+                try:
+                    accepted = engine.accept_payload(rec.client_id, envelope, ref=rec.line_no, suggest=False)
+                except SchemaError as exc:
+                    events.append({"kind": "payload-refused", "time": to_rfc3339(rec.timestamp),
+                                   "schema_id": rec.schema_id, "client_id": rec.client_id, "line": rec.line_no,
+                                   "detail": "; ".join(exc.problems) or str(exc)})
+                else:
+                    fragments += len(accepted.cluster_ids)
+                if progress is not None:
+                    progress(done, len(records))
+        engine.tick()
+        return ReplayReport(fragments, _clusters(engine), engine.patches(), events)
+    finally:
+        engine.close()
+
+
+def _other_texts(payload: Any, config: EvolutionConfig) -> tuple[str, ...]:
+    other = payload.get("other") if isinstance(payload, dict) else None
+    return sanitize_other(other, config.max_other_chars, config.max_other_fragments).fragments
+
+
+def _clusters(engine: EvolutionEngine) -> list[dict[str, Any]]:
+    members = engine.store.fragment_refs()
+    return [
+        {
+            "cluster_id": c.cluster_id,
+            "schema_id": c.schema_id,
+            "size": c.size,
+            "distinct_clients": c.distinct_clients,
+            "heat": round(c.heat, 2),
+            "state": c.state,
+            "members": members.get(c.cluster_id, []),
+        }
+        for c in engine.clusters()
+    ]
