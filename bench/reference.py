@@ -134,6 +134,7 @@ class NetconfdReference:
         host: str = "127.0.0.1",
         port: int | None = None,
         start_timeout: float = 30.0,
+        log_level: str = "error",
     ) -> None:
         self.modules_dir = modules_dir
         self.modules = list(modules)
@@ -142,6 +143,7 @@ class NetconfdReference:
         self.host = host
         self.port = port or 0
         self.start_timeout = start_timeout
+        self.log_level = log_level  # netconfd --log-level; "debug" to see why a session misbehaves
         self.workdir: Path | None = None
         self.account: Account | None = None
         self._netconfd: subprocess.Popen[bytes] | None = None
@@ -236,7 +238,7 @@ class NetconfdReference:
                 "--max-burst=0",
                 "--indent=0",
                 "--idle-timeout=0",
-                "--log-level=error",
+                f"--log-level={self.log_level}",
                 f"--log={work / 'netconfd.log'}",
             ],
             work / "netconfd.out",

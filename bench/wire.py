@@ -31,11 +31,12 @@ BASE_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
 BASE_10 = "urn:ietf:params:netconf:base:1.0"
 BASE_11 = "urn:ietf:params:netconf:base:1.1"
 EOM = b"]]>]]>"
-_CLIENT_HELLO = (
-    f'<?xml version="1.0" encoding="UTF-8"?><hello xmlns="{BASE_NS}"><capabilities>'
-    f"<capability>{BASE_10}</capability><capability>{BASE_11}</capability>"
-    "</capabilities></hello>"
-).encode()
+
+
+def _client_hello(base11: bool) -> bytes:
+    caps = f"<capability>{BASE_10}</capability>" + (f"<capability>{BASE_11}</capability>" if base11 else "")
+    return f'<?xml version="1.0" encoding="UTF-8"?><hello xmlns="{BASE_NS}"><capabilities>{caps}</capabilities></hello>'.encode()
+
 _RECV = 65536
 
 
@@ -130,8 +131,13 @@ class Session:
         self.session_id = ""
 
     @classmethod
-    def connect(cls, host: str, port: int, creds: Credentials, timeout: float = 30.0) -> Session:
-        """TCP connect, SSH handshake and authentication, netconf subsystem, hello exchange."""
+    def connect(
+        cls, host: str, port: int, creds: Credentials, timeout: float = 30.0, base11: bool = True
+    ) -> Session:
+        """TCP connect, SSH handshake and authentication, netconf subsystem, hello exchange.
+
+        With `base11` False the client offers only base:1.0 (end-of-message framing).
+        """
         try:
             sock = socket.create_connection((host, port), timeout=timeout)
         except OSError as exc:
@@ -148,7 +154,7 @@ class Session:
             channel.settimeout(timeout)
             channel.invoke_subsystem("netconf")
             session = cls(transport, channel)
-            session._hello()
+            session._hello(base11)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             transport.close()
             raise BenchError(f"NETCONF session to {host}:{port} failed: {exc}") from exc
@@ -157,13 +163,13 @@ class Session:
             raise
         return session
 
-    def _hello(self) -> None:
-        self._chan.sendall(_CLIENT_HELLO + EOM)
+    def _hello(self, base11: bool) -> None:
+        self._chan.sendall(_client_hello(base11) + EOM)
         hello = self._read_message().decode()
         self.server_hello = hello
         match = re.search(r"<(?:\w+:)?session-id>\s*(\d+)\s*<", hello)
         self.session_id = match.group(1) if match else ""
-        self._framer.chunked = BASE_11 in hello
+        self._framer.chunked = base11 and BASE_11 in hello
 
     def send(self, body: str) -> str:
         """Send one <rpc> wrapping `body` without waiting; returns its message-id."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import socket
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from lxml import etree
@@ -35,6 +36,14 @@ def nc(server: AgentServer) -> Iterator[NetconfClient]:
 def test_wrong_password_is_auth_error(server: AgentServer) -> None:
     with pytest.raises(AuthError, match="authentication rejected"):
         NetconfClient.connect("127.0.0.1", server.port, username="admin", password="wrong")
+
+
+def test_unknown_host_key_is_connect_error(
+    server: AgentServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))  # an empty home: no known_hosts
+    with pytest.raises(ConnectError, match="Unknown host key"):
+        NetconfClient.connect("127.0.0.1", server.port, username="admin", password="admin", hostkey_verify=True)
 
 
 def test_refused_port_is_connect_error() -> None:

@@ -30,7 +30,7 @@ from typing import Any, Literal
 import numpy as np
 
 from an_agent.schemas.embedding import Embedder, Vectors
-from an_agent.schemas.extract import find_clock_ranges, find_ids, find_quantities
+from an_agent.schemas.extract import UNIT_WORDS, find_clock_ranges, find_ids, find_quantities
 from an_agent.schemas.template import OTHER_KEY, KeyDef, is_snake_case
 from an_agent.schemas.values import KeyType
 
@@ -213,10 +213,13 @@ def induce_key(
         raise ValueError("cannot induce a key from an empty cluster")
     centroid = vectors.sum(axis=0)
     centroid = (centroid / (np.linalg.norm(centroid) or 1.0)).astype(np.float32)
+    key_type, detail = _infer_type(texts)
     ranked = _rank_phrases(texts, centroid, embedder)
+    if key_type in ("integer", "number"):
+        # The unit becomes the name's suffix; the phrase should say what is measured.
+        ranked = [r for r in ranked if not set(r[1].split()) & UNIT_WORDS] or ranked
     phrase = ranked[0][1] if ranked else "request"
     alternatives = _alternatives(phrase, [p for _, p in ranked[1:]])
-    key_type, detail = _infer_type(texts)
     name = snake_name(phrase)
     if key_type in ("integer", "number"):
         suffix = _UNIT_SUFFIX.get(detail["unit"], detail["unit"])

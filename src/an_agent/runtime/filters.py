@@ -9,6 +9,7 @@ valid instance data (RFC 6241 6.2.5 allows it; generic clients need it).
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable, Sequence
 
 from lxml import etree
@@ -142,12 +143,22 @@ def xpath_filter(
     except etree.XPathSyntaxError as exc:
         raise RpcError.invalid_value(f"the xpath filter {select!r} is not valid XPath 1.0: {exc}", error_type="protocol") from None
 
+    # yuma123's yangcli (and people typing by hand) send "/agent" without a
+    # prefix. XPath 1.0 would match nothing; like netconfd and ConfD we then
+    # match names in any namespace, by evaluating on a namespace-free copy.
+    match_any_namespace = _PREFIXED_NAME.search(select) is None
     results: list[etree._Element] = []
     for top in data:
         # A private copy, so that selected nodes have a document root of their own.
         doc = etree.ElementTree(copy.deepcopy(top))
+        target = doc
+        originals: dict[etree._Element, etree._Element] = {}
+        if match_any_namespace:
+            bare = _without_namespaces(doc.getroot())
+            originals = dict(zip(bare.iter(), doc.getroot().iter(), strict=True))
+            target = etree.ElementTree(bare)
         try:
-            found = compiled(doc)
+            found = compiled(target)
         except etree.XPathEvalError as exc:
             raise RpcError.invalid_value(
                 f"the xpath filter {select!r} cannot be evaluated: {exc} "
@@ -159,10 +170,25 @@ def xpath_filter(
                 f"the xpath filter {select!r} yields a {type(found).__name__}, not a node-set", error_type="protocol"
             )
         nodes = [n for n in found if isinstance(n, etree._Element)]
+        if match_any_namespace:
+            nodes = [originals[n] for n in nodes if n in originals]
         if not nodes:
             continue
         results.append(_project(doc.getroot(), nodes, keys_of))
     return results
+
+
+_PREFIXED_NAME = re.compile(r"(?<![:\w.-])[A-Za-z_][\w.-]*:(?!:)[A-Za-z_*]")
+
+
+def _without_namespaces(root: etree._Element) -> etree._Element:
+    """A copy of ``root`` with every element renamed to its local name, in the same document order."""
+    bare = copy.deepcopy(root)
+    for element in bare.iter():
+        if isinstance(element.tag, str):
+            element.tag = etree.QName(element).localname
+    etree.cleanup_namespaces(bare)
+    return bare
 
 
 def _project(root: etree._Element, nodes: list[etree._Element], keys_of: KeysOf) -> etree._Element:

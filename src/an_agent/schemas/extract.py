@@ -30,6 +30,7 @@ _UNITS = {
     "mbps": ("mbit/s", "mbps", "mb/s"),
 }
 _UNIT_OF = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
+UNIT_WORDS = frozenset(s for s in _UNIT_OF if s.isalpha())
 _UNIT_RE = "|".join(re.escape(s) for s in sorted(_UNIT_OF, key=len, reverse=True))
 _QUANTITY = re.compile(rf"(?<![\w.]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"(?<![\w.\-:])[-+\u2212]?\d+(?:\.\d+)?(?![\w:]|-\d)")

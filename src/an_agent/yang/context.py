@@ -111,7 +111,7 @@ class YangContext:
         _configure_libyang_logging()
         self._dir = Path(modules_dir)
         self._lock = threading.RLock()
-        self._ctx = self._new_context(self._dir)
+        self._ctx = _new_ly_context(self._dir)
         names = sorted({p.name.split("@", 1)[0].removesuffix(".yang") for p in self._dir.glob("*.yang")})
         if not names:
             raise YangError(f"no YANG modules (*.yang) in {self._dir}")
@@ -243,10 +243,6 @@ class YangContext:
 
     # --------------------------------------------------------------- internals
 
-    @staticmethod
-    def _new_context(search_dir: Path | None) -> libyang.Context:
-        return _new_ly_context(search_dir)
-
     def _load(self, name: str, features: Sequence[str]) -> libyang.Module:
         keep = [str2c(f) for f in features]  # must outlive the call
         array = ffi.new("char *[]", [*keep, ffi.NULL])
@@ -351,13 +347,13 @@ class YangContext:
     def _check_data(self, text: str, fmt: str, kind: DocumentKind, partial: bool) -> None:
         self._free(self._parse_data(text, fmt, kind, partial))
 
-    def _parse_data(self, text: str, fmt: str, kind: DocumentKind, partial: bool, validate: bool = True) -> Any:
+    def _parse_data(self, text: str, fmt: str, kind: DocumentKind, partial: bool) -> Any:
         parse_opts = lib.LYD_PARSE_STRICT
         valid_opts = 0
         if kind == "config":
             parse_opts |= lib.LYD_PARSE_NO_STATE
             valid_opts |= lib.LYD_VALIDATE_NO_STATE
-        if partial or not validate:
+        if partial:
             parse_opts |= lib.LYD_PARSE_ONLY
         tree = ffi.new("struct lyd_node **")
         buf = str2c(text)

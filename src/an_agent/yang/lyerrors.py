@@ -145,6 +145,25 @@ def _duplicate(m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: Nam
     return err
 
 
+def _missing_choice(m: re.Match[str], item: LyErrorItem, resolve: MissingResolver, _n: NamespaceResolver) -> RpcError:
+    # RFC 7950 section 15.6: data-missing, app-tag missing-choice, the path of the choice's parent.
+    choice = m.group("el")
+    where = resolve(item, choice) or item.data_path or item.schema_path
+    parent = where.rsplit("/", 1)[0] if where and where.endswith(f"/{choice}") else where
+    err = RpcError.data_missing(f"{parent or item.where()} needs one of the cases of choice '{choice}'", parent or None)
+    err.app_tag = "missing-choice"
+    err.info = {"missing-choice": choice}
+    return err
+
+
+def _too_few(m: re.Match[str], item: LyErrorItem, resolve: MissingResolver, _n: NamespaceResolver) -> RpcError:
+    name = m.group("el")
+    path = resolve(item, name) or item.data_path or item.schema_path
+    err = RpcError.operation_failed(f"{path}: too few '{name}' entries ({item.message})", path)
+    err.app_tag = "too-few-elements"
+    return err
+
+
 def _failed(app_tag: str) -> _Builder:
     def build(_m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: NamespaceResolver) -> RpcError:
         err = RpcError.operation_failed(f"{item.where()}: {item.message}", item.data_path)
@@ -176,7 +195,8 @@ _RULES: tuple[tuple[re.Pattern[str], _Builder], ...] = (
     (re.compile(r'^Duplicate instance of "(?P<el>[^"]+)"'), _duplicate),
     (re.compile(r"^Unique data leaf\(s\)"), _failed("data-not-unique")),
     (re.compile(r"^Too many "), _failed("too-many-elements")),
-    (re.compile(r"^Too few "), _failed("too-few-elements")),
+    (re.compile(r'^Too few "(?P<el>[^"]+)" instances'), _too_few),
+    (re.compile(r'^Mandatory choice "(?P<el>[^"]+)"'), _missing_choice),
     (re.compile(r"^Must condition "), _failed("must-violation")),
     (re.compile(r"^When condition "), _when),
     (re.compile(r"^(Invalid|Unsatisfied|Value|Unexpected value)"), _invalid_value),

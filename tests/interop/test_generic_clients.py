@@ -1,0 +1,137 @@
+"""Clients we did not write: netconf-console2 (PyPI) and yuma123 yangcli (Debian).
+
+Each discovers the agent's modules through <get-schema>, reads the profile,
+and (netconf-console2) creates a task, negotiates it, and receives its status
+notifications. The profile it read is validated with yanglint against the
+modules it downloaded — libyang's own CLI, not our code.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from an_agent.server import AgentServer, ServerConfig
+
+pytestmark = pytest.mark.interop
+
+IRTF = "urn:ietf:params:xml:ns:yang:irtf-agent"
+NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
+NCC = str(Path(sys.executable).parent / "netconf-console2")
+
+
+@pytest.fixture
+def served(tmp_path: Path) -> Iterator[AgentServer]:
+    # The built-in example profile: what a newcomer sees first.
+    with AgentServer(ServerConfig(state_dir=tmp_path / "state", port=0)) as server:
+        yield server
+
+
+def ncc(server: AgentServer, *args: str, timeout: float = 30) -> str:
+    cmd = [NCC, "--host", "127.0.0.1", "--port", str(server.port), "-u", "admin", "-p", "admin", *args]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
+    assert done.returncode == 0, f"{' '.join(cmd)}\n{done.stdout}\n{done.stderr}"
+    return done.stdout
+
+
+def test_netconf_console2_discovers_reads_validates_assigns_negotiates_and_watches(
+    served: AgentServer, tmp_path: Path
+) -> None:
+    hello = ncc(served, "--hello")
+    assert "irtf-agent?module=irtf-agent&amp;revision=2025-06-01" in hello or "module=irtf-agent" in hello
+
+    # Discover: every module listed in /netconf-state/schemas, fetched with <get-schema>.
+    schemas = etree.fromstring(
+        ncc(served, "--ns", "m=urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring", "--get", "-x", "/m:netconf-state/m:schemas").encode()
+    )
+    names = [e.text for e in schemas.iter("{urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring}identifier")]
+    assert "irtf-agent" in names and "agent-message" in names
+    downloaded = tmp_path / "modules"
+    downloaded.mkdir()
+    for name in names:
+        text = etree.fromstring(ncc(served, "--get-schema", str(name)).encode()).text or ""
+        assert text.lstrip().startswith("module ")
+        (downloaded / f"{name}.yang").write_text(text)
+
+    # Read the profile, and validate it with yanglint against the downloaded modules.
+    profile = etree.fromstring(ncc(served, "--ns", f"a={IRTF}", "--get", "-x", "/a:agent").encode())
+    agent = profile.find(f"{{{IRTF}}}agent")
+    assert agent is not None and agent.findtext(f"{{{IRTF}}}name")
+    data_file = tmp_path / "profile.xml"
+    data_file.write_bytes(etree.tostring(agent))
+    lint = subprocess.run(
+        ["yanglint", "-p", str(downloaded), "-t", "data", str(downloaded / "irtf-agent.yang"), str(data_file)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert lint.returncode == 0, lint.stderr
+
+    # Subscribe (a second netconf-console2 process), then assign a task, then negotiate.
+    watcher = subprocess.Popen(
+        [NCC, "--host", "127.0.0.1", "--port", str(served.port), "-u", "admin", "-p", "admin",
+         "--create-subscription", "--sleep", "4"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while served.runtime.bus.subscriber_count() == 0:
+            assert time.monotonic() < deadline, "netconf-console2 never subscribed"
+            time.sleep(0.05)
+        task_file = tmp_path / "task.xml"
+        task_file.write_text(
+            f'<tasks xmlns="{IRTF}"><task><task-id>ncc-1</task-id><task-sendFrom>netconf-console2</task-sendFrom>'
+            "<content>## target object\nSITE-01\n## task description\nbatch outage diagnosis</content></task></tasks>"
+        )
+        assert "<ok" in ncc(served, "--edit-config", str(task_file))
+        negotiate = tmp_path / "negotiate.xml"
+        negotiate.write_text(
+            f'<task-negotiate xmlns="{IRTF}"><task-id>ncc-2</task-id>'
+            "<content>## target object\nSITE-02\n## task description\ndiagnose the fault</content>"
+            "<type>FEASIBILITY</type></task-negotiate>"
+        )
+        answer = etree.fromstring(ncc(served, "--rpc", str(negotiate)).encode())
+        assert answer.findtext(f".//{{{IRTF}}}feasible") in ("true", "false")
+        out, err = watcher.communicate(timeout=20)
+    finally:
+        if watcher.poll() is None:
+            watcher.kill()
+    statuses = [
+        etree.fromstring(line.encode()).findtext(f".//{{{IRTF}}}task-status")
+        for line in out.splitlines()
+        if "<notification" in line
+    ]
+    assert statuses == ["created", "processing", "finished"], out + err
+
+
+def test_yangcli_autoloads_the_modules_and_reads_the_profile(served: AgentServer) -> None:
+    yangcli = shutil.which("yangcli")
+    assert yangcli, "yangcli (Debian package yangcli) is not installed: run 'make setup'"
+    done = subprocess.run(
+        [
+            yangcli,
+            "--server=127.0.0.1",
+            f"--ncport={served.port}",
+            "--user=admin",
+            "--password=admin",
+            "--batch-mode",
+            "--run-command=xget /agent",
+        ],
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    out = done.stdout.decode(errors="replace") + done.stderr.decode(errors="replace")
+    assert "Auto-load for module" not in out, out  # every module came through <get-schema> and compiled
+    assert "irtf-agent@2025-06-01" in out
+    assert f"name {served.profile.name}" in out, out
+    assert "skill-name" in out
