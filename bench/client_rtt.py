@@ -36,7 +36,8 @@ from lxml import etree
 from ncclient import manager as nc_manager
 
 import an_agent
-from an_agent.model import IRTF_AGENT_NS, Task, build_prompt, tasks_element
+from an_agent.errors import AnAgentError
+from an_agent.model import IRTF_AGENT_NS, NETCONF_BASE_NS, Task, build_prompt, tasks_element
 from an_agent.nc.client import NetconfClient
 
 USER = ("bench", "bench")
@@ -167,29 +168,49 @@ class Stock:
         self.m.close_session()
 
 
+def remove_all_tasks(port: int) -> bool:
+    """Empty /tasks so that every task phase starts from the same datastore size; False if refused."""
+    with NetconfClient.connect("127.0.0.1", port, username=USER[0], password=USER[1]) as client:
+        try:
+            remove = etree.Element(f"{{{IRTF_AGENT_NS}}}tasks")
+            remove.set(f"{{{NETCONF_BASE_NS}}}operation", "remove")
+            client.edit_config(remove)
+        except AnAgentError:
+            return False
+    return True
+
+
 def run(n: int, stock_n: int, runs: int) -> dict[str, Any]:
+    """All ``<get>`` phases first, then all task phases (each interleaved across clients).
+
+    Tasks accumulate in the agent and its per-request cost may grow with
+    them, so the ``<get>`` runs go first, and /tasks is emptied after each
+    task phase.
+    """
+    kinds: tuple[tuple[type[Ours] | type[Stock], int], ...] = ((Ours, n), (Stock, stock_n))
     per_run: dict[str, dict[str, list[tuple[float, float]]]] = {
         Ours.name: {"get": [], "task": []},
         Stock.name: {"get": [], "task": []},
     }
     cpu_per_get: list[float] = []
+    cleanups: list[bool] = []
     with agent_process() as (port, pid):
-        for r in range(runs):
-            kinds: tuple[tuple[type[Ours] | type[Stock], int], ...] = ((Ours, n), (Stock, stock_n))
-            for kind, samples in kinds:
-                client = kind(port, f"bench-{kind.__name__}-{r}")
-                try:
-                    timed(5, client.get)  # warm-up: caches, first-use imports
-                    cpu_before = process_cpu_seconds(pid)
-                    gets = timed(samples, client.get)
-                    cpu_after = process_cpu_seconds(pid)
-                    if kind is Ours and cpu_before is not None and cpu_after is not None:
+        for op in ("get", "task"):
+            for r in range(runs):
+                for kind, samples in kinds:
+                    client = kind(port, f"bench-{kind.__name__}-{r}")
+                    try:
+                        timed(5, client.get)  # warm-up: caches, first-use imports
+                        cpu_before = process_cpu_seconds(pid)
+                        times = timed(samples, client.get if op == "get" else client.task)
+                        cpu_after = process_cpu_seconds(pid)
+                    finally:
+                        client.close()
+                    if op == "get" and kind is Ours and cpu_before is not None and cpu_after is not None:
                         cpu_per_get.append((cpu_after - cpu_before) * 1000.0 / samples)
-                    tasks = timed(samples, client.task)
-                finally:
-                    client.close()
-                per_run[kind.name]["get"].append((percentile(gets, 0.5), percentile(gets, 0.99)))
-                per_run[kind.name]["task"].append((percentile(tasks, 0.5), percentile(tasks, 0.99)))
+                    if op == "task":
+                        cleanups.append(remove_all_tasks(port))
+                    per_run[kind.name][op].append((percentile(times, 0.5), percentile(times, 0.99)))
     results: dict[str, Any] = {}
     for name, operations in per_run.items():
         results[name] = {
@@ -204,6 +225,7 @@ def run(n: int, stock_n: int, runs: int) -> dict[str, Any]:
         "samples_per_run": {Ours.name: n, Stock.name: stock_n},
         "results": results,
         "server_cpu_ms_per_get": statistics.median(cpu_per_get) if cpu_per_get else None,
+        "tasks_emptied_between_phases": all(cleanups),
     }
 
 
@@ -217,6 +239,8 @@ def print_table(report: dict[str, Any]) -> None:
     for name, operations in report["results"].items():
         for op, value in operations.items():
             print(f"{name:<18} {labels[op]:<28} {value['p50_ms']:>9.2f} {value['p99_ms']:>9.2f}")
+    if not report["tasks_emptied_between_phases"]:
+        print("note: the agent refused to empty /tasks between task phases; later phases ran on more tasks")
     if report["server_cpu_ms_per_get"] is not None:
         print(f"agent CPU per <get> /agent: {report['server_cpu_ms_per_get']:.3f} ms")
 

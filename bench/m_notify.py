@@ -49,11 +49,13 @@ def notification_latency(
     trigger: Session | None = None
     arrivals: queue.Queue[tuple[int, float] | BaseException] = queue.Queue()
     try:
+        # All sessions first, then the subscriptions: on netconfd every new session sends a
+        # netconf-session-start notification to each subscriber, which would slow set-up down.
         for _ in range(subscribers):
-            session = target.connect(timeout=60.0)
-            subs.append(session)
-            session.request(data.CREATE_SUBSCRIPTION)
+            subs.append(target.connect(timeout=60.0))
         trigger = target.connect()
+        for session in subs:
+            session.request(data.CREATE_SUBSCRIPTION)
         threads = [
             threading.Thread(target=_listen, args=(s, tasks, match, timeout, arrivals), daemon=True) for s in subs
         ]

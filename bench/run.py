@@ -58,10 +58,19 @@ class Plan:
     max_sessions: int
     agents: int
     external_timeout: float  # for bench/evolution_ingest.py and bench/client_rtt.py
+    client_rtt_args: tuple[str, ...]
 
 
-QUICK = Plan("quick", 3, 100, 0.8, 1, 1.5, 8, 10, 1, 15, (1, 50), 100, 5, 40.0)
-FULL = Plan("full", 7, 500, 3.0, 3, 5.0, 8, 40, 3, 40, (1, 50), 1000, 100, 1800.0)
+QUICK = Plan(
+    name="quick", reps=3, min_requests=100, min_seconds=0.6, tp_reps=1, tp_seconds=1.5, tp_sessions=8,
+    setup_sessions=10, notify_reps=1, notify_events=15, subscribers=(1, 50), max_sessions=100, agents=5,
+    external_timeout=60.0, client_rtt_args=("--n", "50", "--stock-n", "5", "--runs", "1"),
+)
+FULL = Plan(
+    name="full", reps=7, min_requests=500, min_seconds=3.0, tp_reps=3, tp_seconds=5.0, tp_sessions=8,
+    setup_sessions=40, notify_reps=3, notify_events=40, subscribers=(1, 50), max_sessions=1000, agents=100,
+    external_timeout=1800.0, client_rtt_args=("--n", "300", "--stock-n", "20", "--runs", "5"),
+)
 TASKS = 100
 NOTIFY_TASK_BASE = 10_000
 
@@ -118,14 +127,12 @@ class Bench:
             with NetconfdReference(MODULES_DIR, ["irtf-agent"], config_xml) as ref:
                 self.raw["netconfd_start_s"] = time.monotonic() - started
                 self._check_same_data(agent, ref)
-                self._requests(agent, ref)
-                self._setup(agent, ref)
-                self._notifications(agent, ref)
-                self._concurrency(agent, ref)
                 self.raw["netconfd_idle_pss"] = procs.pss_bytes(ref.pids())
-        self._agents()
-        self._external("evolution_ingest", "6. evolution")
-        self._external("client_rtt", "7. client")
+                for phase in (self._requests, self._setup, self._notifications, self._concurrency):
+                    self._timed(phase.__name__, lambda p=phase: p(agent, ref))
+        self._timed("_agents", self._agents)
+        self._timed("_evolution", self._evolution)
+        self._timed("_client_rtt", self._client_rtt)
         return self.rows, self.raw
 
     # -- helpers ----------------------------------------------------------
@@ -135,6 +142,11 @@ class Bench:
         for rep in range(reps):
             order = [("ours", agent), ("netconfd", ref)]
             yield from ((rep, name, server) for name, server in (order if rep % 2 == 0 else order[::-1]))
+
+    def _timed(self, name: str, phase: Callable[[], None]) -> None:
+        start = time.monotonic()
+        phase()
+        self.raw.setdefault("phase_s", {})[name.strip("_")] = round(time.monotonic() - start, 1)
 
     def _attempt(self, what: str, fn: Callable[[], Any]) -> Any:
         """Run one measurement; on failure record the error and return None (the run goes on)."""
@@ -397,49 +409,55 @@ class Bench:
 
     # -- 6 and 7: other helpers' benchmarks -------------------------------
 
-    def _external(self, module: str, label: str) -> None:
-        script = ROOT / "bench" / f"{module}.py"
-        if not script.exists():
-            self.rows.append(Row(f"{label}: bench/{module}.py", "", None, note="not present in this checkout"))
-            return
-        with tempfile.TemporaryDirectory(prefix="an-bench-ext-") as tmp:
-            out = Path(tmp) / "result.json"
-            argv = [sys.executable, "-m", f"bench.{module}", f"--{self.plan.name}", "--json", str(out)]
-            try:
-                done = subprocess.run(
-                    argv, cwd=ROOT, capture_output=True, text=True, timeout=self.plan.external_timeout, check=False
-                )
-            except subprocess.TimeoutExpired:
-                self.rows.append(
-                    Row(
-                        f"{label}: bench/{module}.py",
-                        "",
-                        None,
-                        note=f"did not finish within {self.plan.external_timeout:g} s",
-                    )
-                )
-                return
-            if done.returncode != 0 or not out.exists():
-                tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-5:])
-                self.rows.append(
-                    Row(f"{label}: bench/{module}.py", "", None, note=f"failed ({done.returncode}): {tail}")
-                )
-                return
-            result = json.loads(out.read_text())
-        self.raw[module] = result
-        for item in result.get("rows", []):
-            self.rows.append(
-                Row(
-                    f"{label}: {item['metric']}",
-                    item.get("unit", ""),
-                    item.get("ours"),
-                    item.get("netconfd"),
-                    item.get("target", ""),
-                    item.get("met"),
-                    item.get("note", ""),
-                    runs=item.get("runs", 0),
-                )
+    def _external(self, module: str, args: list[str], label: str) -> dict[str, Any] | None:
+        """Run `python -m bench.<module> ARGS --json` (written by another helper); its JSON, or None and a row."""
+        if not (ROOT / "bench" / f"{module}.py").exists():
+            self.rows.append(Row(label, "", None, note=f"bench/{module}.py is not present in this checkout"))
+            return None
+        argv = [sys.executable, "-m", f"bench.{module}", *args, "--json"]
+        try:
+            done = subprocess.run(
+                argv, cwd=ROOT, capture_output=True, text=True, timeout=self.plan.external_timeout, check=False
             )
+        except subprocess.TimeoutExpired:
+            self.rows.append(Row(label, "", None, note=f"bench/{module}.py did not finish in {self.plan.external_timeout:g} s"))
+            return None
+        try:
+            result: dict[str, Any] = json.loads(done.stdout)
+        except json.JSONDecodeError:
+            result = {}
+        if done.returncode != 0 or not result:
+            tail = " | ".join((done.stderr or done.stdout).strip().splitlines()[-3:])
+            self.rows.append(Row(label, "", None, note=f"bench/{module}.py failed ({done.returncode}): {tail}"))
+            return None
+        self.raw[module] = result
+        return result
+
+    def _evolution(self) -> None:
+        """6. Evolution ingest (bench/evolution_ingest.py): rows as that script reports them."""
+        report = self._external("evolution_ingest", [f"--{self.plan.name}"], "6. evolution ingest")
+        for item in (report or {}).get("rows", []):
+            self.rows.append(Row(
+                f"6. {item['metric']}", item.get("unit", ""), item.get("ours"), None, item.get("target", ""),
+                item.get("met"), item.get("note", ""), runs=int(item.get("runs", 0))))
+
+    def _client_rtt(self) -> None:
+        """7. Our client against stock ncclient on the same agent (bench/client_rtt.py)."""
+        report = self._external("client_rtt", list(self.plan.client_rtt_args), "7. our client vs stock ncclient")
+        if report is None:
+            return
+        mine, stock = report["results"]["an-agent client"], report["results"]["stock ncclient"]
+        runs = int(report.get("runs", 0))
+        for op, label in (("get", "<get> profile"), ("task", "task assign + <get>")):
+            for pct, limit in (("p50", 2.0), ("p99", 10.0)):
+                value = mine[op][f"{pct}_ms"]
+                target = f"<= {limit:g} ms" if op == "get" else ""
+                self.rows.append(Row(
+                    f"7. round trip {pct} {label}, our client", "ms", value, None, target,
+                    at_most(value, limit) if target else None,
+                    f"stock ncclient: {stock[op][f'{pct}_ms']:.1f} ms ({stock[op][f'{pct}_ms'] / value:.0f}x slower); "
+                    f"an_agent.nc.client against an agent in its own process, median over {runs} runs",
+                    runs=runs))
 
 
 def _fleet(count: int) -> dict[str, Any]:

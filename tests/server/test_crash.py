@@ -10,7 +10,7 @@ import sys
 import time
 from pathlib import Path
 
-from conftest import IRTF, task_xml
+from support import IRTF, task_xml
 from rawnc import NS, RawSession, wait_for
 
 

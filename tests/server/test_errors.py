@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import IRTF, task_xml
+from support import IRTF, task_xml
 from lxml import etree
 from rawnc import NS, RawSession, error_fields
 

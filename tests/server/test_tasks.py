@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 import time
 
-from conftest import IRTF, task_xml
+from support import IRTF, task_xml
 from lxml import etree
 from rawnc import NS, RawSession, error_fields, wait_for
 

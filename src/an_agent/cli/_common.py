@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from an_agent.nc.client import AgentClient
+    from an_agent.nc.agent_client import AgentClient
 
 
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
@@ -31,7 +31,7 @@ def add_connection_options(parser: argparse.ArgumentParser) -> None:
 
 
 def connect(args: argparse.Namespace) -> AgentClient:
-    from an_agent.nc.client import AgentClient
+    from an_agent.nc.agent_client import AgentClient
 
     return AgentClient.connect(
         host=args.host,

@@ -13,7 +13,7 @@ from lxml import etree
 
 from an_agent.cli._common import add_connection_options, connect, print_json, print_table
 from an_agent.clock import from_rfc3339, to_rfc3339
-from an_agent.errors import ConfigError
+from an_agent.errors import ConfigError, RequestTimeout
 from an_agent.model import (
     CommuType,
     ConditionNotification,
@@ -176,7 +176,7 @@ def run_assign(args: argparse.Namespace) -> int:
     with connect(args) as client:
         if args.wait:
             # Subscribe first so no transition can slip between assignment and watching.
-            events = client.watch(task_id=task.task_id)
+            events = client.watch(task_id=task.task_id, timeout=args.timeout)
             client.assign_task(task)
             for event in events:
                 if not args.json:
@@ -289,7 +289,14 @@ def run_watch(args: argparse.Namespace) -> int:
     deadline = time.monotonic() + args.duration if args.duration else None
     seen = 0
     with connect(args) as client:
-        for event in client.watch(task_id=args.task_id, start_time=start_time, deadline=deadline):
+        events = client.watch(
+            task_id=args.task_id, start_time=start_time, timeout=args.duration, until_terminal=args.until_done
+        )
+        while True:
+            try:
+                event = next(events)
+            except (StopIteration, RequestTimeout):
+                break
             seen += 1
             if args.json:
                 import json
@@ -302,6 +309,6 @@ def run_watch(args: argparse.Namespace) -> int:
                 print(f"{when}  {event.task_id}  {previous}{event.status}{reason}", flush=True)
             if args.count and seen >= args.count:
                 break
-            if args.until_done and event.task_id == args.task_id and event.status.terminal:
+            if deadline is not None and time.monotonic() >= deadline:
                 break
     return 0

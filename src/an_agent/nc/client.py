@@ -214,7 +214,8 @@ class NetconfClient:
         """Open a NETCONF-over-SSH session (password and/or public-key auth).
 
         ``timeout`` bounds the TCP connect, the hello exchange, and then each
-        RPC (the SSH handshake itself keeps paramiko's own 15 s banner timeout). ``hostkey_verify`` checks the host key against ~/.ssh/known_hosts.
+        RPC (the SSH handshake itself keeps paramiko's own 15 s banner timeout).
+        ``hostkey_verify`` checks the host key against ~/.ssh/known_hosts.
         Neither an SSH agent nor ~/.ssh keys are tried: only what is passed.
         Raises ConnectError (refused, unreachable, SSH failure, unknown host
         key), AuthError (credentials rejected) or RequestTimeout (no hello).
