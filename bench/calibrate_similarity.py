@@ -18,6 +18,10 @@ Metrics:
                       trigger (``cluster:*``, ``conflict:*``) and was not triggered before; duplicates and
                       clusters of noise or weak intents are false positives; recall is over those intents
 
+Conflict detection: for each labelled intent of the corpora (which must NOT be taken for an existing key) and
+each paraphrase set of an existing key in ``conflict_probes.json`` (which must), the best
+`synthesis.meaning_score` over the scenario's keys is listed; the threshold goes in the gap.
+
 Then the chosen configuration is run through the real engine (replay) and its patches are listed per label.
 
     python -m bench.calibrate_similarity [--corpus FILE ...] [--json] [--quick]
@@ -44,11 +48,14 @@ from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.pool import Cluster, SchemaPool
 from an_agent.evolution.replay import replay
+from an_agent.evolution.synthesis import meaning_score
 from an_agent.evolution.trigger import evaluate_gate
 from an_agent.schemas.embedding import Embedder, Vectors
+from an_agent.schemas.registry import TemplateRegistry
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "evolution" / "data"
 CORPORA = [DATA / "dev_other_corpus.jsonl", DATA / "field_other_corpus.jsonl"]
+PROBES = DATA / "conflict_probes.json"
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,16 @@ def load(path: Path) -> list[Item]:
         row = json.loads(line)
         other = row["payload"].get("other")
         if isinstance(other, str) and other.strip():
-            items.append(Item(index, from_rfc3339(row["timestamp"]), row["client_id"], row["schema_id"], other,
-                              row.get("label", "noise")))
+            items.append(
+                Item(
+                    index,
+                    from_rfc3339(row["timestamp"]),
+                    row["client_id"],
+                    row["schema_id"],
+                    other,
+                    row.get("label", "noise"),
+                )
+            )
     items.sort(key=lambda i: (i.timestamp, i.index))
     return items
 
@@ -109,8 +124,9 @@ class Outcome:
 Similarity = Callable[[Vectors, Vectors], float]
 
 
-def run_linkage(items: list[Item], vectors: dict[int, Vectors], threshold: float, mode: str,
-                config: EvolutionConfig) -> Outcome:
+def run_linkage(
+    items: list[Item], vectors: dict[int, Vectors], threshold: float, mode: str, config: EvolutionConfig
+) -> Outcome:
     """Online single- or average-link clustering with the same gate bookkeeping as the pool."""
     members: dict[str, list[int]] = {}
     state: dict[str, Cluster] = {}
@@ -210,9 +226,17 @@ def score(items: list[Item], outcome: Outcome) -> dict[str, Any]:
         else:
             t_fp += 1
     trig_p, trig_r, trig_f = prf(len(hit), t_fp, len(expected - hit))
-    return {"pair_p": pair_p, "pair_r": pair_r, "pair_f1": pair_f, "whole": f"{whole}/{len(intents)}",
-            "trig_p": trig_p, "trig_r": trig_r, "trig_f1": trig_f, "triggers": len(outcome.triggers),
-            "personal_ok": f"{personal_ok}/{len(hit)}"}
+    return {
+        "pair_p": pair_p,
+        "pair_r": pair_r,
+        "pair_f1": pair_f,
+        "whole": f"{whole}/{len(intents)}",
+        "trig_p": trig_p,
+        "trig_r": trig_r,
+        "trig_f1": trig_f,
+        "triggers": len(outcome.triggers),
+        "personal_ok": f"{personal_ok}/{len(hit)}",
+    }
 
 
 def grid(quick: bool) -> list[tuple[str, float, float | None]]:
@@ -246,10 +270,32 @@ def evaluate(corpora: dict[str, list[Item]], embedder: CachingEmbedder, quick: b
 
 def choose(rows: list[dict[str, Any]], names: list[str]) -> dict[str, Any]:
     """Best mean trigger F1 over the corpora, then best mean pairwise F1."""
+
     def key(row: dict[str, Any]) -> tuple[float, float]:
         return (sum(row[n]["trig_f1"] for n in names) / len(names), sum(row[n]["pair_f1"] for n in names) / len(names))
 
     return max(rows, key=key)
+
+
+def conflict_table(corpora: dict[str, list[Item]], embedder: Embedder) -> list[dict[str, Any]]:
+    """Best key-anchor similarity of each intent (negative) and each probe set (positive)."""
+    registry = TemplateRegistry.default()
+    sets: list[tuple[str, str, str | None, list[str]]] = []
+    for name, items in corpora.items():
+        groups: dict[tuple[str, str], list[str]] = defaultdict(list)
+        for i in items:
+            if i.label.startswith("cluster:"):
+                groups[(i.label, i.schema_id)].append(i.text)
+        sets += [(f"{name}:{label}", schema, None, texts) for (label, schema), texts in groups.items()]
+    for probe in json.loads(PROBES.read_text(encoding="utf-8"))["probes"]:
+        sets.append((f"probe:{probe['key_name']}", probe["schema_id"], probe["key_name"], probe["texts"]))
+    rows = []
+    for name, schema, expected, texts in sets:
+        vectors = embedder.embed(texts)
+        best = max((meaning_score(vectors, k, embedder), k.key_name)
+                   for k in registry.get(schema).keys if k.key_name != "other")
+        rows.append({"set": name, "expected_key": expected, "best_key": best[1], "similarity": round(best[0], 3)})
+    return rows
 
 
 def engine_check(path: Path, embedder: Embedder) -> dict[str, list[str]]:
@@ -289,12 +335,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     rows = evaluate(corpora, embedder, args.quick)
     best = choose(rows, names)
     default = EvolutionConfig()
+    conflicts = conflict_table(corpora, embedder)
     checks = {p.stem: engine_check(p, embedder) for p in paths}
     elapsed = time.perf_counter() - started
     if args.json:
-        json.dump({"rows": rows, "best": best, "default": {"assign_threshold": default.assign_threshold,
-                   "merge_threshold": default.merge_threshold}, "engine": checks, "seconds": elapsed},
-                  sys.stdout, indent=2)
+        json.dump(
+            {
+                "rows": rows,
+                "best": best,
+                "default": {"assign_threshold": default.assign_threshold, "merge_threshold": default.merge_threshold},
+                "engine": checks,
+                "seconds": elapsed,
+            },
+            sys.stdout,
+            indent=2,
+        )
         print()
         return 0
     head = f"{'method':<15}{'t':>6}{'merge':>6}"
@@ -305,11 +360,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         line = f"{row['method']:<15}{row['threshold']:>6.2f}{(row['merge'] or 0):>6.2f}"
         for name in names:
             s = row[name]
-            line += (f" | {'':<18} {fmt(s['pair_p'])}  {fmt(s['pair_r'])}  {fmt(s['pair_f1'])}  {s['whole']:>4} "
-                     f" {fmt(s['trig_p'])}  {fmt(s['trig_r'])}  {fmt(s['trig_f1'])}")
+            line += (
+                f" | {'':<18} {fmt(s['pair_p'])}  {fmt(s['pair_r'])}  {fmt(s['pair_f1'])}  {s['whole']:>4} "
+                f" {fmt(s['trig_p'])}  {fmt(s['trig_r'])}  {fmt(s['trig_f1'])}"
+            )
         print(line)
     print(f"\nbest by mean trigger F1, then pairwise F1: {best['method']} t={best['threshold']} m={best['merge']}")
     print(f"shipped default: centroid+merge t={default.assign_threshold} m={default.merge_threshold}")
+    negatives = [r["similarity"] for r in conflicts if r["expected_key"] is None]
+    positives = [r["similarity"] for r in conflicts if r["expected_key"] is not None]
+    print("\nconflict detection (best meaning_score of the cluster against an existing key):")
+    for r in conflicts:
+        expect = f"should refine {r['expected_key']}" if r["expected_key"] else "should be a new key"
+        print(f"  {r['set']:<44} {r['similarity']:.3f} {r['best_key']:<24} ({expect})")
+    print(f"  new intents max {max(negatives):.3f}; paraphrases of existing keys min {min(positives):.3f}; "
+          f"shipped conflict_threshold {default.conflict_threshold}")
     for name, per_label in checks.items():
         print(f"\nengine replay of {name} with the defaults (patches per majority label):")
         for label, patches in sorted(per_label.items()):

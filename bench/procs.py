@@ -8,6 +8,7 @@ in total, not once per process.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -111,7 +112,5 @@ def terminate(pids: Iterable[int], grace: float = 5.0) -> None:
 
 
 def _signal(pid: int, sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError):  # exited between the check and the signal
         os.kill(pid, sig)
-    except ProcessLookupError:
-        pass  # exited between the check and the signal

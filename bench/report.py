@@ -8,6 +8,7 @@ import platform
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 from bench.stats import ratio
@@ -100,11 +101,12 @@ def machine() -> dict[str, Any]:
 
 def _cpu_model() -> str:
     try:
-        for line in open("/proc/cpuinfo", encoding="utf-8"):
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
+        text = Path("/proc/cpuinfo").read_text(encoding="utf-8")
     except OSError:
-        pass
+        text = ""
+    for line in text.splitlines():
+        if line.startswith("model name"):
+            return line.split(":", 1)[1].strip()
     return platform.processor() or "unknown"
 
 

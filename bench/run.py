@@ -20,10 +20,10 @@ import argparse
 import json
 import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +62,38 @@ class Plan:
 
 
 QUICK = Plan(
-    name="quick", reps=3, min_requests=100, min_seconds=0.6, tp_reps=1, tp_seconds=1.5, tp_sessions=8,
-    setup_sessions=10, notify_reps=1, notify_events=15, subscribers=(1, 50), max_sessions=100, agents=5,
-    external_timeout=60.0, client_rtt_args=("--n", "50", "--stock-n", "5", "--runs", "1"),
+    name="quick",
+    reps=3,
+    min_requests=100,
+    min_seconds=0.6,
+    tp_reps=1,
+    tp_seconds=1.5,
+    tp_sessions=8,
+    setup_sessions=10,
+    notify_reps=1,
+    notify_events=15,
+    subscribers=(1, 50),
+    max_sessions=100,
+    agents=5,
+    external_timeout=60.0,
+    client_rtt_args=("--n", "50", "--stock-n", "5", "--runs", "1"),
 )
 FULL = Plan(
-    name="full", reps=7, min_requests=500, min_seconds=3.0, tp_reps=3, tp_seconds=5.0, tp_sessions=8,
-    setup_sessions=40, notify_reps=3, notify_events=40, subscribers=(1, 50), max_sessions=1000, agents=100,
-    external_timeout=1800.0, client_rtt_args=("--n", "300", "--stock-n", "20", "--runs", "5"),
+    name="full",
+    reps=7,
+    min_requests=500,
+    min_seconds=3.0,
+    tp_reps=3,
+    tp_seconds=5.0,
+    tp_sessions=8,
+    setup_sessions=40,
+    notify_reps=3,
+    notify_events=40,
+    subscribers=(1, 50),
+    max_sessions=1000,
+    agents=100,
+    external_timeout=1800.0,
+    client_rtt_args=("--n", "300", "--stock-n", "20", "--runs", "5"),
 )
 TASKS = 100
 NOTIFY_TASK_BASE = 10_000
@@ -129,7 +153,7 @@ class Bench:
                 self._check_same_data(agent, ref)
                 self.raw["netconfd_idle_pss"] = procs.pss_bytes(ref.pids())
                 for phase in (self._requests, self._setup, self._notifications, self._concurrency):
-                    self._timed(phase.__name__, lambda p=phase: p(agent, ref))
+                    self._timed(phase.__name__, partial(phase, agent, ref))
         self._timed("_agents", self._agents)
         self._timed("_evolution", self._evolution)
         self._timed("_client_rtt", self._client_rtt)
@@ -180,7 +204,7 @@ class Bench:
             for _, name, server in self._pairs(agent, ref, self.plan.reps):
                 run = self._attempt(
                     f"{label} on {name}",
-                    lambda s=server: m_requests.sequential(s, body, self.plan.min_requests, self.plan.min_seconds),
+                    partial(m_requests.sequential, server, body, self.plan.min_requests, self.plan.min_seconds),
                 )
                 if run is None:
                     continue
@@ -227,7 +251,7 @@ class Bench:
                 rates: dict[str, list[float]] = {"ours": [], "netconfd": []}
                 for _, name, server in self._pairs(agent, ref, self.plan.tp_reps):
                     rate = self._attempt(
-                        f"throughput {label} on {name}", lambda s=server: pool.throughput(s, body, self.plan.tp_seconds)
+                        f"throughput {label} on {name}", partial(pool.throughput, server, body, self.plan.tp_seconds)
                     )
                     if rate is not None:
                         rates[name].append(rate)
@@ -251,9 +275,7 @@ class Bench:
     def _setup(self, agent: ours.AgentProcess, ref: NetconfdReference) -> None:
         times: dict[str, list[float]] = {"ours": [], "netconfd": []}
         for _, name, server in self._pairs(agent, ref, self.plan.reps):
-            got = self._attempt(
-                f"set-up on {name}", lambda s=server: m_sessions.setup_times(s, self.plan.setup_sessions)
-            )
+            got = self._attempt(f"set-up on {name}", partial(m_sessions.setup_times, server, self.plan.setup_sessions))
             times[name].extend(got or [])
         self.raw["setup_ms"] = {k: [round(x * MS, 3) for x in v] for k, v in times.items()}
         for pct, target in ((50, 15.0), (99, None)):
@@ -290,7 +312,7 @@ class Bench:
                 next_task += per_run
                 got = self._attempt(
                     f"notifications, {count} subscribers, on {name}",
-                    lambda s=server, t=tasks, n=name: m_notify.notification_latency(s, count, t, matchers[n]),
+                    partial(m_notify.notification_latency, server, count, tasks, matchers[name]),
                 )
                 lat[name].extend(got or [])
             self.raw[f"notify_ms {count}"] = {k: [round(x * MS, 3) for x in v] for k, v in lat.items()}
@@ -320,7 +342,7 @@ class Bench:
         for _, name, server in self._pairs(agent, ref, 1):
             runs[name] = self._attempt(
                 f"{self.plan.max_sessions} sessions on {name}",
-                lambda s=server: m_sessions.hold_sessions(s, self.plan.max_sessions, data.GET_PROFILE),
+                partial(m_sessions.hold_sessions, server, self.plan.max_sessions, data.GET_PROFILE),
             )
         self.raw["concurrency"] = {k: asdict(v) if v else None for k, v in runs.items()}
         mine, theirs = runs.get("ours"), runs.get("netconfd")
@@ -356,7 +378,7 @@ class Bench:
 
     def _agents(self) -> None:
         count = self.plan.agents
-        result = self._attempt(f"{count} agents", lambda: _fleet(count))
+        result = self._attempt(f"{count} agents", partial(_fleet, count))
         self.raw["agents"] = result
         ref_pss = self.raw.get("netconfd_idle_pss")
         per_agent = result["pss_bytes"] / count / MIB if result else None
@@ -420,7 +442,9 @@ class Bench:
                 argv, cwd=ROOT, capture_output=True, text=True, timeout=self.plan.external_timeout, check=False
             )
         except subprocess.TimeoutExpired:
-            self.rows.append(Row(label, "", None, note=f"bench/{module}.py did not finish in {self.plan.external_timeout:g} s"))
+            self.rows.append(
+                Row(label, "", None, note=f"bench/{module}.py did not finish in {self.plan.external_timeout:g} s")
+            )
             return None
         try:
             result: dict[str, Any] = json.loads(done.stdout)
@@ -437,9 +461,18 @@ class Bench:
         """6. Evolution ingest (bench/evolution_ingest.py): rows as that script reports them."""
         report = self._external("evolution_ingest", [f"--{self.plan.name}"], "6. evolution ingest")
         for item in (report or {}).get("rows", []):
-            self.rows.append(Row(
-                f"6. {item['metric']}", item.get("unit", ""), item.get("ours"), None, item.get("target", ""),
-                item.get("met"), item.get("note", ""), runs=int(item.get("runs", 0))))
+            self.rows.append(
+                Row(
+                    f"6. {item['metric']}",
+                    item.get("unit", ""),
+                    item.get("ours"),
+                    None,
+                    item.get("target", ""),
+                    item.get("met"),
+                    item.get("note", ""),
+                    runs=int(item.get("runs", 0)),
+                )
+            )
 
     def _client_rtt(self) -> None:
         """7. Our client against stock ncclient on the same agent (bench/client_rtt.py)."""
@@ -450,14 +483,21 @@ class Bench:
         runs = int(report.get("runs", 0))
         for op, label in (("get", "<get> profile"), ("task", "task assign + <get>")):
             for pct, limit in (("p50", 2.0), ("p99", 10.0)):
-                value = mine[op][f"{pct}_ms"]
+                value, slow = mine[op][f"{pct}_ms"], stock[op][f"{pct}_ms"]
                 target = f"<= {limit:g} ms" if op == "get" else ""
-                self.rows.append(Row(
-                    f"7. round trip {pct} {label}, our client", "ms", value, None, target,
-                    at_most(value, limit) if target else None,
-                    f"stock ncclient: {stock[op][f'{pct}_ms']:.1f} ms ({stock[op][f'{pct}_ms'] / value:.0f}x slower); "
-                    f"an_agent.nc.client against an agent in its own process, median over {runs} runs",
-                    runs=runs))
+                self.rows.append(
+                    Row(
+                        f"7. round trip {pct} {label}, our client",
+                        "ms",
+                        value,
+                        None,
+                        target,
+                        at_most(value, limit) if target else None,
+                        f"stock ncclient: {slow:.1f} ms ({slow / value:.0f}x slower); "
+                        f"an_agent.nc.client against an agent in its own process, median over {runs} runs",
+                        runs=runs,
+                    )
+                )
 
 
 def _fleet(count: int) -> dict[str, Any]:

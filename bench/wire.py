@@ -35,7 +35,9 @@ EOM = b"]]>]]>"
 
 def _client_hello(base11: bool) -> bytes:
     caps = f"<capability>{BASE_10}</capability>" + (f"<capability>{BASE_11}</capability>" if base11 else "")
-    return f'<?xml version="1.0" encoding="UTF-8"?><hello xmlns="{BASE_NS}"><capabilities>{caps}</capabilities></hello>'.encode()
+    hello = f'<hello xmlns="{BASE_NS}"><capabilities>{caps}</capabilities></hello>'
+    return ('<?xml version="1.0" encoding="UTF-8"?>' + hello).encode()
+
 
 _RECV = 65536
 # netconfd (yuma123 2.13) defers input that arrives in the same read as the message before it and
@@ -137,9 +139,7 @@ class Session:
         self.session_id = ""
 
     @classmethod
-    def connect(
-        cls, host: str, port: int, creds: Credentials, timeout: float = 30.0, base11: bool = True
-    ) -> Session:
+    def connect(cls, host: str, port: int, creds: Credentials, timeout: float = 30.0, base11: bool = True) -> Session:
         """TCP connect, SSH handshake and authentication, netconf subsystem, hello exchange.
 
         With `base11` False the client offers only base:1.0 (end-of-message framing).

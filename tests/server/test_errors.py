@@ -149,3 +149,38 @@ def test_server_survives_a_client_that_vanishes_mid_message(agent_server) -> Non
         assert other.rpc("<get-config><source><running/></source></get-config>").find("nc:data", NS) is not None
     finally:
         other.close()
+
+
+def test_an_edit_of_several_entries_is_all_or_nothing(raw: RawSession) -> None:
+    nc_op = 'xmlns:nc="urn:ietf:params:xml:ns:netconf:base:1.0"'
+    good = "<task><task-id>fine</task-id><content>## task description\nok</content></task>"
+    bad = "<task><task-id>broken</task-id><content>no sections</content></task>"
+    fields = edit(raw, f'<tasks xmlns="{IRTF}">{good}{bad}</tasks>')
+    assert fields["tag"] == "invalid-value"
+    assert "fine" not in stored_config(raw)
+    # Deleting an existing task and adding a bad one: the deletion is undone too.
+    fields = edit(raw, f'<tasks xmlns="{IRTF}" {nc_op}><task nc:operation="delete"><task-id>keep</task-id></task>{bad}</tasks>')
+    assert fields["tag"] == "invalid-value"
+    # A data-param that a task refers to cannot be deleted from under it.
+    raw.rpc(
+        f'<edit-config><target><running/></target><config><data-params xmlns="{IRTF}"><id>d1</id><dataType>text</dataType>'
+        f'</data-params><tasks xmlns="{IRTF}"><task><task-id>keep</task-id><msg-data>d1</msg-data></task></tasks>'
+        "</config></edit-config>",
+        "refs",
+    )
+    fields = edit(raw, f'<data-params xmlns="{IRTF}" {nc_op} nc:operation="delete"><id>d1</id></data-params>')
+    assert fields["tag"] == "data-missing" and "msg-data" in (fields["path"] or "")
+
+
+def test_default_operation_none_does_not_create(raw: RawSession) -> None:
+    nc_op = 'xmlns:nc="urn:ietf:params:xml:ns:netconf:base:1.0"'
+    before = stored_config(raw)
+    reply = raw.rpc(
+        "<edit-config><target><running/></target><default-operation>none</default-operation>"
+        f'<config><tasks xmlns="{IRTF}" {nc_op}><task><task-id>ghost</task-id>'
+        '<commuType nc:operation="merge">taskCancel</commuType></task></tasks></config></edit-config>',
+        "none",
+    )
+    fields = error_fields(reply)
+    assert fields["tag"] == "data-missing" and "ghost" in (fields["path"] or "")
+    assert stored_config(raw) == before

@@ -449,7 +449,7 @@ class EvolutionEngine:
         taken = frozenset(k.key.key_name for k in existing) | frozenset(self.compat_keys(cluster.schema_id, None))
         induced = induce_key(texts, vectors, self.embedder, max_examples=self.config.max_examples,
                              distinct_clients=len({f.client_id for f in fragments}), taken_names=taken)
-        conflict = find_conflict(induced, cluster.centroid(), existing, self.embedder, self.config.conflict_threshold)
+        conflict = find_conflict(induced, vectors, existing, self.embedder, self.config.conflict_threshold)
         patch_id = f"{cluster.schema_id}-patch-{self.store.next_number('patch'):04d}"
         uid = f"{patch_id}/"
         if conflict is None:

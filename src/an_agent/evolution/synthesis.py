@@ -15,8 +15,9 @@ Intent induction is rule-based and offline (the draft allows "an internal LLM or
 
 Conflict detection compares the candidate with the keys the client already sees (base template and
 active patches): the same name, or a meaning whose similarity to a key's description anchors (its
-first sentence and the phrases of its mapping examples) reaches ``conflict_threshold``, makes the
-candidate a refinement of that key's description instead of a new key. Base keys are never retyped.
+name, first sentence and the phrases of its mapping examples; `meaning_score`) reaches
+``conflict_threshold``, makes the candidate a refinement of that key's description instead of a new
+key. Base keys are never retyped.
 """
 
 from __future__ import annotations
@@ -29,6 +30,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from an_agent.schemas.anchors import key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import UNIT_WORDS, find_clock_ranges, find_ids, find_quantities
 from an_agent.schemas.template import OTHER_KEY, KeyDef, is_snake_case
@@ -289,23 +291,30 @@ def _describe(
     return f"{head}{source} Example mapping: {mapping}."
 
 
-def key_anchors(key: KeyDef) -> list[str]:
-    """Texts that state what a key means: its name in words, first sentence, and example phrases."""
-    anchors = [key.key_name.replace("_", " ")]
-    first = re.split(r"(?<=[.;])\s", key.semantic_description.strip(), maxsplit=1)[0]
-    anchors.append(first)
-    anchors.extend(m.group(1) for m in re.finditer(r"'([^']{3,120})'\s*->", key.semantic_description))
-    return anchors
+def meaning_score(vectors: Vectors, key: KeyDef, embedder: Embedder) -> float:
+    """How strongly a cluster (its fragments' unit ``vectors``) means an existing key, in [-1, 1].
+
+    The mean of two views of the similarity to the key's anchors (`key_anchors`): that of the cluster
+    centroid (what the fragments share) and the average over fragments of each one's best anchor (how
+    many of them, individually, say the key). The centroid alone over-rates a cluster that shares one
+    incidental word with an example; the per-fragment view alone under-rates short paraphrases.
+    """
+    anchors = embedder.embed(key_anchors(key))
+    centroid = vectors.sum(axis=0)
+    centroid = centroid / (np.linalg.norm(centroid) or 1.0)
+    by_centroid = float(np.max(anchors @ centroid))
+    by_fragment = float(np.mean(np.max(vectors @ anchors.T, axis=1)))
+    return (by_centroid + by_fragment) / 2
 
 
 def find_conflict(
     candidate: InducedKey,
-    centroid: Vectors,
+    vectors: Vectors,
     existing: Sequence[ExistingKey],
     embedder: Embedder,
     threshold: float,
 ) -> Conflict | None:
-    """The existing key the candidate duplicates (same name first, else closest meaning), or None."""
+    """The existing key the candidate duplicates (same name first, else best `meaning_score` >= threshold)."""
     for item in existing:
         if item.key.key_name == candidate.key.key_name:
             return Conflict(item, "name", 1.0)
@@ -313,8 +322,7 @@ def find_conflict(
     for item in existing:
         if item.key.key_name == OTHER_KEY:
             continue
-        sims = embedder.embed(key_anchors(item.key)) @ centroid
-        score = float(np.max(sims))
+        score = meaning_score(vectors, item.key, embedder)
         if score >= threshold and (best is None or score > best.similarity):
             best = Conflict(item, "meaning", score)
     return best

@@ -22,6 +22,8 @@ from types import TracebackType
 
 from an_agent.errors import RpcError
 from an_agent.model import (
+    IRTF_AGENT_NS,
+    NETCONF_BASE_NS,
     AgentProfile,
     CommuType,
     ConditionNotification,
@@ -119,8 +121,13 @@ class AgentClient:
 
     def cancel_task(self, task_id: str) -> None:
         """Cancel a task (taskCancel): merge commuType=taskCancel into its entry; it stays queryable."""
-        change = Task(task_id, commu_type=CommuType.TASK_CANCEL)
-        self.netconf.edit_config(tasks_element([change], operation="merge"))
+        change = tasks_element([Task(task_id, commu_type=CommuType.TASK_CANCEL)])
+        # default-operation none + merge on the leaf only: cancelling a task
+        # that does not exist is then data-missing, never a half-made new task.
+        commu_type = change.find(f"{{{IRTF_AGENT_NS}}}task/{{{IRTF_AGENT_NS}}}commuType")
+        assert commu_type is not None
+        commu_type.set(f"{{{NETCONF_BASE_NS}}}operation", "merge")
+        self.netconf.edit_config(change, default_operation="none")
 
     def put_data_param(self, param: DataParam) -> None:
         """Create or update a ``data-params`` entry (merge)."""

@@ -578,13 +578,10 @@ class NetconfSshServer:
             session = NetconfSession(channel, self, session_id, auth.username, peer)
             with self._lock:
                 self._sessions[session_id] = session
-            try:
-                session._open_session(True)
-            except Exception:
-                with self._lock:
-                    self._sessions.pop(session_id, None)
-                raise
+            # Known to the handler before the hello goes out: a client may send
+            # its first request (kill-session, create-subscription) at once.
             self.handler.session_opened(session)
+            session._open_session(True)  # on failure it closes, which tells the handler
         except (paramiko.SSHException, EOFError, OSError, SessionError, ChannelClosed, etree.XMLSyntaxError) as exc:
             log.info("connection from %s ended before a session opened: %s", peer, exc)
             transport.close()

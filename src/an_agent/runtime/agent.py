@@ -159,15 +159,24 @@ class AgentRuntime:
         )
 
     # -- data -----------------------------------------------------------------
-    def _state_data(self) -> list[etree._Element]:
-        """Config and state together, as top-level elements (private copies)."""
-        top = [copy.deepcopy(self._profile_xml), *self.datastore.top_level()]
+    def _state_data(self, flt: etree._Element | None) -> list[etree._Element]:
+        """Config and state together, as top-level elements (private copies).
+
+        Only what a subtree filter can select is built: its top-level names,
+        and, when it names tasks by task-id, only those tasks.
+        """
+        scope = _Scope.of(flt)
+        top: list[etree._Element] = []
+        if scope.wants(self._profile_xml):
+            top.append(copy.deepcopy(self._profile_xml))
+        top.extend(self.datastore.top_level(scope.wants, scope.keep_child))
         for element in top:
-            if element.tag == f"{{{IRTF_AGENT_NS}}}tasks":
-                for entry in element.iterchildren(f"{{{IRTF_AGENT_NS}}}task"):
-                    task_id = entry.findtext(f"{{{IRTF_AGENT_NS}}}task-id") or ""
+            if element.tag == _TASKS:
+                for entry in element.iterchildren(_TASK):
+                    task_id = entry.findtext(_TASK_ID) or ""
                     _insert_state(entry, self.tasks.state_elements(task_id))
-        top.append(copy.deepcopy(self._monitoring))
+        if scope.wants(self._monitoring):
+            top.append(copy.deepcopy(self._monitoring))
         return top
 
     def _filtered(self, operation: etree._Element, data: list[etree._Element]) -> list[etree._Element]:
@@ -183,7 +192,7 @@ class AgentRuntime:
                 err = RpcError("protocol", "missing-attribute", "an xpath filter needs a select attribute")
                 err.info = {"bad-attribute": "select", "bad-element": "filter"}
                 raise err
-            return xpath_filter(data, select, dict(flt.nsmap), self.datastore.keys_of)
+            return xpath_filter(data, select, _prefixes(flt), self.datastore.keys_of)
         err = RpcError("protocol", "bad-attribute", f"filter type {kind!r} is not supported; use subtree or xpath")
         err.info = {"bad-attribute": "type", "bad-element": "filter"}
         raise err
@@ -208,7 +217,8 @@ class AgentRuntime:
 
     def _get(self, session: Session, operation: etree._Element) -> Reply:
         self._check_params(operation, {"filter", "with-defaults"})
-        return self._data_reply(self._filtered(operation, self._state_data()))
+        data = self._state_data(operation.find(_NC + "filter"))
+        return self._data_reply(self._filtered(operation, data))
 
     def _datastore_name(self, operation: etree._Element, param: str) -> str:
         holder = operation.find(_NC + param)
@@ -226,7 +236,8 @@ class AgentRuntime:
     def _get_config(self, session: Session, operation: etree._Element) -> Reply:
         self._check_params(operation, {"source", "filter", "with-defaults"})
         self._datastore_name(operation, "source")
-        return self._data_reply(self._filtered(operation, self.datastore.top_level()))
+        scope = _Scope.of(operation.find(_NC + "filter"))
+        return self._data_reply(self._filtered(operation, self.datastore.top_level(scope.wants, scope.keep_child)))
 
     def _edit_config(self, session: Session, operation: etree._Element) -> Reply:
         self._check_params(
@@ -351,7 +362,12 @@ class AgentRuntime:
             raise RpcError.bad_element("startTime", "startTime is in the future", error_type="protocol")
         if start is not None and stop is not None and stop < start:
             raise RpcError.bad_element("stopTime", "stopTime is earlier than startTime", error_type="protocol")
-        event_filter = _event_filter(operation.find(_NOTIF + "filter"), self.datastore.keys_of)
+        # RFC 5277 puts <filter> in its own namespace; ncclient and others send
+        # the base-namespace one (or none): all three mean the same filter.
+        flt = next(
+            (c for c in operation if isinstance(c.tag, str) and etree.QName(c).localname == "filter"), None
+        )
+        event_filter = _event_filter(flt, self.datastore.keys_of)
         with self._lock:
             state = self._sessions.get(session.session_id)
             if state is None:
@@ -389,9 +405,58 @@ class AgentRuntime:
         return Reply(result.to_xml())
 
 
+_TASKS = f"{{{IRTF_AGENT_NS}}}tasks"
+_TASK = f"{{{IRTF_AGENT_NS}}}task"
+_TASK_ID = f"{{{IRTF_AGENT_NS}}}task-id"
+
+
+@dataclass
+class _Scope:
+    """What a subtree filter can possibly select: top-level names, and task ids when it names them."""
+
+    names: set[tuple[str | None, str]] | None = None
+    task_ids: set[str] | None = None
+
+    @classmethod
+    def of(cls, flt: etree._Element | None) -> _Scope:
+        if flt is None or flt.get("type", "subtree") != "subtree":
+            return cls()
+        names: set[tuple[str | None, str]] = set()
+        task_ids: set[str] | None = None
+        for child in flt:
+            if not isinstance(child.tag, str):
+                continue
+            q = etree.QName(child)
+            names.add((q.namespace, q.localname))
+            if q.localname == "tasks" and q.namespace in (None, IRTF_AGENT_NS):
+                entries = [e for e in child if isinstance(e.tag, str)]
+                ids = [(e.findtext(_TASK_ID) or e.findtext("task-id") or "").strip() for e in entries]
+                if entries and all(ids) and all(etree.QName(e).localname == "task" for e in entries):
+                    task_ids = set(ids)
+        return cls(names, task_ids)
+
+    def wants(self, element: etree._Element) -> bool:
+        if self.names is None:
+            return True
+        q = etree.QName(element)
+        return (q.namespace, q.localname) in self.names or (None, q.localname) in self.names
+
+    @property
+    def keep_child(self) -> Callable[[etree._Element], bool] | None:
+        if self.task_ids is None:
+            return None
+        ids = self.task_ids
+        return lambda child: child.tag != _TASK or (child.findtext(_TASK_ID) or "") in ids
+
+
 def _insert_state(entry: etree._Element, state: list[etree._Element]) -> None:
     for element in state:
         entry.append(element)
+
+
+def _prefixes(element: etree._Element) -> dict[str, str]:
+    """The prefix -> namespace declarations in scope at ``element`` (for an xpath select)."""
+    return {prefix: uri for prefix, uri in element.nsmap.items() if prefix}
 
 
 def _time_param(operation: etree._Element, name: str) -> float | None:
@@ -412,7 +477,7 @@ def _event_filter(
     kind = flt.get("type", "subtree")
     if kind == "xpath":
         select = flt.get("select") or ""
-        namespaces = dict(flt.nsmap)
+        namespaces = _prefixes(flt)
         xpath_filter([], select, namespaces, keys_of)  # reject a bad expression now, not per event
         return lambda event: bool(xpath_filter([event], select, namespaces, keys_of))
     if kind != "subtree":

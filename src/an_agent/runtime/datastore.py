@@ -87,10 +87,28 @@ class Datastore:
         """Increases with every committed edit (cheap change detection for caches)."""
         return self._version
 
-    def top_level(self) -> list[etree._Element]:
-        """Deep copies of the top-level config elements."""
+    def top_level(
+        self,
+        include: Callable[[etree._Element], bool] | None = None,
+        keep_child: Callable[[etree._Element], bool] | None = None,
+    ) -> list[etree._Element]:
+        """Deep copies of the top-level config elements (those ``include`` accepts, default all).
+
+        ``keep_child`` prunes the children of top-level elements before they
+        are copied, so that reading one task out of thousands copies one task.
+        """
         with self._lock:
-            return [copy.deepcopy(e) for e in _elements(self._root)]
+            out: list[etree._Element] = []
+            for element in _elements(self._root):
+                if include is not None and not include(element):
+                    continue
+                if keep_child is None:
+                    out.append(copy.deepcopy(element))
+                    continue
+                shell = etree.Element(element.tag, nsmap=element.nsmap)
+                shell.extend(copy.deepcopy(child) for child in _elements(element) if keep_child(child))
+                out.append(shell)
+            return out
 
     def find(self, namespace: str, *names: str) -> etree._Element | None:
         """A deep copy of the first element at the path of local names in ``namespace``, or None."""
@@ -132,6 +150,11 @@ class Datastore:
                 f"default-operation must be merge, replace or none, not {default_operation!r}", error_type="protocol"
             )
         with self._lock:
+            plan = self._unit_plan(config, default_operation)
+            if plan is not None:
+                return self._edit_units(config, default_operation, plan, pre_commit)
+            # Whole-tree path (replace/delete of a container, default-operation
+            # replace, ...): edit a full copy, validate and diff everything.
             candidate = copy.deepcopy(self._root)
             for child in _elements(config):
                 self._apply(candidate, child, default_operation, ())
@@ -149,6 +172,180 @@ class Datastore:
                     self._unit_pos.pop(key, None)
                 self._version += 1
             return diff
+
+    # -- the unit-level fast path ---------------------------------------------
+    def _unit_plan(self, config: etree._Element, default_operation: str) -> list[_Touched] | None:
+        """The units an edit can touch, with snapshots, or None when it needs the whole-tree path.
+
+        The fast path covers what agents do all day: merge/create/delete of
+        list entries, at the top level or inside a top-level container (one
+        task, one data-param). Its cost does not grow with the number of tasks.
+        """
+        if default_operation == "replace":
+            return None
+        touched: list[_Touched] = []
+        for top in _elements(config):
+            ns, name = _qname(top)
+            path: SchemaPath = ((ns, name),)
+            info = self._schema.schema_node(path)
+            if info is None or not ns:
+                return None  # let the whole-tree path report it precisely
+            op = top.get(_NC_OP, default_operation)
+            if info.kind == "list" and op in _OPERATIONS:
+                unit = self._touch(self._root, top, info, path, "")
+                if unit is None:
+                    return None
+                touched.append(unit)
+            elif info.kind == "container" and op in ("merge", "none"):
+                live = self._root.find(top.tag)
+                container_key = self._unit_key_for(path, top)
+                touched.append(_Touched(container_key, "", self._root, top, info, path, None if live is None else live, -1, True))
+                for child in _elements(top):
+                    child_path = path + (_qname(child),)
+                    child_info = self._schema.schema_node(child_path)
+                    if child_info is None or child_info.kind != "list":
+                        return None
+                    parent = live if live is not None else None
+                    unit = self._touch(parent, child, child_info, child_path, container_key)
+                    if unit is None:
+                        return None
+                    touched.append(unit)
+            else:
+                return None
+        return touched
+
+    def _touch(
+        self, parent: etree._Element | None, edit: etree._Element, info: SchemaNode, path: SchemaPath, parent_key: str
+    ) -> _Touched | None:
+        """Snapshot the live list entry that ``edit`` addresses (None: the entry lacks a key)."""
+        ns = path[-1][0]
+        if any(edit.find(f"{{{ns}}}{key}") is None for key in info.keys):
+            return None
+        key = self._unit_key_for(path, edit, parent_key)
+        existing = None if parent is None else self._find_match(parent, edit, info, path)
+        index = -1 if existing is None or parent is None else parent.index(existing)
+        snapshot = None if existing is None else copy.deepcopy(existing)
+        return _Touched(key, parent_key, parent, edit, info, path, snapshot, index, False)
+
+    def _unit_key_for(self, path: SchemaPath, element: etree._Element, parent_key: str = "") -> str:
+        ns, name = path[-1]
+        step = f"{parent_key}/{name}" if parent_key else f"/{self._schema.module_name(ns) or ns}:{name}"
+        info = self._schema.schema_node(path)
+        if info is not None and info.kind == "list":
+            for key in info.keys:
+                step += f"[{key}='{(element.findtext(f'{{{ns}}}{key}') or '').strip()}']"
+        elif info is not None and info.kind == "leaf-list":
+            step += f"[.='{(element.text or '').strip()}']"
+        return step
+
+    def _edit_units(
+        self, config: etree._Element, default_operation: str, plan: list[_Touched], pre_commit: PreCommit | None
+    ) -> EditDiff:
+        containers_before = {t.key: t.snapshot for t in plan if t.container}
+        try:
+            for child in _elements(config):
+                self._apply(self._root, child, default_operation, ())
+            diff, upserts, deletes = self._unit_diff(plan)
+            if diff:
+                self._schema.validate_config(self._validation_document(plan, diff))
+                if pre_commit is not None:
+                    pre_commit(diff)
+                self._store.save_config(upserts, deletes)
+        except BaseException:
+            self._rollback(plan, containers_before)
+            raise
+        for unit in upserts:
+            self._unit_xml[unit.unit_key] = unit.xml
+            self._unit_pos[unit.unit_key] = unit.position
+        for key in deletes:
+            self._unit_xml.pop(key, None)
+            self._unit_pos.pop(key, None)
+        if diff:
+            self._version += 1
+        return diff
+
+    def _current(self, unit: _Touched) -> etree._Element | None:
+        """The live element of a touched unit now (after or during the edit)."""
+        if unit.container:
+            return self._root.find(unit.edit.tag)
+        parent = unit.parent
+        if parent is None:  # its container did not exist before the edit
+            ns, name = unit.path[0]
+            parent = self._root.find(f"{{{ns}}}{name}")
+            if parent is None:
+                return None
+        return self._find_match(parent, unit.edit, unit.info, unit.path)
+
+    def _unit_diff(self, plan: list[_Touched]) -> tuple[EditDiff, list[ConfigUnit], list[str]]:
+        diff = EditDiff()
+        upserts: list[ConfigUnit] = []
+        deletes: list[str] = []
+        next_pos = max(self._unit_pos.values(), default=-1) + 1
+        for unit in plan:
+            now = self._current(unit)
+            xml = None if now is None else _serialise(now, unit.container)
+            before = self._unit_xml.get(unit.key)
+            if xml == before:
+                continue
+            if now is None:
+                deletes.append(unit.key)
+                if unit.snapshot is not None:
+                    diff.removed[unit.key] = unit.snapshot
+                continue
+            assert xml is not None
+            if before is None:
+                diff.added[unit.key] = now
+                position = next_pos
+                next_pos += 1
+            else:
+                diff.changed[unit.key] = (unit.snapshot if unit.snapshot is not None else now, now)
+                position = self._unit_pos.get(unit.key, next_pos)
+            upserts.append(ConfigUnit(unit.key, unit.parent_key, position, xml))
+        return diff, upserts, deletes
+
+    def _validation_document(self, plan: list[_Touched], diff: EditDiff) -> str:
+        """What libyang must see to judge this edit.
+
+        Removing a top-level entry (a data-param, a context record) may break
+        references from any task: then everything is validated. Otherwise the
+        untouched entries inside containers (the other tasks) are left out:
+        they were valid before and nothing they refer to went away.
+        """
+        if any(not u.container and not u.parent_key and u.key in diff.removed for u in plan):
+            return "".join(etree.tostring(e, encoding="unicode") for e in _elements(self._root))
+        touched_inside = {unit.key for unit in plan if unit.parent_key}
+        parts: list[str] = []
+        for top in _elements(self._root):
+            info = self._schema.schema_node(self.schema_path(top))
+            if info is None or info.kind != "container":
+                parts.append(etree.tostring(top, encoding="unicode"))
+                continue
+            key = self._unit_key(top, "")
+            shell = etree.Element(top.tag, nsmap=top.nsmap)
+            for child in _elements(top):
+                child_info = self._schema.schema_node(self.schema_path(child))
+                if child_info is None or child_info.kind != "list" or self._unit_key(child, key) in touched_inside:
+                    shell.append(copy.deepcopy(child))
+            parts.append(etree.tostring(shell, encoding="unicode"))
+        return "".join(parts)
+
+    def _rollback(self, plan: list[_Touched], containers_before: dict[str, etree._Element | None]) -> None:
+        """Put every touched unit back as it was: remove what is there now, re-insert the snapshots."""
+        for unit in plan:
+            if unit.container:
+                continue
+            now = self._current(unit)
+            if now is not None and now.getparent() is not None:
+                now.getparent().remove(now)  # type: ignore[union-attr]
+        restore = sorted((u for u in plan if not u.container and u.snapshot is not None), key=lambda u: u.index)
+        for unit in restore:
+            assert unit.parent is not None and unit.snapshot is not None
+            unit.parent.insert(unit.index, unit.snapshot)
+        for unit in plan:
+            if unit.container and containers_before.get(unit.key) is None:
+                created = self._root.find(unit.edit.tag)
+                if created is not None:
+                    self._root.remove(created)
 
     def _error_path(self, path: SchemaPath, element: etree._Element | None = None) -> str:
         """An instance-identifier like libyang's data_path: /module:node/node[key='v']."""
@@ -241,7 +438,12 @@ class Datastore:
                     else:
                         target_parent.append(replacement)
                 return
-            created = existing is None
+            if existing is None and op == "none":
+                # RFC 6241 7.2: with "none", data whose level does not exist is an error.
+                raise RpcError.data_missing(
+                    f"{name} does not exist; create it first (operation merge or create)",
+                    path=self._error_path(node_path, edit),
+                )
             node = existing
             if node is None:
                 node = etree.SubElement(target_parent, edit.tag, nsmap={None: ns})
@@ -254,8 +456,6 @@ class Datastore:
                 if info.kind == "list" and child_ns == ns and child_name in info.keys and child.get(_NC_OP) is None:
                     continue  # keys identify the entry; they are not edited
                 self._apply(node, child, op, node_path)
-            if created and op == "none" and len(_elements(node)) <= len(info.keys):
-                target_parent.remove(node)  # "none" creates nothing by itself
 
     def _find_match(
         self, parent: etree._Element, edit: etree._Element, info: SchemaNode, path: SchemaPath
@@ -288,19 +488,7 @@ class Datastore:
 
     # -- persistence ----------------------------------------------------------
     def _unit_key(self, element: etree._Element, parent_key: str) -> str:
-        ns, name = _qname(element)
-        if parent_key:
-            step = f"{parent_key}/{name}"
-        else:
-            step = f"/{self._schema.module_name(ns) or ns}:{name}"
-        path = self.schema_path(element)
-        info = self._schema.schema_node(path)
-        if info is not None and info.kind == "list":
-            for key in info.keys:
-                step += f"[{key}='{element.findtext(f'{{{ns}}}{key}') or ''}']"
-        elif info is not None and info.kind == "leaf-list":
-            step += f"[.='{(element.text or '').strip()}']"
-        return step
+        return self._unit_key_for(self.schema_path(element), element, parent_key)
 
     def _units(self, root: etree._Element) -> dict[str, tuple[str, etree._Element, bool]]:
         """unit key -> (parent key, element, shallow) for every unit of a tree."""
@@ -353,6 +541,21 @@ class Datastore:
             self._unit_pos[unit.unit_key] = unit.position
         for key, (_, element, shallow) in self._units(self._root).items():
             self._unit_xml[key] = _serialise(element, shallow)
+
+
+@dataclass
+class _Touched:
+    """One unit an edit may change: where it lives and what it was before."""
+
+    key: str
+    parent_key: str
+    parent: etree._Element | None  # live parent before the edit (None: its container does not exist yet)
+    edit: etree._Element  # the edit element addressing it (carries the keys)
+    info: SchemaNode
+    path: SchemaPath
+    snapshot: etree._Element | None  # deep copy before the edit; None when it did not exist
+    index: int
+    container: bool  # a top-level container unit (compared shallow)
 
 
 def _stripped(element: etree._Element) -> etree._Element:
