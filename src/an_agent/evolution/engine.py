@@ -238,11 +238,13 @@ class EvolutionEngine:
             now = self.clock.now()
             with self.store.transaction():
                 self._due(now)
+                # Keys published before this payload arrived; one it makes appear was unknown to its sender.
+                measured = self._measured_keys(validated.schema_id, client_id)
                 cluster_ids = [
                     self._ingest_one(validated.schema_id, client_id, text, vector, now, ref)
                     for text, vector in zip(validated.other.fragments, vectors, strict=True)
                 ]
-                self._record_metrics(validated, client_id, set(cluster_ids), now)
+                self._record_metrics(validated, client_id, measured, set(cluster_ids), now)
                 self._warn_compat(validated, client_id, now)
                 self._maybe_sweep(now)
             suggestion = self.schema_update_suggestion(client_id, validated.schema_id) if suggest else None
@@ -582,19 +584,21 @@ class EvolutionEngine:
                 if pk.kind == "new" and pk.published:
                     self.store.note_client(pk.uid, client_id, now, delivered=True)
 
-    def _record_metrics(self, payload: ValidatedPayload, client_id: str, other_clusters: set[str], now: float) -> None:
+    def _measured_keys(self, schema_id: str, client_id: str) -> list[tuple[Patch, PatchKey]]:
+        return [(patch, pk) for patch in self._applicable(schema_id, client_id) for pk in patch.keys
+                if pk.kind == "new" and pk.state in ("experimental", "stable", "deprecated")]
+
+    def _record_metrics(self, payload: ValidatedPayload, client_id: str, keys: list[tuple[Patch, PatchKey]],
+                        other_clusters: set[str], now: float) -> None:
         day = int(now // _DAY)
-        for patch in self._applicable(payload.schema_id, client_id):
-            for pk in patch.keys:
-                if pk.kind != "new" or pk.state not in ("experimental", "stable", "deprecated"):
-                    continue
-                name = pk.key.key_name
-                present = name in payload.values or name in payload.nonconforming
-                conforms = name in payload.values
-                aligned = present and self.judge.aligned(pk.key, conforms, patch.cluster_id in other_clusters)
-                self.store.add_metrics(pk.uid, day, 1, int(present), int(conforms), int(aligned))
-                if present:
-                    self.store.note_client(pk.uid, client_id, now, adopted=True)
+        for patch, pk in keys:
+            name = pk.key.key_name
+            present = name in payload.values or name in payload.nonconforming
+            conforms = name in payload.values
+            aligned = present and self.judge.aligned(pk.key, conforms, patch.cluster_id in other_clusters)
+            self.store.add_metrics(pk.uid, day, 1, int(present), int(conforms), int(aligned))
+            if present:
+                self.store.note_client(pk.uid, client_id, now, adopted=True)
 
     def _metrics(self, pk: PatchKey, now: float) -> KeyMetrics:
         since = max(pk.state_since if pk.state == "experimental" else 0.0,

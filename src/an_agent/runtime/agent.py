@@ -169,7 +169,7 @@ class AgentRuntime:
         top: list[etree._Element] = []
         if scope.wants(self._profile_xml):
             top.append(copy.deepcopy(self._profile_xml))
-        top.extend(self.datastore.top_level(scope.wants, scope.keep_child))
+        top.extend(self.datastore.top_level(scope.wants, scope.task_keys))
         for element in top:
             if element.tag == _TASKS:
                 for entry in element.iterchildren(_TASK):
@@ -237,7 +237,7 @@ class AgentRuntime:
         self._check_params(operation, {"source", "filter", "with-defaults"})
         self._datastore_name(operation, "source")
         scope = _Scope.of(operation.find(_NC + "filter"))
-        return self._data_reply(self._filtered(operation, self.datastore.top_level(scope.wants, scope.keep_child)))
+        return self._data_reply(self._filtered(operation, self.datastore.top_level(scope.wants, scope.task_keys)))
 
     def _edit_config(self, session: Session, operation: etree._Element) -> Reply:
         self._check_params(
@@ -442,11 +442,11 @@ class _Scope:
         return (q.namespace, q.localname) in self.names or (None, q.localname) in self.names
 
     @property
-    def keep_child(self) -> Callable[[etree._Element], bool] | None:
+    def task_keys(self) -> dict[str, list[tuple[str, ...]]] | None:
+        """For `Datastore.top_level`: only these tasks of the tasks container, found by key."""
         if self.task_ids is None:
             return None
-        ids = self.task_ids
-        return lambda child: child.tag != _TASK or (child.findtext(_TASK_ID) or "") in ids
+        return {_TASKS: [(task_id,) for task_id in sorted(self.task_ids)]}
 
 
 def _insert_state(entry: etree._Element, state: list[etree._Element]) -> None:

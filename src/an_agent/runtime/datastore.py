@@ -11,6 +11,7 @@ disk untouched.
 from __future__ import annotations
 
 import copy
+import functools
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -78,6 +79,9 @@ class Datastore:
         self._root = etree.Element(f"{{{NC_NS}}}data")
         self._unit_xml: dict[str, str] = {}
         self._unit_pos: dict[str, int] = {}
+        self._max_pos: int | None = None  # highest stored position, computed once
+        # id(parent) -> (parent, list tag -> key values -> entry); see _entries.
+        self._index: dict[int, tuple[etree._Element, dict[str, dict[tuple[str, ...], etree._Element]]]] = {}
         self._version = 0
         self._load()
 
@@ -90,23 +94,32 @@ class Datastore:
     def top_level(
         self,
         include: Callable[[etree._Element], bool] | None = None,
-        keep_child: Callable[[etree._Element], bool] | None = None,
+        only_entries: dict[str, list[tuple[str, ...]]] | None = None,
     ) -> list[etree._Element]:
         """Deep copies of the top-level config elements (those ``include`` accepts, default all).
 
-        ``keep_child`` prunes the children of top-level elements before they
-        are copied, so that reading one task out of thousands copies one task.
+        ``only_entries`` maps a top-level container's tag to the key values of
+        the list entries to keep (found through the index), so that reading
+        one task out of thousands copies one task.
         """
         with self._lock:
             out: list[etree._Element] = []
             for element in _elements(self._root):
                 if include is not None and not include(element):
                     continue
-                if keep_child is None:
+                wanted = None if only_entries is None else only_entries.get(element.tag)
+                if wanted is None:
                     out.append(copy.deepcopy(element))
                     continue
                 shell = etree.Element(element.tag, nsmap=element.nsmap)
-                shell.extend(copy.deepcopy(child) for child in _elements(element) if keep_child(child))
+                for child in _elements(element):
+                    info = self._schema.schema_node(self.schema_path(child))
+                    if info is None or info.kind != "list":
+                        shell.append(copy.deepcopy(child))
+                        continue
+                    entries = self._entries(element, child.tag, tuple(info.keys))
+                    shell.extend(copy.deepcopy(entries[k]) for k in wanted if k in entries)
+                    break  # one list per container here (tasks/task); its entries are placed
                 out.append(shell)
             return out
 
@@ -156,6 +169,7 @@ class Datastore:
             # Whole-tree path (replace/delete of a container, default-operation
             # replace, ...): edit a full copy, validate and diff everything.
             candidate = copy.deepcopy(self._root)
+            self._index.clear()  # it indexes the live tree; the copy gets its own entries
             for child in _elements(config):
                 self._apply(candidate, child, default_operation, ())
             xml = "".join(etree.tostring(e, encoding="unicode") for e in _elements(candidate))
@@ -167,7 +181,7 @@ class Datastore:
                 self._store.save_config(upserts, deletes)
                 self._root = candidate
                 self._unit_xml = unit_xml
-                self._unit_pos.update((u.unit_key, u.position) for u in upserts)
+                self._remember_positions(upserts)
                 for key in deletes:
                     self._unit_pos.pop(key, None)
                 self._version += 1
@@ -256,13 +270,24 @@ class Datastore:
             raise
         for unit in upserts:
             self._unit_xml[unit.unit_key] = unit.xml
-            self._unit_pos[unit.unit_key] = unit.position
+        self._remember_positions(upserts)
         for key in deletes:
             self._unit_xml.pop(key, None)
             self._unit_pos.pop(key, None)
         if diff:
             self._version += 1
         return diff
+
+    def _remember_positions(self, upserts: list[ConfigUnit]) -> None:
+        for unit in upserts:
+            self._unit_pos[unit.unit_key] = unit.position
+            if self._max_pos is not None and unit.position > self._max_pos:
+                self._max_pos = unit.position
+
+    def _next_position(self) -> int:
+        if self._max_pos is None:
+            self._max_pos = max(self._unit_pos.values(), default=-1)
+        return self._max_pos + 1
 
     def _current(self, unit: _Touched) -> etree._Element | None:
         """The live element of a touched unit now (after or during the edit)."""
@@ -280,7 +305,7 @@ class Datastore:
         diff = EditDiff()
         upserts: list[ConfigUnit] = []
         deletes: list[str] = []
-        next_pos = max(self._unit_pos.values(), default=-1) + 1
+        next_pos = self._next_position()
         for unit in plan:
             now = self._current(unit)
             xml = None if now is None else _serialise(now, unit.container)
@@ -313,24 +338,33 @@ class Datastore:
         """
         if any(not u.container and not u.parent_key and u.key in diff.removed for u in plan):
             return "".join(etree.tostring(e, encoding="unicode") for e in _elements(self._root))
-        touched_inside = {unit.key for unit in plan if unit.parent_key}
+        touched: dict[str, list[etree._Element]] = {}
+        for unit in plan:
+            if unit.parent_key:
+                now = self._current(unit)
+                if now is not None:
+                    touched.setdefault(unit.path[0][1], []).append(now)
         parts: list[str] = []
         for top in _elements(self._root):
-            info = self._schema.schema_node(self.schema_path(top))
+            info = self._schema.schema_node((_qname(top),))
             if info is None or info.kind != "container":
                 parts.append(etree.tostring(top, encoding="unicode"))
                 continue
-            key = self._unit_key(top, "")
             shell = etree.Element(top.tag, nsmap=top.nsmap)
+            is_list: dict[str, bool] = {}
             for child in _elements(top):
-                child_info = self._schema.schema_node(self.schema_path(child))
-                if child_info is None or child_info.kind != "list" or self._unit_key(child, key) in touched_inside:
-                    shell.append(copy.deepcopy(child))
+                if child.tag not in is_list:
+                    child_info = self._schema.schema_node((_qname(top), _qname(child)))
+                    is_list[child.tag] = child_info is not None and child_info.kind == "list"
+                if not is_list[child.tag]:
+                    shell.append(copy.deepcopy(child))  # leaves/containers of the container: always checked
+            shell.extend(copy.deepcopy(e) for e in touched.get(etree.QName(top).localname, []))
             parts.append(etree.tostring(shell, encoding="unicode"))
         return "".join(parts)
 
     def _rollback(self, plan: list[_Touched], containers_before: dict[str, etree._Element | None]) -> None:
         """Put every touched unit back as it was: remove what is there now, re-insert the snapshots."""
+        self._index.clear()  # rebuilt on next use; rollbacks are rare
         for unit in plan:
             if unit.container:
                 continue
@@ -346,6 +380,7 @@ class Datastore:
                 created = self._root.find(unit.edit.tag)
                 if created is not None:
                     self._root.remove(created)
+        self._index.clear()  # the removals above bypassed it
 
     def _error_path(self, path: SchemaPath, element: etree._Element | None = None) -> str:
         """An instance-identifier like libyang's data_path: /module:node/node[key='v']."""
@@ -410,33 +445,23 @@ class Datastore:
                     f"{name} already exists; use operation merge or replace to change it",
                     path=self._error_path(node_path, existing),
                 )
-            target_parent.append(_stripped(edit))
+            self._insert(target_parent, _stripped(edit), info)
         elif op == "delete":
             if existing is None:
                 raise RpcError.data_missing(
                     f"{name} does not exist, so it cannot be deleted (operation remove ignores that)",
                     path=self._error_path(node_path, edit),
                 )
-            target_parent.remove(existing)
+            self._remove(target_parent, existing, info)
         elif op == "remove":
             if existing is not None:
-                target_parent.remove(existing)
+                self._remove(target_parent, existing, info)
         elif op == "replace":
-            replacement = _stripped(edit)
-            if existing is not None:
-                existing.addprevious(replacement)
-                target_parent.remove(existing)
-            else:
-                target_parent.append(replacement)
+            self._put(target_parent, existing, _stripped(edit), info)
         else:  # merge or none
             if info.kind in ("leaf", "anydata", "anyxml", "leaf-list"):
                 if op == "merge":
-                    replacement = _stripped(edit)
-                    if existing is not None:
-                        existing.addprevious(replacement)
-                        target_parent.remove(existing)
-                    else:
-                        target_parent.append(replacement)
+                    self._put(target_parent, existing, _stripped(edit), info)
                 return
             if existing is None and op == "none":
                 # RFC 6241 7.2: with "none", data whose level does not exist is an error.
@@ -446,16 +471,60 @@ class Datastore:
                 )
             node = existing
             if node is None:
-                node = etree.SubElement(target_parent, edit.tag, nsmap={None: ns})
+                node = etree.Element(edit.tag, nsmap={None: ns})
                 for key in info.keys:
                     key_el = edit.find(f"{{{ns}}}{key}")
                     assert key_el is not None  # _find_match checked the keys
                     node.append(_stripped(key_el))
+                self._insert(target_parent, node, info)
             for child in _elements(edit):
                 child_ns, child_name = _qname(child)
                 if info.kind == "list" and child_ns == ns and child_name in info.keys and child.get(_NC_OP) is None:
                     continue  # keys identify the entry; they are not edited
                 self._apply(node, child, op, node_path)
+
+    # -- list entry index: finding one task among thousands in O(1) ------------
+    def _entries(self, parent: etree._Element, tag: str, keys: tuple[str, ...]) -> dict[tuple[str, ...], etree._Element]:
+        """Key values -> entry for the ``tag`` list entries under ``parent``, built on first use."""
+        slot = self._index.get(id(parent))
+        if slot is None or slot[0] is not parent:
+            slot = (parent, {})
+            self._index[id(parent)] = slot
+        by_key = slot[1].get(tag)
+        if by_key is None:
+            ns = etree.QName(tag).namespace
+            by_key = {
+                tuple((entry.findtext(f"{{{ns}}}{k}") or "").strip() for k in keys): entry
+                for entry in parent.iterchildren(tag)
+            }
+            slot[1][tag] = by_key
+        return by_key
+
+    def _entry_key(self, element: etree._Element, info: SchemaNode) -> tuple[str, ...]:
+        ns = etree.QName(element).namespace
+        return tuple((element.findtext(f"{{{ns}}}{k}") or "").strip() for k in info.keys)
+
+    def _insert(self, parent: etree._Element, element: etree._Element, info: SchemaNode) -> None:
+        parent.append(element)
+        if info.kind == "list":
+            self._entries(parent, element.tag, tuple(info.keys))[self._entry_key(element, info)] = element
+
+    def _remove(self, parent: etree._Element, element: etree._Element, info: SchemaNode) -> None:
+        parent.remove(element)
+        if info.kind == "list":
+            self._entries(parent, element.tag, tuple(info.keys)).pop(self._entry_key(element, info), None)
+
+    def _put(
+        self, parent: etree._Element, existing: etree._Element | None, element: etree._Element, info: SchemaNode
+    ) -> None:
+        """Replace ``existing`` (in place) with ``element``, or append it."""
+        if existing is None:
+            self._insert(parent, element, info)
+            return
+        existing.addprevious(element)
+        parent.remove(existing)
+        if info.kind == "list":
+            self._entries(parent, element.tag, tuple(info.keys))[self._entry_key(element, info)] = element
 
     def _find_match(
         self, parent: etree._Element, edit: etree._Element, info: SchemaNode, path: SchemaPath
@@ -463,7 +532,7 @@ class Datastore:
         tag = edit.tag
         if info.kind == "list":
             ns = path[-1][0]
-            wanted: list[tuple[str, str]] = []
+            values: list[str] = []
             for key in info.keys:
                 value = edit.findtext(f"{{{ns}}}{key}")
                 if value is None:
@@ -473,11 +542,8 @@ class Datastore:
                         path=self._error_path(path[:-1], parent) if len(path) > 1 else None,
                         error_type="application",
                     )
-                wanted.append((key, value.strip()))
-            for candidate in parent.iterchildren(tag):
-                if all((candidate.findtext(f"{{{ns}}}{k}") or "").strip() == v for k, v in wanted):
-                    return candidate
-            return None
+                values.append(value.strip())
+            return self._entries(parent, tag, tuple(info.keys)).get(tuple(values))
         if info.kind == "leaf-list":
             value = (edit.text or "").strip()
             for candidate in parent.iterchildren(tag):
@@ -510,7 +576,7 @@ class Datastore:
         old_units = self._units(self._root)
         new_units = self._units(candidate)
         new_xml: dict[str, str] = {}
-        next_pos = max(self._unit_pos.values(), default=-1) + 1
+        next_pos = self._next_position()
         for key, (parent_key, element, shallow) in new_units.items():
             xml = _serialise(element, shallow)
             new_xml[key] = xml
@@ -556,6 +622,13 @@ class _Touched:
     snapshot: etree._Element | None  # deep copy before the edit; None when it did not exist
     index: int
     container: bool  # a top-level container unit (compared shallow)
+
+
+@functools.lru_cache(maxsize=256)
+def _entry_finder(namespace: str, name: str, keys: tuple[str, ...]) -> etree.XPath:
+    """Compiled ``./p:name[normalize-space(p:k0)=$v0]...`` for one list."""
+    predicates = "".join(f"[normalize-space(p:{key})=$v{i}]" for i, key in enumerate(keys))
+    return etree.XPath(f"./p:{name}{predicates}", namespaces={"p": namespace})
 
 
 def _stripped(element: etree._Element) -> etree._Element:

@@ -42,12 +42,13 @@ from an_agent.schemas.template import OTHER_KEY, KeyDef, Template
 
 DEFAULT_THRESHOLD = 0.45
 _CERTAIN = 0.99
-_SPLIT = re.compile(r"[.;!?\n]+\s*|,\s+(?:and\s+|but\s+)?|\s+(?:and|but|also|plus)\s+(?=[a-z])")
+_SPLIT = re.compile(r"[.;!?\n]+\s*|:\s+|,\s+(?:and\s+|but\s+)?|\s+(?:and|but|also|plus|because)\s+(?=[a-z])")
 _UNIT_OF_KEY = {"db": "db", "deg": "degrees", "degrees": "degrees", "percent": "percent", "pct": "percent",
                 "minutes": "minutes", "min": "minutes", "hours": "hours", "days": "days", "mbps": "mbps",
                 "km": "km", "seconds": "seconds"}
 _TIME_UNITS = ("seconds", "minutes", "hours", "days", "weeks")
-_STOP = frozenset("a an the by to of for on in at is are be my me we our it this that with and or".split())
+_STOP = frozenset(("a", "an", "the", "by", "to", "of", "for", "on", "in", "at", "is", "are", "be", "my", "me", "we",
+                   "our", "it", "this", "that", "with", "and", "or"))
 
 
 @dataclass(frozen=True)
@@ -173,7 +174,7 @@ def map_text(
     arrays: dict[str, list[Assignment]] = {}
     leftovers: list[str] = []
     for clause, vector in zip(clauses, clause_vectors, strict=True):
-        candidates = _candidates(keys, clause, vector, now)
+        candidates = _candidates(keys, clause, vector, now, threshold)
         confident = [c for c in candidates if c.confidence >= threshold]
         if not confident:
             leftovers.append(clause)
@@ -203,33 +204,37 @@ def map_text(
     return llm(template, text, result) if llm is not None else result
 
 
-def _candidates(keys: _Keys, clause: str, vector: Vectors, now: float) -> list[Assignment]:
+def _candidates(keys: _Keys, clause: str, vector: Vectors, now: float, threshold: float) -> list[Assignment]:
+    out = _typed(keys, clause, vector, now)
+    taken = {a.key for a in out}
+    # By meaning: the closest example phrase of enumeration, boolean and free-text keys.
+    for i, key in enumerate(keys.keys):
+        if key.key_name in taken or not keys.examples[i] or key.key_type not in ("string", "boolean"):
+            continue
+        if key.constraints.value_format or keys.prefixes[i]:
+            continue
+        sims_ex = keys.example_vectors[i] @ vector
+        j = int(np.argmax(sims_ex))
+        similarity = float(sims_ex[j])
+        if similarity < threshold:
+            continue
+        free_text = key.key_type == "string" and not key.constraints.enum
+        value = clause if free_text else keys.examples[i][j][1]
+        out.append(Assignment(key.key_name, value, clause, similarity, "closest example"))
+    return out
+
+
+def _typed(keys: _Keys, clause: str, vector: Vectors, now: float) -> list[Assignment]:
+    """Candidates from values the clause contains: ids, quantities, dates, counts, named enumeration values."""
     out: list[Assignment] = []
     sims = [keys.similarity(i, vector) for i in range(len(keys.keys))]
     lowered = clause.lower()
-    typed = False
-    # identifiers
-    ids = find_ids(clause)
-    by_prefix: dict[str, list[str]] = {}
-    for found in ids:
-        by_prefix.setdefault(found.prefix, []).append(found.value)
-    for prefix, values in by_prefix.items():
-        fits = [i for i, k in enumerate(keys.keys) if prefix in keys.prefixes[i]]
-        if not fits:
-            continue
-        typed = True
-        i = max(fits, key=lambda j: sims[j])
-        key = keys.keys[i]
-        confidence = _CERTAIN if len(fits) == 1 else max(sims[i], _CERTAIN * 0.5)
-        value: Any = values if key.key_type == "array" else values[0]
-        out.append(Assignment(key.key_name, value, clause, confidence, f"identifier {prefix}-..."))
-    # quantities with units, and dates
+    out.extend(_ids(keys, clause, sims))
     for quantity in find_quantities(clause):
         fits = [i for i, unit in enumerate(keys.units)
                 if unit == quantity.unit or (unit == "minutes" and quantity.unit in _TIME_UNITS)]
         if not fits:
             continue
-        typed = True
         i = max(fits, key=lambda j: sims[j])
         key = keys.keys[i]
         number = duration_minutes(quantity) if keys.units[i] == "minutes" else quantity.value
@@ -237,49 +242,60 @@ def _candidates(keys: _Keys, clause: str, vector: Vectors, now: float) -> list[A
             continue
         if keys.negatives[i] & set(re.findall(r"[a-z]+", lowered)):
             number = -abs(number)
-        value = int(round(number)) if key.key_type == "integer" else (int(number) if number.is_integer() else number)
+        value: Any = round(number) if key.key_type == "integer" or float(number).is_integer() else number
         confidence = _CERTAIN if len(fits) == 1 else max(sims[i], _CERTAIN * 0.5)
         out.append(Assignment(key.key_name, value, clause, confidence, f"quantity in {quantity.unit}"))
     stamps = find_datetimes(clause, now)
-    if stamps:
-        fits = [i for i, k in enumerate(keys.keys) if k.constraints.value_format in ("date-time", "date")]
-        if fits:
-            typed = True
-            i = max(fits, key=lambda j: sims[j])
-            key = keys.keys[i]
-            stamp = stamps[0][0] if key.constraints.value_format == "date-time" else stamps[0][0][:10]
-            out.append(Assignment(key.key_name, stamp, clause, max(sims[i], _CERTAIN * 0.5), "date"))
-    # bare numbers for unit-less integer keys (counts)
-    if not typed:
+    fits = [i for i, k in enumerate(keys.keys) if k.constraints.value_format in ("date-time", "date")]
+    if stamps and fits:
+        i = max(fits, key=lambda j: sims[j])
+        key = keys.keys[i]
+        stamp = stamps[0][0] if key.constraints.value_format == "date-time" else stamps[0][0][:10]
+        out.append(Assignment(key.key_name, stamp, clause, max(sims[i], _CERTAIN * 0.5), "date"))
+    if not out:
         numbers = find_numbers(clause)
         fits = [i for i, k in enumerate(keys.keys) if k.key_type == "integer" and keys.units[i] is None]
         if numbers and fits:
             i = max(fits, key=lambda j: sims[j])
             out.append(Assignment(keys.keys[i].key_name, int(numbers[0][0]), clause, sims[i], "number"))
-    # enumerations named literally
     for i, key in enumerate(keys.keys):
         for option in key.constraints.enum:
-            words = option.replace("_", " ").lower()
-            if re.search(rf"\b{re.escape(words)}\b", lowered):
-                out.append(Assignment(key.key_name, option, clause, _CERTAIN, "named value"))
-                typed = True
+            if re.search(rf"\b{re.escape(option.replace('_', ' ').lower())}\b", lowered):
+                out.append(Assignment(key.key_name, option, clause, max(sims[i], _CERTAIN * 0.6), "named value"))
                 break
-    if typed:
-        return out
-    # by meaning: the closest example phrase of enumeration, boolean and free-text keys
-    for i, key in enumerate(keys.keys):
-        if not keys.examples[i] or key.key_type not in ("string", "boolean"):
+    return out
+
+
+def _ids(keys: _Keys, clause: str, sims: list[float]) -> list[Assignment]:
+    """Identifiers to keys; in a clause naming ids for several keys, each id's own context decides.
+
+    The context of an id is the text since the previous id; an id preceded only by 'and', 'or' or a
+    comma belongs with the previous one ('neighbours CELL-0302 and CELL-0303').
+    """
+    out: dict[str, list[str]] = {}
+    confidence: dict[str, float] = {}
+    previous_end, previous_key = 0, None
+    for found in find_ids(clause):
+        fits = [i for i in range(len(keys.keys)) if found.prefix in keys.prefixes[i]]
+        if not fits:
             continue
-        if key.constraints.value_format or _id_prefixes(key):
-            continue
-        sims_ex = keys.example_vectors[i] @ vector
-        j = int(np.argmax(sims_ex))
-        similarity = float(sims_ex[j])
-        example_value = keys.examples[i][j][1]
-        if key.key_type == "string" and not key.constraints.enum:
-            value = clause  # free text: the clause itself is the value
+        context = clause[previous_end : found.start].strip(" ,")
+        if previous_key is not None and context.lower() in ("", "and", "or", "&"):
+            i = previous_key
+        elif len(fits) == 1:
+            i = fits[0]
         else:
-            value = example_value
-        out.append(Assignment(key.key_name, value, clause, similarity, "closest example"))
-    out.sort(key=lambda a: -a.confidence)
-    return out[:1]
+            local = keys.embedder.embed([context or clause])[0]
+            i = max(fits, key=lambda j: keys.similarity(j, local))
+        name = keys.keys[i].key_name
+        out.setdefault(name, [])
+        if found.value not in out[name]:
+            out[name].append(found.value)
+        confidence[name] = _CERTAIN if len(fits) == 1 else max(confidence.get(name, 0.0), sims[i], _CERTAIN * 0.5)
+        previous_end, previous_key = found.end, i
+    result = []
+    for name, values in out.items():
+        key = next(k for k in keys.keys if k.key_name == name)
+        value: Any = values if key.key_type == "array" else values[0]
+        result.append(Assignment(name, value, clause, confidence[name], "identifier"))
+    return result
