@@ -10,10 +10,10 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests' own helpers (rawnc)
 
-from support import TEST_PROFILE  # noqa: E402
+from an_agent.model import AgentProfile
+from an_agent.server import AgentServer, ServerConfig
+from support import TEST_PROFILE
 
-from an_agent.model import AgentProfile  # noqa: E402
-from an_agent.server import AgentServer, ServerConfig  # noqa: E402
 
 @pytest.fixture
 def profile() -> AgentProfile:

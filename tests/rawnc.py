@@ -63,7 +63,7 @@ class RawSession:
                 self.buffer += data
             m = re.match(rb"\n#(#|\d+)\n", self.buffer)
             assert m is not None
-            self.buffer = self.buffer[m.end():]
+            self.buffer = self.buffer[m.end() :]
             if m.group(1) == b"#":
                 return etree.fromstring(body)
             size = int(m.group(1))

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Protocol
 
 
@@ -59,7 +59,7 @@ class ManualClock:
 
 def to_rfc3339(seconds: float) -> str:
     """``2025-04-21T14:19:00.123456Z`` for a timestamp (the YANG date-and-time form)."""
-    return datetime.fromtimestamp(seconds, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    return datetime.fromtimestamp(seconds, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
 
 
 def from_rfc3339(text: str) -> float:

@@ -110,15 +110,21 @@ class RpcError(AnAgentError):
         return cls(error_type, "invalid-value", message, path)
 
     @classmethod
-    def missing_element(cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "protocol") -> RpcError:
+    def missing_element(
+        cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "protocol"
+    ) -> RpcError:
         return cls(error_type, "missing-element", message, path, {"bad-element": element})
 
     @classmethod
-    def unknown_element(cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "application") -> RpcError:
+    def unknown_element(
+        cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "application"
+    ) -> RpcError:
         return cls(error_type, "unknown-element", message, path, {"bad-element": element})
 
     @classmethod
-    def bad_element(cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "protocol") -> RpcError:
+    def bad_element(
+        cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "protocol"
+    ) -> RpcError:
         return cls(error_type, "bad-element", message, path, {"bad-element": element})
 
     @classmethod

@@ -49,7 +49,14 @@ def test_netconf_console2_discovers_reads_validates_assigns_negotiates_and_watch
 
     # Discover: every module listed in /netconf-state/schemas, fetched with <get-schema>.
     schemas = etree.fromstring(
-        ncc(served, "--ns", "m=urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring", "--get", "-x", "/m:netconf-state/m:schemas").encode()
+        ncc(
+            served,
+            "--ns",
+            "m=urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring",
+            "--get",
+            "-x",
+            "/m:netconf-state/m:schemas",
+        ).encode()
     )
     names = [e.text for e in schemas.iter("{urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring}identifier")]
     assert "irtf-agent" in names and "agent-message" in names
@@ -76,8 +83,20 @@ def test_netconf_console2_discovers_reads_validates_assigns_negotiates_and_watch
 
     # Subscribe (a second netconf-console2 process), then assign a task, then negotiate.
     watcher = subprocess.Popen(
-        [NCC, "--host", "127.0.0.1", "--port", str(served.port), "-u", "admin", "-p", "admin",
-         "--create-subscription", "--sleep", "4"],
+        [
+            NCC,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(served.port),
+            "-u",
+            "admin",
+            "-p",
+            "admin",
+            "--create-subscription",
+            "--sleep",
+            "4",
+        ],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

@@ -46,7 +46,9 @@ def test_replay_from_start_time_then_replay_complete(server: AgentServer) -> Non
     assert all(e.event_time is not None and e.event_time >= before - 1 for e in replayed)
     # The raw subscription shows the replayComplete marker after the replayed events.
     with NetconfClient.connect("127.0.0.1", server.port, username="admin", password="admin") as nc:
-        only_this_task = f'<condition-notifications xmlns="{IRTF_AGENT_NS}"><task-id>t-replay</task-id></condition-notifications>'  # noqa: E501
+        only_this_task = (
+            f'<condition-notifications xmlns="{IRTF_AGENT_NS}"><task-id>t-replay</task-id></condition-notifications>'
+        )
         subscription = nc.subscribe(filter=only_this_task, start_time=before - 1)
         kinds = [subscription.next(timeout=10).kind for _ in range(4)]
     assert kinds == [NotificationKind.EVENT] * 3 + [NotificationKind.REPLAY_COMPLETE]

@@ -10,8 +10,8 @@ import sys
 import time
 from pathlib import Path
 
-from support import IRTF, task_xml
 from rawnc import NS, RawSession, wait_for
+from support import IRTF, task_xml
 
 
 def free_port() -> int:
@@ -55,7 +55,9 @@ def test_kill_dash_nine_loses_nothing_acknowledged(tmp_path: Path) -> None:
     try:
         raw = RawSession(port)
         dp = f'<config><data-params xmlns="{IRTF}"><id>alarms</id><dataType>text</dataType><data>LOS on link L1</data></data-params></config>'
-        assert raw.rpc(f"<edit-config><target><running/></target>{dp}</edit-config>", "dp").find("nc:ok", NS) is not None
+        assert (
+            raw.rpc(f"<edit-config><target><running/></target>{dp}</edit-config>", "dp").find("nc:ok", NS) is not None
+        )
         for n in range(30):
             reply = raw.rpc(f"<edit-config><target><running/></target>{task_xml(f'k{n}')}</edit-config>", f"e{n}")
             if reply.find("nc:ok", NS) is not None:

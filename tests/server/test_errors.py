@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from support import IRTF, task_xml
 from lxml import etree
-from rawnc import NS, RawSession, error_fields
 
 from an_agent.server import AgentServer, ServerConfig
+from rawnc import NS, RawSession, error_fields
+from support import IRTF, task_xml
 
 
 @pytest.fixture(params=["1.0", "1.1"])
@@ -62,14 +62,18 @@ def test_unknown_element_has_error_path(raw: RawSession) -> None:
 
 
 def test_wrong_type_points_at_the_leaf(raw: RawSession) -> None:
-    fields = edit(raw, f'<tasks xmlns="{IRTF}"><task><task-id>keep</task-id><task-async>maybe</task-async></task></tasks>')
+    fields = edit(
+        raw, f'<tasks xmlns="{IRTF}"><task><task-id>keep</task-id><task-async>maybe</task-async></task></tasks>'
+    )
     assert fields["tag"] == "invalid-value" and fields["type"] == "application"
     assert fields["path"] == "/irtf-agent:tasks/task[task-id='keep']/task-async"
     assert "maybe" in (fields["message"] or "")
 
 
 def test_bad_enumeration(raw: RawSession) -> None:
-    fields = edit(raw, f'<tasks xmlns="{IRTF}"><task><task-id>keep</task-id><commuType>shout</commuType></task></tasks>')
+    fields = edit(
+        raw, f'<tasks xmlns="{IRTF}"><task><task-id>keep</task-id><commuType>shout</commuType></task></tasks>'
+    )
     assert fields["tag"] == "invalid-value"
     assert fields["path"] == "/irtf-agent:tasks/task[task-id='keep']/commuType"
 
@@ -101,7 +105,9 @@ def test_list_entry_without_key(raw: RawSession) -> None:
 
 
 def test_state_node_cannot_be_edited(raw: RawSession) -> None:
-    fields = edit(raw, f'<tasks xmlns="{IRTF}"><task><task-id>keep</task-id><task-status>finished</task-status></task></tasks>')
+    fields = edit(
+        raw, f'<tasks xmlns="{IRTF}"><task><task-id>keep</task-id><task-status>finished</task-status></task></tasks>'
+    )
     assert fields["tag"] == "invalid-value"
     assert fields["path"] == "/irtf-agent:tasks/task[task-id='keep']/task-status"
     fields = edit(raw, f'<agent xmlns="{IRTF}"><name>hijack</name></agent>')
@@ -159,7 +165,9 @@ def test_an_edit_of_several_entries_is_all_or_nothing(raw: RawSession) -> None:
     assert fields["tag"] == "invalid-value"
     assert "fine" not in stored_config(raw)
     # Deleting an existing task and adding a bad one: the deletion is undone too.
-    fields = edit(raw, f'<tasks xmlns="{IRTF}" {nc_op}><task nc:operation="delete"><task-id>keep</task-id></task>{bad}</tasks>')
+    fields = edit(
+        raw, f'<tasks xmlns="{IRTF}" {nc_op}><task nc:operation="delete"><task-id>keep</task-id></task>{bad}</tasks>'
+    )
     assert fields["tag"] == "invalid-value"
     # A data-param that a task refers to cannot be deleted from under it.
     raw.rpc(

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import time
 
-from support import IRTF, task_xml
 from lxml import etree
-from rawnc import NS, RawSession, error_fields, wait_for
 
 from an_agent.yang.context import YangContext
+from rawnc import NS, RawSession, error_fields, wait_for
+from support import IRTF, task_xml
 
 NCM = "urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring"
 
@@ -53,7 +53,8 @@ def test_subtree_content_match_selects_one_task(nc) -> None:  # type: ignore[no-
     nc.edit_config(target="running", config=task_xml("a1"))
     nc.edit_config(target="running", config=task_xml("a2"))
     reply = nc.get_config(
-        source="running", filter=("subtree", f'<tasks xmlns="{IRTF}"><task><task-id>a2</task-id><content/></task></tasks>')
+        source="running",
+        filter=("subtree", f'<tasks xmlns="{IRTF}"><task><task-id>a2</task-id><content/></task></tasks>'),
     )
     tasks = data_of(reply).findall(f"{{{IRTF}}}tasks/{{{IRTF}}}task")
     assert [t.findtext(f"{{{IRTF}}}task-id") for t in tasks] == ["a2"]

@@ -5,16 +5,16 @@ from __future__ import annotations
 import threading
 import time
 
-from support import IRTF, task_xml
 from lxml import etree
-from rawnc import NS, RawSession, error_fields, wait_for
 
+from an_agent.agents.default import DefaultBehaviour
 from an_agent.clock import to_rfc3339
 from an_agent.model import Task, TaskResult, TaskStatus
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.server import AgentServer, ServerConfig
-from an_agent.agents.default import DefaultBehaviour
 from an_agent.yang.context import YangContext
+from rawnc import NS, RawSession, error_fields, wait_for
+from support import IRTF, task_xml
 
 NOTIF = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 NETMOD_NOTIF = "urn:ietf:params:xml:ns:netmod:notification"
@@ -85,9 +85,7 @@ def test_task_runs_to_finished_with_a_result_and_every_transition_is_notified(ag
         result = worker.rpc(
             f'<get><filter type="subtree"><tasks xmlns="{IRTF}"><task><task-id>t1</task-id><result/></task></tasks></filter></get>'
         )
-        assert "executed: diagnose the outage" in (
-            result.findtext(f".//{{{IRTF}}}result/{{{IRTF}}}summary") or ""
-        )
+        assert "executed: diagnose the outage" in (result.findtext(f".//{{{IRTF}}}result/{{{IRTF}}}summary") or "")
     finally:
         watcher.close()
         worker.close()
@@ -160,7 +158,9 @@ def test_fulfillment_negotiation_evaluates_the_result(agent_server: AgentServer)
     raw = RawSession(agent_server.port)
     try:
         extra = "<expected-response>outage diagnosed</expected-response>"
-        raw.rpc(f"<edit-config><target><running/></target>{task_xml('f1', extra=extra, description='outage diagnosed at site')}</edit-config>")
+        raw.rpc(
+            f"<edit-config><target><running/></target>{task_xml('f1', extra=extra, description='outage diagnosed at site')}</edit-config>"
+        )
         wait_for(lambda: status_of(raw, "f1") == "finished")
         ok = negotiate(raw, "FULFILLMENT", "f1", "SITE-07", "evaluate the result")
         assert ok.findtext(f"{{{IRTF}}}fulfilled") == "true", etree.tostring(ok)

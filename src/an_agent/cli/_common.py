@@ -16,9 +16,14 @@ if TYPE_CHECKING:
 def add_connection_options(parser: argparse.ArgumentParser) -> None:
     """--host/--port/--user/--password/--key/--timeout, defaulting from AN_AGENT_* environment variables."""
     group = parser.add_argument_group("connection")
-    group.add_argument("--host", default=os.environ.get("AN_AGENT_HOST", "127.0.0.1"), help="agent address (default: 127.0.0.1)")
     group.add_argument(
-        "--port", type=int, default=int(os.environ.get("AN_AGENT_PORT", "8830")), help="agent NETCONF port (default: 8830)"
+        "--host", default=os.environ.get("AN_AGENT_HOST", "127.0.0.1"), help="agent address (default: 127.0.0.1)"
+    )
+    group.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("AN_AGENT_PORT", "8830")),
+        help="agent NETCONF port (default: 8830)",
     )
     group.add_argument("--user", default=os.environ.get("AN_AGENT_USER", "admin"), help="SSH user (default: admin)")
     group.add_argument(

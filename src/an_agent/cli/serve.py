@@ -37,7 +37,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     parser.add_argument("--port", type=int, default=8830, help="TCP port (default: 8830; 0 picks a free one)")
     parser.add_argument(
-        "--state-dir", type=Path, default=Path("state"), help="directory for the database and host key (default: ./state)"
+        "--state-dir",
+        type=Path,
+        default=Path("state"),
+        help="directory for the database and host key (default: ./state)",
     )
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--profile", type=Path, metavar="FILE", help="agent profile file (.json, .yaml)")

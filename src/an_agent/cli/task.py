@@ -37,20 +37,33 @@ def register(subparsers: Any) -> None:
     )
     sub = parser.add_subparsers(dest="task_command", metavar="ACTION", required=True)
 
-    assign = sub.add_parser("assign", help="assign a new task (taskAssign)", description="Create a task entry on the agent.")
+    assign = sub.add_parser(
+        "assign", help="assign a new task (taskAssign)", description="Create a task entry on the agent."
+    )
     add_connection_options(assign)
     _add_prompt_options(assign)
     assign.add_argument("--id", dest="task_id", help="task id (default: a new UUID)")
-    assign.add_argument("--from", dest="send_from", default="an-agent-cli", help="task-sendFrom (default: an-agent-cli)")
+    assign.add_argument(
+        "--from", dest="send_from", default="an-agent-cli", help="task-sendFrom (default: an-agent-cli)"
+    )
     assign.add_argument("--to", dest="send_to", help="task-sendTo (default: the agent's name is not checked)")
     assign.add_argument("--async", dest="task_async", action="store_true", help="set task-async true")
     assign.add_argument("--expected-response", help="what the result must address")
-    assign.add_argument("--data", dest="msg_data", action="append", default=[], metavar="ID", help="data-params id to attach (repeatable)")
+    assign.add_argument(
+        "--data",
+        dest="msg_data",
+        action="append",
+        default=[],
+        metavar="ID",
+        help="data-params id to attach (repeatable)",
+    )
     assign.add_argument("--wait", action="store_true", help="wait until the task ends and print its result")
     assign.add_argument("--json", action="store_true", help="print JSON")
     assign.set_defaults(handler=run_assign)
 
-    get = sub.add_parser("get", help="show one task, or list all (taskResultQuery)", description="Read tasks with <get>.")
+    get = sub.add_parser(
+        "get", help="show one task, or list all (taskResultQuery)", description="Read tasks with <get>."
+    )
     add_connection_options(get)
     get.add_argument("task_id", nargs="?", help="task id (omit to list every task)")
     fmt = get.add_mutually_exclusive_group()
@@ -58,7 +71,9 @@ def register(subparsers: Any) -> None:
     fmt.add_argument("--xml", action="store_true", help="print the task XML")
     get.set_defaults(handler=run_get)
 
-    cancel = sub.add_parser("cancel", help="cancel a task (taskCancel)", description="Set the task's commuType to taskCancel.")
+    cancel = sub.add_parser(
+        "cancel", help="cancel a task (taskCancel)", description="Set the task's commuType to taskCancel."
+    )
     add_connection_options(cancel)
     cancel.add_argument("task_id")
     cancel.add_argument("--json", action="store_true", help="print JSON")
@@ -100,16 +115,18 @@ def _add_prompt_options(parser: argparse.ArgumentParser, required: bool = True) 
     group.add_argument("--target", help="## target object")
     group.add_argument("--description", help="## task description")
     group.add_argument("--environment", help="## environmental information")
-    group.add_argument("--content-file", type=Path, metavar="FILE", help="read the whole prompt from FILE ('-' for stdin)")
+    group.add_argument(
+        "--content-file", type=Path, metavar="FILE", help="read the whole prompt from FILE ('-' for stdin)"
+    )
     parser.set_defaults(prompt_required=required)
 
 
 def _prompt(args: argparse.Namespace) -> str | None:
     if args.content_file is not None:
         if str(args.content_file) == "-":
-            return sys.stdin.read()
+            return str(sys.stdin.read())
         try:
-            return args.content_file.read_text(encoding="utf-8")
+            return str(args.content_file.read_text(encoding="utf-8"))
         except OSError as exc:
             raise ConfigError(f"cannot read {args.content_file}: {exc.strerror}") from None
     if args.description:
@@ -180,7 +197,10 @@ def run_assign(args: argparse.Namespace) -> int:
             client.assign_task(task)
             for event in events:
                 if not args.json:
-                    print(f"{task.task_id}: {event.status}" + (f" ({event.reason})" if event.reason else ""), file=sys.stderr)
+                    print(
+                        f"{task.task_id}: {event.status}" + (f" ({event.reason})" if event.reason else ""),
+                        file=sys.stderr,
+                    )
                 if event.status.terminal:
                     break
         else:
@@ -218,7 +238,10 @@ def run_cancel(args: argparse.Namespace) -> int:
     if args.json:
         print_json(_task_dict(task))
     else:
-        print(f"{task.task_id}: {task.status}" + (f" ({task.result.reason})" if task.result and task.result.reason else ""))
+        print(
+            f"{task.task_id}: {task.status}"
+            + (f" ({task.result.reason})" if task.result and task.result.reason else "")
+        )
     return 0
 
 
@@ -245,7 +268,9 @@ def run_negotiate(args: argparse.Namespace) -> int:
         content=[content] if content else [],
         send_from=args.send_from,
         send_to=args.send_to,
-        commu_type=CommuType.FEASIBILITY_NEGOTIATE if kind == NegotiationType.FEASIBILITY else CommuType.FULFILLMENT_NEGOTIATE,
+        commu_type=CommuType.FEASIBILITY_NEGOTIATE
+        if kind == NegotiationType.FEASIBILITY
+        else CommuType.FULFILLMENT_NEGOTIATE,
     )
     with connect(args) as client:
         result = client.negotiate(request)
@@ -253,8 +278,10 @@ def run_negotiate(args: argparse.Namespace) -> int:
         print_json(_negotiation_dict(result))
     else:
         verdict = result.feasible if kind == NegotiationType.FEASIBILITY else result.fulfilled
-        word = ("feasible" if verdict else "NOT feasible") if kind == NegotiationType.FEASIBILITY else (
-            "fulfilled" if verdict else "NOT fulfilled"
+        word = (
+            ("feasible" if verdict else "NOT feasible")
+            if kind == NegotiationType.FEASIBILITY
+            else ("fulfilled" if verdict else "NOT fulfilled")
         )
         print(f"{word}: {result.reason or ''}".rstrip(": "))
         if result.counter_proposal:

@@ -23,7 +23,9 @@ def register(subparsers: Any) -> None:
     )
     check.add_argument("--json", action="store_true", help="print the report as JSON")
     check.set_defaults(handler=run_check)
-    tree = sub.add_parser("tree", help="print the modules as a pyang tree", description="Print the pyang tree of the modules.")
+    tree = sub.add_parser(
+        "tree", help="print the modules as a pyang tree", description="Print the pyang tree of the modules."
+    )
     tree.set_defaults(handler=run_tree)
 
 

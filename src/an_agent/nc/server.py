@@ -17,6 +17,7 @@ keep its session (hello exchange, framing, reader thread) and replace the rest.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import socket
@@ -31,6 +32,7 @@ from lxml import etree
 from netconf import base as nc_base
 from netconf.error import ChannelClosed, FramingError, SessionError
 
+from an_agent._lxml import default_ns
 from an_agent.errors import ConfigError, RpcError
 
 log = logging.getLogger(__name__)
@@ -150,7 +152,7 @@ def load_or_create_host_key(path: Path) -> paramiko.PKey:
     return key
 
 
-class _SshAuth(paramiko.ServerInterface):
+class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
     """paramiko's view of our credentials; one instance per connection."""
 
     def __init__(self, credentials: SshCredentials) -> None:
@@ -170,19 +172,19 @@ class _SshAuth(paramiko.ServerInterface):
         expected = self._credentials.users.get(username)
         if expected is not None and password and _constant_time_equal(expected, password):
             self.username = username
-            return paramiko.AUTH_SUCCESSFUL
-        return paramiko.AUTH_FAILED
+            return int(paramiko.AUTH_SUCCESSFUL)
+        return int(paramiko.AUTH_FAILED)
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
         if any(key == allowed for allowed in self._credentials.authorized_keys):
             self.username = username
-            return paramiko.AUTH_SUCCESSFUL
-        return paramiko.AUTH_FAILED
+            return int(paramiko.AUTH_SUCCESSFUL)
+        return int(paramiko.AUTH_FAILED)
 
     def check_channel_request(self, kind: str, chanid: int) -> int:
         if kind == "session":
-            return paramiko.OPEN_SUCCEEDED
-        return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+            return int(paramiko.OPEN_SUCCEEDED)
+        return int(paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED)
 
     def check_channel_subsystem_request(self, channel: paramiko.Channel, name: str) -> bool:
         if name != "netconf":
@@ -207,6 +209,8 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
     An oversized message is consumed to its end without being kept, then
     reported with `_TooBig`, so the session stays usable.
     """
+
+    rbuffer: bytes
 
     def __init__(self, stream: paramiko.Channel, max_message: int) -> None:
         super().__init__(stream, nc_base.MAXSSHBUF, False)
@@ -297,7 +301,7 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
 
 def rpc_error_element(error: RpcError) -> etree._Element:
     """Serialise one `RpcError` as ``<rpc-error>`` with RFC 6241's child order."""
-    err = etree.Element(_NC + "rpc-error", nsmap={None: NC_NS})
+    err = etree.Element(_NC + "rpc-error", nsmap=default_ns(NC_NS))
     etree.SubElement(err, _NC + "error-type").text = error.error_type
     etree.SubElement(err, _NC + "error-tag").text = error.error_tag
     etree.SubElement(err, _NC + "error-severity").text = error.severity
@@ -317,6 +321,8 @@ def rpc_error_element(error: RpcError) -> etree._Element:
 
 class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
     """One NETCONF session on one SSH channel, served by a reader thread."""
+
+    pkt_stream: _LimitedFraming | None
 
     def __init__(
         self,
@@ -338,6 +344,7 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         super().__init__(channel, False, session_id)
         # The base class built a framing object on the channel; detach it before
         # dropping it, since its __del__ closes the stream it holds.
+        assert self.pkt_stream is not None
         self.pkt_stream.stream = None
         self.pkt_stream = _LimitedFraming(channel, server.max_message_bytes)
 
@@ -436,9 +443,7 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             return
         except Exception as exc:  # a bug in a handler must not kill the session
             log.exception("session %s: handler failed on <%s>", self._sid, operations[0].tag)
-            self._send_error_reply(
-                root, RpcError.operation_failed(f"internal error while handling the request: {exc}")
-            )
+            self._send_error_reply(root, RpcError.operation_failed(f"internal error while handling the request: {exc}"))
             return
         self._send_reply(root, reply.content)
         if reply.after_send is not None:
@@ -448,7 +453,7 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
 
     # -- replies --------------------------------------------------------------
     def _reply_element(self, rpc: etree._Element | None) -> etree._Element:
-        reply = etree.Element(_NC + "rpc-reply", nsmap={None: NC_NS})
+        reply = etree.Element(_NC + "rpc-reply", nsmap=default_ns(NC_NS))
         if rpc is not None:
             for name, value in rpc.attrib.items():
                 reply.set(name, value)
@@ -522,10 +527,8 @@ class NetconfSshServer:
     def stop(self) -> None:
         self._stopping.set()
         if self._listener is not None:
-            try:
+            with contextlib.suppress(OSError):
                 self._listener.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             self._listener.close()
         if self._accept_thread is not None:
             self._accept_thread.join(timeout=5)
@@ -600,4 +603,3 @@ class NetconfSshServer:
                     transport.close()
                     with self._lock:
                         self._transports.discard(transport)
-

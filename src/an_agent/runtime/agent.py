@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from an_agent._lxml import default_ns
 from an_agent.clock import Clock, from_rfc3339
 from an_agent.errors import RpcError
 from an_agent.model import (
@@ -144,7 +145,9 @@ class AgentRuntime:
                     f"<{q.localname}> is not supported: this agent has only the running datastore "
                     "(capability :writable-running)"
                 )
-            raise RpcError.unknown_element(q.localname, f"<{q.localname}> is not a NETCONF operation", error_type="protocol")
+            raise RpcError.unknown_element(
+                q.localname, f"<{q.localname}> is not a NETCONF operation", error_type="protocol"
+            )
         if q.namespace == NETCONF_MONITORING_NS and q.localname == "get-schema":
             return self._get_schema(operation)
         if q.namespace == NOTIF_NS and q.localname == "create-subscription":
@@ -198,7 +201,7 @@ class AgentRuntime:
         raise err
 
     def _data_reply(self, elements: list[etree._Element]) -> Reply:
-        data = etree.Element(_NC + "data", nsmap={None: NC_NS})
+        data = etree.Element(_NC + "data", nsmap=default_ns(NC_NS))
         data.extend(elements)
         return Reply([data])
 
@@ -240,9 +243,7 @@ class AgentRuntime:
         return self._data_reply(self._filtered(operation, self.datastore.top_level(scope.wants, scope.task_keys)))
 
     def _edit_config(self, session: Session, operation: etree._Element) -> Reply:
-        self._check_params(
-            operation, {"target", "default-operation", "test-option", "error-option", "config", "url"}
-        )
+        self._check_params(operation, {"target", "default-operation", "test-option", "error-option", "config", "url"})
         self._datastore_name(operation, "target")
         if operation.find(_NC + "url") is not None:
             raise RpcError.operation_not_supported("<url> is not supported (no :url capability); send <config>")
@@ -314,7 +315,7 @@ class AgentRuntime:
 
     # -- RFC 6022 -------------------------------------------------------------
     def _netconf_state(self) -> etree._Element:
-        state = etree.Element(_NCM + "netconf-state", nsmap={None: NETCONF_MONITORING_NS})
+        state = etree.Element(_NCM + "netconf-state", nsmap=default_ns(NETCONF_MONITORING_NS))
         caps = etree.SubElement(state, _NCM + "capabilities")
         for uri in [
             "urn:ietf:params:netconf:base:1.0",
@@ -343,8 +344,10 @@ class AgentRuntime:
         matches = [m for m in self.yang.modules() if m.name == identifier and (not version or m.revision == version)]
         if not matches:
             available = ", ".join(f"{m.name}@{m.revision}" for m in self.yang.modules())
-            raise RpcError.invalid_value(f"no schema {identifier}{'@' + version if version else ''}; available: {available}")
-        data = etree.Element(_NCM + "data", nsmap={None: NETCONF_MONITORING_NS})
+            raise RpcError.invalid_value(
+                f"no schema {identifier}{'@' + version if version else ''}; available: {available}"
+            )
+        data = etree.Element(_NCM + "data", nsmap=default_ns(NETCONF_MONITORING_NS))
         data.text = matches[0].text
         return Reply([data])
 
@@ -364,9 +367,7 @@ class AgentRuntime:
             raise RpcError.bad_element("stopTime", "stopTime is earlier than startTime", error_type="protocol")
         # RFC 5277 puts <filter> in its own namespace; ncclient and others send
         # the base-namespace one (or none): all three mean the same filter.
-        flt = next(
-            (c for c in operation if isinstance(c.tag, str) and etree.QName(c).localname == "filter"), None
-        )
+        flt = next((c for c in operation if isinstance(c.tag, str) and etree.QName(c).localname == "filter"), None)
         event_filter = _event_filter(flt, self.datastore.keys_of)
         with self._lock:
             state = self._sessions.get(session.session_id)
@@ -481,7 +482,9 @@ def _event_filter(
         xpath_filter([], select, namespaces, keys_of)  # reject a bad expression now, not per event
         return lambda event: bool(xpath_filter([event], select, namespaces, keys_of))
     if kind != "subtree":
-        raise RpcError.invalid_value(f"filter type {kind!r} is not supported; use subtree or xpath", error_type="protocol")
+        raise RpcError.invalid_value(
+            f"filter type {kind!r} is not supported; use subtree or xpath", error_type="protocol"
+        )
     return lambda event: bool(subtree_filter([event], flt, keys_of))
 
 

@@ -87,7 +87,7 @@ class Behaviour(ABC):
         """Called once before any other method with the agent this behaviour serves."""
         self.agent = agent
 
-    def check_assignment(self, task: Task) -> None:
+    def check_assignment(self, task: Task) -> None:  # noqa: B027 (optional hook: accepting is the default)
         """Refuse a new task by raising `an_agent.errors.RpcError` (nothing is stored then).
 
         The default accepts every task that passed YANG validation.

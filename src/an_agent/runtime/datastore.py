@@ -19,6 +19,7 @@ from typing import Protocol
 
 from lxml import etree
 
+from an_agent._lxml import default_ns, nsmap_of
 from an_agent.errors import RpcError
 from an_agent.store.agent_store import AgentStore, ConfigUnit
 
@@ -111,7 +112,7 @@ class Datastore:
                 if wanted is None:
                     out.append(copy.deepcopy(element))
                     continue
-                shell = etree.Element(element.tag, nsmap=element.nsmap)
+                shell = etree.Element(element.tag, nsmap=nsmap_of(element))
                 for child in _elements(element):
                     info = self._schema.schema_node(self.schema_path(child))
                     if info is None or info.kind != "list":
@@ -151,7 +152,9 @@ class Datastore:
         return tuple(reversed(path))
 
     # -- editing --------------------------------------------------------------
-    def edit(self, config: etree._Element, default_operation: str = "merge", pre_commit: PreCommit | None = None) -> EditDiff:
+    def edit(
+        self, config: etree._Element, default_operation: str = "merge", pre_commit: PreCommit | None = None
+    ) -> EditDiff:
         """Apply the children of an ``<edit-config>``'s ``<config>`` element to running.
 
         Raises `RpcError` (and changes nothing) when the edit is malformed, when
@@ -213,9 +216,11 @@ class Datastore:
             elif info.kind == "container" and op in ("merge", "none"):
                 live = self._root.find(top.tag)
                 container_key = self._unit_key_for(path, top)
-                touched.append(_Touched(container_key, "", self._root, top, info, path, None if live is None else live, -1, True))
+                touched.append(
+                    _Touched(container_key, "", self._root, top, info, path, None if live is None else live, -1, True)
+                )
                 for child in _elements(top):
-                    child_path = path + (_qname(child),)
+                    child_path = (*path, _qname(child))
                     child_info = self._schema.schema_node(child_path)
                     if child_info is None or child_info.kind != "list":
                         return None
@@ -350,7 +355,7 @@ class Datastore:
             if info is None or info.kind != "container":
                 parts.append(etree.tostring(top, encoding="unicode"))
                 continue
-            shell = etree.Element(top.tag, nsmap=top.nsmap)
+            shell = etree.Element(top.tag, nsmap=nsmap_of(top))
             is_list: dict[str, bool] = {}
             for child in _elements(top):
                 if child.tag not in is_list:
@@ -414,7 +419,7 @@ class Datastore:
 
     def _apply(self, target_parent: etree._Element, edit: etree._Element, inherited: str, path: SchemaPath) -> None:
         ns, name = _qname(edit)
-        node_path = path + ((ns, name),)
+        node_path = (*path, (ns, name))
         if not ns:
             raise RpcError.unknown_namespace(
                 name, "", f"<{name}> has no XML namespace; give it the namespace of its YANG module"
@@ -426,7 +431,9 @@ class Datastore:
             if module is None and not path:
                 raise RpcError.unknown_namespace(name, ns, f"no YANG module of this agent has namespace {ns}")
             raise RpcError.unknown_element(
-                name, f"<{name}> is not a node of the YANG schema{(' under ' + where) if where else ''}", path=where or None
+                name,
+                f"<{name}> is not a node of the YANG schema{(' under ' + where) if where else ''}",
+                path=where or None,
             )
         op = edit.get(_NC_OP, inherited)
         if op not in _OPERATIONS:
@@ -471,7 +478,7 @@ class Datastore:
                 )
             node = existing
             if node is None:
-                node = etree.Element(edit.tag, nsmap={None: ns})
+                node = etree.Element(edit.tag, nsmap=default_ns(ns))
                 for key in info.keys:
                     key_el = edit.find(f"{{{ns}}}{key}")
                     assert key_el is not None  # _find_match checked the keys
@@ -484,7 +491,9 @@ class Datastore:
                 self._apply(node, child, op, node_path)
 
     # -- list entry index: finding one task among thousands in O(1) ------------
-    def _entries(self, parent: etree._Element, tag: str, keys: tuple[str, ...]) -> dict[tuple[str, ...], etree._Element]:
+    def _entries(
+        self, parent: etree._Element, tag: str, keys: tuple[str, ...]
+    ) -> dict[tuple[str, ...], etree._Element]:
         """Key values -> entry for the ``tag`` list entries under ``parent``, built on first use."""
         slot = self._index.get(id(parent))
         if slot is None or slot[0] is not parent:
@@ -642,5 +651,5 @@ def _stripped(element: etree._Element) -> etree._Element:
 
 def _serialise(element: etree._Element, shallow: bool) -> str:
     if shallow:
-        element = etree.Element(element.tag, nsmap={None: etree.QName(element).namespace})
+        element = etree.Element(element.tag, nsmap=default_ns(etree.QName(element).namespace))
     return etree.tostring(element, encoding="unicode")

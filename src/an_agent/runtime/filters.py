@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 
 from lxml import etree
 
+from an_agent._lxml import nsmap_of
 from an_agent.errors import RpcError
 
 NC_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
@@ -36,15 +37,13 @@ def _matches(data: etree._Element, flt: etree._Element) -> bool:
 
 
 def _shallow(data: etree._Element) -> etree._Element:
-    out = etree.Element(data.tag, nsmap=data.nsmap)
+    out = etree.Element(data.tag, nsmap=nsmap_of(data))
     for name, value in data.attrib.items():
         out.set(name, value)
     return out
 
 
-def subtree_filter(
-    data: Sequence[etree._Element], flt: etree._Element, keys_of: KeysOf
-) -> list[etree._Element]:
+def subtree_filter(data: Sequence[etree._Element], flt: etree._Element, keys_of: KeysOf) -> list[etree._Element]:
     """Apply the subtree filter whose top-level filter nodes are the children of ``flt``."""
     selected = _filter_level(_Wrapper(data), flt, keys_of)
     return [] if selected is None else _elements(selected)
@@ -61,9 +60,7 @@ def _children_of(node: etree._Element | _Wrapper) -> list[etree._Element]:
     return node.children if isinstance(node, _Wrapper) else _elements(node)
 
 
-def _filter_level(
-    data: etree._Element | _Wrapper, flt: etree._Element, keys_of: KeysOf
-) -> etree._Element | None:
+def _filter_level(data: etree._Element | _Wrapper, flt: etree._Element, keys_of: KeysOf) -> etree._Element | None:
     """Filter the children of ``data`` with the children of ``flt``.
 
     Returns a shallow copy of ``data`` (or a holder element for the top level)
@@ -141,7 +138,9 @@ def xpath_filter(
     try:
         compiled = etree.XPath(select, namespaces=ns)
     except etree.XPathSyntaxError as exc:
-        raise RpcError.invalid_value(f"the xpath filter {select!r} is not valid XPath 1.0: {exc}", error_type="protocol") from None
+        raise RpcError.invalid_value(
+            f"the xpath filter {select!r} is not valid XPath 1.0: {exc}", error_type="protocol"
+        ) from None
 
     # yuma123's yangcli (and people typing by hand) send "/agent" without a
     # prefix. XPath 1.0 would match nothing; like netconfd and ConfD we then

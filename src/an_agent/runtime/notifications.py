@@ -40,8 +40,7 @@ class _Event:
 def envelope(event_time: float, content_xml: str) -> str:
     """The ``<notification>`` message for one event."""
     return (
-        f'<notification xmlns="{NOTIF_NS}"><eventTime>{to_rfc3339(event_time)}</eventTime>'
-        f"{content_xml}</notification>"
+        f'<notification xmlns="{NOTIF_NS}"><eventTime>{to_rfc3339(event_time)}</eventTime>{content_xml}</notification>'
     )
 
 

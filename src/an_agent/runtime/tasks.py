@@ -18,7 +18,7 @@ from lxml import etree
 
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
-from an_agent.model import CommuType, ConditionNotification, IRTF_AGENT_NS, Task, TaskResult, TaskStatus
+from an_agent.model import IRTF_AGENT_NS, CommuType, ConditionNotification, Task, TaskResult, TaskStatus
 from an_agent.runtime.behaviour import Behaviour, TaskRun
 from an_agent.runtime.datastore import EditDiff
 from an_agent.runtime.notifications import NotificationBus

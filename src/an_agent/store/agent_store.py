@@ -120,7 +120,9 @@ class AgentStore:
     # -- configuration --------------------------------------------------------
     def load_config(self) -> list[ConfigUnit]:
         """Every unit, parents before children, siblings in their stored order."""
-        rows = self._query("SELECT unit_key, parent_key, position, xml FROM config_unit ORDER BY parent_key != '', position")
+        rows = self._query(
+            "SELECT unit_key, parent_key, position, xml FROM config_unit ORDER BY parent_key != '', position"
+        )
         return [ConfigUnit(str(k), str(p), int(str(pos)), str(x)) for k, p, pos, x in rows]
 
     def save_config(self, upserts: Iterable[ConfigUnit], deletes: Iterable[str]) -> None:
@@ -134,7 +136,9 @@ class AgentStore:
 
     # -- task state -----------------------------------------------------------
     def load_task_states(self) -> dict[str, TaskState]:
-        rows = self._query("SELECT task_id, status, reason, summary, result_format, result_data, updated FROM task_state")
+        rows = self._query(
+            "SELECT task_id, status, reason, summary, result_format, result_data, updated FROM task_state"
+        )
         return {str(r[0]): TaskState(*r) for r in rows}  # type: ignore[arg-type]
 
     def save_task_state(self, state: TaskState, notification: tuple[float, str] | None = None) -> int | None:

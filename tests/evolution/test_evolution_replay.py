@@ -1,0 +1,125 @@
+"""The replay tool on the labelled corpora with the real model and the shipped defaults (done-when of issue 3).
+
+The product never sees the ``label`` field; only these tests read it to judge the outcome.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import pytest
+from conftest import DATA, FakeEmbedder
+
+from an_agent.evolution.embedder import MiniLMEmbedder
+from an_agent.evolution.replay import parse_lines, replay
+
+PATCH_FIELDS = ["patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration", "state",
+                "new_keys", "modified_keys"]
+KEY_FIELDS = ["key_name", "key_type", "required", "default_value", "semantic_description", "experimental"]
+CLUSTER_FIELDS = ["cluster_id", "schema_id", "size", "distinct_clients", "heat", "state", "members"]
+
+
+def run(corpus: str, embedder: Any) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
+    lines = (DATA / corpus).read_text().splitlines()
+    rows = [json.loads(line) for line in lines]
+    report = replay(lines, embedder).to_dict()
+    return report, [r["label"] for r in rows], rows
+
+
+def majority(labels: list[str], members: list[int]) -> str:
+    return Counter(labels[m] for m in members).most_common(1)[0][0]
+
+
+def check_corpus(report: dict[str, Any], labels: list[str], rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """One patch per intent that should trigger, none from noise or weak intents; returns patch per label."""
+    assert report["fragments"] == len(rows)
+    members = {c["cluster_id"]: c["members"] for c in report["clusters"]}
+    assert sorted(m for ms in members.values() for m in ms) == list(range(len(rows)))
+    by_label: dict[str, dict[str, Any]] = {}
+    for patch in report["patches"]:
+        label = majority(labels, members[patch["cluster_id"]])
+        assert label.startswith(("cluster:", "conflict:")), f"patch {patch['patch_id']} from {label}"
+        assert label not in by_label, f"two patches for {label}"
+        by_label[label] = patch
+    expected = {lab for lab in labels if lab.startswith(("cluster:", "conflict:"))}
+    assert set(by_label) == expected
+    for label, patch in by_label.items():
+        assert list(patch) == PATCH_FIELDS and patch["state"] == "active"
+        clients = {rows[m]["client_id"] for m in members[patch["cluster_id"]] if labels[m] == label}
+        if label.startswith("cluster:personal"):
+            assert patch["client_id"] == next(iter(clients)), label
+        else:
+            assert patch["client_id"] is None, label
+        for key in patch["new_keys"] + patch["modified_keys"]:
+            assert list(key) == KEY_FIELDS
+    return by_label
+
+
+@pytest.mark.slow
+def test_dev_corpus_gives_one_sensible_patch_per_intent(minilm: MiniLMEmbedder) -> None:
+    report, labels, rows = run("dev_other_corpus.jsonl", minilm)
+    by_label = check_corpus(report, labels, rows)
+    words = {
+        "cluster:roaming_partner": {"roaming", "roamers", "partner"},
+        "cluster:high_temperature": {"temperature", "thermal", "hot", "heat", "overheating"},
+        "cluster:iot_sensitivity": {"iot", "sensors", "meters", "smart", "devices"},
+        "cluster:maintenance_window": {"maintenance", "window"},
+        "cluster:personal_sms": {"sms", "text", "message"},
+        "cluster:rollback_plan": {"rollback", "roll", "back", "fallback", "revert", "kpis", "drop", "automatic"},
+    }
+    for label, patch in by_label.items():
+        (key,) = patch["new_keys"]
+        assert key["key_type"] == "boolean" and key["experimental"] is True and key["required"] is False
+        assert set(key["key_name"].split("_")) & words[label], (label, key["key_name"])
+        examples = [rows[i]["payload"]["other"] for i, lab in enumerate(labels) if lab == label]
+        assert any(f"'{e}' -> true" in key["semantic_description"] for e in examples)
+    assert list(report["clusters"][0]) == CLUSTER_FIELDS
+    kinds = Counter(e["kind"] for e in report["events"])
+    assert kinds["patch-published"] == 6 and kinds["cluster-triggered"] == 6
+
+
+@pytest.mark.slow
+def test_own_corpus_with_other_phrasings_numbers_and_a_conflict(minilm: MiniLMEmbedder) -> None:
+    report, labels, rows = run("field_other_corpus.jsonl", minilm)
+    by_label = check_corpus(report, labels, rows)
+    throughput = by_label["cluster:min_throughput"]["new_keys"][0]
+    assert throughput["key_type"] == "integer" and throughput["key_name"].endswith("_mbps")
+    tilt = by_label["conflict:antenna_tilt"]
+    assert tilt["new_keys"] == [] and [k["key_name"] for k in tilt["modified_keys"]] == ["antenna_tilt_delta_deg"]
+    assert tilt["modified_keys"][0]["key_type"] == "number"  # never retyped
+
+
+def test_unknown_fields_are_ignored_and_bad_lines_reported(tmp_path: Path) -> None:
+    good = {"timestamp": "2026-10-05T06:00:00Z", "client_id": "c1", "schema_id": "energy_saving_adjust_v1",
+            "payload": {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "hot cabinet"},
+            "label": "whatever", "extra": [1, 2]}
+    refused = dict(good, payload={"cell_ids": "CELL-0401", "action": "reduce"})
+    lines = [json.dumps(good), "not json", json.dumps({"timestamp": "2026-10-05T06:00:00Z"}), "",
+             json.dumps(dict(good, timestamp="yesterday")), json.dumps(refused)]
+    records, invalid = parse_lines(lines)
+    assert [r.line_no for r in records] == [0, 5]
+    assert [e["line"] for e in invalid] == [1, 2, 4]
+    report = replay(lines, FakeEmbedder()).to_dict()
+    assert report["fragments"] == 1 and report["clusters"][0]["members"] == [0]
+    refusals = [e for e in report["events"] if e["kind"] == "payload-refused"]
+    assert refusals == [{"kind": "payload-refused", "time": "2026-10-05T06:00:00.000000Z",
+                         "schema_id": "energy_saving_adjust_v1", "client_id": "c1", "line": 5,
+                         "detail": "cell_ids: expected an array, got string 'CELL-0401'"}]
+
+
+def test_lines_are_replayed_in_time_order_and_thresholds_apply(tmp_path: Path) -> None:
+    from an_agent.evolution.config import EvolutionConfig
+
+    def line(ts: str, client: str) -> str:
+        return json.dumps({"timestamp": ts, "client_id": client, "schema_id": "energy_saving_adjust_v1",
+                           "payload": {"cell_ids": ["CELL-1"], "action": "reduce", "other": "hot cabinet"}})
+
+    lines = [line("2026-10-05T06:02:00Z", "b"), line("2026-10-05T06:00:00Z", "a"), line("2026-10-05T06:01:00Z", "c")]
+    strict = replay(lines, FakeEmbedder()).to_dict()
+    assert strict["patches"] == [] and strict["clusters"][0]["members"] == [1, 2, 0]
+    loose = EvolutionConfig(heat_threshold=20, min_distinct_clients=3)
+    report = replay(lines, FakeEmbedder(), config=loose).to_dict()
+    assert len(report["patches"]) == 1 and report["patches"][0]["timestamp"] == "2026-10-05T06:02:00.000000Z"
