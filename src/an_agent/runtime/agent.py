@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from lxml import etree
 
 from an_agent._lxml import default_ns
-from an_agent.clock import Clock, from_rfc3339
+from an_agent.clock import Clock, from_rfc3339, to_rfc3339
 from an_agent.errors import RpcError
 from an_agent.model import (
     IRTF_AGENT_NS,
@@ -42,6 +42,8 @@ NC_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
 _NC = f"{{{NC_NS}}}"
 _NCM = f"{{{NETCONF_MONITORING_NS}}}"
 _NOTIF = f"{{{NOTIF_NS}}}"
+NETMOD_NOTIF_NS = "urn:ietf:params:xml:ns:netmod:notification"
+_NETMOD = f"{{{NETMOD_NOTIF_NS}}}"
 
 BASE_CAPABILITIES = (
     "urn:ietf:params:netconf:capability:writable-running:1.0",
@@ -99,6 +101,11 @@ class AgentRuntime:
         self.tasks = TaskEngine(behaviour, store, self.bus, clock, profile.name)
         self._profile_xml = profile.to_xml()
         self._monitoring = self._netconf_state()
+        created = store.get_meta("log-created")
+        if created is None:
+            created = repr(clock.now())
+            store.set_meta("log-created", created)
+        self._log_created = float(created)
         self._sessions: dict[int, _SessionState] = {}
         self._lock = threading.Lock()
         self._running_lock_owner = 0  # session id holding <lock> on running, 0 when free
@@ -180,7 +187,22 @@ class AgentRuntime:
                     _insert_state(entry, self.tasks.state_elements(task_id))
         if scope.wants(self._monitoring):
             top.append(copy.deepcopy(self._monitoring))
+        streams = self._streams()
+        if scope.wants(streams):
+            top.append(streams)
         return top
+
+    def _streams(self) -> etree._Element:
+        """RFC 5277 stream discovery: ``/netconf/streams`` (one stream, NETCONF, with replay)."""
+        netconf = etree.Element(_NETMOD + "netconf", nsmap=default_ns(NETMOD_NOTIF_NS))
+        stream = etree.SubElement(etree.SubElement(netconf, _NETMOD + "streams"), _NETMOD + "stream")
+        etree.SubElement(stream, _NETMOD + "name").text = "NETCONF"
+        etree.SubElement(stream, _NETMOD + "description").text = (
+            "condition-notifications on every task-status transition (draft-wang-nmrg-magent-im)"
+        )
+        etree.SubElement(stream, _NETMOD + "replaySupport").text = "true"
+        etree.SubElement(stream, _NETMOD + "replayLogCreationTime").text = to_rfc3339(self._log_created)
+        return netconf
 
     def _filtered(self, operation: etree._Element, data: list[etree._Element]) -> list[etree._Element]:
         flt = operation.find(_NC + "filter")

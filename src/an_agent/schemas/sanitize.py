@@ -77,13 +77,15 @@ def sanitize_text(text: str, max_chars: int = DEFAULT_MAX_FRAGMENT_CHARS) -> tup
     stripped = _TAG.sub(" ", unescaped)
     if stripped != unescaped:
         notes.append("markup removed")
-    inert = stripped.replace("<", "'").replace(">", "'").replace("`", "'")
-    if inert != stripped:
-        notes.append("angle brackets or backticks replaced")
+    inert = stripped
     for pattern in _INJECTION:
         inert, count = pattern.subn(f" {REMOVED} ", inert)
         if count:
             notes.append(f"prompt or command injection marker removed ({count})")
+    bracketless = inert.replace("<", "'").replace(">", "'").replace("`", "'")
+    if bracketless != inert:
+        notes.append("angle brackets or backticks replaced")
+    inert = bracketless
     inert = " ".join(inert.split())
     if len(inert) > max_chars:
         inert = inert[: max_chars - 1].rstrip() + "\u2026"
