@@ -105,6 +105,6 @@ def test_unmappable_clauses_go_to_other(minilm: MiniLMEmbedder) -> None:
     result = map_text(template, "Reduce energy saving on CELL-0401; the landlord changed the gate code", minilm,
                       now=NOW)
     assert result.payload["action"] == "reduce" and result.other == ["the landlord changed the gate code"]
-    strict = map_text(template, "save less energy on CELL-0401", minilm, now=NOW, threshold=0.999)
+    strict = map_text(template, "save less energy on CELL-0401", minilm, now=NOW, threshold=0.98)
     assert "action" not in strict.payload and strict.missing_required == ["action"]
     assert strict.other == []  # the clause gave the cell id with certainty, so it is not 'other'
