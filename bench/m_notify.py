@@ -16,87 +16,156 @@ could reach it). netconfd has no code for our module and cannot produce
 `netconf-config-change` (RFC 6470) to its subscribers, the equivalent event
 it can produce: same request, one notification per subscriber, sent from the
 server's commit path.
+
+The subscribers live in worker processes (at most `PER_PROCESS` sessions
+each, one thread per session) so that fifty of them are not read one after
+another by a single interpreter; arrival times are taken in the workers with
+the system-wide monotonic clock, comparable with the sending process's.
 """
 
 from __future__ import annotations
 
+import math
+import multiprocessing
 import queue
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
+from multiprocessing.process import BaseProcess
+from multiprocessing.synchronize import Event
+from typing import NamedTuple
 
 from bench import data
 from bench.target import Target
-from bench.wire import BenchError, Session
+from bench.wire import BenchError, Credentials, Session
 
-Matcher = Callable[[str, int], bool]
+PER_PROCESS = 10
+_SETUP_TIMEOUT = 120.0
 
 
-def matcher(*needles: str) -> Matcher:
-    """A notification matches event i when it names task i and contains every needle."""
+class Message(NamedTuple):
+    """Worker -> parent: kind is "connected", "subscribed", "arrival" (task, time) or "error" (text)."""
 
-    def match(xml: str, index: int) -> bool:
-        return data.task_id(index) in xml and all(needle in xml for needle in needles)
+    kind: str
+    task: int = -1
+    time: float = 0.0
+    text: str = ""
 
-    return match
+
+def matches(xml: str, index: int, needles: Sequence[str]) -> bool:
+    """A notification is about event `index` when it names that task and contains every needle."""
+    return data.task_id(index) in xml and all(needle in xml for needle in needles)
 
 
 def notification_latency(
-    target: Target, subscribers: int, tasks: Sequence[int], match: Matcher, timeout: float = 10.0
+    target: Target, subscribers: int, tasks: Sequence[int], needles: Sequence[str], timeout: float = 10.0
 ) -> list[float]:
     """Latencies (s) of every subscriber for the assignment of each task in `tasks` (ids not yet used)."""
-    subs: list[Session] = []
+    context = multiprocessing.get_context("spawn")
+    messages: multiprocessing.Queue[Message] = context.Queue()
+    subscribe = context.Event()
+    count = math.ceil(subscribers / PER_PROCESS)
+    shares = [subscribers // count + (1 if i < subscribers % count else 0) for i in range(count)]
+    args = (target.host, target.port, target.credentials, list(tasks), list(needles), timeout, subscribe, messages)
+    workers: list[BaseProcess] = [
+        context.Process(target=_subscriber_process, args=(share, *args), daemon=True) for share in shares
+    ]
     trigger: Session | None = None
-    arrivals: queue.Queue[tuple[int, float] | BaseException] = queue.Queue()
+    for worker in workers:
+        worker.start()
     try:
         # All sessions first, then the subscriptions: on netconfd every new session sends a
         # netconf-session-start notification to each subscriber, which would slow set-up down.
-        for _ in range(subscribers):
-            subs.append(target.connect(timeout=60.0))
+        _expect(messages, workers, "connected")
         trigger = target.connect()
-        for session in subs:
-            session.request(data.CREATE_SUBSCRIPTION)
-        threads = [
-            threading.Thread(target=_listen, args=(s, tasks, match, timeout, arrivals), daemon=True) for s in subs
-        ]
-        for thread in threads:
-            thread.start()
+        subscribe.set()
+        _expect(messages, workers, "subscribed")
         latencies: list[float] = []
         for index in tasks:
             sent = time.monotonic()
             trigger.request(data.edit_config(data.tasks_xml(1, index)))
-            for _ in subs:
-                try:
-                    item = arrivals.get(timeout=timeout + 1.0)
-                except queue.Empty:
-                    raise BenchError(f"no notification about task #{index} within {timeout} s") from None
-                if isinstance(item, BaseException):
-                    raise BenchError(f"a subscriber failed: {item}")
-                got, received = item
-                if got != index:
-                    raise BenchError(f"notification for task #{got} while waiting for #{index}")
-                latencies.append(received - sent)
-        for thread in threads:
-            thread.join(timeout)
+            for _ in range(subscribers):
+                message = _next(messages, workers, timeout + 1.0, f"a notification about task #{index}")
+                if message.kind != "arrival" or message.task != index:
+                    raise BenchError(f"unexpected {message} while waiting for notifications about task #{index}")
+                latencies.append(message.time - sent)
         return latencies
     finally:
-        for session in [*subs, *([trigger] if trigger else [])]:
+        if trigger is not None:
+            trigger.close()
+        for worker in workers:
+            worker.join(timeout)
+            if worker.is_alive():
+                worker.terminate()
+                worker.join()
+
+
+def _next(messages: multiprocessing.Queue[Message], workers: list[BaseProcess], timeout: float, what: str) -> Message:
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            message = messages.get(timeout=0.5)
+            break
+        except queue.Empty:
+            dead = [w.exitcode for w in workers if w.exitcode not in (None, 0)]
+            if dead:
+                raise BenchError(f"a subscriber process died (exit code {dead[0]})") from None
+            if time.monotonic() > deadline:
+                raise BenchError(f"no {what} within {timeout:g} s") from None
+    if message.kind == "error":
+        raise BenchError(f"a subscriber process failed: {message.text}")
+    return message
+
+
+def _expect(messages: multiprocessing.Queue[Message], workers: list[BaseProcess], kind: str) -> None:
+    for _ in workers:
+        message = _next(messages, workers, _SETUP_TIMEOUT, f"'{kind}' from every subscriber process")
+        if message.kind != kind:
+            raise BenchError(f"expected '{kind}' from a subscriber process, got {message}")
+
+
+def _subscriber_process(
+    sessions: int,
+    host: str,
+    port: int,
+    creds: Credentials,
+    tasks: list[int],
+    needles: list[str],
+    timeout: float,
+    subscribe: Event,
+    out: multiprocessing.Queue[Message],
+) -> None:
+    subs: list[Session] = []
+    try:
+        for _ in range(sessions):
+            subs.append(Session.connect(host, port, creds, timeout=60.0))
+        out.put(Message("connected"))
+        if not subscribe.wait(_SETUP_TIMEOUT):
+            return
+        for session in subs:
+            session.request(data.CREATE_SUBSCRIPTION)
+        threads = [threading.Thread(target=_listen, args=(s, tasks, needles, timeout, out)) for s in subs]
+        for thread in threads:
+            thread.start()
+        out.put(Message("subscribed"))
+        for thread in threads:
+            thread.join()
+    except Exception as exc:  # reported to the parent, which raises it
+        out.put(Message("error", text=f"{type(exc).__name__}: {exc}"))
+    finally:
+        for session in subs:
             session.close()
 
 
 def _listen(
-    session: Session,
-    tasks: Sequence[int],
-    match: Matcher,
-    timeout: float,
-    out: queue.Queue[tuple[int, float] | BaseException],
+    session: Session, tasks: list[int], needles: list[str], timeout: float, out: multiprocessing.Queue[Message]
 ) -> None:
     try:
         for index in tasks:
             while True:
                 note = session.next_notification(timeout)
-                if match(note.xml, index):
-                    out.put((index, note.received))
+                if matches(note.xml, index, needles):
+                    out.put(Message("arrival", index, note.received))
                     break
-    except BaseException as exc:  # reported to the main thread, which raises it
-        out.put(exc)
+    except Exception as exc:  # reported to the parent, which raises it
+        out.put(Message("error", text=f"{type(exc).__name__}: {exc}"))

@@ -152,6 +152,19 @@ class TestDualGate:
         assert gate.occurrences == 1 and not gate.passed
 
 
+def test_an_incoherent_cluster_does_not_trigger() -> None:
+    config = EvolutionConfig(assign_threshold=0.0)
+    pool = SchemaPool("s", 6, config)
+    axes = np.eye(6, dtype=np.float32)
+    c = pool.start("c", axes[0], 0, "a")
+    for i in range(1, 6):
+        pool.join(c, axes[i], 0, f"client{i}")
+    gate = evaluate_gate(c, 0, config)
+    assert gate.heat >= 50 and gate.distinct_clients >= 5
+    assert gate.cohesion == pytest.approx(6**0.5 / 6) and not gate.passed  # 0.41 < 0.55
+    assert evaluate_gate(c, 0, config.with_overrides({"min_cohesion": 0.4})).passed
+
+
 def test_config_overrides_are_checked() -> None:
     config = EvolutionConfig().with_overrides({"assign_threshold": "0.4", "heat_threshold": None})
     assert config.assign_threshold == 0.4 and config.heat_threshold == 50

@@ -20,6 +20,10 @@ DEFAULT_MERGE_THRESHOLD = 0.40
 # meaning_score (synthesis.py) from which a cluster refines an existing key instead of adding one; same
 # calibration: the corpora's new intents score <= 0.467, paraphrase sets of existing keys >= 0.501.
 DEFAULT_CONFLICT_THRESHOLD = 0.48
+# Cohesion (mean member-to-centroid similarity) a cluster needs to trigger: the corpora's intents have
+# >= 0.586 when they trigger, sets of unrelated one-offs <= 0.52; it keeps a drifting catch-all cluster
+# from producing a patch.
+DEFAULT_MIN_COHESION = 0.55
 
 
 def _f(default: Any, help_text: str, minimum: float | None = 0.0, maximum: float | None = None) -> Any:
@@ -43,6 +47,8 @@ class EvolutionConfig:
     min_distinct_clients: int = _f(5, "distinct clients in the window that satisfy the second gate", 1)
     min_occurrences: int = _f(10, "fragments in the window that satisfy the second gate", 1)
     window_days: float = _f(7.0, "window of the occurrence and distinct-client counts, days", 1e-6)
+    min_cohesion: float = _f(DEFAULT_MIN_COHESION,
+                             "mean similarity of a cluster's fragments to its centroid needed to trigger", 0, 1)
     personal_share: float = _f(0.8, "share of the window's fragments from one client that makes a per-client patch",
                                0, 1)
     # Patch synthesis

@@ -79,6 +79,12 @@ class MiniLMEmbedder:
                     "sentence-transformers is not installed (pip install 'an-agent[embeddings]')"
                 ) from None
             try:
+                from transformers.utils import logging as hf_logging
+
+                hf_logging.disable_progress_bar()  # no "Loading weights" bar on the user's terminal
+            except ImportError:
+                pass
+            try:
                 model = SentenceTransformer(str(path), device=self._device, local_files_only=True)
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"cannot load the embedding model from {path}: {exc}") from None

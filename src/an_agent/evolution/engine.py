@@ -694,7 +694,7 @@ class EvolutionEngine:
                                       client_id=client_id, detail="a convergence-guard slot freed up"))
             cluster.prune_window(now, self.config.window_s)
             gate = GateResult(True, cluster.heat_now(now, self.config.half_life_s), len(cluster.window_clients),
-                              len(cluster.window), client_id)
+                              len(cluster.window), client_id, cluster.cohesion())
             self._synthesise(cluster, gate, now)
 
     # -- eviction and pruning ----------------------------------------------------------------------

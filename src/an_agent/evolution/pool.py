@@ -66,6 +66,10 @@ class Cluster:
         norm = float(np.linalg.norm(self.vector_sum))
         return (self.vector_sum / norm).astype(np.float32) if norm else self.vector_sum
 
+    def cohesion(self) -> float:
+        """Mean cosine similarity of the members to the centroid (1 for a single fragment)."""
+        return float(np.linalg.norm(self.vector_sum)) / self.size if self.size else 0.0
+
     def prune_window(self, now: float, window_s: float) -> None:
         while self.window and self.window[0][0] < now - window_s:
             _, client = self.window.popleft()

@@ -37,6 +37,22 @@ from an_agent.errors import ConfigError, RpcError
 
 log = logging.getLogger(__name__)
 
+
+class _QuietDisconnects(logging.Filter):
+    """paramiko logs a client that hangs up without closing the SSH session as an
+    ERROR ("Socket exception: Connection reset by peer"); for a server that is
+    routine, so it is kept at debug level in our logger and dropped there."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "Socket exception" in message or "Error reading SSH protocol banner" in message:
+            log.debug("peer went away: %s", message)
+            return False
+        return True
+
+
+logging.getLogger("paramiko.transport").addFilter(_QuietDisconnects())
+
 NC_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
 NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 _NC = f"{{{NC_NS}}}"

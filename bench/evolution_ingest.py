@@ -1,0 +1,263 @@
+"""Ingest throughput of the Differential Semantic Pool, and how its cost grows with the pool.
+
+Three numbers:
+
+1. model load time: importing torch + sentence-transformers and loading all-MiniLM-L6-v2 (reported alone);
+2. end-to-end throughput: fragments/s through `EvolutionEngine.ingest` including embedding with the real
+   model (batches of ``--batch`` fragments, one SQLite transaction per batch), split into embedding and
+   pool time;
+3. growth: per-fragment pool cost (assignment, merge, heat, gate, SQLite write-through, eviction) as the
+   pool receives 1k, 10k, 100k fragments. Embedding 100k distinct texts would take the model minutes and
+   measure the model again, so the growth run embeds ``--base`` real texts once and feeds 100k vectors made
+   of a real vector plus small noise (renormalised): a realistic spread of new, recurring and noise
+   fragments. Phrases needed by patch synthesis still go through the real model.
+
+The clock advances 6 s per fragment (100k fragments = a week), so eviction of cold clusters happens as
+in production; the cost must stay flat because assignment is one matrix-vector product against a bounded
+number of centroids (``max_clusters_per_schema``).
+
+    python -m bench.evolution_ingest [--quick] [--json] [--fragments N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from an_agent.clock import ManualClock
+from an_agent.evolution.embedder import MiniLMEmbedder
+from an_agent.evolution.engine import EvolutionEngine
+from an_agent.schemas.embedding import Embedder, Vectors, normalise_rows
+from an_agent.store.evolution import EvolutionStore
+
+SCHEMAS = ("fault_diagnosis_v1", "coverage_compensation_v1", "energy_saving_adjust_v1", "complaint_ticket_v1")
+SUBJECTS = [
+    "the cabinet",
+    "the site",
+    "the radio unit",
+    "the backhaul",
+    "the battery",
+    "the generator",
+    "the mast",
+    "the roaming partner",
+    "the IoT meters",
+    "the stadium",
+    "the hospital",
+    "the tunnel",
+    "the core router",
+    "the enterprise customer",
+    "the drive test team",
+    "the landlord",
+    "the planning tool",
+    "the fibre link",
+    "the power supply",
+    "the cooling system",
+    "the antenna",
+    "the neighbour cell",
+    "the transport team",
+    "the night shift",
+    "the KPI dashboard",
+    "the ticket system",
+    "the fleet manager",
+    "the vendor",
+]
+STATES = [
+    "is overheating",
+    "needs a maintenance window",
+    "reports alarms",
+    "must not be touched",
+    "was upgraded",
+    "is on battery power",
+    "has many sensitive devices",
+    "expects a crowd tonight",
+    "wants an SMS",
+    "asks for a PDF report",
+    "needs a rollback plan",
+    "lost connectivity",
+    "is under audit",
+    "is flooded",
+    "wants weekly energy figures",
+    "changed its contact",
+    "is shared with another operator",
+    "needs a site visit",
+    "has a firmware issue",
+    "is out of spare parts",
+]
+TAILS = [
+    "",
+    "today",
+    "again",
+    "since this morning",
+    "according to the customer",
+    "as usual",
+    "in the north",
+    "near the motorway",
+    "after the storm",
+    "before noon",
+]
+
+
+def synthetic_texts(n: int, seed: int = 7) -> list[str]:
+    """``n`` distinct, plausible 'other' fragments (subject x state x tail, numbered when repeated)."""
+    rng = random.Random(seed)
+    out: list[str] = []
+    seen: set[str] = set()
+    while len(out) < n:
+        text = f"{rng.choice(SUBJECTS)} {rng.choice(STATES)} {rng.choice(TAILS)}".strip()
+        if text in seen:
+            text = f"{text} (case {len(out)})"
+        seen.add(text)
+        out.append(text)
+    return out
+
+
+class VectorTable:
+    """An `Embedder` that serves given vectors for known texts and asks the real model for the rest."""
+
+    def __init__(self, inner: Embedder, table: dict[str, Vectors]) -> None:
+        self.inner = inner
+        self.table = table
+
+    @property
+    def dimension(self) -> int:
+        return self.inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        missing = [t for t in texts if t not in self.table]
+        if missing:
+            for text, vector in zip(missing, self.inner.embed(missing), strict=True):
+                self.table[text] = vector
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([self.table[t] for t in texts])
+
+
+def items_for(texts: Sequence[str], rng: random.Random) -> list[tuple[str, str, str]]:
+    return [(f"client-{rng.randrange(60)}", rng.choice(SCHEMAS), text) for text in texts]
+
+
+def end_to_end(model: MiniLMEmbedder, n: int, batch: int, workdir: Path) -> dict[str, Any]:
+    rng = random.Random(1)
+    texts = synthetic_texts(n, seed=1)
+    clock = ManualClock(1_790_000_000.0)
+    engine = EvolutionEngine(EvolutionStore(workdir / "e2e.db"), model, clock=clock)
+    embed_s = 0.0
+    started = time.perf_counter()
+    try:
+        for start in range(0, n, batch):
+            chunk = items_for(texts[start : start + batch], rng)
+            t0 = time.perf_counter()
+            model.embed([t for _, _, t in chunk])  # measured separately: the same batch the engine embeds
+            embed_s += time.perf_counter() - t0
+            engine.ingest(chunk)
+            clock.advance(6.0 * len(chunk))
+    finally:
+        engine.close()
+    total = time.perf_counter() - started - embed_s  # the engine embedded each batch once itself
+    return {
+        "fragments": n,
+        "batch": batch,
+        "seconds": round(total, 3),
+        "fragments_per_s": round(n / total, 1),
+        "embedding_s": round(embed_s, 3),
+        "embedding_per_fragment_ms": round(1000 * embed_s / n, 3),
+        "pool_per_fragment_ms": round(1000 * (total - embed_s) / n, 3),
+    }
+
+
+def growth(model: MiniLMEmbedder, n: int, base: int, batch: int, workdir: Path) -> dict[str, Any]:
+    rng = random.Random(2)
+    nprng = np.random.default_rng(2)
+    base_texts = synthetic_texts(base, seed=2)
+    base_vectors = model.embed(base_texts)
+    # Recurring intents are real vectors plus noise of ~0.3 cosine spread; each fragment text is unique.
+    picks = nprng.integers(0, base, size=n)
+    noise = nprng.normal(scale=0.035, size=(n, base_vectors.shape[1])).astype(np.float32)
+    vectors = normalise_rows(base_vectors[picks] + noise)
+    texts = [f"{base_texts[p]} #{i}" for i, p in enumerate(picks)]
+    table = VectorTable(model, dict(zip(texts, vectors, strict=True)))
+    clock = ManualClock(1_790_000_000.0)
+    engine = EvolutionEngine(EvolutionStore(workdir / "growth.db"), table, clock=clock)
+    marks = [m for m in (1_000, 10_000, 100_000) if m <= n] or [n]
+    window = min(1_000, marks[0])
+    samples: dict[int, dict[str, Any]] = {}
+    costs: list[float] = []
+    try:
+        for start in range(0, n, batch):
+            chunk = items_for(texts[start : start + batch], rng)
+            t0 = time.perf_counter()
+            engine.ingest(chunk)
+            costs.append((time.perf_counter() - t0) / len(chunk))
+            clock.advance(6.0 * len(chunk))
+            done = start + len(chunk)
+            for mark in marks:
+                if mark not in samples and done >= mark:
+                    recent = costs[-max(1, window // batch) :]
+                    clusters = sum(len(p.clusters) for p in engine._pools.values())
+                    samples[mark] = {
+                        "fragments": mark,
+                        "per_fragment_ms": round(1000 * float(np.mean(recent)), 3),
+                        "live_clusters": clusters,
+                        "patches": len(engine.patches()),
+                    }
+            if done % 10_000 < batch:
+                print(f"  growth: {done}/{n} fragments", file=sys.stderr, flush=True)
+    finally:
+        engine.close()
+    return {"base_texts": base, "points": [samples[m] for m in marks]}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="500 end-to-end, growth to 10k")
+    parser.add_argument("--fragments", type=int, default=None, help="growth run length (default 100000)")
+    parser.add_argument("--e2e", type=int, default=None, help="end-to-end fragments (default 2000)")
+    parser.add_argument("--base", type=int, default=3000, help="real texts behind the growth vectors")
+    parser.add_argument("--batch", type=int, default=256, help="fragments per ingest call")
+    parser.add_argument("--json", action="store_true", help="print one JSON document")
+    args = parser.parse_args(argv)
+    n_e2e = args.e2e or (500 if args.quick else 2000)
+    n_growth = args.fragments or (10_000 if args.quick else 100_000)
+
+    t0 = time.perf_counter()
+    model = MiniLMEmbedder()
+    model.load()
+    load_s = time.perf_counter() - t0
+    model.embed(["warm up"])
+    print(f"model loaded in {load_s:.1f} s", file=sys.stderr)
+    with tempfile.TemporaryDirectory() as tmp:
+        e2e = end_to_end(model, n_e2e, args.batch, Path(tmp))
+        print(f"end to end: {e2e['fragments_per_s']} fragments/s", file=sys.stderr)
+        grow = growth(model, n_growth, min(args.base, n_growth), args.batch, Path(tmp))
+    result = {"model_load_s": round(load_s, 2), "end_to_end": e2e, "growth": grow}
+    if args.json:
+        json.dump(result, sys.stdout, indent=2)
+        print()
+        return 0
+    print(f"model load (torch + sentence-transformers + all-MiniLM-L6-v2): {load_s:.2f} s")
+    print(
+        f"end to end, {e2e['fragments']} fragments in batches of {e2e['batch']}: {e2e['fragments_per_s']} "
+        f"fragments/s (embedding {e2e['embedding_per_fragment_ms']} ms + pool {e2e['pool_per_fragment_ms']} ms "
+        "per fragment)"
+    )
+    print("pool cost per fragment as the pool grows (vectors precomputed, SQLite write-through included):")
+    print(f"  {'fragments':>10}  {'ms/fragment':>11}  {'live clusters':>13}  {'patches':>7}")
+    for point in grow["points"]:
+        print(
+            f"  {point['fragments']:>10}  {point['per_fragment_ms']:>11}  {point['live_clusters']:>13}  "
+            f"{point['patches']:>7}"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
