@@ -18,6 +18,7 @@ keep its session (hello exchange, framing, reader thread) and replace the rest.
 from __future__ import annotations
 
 import contextlib
+import hmac
 import logging
 import os
 import socket
@@ -52,6 +53,12 @@ class _QuietDisconnects(logging.Filter):
 
 
 logging.getLogger("paramiko.transport").addFilter(_QuietDisconnects())
+
+# paramiko verifies every packet's MAC with a byte-by-byte Python loop
+# (util.constant_time_bytes_eq); the standard library's C implementation has
+# the same contract (constant time, bool) and is ~50x cheaper. Measured: it was
+# the largest single server-side cost of a small <get>.
+paramiko.util.constant_time_bytes_eq = hmac.compare_digest
 
 NC_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
 NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
@@ -210,8 +217,6 @@ class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
 
 
 def _constant_time_equal(a: str, b: str) -> bool:
-    import hmac
-
     return hmac.compare_digest(a.encode(), b.encode())
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 import copy
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from lxml import etree
@@ -24,6 +24,7 @@ from an_agent.model import (
     IRTF_AGENT_NS,
     NETCONF_MONITORING_NS,
     AgentProfile,
+    DataParam,
     NegotiationRequest,
     Task,
 )
@@ -88,6 +89,7 @@ class AgentRuntime:
         store: AgentStore,
         clock: Clock,
         yang: YangContext | None = None,
+        task_workers: int = 8,
     ) -> None:
         self.profile = profile
         self.yang = yang or YangContext.default()
@@ -97,8 +99,8 @@ class AgentRuntime:
         self.datastore = Datastore(self._schema, store)
         self.bus = NotificationBus(store, clock)
         self.behaviour = behaviour
-        behaviour.bind(AgentInfo(profile=profile, clock=clock))
-        self.tasks = TaskEngine(behaviour, store, self.bus, clock, profile.name)
+        behaviour.bind(AgentInfo(profile=profile, clock=clock, data_params=self._data_params))
+        self.tasks = TaskEngine(behaviour, store, self.bus, clock, profile.name, workers=task_workers)
         self._profile_xml = profile.to_xml()
         self._monitoring = self._netconf_state()
         created = store.get_meta("log-created")
@@ -110,6 +112,18 @@ class AgentRuntime:
         self._lock = threading.Lock()
         self._running_lock_owner = 0  # session id holding <lock> on running, 0 when free
         self.kill_session_hook: Callable[[int], bool] | None = None
+
+    def _data_params(self, ids: Sequence[str]) -> list[DataParam]:
+        """The ``data-params`` entries with these ids, in the order asked (see `AgentInfo.data_params`)."""
+        wanted = list(dict.fromkeys(ids))
+        if not wanted:
+            return []
+        found: dict[str, DataParam] = {}
+        for element in self.datastore.top_level(lambda e: e.tag == _DATA_PARAMS):
+            param = DataParam.from_xml(element)
+            if param.id in wanted:
+                found[param.id] = param
+        return [found[i] for i in wanted if i in found]
 
     def start(self) -> None:
         """Resume tasks that were running when the agent last stopped."""
@@ -187,9 +201,8 @@ class AgentRuntime:
                     _insert_state(entry, self.tasks.state_elements(task_id))
         if scope.wants(self._monitoring):
             top.append(copy.deepcopy(self._monitoring))
-        streams = self._streams()
-        if scope.wants(streams):
-            top.append(streams)
+        if scope.wants_name(NETMOD_NOTIF_NS, "netconf"):
+            top.append(self._streams())
         return top
 
     def _streams(self) -> etree._Element:
@@ -429,6 +442,7 @@ class AgentRuntime:
 
 
 _TASKS = f"{{{IRTF_AGENT_NS}}}tasks"
+_DATA_PARAMS = f"{{{IRTF_AGENT_NS}}}data-params"
 _TASK = f"{{{IRTF_AGENT_NS}}}task"
 _TASK_ID = f"{{{IRTF_AGENT_NS}}}task-id"
 
@@ -459,10 +473,13 @@ class _Scope:
         return cls(names, task_ids)
 
     def wants(self, element: etree._Element) -> bool:
+        q = etree.QName(element)
+        return self.wants_name(q.namespace, q.localname)
+
+    def wants_name(self, namespace: str | None, name: str) -> bool:
         if self.names is None:
             return True
-        q = etree.QName(element)
-        return (q.namespace, q.localname) in self.names or (None, q.localname) in self.names
+        return (namespace, name) in self.names or (None, name) in self.names
 
     @property
     def task_keys(self) -> dict[str, list[tuple[str, ...]]] | None:

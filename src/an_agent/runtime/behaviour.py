@@ -9,19 +9,39 @@ from __future__ import annotations
 
 import threading
 from abc import ABC, abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from an_agent.clock import Clock
-from an_agent.model import AgentProfile, NegotiationRequest, NegotiationResult, Task, TaskResult, TaskStatus
+from an_agent.model import (
+    AgentProfile,
+    DataParam,
+    NegotiationRequest,
+    NegotiationResult,
+    Task,
+    TaskResult,
+    TaskStatus,
+)
+
+
+def _no_data_params(ids: Sequence[str]) -> list[DataParam]:
+    return []
 
 
 @dataclass(frozen=True)
 class AgentInfo:
-    """What a behaviour may know of the agent it runs in."""
+    """What a behaviour may know of the agent it runs in.
+
+    ``data_params`` returns the agent's ``data-params`` entries with the given
+    ids (those that exist, in the order asked), e.g. a task's ``msg_data``, so
+    a behaviour can read the structured payload its task carries. During
+    `Behaviour.check_assignment` it already sees the entries sent in the same
+    ``<edit-config>`` as the task.
+    """
 
     profile: AgentProfile
     clock: Clock
+    data_params: Callable[[Sequence[str]], list[DataParam]] = _no_data_params
 
 
 class TaskRun:
