@@ -148,14 +148,6 @@ def edit_config(config_xml: str) -> str:
     return f"<edit-config><target><running/></target><config>{config_xml}</config></edit-config>"
 
 
-def get_task(index: int) -> str:
-    """taskResultQuery: `<get>` of one task."""
-    return (
-        f'<get><filter type="subtree"><tasks xmlns="{IRTF_NS}"><task><task-id>{task_id(index)}</task-id>'
-        "</task></tasks></filter></get>"
-    )
-
-
 def same_data(reply_a: str, reply_b: str) -> bool:
     """True when two <rpc-reply> documents carry the same <data>.
 

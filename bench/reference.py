@@ -97,9 +97,10 @@ def bench_account() -> Account:
         )
         entry = pwd.getpwnam(BENCH_USER)
     home = Path(entry.pw_dir)
-    if not home.is_dir():
-        home.mkdir(mode=0o700, parents=True)
-        os.chown(home, entry.pw_uid, entry.pw_gid)
+    home.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if home.stat().st_uid != entry.pw_uid:  # e.g. left by an account of the same name that was deleted
+        for path in [home, *home.rglob("*")]:
+            os.chown(path, entry.pw_uid, entry.pw_gid, follow_symlinks=False)
     return Account(entry.pw_name, entry.pw_uid, entry.pw_gid, home)
 
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import io
 import optparse
-import re
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
@@ -133,8 +132,3 @@ def _drop_rpc_musts(stmt: statements.Statement) -> None:
         if sub.keyword in ("input", "output"):
             sub.substmts = [s for s in sub.substmts if s.keyword != "must"]
         _drop_rpc_musts(sub)
-
-
-def module_names(files: Iterable[Path]) -> list[str]:
-    """Module names of YANG file names (`name@rev.yang` or `name.yang`)."""
-    return [re.sub(r"(@[\d-]+)?\.yang$", "", f.name) for f in files]
