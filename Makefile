@@ -31,7 +31,7 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	@touch $@
 
 demo: setup
-	$(BIN)/python -m an_agent.quickstart --state-dir $(STATE)/quickstart
+	$(BIN)/python -m an_agent.demo --state-dir $(STATE)/demo
 
 test: setup check
 	$(BIN)/python -m pytest -q

@@ -66,6 +66,8 @@ class ServerConfig:
     clock: Clock = field(default_factory=SystemClock)
     max_message_bytes: int = 16 * 1024 * 1024
     durable: bool = False
+    task_workers: int = 8
+    """How many tasks the behaviour may execute at once (more wait for a free worker)."""
 
     def resolve_credentials(self) -> tuple[SshCredentials, str | None]:
         """The credentials to serve with, and a notice for the operator when defaults were applied.
@@ -100,7 +102,8 @@ class AgentServer:
         else:
             behaviour = config.behaviour
         self.store = AgentStore(config.state_dir, durable=config.durable)
-        self.runtime = AgentRuntime(self.profile, behaviour, self.store, config.clock, yang)
+        self.runtime = AgentRuntime(self.profile, behaviour, self.store, config.clock, yang,
+                                    task_workers=config.task_workers)
         self._listener = NetconfSshServer(
             self.runtime,
             config.host,

@@ -11,7 +11,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import SMALL, FakeEmbedder
 
 from an_agent.clock import ManualClock
 from an_agent.errors import SchemaError
@@ -19,6 +18,7 @@ from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.policy import DefaultUpdatePolicy
 from an_agent.store.evolution import EvolutionStore
+from conftest import SMALL, FakeEmbedder
 
 DAY = 86400.0
 ENERGY = "energy_saving_adjust_v1"

@@ -6,13 +6,13 @@ import sqlite3
 from pathlib import Path
 
 import pytest
-from conftest import SMALL, FakeEmbedder
 from test_evolution_lifecycle import DAY, ENERGY, HOT, envelope, new_key, trigger
 
 from an_agent.clock import ManualClock
 from an_agent.errors import StoreError
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.store.evolution import EvolutionStore
+from conftest import SMALL, FakeEmbedder
 
 
 def open_engine(path: Path, clock: ManualClock, **overrides: object) -> EvolutionEngine:

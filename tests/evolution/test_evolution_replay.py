@@ -11,10 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from conftest import DATA, FakeEmbedder
 
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.replay import parse_lines, replay
+from conftest import DATA, FakeEmbedder
 
 PATCH_FIELDS = ["patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration", "state",
                 "new_keys", "modified_keys"]

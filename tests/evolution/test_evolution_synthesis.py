@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import DATA, FakeEmbedder
 
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.synthesis import (
@@ -19,6 +18,7 @@ from an_agent.evolution.synthesis import (
 from an_agent.schemas.anchors import example_mappings
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.template import is_snake_case
+from conftest import DATA, FakeEmbedder
 
 
 def induce(texts: list[str], embedder: FakeEmbedder | MiniLMEmbedder | None = None, **kwargs: object):  # type: ignore[no-untyped-def]

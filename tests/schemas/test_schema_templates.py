@@ -117,5 +117,5 @@ def test_an_invalid_template_lists_every_problem() -> None:
 
 def test_a_broken_template_file_is_a_config_error(tmp_path: Path) -> None:
     (tmp_path / "broken.json").write_text("{")
-    with pytest.raises(ConfigError, match="broken.json"):
+    with pytest.raises(ConfigError, match=r"broken\.json"):
         TemplateRegistry.default([tmp_path])

@@ -1,1 +1,8 @@
-"""agents layer (see DESIGN.md)."""
+"""Agent behaviours: what each lab role does with its tasks, its negotiations and its network.
+
+One module per role — `service` (cross-domain fault), `ran`, `ip`, `optimization`, `energy`,
+`complaint` — on the common `base.LabBehaviour`; `roles` maps role names to them. `environment` is
+their contract with the world (simulated time, the managed network), `peers` their NETCONF sessions
+to other agents, `payloads` the structured payloads they exchange. `default` is the behaviour of an
+agent served without a role.
+"""

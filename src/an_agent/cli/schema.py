@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent.cli._common import print_json, print_table
-from an_agent.errors import ConfigError
+from an_agent.errors import ConfigError, SchemaError
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
@@ -137,7 +137,10 @@ def cmd_validate(args: argparse.Namespace) -> int:
 
     envelope = parse_envelope(_read_text(args.file))
     schema_id = envelope.get("schema_id") if isinstance(envelope, dict) else None
-    template = TemplateRegistry.default().resolve(str(schema_id))
+    if not isinstance(schema_id, str):
+        raise SchemaError('the file is not a payload envelope {"schema_id": ..., "payload": {...}}',
+                          ["schema_id: missing or not a string"])
+    template = TemplateRegistry.default().resolve(schema_id)
     result = validate_payload(template, envelope)
     if args.json:
         print_json({"schema_id": result.schema_id, "values": result.values, "other": list(result.other.fragments),

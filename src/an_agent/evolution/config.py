@@ -18,7 +18,7 @@ from an_agent.errors import ConfigError
 DEFAULT_ASSIGN_THRESHOLD = 0.30
 DEFAULT_MERGE_THRESHOLD = 0.40
 # meaning_score (synthesis.py) from which a cluster refines an existing key instead of adding one; same
-# calibration: the corpora's new intents score <= 0.467, paraphrase sets of existing keys >= 0.501.
+# calibration: the corpora's new intents score <= 0.462, paraphrase sets of existing keys >= 0.501.
 DEFAULT_CONFLICT_THRESHOLD = 0.48
 # Cohesion (mean member-to-centroid similarity) a cluster needs to trigger: the corpora's intents have
 # >= 0.586 when they trigger, sets of unrelated one-offs <= 0.52; it keeps a drifting catch-all cluster
@@ -39,7 +39,7 @@ class EvolutionConfig:
                                  "cosine similarity of a fragment to a cluster centroid needed to join it", -1, 1)
     merge_threshold: float = _f(DEFAULT_MERGE_THRESHOLD,
                                 "cosine similarity of two cluster centroids at which they merge", -1, 1)
-    max_clusters_per_schema: int = _f(4096, "clusters kept per scenario; the coldest are evicted beyond", 1)
+    max_clusters_per_schema: int = _f(1024, "clusters kept per scenario; the coldest are evicted beyond", 1)
     heat_increment: float = _f(10.0, "heat added to a cluster per fragment")
     half_life_hours: float = _f(24.0, "half-life of the exponential heat decay, hours", 1e-6)
     # Dual-gate trigger

@@ -81,7 +81,7 @@ class MiniLMEmbedder:
             try:
                 from transformers.utils import logging as hf_logging
 
-                hf_logging.disable_progress_bar()  # no "Loading weights" bar on the user's terminal
+                hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no "Loading weights" bar
             except ImportError:
                 pass
             try:

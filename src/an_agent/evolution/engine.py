@@ -98,6 +98,31 @@ class AlignmentJudge:
         return value_conforms and not restated_in_other
 
 
+class _CachedEmbedder:
+    """Remembers the vectors of up to ``limit`` texts (oldest forgotten first)."""
+
+    def __init__(self, inner: Embedder, limit: int = 20_000) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._cache: dict[str, Vector] = {}
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            for text, vector in zip(todo, self._inner.embed(todo), strict=True):
+                self._cache[text] = vector
+        out = np.stack([self._cache[t] for t in texts])
+        while len(self._cache) > self._limit:
+            del self._cache[next(iter(self._cache))]
+        return out
+
+
 class EvolutionEngine:
     """Differential Semantic Pool, triggers, patch synthesis and lifecycle over one SQLite store.
 
@@ -119,6 +144,7 @@ class EvolutionEngine:
     ) -> None:
         self.store = store
         self.embedder = embedder
+        self._phrases = _CachedEmbedder(embedder)  # synthesis re-embeds the same anchors and phrases
         self.registry = registry or TemplateRegistry.default()
         self.config = config or EvolutionConfig()
         self.clock = clock or SystemClock()
@@ -379,6 +405,8 @@ class EvolutionEngine:
         return cluster.cluster_id
 
     def _merge_around(self, pool: SchemaPool, cluster: Cluster, now: float) -> Cluster:
+        if cluster.size == 1 and self.config.merge_threshold >= self.config.assign_threshold:
+            return cluster  # a new one-fragment cluster was below the join threshold to every centroid
         while True:
             partner, similarity = pool.merge_partner(cluster)
             if partner is None:
@@ -446,12 +474,12 @@ class EvolutionEngine:
     def _synthesise(self, cluster: Cluster, gate: GateResult, now: float) -> None:
         fragments = self.store.fragments(cluster.cluster_id, limit=_SYNTHESIS_FRAGMENTS)
         texts = [f.text for f in fragments]
-        vectors = self.embedder.embed(texts)
+        vectors = self._phrases.embed(texts)
         existing = self._visible_keys(cluster.schema_id, gate.client_id)
         taken = frozenset(k.key.key_name for k in existing) | frozenset(self.compat_keys(cluster.schema_id, None))
-        induced = induce_key(texts, vectors, self.embedder, max_examples=self.config.max_examples,
+        induced = induce_key(texts, vectors, self._phrases, max_examples=self.config.max_examples,
                              distinct_clients=len({f.client_id for f in fragments}), taken_names=taken)
-        conflict = find_conflict(induced, vectors, existing, self.embedder, self.config.conflict_threshold)
+        conflict = find_conflict(induced, vectors, existing, self._phrases, self.config.conflict_threshold)
         patch_id = f"{cluster.schema_id}-patch-{self.store.next_number('patch'):04d}"
         uid = f"{patch_id}/"
         if conflict is None:

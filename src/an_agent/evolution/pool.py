@@ -17,6 +17,7 @@ Heat: +``heat_increment`` per fragment, exponential decay with ``half_life_hours
 
 from __future__ import annotations
 
+import heapq
 import math
 from collections import Counter, deque
 from dataclasses import dataclass, field
@@ -95,62 +96,57 @@ class Cluster:
 
 
 class CentroidIndex:
-    """Unit centroids of one scenario's clusters in a growable matrix, for nearest-centroid search."""
+    """Unit centroids of one scenario's clusters, kept contiguous for nearest-centroid search.
+
+    Rows ``[0, len)`` are the live centroids (removal moves the last row into the hole), so a search is
+    one matrix-vector product over exactly the live clusters.
+    """
 
     def __init__(self, dimension: int, capacity: int = 64) -> None:
         self._m = np.zeros((capacity, dimension), dtype=np.float32)
-        self._active = np.zeros(capacity, dtype=bool)
-        self._ids: list[str | None] = [None] * capacity
-        self._slot: dict[str, int] = {}
-        self._free: list[int] = list(range(capacity - 1, -1, -1))
+        self._ids: list[str] = []
+        self._row: dict[str, int] = {}
 
     def __len__(self) -> int:
-        return len(self._slot)
+        return len(self._ids)
 
     def put(self, cluster_id: str, unit: Vector) -> None:
-        slot = self._slot.get(cluster_id)
-        if slot is None:
-            if not self._free:
-                self._grow()
-            slot = self._free.pop()
-            self._slot[cluster_id] = slot
-            self._ids[slot] = cluster_id
-            self._active[slot] = True
-        self._m[slot] = unit
+        row = self._row.get(cluster_id)
+        if row is None:
+            row = len(self._ids)
+            if row == len(self._m):
+                self._m = np.vstack([self._m, np.zeros_like(self._m)])
+            self._row[cluster_id] = row
+            self._ids.append(cluster_id)
+        self._m[row] = unit
 
     def remove(self, cluster_id: str) -> None:
-        slot = self._slot.pop(cluster_id, None)
-        if slot is not None:
-            self._active[slot] = False
-            self._ids[slot] = None
-            self._m[slot] = 0.0
-            self._free.append(slot)
+        row = self._row.pop(cluster_id, None)
+        if row is None:
+            return
+        last = len(self._ids) - 1
+        if row != last:
+            moved = self._ids[last]
+            self._m[row] = self._m[last]
+            self._ids[row] = moved
+            self._row[moved] = row
+        self._ids.pop()
+        self._m[last] = 0.0
 
     def similarities(self, unit: Vector) -> tuple[list[str], npt.NDArray[np.float32]]:
         """(cluster ids, cosine similarity of each centroid to ``unit``)."""
-        slots = np.flatnonzero(self._active)
-        sims = self._m[slots] @ unit
-        return [self._ids[s] or "" for s in slots], sims
+        return list(self._ids), self._m[: len(self._ids)] @ unit
 
     def nearest(self, unit: Vector, exclude: str | None = None) -> tuple[str | None, float]:
-        """The most similar centroid and its similarity (None, -inf when empty)."""
-        if not self._slot:
+        """The most similar centroid and its similarity (None, -inf when there is none)."""
+        count = len(self._ids)
+        if count == 0 or (count == 1 and exclude in self._row):
             return None, -math.inf
-        sims = self._m @ unit
-        sims[~self._active] = -np.inf
-        if exclude is not None and exclude in self._slot:
-            sims[self._slot[exclude]] = -np.inf
+        sims = self._m[:count] @ unit
+        if exclude is not None and exclude in self._row:
+            sims[self._row[exclude]] = -np.inf
         best = int(np.argmax(sims))
-        if not self._active[best] or sims[best] == -np.inf:
-            return None, -math.inf
         return self._ids[best], float(sims[best])
-
-    def _grow(self) -> None:
-        old = len(self._active)
-        self._m = np.vstack([self._m, np.zeros_like(self._m)])
-        self._active = np.concatenate([self._active, np.zeros(old, dtype=bool)])
-        self._ids.extend([None] * old)
-        self._free.extend(range(2 * old - 1, old - 1, -1))
 
 
 class SchemaPool:
@@ -253,6 +249,5 @@ class SchemaPool:
         if excess > 0:
             gone = {c.cluster_id for c in out}
             rest = [c for c in self.clusters.values() if c.state == "collecting" and c.cluster_id not in gone]
-            rest.sort(key=lambda c: c.heat_now(now, self.config.half_life_s))
-            out.extend(rest[:excess])
+            out.extend(heapq.nsmallest(excess, rest, key=lambda c: c.heat_now(now, self.config.half_life_s)))
         return out

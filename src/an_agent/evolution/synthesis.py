@@ -60,7 +60,7 @@ SECURITY_TERMS = _words(
 )
 _UNIT_SUFFIX = {"db": "db", "percent": "percent", "degrees": "deg", "seconds": "seconds", "minutes": "minutes",
                 "hours": "hours", "days": "days", "weeks": "weeks", "km": "km", "mbps": "mbps"}
-_MAX_PHRASES = 400
+_MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
 _MAX_NAME = 40
 _TYPE_SHARE = 0.6  # share of fragments that must carry a value kind for the key to take that type
 

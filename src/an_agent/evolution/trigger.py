@@ -6,8 +6,9 @@ fragments. A third, quality condition guards the centroid method against drift: 
 (the mean similarity of its fragments to its centroid, ``|sum of unit vectors| / size``) must reach
 ``min_cohesion``, so a catch-all cluster of loosely related one-offs never triggers.
 
-When one client sent at least ``personal_share`` of the window's fragments, the trigger is personal: the patch it produces applies to that client only (a per-client patch stack, draft 6.2.2),
-which keeps one client's habits out of the global schema.
+When one client sent at least ``personal_share`` of the window's fragments, the trigger is personal:
+the patch it produces applies to that client only (a per-client patch stack, draft 6.2.2), which keeps
+one client's habits out of the global schema.
 """
 
 from __future__ import annotations

@@ -176,6 +176,7 @@ class EvolutionStore:
                 self._db.execute("PRAGMA journal_mode=WAL")
             self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
             self._db.execute("PRAGMA busy_timeout=5000")
+            self._db.execute("PRAGMA cache_size=-32000")  # 32 MB: the hot clusters and fragments stay cached
             self._db.executescript(_SCHEMA)
         except (sqlite3.Error, OSError) as exc:
             raise StoreError(f"cannot open evolution database {self.path}: {exc}") from None

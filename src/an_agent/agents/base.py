@@ -1,0 +1,357 @@
+"""`LabBehaviour`: what every lab role has in common.
+
+- Simulated-time bookkeeping around the runtime's calls (see `an_agent.lab.kernel`): a task accepted in
+  `check_assignment` is held until its worker starts; the worker's activity ends with the hand-off of
+  its end to the assigner.
+- Structured payloads: a task's payload is validated against its template when the task is assigned
+  (a bad payload is refused with ``invalid-value`` listing every problem, nothing is stored) and handed
+  to `handle` already validated.
+- Negotiation: FEASIBILITY reads the proposed payload from the prompt and asks `feasibility`;
+  FULFILLMENT compares a finished task's JSON result with what the requester says it needs.
+- Talking to other agents: `ask` runs the draft's section 5.3 sequence with a peer — FEASIBILITY,
+  a second round on the peer's counter-proposal when the requester accepts it, then taskAssign — and
+  waits for the result by notification.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from abc import abstractmethod
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from an_agent.agents import payloads
+from an_agent.agents.environment import AgentEnvironment, Shutdown
+from an_agent.agents.peers import Peers, TaskHandle
+from an_agent.clock import to_rfc3339
+from an_agent.errors import AnAgentError, RpcError, SchemaError
+from an_agent.model import (
+    CommuType,
+    NegotiationRequest,
+    NegotiationResult,
+    NegotiationType,
+    Task,
+    TaskResult,
+    TaskStatus,
+    build_prompt,
+    parse_prompt,
+)
+from an_agent.runtime.behaviour import AgentInfo, Behaviour, TaskRun
+from an_agent.schemas.validate import ValidatedPayload
+
+log = logging.getLogger(__name__)
+
+
+class TaskFailure(Exception):
+    """Raised by a role's handler to end the task as failed; the message is the reason."""
+
+
+class NotFeasible(Exception):
+    """Raised by a role's feasibility check; ``counter`` is a counter-proposal envelope, if any."""
+
+    def __init__(self, reason: str, counter: dict[str, Any] | None = None) -> None:
+        super().__init__(reason)
+        self.counter = counter
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What `LabBehaviour.ask` got: the peer's task (None when no agreement), and the negotiation trail."""
+
+    task: Task | None
+    agreed: dict[str, Any] | None
+    """The payload finally assigned (the counter-proposal when one was accepted)."""
+    refusals: tuple[str, ...] = ()
+
+    @property
+    def finished(self) -> bool:
+        return self.task is not None and self.task.status == TaskStatus.FINISHED
+
+    def result(self) -> dict[str, Any]:
+        """The task's JSON result ({} when there is none)."""
+        if self.task is None or self.task.result is None or not self.task.result.data:
+            return {}
+        try:
+            value = json.loads(self.task.result.data)
+        except json.JSONDecodeError:
+            return {}
+        return value if isinstance(value, dict) else {}
+
+    @property
+    def reason(self) -> str:
+        if self.task is None:
+            return "; ".join(self.refusals) or "not assigned"
+        return (self.task.result.reason if self.task.result else None) or str(self.task.status)
+
+
+Accept = Callable[[dict[str, Any]], bool]
+
+
+@dataclass(frozen=True)
+class Agreement:
+    """The result of a FEASIBILITY negotiation: the task id and payload to assign (None: no agreement)."""
+
+    task_id: str | None
+    value: dict[str, Any]
+    refusals: tuple[str, ...] = ()
+
+
+class LabBehaviour(Behaviour):
+    """Base of the lab roles (module docstring). Subclasses implement `handle` and `feasibility`."""
+
+    role = "lab"
+    description = "lab agent"
+
+    def __init__(self, env: AgentEnvironment, peers: Peers) -> None:
+        self.env = env
+        self.peers = peers
+        self._holds: dict[str, object] = {}
+        self._running = 0
+        self._lock = threading.Lock()
+        self._ids: dict[str, int] = {}
+
+    @property
+    def name(self) -> str:
+        return self.env.name
+
+    def bind(self, agent: AgentInfo) -> None:
+        super().bind(agent)
+        self.start()
+
+    def start(self) -> None:
+        """Start background activities (alarm monitoring); called once when bound to its agent."""
+
+    # ---- runtime hooks ------------------------------------------------------------------------------
+    def check_assignment(self, task: Task) -> None:
+        token = self.env.scheduler.hold(f"{self.name}: accepted {task.task_id}")
+        try:
+            if task.commu_type not in (None, CommuType.TASK_ASSIGN):
+                return
+            with self._lock:
+                busy = len(self._holds) + self._running
+            if busy >= self.env.task_capacity:
+                raise RpcError(
+                    "application", "resource-denied",
+                    f"{self.name} already has {busy} tasks in progress (its limit); assign {task.task_id} later",
+                )
+            try:
+                payloads.task_payload(task, self.agent.data_params)
+            except SchemaError as exc:
+                raise RpcError.invalid_value(
+                    f"{self.name} refuses task {task.task_id}: {exc}: " + "; ".join(exc.problems),
+                    path=f"/irtf-agent:tasks/task[task-id='{task.task_id}']/msg-data",
+                ) from None
+        except BaseException:
+            self.env.scheduler.release(token)
+            raise
+        with self._lock:
+            self._holds[task.task_id] = token
+
+    def execute(self, task: Task, run: TaskRun) -> None:
+        scheduler = self.env.scheduler
+        with self._lock:
+            token = self._holds.pop(task.task_id, None)
+            self._running += 1
+        if token is None:  # e.g. resumed after a restart: nobody held it for us
+            token = scheduler.hold(f"{self.name}: task {task.task_id}")
+        scheduler.adopt(token)
+        key = (self.name, task.task_id)
+        try:
+            run.set_status(TaskStatus.PROCESSING)
+            payload = payloads.task_payload(task, self.agent.data_params)
+            self.handle(task, payload, run)
+        except TaskFailure as exc:
+            run.fail(str(exc))
+        except Shutdown:
+            run.fail("the lab stopped before the task ended")
+        except (AnAgentError, ValueError) as exc:
+            log.info("%s: task %s failed: %s", self.name, task.task_id, exc)
+            run.fail(f"{type(exc).__name__}: {exc}")
+        finally:
+            with self._lock:
+                self._running -= 1
+            if scheduler.is_expected(key):
+                scheduler.arrive(key)
+            scheduler.leave()
+
+    def negotiate(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
+        if request.type == NegotiationType.FULFILLMENT:
+            return self._fulfillment(request, task)
+        content = "\n".join(request.content)
+        value = payloads.prompt_payload(content)
+        sections = parse_prompt(content)
+        try:
+            validated = payloads.validate(value) if value is not None else None
+            reason = self.feasibility(sections.task_description or "", validated, request.send_from)
+        except SchemaError as exc:
+            return NegotiationResult(
+                NegotiationType.FEASIBILITY, feasible=False,
+                reason=f"invalid payload: {exc}: " + "; ".join(exc.problems),
+            )
+        except NotFeasible as exc:
+            counter = None
+            if exc.counter is not None:
+                counter = payloads.proposal(sections.target_object or "", sections.task_description or "",
+                                            exc.counter)
+            return NegotiationResult(NegotiationType.FEASIBILITY, feasible=False, reason=str(exc),
+                                     counter_proposal=counter)
+        return NegotiationResult(NegotiationType.FEASIBILITY, feasible=True, reason=reason)
+
+    def _fulfillment(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
+        def answer(ok: bool, reason: str) -> NegotiationResult:
+            return NegotiationResult(NegotiationType.FULFILLMENT, fulfilled=ok, reason=reason)
+
+        if task is None:
+            return answer(False, f"{self.name} has no task {request.task_id!r}")
+        if task.status != TaskStatus.FINISHED:
+            return answer(False, f"task {task.task_id} is {task.status}, not finished")
+        result = Outcome(task, None).result()
+        required = _required(request.content)
+        missing = [key for key in required.get("keys", []) if result.get(key) in (None, "", [])]
+        if missing:
+            return answer(False, f"the result has no {', '.join(missing)}")
+        for key, wanted in sorted(required.get("covers", {}).items()):
+            have = set(result.get(key) or [])
+            absent = sorted(set(wanted) - have)
+            if absent:
+                return answer(False, f"{key} does not cover {', '.join(absent)}")
+        return answer(True, f"task {task.task_id} finished; its result gives "
+                      + ", ".join(required.get("keys", []) or ["what was asked"]))
+
+    # ---- what roles implement -----------------------------------------------------------------------
+    @abstractmethod
+    def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
+        """Carry out ``task`` (its payload already validated); finish ``run`` or raise `TaskFailure`."""
+
+    @abstractmethod
+    def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
+        """The reason the proposed task is feasible, or raise `NotFeasible` (with a counter-proposal)."""
+
+    # ---- helpers ------------------------------------------------------------------------------------
+    def new_task_id(self, slug: str) -> str:
+        """A task id unique for this agent and the same in every run of the topology (no clock, no random)."""
+        with self._lock:
+            count = self._ids.get(slug, 0) + 1
+            self._ids[slug] = count
+        return f"{self.name}.{slug}" + (f".{count}" if count > 1 else "")
+
+    def note(self, kind: str, text: str, **details: Any) -> None:
+        self.env.journal.note(self.name, kind, text, **details)
+
+    def finish(self, run: TaskRun, summary: str, result: dict[str, Any]) -> None:
+        run.finish(TaskResult(summary=summary, reason=summary, format="application/json",
+                              data=json.dumps(result, sort_keys=True)))
+
+    def ask(
+        self,
+        peer: str,
+        slug: str,
+        target: str,
+        description: str,
+        value: dict[str, Any],
+        accept_counter: Accept | None = None,
+        expected_response: str | None = None,
+    ) -> Outcome:
+        """`propose`, then taskAssign and wait for the end (by notification).
+
+        Returns the peer's finished or failed task, or an `Outcome` without task when no agreement was
+        reached (its refusals say why).
+        """
+        agreed = self.propose(peer, slug, target, description, value, accept_counter)
+        if agreed.task_id is None:
+            return Outcome(None, None, agreed.refusals)
+        handle = self.assign(peer, agreed.task_id, target, description, agreed.value, expected_response)
+        return Outcome(handle.result(), agreed.value, agreed.refusals)
+
+    def propose(
+        self,
+        peer: str,
+        slug: str,
+        target: str,
+        description: str,
+        value: dict[str, Any],
+        accept_counter: Accept | None = None,
+    ) -> Agreement:
+        """FEASIBILITY with ``peer``, and a second round on its counter-proposal when ``accept_counter`` takes it."""
+        task_id = self.new_task_id(slug)
+        link = self.peers.peer(peer)
+        refusals: list[str] = []
+        proposal = value
+        for _ in range(2):
+            answer = link.negotiate(
+                NegotiationRequest(task_id, NegotiationType.FEASIBILITY,
+                                   [payloads.proposal(target, description, proposal)], self.name, peer)
+            )
+            if answer.feasible:
+                return Agreement(task_id, proposal, tuple(refusals))
+            refusals.append(f"{peer}: {answer.reason or 'not feasible'}")
+            counter = payloads.prompt_payload(answer.counter_proposal or "")
+            if counter is None or accept_counter is None or counter == proposal or not accept_counter(counter):
+                break
+            proposal = counter
+        return Agreement(None, value, tuple(refusals))
+
+    def assign(
+        self, peer: str, task_id: str, target: str, description: str, value: dict[str, Any],
+        expected_response: str | None = None,
+    ) -> TaskHandle:
+        """taskAssign with the payload as a data-param; the handle waits for the end."""
+        param = payloads.data_param(f"{task_id}.payload", value, f"{value['schema_id']} payload of {task_id}")
+        task = Task(
+            task_id=task_id,
+            send_from=self.name,
+            send_to=peer,
+            commu_type=CommuType.TASK_ASSIGN,
+            content=build_prompt(target, description),
+            task_async=True,
+            expected_response=expected_response,
+            msg_data=[param.id],
+        )
+        return self.peers.peer(peer).assign(task, [param])
+
+    def evaluate(self, peer: str, outcome: Outcome, keys: list[str], covers: dict[str, list[str]]) -> bool:
+        """FULFILLMENT negotiation on a finished task: does its result give ``keys`` and cover ``covers``?"""
+        if outcome.task is None:
+            return False
+        requirement = json.dumps({"keys": keys, "covers": covers}, sort_keys=True)
+        answer = self.peers.peer(peer).negotiate(
+            NegotiationRequest(outcome.task.task_id, NegotiationType.FULFILLMENT,
+                               [build_prompt(outcome.task.task_id, "evaluate the result", requirement)],
+                               self.name, peer)
+        )
+        return bool(answer.fulfilled)
+
+
+def _required(content: list[str]) -> dict[str, Any]:
+    for text in content:
+        env = parse_prompt(text).environment
+        if env:
+            try:
+                value = json.loads(env)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return {}
+
+
+def stamp(t: float) -> str:
+    """``2025-06-01T08:05:00Z``: a simulated time to the second, for payloads and notes."""
+    return to_rfc3339(round(t))[:19] + "Z"
+
+
+def verb_of(task: Task) -> str:
+    """What a task asks for: the first word of its task description, lower case (``diagnose``, ``repair``...)."""
+    description = parse_prompt(task.content or "").task_description or ""
+    words = description.split()
+    return words[0].lower().strip(":,.") if words else ""
+
+
+def short(items: list[str], limit: int = 4) -> str:
+    """``a, b, c and 5 more`` for log lines and summaries."""
+    if len(items) <= limit:
+        return ", ".join(items)
+    return f"{', '.join(items[:limit])} and {len(items) - limit} more"

@@ -1,0 +1,207 @@
+"""Experience-optimization agent: coverage compensation with neighbour cells, and its cancellation.
+
+``Compensate`` (coverage_compensation_v1): the neighbour cells (given, or the in-service cells of the
+sites next to the target cells) raise their power by ``tx_power_delta_db`` and change their tilt by
+``antenna_tilt_delta_deg``. FEASIBILITY checks the cells' limits: a power increase beyond a cell's
+maximum is not feasible, and the counter-proposal keeps within the tightest cell's headroom and makes
+up with uptilt (1 degree per 2 dB lost). Before changing the cells it asks the energy-saving agent to
+suspend saving on them (an energy-saving cell would undo part of the increase); the compensation ends
+when cancelled or after ``duration_minutes``, whichever comes first.
+
+``Cancel`` (coverage_compensation_v1 naming the target cells, the compensation id in ``other``, which
+has no key for it): the planned power and tilt come back and energy saving is resumed on the cells no
+other compensation still needs.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+import threading
+from dataclasses import dataclass, field
+
+from an_agent.agents import payloads
+from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
+from an_agent.agents.environment import Timer
+from an_agent.model import Task
+from an_agent.runtime.behaviour import TaskRun
+from an_agent.schemas.validate import ValidatedPayload
+
+
+@dataclass
+class _Compensation:
+    compensation_id: str
+    targets: list[str]
+    neighbours: list[str]
+    power_delta: float
+    tilt_delta: float
+    es_cells: list[str] = field(default_factory=list)
+    timer: Timer | None = None
+
+
+class OptimizationBehaviour(LabBehaviour):
+    role = "optimization"
+    description = "Experience-optimization agent: coverage compensation with neighbour cells' power and tilt"
+
+    def start(self) -> None:
+        self._active: dict[str, _Compensation] = {}
+        self._state = threading.Lock()
+
+    # ---- feasibility ----------------------------------------------------------------------------------
+    def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
+        if payload is None or payload.schema_id != "coverage_compensation_v1":
+            raise NotFeasible(f"{self.name} takes coverage_compensation_v1 tasks")
+        targets = list(payload.values["target_cell_ids"])
+        if description.lower().startswith("cancel"):
+            if not self._matching(payload):
+                raise NotFeasible(f"no active compensation for {short(targets)}")
+            return "the compensation is active and can be cancelled"
+        neighbours = self._neighbours(payload)
+        if not neighbours:
+            raise NotFeasible(f"no neighbour cell in service around {short(targets)}")
+        delta = float(payload.values.get("tx_power_delta_db", 0))
+        tilt = float(payload.values.get("antenna_tilt_delta_deg", 0))
+        network = self.env.network
+        cells = [network.cell(c) for c in neighbours]
+        tight = min(cells, key=lambda c: (c.max_power_dbm - c.base_power_dbm, c.cell_id))
+        headroom = tight.max_power_dbm - tight.base_power_dbm
+        uptilt_room = min(c.base_tilt_deg - c.min_tilt_deg for c in cells)
+        downtilt_room = min(c.max_tilt_deg - c.base_tilt_deg for c in cells)
+        if delta <= headroom + 1e-9 and -uptilt_room - 1e-9 <= tilt <= downtilt_room + 1e-9:
+            return f"{len(neighbours)} neighbour cells can take {delta:+g} dB and {tilt:+g} deg tilt"
+        new_delta = max(0.0, math.floor(min(delta, headroom) * 2) / 2)
+        extra = math.ceil(max(0.0, delta - new_delta) / 2)
+        new_tilt = max(-uptilt_room, min(downtilt_room, tilt - extra))
+        if delta > headroom:
+            reason = (f"{delta:+g} dB would take {tight.cell_id} to {tight.base_power_dbm + delta:g} dBm, above its "
+                      f"{tight.max_power_dbm:g} dBm limit ({headroom:g} dB headroom)")
+        else:
+            reason = f"a tilt change of {tilt:+g} deg is outside the neighbour cells' tilt range"
+        if new_delta <= 0 and new_tilt >= 0:
+            raise NotFeasible(reason + "; no compensation is possible")
+        counter = dict(payload.values)
+        counter.update({"neighbor_cell_ids": neighbours, "tx_power_delta_db": new_delta,
+                        "antenna_tilt_delta_deg": new_tilt})
+        counter["other"] = (f"power limited by {tight.cell_id} ({headroom:g} dB headroom); "
+                            f"{abs(new_tilt):g} deg uptilt instead")
+        raise NotFeasible(reason, payloads.envelope("coverage_compensation_v1", counter))
+
+    def _neighbours(self, payload: ValidatedPayload) -> list[str]:
+        network = self.env.network
+        given = payload.values.get("neighbor_cell_ids")
+        candidates = list(given) if given else network.neighbour_cells(list(payload.values["target_cell_ids"]))
+        return sorted(c for c in candidates if network.cell(c).in_service and self.env.in_scope(network.cell(c).region))
+
+    def _matching(self, payload: ValidatedPayload) -> list[_Compensation]:
+        text = payloads.other_text(payload)
+        targets = set(payload.values["target_cell_ids"])
+        with self._state:
+            named = [c for cid, c in sorted(self._active.items()) if cid.lower() in text]
+            return named or [c for _, c in sorted(self._active.items()) if targets & set(c.targets)]
+
+    # ---- tasks ----------------------------------------------------------------------------------------
+    def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
+        if payload is None or payload.schema_id != "coverage_compensation_v1":
+            raise TaskFailure("the task carries no coverage_compensation_v1 payload")
+        if verb_of(task) == "cancel":
+            self._cancel(payload, run)
+        else:
+            self.feasibility("compensate", payload, task.send_from)  # the network may have changed since
+            self._compensate(task, payload, run)
+
+    def _compensate(self, task: Task, payload: ValidatedPayload, run: TaskRun) -> None:
+        network = self.env.network
+        scheduler = self.env.scheduler
+        targets = list(payload.values["target_cell_ids"])
+        neighbours = self._neighbours(payload)
+        delta = float(payload.values.get("tx_power_delta_db", 0))
+        tilt = float(payload.values.get("antenna_tilt_delta_deg", 0))
+        minutes = int(payload.values.get("duration_minutes", 120))
+        comp = _Compensation(task.task_id, targets, neighbours, delta, tilt)
+        saving = [c for c in neighbours if network.cell(c).energy_saving == "enabled"]
+        savers = self.env.peers_with_role("energy-saving")
+        if saving and savers:
+            value = payloads.envelope("energy_saving_adjust_v1", {
+                "cell_ids": saving,
+                "action": "suspend",
+                "duration_minutes": minutes,
+                "reason": "coverage_compensation",
+            })
+            outcome = self.ask(savers[0], f"suspend.{task.task_id}", ", ".join(saving),
+                               f"Suspend energy saving on {len(saving)} neighbour cells while they compensate the "
+                               f"coverage of {short(targets)}", value)
+            if outcome.finished:
+                comp.es_cells = saving
+            else:
+                self.note("energy_saving_refused", f"energy saving stays on: {outcome.reason}")
+        scheduler.sleep(self.env.timing.compensation_apply)
+        with self._state:
+            self._active[comp.compensation_id] = comp
+        self._apply(neighbours)
+        expires = scheduler.now() + minutes * 60.0
+        comp.timer = scheduler.call_at(expires, f"{self.name} expiry {comp.compensation_id}",
+                                       functools.partial(self._expire, comp.compensation_id))
+        self.note("compensation_applied", f"{len(neighbours)} neighbour cells {delta:+g} dB, tilt {tilt:+g} deg, "
+                  f"covering {short(targets)}", compensation_id=comp.compensation_id, cells=neighbours)
+        self.finish(run, f"compensation {comp.compensation_id} applied on {len(neighbours)} neighbour cells", {
+            "compensation_id": comp.compensation_id,
+            "neighbor_cell_ids": neighbours,
+            "tx_power_delta_db": delta,
+            "antenna_tilt_delta_deg": tilt,
+            "energy_saving_suspended": comp.es_cells,
+            "expires_at": stamp(expires),
+        })
+
+    def _apply(self, cells: list[str]) -> None:
+        """Set each cell to its planned values plus the strongest compensation still active on it."""
+        network = self.env.network
+        with self._state:
+            active = list(self._active.values())
+        for cell_id in sorted(cells):
+            cell = network.cell(cell_id)
+            using = [c for c in active if cell_id in c.neighbours]
+            power = cell.base_power_dbm + max((c.power_delta for c in using), default=0.0)
+            tilt = cell.base_tilt_deg + min((c.tilt_delta for c in using), default=0.0)
+            network.set_cell_radio(cell_id, power, tilt, self.name)
+
+    def _cancel(self, payload: ValidatedPayload, run: TaskRun) -> None:
+        comps = self._matching(payload)
+        if not comps:
+            raise TaskFailure(f"no active compensation for {short(list(payload.values['target_cell_ids']))}")
+        self.env.scheduler.sleep(self.env.timing.compensation_apply)
+        resumed = self._end(comps, "cancelled")
+        ids = [c.compensation_id for c in comps]
+        self.finish(run, f"compensation {', '.join(ids)} cancelled; planned power and tilt restored",
+                    {"cancelled": ids, "energy_saving_resumed": resumed})
+
+    def _expire(self, compensation_id: str) -> None:
+        with self._state:
+            comp = self._active.get(compensation_id)
+        if comp is not None:
+            self._end([comp], "expired")
+
+    def _end(self, comps: list[_Compensation], how: str) -> list[str]:
+        with self._state:
+            for comp in comps:
+                self._active.pop(comp.compensation_id, None)
+                if comp.timer is not None:
+                    comp.timer.cancel()
+            still = {c for other in self._active.values() for c in other.es_cells}
+        cells = sorted({c for comp in comps for c in comp.neighbours})
+        self._apply(cells)
+        resume = sorted({c for comp in comps for c in comp.es_cells} - still)
+        self.note(f"compensation_{how}", f"compensation {', '.join(c.compensation_id for c in comps)} {how}: "
+                  f"{len(cells)} cells back to planned power and tilt", cells=cells)
+        savers = self.env.peers_with_role("energy-saving")
+        if resume and savers:
+            value = payloads.envelope("energy_saving_adjust_v1", {
+                "cell_ids": resume,
+                "action": "resume",
+                "reason": "fault_recovery",
+            })
+            outcome = self.ask(savers[0], f"resume.{comps[0].compensation_id}", ", ".join(resume),
+                               f"Resume energy saving on {len(resume)} cells: the compensation is over", value)
+            if not outcome.finished:
+                self.note("resume_failed", f"energy saving not resumed: {outcome.reason}")
+                return []
+        return resume

@@ -1,0 +1,97 @@
+"""Structured payloads on the wire: data-params ``application/json;schema=<id>`` and prompt sections.
+
+A task carries its payload as a data-param (DESIGN.md, "Structured payloads"); a ``task-negotiate``
+carries the proposed payload as JSON in the prompt's ``## environmental information`` section, so the
+receiver checks feasibility of exactly what would be assigned, and a counter-proposal is a prompt of
+the same shape. Both are validated against the scenario templates of `an_agent.schemas`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from an_agent.errors import SchemaError
+from an_agent.model import DataParam, DataType, Task, build_prompt, parse_prompt
+from an_agent.schemas.registry import TemplateRegistry
+from an_agent.schemas.validate import (
+    ValidatedPayload,
+    media_type,
+    parse_envelope,
+    schema_id_from_media_type,
+    validate_payload,
+)
+
+
+@lru_cache(maxsize=1)
+def templates() -> TemplateRegistry:
+    """The shipped scenario templates (read once)."""
+    return TemplateRegistry.default()
+
+
+def envelope(schema_id: str, payload: dict[str, Any]) -> dict[str, Any]:
+    """``{"schema_id", "payload"}``, checked against the template (a bug of ours raises `SchemaError`)."""
+    value = {"schema_id": schema_id, "payload": payload}
+    validate_payload(templates().get(schema_id), value)
+    return value
+
+
+def validate(value: Any) -> ValidatedPayload:
+    """Validate an envelope against the template its ``schema_id`` names; `SchemaError` on any problem."""
+    if not isinstance(value, dict) or not isinstance(value.get("schema_id"), str):
+        raise SchemaError("not a structured payload", ['(data): expected {"schema_id": ..., "payload": {...}}'])
+    return validate_payload(templates().get(value["schema_id"]), value)
+
+
+def data_param(param_id: str, value: dict[str, Any], description: str) -> DataParam:
+    """The data-param carrying an envelope (see `envelope`)."""
+    text = json.dumps(value, sort_keys=True)
+    return DataParam(
+        id=param_id,
+        data_type=DataType.TEXT,
+        description=description,
+        data_size=str(len(text.encode("utf-8"))),
+        format=media_type(value["schema_id"]),
+        data=text,
+    )
+
+
+def task_payload(task: Task, lookup: Callable[[Sequence[str]], list[DataParam]]) -> ValidatedPayload | None:
+    """The validated structured payload of ``task`` (from its ``msg-data``), or None when it carries none."""
+    for param in lookup(task.msg_data):
+        schema_id = schema_id_from_media_type(param.format or "")
+        if schema_id is None or param.data is None:
+            continue
+        value = parse_envelope(param.data)
+        if isinstance(value, dict) and value.get("schema_id") != schema_id:
+            raise SchemaError(
+                f"data-param {param.id}: format names {schema_id} but the payload says {value.get('schema_id')!r}",
+                [f"schema_id: expected {schema_id!r}"],
+            )
+        return validate(value)
+    return None
+
+
+def proposal(target: str, description: str, value: dict[str, Any]) -> str:
+    """A prompt proposing a task with its payload (FEASIBILITY content, counter-proposals)."""
+    environment = json.dumps(value, sort_keys=True)
+    return build_prompt(target_object=target, task_description=description, environment=environment)
+
+
+def prompt_payload(content: str) -> dict[str, Any] | None:
+    """The envelope in a prompt's environmental information, or None when there is none."""
+    env = parse_prompt(content).environment
+    if not env:
+        return None
+    try:
+        value = json.loads(env)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) and "schema_id" in value else None
+
+
+def other_text(payload: ValidatedPayload) -> str:
+    """The payload's ``other`` fragments as one lower-case text (for words like 'cancel')."""
+    return " ".join(f.lower() for f in payload.other.fragments) if payload.other else ""

@@ -1,0 +1,327 @@
+"""An agent's NETCONF sessions to the agents it may talk to.
+
+`Peers` opens, on first use, two sessions per peer with `AgentClient`: one for requests (serialised by a
+lock, reused for the whole run) and one holding the RFC 5277 subscription to the peer's
+``condition-notifications``, read by a small dispatcher thread. Nothing is polled: the end of a task
+comes as a notification, then its result is read once (taskResultQuery).
+
+Every exchange is reported to a ``record`` callback as an `Exchange` (the lab's timeline and its
+operation counts come from here), and the end-of-task hand-off is registered with the `Scheduler` so
+simulated time cannot move while a result is on its way (see `an_agent.lab.kernel`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import json
+import logging
+import threading
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from an_agent.agents.environment import Scheduler, SimFuture
+from an_agent.errors import AnAgentError, ConfigError, TransportError
+from an_agent.model import (
+    ConditionNotification,
+    DataParam,
+    NegotiationRequest,
+    NegotiationResult,
+    NegotiationType,
+    Task,
+    parse_prompt,
+)
+from an_agent.nc.agent_client import AgentClient
+
+log = logging.getLogger(__name__)
+
+_ORDER = itertools.count(1)
+
+
+def next_order() -> int:
+    """A process-wide sequence number: what happened first at the same simulated instant comes first."""
+    return next(_ORDER)
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One NETCONF exchange between two agents, as the sender saw it (or a notification it received)."""
+
+    time: float
+    sender: str
+    receiver: str
+    operation: str
+    """The NETCONF operation: ``get``, ``edit-config``, ``task-negotiate``, ``create-subscription``,
+    ``notification``."""
+    commu_type: str
+    """The draft's commuType: CapabilityRequest, taskAssign, FeasibilityNegotiate, taskResultNotify, ..."""
+    task_id: str | None = None
+    summary: str = ""
+    status: str | None = None
+    payload: dict[str, Any] | None = None
+    ok: bool = True
+    error: str | None = None
+    order: int = 0
+    """`next_order` when the operation started (a notification: when it was received)."""
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "time": self.time,
+            "from": self.sender,
+            "to": self.receiver,
+            "operation": self.operation,
+            "commuType": self.commu_type,
+            "task_id": self.task_id,
+            "summary": self.summary,
+            "status": self.status,
+            "payload": self.payload,
+            "ok": self.ok,
+            "error": self.error,
+            "order": self.order,
+        }
+
+
+Recorder = Callable[[Exchange], None]
+AddressBook = Callable[[str], "tuple[str, int] | None"]
+
+
+@dataclass
+class TaskHandle:
+    """A task assigned to a peer; `result` waits (in simulated time) for its end and reads it."""
+
+    peer: Peer
+    task_id: str
+    _ended: SimFuture[ConditionNotification]
+    _task: Task | None = field(default=None, init=False)
+
+    def result(self) -> Task:
+        """The task as the peer holds it after its end (status, reason, result)."""
+        if self._task is None:
+            self._ended.wait()
+            self._task = self.peer.get_task(self.task_id)
+        return self._task
+
+
+class Peer:
+    """The sessions of ``me`` to one peer agent (module docstring)."""
+
+    def __init__(self, peers: Peers, name: str) -> None:
+        self._peers = peers
+        self.name = name
+        self._lock = threading.Lock()
+        self._client: AgentClient | None = None
+        self._watcher: AgentClient | None = None
+        self._thread: threading.Thread | None = None
+
+    def _connect(self) -> AgentClient:
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            peers = self._peers
+            address = peers.address_of(self.name)
+            if address is None:
+                raise ConfigError(f"{peers.me} has no address for agent {self.name!r} (no port in the topology?)")
+            host, port = address
+            user, password = peers.credentials
+            client = AgentClient.connect(host, port, username=user, password=password, timeout=peers.timeout)
+            try:
+                profile = client.profile()
+                peers.record_exchange(self.name, "get", "CapabilityRequest", None,
+                                      f"profile of {profile.name}: {len(profile.skills)} skill(s)")
+                watcher = AgentClient.connect(host, port, username=user, password=password, timeout=peers.timeout)
+                events = watcher.watch(until_terminal=False)
+                peers.record_exchange(self.name, "create-subscription", "taskResultSubscribe", None,
+                                      "condition-notifications of every task")
+            except BaseException:
+                client.close()
+                raise
+            self._watcher = watcher
+            self._thread = threading.Thread(
+                target=self._dispatch, args=(events,), name=f"notify:{peers.me}<-{self.name}", daemon=True
+            )
+            self._thread.start()
+            self._client = client
+            return client
+
+    def _dispatch(self, events: Iterable[ConditionNotification]) -> None:
+        peers = self._peers
+        try:
+            for event in events:
+                if event.send_to != peers.me:
+                    continue  # a task someone else assigned
+                previous = f"{event.previous_status}->" if event.previous_status else ""
+                peers.record(
+                    Exchange(
+                        time=event.event_time if event.event_time is not None else peers.scheduler.now(),
+                        sender=self.name,
+                        receiver=peers.me,
+                        operation="notification",
+                        commu_type="taskResultNotify",
+                        task_id=event.task_id,
+                        summary=f"{previous}{event.status}" + (f": {event.reason}" if event.reason else ""),
+                        status=str(event.status),
+                        order=next_order(),
+                    )
+                )
+                if event.status.terminal:
+                    peers.scheduler.complete((self.name, event.task_id), event)
+        except TransportError:
+            pass  # the session was closed: the lab is stopping
+        except Exception:
+            log.exception("notification dispatcher %s<-%s failed", peers.me, self.name)
+
+    def close(self) -> threading.Thread | None:
+        """Close both sessions; returns the dispatcher thread, which ends within a second (join it)."""
+        with self._lock:
+            clients = [c for c in (self._client, self._watcher) if c is not None]
+            self._client = self._watcher = None
+            thread, self._thread = self._thread, None
+        for client in clients:
+            with contextlib.suppress(AnAgentError):
+                client.close()
+        return thread
+
+    # ---- operations ---------------------------------------------------------------------------------
+    def negotiate(self, request: NegotiationRequest) -> NegotiationResult:
+        """``task-negotiate`` (FEASIBILITY or FULFILLMENT)."""
+        client = self._connect()
+        commu = "FeasibilityNegotiate" if request.type == NegotiationType.FEASIBILITY else "FulfillmentNegotiate"
+        payload = _prompt_payload(request.content)
+        order = next_order()
+        try:
+            with self._lock:
+                result = client.negotiate(request)
+        except AnAgentError as exc:
+            self._peers.record_exchange(self.name, "task-negotiate", commu, request.task_id, "", payload=payload,
+                                        ok=False, error=str(exc), order=order)
+            raise
+        verdict = result.feasible if request.type == NegotiationType.FEASIBILITY else result.fulfilled
+        word = ("feasible" if verdict else "not feasible") if request.type == NegotiationType.FEASIBILITY else (
+            "fulfilled" if verdict else "not fulfilled")
+        summary = word + (f": {result.reason}" if result.reason else "")
+        if result.counter_proposal:
+            summary += " (counter-proposal)"
+        self._peers.record_exchange(self.name, "task-negotiate", commu, request.task_id, summary, status=word,
+                                    payload=payload, order=order)
+        return result
+
+    def assign(self, task: Task, params: Iterable[DataParam] = ()) -> TaskHandle:
+        """taskAssign; the returned handle waits for the task's end (by notification) and reads its result."""
+        client = self._connect()
+        params = list(params)
+        scheduler = self._peers.scheduler
+        key = (self.name, task.task_id)
+        ended = scheduler.expect(key)
+        payload = next((p for p in (_param_payload(p) for p in params) if p is not None), None)
+        summary = (parse_prompt(task.content or "").task_description or "").split("\n")[0]
+        order = next_order()
+        try:
+            with self._lock:
+                client.assign_task(task, params)
+        except AnAgentError as exc:
+            scheduler.forget(key)
+            self._peers.record_exchange(self.name, "edit-config", "taskAssign", task.task_id, summary,
+                                        payload=payload, ok=False, error=str(exc), order=order)
+            raise
+        self._peers.record_exchange(self.name, "edit-config", "taskAssign", task.task_id, summary, payload=payload,
+                                    order=order)
+        return TaskHandle(self, task.task_id, ended)
+
+    def get_task(self, task_id: str) -> Task:
+        """taskResultQuery."""
+        client = self._connect()
+        order = next_order()
+        with self._lock:
+            task = client.get_task(task_id)
+        reason = task.result.reason if task.result and task.result.reason else ""
+        self._peers.record_exchange(self.name, "get", "taskResultQuery", task_id,
+                                    f"{task.status}" + (f": {reason}" if reason else ""), status=str(task.status),
+                                    order=order)
+        return task
+
+
+class Peers:
+    """The peers of agent ``me``: sessions opened on first use, only to agents ``allowed``."""
+
+    def __init__(
+        self,
+        me: str,
+        scheduler: Scheduler,
+        address_of: AddressBook,
+        allowed: Iterable[str],
+        record: Recorder,
+        credentials: tuple[str, str] = ("admin", "admin"),
+        timeout: float = 30.0,
+    ) -> None:
+        self.me = me
+        self.scheduler = scheduler
+        self.address_of = address_of
+        self.allowed = frozenset(allowed)
+        self.record = record
+        self.credentials = credentials
+        self.timeout = timeout
+        self._lock = threading.Lock()
+        self._peers: dict[str, Peer] = {}
+
+    def peer(self, name: str) -> Peer:
+        """The sessions to ``name``; `ConfigError` when the topology does not let ``me`` talk to it."""
+        if name not in self.allowed:
+            raise ConfigError(f"the topology does not let {self.me} talk to {name}")
+        with self._lock:
+            if name not in self._peers:
+                self._peers[name] = Peer(self, name)
+            return self._peers[name]
+
+    def record_exchange(
+        self,
+        receiver: str,
+        operation: str,
+        commu_type: str,
+        task_id: str | None,
+        summary: str,
+        *,
+        status: str | None = None,
+        payload: dict[str, Any] | None = None,
+        ok: bool = True,
+        error: str | None = None,
+        order: int | None = None,
+    ) -> None:
+        self.record(
+            Exchange(self.scheduler.now(), self.me, receiver, operation, commu_type, task_id, summary, status,
+                     payload, ok, error, next_order() if order is None else order)
+        )
+
+    def close(self, join: bool = True) -> list[threading.Thread]:
+        """Close every session; with ``join`` wait for the dispatchers, else return them to join later."""
+        with self._lock:
+            peers = list(self._peers.values())
+            self._peers.clear()
+        threads = [t for t in (peer.close() for peer in peers) if t is not None]
+        if join:
+            for thread in threads:
+                thread.join(5.0)
+        return threads
+
+
+def _param_payload(param: DataParam) -> dict[str, Any] | None:
+    if not param.format or "schema=" not in param.format or param.data is None:
+        return None
+    try:
+        value = json.loads(param.data)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _prompt_payload(content: list[str]) -> dict[str, Any] | None:
+    for text in content:
+        env = parse_prompt(text).environment
+        if env:
+            try:
+                value = json.loads(env)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(value, dict):
+                return value
+    return None

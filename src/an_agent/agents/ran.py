@@ -1,0 +1,389 @@
+"""RAN (mobile network) fault agent: detects base-station outages, reports, compensates, diagnoses, repairs.
+
+On its own initiative (alarms of its regions, batched over ``batch_window`` after ``alarm_detection``):
+
+1. reports the incident to the service-layer cross-domain agent when it may talk to one (use case 2.1);
+2. asks the optimization agent, when it may talk to one, to compensate the lost coverage with the
+   neighbour cells (FEASIBILITY first; a counter-proposal within the cells' power limits is accepted
+   when it still gives at least ``min_power_delta_db`` or some uptilt);
+   without a service-layer agent it then diagnoses itself (use case 2.2): checks the sites'
+   configuration and state, asks the IP agent to diagnose the backhaul, and repairs what it may
+   (remote restart) or opens a trouble ticket;
+3. waits until the sites are back in service, then has the compensation cancelled.
+
+Tasks it executes (by the first word of the task description, payload ``fault_diagnosis_v1``):
+``Diagnose`` the radio side of sites or cells, ``Repair`` (remote base-station restart, planned cell
+configuration), ``Verify`` that sites/cells are back in service (finishes when they are).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+import zlib
+from dataclasses import dataclass
+from typing import Any
+
+from an_agent.agents import payloads
+from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
+from an_agent.agents.environment import NetworkEvent, SimFuture
+from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding
+from an_agent.model import Task
+from an_agent.runtime.behaviour import TaskRun
+from an_agent.schemas.validate import ValidatedPayload
+
+
+@dataclass
+class _Waiter:
+    sites: frozenset[str]
+    cells: frozenset[str]
+    future: SimFuture[Any]
+
+
+def ticket_id(element: str, when: float) -> str:
+    """A trouble-ticket id derived from what and when (the same in every run of a topology)."""
+    return f"TT-{zlib.crc32(f'{element}@{when:.0f}'.encode()) % 1_000_000:06d}"
+
+
+class RanFaultBehaviour(LabBehaviour):
+    role = "ran-fault"
+    description = "Mobile network (RAN) fault agent: base-station outage detection, diagnosis and repair"
+
+    def start(self) -> None:
+        self._waiters: list[_Waiter] = []
+        self._open: set[str] = set()
+        self._state_lock = threading.Lock()
+        self._alarms = self.env.scheduler.queue(f"{self.name} alarms")
+        self.env.network.subscribe(self._on_event)
+        self.env.scheduler.spawn(f"{self.name} alarm monitor", self._monitor)
+
+    # ---- alarms -----------------------------------------------------------------------------------
+    def _on_event(self, event: NetworkEvent) -> None:
+        alarm = event.alarm
+        if alarm.domain != "wireless" or not self.env.in_scope(alarm.region):
+            return
+        if event.kind == "alarm_raised" and alarm.kind == "site_out_of_service":
+            self._alarms.put(event)
+        elif event.kind == "alarm_cleared":
+            self._check_waiters()
+
+    def _monitor(self) -> None:
+        timing = self.env.timing
+        while True:
+            event: NetworkEvent = self._alarms.get()
+            with self._state_lock:
+                if event.alarm.element in self._open:
+                    continue
+            self.env.scheduler.sleep(timing.alarm_detection + timing.batch_window)
+            regions = list(self.env.regions) or None
+            alarms = [
+                a for a in self.env.network.active_alarms(regions, "wireless") if a.kind == "site_out_of_service"
+            ]
+            with self._state_lock:
+                batch = [a for a in alarms if a.element not in self._open]
+                self._open.update(a.element for a in batch)
+            if batch:
+                sites = sorted(a.element for a in batch)
+                handler = functools.partial(self._handle_outage, batch)
+                self.env.scheduler.spawn(f"{self.name} outage {sites[0]}", handler)
+
+    def _handle_outage(self, alarms: list[Any]) -> None:
+        network = self.env.network
+        sites = sorted(a.element for a in alarms)
+        cells = [c for s in sites for c in network.site(s).cell_ids]
+        first = min(a.raised_at for a in alarms)
+        self.note("incident", f"{len(sites)} base station(s) out of service: {short(sites)}",
+                  sites=sites, alarm_ids=sorted(a.alarm_id for a in alarms))
+        try:
+            services = self.env.peers_with_role("cross-domain-fault")
+            if services:
+                self._report(services[0], sites, cells, alarms, first)
+            compensation = self._compensate(sites, cells)
+            if not services:
+                self._diagnose_and_repair(sites, alarms, first)
+            restored = self.wait_restored(sites, [])
+            if restored is None:
+                self.note("not_restored", f"{short(sites)} not back in service within the restoration timeout")
+            if compensation is not None:
+                self._cancel_compensation(*compensation, sites=sites, cells=cells)
+        finally:
+            with self._state_lock:
+                self._open.difference_update(sites)
+
+    # ---- use case 2.2: compensation ------------------------------------------------------------------
+    def _compensate(self, sites: list[str], cells: list[str]) -> tuple[str, str] | None:
+        optimizers = self.env.peers_with_role("optimization")
+        if not optimizers:
+            return None
+        options = self.env.options
+        minimum = float(options.get("min_power_delta_db", 1.0))
+        value = payloads.envelope(
+            "coverage_compensation_v1",
+            {
+                "target_cell_ids": cells,
+                "tx_power_delta_db": float(options.get("compensation_power_db", 4.0)),
+                "antenna_tilt_delta_deg": -float(options.get("compensation_tilt_deg", 2.0)),
+                "duration_minutes": int(options.get("compensation_minutes", 240)),
+                "compensation_reason": "neighbour_outage",
+            },
+        )
+
+        def acceptable(counter: dict[str, Any]) -> bool:
+            p = counter.get("payload", {})
+            return float(p.get("tx_power_delta_db", 0)) >= minimum or float(p.get("antenna_tilt_delta_deg", 0)) < 0
+
+        outcome = self.ask(
+            optimizers[0], f"compensate.{sites[0]}", ", ".join(cells),
+            f"Compensate the coverage of {len(cells)} cells of {len(sites)} out-of-service base station(s) "
+            "with the neighbour cells' power and tilt", value, acceptable,
+            expected_response="compensation_id of the compensation applied",
+        )
+        if not outcome.finished:
+            self.note("compensation_refused", f"no coverage compensation: {outcome.reason}")
+            return None
+        result = outcome.result()
+        return optimizers[0], str(result.get("compensation_id", ""))
+
+    def _cancel_compensation(self, optimizer: str, compensation_id: str, sites: list[str], cells: list[str]) -> None:
+        value = payloads.envelope(
+            "coverage_compensation_v1",
+            {
+                "target_cell_ids": cells,
+                "tx_power_delta_db": 0,
+                "antenna_tilt_delta_deg": 0,
+                "compensation_reason": "neighbour_outage",
+                "other": f"cancel compensation {compensation_id}: {short(sites)} back in service",
+            },
+        )
+        outcome = self.ask(
+            optimizer, f"cancel-compensation.{sites[0]}", ", ".join(cells),
+            f"Cancel the coverage compensation {compensation_id}: the base stations are back in service", value,
+        )
+        if not outcome.finished:
+            self.note("cancel_failed", f"compensation {compensation_id} not cancelled: {outcome.reason}")
+
+    # ---- use case 2.1: report to the service layer ---------------------------------------------------
+    def _report(self, service: str, sites: list[str], cells: list[str], alarms: list[Any], first: float) -> None:
+        value = payloads.envelope(
+            "fault_diagnosis_v1",
+            {
+                "fault_type": "base_station_outage",
+                "affected_site_ids": sites,
+                "affected_cell_ids": cells,
+                "domain": "wireless",
+                "severity": "critical" if len(sites) >= 5 else "major",
+                "alarm_ids": sorted(a.alarm_id for a in alarms),
+                "occurred_at": stamp(first),
+            },
+        )
+        outcome = self.ask(service, f"incident.{sites[0]}", ", ".join(sites),
+                           f"Report incident: {len(sites)} base station(s) out of service in the mobile network",
+                           value)
+        if not outcome.finished:
+            self.note("report_failed", f"incident not accepted by {service}: {outcome.reason}")
+
+    # ---- use case 2.2: diagnose and repair on our own ------------------------------------------------
+    def _diagnose_and_repair(self, sites: list[str], alarms: list[Any], first: float) -> None:
+        network = self.env.network
+        self.env.scheduler.sleep(self.env.timing.config_check)
+        radio = {s: network.radio_diagnostics(s) for s in sites}
+        self.note("config_check", "configuration and state checked: "
+                  + ", ".join(f"{s} {d.finding}" for s, d in sorted(radio.items())))
+        remaining = set(sites)
+        ips = self.env.peers_with_role("ip-fault", network.site(sites[0]).region)
+        if ips:
+            value = payloads.envelope(
+                "fault_diagnosis_v1",
+                {
+                    "fault_type": "base_station_outage",
+                    "affected_site_ids": sites,
+                    "domain": "ip_transport",
+                    "alarm_ids": sorted(a.alarm_id for a in alarms),
+                    "suspected_root_cause": "backhaul transport of the sites",
+                    "occurred_at": stamp(first),
+                },
+            )
+            outcome = self.ask(ips[0], f"diagnose.{sites[0]}", ", ".join(sites),
+                               "Diagnose the transport (backhaul) path of the out-of-service base stations", value,
+                               expected_response="root_cause, fault_type, element, explained_site_ids")
+            finding = Finding.from_dict(outcome.result())
+            if outcome.finished:
+                self.evaluate(ips[0], outcome, ["root_cause", "fault_type"], {})
+            if finding.is_fault and finding.element:
+                self.note("root_cause", finding.root_cause, fault_type=finding.fault_type, element=finding.element,
+                          sites=finding.explained_site_ids, diagnosed_by=ips[0])
+                self._repair_transport(ips[0], finding, first)
+                remaining -= set(finding.explained_site_ids)
+        for site in sorted(remaining):
+            finding = self._radio_finding(site, radio[site].finding)
+            self.note("root_cause", finding.root_cause, fault_type=finding.fault_type, element=site, sites=[site],
+                      diagnosed_by=self.name)
+            if finding.remote_repair_possible:
+                self._restart(site)
+            else:
+                eta = network.dispatch_field_repair(site, ticket_id(site, first), self.name, finding.root_cause)
+                self.note("trouble_ticket", f"trouble ticket for field maintenance on {site}: {finding.root_cause}",
+                          element=site, eta=eta)
+
+    def _repair_transport(self, ip: str, finding: Finding, first: float) -> None:
+        assert finding.element is not None
+        if finding.remote_repair_possible:
+            value = payloads.envelope(
+                "fault_diagnosis_v1",
+                {
+                    "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "transmission_failure"),
+                    "affected_site_ids": finding.explained_site_ids,
+                    "domain": "ip_transport",
+                    "suspected_root_cause": finding.root_cause,
+                    "other": f"repair: reset the router ports of {finding.element}",
+                },
+            )
+            outcome = self.ask(ip, f"repair.{finding.element}", finding.element,
+                               f"Repair {finding.element} remotely", value)
+            if outcome.finished:
+                self.note("repair", f"{ip} repaired {finding.element} remotely", element=finding.element)
+                return
+        eta = self.env.network.dispatch_field_repair(
+            finding.element, ticket_id(finding.element, first), self.name, finding.root_cause
+        )
+        self.note("trouble_ticket", f"trouble ticket for field maintenance on {finding.element}: "
+                  f"{finding.root_cause}", element=finding.element, eta=eta)
+
+    def _restart(self, site: str) -> bool:
+        self.env.scheduler.sleep(self.env.timing.site_reset)
+        ok = self.env.network.reset_site(site, self.name)
+        self.note("repair" if ok else "repair_failed",
+                  f"remote restart of {site} " + ("restored it" if ok else "did not clear the fault"), element=site)
+        self._check_waiters()
+        return ok
+
+    def _radio_finding(self, site: str, finding: str) -> Finding:
+        if finding == "software_hang":
+            return Finding("site_software_fault", site, f"{site}: base station software hang (no response on the "
+                           "S1/NG interface, out-of-band management answers)", True,
+                           ["restart the base station remotely"], [site], diagnosed_by=self.name)
+        if finding == "mains_power_lost":
+            return Finding("site_power_failure", site, f"{site}: mains power failure (power system alarm before "
+                           "the site went silent)", False, ["dispatch field maintenance to restore power"], [site],
+                           diagnosed_by=self.name)
+        if finding == "unreachable":
+            return Finding("unknown", site, f"{site}: unreachable, no radio-side evidence: backhaul suspected",
+                           False, ["diagnose the transport path"], [], diagnosed_by=self.name)
+        return Finding("none", site, f"{site}: in service, no radio-side fault", False, [], [], diagnosed_by=self.name)
+
+    # ---- tasks from other agents ----------------------------------------------------------------------
+    def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
+        if payload is None or payload.schema_id != "fault_diagnosis_v1":
+            raise NotFeasible(f"{self.name} takes fault_diagnosis_v1 tasks (diagnose, repair, verify)")
+        network = self.env.network
+        foreign = []
+        for site in payload.values.get("affected_site_ids", []):
+            try:
+                region = network.site(site).region
+            except ValueError:
+                raise NotFeasible(f"there is no site {site}") from None
+            if not self.env.in_scope(region):
+                foreign.append(f"{site} ({region})")
+        if foreign:
+            raise NotFeasible(f"{', '.join(foreign)} not managed by {self.name} (regions "
+                              f"{', '.join(self.env.regions)})")
+        return f"{self.name} manages these sites and cells"
+
+    def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
+        if payload is None:
+            raise TaskFailure("the task carries no fault_diagnosis_v1 payload")
+        verb = verb_of(task)
+        sites = list(payload.values.get("affected_site_ids") or [])
+        cells = list(payload.values.get("affected_cell_ids") or [])
+        if verb == "diagnose":
+            self._task_diagnose(sites, cells, run)
+        elif verb == "repair":
+            self._task_repair(sites, cells, payload, run)
+        elif verb == "verify":
+            restored = self.wait_restored(sites, cells)
+            if restored is None:
+                raise TaskFailure(f"{short(sites + cells)} not back in service within the restoration timeout")
+            self.finish(run, f"{short(sites + cells)} back in service", {"restored_at": stamp(restored),
+                        "site_ids": sites, "cell_ids": cells})
+        else:
+            raise TaskFailure(f"{self.name} diagnoses, repairs and verifies; it cannot {verb!r}")
+
+    def _task_diagnose(self, sites: list[str], cells: list[str], run: TaskRun) -> None:
+        network = self.env.network
+        self.env.scheduler.sleep(self.env.timing.config_check)
+        sites = sorted(set(sites) | {network.cell(c).site_id for c in cells})
+        findings = []
+        for site in sites:
+            diag = network.radio_diagnostics(site)
+            if diag.misconfigured_cells:
+                for cell, deltas in sorted(diag.misconfigured_cells.items()):
+                    findings.append(Finding(
+                        "cell_misconfiguration", cell,
+                        f"{cell}: antenna tilt {deltas['tilt_deg']:+g} deg off the planned value (configuration "
+                        "changed outside planning): coverage hole", True,
+                        ["restore the planned cell configuration"], [site], [cell], self.name))
+            else:
+                findings.append(self._radio_finding(site, diag.finding))
+        faults = [f for f in findings if f.is_fault]
+        if faults:
+            main = faults[0]
+            main.explained_site_ids = sorted({s for f in faults for s in f.explained_site_ids})
+            main.explained_cell_ids = sorted({c for f in faults for c in f.explained_cell_ids})
+            main.recommendations = sorted({r for f in faults for r in f.recommendations})
+            if len(faults) > 1:
+                main.root_cause += "; also " + "; ".join(f.root_cause for f in faults[1:])
+            result = main
+        elif any(f.fault_type == "unknown" for f in findings):
+            unknown = [f.element for f in findings if f.fault_type == "unknown" and f.element]
+            result = Finding("unknown", None, f"{short(unknown)} unreachable without radio-side evidence: "
+                             "transport suspected", False, ["diagnose the backhaul"], [], [], self.name)
+        else:
+            result = Finding("none", None, f"no radio-side fault on {short(sites)}: cells in service as planned",
+                             False, [], sites, [], self.name)
+        self.finish(run, result.root_cause, result.to_dict())
+
+    def _task_repair(self, sites: list[str], cells: list[str], payload: ValidatedPayload, run: TaskRun) -> None:
+        network = self.env.network
+        done = []
+        for cell in cells:
+            self.env.scheduler.sleep(self.env.timing.cell_reconfigure)
+            if network.restore_cell_config(cell, self.name):
+                done.append(f"{cell}: planned configuration restored")
+        for site in sites:
+            if network.radio_diagnostics(site).finding == "software_hang" and self._restart(site):
+                done.append(f"{site}: restarted")
+        self._check_waiters()
+        if not done:
+            raise TaskFailure(f"nothing {self.name} may repair remotely on {short(sites + cells)}")
+        self.note("repair", "; ".join(done), element=(cells + sites)[0])
+        self.finish(run, "; ".join(done), {"repaired": done})
+
+    # ---- restoration ------------------------------------------------------------------------------------
+    def wait_restored(self, sites: list[str], cells: list[str]) -> float | None:
+        """Wait (simulated time) until the sites are in service and the cells as planned; None on timeout."""
+        scheduler = self.env.scheduler
+        future = scheduler.future(f"{self.name} restoration of {short(sites + cells)}")
+        with self._state_lock:
+            self._waiters.append(_Waiter(frozenset(sites), frozenset(cells), future))
+        self._check_waiters()
+        timer = scheduler.call_at(scheduler.now() + self.env.timing.restoration_timeout,
+                                  f"{self.name} restoration timeout", lambda: future.set(None))
+        restored: float | None = future.wait()
+        timer.cancel()
+        return restored
+
+    def _check_waiters(self) -> None:
+        network = self.env.network
+        with self._state_lock:
+            waiters = list(self._waiters)
+        for waiter in waiters:
+            sites_ok = all(network.site(s).in_service for s in waiter.sites)
+            cells_ok = all(
+                c not in network.radio_diagnostics(network.cell(c).site_id).misconfigured_cells for c in waiter.cells
+            )
+            if sites_ok and cells_ok:
+                with self._state_lock:
+                    if waiter in self._waiters:
+                        self._waiters.remove(waiter)
+                waiter.future.set(self.env.scheduler.now())
+

@@ -1,0 +1,332 @@
+"""Service-layer cross-domain fault agent (draft section 2.1, figure 1).
+
+It receives incident reports from the domain agents (3a RAN, 3b IP) and complaints (3c), and after
+``correlation_window`` correlates them with the topology (4): out-of-service sites all backhauled over a
+link that is down make one *cross-domain* fault, whose root cause is asked of the IP agent responsible
+for that link (5); sites not explained by any transport fault are radio-side faults, diagnosed by the
+RAN agent. Each diagnosis is evaluated with FULFILLMENT negotiation. Then it decides (6): automatic
+repair by the domain agent when the diagnosis says it is possible, otherwise a trouble ticket for
+field maintenance; and it has the RAN agent verify that service is restored.
+
+Incident reports finish as soon as they are registered; a complaint stays open until its incident is
+resolved, and finishes with the resolution (what the customer is told).
+"""
+
+from __future__ import annotations
+
+import functools
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from an_agent.agents import payloads
+from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
+from an_agent.agents.environment import SimFuture
+from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding, elements_in, link_ids
+from an_agent.agents.ran import ticket_id
+from an_agent.model import Task
+from an_agent.runtime.behaviour import TaskRun
+from an_agent.schemas.validate import ValidatedPayload
+
+
+@dataclass
+class _Report:
+    sender: str
+    task_id: str
+    sites: list[str] = field(default_factory=list)
+    links: list[str] = field(default_factory=list)
+    complaint: dict[str, Any] | None = None
+    resolution: SimFuture[dict[str, Any]] | None = None
+
+
+@dataclass
+class _Incident:
+    kind: str
+    """``cross-domain`` (a transport link explains the sites), ``radio`` (one site), ``complaint`` (no alarm)."""
+    key: str
+    sites: list[str]
+    link: str | None = None
+    complaints: list[_Report] = field(default_factory=list)
+    reports: list[str] = field(default_factory=list)
+
+
+class CrossDomainFaultBehaviour(LabBehaviour):
+    role = "cross-domain-fault"
+    description = "Service-layer cross-domain fault agent: correlation, diagnosis orchestration, repair decisions"
+
+    def start(self) -> None:
+        self._pending: list[_Report] = []
+        self._correlating = False
+        self._incidents: list[_Incident] = []
+        self._state = threading.Lock()
+
+    # ---- tasks ----------------------------------------------------------------------------------------
+    def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
+        if payload is None or payload.schema_id not in ("fault_diagnosis_v1", "complaint_ticket_v1"):
+            raise NotFeasible(f"{self.name} takes incident reports (fault_diagnosis_v1) and complaints "
+                              "(complaint_ticket_v1)")
+        return "incident reports and complaints are correlated across the domains"
+
+    def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
+        if payload is None:
+            raise TaskFailure("the task carries no structured payload")
+        network = self.env.network
+        report = _Report(task.send_from or "?", task.task_id)
+        if payload.schema_id == "complaint_ticket_v1":
+            report.complaint = dict(payload.values)
+            report.sites = self._complaint_sites(payload)
+            report.resolution = self.env.scheduler.future(f"{self.name} complaint {task.task_id}")
+        elif verb_of(task) == "report":
+            report.sites = sorted(payload.values.get("affected_site_ids") or [])
+            text = " ".join(payload.other.fragments)
+            report.links = elements_in(text, link_ids(network))
+        else:
+            raise TaskFailure(f"{self.name} registers incident reports and complaints; it cannot {verb_of(task)!r}")
+        self._register(report)
+        if report.resolution is None:
+            self.finish(run, f"incident report registered for correlation ({short(report.sites + report.links)})",
+                        {"registered": report.sites + report.links})
+            return
+        resolution = report.resolution.wait()
+        if not resolution.get("resolved"):
+            raise TaskFailure(str(resolution.get("summary", "the complaint could not be resolved")))
+        self.finish(run, str(resolution["summary"]), resolution)
+
+    def _complaint_sites(self, payload: ValidatedPayload) -> list[str]:
+        location = str(payload.values.get("location") or "").lower()
+        for place in self.env.network.places():
+            names = [place.name.lower(), *(a.lower() for a in place.aliases)]
+            if any(n and (n in location or location in n) for n in names if location):
+                return list(place.site_ids)
+        return []
+
+    # ---- correlation (step 4) -------------------------------------------------------------------------
+    def _register(self, report: _Report) -> None:
+        with self._state:
+            attached = self._attach(report)
+            if attached:
+                return
+            self._pending.append(report)
+            if self._correlating:
+                return
+            self._correlating = True
+        self.env.scheduler.spawn(f"{self.name} correlation", self._correlate)
+
+    def _attach(self, report: _Report) -> bool:
+        """Join a late report to the incidents being handled; True when nothing is left to correlate.
+
+        A complaint joins the incident whose sites it names. Out-of-service sites join the incident that
+        has them, or the cross-domain incident whose link is on their backhaul; the report then keeps
+        only the sites no incident explains. (Caller holds the lock.)
+        """
+        network = self.env.network
+        if report.complaint is not None:
+            for incident in self._incidents:
+                if set(report.sites) & set(incident.sites):
+                    incident.complaints.append(report)
+                    incident.reports.append(report.task_id)
+                    return True
+            return False
+        left: list[str] = []
+        for site in report.sites:
+            backhaul = network.site(site).backhaul
+            joined = next((i for i in self._incidents if site in i.sites or (i.link and i.link in backhaul)), None)
+            if joined is None:
+                left.append(site)
+                continue
+            if site not in joined.sites:
+                joined.sites = sorted([*joined.sites, site])
+                self.note("correlation", f"{site} joins the cross-domain fault of {joined.link}", link=joined.link,
+                          sites=[site])
+            if report.task_id not in joined.reports:
+                joined.reports.append(report.task_id)
+        report.sites = left
+        known = {i.link for i in self._incidents}
+        report.links = [k for k in report.links if k not in known]
+        return not report.sites and not report.links
+
+    def _correlate(self) -> None:
+        self.env.scheduler.sleep(self.env.timing.correlation_window)
+        network = self.env.network
+        with self._state:
+            reports = [r for r in self._pending if not self._attach(r)]
+            self._pending = []
+            self._correlating = False
+        outage = sorted({s for r in reports if r.complaint is None for s in r.sites})
+        links = sorted({k for r in reports for k in r.links})
+        remaining = set(outage)
+        incidents: list[_Incident] = []
+        # Transport first: the down link that explains most out-of-service sites makes a cross-domain fault.
+        for link in sorted(links, key=lambda k: (-len(set(network.sites_behind(k)) & remaining), k)):
+            explained = sorted(set(network.sites_behind(link)) & remaining)
+            remaining -= set(explained)
+            incidents.append(_Incident("cross-domain", link, explained, link))
+            if explained:
+                self.note("correlation", f"cross-domain fault: {len(explained)} base station(s) out of service "
+                          f"({short(explained)}) are all backhauled over {link}, which is down", link=link,
+                          sites=explained)
+            else:
+                self.note("correlation", f"transport fault on {link} without base stations out of service",
+                          link=link)
+        for site in sorted(remaining):
+            incidents.append(_Incident("radio", site, [site]))
+            self.note("correlation", f"{site} out of service with its backhaul up: radio-side fault", sites=[site])
+        for report in reports:
+            if report.complaint is None:
+                continue
+            target = next((i for i in incidents if set(report.sites) & set(i.sites)), None)
+            if target is None:
+                target = _Incident("complaint", f"complaint.{report.task_id}", list(report.sites))
+                incidents.append(target)
+                self.note("correlation", f"complaint about {short(report.sites) or 'an unknown place'} matches no "
+                          "alarm: investigating", sites=report.sites)
+            target.complaints.append(report)
+        for incident in incidents:
+            incident.reports = [r.task_id for r in reports]
+            with self._state:
+                self._incidents.append(incident)
+            self.env.scheduler.spawn(f"{self.name} incident {incident.key}", functools.partial(self._resolve, incident))
+
+    # ---- diagnosis, decision, repair (steps 5-8) --------------------------------------------------------
+    def _resolve(self, incident: _Incident) -> None:
+        started = self.env.scheduler.now()
+        try:
+            summary = self._handle_incident(incident, started)
+            resolution = {"resolved": True, "summary": summary}
+        except TaskFailure as exc:
+            self.note("unresolved", f"incident {incident.key}: {exc}")
+            resolution = {"resolved": False, "summary": str(exc)}
+        with self._state:
+            self._incidents.remove(incident)
+            complaints = list(incident.complaints)
+        for report in complaints:
+            if report.resolution is not None:
+                report.resolution.set(resolution)
+
+    def _handle_incident(self, incident: _Incident, started: float) -> str:
+        network = self.env.network
+        if incident.kind == "cross-domain":
+            assert incident.link is not None
+            owner = self._one("ip-fault", network.link(incident.link).region)
+            value = payloads.envelope("fault_diagnosis_v1", {
+                "fault_type": "transmission_failure",
+                "affected_site_ids": incident.sites,
+                "domain": "cross_domain",
+                "severity": "critical",
+                "suspected_root_cause": f"transport link {incident.link} down",
+                "occurred_at": stamp(started),
+            })
+            expected = incident.sites
+        else:
+            region = network.site(incident.sites[0]).region if incident.sites else None
+            owner = self._one("ran-fault", region)
+            complaint = incident.complaints[0].complaint if incident.complaints else {}
+            value = payloads.envelope("fault_diagnosis_v1", {
+                "fault_type": "base_station_outage" if incident.kind == "radio" else "cell_degradation",
+                "affected_site_ids": incident.sites,
+                "domain": "wireless",
+                "occurred_at": stamp(started),
+                **({"other": f"customer complaint: {complaint.get('complaint_category')} at "
+                             f"{complaint.get('location')}"} if complaint else {}),
+            })
+            expected = []
+        target = incident.link or ", ".join(incident.sites)
+        outcome = self.ask(owner, f"diagnose.{incident.key}", target,
+                           f"Diagnose the {incident.kind} fault affecting {short(incident.sites) or target}", value,
+                           expected_response="root_cause, fault_type, element, explained_site_ids")
+        if not outcome.finished:
+            raise TaskFailure(f"diagnosis by {owner} failed: {outcome.reason}")
+        finding = Finding.from_dict(outcome.result())
+        fulfilled = self.evaluate(owner, outcome, ["root_cause", "fault_type"], {"explained_site_ids": expected})
+        self.note("fulfillment", f"diagnosis of {incident.key} by {owner} " + ("fulfils" if fulfilled else
+                  "does not fulfil") + " the request", fulfilled=fulfilled)
+        if finding.fault_type == "unknown" and incident.sites:
+            # No radio-side evidence: the transport domain is the next suspect (a cross-domain fault after all).
+            owner, finding = self._transport_diagnosis(incident, started, finding)
+        if not finding.is_fault or finding.element is None:
+            if incident.kind == "complaint":
+                return f"no network fault found at {short(incident.sites)}: {finding.root_cause}"
+            raise TaskFailure(f"no root cause found: {finding.root_cause}")
+        self.note("root_cause", finding.root_cause, fault_type=finding.fault_type, element=finding.element,
+                  sites=finding.explained_site_ids, diagnosed_by=owner)
+        actions = self._repair(owner, finding, started)
+        self._verify(incident, finding)
+        return f"root cause: {finding.root_cause}; {actions}; service restored"
+
+    def _transport_diagnosis(self, incident: _Incident, started: float, radio: Finding) -> tuple[str, Finding]:
+        network = self.env.network
+        owner = self._one("ip-fault", network.site(incident.sites[0]).region)
+        self.note("correlation", f"{radio.root_cause}: asking {owner} about the backhaul", sites=incident.sites)
+        value = payloads.envelope("fault_diagnosis_v1", {
+            "fault_type": "base_station_outage",
+            "affected_site_ids": incident.sites,
+            "domain": "cross_domain",
+            "suspected_root_cause": "backhaul transport of the sites",
+            "occurred_at": stamp(started),
+        })
+        outcome = self.ask(owner, f"diagnose-transport.{incident.key}", ", ".join(incident.sites),
+                           f"Diagnose the backhaul of {short(incident.sites)}", value,
+                           expected_response="root_cause, fault_type, element, explained_site_ids")
+        if not outcome.finished:
+            raise TaskFailure(f"transport diagnosis by {owner} failed: {outcome.reason}")
+        return owner, Finding.from_dict(outcome.result())
+
+    def _repair(self, owner: str, finding: Finding, started: float) -> str:
+        assert finding.element is not None
+        auto = bool(self.env.options.get("auto_repair", True))
+        if finding.remote_repair_possible and auto:
+            self.note("decision", f"automatic repair of {finding.element} by {owner}: "
+                      + "; ".join(finding.recommendations), element=finding.element)
+            value = payloads.envelope("fault_diagnosis_v1", {
+                "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
+                "affected_site_ids": finding.explained_site_ids,
+                "affected_cell_ids": finding.explained_cell_ids,
+                "suspected_root_cause": finding.root_cause,
+                "other": f"repair: {'; '.join(finding.recommendations)} ({finding.element})",
+            })
+            outcome = self.ask(owner, f"repair.{finding.element}", finding.element,
+                               f"Repair {finding.element} remotely: {'; '.join(finding.recommendations)}", value)
+            if outcome.finished:
+                return f"repaired remotely by {owner}"
+            self.note("decision", f"automatic repair failed ({outcome.reason}): trouble ticket instead")
+        else:
+            why = "automatic repair is not possible" if not finding.remote_repair_possible else "auto repair is off"
+            self.note("decision", f"trouble ticket for field maintenance on {finding.element}: {why}",
+                      element=finding.element)
+        ticket = ticket_id(finding.element, started)
+        eta = self.env.network.dispatch_field_repair(finding.element, ticket, self.name, finding.root_cause)
+        self.note("trouble_ticket", f"trouble ticket {ticket} assigned to field maintenance for {finding.element} "
+                  f"(repair expected at {stamp(eta)})", element=finding.element, ticket_id=ticket, eta=eta)
+        return f"repaired by field maintenance (ticket {ticket})"
+
+    def _verify(self, incident: _Incident, finding: Finding) -> None:
+        network = self.env.network
+        sites = sorted(set(incident.sites) | set(finding.explained_site_ids))
+        cells = finding.explained_cell_ids if finding.fault_type == "cell_misconfiguration" else []
+        by_region: dict[str | None, list[str]] = {}
+        for site in sites:
+            by_region.setdefault(network.site(site).region, []).append(site)
+        if not by_region and cells:
+            by_region[network.cell(cells[0]).region] = []
+        for region, region_sites in sorted(by_region.items(), key=lambda item: str(item[0])):
+            ran = self._one("ran-fault", region)
+            value = payloads.envelope("fault_diagnosis_v1", {
+                "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
+                "affected_site_ids": region_sites,
+                "affected_cell_ids": cells,
+                "domain": "wireless",
+                "other": f"verify restoration after the repair of {finding.element}",
+            })
+            outcome = self.ask(ran, f"verify.{incident.key}", ", ".join(region_sites + cells),
+                               f"Verify that service is restored on {short(region_sites + cells)}", value)
+            if not outcome.finished:
+                raise TaskFailure(f"restoration not confirmed by {ran}: {outcome.reason}")
+            self.note("restored", f"{ran} confirms {short(region_sites + cells)} back in service",
+                      sites=region_sites, cells=cells)
+
+    def _one(self, role: str, region: str | None) -> str:
+        found = self.env.peers_with_role(role, region)
+        if not found:
+            raise TaskFailure(f"no {role} agent for region {region} among the agents {self.name} may talk to")
+        return found[0]
+

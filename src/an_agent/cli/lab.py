@@ -1,0 +1,213 @@
+"""``an-agent lab run|up|down|generate|check``: multi-agent labs described by topology files."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import sys
+from pathlib import Path
+from typing import Any
+
+from an_agent.cli import EXIT_OK, EXIT_REFUSED
+from an_agent.cli._common import print_json
+
+DEFAULT_RUN_DIR = Path("state/lab")
+
+_DESCRIPTION = """\
+Multi-agent labs: every agent of a topology file is a NETCONF server on its own
+127.0.0.1 port, with a behaviour for its role (cross-domain fault, RAN fault, IP
+fault, optimization, energy saving, complaint). The agents talk to each other only
+over NETCONF (task assignment, task-negotiate, <get>, notifications) while a
+deterministic simulated network plays the topology's scenario on a simulated clock.
+The format of topology files is described in topologies/README.md.
+"""
+
+_RUN = """\
+Start every agent, play the scenario, wait until the closed loop is over, stop
+everything, then print the timeline (each NETCONF operation between agents with
+task statuses, and the agents' notes) and the outcome (root cause found, actions,
+KPIs before/during/after, time to restore, comparison with handling without
+collaboration, NETCONF operation counts, closed-loop checks). Progress goes to
+stderr while it runs. Exit code 0 when the closed loop is complete, 1 when a check
+fails, 2 for a bad topology file.
+"""
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser("lab", help="run multi-agent labs from topology files", description=_DESCRIPTION,
+                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
+
+    run = sub.add_parser("run", help="run a topology's scenario to the end and report", description=_RUN,
+                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file (YAML)")
+    run.add_argument("--json", action="store_true",
+                     help="print one JSON object (agents, messages, tasks, outcome, kpis, baseline, run)")
+    run.add_argument("--report", type=Path, metavar="DIR", help="also write a self-contained HTML report into DIR")
+    run.add_argument("--state-dir", type=Path, metavar="DIR",
+                     help="keep the agents' databases in DIR (default: a temporary directory, removed)")
+    run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.add_argument("--stall-timeout", type=float, default=60.0, metavar="S",
+                     help="give up when no agent makes progress for S real seconds (default: 60)")
+    run.set_defaults(handler=cmd_run)
+
+    up = sub.add_parser("up", help="start a topology's agents and keep them running (lab down stops them)",
+                        description="Start the agents of TOPOLOGY in a background process, on the ports the "
+                        "topology gives them (a free port where it gives none), play its scenario (unless --idle) "
+                        "and keep them running for exploration with an-agent profile/task, netconf-console2 or "
+                        "yangcli (user admin, password admin). Prints each agent's address.")
+    up.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file (YAML)")
+    up.add_argument("--run-dir", type=Path, default=DEFAULT_RUN_DIR,
+                    help=f"where the lab keeps its state file, log and databases (default: {DEFAULT_RUN_DIR})")
+    up.add_argument("--idle", action="store_true", help="do not play the scenario (a healthy network)")
+    up.add_argument("--json", action="store_true", help="print the agents' addresses as JSON")
+    up.add_argument("--foreground", action="store_true", help="run in this process until SIGTERM or Ctrl-C")
+    up.set_defaults(handler=cmd_up)
+
+    down = sub.add_parser("down", help="stop the agents started by lab up",
+                          description="Stop the lab started by 'lab up' with the same --run-dir, and wait until "
+                          "its process has exited and its ports are closed.")
+    down.add_argument("--run-dir", type=Path, default=DEFAULT_RUN_DIR, help=f"default: {DEFAULT_RUN_DIR}")
+    down.add_argument("--json", action="store_true", help="print JSON")
+    down.set_defaults(handler=cmd_down)
+
+    gen = sub.add_parser("generate", help="write a large generated topology",
+                         description="Generate a topology: --sites sites in --domains management domains, each with "
+                         "its RAN and IP fault agents, plus service-layer, optimization, energy-saving and "
+                         "complaint agents, and a scenario with one fault per domain (or --faults).")
+    gen.add_argument("--sites", type=int, required=True, help="number of sites (3 cells each)")
+    gen.add_argument("--domains", type=int, default=1, help="number of management domains (default: 1)")
+    gen.add_argument("--seed", type=int, default=1, help="seed of the generated choices (default: 1)")
+    gen.add_argument("--faults", type=int, help="number of faults in the scenario (default: one per domain)")
+    gen.add_argument("--name", help="topology name (default: generated-N-sites-M-domains)")
+    gen.add_argument("--base-port", type=int, default=0,
+                     help="give the agents fixed ports from this one (for lab up; default: none)")
+    gen.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout")
+    gen.set_defaults(handler=cmd_generate)
+
+    check = sub.add_parser("check", help="validate a topology file",
+                           description="Validate TOPOLOGY against the format's JSON Schema and cross-references; "
+                           "errors give file:line.")
+    check.add_argument("topology", type=Path, metavar="TOPOLOGY")
+    check.add_argument("--json", action="store_true", help="print a JSON summary")
+    check.set_defaults(handler=cmd_check)
+
+
+def _quiet_transport_logs() -> None:
+    # A peer closing its SSH session at shutdown is normal; paramiko/ncclient log it as an error.
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for name in ("ncclient", "paramiko"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    import shutil
+    import tempfile
+
+    from an_agent.clock import to_rfc3339
+    from an_agent.lab.journal import Note
+    from an_agent.lab.run import run_topology
+    from an_agent.lab.text import outcome, timeline
+    from an_agent.lab.topology import load_topology
+
+    _quiet_transport_logs()
+    topology = load_topology(args.topology)
+    state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="an-agent-lab-"))
+
+    def on_note(note: Note) -> None:
+        print(f"  [{to_rfc3339(note.time)[11:19]}] {note.agent:>15}  {note.text}", file=sys.stderr, flush=True)
+
+    def on_phase(text: str) -> None:
+        print(f"an-agent lab: {text}", file=sys.stderr, flush=True)
+
+    try:
+        result = run_topology(topology, state_dir, on_note=None if args.quiet else on_note,
+                              on_phase=None if args.quiet else on_phase, stall_timeout=args.stall_timeout)
+    finally:
+        if args.state_dir is None:
+            shutil.rmtree(state_dir, ignore_errors=True)
+    if args.report is not None:
+        from an_agent.lab.report import write_report
+
+        path = write_report(result, args.report)
+        result["report"] = str(path)
+        if not args.quiet:
+            print(f"an-agent lab: report written to {path}", file=sys.stderr)
+    if args.json:
+        print_json(result)
+    else:
+        print("\n".join(timeline(result)))
+        print()
+        print("\n".join(outcome(result)))
+        if "report" in result:
+            print(f"report: {result['report']}")
+    return EXIT_OK if result["outcome"]["closed_loop"] else EXIT_REFUSED
+
+
+def cmd_up(args: argparse.Namespace) -> int:
+    from an_agent.lab import daemon
+    from an_agent.lab.topology import load_topology
+
+    topology = load_topology(args.topology)
+    if args.foreground:
+        _quiet_transport_logs()
+        return daemon.serve_foreground(topology, args.run_dir, play=not args.idle)
+    state = daemon.start_background(args.topology, args.run_dir, play=not args.idle)
+    if args.json:
+        print_json(state)
+        return EXIT_OK
+    print(f"lab {topology.name} is up (pid {state['pid']}); state in {args.run_dir}, log {state['log']}")
+    for agent in state["agents"]:
+        print(f"  {agent['name']:<18} {agent['role']:<19} {agent['host']}:{agent['port']}   "
+              f"an-agent profile --port {agent['port']}")
+    print("user admin, password admin. Stop with: an-agent lab down" +
+          (f" --run-dir {args.run_dir}" if args.run_dir != DEFAULT_RUN_DIR else ""))
+    return EXIT_OK
+
+
+def cmd_down(args: argparse.Namespace) -> int:
+    from an_agent.lab import daemon
+
+    report = daemon.stop_background(args.run_dir)
+    if args.json:
+        print_json(report)
+    else:
+        print(report["message"])
+    return EXIT_OK if report["stopped"] or not report["was_up"] else EXIT_REFUSED
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from an_agent.errors import ConfigError
+    from an_agent.lab.generate import generate
+
+    try:
+        text = generate(args.sites, args.domains, args.seed, args.faults, args.name, args.base_port)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from None
+    if args.output is None:
+        sys.stdout.write(text)
+    else:
+        args.output.write_text(text, encoding="utf-8")
+        print(f"an-agent lab: wrote {args.output} ({args.sites} sites, {args.domains} domain(s))", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from an_agent.lab.topology import load_topology
+
+    topology = load_topology(args.topology)
+    summary = {
+        "name": topology.name,
+        "agents": len(topology.agents),
+        "sites": len(topology.network.sites),
+        "cells": sum(len(s.cells) for s in topology.network.sites),
+        "links": len(topology.network.links),
+        "events": len(topology.events),
+    }
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        print(f"{args.topology}: valid ({summary['agents']} agents, {summary['sites']} sites, {summary['cells']} "
+              f"cells, {summary['links']} links, {summary['events']} scenario events)")
+    return EXIT_OK

@@ -1,0 +1,177 @@
+"""``lab up`` / ``lab down``: a topology's agents kept running in a background process.
+
+``lab up`` starts ``python -m an_agent.cli lab up TOPOLOGY --foreground --run-dir DIR`` in a new
+session, its output going to ``DIR/lab.log``, and waits until it has written ``DIR/lab.json``: its pid,
+the agents and their addresses. All agents run in that one process (they share the simulated network
+and clock). ``lab down`` reads ``lab.json``, checks that the pid is still that lab (its command line),
+sends SIGTERM, waits for the process to exit (SIGKILL after a grace period) and for the ports to close.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from an_agent.errors import AnAgentError, ConfigError
+from an_agent.lab.topology import Topology
+
+STATE_FILE = "lab.json"
+LOG_FILE = "lab.log"
+START_TIMEOUT = 60.0
+STOP_GRACE = 30.0
+
+
+def _state_path(run_dir: Path) -> Path:
+    return run_dir / STATE_FILE
+
+
+def read_state(run_dir: Path) -> dict[str, Any] | None:
+    try:
+        value = json.loads(_state_path(run_dir).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _is_our_lab(pid: int, run_dir: Path) -> bool:
+    """True when ``pid`` is alive and is a lab process for ``run_dir`` (not a recycled pid)."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    args = [a.decode(errors="replace") for a in cmdline if a]
+    return "an_agent.cli" in args and "--foreground" in args and str(run_dir.resolve()) in args
+
+
+def serve_foreground(topology: Topology, run_dir: Path, play: bool = True) -> int:
+    """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file."""
+    from an_agent.lab.journal import Note
+    from an_agent.lab.runner import HOST, Lab
+
+    run_dir.mkdir(parents=True, exist_ok=True)
+
+    def on_note(note: Note) -> None:
+        from an_agent.clock import to_rfc3339
+
+        print(f"[{to_rfc3339(note.time)[:19]}] {note.agent}: {note.text}", file=sys.stderr, flush=True)
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    lab = Lab(topology, run_dir, use_topology_ports=True, on_note=on_note)
+    try:
+        lab.start()
+        if play:
+            lab.schedule_scenario()
+        clock = threading.Thread(target=lab.play, kwargs={"forever": True}, name="lab-clock", daemon=True)
+        clock.start()
+        state: dict[str, Any] = {
+            "pid": os.getpid(),
+            "topology": str(topology.source) if topology.source else topology.name,
+            "name": topology.name,
+            "run_dir": str(run_dir.resolve()),
+            "log": str((run_dir / LOG_FILE).resolve()),
+            "started": time.time(),
+            "scenario": play,
+            "agents": [
+                {"name": a.spec.name, "role": a.spec.role, "host": HOST, "port": a.port} for a in lab.agents.values()
+            ],
+        }
+        tmp = _state_path(run_dir).with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=2), encoding="utf-8")
+        os.replace(tmp, _state_path(run_dir))
+        print(f"lab {topology.name} up: " + ", ".join(f"{a['name']}={a['port']}" for a in state["agents"]),
+              file=sys.stderr, flush=True)
+        stop.wait()
+        print("lab stopping", file=sys.stderr, flush=True)
+    finally:
+        lab.stop()
+        _state_path(run_dir).unlink(missing_ok=True)
+    print("lab stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def start_background(topology_file: Path, run_dir: Path, play: bool = True) -> dict[str, Any]:
+    """Start the lab process and wait for its state file; `ConfigError`/`AnAgentError` with its log if it fails."""
+    run_dir.mkdir(parents=True, exist_ok=True)
+    state = read_state(run_dir)
+    if state is not None and _is_our_lab(int(state.get("pid", 0)), run_dir):
+        raise ConfigError(f"a lab is already up in {run_dir} (pid {state['pid']}); stop it with: an-agent lab down"
+                          f" --run-dir {run_dir}")
+    _state_path(run_dir).unlink(missing_ok=True)
+    log_path = run_dir / LOG_FILE
+    command = [sys.executable, "-m", "an_agent.cli", "lab", "up", str(topology_file.resolve()), "--foreground",
+               "--run-dir", str(run_dir.resolve())]
+    if not play:
+        command.append("--idle")
+    with log_path.open("w", encoding="utf-8") as log:
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                   start_new_session=True, close_fds=True)
+    deadline = time.monotonic() + START_TIMEOUT
+    while time.monotonic() < deadline:
+        state = read_state(run_dir)
+        if state is not None and state.get("pid") == process.pid:
+            return state
+        if process.poll() is not None:
+            raise AnAgentError(f"the lab process exited with code {process.returncode}:\n{_tail(log_path)}")
+        time.sleep(0.1)
+    process.terminate()
+    raise AnAgentError(f"the lab did not come up within {START_TIMEOUT:.0f} s:\n{_tail(log_path)}")
+
+
+def stop_background(run_dir: Path) -> dict[str, Any]:
+    """Stop the lab of ``run_dir``; the report says whether one was up and whether it stopped cleanly."""
+    state = read_state(run_dir)
+    if state is None:
+        return {"was_up": False, "stopped": False, "message": f"no lab is up in {run_dir}"}
+    pid = int(state.get("pid", 0))
+    if not _is_our_lab(pid, run_dir):
+        _state_path(run_dir).unlink(missing_ok=True)
+        return {"was_up": False, "stopped": False,
+                "message": f"the lab of {run_dir} (pid {pid}) is no longer running; removed its stale state file"}
+    os.kill(pid, signal.SIGTERM)
+    killed = not _wait_gone(pid, run_dir, STOP_GRACE)
+    if killed:
+        os.kill(pid, signal.SIGKILL)
+        _wait_gone(pid, run_dir, 5.0)
+    _state_path(run_dir).unlink(missing_ok=True)
+    ports = [a["port"] for a in state.get("agents", [])]
+    open_ports = [p for p in ports if _port_open(p)]
+    stopped = not open_ports and not _is_our_lab(pid, run_dir)
+    message = (f"lab {state.get('name')} (pid {pid}) stopped" + (" (killed after the grace period)" if killed else "")
+               + ("" if not open_ports else f"; ports still open: {open_ports}"))
+    return {"was_up": True, "stopped": stopped, "killed": killed, "pid": pid, "open_ports": open_ports,
+            "message": message}
+
+
+def _wait_gone(pid: int, run_dir: Path, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with contextlib.suppress(ChildProcessError):  # started by this process (lab up, then down): reap it
+            os.waitpid(pid, os.WNOHANG)
+        if not _is_our_lab(pid, run_dir):
+            return True
+        time.sleep(0.1)
+    return False
+
+
+def _port_open(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+        probe.settimeout(0.5)
+        return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _tail(path: Path, lines: int = 20) -> str:
+    try:
+        return "\n".join(path.read_text(encoding="utf-8", errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"

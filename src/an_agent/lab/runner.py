@@ -1,0 +1,327 @@
+"""`Lab`: a topology's agents running on loopback, its network and scenario on simulated time.
+
+::
+
+    lab = Lab(load_topology(path), state_dir)
+    lab.start()            # every agent a NETCONF server on its own 127.0.0.1 port
+    lab.schedule_scenario()
+    lab.play()             # until the closed loop is over (nothing left to do) or max_duration
+    result = lab.collect() # tasks read back over NETCONF, KPIs, outcome, baseline
+    lab.stop()             # kernel activities, sessions, servers: nothing left running
+
+All agents of a lab live in this process and share one `SimKernel` (the clock of their servers) and one
+`SimNetwork`; everything between them is NETCONF. The operator's ticket system, which brings
+complaints, is a NETCONF client named ``bss``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from an_agent.agents.base import LabBehaviour
+from an_agent.agents.environment import AgentEnvironment
+from an_agent.agents.peers import Exchange, Peers
+from an_agent.agents.roles import ROLES
+from an_agent.errors import AnAgentError, ConfigError
+from an_agent.lab.journal import Journal, Note
+from an_agent.lab.kernel import SimKernel
+from an_agent.lab.network import SimNetwork
+from an_agent.lab.topology import AgentSpec, EventSpec, Topology
+from an_agent.model import AgentProfile, Capability, CommuType, Skill, Task, build_prompt
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+TASK_CAPACITY = 200
+"""Tasks a lab agent executes at once (its server gets as many workers; most of them wait)."""
+NEGOTIATION_TYPES = ["acp-task-feasibility-negotiation-v1.0", "acp-task-fulfillment-negotiation-v1.0"]
+
+
+def lab_host_key(path: Path) -> None:
+    """One SSH host key for all the agents of a lab, each getting a copy.
+
+    RSA 2048 rather than the server's default 3072: on loopback it protects nothing more, and every
+    agent loads it at start (0.09 s against 0.25 s for 3072 bits, times the number of agents).
+    """
+    if path.exists():
+        return
+    import paramiko
+
+    key = paramiko.RSAKey.generate(2048)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        key.write_private_key(fh)
+
+
+def build_profile(spec: AgentSpec) -> AgentProfile:
+    """The ``/irtf-agent:agent`` profile of a topology agent (skills from its role)."""
+    role = ROLES[spec.role]
+    skills = [
+        Skill(name=s.name, description=s.description, tags=list(s.tags), examples=list(s.examples),
+              input_modes=list(role.skills[0].input_modes), output_modes=list(role.skills[0].output_modes))
+        for s in spec.skills
+    ] or list(role.skills)
+    return AgentProfile(
+        name=spec.name,
+        alias=spec.role,
+        description=spec.description or role.behaviour.description,
+        type=spec.role,
+        skills=skills,
+        version="1.0.0",
+        provider=spec.provider,
+        domain=spec.domain or role.domain,
+        capability=Capability(streaming=False, push_notifications=True, negotiate=list(NEGOTIATION_TYPES)),
+        management_object=", ".join(spec.regions) or "all regions",
+    )
+
+
+@dataclass
+class RunningAgent:
+    spec: AgentSpec
+    behaviour: LabBehaviour
+    peers: Peers
+    server: Any
+    """The `AgentServer` (typed loosely: importing the server stack is deferred to `Lab.start`)."""
+
+    @property
+    def port(self) -> int:
+        port: int = self.server.port
+        return port
+
+
+class Lab:
+    """A running topology (module docstring)."""
+
+    def __init__(
+        self,
+        topology: Topology,
+        state_dir: Path,
+        *,
+        use_topology_ports: bool = False,
+        on_note: Callable[[Note], None] | None = None,
+        on_exchange: Callable[[Exchange], None] | None = None,
+        stall_timeout: float = 60.0,
+    ) -> None:
+        self.topology = topology
+        self.state_dir = state_dir
+        self.use_topology_ports = use_topology_ports
+        self.kernel = SimKernel(topology.start_time, stall_timeout=stall_timeout)
+        self.network = SimNetwork(topology.network, topology.seed, self.kernel.now, self.kernel.call_at)
+        self.kernel.on_instant_end(self.network.sample)
+        self.journal = Journal(self.kernel.now, on_note, on_exchange)
+        self.agents: dict[str, RunningAgent] = {}
+        self._bss: Peers | None = None
+        self._ports: dict[str, int] = {}
+        self.end_reason: str | None = None
+        self.wall_seconds = 0.0
+        """Real seconds from `start` to the end of `stop`."""
+        self._started_at = 0.0
+        self._stopped = False
+        self._threads_before: set[threading.Thread] = set()
+
+    # ---- lifecycle -------------------------------------------------------------------------------------
+    def address_of(self, name: str) -> tuple[str, int] | None:
+        port = self._ports.get(name)
+        return None if port is None else (HOST, port)
+
+    def start(self) -> None:
+        """Start every agent's NETCONF server (a free port each, or the topology's with use_topology_ports).
+
+        Each agent's databases go to ``state_dir/agents/<name>``, emptied first.
+        """
+        from an_agent.server import AgentServer, ServerConfig
+        from an_agent.yang.context import YangContext
+
+        self._started_at = time.monotonic()
+        self._threads_before = set(threading.enumerate())
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        yang = YangContext.default()
+        key_file = self.state_dir / "ssh_host_rsa_key"
+        lab_host_key(key_file)
+        self.network.sample(self.kernel.now())
+        try:
+            for spec in self.topology.agents:
+                agent_dir = self.state_dir / "agents" / spec.name
+                shutil.rmtree(agent_dir, ignore_errors=True)  # a run starts from empty agents, never resumes
+                agent_dir.mkdir(parents=True)
+                if not (agent_dir / "ssh_host_rsa_key").exists():
+                    shutil.copy2(key_file, agent_dir / "ssh_host_rsa_key")
+                behaviour, peers = make_behaviour(self.topology, spec, self.kernel, self.network, self.journal,
+                                                  self.address_of)
+                port = spec.port if self.use_topology_ports else 0
+                server = AgentServer(
+                    ServerConfig(state_dir=agent_dir, host=HOST, port=port, profile=build_profile(spec),
+                                 behaviour=behaviour, clock=self.kernel.clock, task_workers=TASK_CAPACITY),
+                    yang=yang,
+                )
+                server.start()
+                self.agents[spec.name] = RunningAgent(spec, behaviour, peers, server)
+                self._ports[spec.name] = server.port
+        except BaseException:
+            self.stop()
+            raise
+        complaint_agents = [a.name for a in self.topology.agents if a.role == "complaint"]
+        self._bss = Peers("bss", self.kernel, self.address_of, complaint_agents, self.journal.record)
+
+    def schedule_scenario(self) -> None:
+        """Put the scenario's faults and tickets on the simulated timeline."""
+        tickets = 0
+        for index, event in enumerate(self.topology.events):
+            when = self.topology.start_time + event.at
+            if event.ticket is not None:
+                tickets += 1
+            self.kernel.call_at(when, f"scenario event {index + 1}", _EventPlayer(self, tickets, event))
+
+    def play(self, forever: bool = False) -> str:
+        """Run simulated time until nothing is left to do (or max_duration); returns why it ended."""
+        deadline = self.topology.start_time + self.topology.max_duration
+        self.end_reason = self.kernel.run(until=None if forever else deadline, forever=forever)
+        return self.end_reason
+
+    def stop(self) -> list[str]:
+        """Stop activities, sessions and servers; returns what did not stop (threads), empty when clean."""
+        if self._stopped:
+            return []
+        self._stopped = True
+        leftovers = self.kernel.close()
+        dispatchers: list[threading.Thread] = []
+        for peers in [*(a.peers for a in self.agents.values()), *([self._bss] if self._bss else [])]:
+            dispatchers += peers.close(join=False)  # all sessions first: the dispatchers then end together
+        for thread in dispatchers:
+            thread.join(5.0)
+        for agent in self.agents.values():
+            try:
+                agent.server.stop()
+            except AnAgentError as exc:
+                log.warning("stopping %s: %s", agent.spec.name, exc)
+        if self._started_at:
+            self.wall_seconds = time.monotonic() - self._started_at
+        return leftovers
+
+    def leftovers(self, timeout: float = 5.0) -> tuple[list[str], list[str]]:
+        """After `stop`: threads started by the lab still alive, and agent ports still accepting connections."""
+        deadline = time.monotonic() + timeout
+        while True:
+            alive = [t for t in threading.enumerate() if t not in self._threads_before and t.is_alive()]
+            if not alive or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        open_ports = []
+        for name, port in sorted(self._ports.items()):
+            with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+                probe.settimeout(0.5)
+                if probe.connect_ex((HOST, port)) == 0:
+                    open_ports.append(f"{name} ({HOST}:{port})")
+        return sorted(t.name for t in alive), open_ports
+
+    def __enter__(self) -> Lab:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ---- reading back -----------------------------------------------------------------------------------
+    def read_tasks(self) -> dict[str, list[Task]]:
+        """Every agent's tasks, read over NETCONF (``<get>`` of /tasks) by the lab itself."""
+        from an_agent.nc.agent_client import AgentClient
+
+        out: dict[str, list[Task]] = {}
+        for name, agent in self.agents.items():
+            with AgentClient.connect(HOST, agent.port, username="admin", password="admin") as client:
+                out[name] = client.list_tasks()
+        return out
+
+    def bss_ticket(self, index: int, to: str, text: str) -> None:
+        """The ticket system assigns ticket ``index`` (natural language) to a complaint agent, waits for its end."""
+        assert self._bss is not None
+        task = Task(
+            task_id=f"bss.ticket.{index}",
+            send_from="bss",
+            send_to=to,
+            commu_type=CommuType.TASK_ASSIGN,
+            content=build_prompt("trouble ticket", text),
+            task_async=True,
+            expected_response="the resolution of the complaint",
+        )
+        self.journal.note("bss", "ticket", f"ticket {task.task_id} sent to {to}: {text}")
+        done = self._bss.peer(to).assign(task).result()
+        reason = done.result.reason if done.result and done.result.reason else ""
+        self.journal.note("bss", "ticket_closed", f"ticket {task.task_id} {done.status}: {reason}",
+                          task_id=task.task_id, status=str(done.status))
+
+
+class _EventPlayer:
+    def __init__(self, lab: Lab, index: int, event: EventSpec) -> None:
+        self.lab, self.index, self.event = lab, index, event
+
+    def __call__(self) -> None:
+        if self.event.fault is not None:
+            fault = self.event.fault
+            record = self.lab.network.inject(fault)
+            self.lab.journal.note("scenario", "fault", f"{fault.type} on {fault.target}"
+                                  + (f": {len(record.affected_sites)} site(s) out of service"
+                                     if record.affected_sites else ""),
+                                  type=fault.type, target=fault.target, sites=list(record.affected_sites))
+        elif self.event.ticket is not None:
+            self.lab.bss_ticket(self.index, self.event.ticket.to, self.event.ticket.text)
+
+
+def make_behaviour(
+    topology: Topology,
+    spec: AgentSpec,
+    kernel: SimKernel,
+    network: SimNetwork,
+    journal: Journal,
+    address_of: Callable[[str], tuple[str, int] | None],
+    task_capacity: int = TASK_CAPACITY,
+) -> tuple[LabBehaviour, Peers]:
+    """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses."""
+    if spec.role not in ROLES:
+        raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
+    peers = Peers(spec.name, kernel, address_of, topology.talks_to.get(spec.name, ()), journal.record)
+    env = AgentEnvironment(
+        name=spec.name,
+        role=spec.role,
+        regions=spec.regions,
+        scheduler=kernel,
+        network=network,
+        journal=journal,
+        directory=topology.directory_for(spec.name),
+        timing=topology.timing,
+        options=dict(spec.options),
+        task_capacity=task_capacity,
+    )
+    return ROLES[spec.role].behaviour(env, peers), peers
+
+
+def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBehaviour]:
+    """One agent for ``an-agent serve --topology``: its own idle copy of the network, peers at topology ports.
+
+    The scenario is not played (another process's copy of the network would not see this one's
+    repairs); use ``an-agent lab up`` to run a whole topology with its scenario.
+    """
+    spec = topology.agent(name)
+    kernel = SimKernel(topology.start_time)
+    network = SimNetwork(topology.network, topology.seed, kernel.now, kernel.call_at)
+    ports = {a.name: a.port for a in topology.agents if a.port}
+
+    def address_of(peer: str) -> tuple[str, int] | None:
+        return (HOST, ports[peer]) if peer in ports else None
+
+    def log_note(note: Note) -> None:
+        log.info("%s %s: %s", note.agent, note.kind, note.text)
+
+    journal = Journal(kernel.now, on_note=log_note)
+    # `an-agent serve` gives the server its default 8 task workers.
+    behaviour, _ = make_behaviour(topology, spec, kernel, network, journal, address_of, task_capacity=8)
+    threading.Thread(target=kernel.run, kwargs={"forever": True}, name=f"lab-clock:{name}", daemon=True).start()
+    return build_profile(spec), behaviour

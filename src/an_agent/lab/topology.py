@@ -1,0 +1,513 @@
+"""Lab topology files: agents, who may talk to whom, the simulated network, the scenario.
+
+The format is documented in ``topologies/README.md`` and enforced by the JSON Schema shipped next to
+this module (``topology.schema.json``), then by cross-reference checks (a site's backhaul names
+existing links, a fault's target exists and has the right kind, ...). Every error names the file and
+line: ``topologies/x.yaml:42: agents[2].port: -1 is less than the minimum of 0``.
+
+`load_topology` returns a `Topology`; `load_agent` gives one agent's profile and behaviour for
+``an-agent serve --topology FILE --agent NAME``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field, fields
+from importlib import resources
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from an_agent.agents.environment import AgentDirectoryEntry, Timing
+from an_agent.clock import from_rfc3339
+from an_agent.errors import ConfigError
+from an_agent.lab.yamldoc import PathItem, YamlDocument, format_path, load_yaml
+
+if TYPE_CHECKING:
+    from an_agent.model import AgentProfile
+    from an_agent.runtime.behaviour import Behaviour
+
+FORMAT = "an-agent-lab/1"
+DEFAULT_START = "2025-06-01T08:00:00Z"
+MAX_ERRORS = 12
+ROLES = ("cross-domain-fault", "ran-fault", "ip-fault", "optimization", "energy-saving", "complaint")
+LINK_FAULT_TYPES = ("link_cut", "router_port_fault")
+SITE_FAULT_TYPES = ("site_power_failure", "site_software_fault")
+
+
+@dataclass(frozen=True)
+class SkillSpec:
+    name: str
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    role: str
+    description: str | None = None
+    domain: str | None = None
+    provider: str = "an-agent lab"
+    regions: tuple[str, ...] = ()
+    port: int = 0
+    options: dict[str, Any] = field(default_factory=dict)
+    skills: tuple[SkillSpec, ...] = ()
+    """Empty: the role's skills."""
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    name: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RouterSpec:
+    id: str
+    region: str
+    role: str = "access"
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    id: str
+    a: str
+    b: str
+
+
+@dataclass(frozen=True)
+class CellDefaults:
+    users: int = 100
+    power_dbm: float = 43.0
+    max_power_dbm: float = 46.0
+    tilt_deg: float = 6.0
+    min_tilt_deg: float = 0.0
+    max_tilt_deg: float = 12.0
+    energy_saving: bool = True
+    saving_percent: float = 25.0
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    id: str
+    users: int | None
+    """None: the default, varied per cell by the seed."""
+    power_dbm: float
+    max_power_dbm: float
+    tilt_deg: float
+    min_tilt_deg: float
+    max_tilt_deg: float
+    energy_saving: bool
+    saving_percent: float
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    id: str
+    region: str
+    pos: tuple[float, float]
+    backhaul: tuple[str, ...]
+    cells: tuple[CellSpec, ...]
+    neighbors: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PlaceSpec:
+    name: str
+    aliases: tuple[str, ...]
+    sites: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    regions: tuple[RegionSpec, ...]
+    routers: tuple[RouterSpec, ...]
+    links: tuple[LinkSpec, ...]
+    sites: tuple[SiteSpec, ...]
+    places: tuple[PlaceSpec, ...] = ()
+    neighbor_radius_km: float = 1.5
+    cell_defaults: CellDefaults = field(default_factory=CellDefaults)
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    type: str
+    target: str
+    repair_minutes: float = 90.0
+    tilt_deg: float | None = None
+    coverage_loss: float = 0.6
+
+
+@dataclass(frozen=True)
+class TicketSpec:
+    to: str
+    text: str
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    at: float
+    """Seconds after the start of the run."""
+    fault: FaultSpec | None = None
+    ticket: TicketSpec | None = None
+
+
+@dataclass(frozen=True)
+class BaselineTiming:
+    """Manual, sequential handling without agents (seconds), for the baseline comparison."""
+
+    detection: float = 900.0
+    triage: float = 1800.0
+    handover: float = 900.0
+    transport_diagnosis: float = 1800.0
+    remote_repair: float = 1200.0
+    complaint_handling: float = 3600.0
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    description: str
+    seed: int
+    start_time: float
+    agents: tuple[AgentSpec, ...]
+    talks_to: dict[str, tuple[str, ...]]
+    network: NetworkSpec
+    events: tuple[EventSpec, ...]
+    max_duration: float
+    timing: Timing = field(default_factory=Timing)
+    baseline: BaselineTiming = field(default_factory=BaselineTiming)
+    source: Path | None = None
+
+    def agent(self, name: str) -> AgentSpec:
+        for agent in self.agents:
+            if agent.name == name:
+                return agent
+        raise ConfigError(
+            f"{self.source or self.name}: no agent named {name!r}; agents: {', '.join(a.name for a in self.agents)}"
+        )
+
+    def may_talk(self, sender: str, receiver: str) -> bool:
+        return receiver in self.talks_to.get(sender, ())
+
+    def directory_for(self, name: str) -> tuple[AgentDirectoryEntry, ...]:
+        """The agents ``name`` may talk to, with role and regions."""
+        allowed = set(self.talks_to.get(name, ()))
+        return tuple(AgentDirectoryEntry(a.name, a.role, a.regions) for a in self.agents if a.name in allowed)
+
+
+# ---- loading --------------------------------------------------------------------------------------
+
+
+def schema() -> dict[str, Any]:
+    """The JSON Schema of the topology format."""
+    text = resources.files("an_agent.lab").joinpath("topology.schema.json").read_text(encoding="utf-8")
+    loaded: dict[str, Any] = json.loads(text)
+    return loaded
+
+
+def load_topology(path: Path) -> Topology:
+    """Read, validate and build a topology; `ConfigError` listing each problem with ``file:line``."""
+    doc = load_yaml(path)
+    _validate_schema(doc)
+    problems = _Problems(doc)
+    topology = _build(doc.data, problems, path)
+    problems.raise_if_any()
+    return topology
+
+
+def load_agent(path: Path, name: str) -> tuple[AgentProfile, Behaviour]:
+    """One agent of a topology, to serve on its own (``an-agent serve --topology FILE --agent NAME``).
+
+    The agent gets its own copy of the simulated network and a scheduler that plays simulated time as
+    fast as its work allows; it reaches the agents it may talk to at the ports the topology gives them.
+    """
+    from an_agent.lab.runner import standalone_agent
+
+    return standalone_agent(load_topology(path), name)
+
+
+class _Problems:
+    def __init__(self, doc: YamlDocument) -> None:
+        self.doc = doc
+        self.items: list[tuple[int, str]] = []
+
+    def add(self, path: Sequence[PathItem], message: str, key: bool = False) -> None:
+        line = self.doc.line_of(path, key)
+        self.items.append((line, f"{self.doc.path}:{line}: {format_path(path)}: {message}"))
+
+    def raise_if_any(self) -> None:
+        if self.items:
+            raise _error(self.doc, self.items)
+
+
+def _error(doc: YamlDocument, items: list[tuple[int, str]]) -> ConfigError:
+    ordered = [text for _, text in sorted(items, key=lambda item: item[0])]
+    shown = ordered[:MAX_ERRORS]
+    more = f"\n  ... and {len(ordered) - MAX_ERRORS} more" if len(ordered) > MAX_ERRORS else ""
+    head = f"{doc.path}: invalid lab topology ({len(ordered)} problem{'s' if len(ordered) != 1 else ''})"
+    return ConfigError(head + "\n  " + "\n  ".join(shown) + more)
+
+
+def _validate_schema(doc: YamlDocument) -> None:
+    import jsonschema
+    from jsonschema.exceptions import best_match
+
+    validator = jsonschema.Draft202012Validator(schema(), format_checker=jsonschema.FormatChecker())
+    items: list[tuple[int, str]] = []
+    for error in validator.iter_errors(doc.data):
+        if error.context:  # oneOf/anyOf: the branch that came closest says most
+            error = best_match(error.context)
+        path = list(error.absolute_path)
+        key = False
+        message = error.message
+        if error.validator in ("additionalProperties", "unevaluatedProperties") and isinstance(error.instance, dict):
+            extra = _unexpected_keys(error)
+            if extra:
+                path.append(extra[0])
+                key = True
+                message = f"unknown key {extra[0]!r}" + (f" (also: {', '.join(map(repr, extra[1:]))})" if extra[1:]
+                                                          else "")
+        line = doc.line_of(path, key)
+        items.append((line, f"{doc.path}:{line}: {format_path(path)}: {message}"))
+    if items:
+        raise _error(doc, items)
+
+
+def _unexpected_keys(error: Any) -> list[str]:
+    allowed = set(error.schema.get("properties", {}))
+    ref = error.schema.get("$ref")
+    if ref:  # unevaluatedProperties next to a $ref: the referenced object's properties count too
+        target: Any = schema()
+        for part in ref.removeprefix("#/").split("/"):
+            target = target[part]
+        allowed |= set(target.get("properties", {}))
+    return sorted(str(k) for k in error.instance if str(k) not in allowed)
+
+
+def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
+    provider = data.get("provider", "an-agent lab")
+    agents: list[AgentSpec] = []
+    names: dict[str, int] = {}
+    regions = tuple(
+        RegionSpec(r["name"], tuple(r.get("aliases", ()))) for r in data["network"]["regions"]
+    )
+    region_names = {r.name for r in regions}
+    _unique(problems, [r.name for r in regions], ["network", "regions"], "name", "region")
+    for i, raw in enumerate(data["agents"]):
+        if raw["name"] in names:
+            first = names[raw["name"]]
+            problems.add(["agents", i, "name"], f"agent name {raw['name']!r} is already used by agents[{first}]")
+        names.setdefault(raw["name"], i)
+        for j, region in enumerate(raw.get("regions", ())):
+            if region not in region_names:
+                problems.add(["agents", i, "regions", j], f"unknown region {region!r}; regions: {_list(region_names)}")
+        agents.append(
+            AgentSpec(
+                name=raw["name"],
+                role=raw["role"],
+                description=raw.get("description"),
+                domain=raw.get("domain"),
+                provider=raw.get("provider", provider),
+                regions=tuple(raw.get("regions", ())),
+                port=raw.get("port", 0),
+                options=dict(raw.get("options", {})),
+                skills=tuple(
+                    SkillSpec(s["name"], s.get("description"), tuple(s.get("tags", ())), tuple(s.get("examples", ())))
+                    for s in raw.get("skills", ())
+                ),
+            )
+        )
+    talks_to: dict[str, tuple[str, ...]] = {}
+    for sender, receivers in data["talks_to"].items():
+        if sender not in names:
+            problems.add(["talks_to", sender], f"unknown agent {sender!r}; agents: {_list(names)}", key=True)
+        for j, receiver in enumerate(receivers):
+            if receiver not in names:
+                problems.add(["talks_to", sender, j], f"unknown agent {receiver!r}; agents: {_list(names)}")
+            elif receiver == sender:
+                problems.add(["talks_to", sender, j], "an agent does not talk to itself")
+        talks_to[sender] = tuple(receivers)
+
+    network = _network(data["network"], problems, region_names)
+    events = _events(data["scenario"], problems, network, {a.name: a.role for a in agents})
+    timing = Timing(**{f.name: float(data.get("timing", {}).get(f.name, f.default)) for f in fields(Timing)})
+    baseline = BaselineTiming(
+        **{f.name: float(data.get("baseline", {}).get(f.name, f.default)) for f in fields(BaselineTiming)}
+    )
+    start_text = data.get("start_time", DEFAULT_START)
+    try:
+        start = from_rfc3339(start_text)
+    except ValueError as exc:
+        problems.add(["start_time"], str(exc))
+        start = from_rfc3339(DEFAULT_START)
+    max_minutes = data["scenario"].get("max_duration_minutes", 24 * 60)
+    return Topology(
+        name=data["name"],
+        description=data.get("description", "").strip(),
+        seed=int(data.get("seed", 0)),
+        start_time=start,
+        agents=tuple(agents),
+        talks_to=talks_to,
+        network=network,
+        events=events,
+        max_duration=float(max_minutes) * 60.0,
+        timing=timing,
+        baseline=baseline,
+        source=path,
+    )
+
+
+def _network(raw: dict[str, Any], problems: _Problems, region_names: set[str]) -> NetworkSpec:
+    base = ["network"]
+    defaults_raw = raw.get("cell_defaults", {})
+    d = CellDefaults()
+    defaults = CellDefaults(
+        users=int(defaults_raw.get("users", d.users)),
+        power_dbm=float(defaults_raw.get("power_dbm", d.power_dbm)),
+        max_power_dbm=float(defaults_raw.get("max_power_dbm", d.max_power_dbm)),
+        tilt_deg=float(defaults_raw.get("tilt_deg", d.tilt_deg)),
+        min_tilt_deg=float(defaults_raw.get("min_tilt_deg", d.min_tilt_deg)),
+        max_tilt_deg=float(defaults_raw.get("max_tilt_deg", d.max_tilt_deg)),
+        energy_saving=defaults_raw.get("energy_saving", "enabled") == "enabled",
+        saving_percent=float(defaults_raw.get("saving_percent", d.saving_percent)),
+    )
+    routers = []
+    for i, r in enumerate(raw["routers"]):
+        if r["region"] not in region_names:
+            problems.add([*base, "routers", i, "region"],
+                         f"unknown region {r['region']!r}; regions: {_list(region_names)}")
+        routers.append(RouterSpec(r["id"], r["region"], r.get("role", "access")))
+    router_ids = {r.id for r in routers}
+    _unique(problems, [r.id for r in routers], [*base, "routers"], "id", "router")
+    links = []
+    for i, raw_link in enumerate(raw["links"]):
+        for end in ("a", "b"):
+            if raw_link[end] not in router_ids:
+                problems.add([*base, "links", i, end], f"unknown router {raw_link[end]!r}")
+        links.append(LinkSpec(raw_link["id"], raw_link["a"], raw_link["b"]))
+    link_ids = {k.id for k in links}
+    _unique(problems, [k.id for k in links], [*base, "links"], "id", "link")
+    sites = []
+    cell_where: dict[str, list[PathItem]] = {}
+    for i, s in enumerate(raw["sites"]):
+        where: list[PathItem] = [*base, "sites", i]
+        if s["region"] not in region_names:
+            problems.add([*where, "region"], f"unknown region {s['region']!r}; regions: {_list(region_names)}")
+        for j, link_id in enumerate(s["backhaul"]):
+            if link_id not in link_ids:
+                problems.add([*where, "backhaul", j], f"unknown link {link_id!r}")
+        cells = _cells(s, defaults, problems, where)
+        for k, cell in enumerate(cells):
+            if cell.id in cell_where:
+                problems.add([*where, "cells", k] if isinstance(s["cells"], list) else [*where, "cells"],
+                             f"cell id {cell.id} is already used at {format_path(cell_where[cell.id])}")
+            cell_where.setdefault(cell.id, [*where, "cells", k])
+        neighbors = s.get("neighbors")
+        sites.append(
+            SiteSpec(
+                s["id"], s["region"], (float(s["pos"][0]), float(s["pos"][1])), tuple(s["backhaul"]), cells,
+                None if neighbors is None else tuple(neighbors),
+            )
+        )
+    site_ids = {s.id for s in sites}
+    _unique(problems, [s.id for s in sites], [*base, "sites"], "id", "site")
+    for i, s in enumerate(raw["sites"]):
+        for j, n in enumerate(s.get("neighbors", ())):
+            if n not in site_ids:
+                problems.add([*base, "sites", i, "neighbors", j], f"unknown site {n!r}")
+    places = []
+    for i, p in enumerate(raw.get("places", ())):
+        for j, site_id in enumerate(p["sites"]):
+            if site_id not in site_ids:
+                problems.add([*base, "places", i, "sites", j], f"unknown site {site_id!r}")
+        places.append(PlaceSpec(p["name"], tuple(p.get("aliases", ())), tuple(p["sites"])))
+    _unique(problems, [p.name for p in places], [*base, "places"], "name", "place")
+    return NetworkSpec(
+        regions=tuple(RegionSpec(r["name"], tuple(r.get("aliases", ()))) for r in raw["regions"]),
+        routers=tuple(routers),
+        links=tuple(links),
+        sites=tuple(sites),
+        places=tuple(places),
+        neighbor_radius_km=float(raw.get("neighbor_radius_km", 1.5)),
+        cell_defaults=defaults,
+    )
+
+
+def _cells(s: dict[str, Any], d: CellDefaults, problems: _Problems, where: list[PathItem]) -> tuple[CellSpec, ...]:
+    raw_cells = s["cells"]
+    per_site_users = s.get("users_per_cell")
+    if isinstance(raw_cells, int):
+        digits = s["id"].removeprefix("SITE-")
+        raw_cells = [{"id": f"CELL-{digits}{k + 1:02d}"} for k in range(raw_cells)]
+    out = []
+    for k, c in enumerate(raw_cells):
+        users = c.get("users", per_site_users)
+        cell = CellSpec(
+            id=c["id"],
+            users=None if users is None else int(users),
+            power_dbm=float(c.get("power_dbm", d.power_dbm)),
+            max_power_dbm=float(c.get("max_power_dbm", d.max_power_dbm)),
+            tilt_deg=float(c.get("tilt_deg", d.tilt_deg)),
+            min_tilt_deg=float(c.get("min_tilt_deg", d.min_tilt_deg)),
+            max_tilt_deg=float(c.get("max_tilt_deg", d.max_tilt_deg)),
+            energy_saving=c.get("energy_saving", "enabled" if d.energy_saving else "disabled") == "enabled",
+            saving_percent=float(c.get("saving_percent", d.saving_percent)),
+        )
+        at: list[PathItem] = [*where, "cells", k] if isinstance(s["cells"], list) else [*where, "cells"]
+        if cell.power_dbm > cell.max_power_dbm:
+            problems.add(at, f"{cell.id}: power_dbm {cell.power_dbm:g} is above max_power_dbm {cell.max_power_dbm:g}")
+        if not cell.min_tilt_deg <= cell.tilt_deg <= cell.max_tilt_deg:
+            problems.add(at, f"{cell.id}: tilt_deg {cell.tilt_deg:g} is outside min_tilt_deg..max_tilt_deg")
+        out.append(cell)
+    return tuple(out)
+
+
+def _events(
+    raw: dict[str, Any], problems: _Problems, network: NetworkSpec, roles: dict[str, str]
+) -> tuple[EventSpec, ...]:
+    links = {k.id for k in network.links}
+    sites = {s.id for s in network.sites}
+    cells = {c.id for s in network.sites for c in s.cells}
+    events = []
+    for i, e in enumerate(raw["events"]):
+        where: list[PathItem] = ["scenario", "events", i]
+        fault = ticket = None
+        if "fault" in e:
+            f = e["fault"]
+            kinds = (
+                ("link", links) if f["type"] in LINK_FAULT_TYPES
+                else ("site", sites) if f["type"] in SITE_FAULT_TYPES
+                else ("cell", cells)
+            )
+            if f["target"] not in kinds[1]:
+                problems.add([*where, "fault", "target"], f"{f['type']} needs a {kinds[0]} as target; there is no "
+                             f"{kinds[0]} {f['target']!r}")
+            fault = FaultSpec(
+                f["type"], f["target"], float(f.get("repair_minutes", 90.0)),
+                None if f.get("tilt_deg") is None else float(f["tilt_deg"]), float(f.get("coverage_loss", 0.6)),
+            )
+        elif "ticket" in e:
+            t = e["ticket"]
+            if roles.get(t["to"]) != "complaint":
+                problems.add([*where, "ticket", "to"], f"tickets go to a complaint agent; {t['to']!r} is "
+                             + (f"a {roles[t['to']]} agent" if t["to"] in roles else "not an agent"))
+            ticket = TicketSpec(t["to"], t["text"])
+        else:
+            problems.add(where, "an event needs a fault or a ticket")
+        events.append(EventSpec(float(e["at_minutes"]) * 60.0, fault, ticket))
+    return tuple(sorted(events, key=lambda ev: ev.at))
+
+
+def _unique(problems: _Problems, values: list[str], where: list[PathItem], key: str, what: str) -> None:
+    seen: dict[str, int] = {}
+    for i, value in enumerate(values):
+        if value in seen:
+            problems.add([*where, i, key], f"{what} {value!r} is defined twice (first at index {seen[value]})")
+        seen.setdefault(value, i)
+
+
+def _list(names: Any) -> str:
+    return ", ".join(sorted(names)) or "(none)"

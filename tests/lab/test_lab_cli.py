@@ -1,0 +1,95 @@
+"""``an-agent lab``: run with --json and --report, check, generate, up/down; ``make demo``'s module."""
+
+from __future__ import annotations
+
+import json
+import re
+import socket
+import time
+from pathlib import Path
+
+import pytest
+from labsupport import TOPOLOGIES, variant
+
+from an_agent.cli import main
+from an_agent.lab.daemon import read_state
+from an_agent.nc.agent_client import AgentClient
+
+
+def test_run_json_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["lab", "run", str(TOPOLOGIES / "fault-energy-optimization.yaml"), "--json", "--report",
+                 str(tmp_path / "report")])
+    out, err = capsys.readouterr()
+    assert code == 0
+    result = json.loads(out)
+    assert {"agents", "messages", "tasks", "outcome", "kpis", "baseline", "run"} <= set(result)
+    assert result["outcome"]["closed_loop"]
+    assert "starting 4 agents" in err and "compensation" in err  # progress went to stderr
+    page = Path(result["report"]).read_text(encoding="utf-8")
+    assert page.count("<svg") == 4  # sequence diagram and three KPI charts
+    assert not re.search(r"(src|href)=['\"]?https?:", page)  # self-contained
+    assert "ran-fault.compensate.SITE-06" in page and "coverage_compensation_v1" in page
+
+
+def test_run_human_output(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["lab", "run", str(TOPOLOGIES / "iov-complaint.yaml"), "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    assert "complaint-north -> complaint-south" in out and "edit-config taskAssign" in out
+    assert "closed loop COMPLETE" in out and "time to restore" in out and "user-minutes w/o coverage" in out
+
+
+def test_run_bad_topology_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    path = variant(tmp_path, "iov-complaint.yaml", ("role: ip-fault, regions: [north]",
+                                                    "role: ip-fault, regions: [nowhere]"))
+    assert main(["lab", "run", str(path)]) == 2
+    assert f"{path}:" in capsys.readouterr().err
+
+
+def test_check_and_generate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    target = tmp_path / "big.yaml"
+    assert main(["lab", "generate", "--sites", "30", "--domains", "2", "--seed", "9", "-o", str(target)]) == 0
+    assert main(["lab", "check", str(target), "--json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["sites"] == 30 and summary["cells"] == 90
+
+
+def test_up_and_down(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    # free ports: the topology's fixed ones may be taken on a shared machine
+    path = variant(tmp_path, "fault-energy-optimization.yaml",
+                   *((f"port: {p}", "port: 0") for p in (18841, 18842, 18843, 18844)))
+    run_dir = tmp_path / "run"
+    assert main(["lab", "up", str(path), "--run-dir", str(run_dir), "--json"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    try:
+        assert read_state(run_dir) == state
+        assert [a["name"] for a in state["agents"]] == ["ran-fault", "ip-fault", "optimization", "energy-saving"]
+        optimization = next(a for a in state["agents"] if a["name"] == "optimization")
+        with AgentClient.connect("127.0.0.1", optimization["port"], username="admin", password="admin") as client:
+            assert client.profile().name == "optimization"
+            deadline = time.monotonic() + 60
+            while not client.list_tasks() and time.monotonic() < deadline:  # the scenario plays in the background
+                time.sleep(0.2)
+            assert client.list_tasks()
+        assert main(["lab", "up", str(path), "--run-dir", str(run_dir)]) == 2  # already up
+        capsys.readouterr()
+    finally:
+        assert main(["lab", "down", "--run-dir", str(run_dir), "--json"]) == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["was_up"] and report["stopped"] and not report["killed"]
+    assert read_state(run_dir) is None
+    for agent in state["agents"]:
+        with socket.socket() as probe:
+            assert probe.connect_ex(("127.0.0.1", agent["port"])) != 0
+    assert main(["lab", "down", "--run-dir", str(run_dir)]) == 0
+    assert "no lab is up" in capsys.readouterr().out
+
+
+def test_demo_module(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from an_agent.demo import main as demo
+
+    assert demo(["--state-dir", str(tmp_path / "demo")]) == 0
+    out = capsys.readouterr().out
+    assert "closed loop COMPLETE" in out
+    report = tmp_path / "demo" / "report" / "cross-domain-fault.html"
+    assert report.is_file() and str(report.resolve()) in out

@@ -1,0 +1,125 @@
+"""SimNetwork: faults, alarms, coverage compensation, energy saving, KPIs; and the manual baseline."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from labsupport import TOPOLOGIES
+
+from an_agent.agents.environment import NetworkEvent
+from an_agent.lab.baseline import manual_repair_delay, run_baseline
+from an_agent.lab.network import SimNetwork, field_repair_seconds
+from an_agent.lab.topology import FaultSpec, Topology, load_topology
+
+
+class _Clock:
+    def __init__(self, start: float) -> None:
+        self.now = start
+        self.timers: list[tuple[float, Any]] = []
+
+    def call_at(self, when: float, label: str, fn: Any) -> Any:
+        self.timers.append((when, fn))
+
+        class _T:
+            def cancel(self) -> None:
+                pass
+
+        return _T()
+
+
+def make(name: str) -> tuple[Topology, SimNetwork, _Clock, list[NetworkEvent]]:
+    topology = load_topology(TOPOLOGIES / name)
+    clock = _Clock(topology.start_time)
+    network = SimNetwork(topology.network, topology.seed, lambda: clock.now, clock.call_at)
+    events: list[NetworkEvent] = []
+    network.subscribe(events.append)
+    return topology, network, clock, events
+
+
+def test_link_cut_takes_down_exactly_the_sites_behind_it() -> None:
+    _, network, clock, events = make("cross-domain-fault.yaml")
+    before = network.kpis()
+    record = network.inject(FaultSpec("link_cut", "LINK-C2"))
+    behind = network.sites_behind("LINK-C2")
+    assert list(record.affected_sites) == behind and len(behind) == 22
+    assert {s.site_id for s in network.sites() if not s.in_service} == set(behind)
+    raised = [e.alarm for e in events if e.kind == "alarm_raised"]
+    assert [a.element for a in raised if a.kind == "link_down"] == ["LINK-C2"]
+    assert sorted(a.element for a in raised if a.kind == "site_out_of_service") == behind
+    kpis = network.kpis()
+    assert kpis.cells_in_service == before.cells_in_service - 66
+    lost = sum(network.site(s).users for s in behind)
+    assert kpis.users_without_coverage == pytest.approx(lost)  # nobody compensates here
+    assert network.link("LINK-C2").evidence == "loss_of_light"
+    assert not network.reset_port("LINK-C2", "test")  # a cut fibre does not come back with a port reset
+    clock.now += 600
+    eta = network.dispatch_field_repair("LINK-C2", "TT-1", "test", "splice")
+    assert eta == clock.now + field_repair_seconds(network._seed, "LINK-C2", 1, 90.0)
+    clock.now = eta
+    clock.timers[0][1]()
+    assert all(s.in_service for s in network.sites())
+    assert network.faults()[0].restored_at == eta
+    assert next(e.alarm.element for e in events if e.kind == "alarm_cleared") == "LINK-C2"
+    assert network.residual_changes() == []
+
+
+def test_compensation_recovers_coverage_and_energy_saving_weakens_it() -> None:
+    _, network, _, _ = make("fault-energy-optimization.yaml")
+    network.inject(FaultSpec("site_software_fault", "SITE-06"))
+    lost = network.kpis().users_without_coverage
+    neighbours = network.neighbour_cells(list(network.site("SITE-06").cell_ids))
+    assert neighbours and all(network.cell(c).site_id != "SITE-06" for c in neighbours)
+    for cell in neighbours:
+        view = network.cell(cell)
+        network.set_cell_radio(cell, view.base_power_dbm + 1, view.base_tilt_deg - 3, "test")
+    with_saving = network.kpis().users_without_coverage
+    for cell in neighbours:
+        network.set_energy_saving(cell, "suspended", "test")
+    without_saving = network.kpis().users_without_coverage
+    assert lost > with_saving > without_saving > 0
+    assert network.kpis().energy_saving_suspended == len(neighbours)
+    assert len(network.residual_changes()) >= len(neighbours)
+
+
+def test_cell_limits_are_enforced() -> None:
+    _, network, _, _ = make("fault-energy-optimization.yaml")
+    with pytest.raises(ValueError, match="above the cell's limit of 46 dBm"):
+        network.set_cell_radio("CELL-0701", 47, 6, "test")
+    with pytest.raises(ValueError, match=r"outside 0\.\.12"):
+        network.set_cell_radio("CELL-0701", 45, -1, "test")
+
+
+def test_silent_misconfiguration_has_no_alarm_but_loses_coverage() -> None:
+    _, network, _, events = make("iov-complaint.yaml")
+    network.inject(FaultSpec("cell_misconfiguration", "CELL-1402", tilt_deg=14, coverage_loss=0.7))
+    assert events == []
+    assert network.kpis().users_without_coverage == pytest.approx(0.7 * network.cell("CELL-1402").users)
+    diag = network.radio_diagnostics("SITE-14")
+    assert diag.finding == "misconfigured" and diag.misconfigured_cells == {"CELL-1402": {"tilt_deg": 8.0}}
+    assert network.restore_cell_config("CELL-1402", "test")
+    assert network.kpis().users_without_coverage == 0
+
+
+def test_users_per_cell_follow_the_seed() -> None:
+    first = make("cross-domain-fault.yaml")[1]
+    second = make("cross-domain-fault.yaml")[1]
+    users = [first.cell(c).users for s in first.sites() for c in s.cell_ids]
+    assert users == [second.cell(c).users for s in second.sites() for c in s.cell_ids]
+    assert len(set(users)) > 10  # varied, not all the default
+
+
+def test_baseline_is_manual_and_sequential() -> None:
+    topology = load_topology(TOPOLOGIES / "cross-domain-fault.yaml")
+    series, faults = run_baseline(topology)
+    fault = topology.events[0].fault
+    assert fault is not None
+    timing = topology.baseline
+    expected = (timing.detection + timing.triage + timing.handover + timing.transport_diagnosis
+                + field_repair_seconds(topology.seed, fault.target, 1, fault.repair_minutes))
+    assert faults[0]["restored_at"] - faults[0]["injected_at"] == pytest.approx(expected)
+    assert manual_repair_delay(FaultSpec("site_software_fault", "SITE-01"), timing, 1, 1) == pytest.approx(
+        timing.detection + timing.triage + timing.remote_repair)
+    fresh = make("cross-domain-fault.yaml")[1]
+    lost = sum(fresh.site(s).users for s in faults[0]["affected_sites"])
+    assert max(k.users_without_coverage for _, k in series.samples) == pytest.approx(lost)  # no compensation
