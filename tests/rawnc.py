@@ -4,6 +4,7 @@ the exact bytes that come back."""
 
 from __future__ import annotations
 
+import contextlib
 import re
 import socket
 import time
@@ -80,10 +81,9 @@ class RawSession:
         return not self.channel.closed and self.transport.is_active()
 
     def close(self) -> None:
-        try:
+        # The server may have closed it already (kill-session, close-session).
+        with contextlib.suppress(EOFError, OSError):
             self.channel.close()
-        except (EOFError, OSError):
-            pass  # the server already closed it (kill-session, close-session)
         self.transport.close()
 
 

@@ -35,7 +35,9 @@ def run(state_dir: Path) -> int:
             first = build_prompt("CELL-0401", "raise the transmit power by 9 dB")
             step("FeasibilityNegotiate: could you do this?", "<task-negotiate> type FEASIBILITY")
             answer = client.negotiate(
-                NegotiationRequest(task_id="tour-1", type=NegotiationType.FEASIBILITY, content=[first], send_from="tour")
+                NegotiationRequest(
+                    task_id="tour-1", type=NegotiationType.FEASIBILITY, content=[first], send_from="tour"
+                )
             )
             print(f"feasible: {answer.feasible} - {answer.reason}")
             content = first

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
+from typing import Literal
 
 from an_agent.clock import Clock, SystemClock
 from an_agent.errors import ConfigError
@@ -28,6 +29,7 @@ from an_agent.model import AgentProfile
 from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_host_key
 from an_agent.runtime.agent import AgentRuntime
 from an_agent.runtime.behaviour import Behaviour
+from an_agent.schemas.embedding import Embedder
 from an_agent.store.agent_store import AgentStore
 from an_agent.yang.context import YangContext
 
@@ -68,6 +70,10 @@ class ServerConfig:
     durable: bool = False
     task_workers: int = 8
     """How many tasks the behaviour may execute at once (more wait for a free worker)."""
+    schemas: Literal["evolve", "validate", "off"] = "evolve"
+    """Structured payloads: validate them and learn from ``other`` (evolve), only validate, or ignore them."""
+    embedder: Embedder | None = None
+    """The embedding model for ``evolve`` (default: the bundled MiniLM, shared by the process, loaded on first use)."""
 
     def resolve_credentials(self) -> tuple[SshCredentials, str | None]:
         """The credentials to serve with, and a notice for the operator when defaults were applied.
@@ -104,6 +110,18 @@ class AgentServer:
         self.store = AgentStore(config.state_dir, durable=config.durable)
         self.runtime = AgentRuntime(self.profile, behaviour, self.store, config.clock, yang,
                                     task_workers=config.task_workers)
+        if config.schemas != "off":
+            from an_agent.runtime.schemas import SchemaService
+
+            self.runtime.attach_schemas(
+                SchemaService.open(
+                    config.state_dir,
+                    config.clock,
+                    self.runtime.publish_notification,
+                    embedder=config.embedder,
+                    learn=config.schemas == "evolve",
+                )
+            )
         self._listener = NetconfSshServer(
             self.runtime,
             config.host,

@@ -9,14 +9,18 @@ from pathlib import Path
 
 import paramiko
 import pytest
-from rawnc import wait_for
 
 from an_agent.cli import main
 from an_agent.server import AgentServer, ServerConfig
+from rawnc import wait_for
 
 
 def run(capsys: pytest.CaptureFixture[str], server: AgentServer, *argv: str) -> tuple[int, str, str]:
-    code = main([*argv[:2], "--port", str(server.port), *argv[2:]] if argv[0] == "task" else [argv[0], "--port", str(server.port), *argv[1:]])
+    code = main(
+        [*argv[:2], "--port", str(server.port), *argv[2:]]
+        if argv[0] == "task"
+        else [argv[0], "--port", str(server.port), *argv[1:]]
+    )
     out, err = capsys.readouterr()
     return code, out, err
 
@@ -29,13 +33,23 @@ def test_profile_table_json_and_xml(capsys, agent_server) -> None:  # type: igno
     document = json.loads(out)
     assert document["irtf-agent:agent"]["name"] == "IETF-TestLab-RAN-1.0"
     code, out, _ = run(capsys, agent_server, "profile", "--xml")
-    assert out.startswith("<agent xmlns=\"urn:ietf:params:xml:ns:yang:irtf-agent\"")
+    assert out.startswith('<agent xmlns="urn:ietf:params:xml:ns:yang:irtf-agent"')
 
 
 def test_task_assign_wait_get_negotiate_watch_cancel(capsys, agent_server) -> None:  # type: ignore[no-untyped-def]
     code, out, err = run(
-        capsys, agent_server, "task", "assign", "--id", "c1", "--target", "SITE-07",
-        "--description", "diagnose the fault", "--wait", "--json",
+        capsys,
+        agent_server,
+        "task",
+        "assign",
+        "--id",
+        "c1",
+        "--target",
+        "SITE-07",
+        "--description",
+        "diagnose the fault",
+        "--wait",
+        "--json",
     )
     assert code == 0, err
     task = json.loads(out)
@@ -45,7 +59,9 @@ def test_task_assign_wait_get_negotiate_watch_cancel(capsys, agent_server) -> No
     code, out, _ = run(capsys, agent_server, "task", "get")
     assert code == 0 and "c1" in out and "finished" in out
 
-    code, out, _ = run(capsys, agent_server, "task", "negotiate", "--target", "CELL-1", "--description", "increase power")
+    code, out, _ = run(
+        capsys, agent_server, "task", "negotiate", "--target", "CELL-1", "--description", "increase power"
+    )
     assert code == 1 and "NOT feasible" in out and "counter-proposal" in out
     code, out, _ = run(capsys, agent_server, "task", "negotiate", "--type", "fulfillment", "--id", "c1", "--json")
     assert code == 0 and json.loads(out)["fulfilled"] is True
@@ -80,8 +96,22 @@ def test_usage_errors_and_unreachable_agent(capsys) -> None:  # type: ignore[no-
 
 def test_serve_refuses_a_public_address_without_credentials(tmp_path: Path) -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "an_agent.cli", "serve", "--host", "0.0.0.0", "--port", "0", "--state-dir", str(tmp_path)],
-        capture_output=True, text=True, timeout=60, check=False,
+        [
+            sys.executable,
+            "-m",
+            "an_agent.cli",
+            "serve",
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+            "--state-dir",
+            str(tmp_path),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 2
     assert "refusing to listen on 0.0.0.0 without credentials" in done.stderr

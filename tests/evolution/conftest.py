@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import hashlib
-import re
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 import pytest
 
 from an_agent.clock import ManualClock, from_rfc3339
@@ -15,34 +12,11 @@ from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.policy import DefaultUpdatePolicy
-from an_agent.schemas.embedding import Vectors, normalise_rows
 from an_agent.store.evolution import EvolutionStore
 
 DATA = Path(__file__).parent / "data"
 T0 = from_rfc3339("2026-10-05T00:00:00Z")
-_STOP = {"a", "an", "the", "to", "of", "in", "on", "is", "are", "for", "and", "please", "me", "my", "with", "at"}
-
-
-class FakeEmbedder:
-    """Bag of content words hashed into 64 dimensions: texts sharing words are similar, others ~orthogonal.
-
-    Deterministic (sha1, not Python's salted hash) and instant, for tests of clustering and lifecycle
-    logic; the real model is tested separately (marked slow).
-    """
-
-    dimension = 64
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def embed(self, texts: Sequence[str]) -> Vectors:
-        self.calls += 1
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        for row, text in enumerate(texts):
-            for word in re.findall(r"[a-z0-9]+", text.lower()):
-                if word not in _STOP:
-                    out[row, int(hashlib.sha1(word.encode()).hexdigest(), 16) % self.dimension] += 1.0
-        return normalise_rows(out)
+from fake_embedder import FakeEmbedder  # noqa: E402  (tests/ is on sys.path, see tests/conftest.py)
 
 
 @pytest.fixture

@@ -160,7 +160,11 @@ class Lab:
                 port = spec.port if self.use_topology_ports else 0
                 server = AgentServer(
                     ServerConfig(state_dir=agent_dir, host=HOST, port=port, profile=build_profile(spec),
-                                 behaviour=behaviour, clock=self.kernel.clock, task_workers=TASK_CAPACITY),
+                                 behaviour=behaviour, clock=self.kernel.clock, task_workers=TASK_CAPACITY,
+                                 # Payloads are validated by each receiving agent; learning from
+                                 # "other" would load the embedding model into a lab that must
+                                 # stay offline-light and deterministic.
+                                 schemas="validate"),
                     yang=yang,
                 )
                 server.start()

@@ -384,10 +384,9 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self.send_message(xml)
 
     def close(self) -> None:
-        try:
+        # The peer or the transport may already be gone: nothing left to tell it then.
+        with contextlib.suppress(EOFError, OSError, paramiko.SSHException):
             super().close()
-        except (EOFError, OSError, paramiko.SSHException):
-            pass  # the peer or the transport is already gone; nothing left to tell it
         if not self._closed_once.is_set():
             self._closed_once.set()
             self.server._session_ended(self)

@@ -30,9 +30,10 @@ from an_agent.model import (
 )
 from an_agent.nc.server import Reply, Session
 from an_agent.runtime.behaviour import AgentInfo, Behaviour
-from an_agent.runtime.datastore import Datastore
+from an_agent.runtime.datastore import Datastore, EditDiff
 from an_agent.runtime.filters import subtree_filter, xpath_filter
 from an_agent.runtime.notifications import NOTIF_NS, NotificationBus, Subscription
+from an_agent.runtime.schemas import SCHEMA_NS, SchemaService
 from an_agent.runtime.tasks import TaskEngine
 from an_agent.store.agent_store import AgentStore
 from an_agent.yang.context import YangContext
@@ -112,18 +113,48 @@ class AgentRuntime:
         self._lock = threading.Lock()
         self._running_lock_owner = 0  # session id holding <lock> on running, 0 when free
         self.kill_session_hook: Callable[[int], bool] | None = None
+        self.schemas: SchemaService | None = None
 
     def _data_params(self, ids: Sequence[str]) -> list[DataParam]:
         """The ``data-params`` entries with these ids, in the order asked (see `AgentInfo.data_params`)."""
         wanted = list(dict.fromkeys(ids))
-        if not wanted:
-            return []
-        found: dict[str, DataParam] = {}
-        for element in self.datastore.top_level(lambda e: e.tag == _DATA_PARAMS):
-            param = DataParam.from_xml(element)
-            if param.id in wanted:
-                found[param.id] = param
-        return [found[i] for i in wanted if i in found]
+        found = self.datastore.find_entries(_DATA_PARAMS, ("id",), [(i,) for i in wanted])
+        return [DataParam.from_xml(element) for element in found]
+
+    # -- structured payloads (runtime/schemas.py) -----------------------------
+    def attach_schemas(self, service: SchemaService) -> None:
+        """Validate structured payloads on assignment, decorate results, serve templates."""
+        self.schemas = service
+        self.tasks.result_hook = service.decorate_result
+
+    def publish_notification(self, content: etree._Element) -> None:
+        """Log ``content`` (a notification body) durably and send it to every subscriber."""
+        xml = etree.tostring(content, encoding="unicode")
+
+        def log_event() -> tuple[int, float, str]:
+            now = self.clock.now()
+            return self.store.append_notification(now, xml), now, xml
+
+        self.bus.publish(log_event)
+
+    def _check_payloads(self, diff: EditDiff, session_user: str) -> None:
+        """Pre-commit: every structured payload of every new task must validate (nothing stored otherwise)."""
+        if self.schemas is None:
+            return
+        in_edit: dict[str, DataParam] = {}
+        for element in [*diff.added.values(), *(new for _, new in diff.changed.values())]:
+            if element.tag == _DATA_PARAMS:
+                param = DataParam.from_xml(element)
+                in_edit[param.id] = param
+        for element in diff.added.values():
+            if element.tag != _TASK:
+                continue
+            task = Task.from_xml(element)
+            if not task.msg_data:
+                continue
+            missing = [i for i in task.msg_data if i not in in_edit]
+            params = [in_edit[i] for i in task.msg_data if i in in_edit] + self._data_params(missing)
+            self.schemas.check_task(task, params, task.send_from or session_user)
 
     def start(self) -> None:
         """Resume tasks that were running when the agent last stopped."""
@@ -131,8 +162,10 @@ class AgentRuntime:
         self.tasks.resume(list(tasks) if tasks is not None else [])
 
     def close(self) -> None:
+        self.tasks.close()  # first: running behaviours may still report results
+        if self.schemas is not None:
+            self.schemas.close()
         self.bus.close()
-        self.tasks.close()
 
     # -- RpcHandler -----------------------------------------------------------
     def capabilities(self) -> list[str]:
@@ -175,6 +208,11 @@ class AgentRuntime:
             return self._create_subscription(session, operation)
         if q.namespace == IRTF_AGENT_NS and q.localname == "task-negotiate":
             return self._task_negotiate(operation)
+        if q.namespace == SCHEMA_NS and q.localname == "get-schema-template":
+            if self.schemas is None:
+                raise RpcError.operation_not_supported("this agent serves no scenario schemas", error_type="application")
+            self.yang.validate_rpc(etree.tostring(operation, encoding="unicode"))
+            return Reply(self.schemas.get_schema_template(operation, session.username))
         known = {m.namespace for m in self.yang.modules()}
         if q.namespace in known:
             raise RpcError.operation_not_supported(f"RPC {q.localname} of module {q.namespace} is not implemented")
@@ -192,7 +230,10 @@ class AgentRuntime:
         scope = _Scope.of(flt)
         top: list[etree._Element] = []
         if scope.wants(self._profile_xml):
-            top.append(copy.deepcopy(self._profile_xml))
+            agent = copy.deepcopy(self._profile_xml)
+            if self.schemas is not None:
+                agent.append(self.schemas.templates_state())
+            top.append(agent)
         top.extend(self.datastore.top_level(scope.wants, scope.task_keys))
         for element in top:
             if element.tag == _TASKS:
@@ -297,7 +338,11 @@ class AgentRuntime:
             raise err
         if test_option == "test-only":
             raise RpcError.operation_not_supported("test-option test-only is not supported (no :validate capability)")
-        diff = self.datastore.edit(config, default_operation, pre_commit=self.tasks.check_edit)
+        def pre_commit(diff: EditDiff) -> None:
+            self._check_payloads(diff, session.username)
+            self.tasks.check_edit(diff)
+
+        diff = self.datastore.edit(config, default_operation, pre_commit=pre_commit)
         if diff:
             self.tasks.apply_edit(diff)
         return Reply()

@@ -124,6 +124,12 @@ class Datastore:
                 out.append(shell)
             return out
 
+    def find_entries(self, tag: str, key_names: tuple[str, ...], keys: list[tuple[str, ...]]) -> list[etree._Element]:
+        """Deep copies of the top-level list entries ``tag`` with these key values (absent ones skipped)."""
+        with self._lock:
+            index = self._entries(self._root, tag, key_names)
+            return [copy.deepcopy(index[k]) for k in keys if k in index]
+
     def find(self, namespace: str, *names: str) -> etree._Element | None:
         """A deep copy of the first element at the path of local names in ``namespace``, or None."""
         with self._lock:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 
 from lxml import etree
@@ -52,6 +52,8 @@ class TaskEngine:
         self._tasks: dict[str, Task] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="task")
         self._closed = False
+        # Set by the runtime: a last look at a finished task's result (schema_update_suggestion).
+        self.result_hook: Callable[[str, TaskResult], TaskResult] | None = None
 
     # -- reading --------------------------------------------------------------
     def state(self, task_id: str) -> TaskState | None:
@@ -197,6 +199,8 @@ class TaskEngine:
             now = self._clock.now()
             kept = _result_of(previous) if previous is not None else None
             final = result or kept or TaskResult()
+            if status == TaskStatus.FINISHED and self.result_hook is not None:
+                final = self.result_hook(task_id, final)
             if reason is not None and result is None:
                 final.reason = reason
             final.updated_time = now
