@@ -108,8 +108,9 @@ class AgentServer:
         else:
             behaviour = config.behaviour
         self.store = AgentStore(config.state_dir, durable=config.durable)
-        self.runtime = AgentRuntime(self.profile, behaviour, self.store, config.clock, yang,
-                                    task_workers=config.task_workers)
+        self.runtime = AgentRuntime(
+            self.profile, behaviour, self.store, config.clock, yang, task_workers=config.task_workers
+        )
         if config.schemas != "off":
             from an_agent.runtime.schemas import SchemaService
 

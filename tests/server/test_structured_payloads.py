@@ -21,7 +21,9 @@ SCHEMA = "urn:an-agent:params:xml:ns:yang:an-agent-schema"
 NOTIF = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 
 
-def assign(raw: RawSession, task_id: str, payload: dict[str, object], sender: str, schema_id: str = "energy_saving_adjust_v1") -> etree._Element:
+def assign(
+    raw: RawSession, task_id: str, payload: dict[str, object], sender: str, schema_id: str = "energy_saving_adjust_v1"
+) -> etree._Element:
     envelope = json.dumps({"schema_id": schema_id, "payload": payload})
     body = (
         f'<edit-config><target><running/></target><config><data-params xmlns="{IRTF}"><id>{task_id}-p</id>'
@@ -84,7 +86,9 @@ def test_invalid_payload_is_refused_with_every_offending_key_and_nothing_is_stor
 def test_get_schema_template_and_templates_as_state(schema_server: AgentServer) -> None:
     raw = RawSession(schema_server.port)
     try:
-        reply = raw.rpc(f'<get-schema-template xmlns="{SCHEMA}"><scenario>coverage_compensation</scenario></get-schema-template>')
+        reply = raw.rpc(
+            f'<get-schema-template xmlns="{SCHEMA}"><scenario>coverage_compensation</scenario></get-schema-template>'
+        )
         assert reply.findtext(f"{{{SCHEMA}}}schema-id") == "coverage_compensation_v1", etree.tostring(reply)
         template = json.loads(reply.findtext(f"{{{SCHEMA}}}template") or "{}")
         assert template["schema_id"] == "coverage_compensation_v1"
@@ -92,14 +96,22 @@ def test_get_schema_template_and_templates_as_state(schema_server: AgentServer) 
         assert "target_cell_ids" in names and "other" in names
         output = "".join(etree.tostring(c, encoding="unicode") for c in reply if etree.QName(c).namespace == SCHEMA)
         YangContext.default().validate_rpc_output(output, "an-agent-schema:get-schema-template")
-        unknown = raw.rpc(f'<get-schema-template xmlns="{SCHEMA}"><scenario>teleportation</scenario></get-schema-template>', "u")
+        unknown = raw.rpc(
+            f'<get-schema-template xmlns="{SCHEMA}"><scenario>teleportation</scenario></get-schema-template>', "u"
+        )
         fields = error_fields(unknown)
         assert fields["tag"] == "invalid-value" and "fault_diagnosis_v1" in (fields["message"] or "")
         state = raw.rpc(
-            f'<get><filter type="subtree"><agent xmlns="{IRTF}"><schema-templates xmlns="{SCHEMA}"/></agent></filter></get>', "s"
+            f'<get><filter type="subtree"><agent xmlns="{IRTF}"><schema-templates xmlns="{SCHEMA}"/></agent></filter></get>',
+            "s",
         )
         ids = [e.text for e in state.iter(f"{{{SCHEMA}}}schema-id")]
-        assert sorted(ids) == ["complaint_ticket_v1", "coverage_compensation_v1", "energy_saving_adjust_v1", "fault_diagnosis_v1"]
+        assert sorted(ids) == [
+            "complaint_ticket_v1",
+            "coverage_compensation_v1",
+            "energy_saving_adjust_v1",
+            "fault_diagnosis_v1",
+        ]
         data = state.find("nc:data", NS)
         assert data is not None
         YangContext.default().validate_data("".join(etree.tostring(c, encoding="unicode") for c in data), partial=True)
@@ -114,7 +126,9 @@ def test_recurring_other_content_becomes_a_patch_notified_and_suggested(schema_s
         watcher.rpc(f'<create-subscription xmlns="{NOTIF}"/>', "sub")
         other = "cooling fan failure in the shelter"
         for n in range(6):  # the default gate: heat >= 50 (5 fragments) and 5 distinct clients
-            reply = assign(raw, f"hot{n}", {"cell_ids": ["CELL-0401"], "action": "reduce", "other": other}, f"site-agent-{n}")
+            reply = assign(
+                raw, f"hot{n}", {"cell_ids": ["CELL-0401"], "action": "reduce", "other": other}, f"site-agent-{n}"
+            )
             assert reply.find("nc:ok", NS) is not None, etree.tostring(reply)
         assert schema_server.runtime.schemas is not None
         schema_server.runtime.schemas.drain()
@@ -159,7 +173,9 @@ def test_evolution_state_survives_a_restart(tmp_path: Path, profile: AgentProfil
     with AgentServer(config) as server:
         raw = RawSession(server.port)
         for n in range(6):
-            assign(raw, f"t{n}", {"cell_ids": ["CELL-1"], "action": "reduce", "other": "air conditioning failed"}, f"c{n}")
+            assign(
+                raw, f"t{n}", {"cell_ids": ["CELL-1"], "action": "reduce", "other": "air conditioning failed"}, f"c{n}"
+            )
         raw.close()
         assert server.runtime.schemas is not None
         server.runtime.schemas.drain()
@@ -185,7 +201,9 @@ def test_paraphrases_with_the_real_model_over_netconf(tmp_path: Path, profile: A
         raw = RawSession(server.port)
         try:
             for n, text in enumerate(phrasings):
-                reply = assign(raw, f"p{n}", {"cell_ids": ["CELL-0401"], "action": "reduce", "other": text}, f"client-{n}")
+                reply = assign(
+                    raw, f"p{n}", {"cell_ids": ["CELL-0401"], "action": "reduce", "other": text}, f"client-{n}"
+                )
                 assert reply.find("nc:ok", NS) is not None
         finally:
             raw.close()

@@ -210,7 +210,9 @@ class AgentRuntime:
             return self._task_negotiate(operation)
         if q.namespace == SCHEMA_NS and q.localname == "get-schema-template":
             if self.schemas is None:
-                raise RpcError.operation_not_supported("this agent serves no scenario schemas", error_type="application")
+                raise RpcError.operation_not_supported(
+                    "this agent serves no scenario schemas", error_type="application"
+                )
             self.yang.validate_rpc(etree.tostring(operation, encoding="unicode"))
             return Reply(self.schemas.get_schema_template(operation, session.username))
         known = {m.namespace for m in self.yang.modules()}
@@ -251,9 +253,9 @@ class AgentRuntime:
         netconf = etree.Element(_NETMOD + "netconf", nsmap=default_ns(NETMOD_NOTIF_NS))
         stream = etree.SubElement(etree.SubElement(netconf, _NETMOD + "streams"), _NETMOD + "stream")
         etree.SubElement(stream, _NETMOD + "name").text = "NETCONF"
-        etree.SubElement(stream, _NETMOD + "description").text = (
-            "condition-notifications on every task-status transition (draft-wang-nmrg-magent-im)"
-        )
+        etree.SubElement(
+            stream, _NETMOD + "description"
+        ).text = "condition-notifications on every task-status transition (draft-wang-nmrg-magent-im)"
         etree.SubElement(stream, _NETMOD + "replaySupport").text = "true"
         etree.SubElement(stream, _NETMOD + "replayLogCreationTime").text = to_rfc3339(self._log_created)
         return netconf
@@ -338,6 +340,7 @@ class AgentRuntime:
             raise err
         if test_option == "test-only":
             raise RpcError.operation_not_supported("test-option test-only is not supported (no :validate capability)")
+
         def pre_commit(diff: EditDiff) -> None:
             self._check_payloads(diff, session.username)
             self.tasks.check_edit(diff)

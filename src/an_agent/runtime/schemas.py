@@ -23,6 +23,7 @@ sending agent's name) when present, else the NETCONF user of the session.
 from __future__ import annotations
 
 import copy
+import functools
 import json
 import logging
 import queue
@@ -178,17 +179,24 @@ class SchemaService:
         client_id = (operation.findtext(_S + "client-id") or "").strip() or session_user
         language = (operation.findtext(_S + "preferred-language") or "").strip()
         if not scenario:
-            raise RpcError.missing_element("scenario", "get-schema-template needs a <scenario>", error_type="application")
+            raise RpcError.missing_element(
+                "scenario", "get-schema-template needs a <scenario>", error_type="application"
+            )
         try:
             template = self.engine.template(scenario, client_id)
         except AnAgentError as exc:
             available = ", ".join(t.schema_id for t in self.engine.registry.templates())
             raise RpcError.invalid_value(f"{exc} (available: {available})") from None
-        applied = [p["patch_id"] for p in (self.engine.schema_update_suggestion(client_id, template.schema_id) or {}).get("patches", [])]
+        applied = [
+            p["patch_id"]
+            for p in (self.engine.schema_update_suggestion(client_id, template.schema_id) or {}).get("patches", [])
+        ]
         holder = etree.Element(_S + "output", nsmap=default_ns(SCHEMA_NS))
         etree.SubElement(holder, _S + "schema-id").text = template.schema_id
         # Descriptions exist in English only; say so instead of pretending (draft 5: the language served).
-        etree.SubElement(holder, _S + "language").text = "en" if not language or not language.lower().startswith("en") else language
+        etree.SubElement(holder, _S + "language").text = (
+            "en" if not language or not language.lower().startswith("en") else language
+        )
         etree.SubElement(holder, _S + "template").text = json.dumps(template.to_dict(), indent=2)
         for patch_id in applied:
             etree.SubElement(holder, _S + "applied-patch").text = patch_id
@@ -229,7 +237,9 @@ class SchemaService:
                 if key.default_value is not None:
                     etree.SubElement(item, _S + "default-value").text = json.dumps(key.default_value)
                 etree.SubElement(item, _S + "semantic-description").text = key.semantic_description
-                state = "base" if key.key_name in base_names else states.get((base.schema_id, key.key_name), "experimental")
+                state = (
+                    "base" if key.key_name in base_names else states.get((base.schema_id, key.key_name), "experimental")
+                )
                 etree.SubElement(item, _S + "state").text = state
             for patch in patches_by_schema.get(base.schema_id, []):
                 item = etree.SubElement(entry, _S + "patch")
@@ -274,7 +284,7 @@ class SchemaService:
                 value.set()
                 continue
             client_id, envelope = value
-            self._safely(lambda: self.engine.accept_payload(client_id, envelope, suggest=False))
+            self._safely(functools.partial(self.engine.accept_payload, client_id, envelope, suggest=False))
 
     @staticmethod
     def _safely(work: Callable[[], object]) -> None:
