@@ -31,10 +31,15 @@ def find_topology(given: Path | None) -> Path:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m an_agent.demo", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--state-dir", type=Path, default=Path("state/demo"),
-                        help="where the agents' databases and the report go (default: state/demo)")
+    parser = argparse.ArgumentParser(
+        prog="python -m an_agent.demo", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--state-dir",
+        type=Path,
+        default=Path("state/demo"),
+        help="where the agents' databases and the report go (default: state/demo)",
+    )
     parser.add_argument("--topology", type=Path, help=f"another topology to run (default: {TOPOLOGY})")
     args = parser.parse_args(argv)
 
@@ -74,8 +79,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(outcome(result)))
     run = result["run"]
     print()
-    print(f"{duration(run['simulated_seconds'])} of network time played in {run['wall_seconds']:.1f} s; "
-          f"{run['netconf_operations']} NETCONF operations between {len(result['agents'])} agents.")
+    print(
+        f"{duration(run['simulated_seconds'])} of network time played in {run['wall_seconds']:.1f} s; "
+        f"{run['netconf_operations']} NETCONF operations between {len(result['agents'])} agents."
+    )
     print(f"HTML report (sequence diagram, KPI plots, tasks with payloads): {report.resolve()}")
     return 0 if result["outcome"]["closed_loop"] else 1
 

@@ -74,6 +74,10 @@ class ServerConfig:
     """Structured payloads: validate them and learn from ``other`` (evolve), only validate, or ignore them."""
     embedder: Embedder | None = None
     """The embedding model for ``evolve`` (default: the bundled MiniLM, shared by the process, loaded on first use)."""
+    schema_admins: list[str] | None = None
+    """NETCONF users who may approve, reject and withdraw schema changes (default: the configured users)."""
+    schema_approval: Literal["auto", "manual"] = "auto"
+    """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
 
     def resolve_credentials(self) -> tuple[SshCredentials, str | None]:
         """The credentials to serve with, and a notice for the operator when defaults were applied.
@@ -121,6 +125,8 @@ class AgentServer:
                     self.runtime.publish_notification,
                     embedder=config.embedder,
                     learn=config.schemas == "evolve",
+                    admins=config.schema_admins if config.schema_admins is not None else list(self.credentials.users),
+                    automatic=config.schema_approval == "auto",
                 )
             )
         self._listener = NetconfSshServer(

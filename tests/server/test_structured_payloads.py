@@ -216,3 +216,58 @@ def test_paraphrases_with_the_real_model_over_netconf(tmp_path: Path, profile: A
         key = patches[0]["new_keys"][0]
         assert key["experimental"] is True and key["required"] is False
         assert any(word in key["key_name"] for word in ("temperature", "thermal", "heat", "hot", "cooling")), key
+
+
+def test_schema_changes_need_an_authorised_user(tmp_path: Path, profile: AgentProfile) -> None:
+    config = ServerConfig(
+        state_dir=tmp_path / "s",
+        port=0,
+        profile=profile,
+        embedder=FakeEmbedder(),
+        users={"noc": "noc", "architect": "architect"},
+        schema_admins=["architect"],
+        schema_approval="manual",
+    )
+    with AgentServer(config) as server:
+        noc = RawSession(server.port, user="noc", password="noc")
+        architect = RawSession(server.port, user="architect", password="architect")
+        try:
+            for n in range(6):
+                assign(
+                    noc,
+                    f"t{n}",
+                    {"cell_ids": ["CELL-1"], "action": "reduce", "other": "cooling fan failure in the shelter"},
+                    f"c{n}",
+                )
+            assert server.runtime.schemas is not None
+            server.runtime.schemas.drain()
+            patches = server.runtime.schemas.engine.patches()
+            assert [p["state"] for p in patches] == ["pending"]
+            patch_id = patches[0]["patch_id"]
+            # Nothing is delivered while it waits.
+            reply = noc.rpc(
+                f'<get-schema-template xmlns="{SCHEMA}"><scenario>energy_saving_adjust_v1</scenario></get-schema-template>',
+                "t",
+            )
+            assert reply.find(f"{{{SCHEMA}}}applied-patch") is None
+            denied = noc.rpc(
+                f'<approve-schema-patch xmlns="{SCHEMA}"><patch-id>{patch_id}</patch-id></approve-schema-patch>', "a"
+            )
+            fields = error_fields(denied)
+            assert fields["tag"] == "access-denied" and "schema administrator" in (fields["message"] or "")
+            approved = architect.rpc(
+                f'<approve-schema-patch xmlns="{SCHEMA}"><patch-id>{patch_id}</patch-id></approve-schema-patch>', "b"
+            )
+            assert approved.findtext(f"{{{SCHEMA}}}state") == "active", etree.tostring(approved)
+            reply = noc.rpc(
+                f'<get-schema-template xmlns="{SCHEMA}"><scenario>energy_saving_adjust_v1</scenario></get-schema-template>',
+                "t2",
+            )
+            assert reply.findtext(f"{{{SCHEMA}}}applied-patch") == patch_id
+            again = architect.rpc(
+                f'<reject-schema-patch xmlns="{SCHEMA}"><patch-id>{patch_id}</patch-id></reject-schema-patch>', "c"
+            )
+            assert error_fields(again)["tag"] == "invalid-value"  # no longer pending
+        finally:
+            noc.close()
+            architect.close()

@@ -134,7 +134,8 @@ class LabBehaviour(Behaviour):
                 busy = len(self._holds) + self._running
             if busy >= self.env.task_capacity:
                 raise RpcError(
-                    "application", "resource-denied",
+                    "application",
+                    "resource-denied",
                     f"{self.name} already has {busy} tasks in progress (its limit); assign {task.task_id} later",
                 )
             try:
@@ -188,16 +189,17 @@ class LabBehaviour(Behaviour):
             reason = self.feasibility(sections.task_description or "", validated, request.send_from)
         except SchemaError as exc:
             return NegotiationResult(
-                NegotiationType.FEASIBILITY, feasible=False,
+                NegotiationType.FEASIBILITY,
+                feasible=False,
                 reason=f"invalid payload: {exc}: " + "; ".join(exc.problems),
             )
         except NotFeasible as exc:
             counter = None
             if exc.counter is not None:
-                counter = payloads.proposal(sections.target_object or "", sections.task_description or "",
-                                            exc.counter)
-            return NegotiationResult(NegotiationType.FEASIBILITY, feasible=False, reason=str(exc),
-                                     counter_proposal=counter)
+                counter = payloads.proposal(sections.target_object or "", sections.task_description or "", exc.counter)
+            return NegotiationResult(
+                NegotiationType.FEASIBILITY, feasible=False, reason=str(exc), counter_proposal=counter
+            )
         return NegotiationResult(NegotiationType.FEASIBILITY, feasible=True, reason=reason)
 
     def _fulfillment(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
@@ -218,8 +220,11 @@ class LabBehaviour(Behaviour):
             absent = sorted(set(wanted) - have)
             if absent:
                 return answer(False, f"{key} does not cover {', '.join(absent)}")
-        return answer(True, f"task {task.task_id} finished; its result gives "
-                      + ", ".join(required.get("keys", []) or ["what was asked"]))
+        return answer(
+            True,
+            f"task {task.task_id} finished; its result gives "
+            + ", ".join(required.get("keys", []) or ["what was asked"]),
+        )
 
     # ---- what roles implement -----------------------------------------------------------------------
     @abstractmethod
@@ -242,8 +247,11 @@ class LabBehaviour(Behaviour):
         self.env.journal.note(self.name, kind, text, **details)
 
     def finish(self, run: TaskRun, summary: str, result: dict[str, Any]) -> None:
-        run.finish(TaskResult(summary=summary, reason=summary, format="application/json",
-                              data=json.dumps(result, sort_keys=True)))
+        run.finish(
+            TaskResult(
+                summary=summary, reason=summary, format="application/json", data=json.dumps(result, sort_keys=True)
+            )
+        )
 
     def ask(
         self,
@@ -282,8 +290,13 @@ class LabBehaviour(Behaviour):
         proposal = value
         for _ in range(2):
             answer = link.negotiate(
-                NegotiationRequest(task_id, NegotiationType.FEASIBILITY,
-                                   [payloads.proposal(target, description, proposal)], self.name, peer)
+                NegotiationRequest(
+                    task_id,
+                    NegotiationType.FEASIBILITY,
+                    [payloads.proposal(target, description, proposal)],
+                    self.name,
+                    peer,
+                )
             )
             if answer.feasible:
                 return Agreement(task_id, proposal, tuple(refusals))
@@ -295,7 +308,12 @@ class LabBehaviour(Behaviour):
         return Agreement(None, value, tuple(refusals))
 
     def assign(
-        self, peer: str, task_id: str, target: str, description: str, value: dict[str, Any],
+        self,
+        peer: str,
+        task_id: str,
+        target: str,
+        description: str,
+        value: dict[str, Any],
         expected_response: str | None = None,
     ) -> TaskHandle:
         """taskAssign with the payload as a data-param; the handle waits for the end."""
@@ -318,9 +336,13 @@ class LabBehaviour(Behaviour):
             return False
         requirement = json.dumps({"keys": keys, "covers": covers}, sort_keys=True)
         answer = self.peers.peer(peer).negotiate(
-            NegotiationRequest(outcome.task.task_id, NegotiationType.FULFILLMENT,
-                               [build_prompt(outcome.task.task_id, "evaluate the result", requirement)],
-                               self.name, peer)
+            NegotiationRequest(
+                outcome.task.task_id,
+                NegotiationType.FULFILLMENT,
+                [build_prompt(outcome.task.task_id, "evaluate the result", requirement)],
+                self.name,
+                peer,
+            )
         )
         return bool(answer.fulfilled)
 

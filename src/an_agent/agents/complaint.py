@@ -58,12 +58,17 @@ class ComplaintBehaviour(LabBehaviour):
                 raise TaskFailure("the ticket has no text")
             self.env.scheduler.sleep(self.env.timing.ticket_parse)
             network = self.env.network
-            parsed = parse_ticket(text, network.places(), network.region_aliases(), self.env.regions,
-                                  self.env.scheduler.now())
+            parsed = parse_ticket(
+                text, network.places(), network.region_aliases(), self.env.regions, self.env.scheduler.now()
+            )
             value = payloads.envelope("complaint_ticket_v1", parsed.payload)
-            self.note("complaint_parsed", f"ticket {parsed.payload['ticket_id']}: "
-                      f"{parsed.payload['complaint_category']} at {parsed.payload.get('location', '?')} "
-                      f"(region {parsed.payload.get('region', '?')})", payload=parsed.payload)
+            self.note(
+                "complaint_parsed",
+                f"ticket {parsed.payload['ticket_id']}: "
+                f"{parsed.payload['complaint_category']} at {parsed.payload.get('location', '?')} "
+                f"(region {parsed.payload.get('region', '?')})",
+                payload=parsed.payload,
+            )
             payload = payloads.validate(value)
         elif payload.schema_id != "complaint_ticket_v1":
             raise TaskFailure(f"{self.name} takes complaint_ticket_v1 payloads, not {payload.schema_id}")
@@ -82,20 +87,35 @@ class ComplaintBehaviour(LabBehaviour):
             peers = self.env.peers_with_role("complaint", str(region))
             if not peers:
                 raise TaskFailure(f"ticket {ticket} concerns {region}, and {self.name} knows no agent there")
-            self.note("boundary", f"ticket {ticket}: {location or 'the location'} is in {region}, another "
-                      f"management domain: forwarding to {peers[0]}", region=region)
-            outcome = self.ask(peers[0], f"forward.{ticket}", location or ticket,
-                               f"Handle complaint ticket {ticket} forwarded from {self.name}: "
-                               f"{values.get('complaint_category')} at {location or region}", value)
+            self.note(
+                "boundary",
+                f"ticket {ticket}: {location or 'the location'} is in {region}, another "
+                f"management domain: forwarding to {peers[0]}",
+                region=region,
+            )
+            outcome = self.ask(
+                peers[0],
+                f"forward.{ticket}",
+                location or ticket,
+                f"Handle complaint ticket {ticket} forwarded from {self.name}: "
+                f"{values.get('complaint_category')} at {location or region}",
+                value,
+            )
             return self._relay(ticket, peers[0], outcome)
         place = next((p for p in self.env.network.places() if p.name == location), None)
         sites = list(place.site_ids) if place else []
-        self.note("boundary", f"ticket {ticket}: {location or 'the location'} is in this management domain",
-                  region=region)
+        self.note(
+            "boundary", f"ticket {ticket}: {location or 'the location'} is in this management domain", region=region
+        )
         services = self.env.peers_with_role("cross-domain-fault")
         if services:
-            outcome = self.ask(services[0], f"complaint.{ticket}", location or ticket,
-                               f"Complaint ticket {ticket}: {values.get('complaint_category')} at {location}", value)
+            outcome = self.ask(
+                services[0],
+                f"complaint.{ticket}",
+                location or ticket,
+                f"Complaint ticket {ticket}: {values.get('complaint_category')} at {location}",
+                value,
+            )
             return self._relay(ticket, services[0], outcome)
         if not sites:
             raise TaskFailure(f"ticket {ticket}: the location {location!r} is not a known place of the network")
@@ -105,8 +125,12 @@ class ComplaintBehaviour(LabBehaviour):
         if not outcome.finished:
             raise TaskFailure(f"ticket {ticket}: {peer} could not resolve it: {outcome.reason}")
         result = outcome.result()
-        return {"ticket_id": ticket, "resolved": True, "handled_by": result.get("handled_by", peer),
-                "summary": str(result.get("summary", outcome.reason))}
+        return {
+            "ticket_id": ticket,
+            "resolved": True,
+            "handled_by": result.get("handled_by", peer),
+            "summary": str(result.get("summary", outcome.reason)),
+        }
 
     def _investigate(self, values: dict[str, Any], sites: list[str]) -> dict[str, Any]:
         """Split the ticket into RAN and IP sub-tasks, decide, repair, verify."""
@@ -120,8 +144,7 @@ class ComplaintBehaviour(LabBehaviour):
             "fault_type": _CATEGORY_FAULT.get(str(values.get("complaint_category")), "unknown"),
             "affected_site_ids": sites,
             "other": f"IoV complaint {ticket}: {values.get('complaint_category')} at {values.get('location')}"
-                     + (f", {values['affected_vehicle_count']} vehicles" if values.get("affected_vehicle_count")
-                        else ""),
+            + (f", {values['affected_vehicle_count']} vehicles" if values.get("affected_vehicle_count") else ""),
         }
         if values.get("occurred_at"):
             common["occurred_at"] = values["occurred_at"]
@@ -134,10 +157,18 @@ class ComplaintBehaviour(LabBehaviour):
             agreed = self.propose(peer, f"diagnose.{ticket}.{domain}", target, description, value)
             if agreed.task_id is None:
                 raise TaskFailure(f"{peer} refused the diagnosis: {'; '.join(agreed.refusals)}")
-            handles.append((peer, self.assign(peer, agreed.task_id, target, description, agreed.value,
-                                              "root_cause, fault_type, element")))
-        self.note("sub_tasks", f"ticket {ticket} split into {len(handles)} diagnosis sub-tasks: "
-                  + ", ".join(peer for peer, _ in handles))
+            handles.append(
+                (
+                    peer,
+                    self.assign(
+                        peer, agreed.task_id, target, description, agreed.value, "root_cause, fault_type, element"
+                    ),
+                )
+            )
+        self.note(
+            "sub_tasks",
+            f"ticket {ticket} split into {len(handles)} diagnosis sub-tasks: " + ", ".join(peer for peer, _ in handles),
+        )
         findings: list[tuple[str, Finding]] = []
         for peer, handle in handles:
             outcome = Outcome(handle.result(), None)
@@ -149,50 +180,82 @@ class ComplaintBehaviour(LabBehaviour):
         faults.sort(key=lambda pf: 0 if pf[1].fault_type in ("link_cut", "router_port_fault") else 1)
         if not faults:
             summary = f"no network fault found at {values.get('location')}: " + "; ".join(
-                f.root_cause for _, f in findings)
+                f.root_cause for _, f in findings
+            )
             self.note("no_fault", f"ticket {ticket}: {summary}")
             return {"ticket_id": ticket, "resolved": True, "handled_by": self.name, "summary": summary}
         owner, finding = faults[0]
         assert finding.element is not None
-        self.note("root_cause", finding.root_cause, fault_type=finding.fault_type, element=finding.element,
-                  sites=finding.explained_site_ids, diagnosed_by=owner)
+        self.note(
+            "root_cause",
+            finding.root_cause,
+            fault_type=finding.fault_type,
+            element=finding.element,
+            sites=finding.explained_site_ids,
+            diagnosed_by=owner,
+        )
         actions = self._repair(owner, finding, ticket)
-        verify = payloads.envelope("fault_diagnosis_v1", {
-            "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
-            "affected_site_ids": [
-                s for s in finding.explained_site_ids if finding.fault_type != "cell_misconfiguration"
-            ],
-            "affected_cell_ids": finding.explained_cell_ids,
-            "domain": "wireless",
-            "other": f"verify restoration for complaint {ticket}",
-        })
-        outcome = self.ask(rans[0], f"verify.{ticket}", finding.element,
-                           f"Verify that service is restored at {values.get('location')}", verify)
+        verify = payloads.envelope(
+            "fault_diagnosis_v1",
+            {
+                "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
+                "affected_site_ids": [
+                    s for s in finding.explained_site_ids if finding.fault_type != "cell_misconfiguration"
+                ],
+                "affected_cell_ids": finding.explained_cell_ids,
+                "domain": "wireless",
+                "other": f"verify restoration for complaint {ticket}",
+            },
+        )
+        outcome = self.ask(
+            rans[0],
+            f"verify.{ticket}",
+            finding.element,
+            f"Verify that service is restored at {values.get('location')}",
+            verify,
+        )
         if not outcome.finished:
             raise TaskFailure(f"ticket {ticket}: restoration not confirmed: {outcome.reason}")
         self.note("restored", f"ticket {ticket}: service restored at {values.get('location')}")
-        return {"ticket_id": ticket, "resolved": True, "handled_by": self.name, "root_cause": finding.root_cause,
-                "summary": f"root cause: {finding.root_cause}; {actions}; service restored at "
-                           f"{values.get('location')}"}
+        return {
+            "ticket_id": ticket,
+            "resolved": True,
+            "handled_by": self.name,
+            "root_cause": finding.root_cause,
+            "summary": f"root cause: {finding.root_cause}; {actions}; service restored at {values.get('location')}",
+        }
 
     def _repair(self, owner: str, finding: Finding, ticket: str) -> str:
         assert finding.element is not None
         if finding.remote_repair_possible:
-            value = payloads.envelope("fault_diagnosis_v1", {
-                "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
-                "affected_site_ids": [s for s in finding.explained_site_ids
-                                      if finding.fault_type != "cell_misconfiguration"],
-                "affected_cell_ids": finding.explained_cell_ids,
-                "suspected_root_cause": finding.root_cause,
-                "other": f"repair for complaint {ticket}: {'; '.join(finding.recommendations)} ({finding.element})",
-            })
-            outcome = self.ask(owner, f"repair.{finding.element}", finding.element,
-                               f"Repair {finding.element} remotely: {'; '.join(finding.recommendations)}", value)
+            value = payloads.envelope(
+                "fault_diagnosis_v1",
+                {
+                    "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
+                    "affected_site_ids": [
+                        s for s in finding.explained_site_ids if finding.fault_type != "cell_misconfiguration"
+                    ],
+                    "affected_cell_ids": finding.explained_cell_ids,
+                    "suspected_root_cause": finding.root_cause,
+                    "other": f"repair for complaint {ticket}: {'; '.join(finding.recommendations)} ({finding.element})",
+                },
+            )
+            outcome = self.ask(
+                owner,
+                f"repair.{finding.element}",
+                finding.element,
+                f"Repair {finding.element} remotely: {'; '.join(finding.recommendations)}",
+                value,
+            )
             if outcome.finished:
                 self.note("decision", f"ticket {ticket}: {finding.element} repaired remotely by {owner}")
                 return f"repaired remotely by {owner}"
         tt = ticket_id(finding.element, self.env.scheduler.now())
         eta = self.env.network.dispatch_field_repair(finding.element, tt, self.name, finding.root_cause)
-        self.note("trouble_ticket", f"trouble ticket {tt} for field maintenance on {finding.element}",
-                  element=finding.element, eta=eta)
+        self.note(
+            "trouble_ticket",
+            f"trouble ticket {tt} for field maintenance on {finding.element}",
+            element=finding.element,
+            eta=eta,
+        )
         return f"repaired by field maintenance (ticket {tt})"

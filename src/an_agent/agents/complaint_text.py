@@ -18,10 +18,34 @@ from an_agent.agents.environment import Place
 _CATEGORIES = (
     ("call_drop", ("call drop", "calls drop", "dropped call", "calls are dropped")),
     ("positioning_error", ("wrong position", "wrong location", "gps position")),
-    ("intermittent_connectivity", ("coming and going", "intermittent", "on and off", "keeps dropping",
-                                   "lose connectivity", "loses connectivity", "lost connectivity", "drops out")),
-    ("no_coverage", ("no signal", "no coverage", "no network", "lost the network", "lose the network",
-                     "without network", "no service", "cannot connect", "can't connect", "no connection")),
+    (
+        "intermittent_connectivity",
+        (
+            "coming and going",
+            "intermittent",
+            "on and off",
+            "keeps dropping",
+            "lose connectivity",
+            "loses connectivity",
+            "lost connectivity",
+            "drops out",
+        ),
+    ),
+    (
+        "no_coverage",
+        (
+            "no signal",
+            "no coverage",
+            "no network",
+            "lost the network",
+            "lose the network",
+            "without network",
+            "no service",
+            "cannot connect",
+            "can't connect",
+            "no connection",
+        ),
+    ),
     ("slow_data", ("slow", "take ages", "takes ages", "takes forever")),
     ("high_latency", ("latency", "lag ", "delayed")),
 )
@@ -44,8 +68,9 @@ class ParsedTicket:
     place: Place | None
 
 
-def parse_ticket(text: str, places: list[Place], regions: dict[str, tuple[str, ...]], home: tuple[str, ...],
-                 now: float) -> ParsedTicket:
+def parse_ticket(
+    text: str, places: list[Place], regions: dict[str, tuple[str, ...]], home: tuple[str, ...], now: float
+) -> ParsedTicket:
     """Map ``text`` to a complaint_ticket_v1 payload.
 
     ``regions`` maps each region to its aliases; ``home`` are the regions of the agent parsing the ticket

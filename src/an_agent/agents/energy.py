@@ -82,17 +82,23 @@ class EnergySavingBehaviour(LabBehaviour):
         state = "suspended" if action == "suspend" else "reduced"
         percent = payload.values.get("energy_saving_target_percent")
         for cell_id in cells:
-            self.env.network.set_energy_saving(cell_id, state, self.name,
-                                               None if percent is None else float(percent))
+            self.env.network.set_energy_saving(cell_id, state, self.name, None if percent is None else float(percent))
         until = scheduler.now() + minutes * 60.0
-        adjustment.timer = scheduler.call_at(until, f"{self.name} end of {task.task_id}",
-                                             functools.partial(self._expire, task.task_id))
+        adjustment.timer = scheduler.call_at(
+            until, f"{self.name} end of {task.task_id}", functools.partial(self._expire, task.task_id)
+        )
         with self._state:
             self._active[task.task_id] = adjustment
-        self.note(f"energy_saving_{state}", f"energy saving {state} on {len(cells)} cells for up to {minutes} min",
-                  cells=cells)
-        self.finish(run, f"energy saving {state} on {len(cells)} cells", {
-            "adjustment_id": task.task_id, "cell_ids": cells, "state": state, "until": stamp(until)})
+        self.note(
+            f"energy_saving_{state}",
+            f"energy saving {state} on {len(cells)} cells for up to {minutes} min",
+            cells=cells,
+        )
+        self.finish(
+            run,
+            f"energy saving {state} on {len(cells)} cells",
+            {"adjustment_id": task.task_id, "cell_ids": cells, "state": state, "until": stamp(until)},
+        )
 
     def _expire(self, adjustment_id: str) -> None:
         with self._state:
@@ -102,8 +108,11 @@ class EnergySavingBehaviour(LabBehaviour):
                 adjustment.cells = set()
         resumed = self._settle(cells)
         if resumed:
-            self.note("energy_saving_resumed", f"energy saving resumed on {len(resumed)} cells ({adjustment_id} "
-                      "ended)", cells=resumed)
+            self.note(
+                "energy_saving_resumed",
+                f"energy saving resumed on {len(resumed)} cells ({adjustment_id} ended)",
+                cells=resumed,
+            )
 
     def _settle(self, cells: list[str]) -> list[str]:
         """Resume saving on the cells no active adjustment still holds; drop empty adjustments."""

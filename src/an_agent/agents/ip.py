@@ -23,10 +23,18 @@ from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 _CAUSE = {
-    "loss_of_light": ("link_cut", "fibre cut: loss of light on both router ports", False,
-                      "dispatch field maintenance to splice the fibre"),
-    "port_error_disabled": ("router_port_fault", "router port error-disabled (link flapping protection)", True,
-                            "reset the router ports remotely"),
+    "loss_of_light": (
+        "link_cut",
+        "fibre cut: loss of light on both router ports",
+        False,
+        "dispatch field maintenance to splice the fibre",
+    ),
+    "port_error_disabled": (
+        "router_port_fault",
+        "router port error-disabled (link flapping protection)",
+        True,
+        "reset the router ports remotely",
+    ),
 }
 
 
@@ -80,8 +88,13 @@ class IpFaultBehaviour(LabBehaviour):
                     "other": [a.text for a in alarms],
                 },
             )
-            outcome = self.ask(services[0], f"incident.{links[0]}", ", ".join(links),
-                               f"Report incident: {len(links)} transport link(s) down in the IP network", value)
+            outcome = self.ask(
+                services[0],
+                f"incident.{links[0]}",
+                ", ".join(links),
+                f"Report incident: {len(links)} transport link(s) down in the IP network",
+                value,
+            )
             if not outcome.finished:
                 self.note("report_failed", f"incident not accepted by {services[0]}: {outcome.reason}")
 
@@ -91,8 +104,10 @@ class IpFaultBehaviour(LabBehaviour):
             raise NotFeasible(f"{self.name} takes fault_diagnosis_v1 tasks (diagnose, repair)")
         links = self._links_of(payload)
         if not links:
-            raise NotFeasible(f"none of the sites or links named is backhauled over the links {self.name} manages "
-                              f"(regions {', '.join(self.env.regions) or 'all'})")
+            raise NotFeasible(
+                f"none of the sites or links named is backhauled over the links {self.name} manages "
+                f"(regions {', '.join(self.env.regions) or 'all'})"
+            )
         return f"{self.name} manages {len(links)} link(s) on that backhaul"
 
     def _links_of(self, payload: ValidatedPayload) -> list[str]:
@@ -127,10 +142,19 @@ class IpFaultBehaviour(LabBehaviour):
         sites = sorted(payload.values.get("affected_site_ids") or [])
         down = [network.link(k) for k in links if not network.link(k).up]
         if not down:
-            finding = Finding("none", None, f"backhaul of {short(sites) or short(links)} healthy: every link up "
-                              f"({short(links)})", False, ["look for the cause on the radio side"], [], [], self.name)
+            finding = Finding(
+                "none",
+                None,
+                f"backhaul of {short(sites) or short(links)} healthy: every link up ({short(links)})",
+                False,
+                ["look for the cause on the radio side"],
+                [],
+                [],
+                self.name,
+            )
             self.finish(run, finding.root_cause, finding.to_dict())
             return
+
         # The link that explains most of the affected sites is the cause; ties go to the nearest the core.
         def explained(link_id: str) -> list[str]:
             behind = set(network.sites_behind(link_id))
@@ -138,15 +162,15 @@ class IpFaultBehaviour(LabBehaviour):
 
         down.sort(key=lambda k: (-len(explained(k.link_id)), k.link_id))
         link = down[0]
-        fault_type, cause, remote, advice = _CAUSE.get(link.evidence or "", ("unknown", "link down", False,
-                                                                              "dispatch field maintenance"))
+        fault_type, cause, remote, advice = _CAUSE.get(
+            link.evidence or "", ("unknown", "link down", False, "dispatch field maintenance")
+        )
         root = f"{link.link_id} ({link.a} - {link.b}) down: {cause}"
         behind = explained(link.link_id)
         finding = Finding(fault_type, link.link_id, root, remote, [advice], behind, [], self.name)
         if len(down) > 1:
             finding.root_cause += "; also down: " + ", ".join(k.link_id for k in down[1:])
-        self.note("diagnosis", f"{root}; {len(behind)} site(s) behind it", element=link.link_id,
-                  fault_type=fault_type)
+        self.note("diagnosis", f"{root}; {len(behind)} site(s) behind it", element=link.link_id, fault_type=fault_type)
         self.finish(run, finding.root_cause, finding.to_dict())
 
     def _repair(self, payload: ValidatedPayload, run: TaskRun) -> None:

@@ -73,17 +73,21 @@ class OptimizationBehaviour(LabBehaviour):
         extra = math.ceil(max(0.0, delta - new_delta) / 2)
         new_tilt = max(-uptilt_room, min(downtilt_room, tilt - extra))
         if delta > headroom:
-            reason = (f"{delta:+g} dB would take {tight.cell_id} to {tight.base_power_dbm + delta:g} dBm, above its "
-                      f"{tight.max_power_dbm:g} dBm limit ({headroom:g} dB headroom)")
+            reason = (
+                f"{delta:+g} dB would take {tight.cell_id} to {tight.base_power_dbm + delta:g} dBm, above its "
+                f"{tight.max_power_dbm:g} dBm limit ({headroom:g} dB headroom)"
+            )
         else:
             reason = f"a tilt change of {tilt:+g} deg is outside the neighbour cells' tilt range"
         if new_delta <= 0 and new_tilt >= 0:
             raise NotFeasible(reason + "; no compensation is possible")
         counter = dict(payload.values)
-        counter.update({"neighbor_cell_ids": neighbours, "tx_power_delta_db": new_delta,
-                        "antenna_tilt_delta_deg": new_tilt})
-        counter["other"] = (f"power limited by {tight.cell_id} ({headroom:g} dB headroom); "
-                            f"{abs(new_tilt):g} deg uptilt instead")
+        counter.update(
+            {"neighbor_cell_ids": neighbours, "tx_power_delta_db": new_delta, "antenna_tilt_delta_deg": new_tilt}
+        )
+        counter["other"] = (
+            f"power limited by {tight.cell_id} ({headroom:g} dB headroom); {abs(new_tilt):g} deg uptilt instead"
+        )
         raise NotFeasible(reason, payloads.envelope("coverage_compensation_v1", counter))
 
     def _neighbours(self, payload: ValidatedPayload) -> list[str]:
@@ -121,15 +125,23 @@ class OptimizationBehaviour(LabBehaviour):
         saving = [c for c in neighbours if network.cell(c).energy_saving == "enabled"]
         savers = self.env.peers_with_role("energy-saving")
         if saving and savers:
-            value = payloads.envelope("energy_saving_adjust_v1", {
-                "cell_ids": saving,
-                "action": "suspend",
-                "duration_minutes": minutes,
-                "reason": "coverage_compensation",
-            })
-            outcome = self.ask(savers[0], f"suspend.{task.task_id}", ", ".join(saving),
-                               f"Suspend energy saving on {len(saving)} neighbour cells while they compensate the "
-                               f"coverage of {short(targets)}", value)
+            value = payloads.envelope(
+                "energy_saving_adjust_v1",
+                {
+                    "cell_ids": saving,
+                    "action": "suspend",
+                    "duration_minutes": minutes,
+                    "reason": "coverage_compensation",
+                },
+            )
+            outcome = self.ask(
+                savers[0],
+                f"suspend.{task.task_id}",
+                ", ".join(saving),
+                f"Suspend energy saving on {len(saving)} neighbour cells while they compensate the "
+                f"coverage of {short(targets)}",
+                value,
+            )
             if outcome.finished:
                 comp.es_cells = saving
             else:
@@ -139,18 +151,27 @@ class OptimizationBehaviour(LabBehaviour):
             self._active[comp.compensation_id] = comp
         self._apply(neighbours)
         expires = scheduler.now() + minutes * 60.0
-        comp.timer = scheduler.call_at(expires, f"{self.name} expiry {comp.compensation_id}",
-                                       functools.partial(self._expire, comp.compensation_id))
-        self.note("compensation_applied", f"{len(neighbours)} neighbour cells {delta:+g} dB, tilt {tilt:+g} deg, "
-                  f"covering {short(targets)}", compensation_id=comp.compensation_id, cells=neighbours)
-        self.finish(run, f"compensation {comp.compensation_id} applied on {len(neighbours)} neighbour cells", {
-            "compensation_id": comp.compensation_id,
-            "neighbor_cell_ids": neighbours,
-            "tx_power_delta_db": delta,
-            "antenna_tilt_delta_deg": tilt,
-            "energy_saving_suspended": comp.es_cells,
-            "expires_at": stamp(expires),
-        })
+        comp.timer = scheduler.call_at(
+            expires, f"{self.name} expiry {comp.compensation_id}", functools.partial(self._expire, comp.compensation_id)
+        )
+        self.note(
+            "compensation_applied",
+            f"{len(neighbours)} neighbour cells {delta:+g} dB, tilt {tilt:+g} deg, covering {short(targets)}",
+            compensation_id=comp.compensation_id,
+            cells=neighbours,
+        )
+        self.finish(
+            run,
+            f"compensation {comp.compensation_id} applied on {len(neighbours)} neighbour cells",
+            {
+                "compensation_id": comp.compensation_id,
+                "neighbor_cell_ids": neighbours,
+                "tx_power_delta_db": delta,
+                "antenna_tilt_delta_deg": tilt,
+                "energy_saving_suspended": comp.es_cells,
+                "expires_at": stamp(expires),
+            },
+        )
 
     def _apply(self, cells: list[str]) -> None:
         """Set each cell to its planned values plus the strongest compensation still active on it."""
@@ -171,8 +192,11 @@ class OptimizationBehaviour(LabBehaviour):
         self.env.scheduler.sleep(self.env.timing.compensation_apply)
         resumed = self._end(comps, "cancelled")
         ids = [c.compensation_id for c in comps]
-        self.finish(run, f"compensation {', '.join(ids)} cancelled; planned power and tilt restored",
-                    {"cancelled": ids, "energy_saving_resumed": resumed})
+        self.finish(
+            run,
+            f"compensation {', '.join(ids)} cancelled; planned power and tilt restored",
+            {"cancelled": ids, "energy_saving_resumed": resumed},
+        )
 
     def _expire(self, compensation_id: str) -> None:
         with self._state:
@@ -190,17 +214,29 @@ class OptimizationBehaviour(LabBehaviour):
         cells = sorted({c for comp in comps for c in comp.neighbours})
         self._apply(cells)
         resume = sorted({c for comp in comps for c in comp.es_cells} - still)
-        self.note(f"compensation_{how}", f"compensation {', '.join(c.compensation_id for c in comps)} {how}: "
-                  f"{len(cells)} cells back to planned power and tilt", cells=cells)
+        self.note(
+            f"compensation_{how}",
+            f"compensation {', '.join(c.compensation_id for c in comps)} {how}: "
+            f"{len(cells)} cells back to planned power and tilt",
+            cells=cells,
+        )
         savers = self.env.peers_with_role("energy-saving")
         if resume and savers:
-            value = payloads.envelope("energy_saving_adjust_v1", {
-                "cell_ids": resume,
-                "action": "resume",
-                "reason": "fault_recovery",
-            })
-            outcome = self.ask(savers[0], f"resume.{comps[0].compensation_id}", ", ".join(resume),
-                               f"Resume energy saving on {len(resume)} cells: the compensation is over", value)
+            value = payloads.envelope(
+                "energy_saving_adjust_v1",
+                {
+                    "cell_ids": resume,
+                    "action": "resume",
+                    "reason": "fault_recovery",
+                },
+            )
+            outcome = self.ask(
+                savers[0],
+                f"resume.{comps[0].compensation_id}",
+                ", ".join(resume),
+                f"Resume energy saving on {len(resume)} cells: the compensation is over",
+                value,
+            )
             if not outcome.finished:
                 self.note("resume_failed", f"energy saving not resumed: {outcome.reason}")
                 return []

@@ -127,12 +127,22 @@ class Peer:
             client = AgentClient.connect(host, port, username=user, password=password, timeout=peers.timeout)
             try:
                 profile = client.profile()
-                peers.record_exchange(self.name, "get", "CapabilityRequest", None,
-                                      f"profile of {profile.name}: {len(profile.skills)} skill(s)")
+                peers.record_exchange(
+                    self.name,
+                    "get",
+                    "CapabilityRequest",
+                    None,
+                    f"profile of {profile.name}: {len(profile.skills)} skill(s)",
+                )
                 watcher = AgentClient.connect(host, port, username=user, password=password, timeout=peers.timeout)
                 events = watcher.watch(until_terminal=False)
-                peers.record_exchange(self.name, "create-subscription", "taskResultSubscribe", None,
-                                      "condition-notifications of every task")
+                peers.record_exchange(
+                    self.name,
+                    "create-subscription",
+                    "taskResultSubscribe",
+                    None,
+                    "condition-notifications of every task",
+                )
             except BaseException:
                 client.close()
                 raise
@@ -193,17 +203,30 @@ class Peer:
             with self._lock:
                 result = client.negotiate(request)
         except AnAgentError as exc:
-            self._peers.record_exchange(self.name, "task-negotiate", commu, request.task_id, "", payload=payload,
-                                        ok=False, error=str(exc), order=order)
+            self._peers.record_exchange(
+                self.name,
+                "task-negotiate",
+                commu,
+                request.task_id,
+                "",
+                payload=payload,
+                ok=False,
+                error=str(exc),
+                order=order,
+            )
             raise
         verdict = result.feasible if request.type == NegotiationType.FEASIBILITY else result.fulfilled
-        word = ("feasible" if verdict else "not feasible") if request.type == NegotiationType.FEASIBILITY else (
-            "fulfilled" if verdict else "not fulfilled")
+        word = (
+            ("feasible" if verdict else "not feasible")
+            if request.type == NegotiationType.FEASIBILITY
+            else ("fulfilled" if verdict else "not fulfilled")
+        )
         summary = word + (f": {result.reason}" if result.reason else "")
         if result.counter_proposal:
             summary += " (counter-proposal)"
-        self._peers.record_exchange(self.name, "task-negotiate", commu, request.task_id, summary, status=word,
-                                    payload=payload, order=order)
+        self._peers.record_exchange(
+            self.name, "task-negotiate", commu, request.task_id, summary, status=word, payload=payload, order=order
+        )
         return result
 
     def assign(self, task: Task, params: Iterable[DataParam] = ()) -> TaskHandle:
@@ -221,11 +244,21 @@ class Peer:
                 client.assign_task(task, params)
         except AnAgentError as exc:
             scheduler.forget(key)
-            self._peers.record_exchange(self.name, "edit-config", "taskAssign", task.task_id, summary,
-                                        payload=payload, ok=False, error=str(exc), order=order)
+            self._peers.record_exchange(
+                self.name,
+                "edit-config",
+                "taskAssign",
+                task.task_id,
+                summary,
+                payload=payload,
+                ok=False,
+                error=str(exc),
+                order=order,
+            )
             raise
-        self._peers.record_exchange(self.name, "edit-config", "taskAssign", task.task_id, summary, payload=payload,
-                                    order=order)
+        self._peers.record_exchange(
+            self.name, "edit-config", "taskAssign", task.task_id, summary, payload=payload, order=order
+        )
         return TaskHandle(self, task.task_id, ended)
 
     def get_task(self, task_id: str) -> Task:
@@ -235,9 +268,15 @@ class Peer:
         with self._lock:
             task = client.get_task(task_id)
         reason = task.result.reason if task.result and task.result.reason else ""
-        self._peers.record_exchange(self.name, "get", "taskResultQuery", task_id,
-                                    f"{task.status}" + (f": {reason}" if reason else ""), status=str(task.status),
-                                    order=order)
+        self._peers.record_exchange(
+            self.name,
+            "get",
+            "taskResultQuery",
+            task_id,
+            f"{task.status}" + (f": {reason}" if reason else ""),
+            status=str(task.status),
+            order=order,
+        )
         return task
 
 
@@ -288,8 +327,20 @@ class Peers:
         order: int | None = None,
     ) -> None:
         self.record(
-            Exchange(self.scheduler.now(), self.me, receiver, operation, commu_type, task_id, summary, status,
-                     payload, ok, error, next_order() if order is None else order)
+            Exchange(
+                self.scheduler.now(),
+                self.me,
+                receiver,
+                operation,
+                commu_type,
+                task_id,
+                summary,
+                status,
+                payload,
+                ok,
+                error,
+                next_order() if order is None else order,
+            )
         )
 
     def close(self, join: bool = True) -> list[threading.Thread]:

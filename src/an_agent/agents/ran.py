@@ -76,9 +76,7 @@ class RanFaultBehaviour(LabBehaviour):
                     continue
             self.env.scheduler.sleep(timing.alarm_detection + timing.batch_window)
             regions = list(self.env.regions) or None
-            alarms = [
-                a for a in self.env.network.active_alarms(regions, "wireless") if a.kind == "site_out_of_service"
-            ]
+            alarms = [a for a in self.env.network.active_alarms(regions, "wireless") if a.kind == "site_out_of_service"]
             with self._state_lock:
                 batch = [a for a in alarms if a.element not in self._open]
                 self._open.update(a.element for a in batch)
@@ -92,8 +90,12 @@ class RanFaultBehaviour(LabBehaviour):
         sites = sorted(a.element for a in alarms)
         cells = [c for s in sites for c in network.site(s).cell_ids]
         first = min(a.raised_at for a in alarms)
-        self.note("incident", f"{len(sites)} base station(s) out of service: {short(sites)}",
-                  sites=sites, alarm_ids=sorted(a.alarm_id for a in alarms))
+        self.note(
+            "incident",
+            f"{len(sites)} base station(s) out of service: {short(sites)}",
+            sites=sites,
+            alarm_ids=sorted(a.alarm_id for a in alarms),
+        )
         try:
             services = self.env.peers_with_role("cross-domain-fault")
             if services:
@@ -133,9 +135,13 @@ class RanFaultBehaviour(LabBehaviour):
             return float(p.get("tx_power_delta_db", 0)) >= minimum or float(p.get("antenna_tilt_delta_deg", 0)) < 0
 
         outcome = self.ask(
-            optimizers[0], f"compensate.{sites[0]}", ", ".join(cells),
+            optimizers[0],
+            f"compensate.{sites[0]}",
+            ", ".join(cells),
             f"Compensate the coverage of {len(cells)} cells of {len(sites)} out-of-service base station(s) "
-            "with the neighbour cells' power and tilt", value, acceptable,
+            "with the neighbour cells' power and tilt",
+            value,
+            acceptable,
             expected_response="compensation_id of the compensation applied",
         )
         if not outcome.finished:
@@ -156,8 +162,11 @@ class RanFaultBehaviour(LabBehaviour):
             },
         )
         outcome = self.ask(
-            optimizer, f"cancel-compensation.{sites[0]}", ", ".join(cells),
-            f"Cancel the coverage compensation {compensation_id}: the base stations are back in service", value,
+            optimizer,
+            f"cancel-compensation.{sites[0]}",
+            ", ".join(cells),
+            f"Cancel the coverage compensation {compensation_id}: the base stations are back in service",
+            value,
         )
         if not outcome.finished:
             self.note("cancel_failed", f"compensation {compensation_id} not cancelled: {outcome.reason}")
@@ -176,9 +185,13 @@ class RanFaultBehaviour(LabBehaviour):
                 "occurred_at": stamp(first),
             },
         )
-        outcome = self.ask(service, f"incident.{sites[0]}", ", ".join(sites),
-                           f"Report incident: {len(sites)} base station(s) out of service in the mobile network",
-                           value)
+        outcome = self.ask(
+            service,
+            f"incident.{sites[0]}",
+            ", ".join(sites),
+            f"Report incident: {len(sites)} base station(s) out of service in the mobile network",
+            value,
+        )
         if not outcome.finished:
             self.note("report_failed", f"incident not accepted by {service}: {outcome.reason}")
 
@@ -187,8 +200,10 @@ class RanFaultBehaviour(LabBehaviour):
         network = self.env.network
         self.env.scheduler.sleep(self.env.timing.config_check)
         radio = {s: network.radio_diagnostics(s) for s in sites}
-        self.note("config_check", "configuration and state checked: "
-                  + ", ".join(f"{s} {d.finding}" for s, d in sorted(radio.items())))
+        self.note(
+            "config_check",
+            "configuration and state checked: " + ", ".join(f"{s} {d.finding}" for s, d in sorted(radio.items())),
+        )
         remaining = set(sites)
         ips = self.env.peers_with_role("ip-fault", network.site(sites[0]).region)
         if ips:
@@ -203,27 +218,48 @@ class RanFaultBehaviour(LabBehaviour):
                     "occurred_at": stamp(first),
                 },
             )
-            outcome = self.ask(ips[0], f"diagnose.{sites[0]}", ", ".join(sites),
-                               "Diagnose the transport (backhaul) path of the out-of-service base stations", value,
-                               expected_response="root_cause, fault_type, element, explained_site_ids")
+            outcome = self.ask(
+                ips[0],
+                f"diagnose.{sites[0]}",
+                ", ".join(sites),
+                "Diagnose the transport (backhaul) path of the out-of-service base stations",
+                value,
+                expected_response="root_cause, fault_type, element, explained_site_ids",
+            )
             finding = Finding.from_dict(outcome.result())
             if outcome.finished:
                 self.evaluate(ips[0], outcome, ["root_cause", "fault_type"], {})
             if finding.is_fault and finding.element:
-                self.note("root_cause", finding.root_cause, fault_type=finding.fault_type, element=finding.element,
-                          sites=finding.explained_site_ids, diagnosed_by=ips[0])
+                self.note(
+                    "root_cause",
+                    finding.root_cause,
+                    fault_type=finding.fault_type,
+                    element=finding.element,
+                    sites=finding.explained_site_ids,
+                    diagnosed_by=ips[0],
+                )
                 self._repair_transport(ips[0], finding, first)
                 remaining -= set(finding.explained_site_ids)
         for site in sorted(remaining):
             finding = self._radio_finding(site, radio[site].finding)
-            self.note("root_cause", finding.root_cause, fault_type=finding.fault_type, element=site, sites=[site],
-                      diagnosed_by=self.name)
+            self.note(
+                "root_cause",
+                finding.root_cause,
+                fault_type=finding.fault_type,
+                element=site,
+                sites=[site],
+                diagnosed_by=self.name,
+            )
             if finding.remote_repair_possible:
                 self._restart(site)
             else:
                 eta = network.dispatch_field_repair(site, ticket_id(site, first), self.name, finding.root_cause)
-                self.note("trouble_ticket", f"trouble ticket for field maintenance on {site}: {finding.root_cause}",
-                          element=site, eta=eta)
+                self.note(
+                    "trouble_ticket",
+                    f"trouble ticket for field maintenance on {site}: {finding.root_cause}",
+                    element=site,
+                    eta=eta,
+                )
 
     def _repair_transport(self, ip: str, finding: Finding, first: float) -> None:
         assert finding.element is not None
@@ -238,37 +274,65 @@ class RanFaultBehaviour(LabBehaviour):
                     "other": f"repair: reset the router ports of {finding.element}",
                 },
             )
-            outcome = self.ask(ip, f"repair.{finding.element}", finding.element,
-                               f"Repair {finding.element} remotely", value)
+            outcome = self.ask(
+                ip, f"repair.{finding.element}", finding.element, f"Repair {finding.element} remotely", value
+            )
             if outcome.finished:
                 self.note("repair", f"{ip} repaired {finding.element} remotely", element=finding.element)
                 return
         eta = self.env.network.dispatch_field_repair(
             finding.element, ticket_id(finding.element, first), self.name, finding.root_cause
         )
-        self.note("trouble_ticket", f"trouble ticket for field maintenance on {finding.element}: "
-                  f"{finding.root_cause}", element=finding.element, eta=eta)
+        self.note(
+            "trouble_ticket",
+            f"trouble ticket for field maintenance on {finding.element}: {finding.root_cause}",
+            element=finding.element,
+            eta=eta,
+        )
 
     def _restart(self, site: str) -> bool:
         self.env.scheduler.sleep(self.env.timing.site_reset)
         ok = self.env.network.reset_site(site, self.name)
-        self.note("repair" if ok else "repair_failed",
-                  f"remote restart of {site} " + ("restored it" if ok else "did not clear the fault"), element=site)
+        self.note(
+            "repair" if ok else "repair_failed",
+            f"remote restart of {site} " + ("restored it" if ok else "did not clear the fault"),
+            element=site,
+        )
         self._check_waiters()
         return ok
 
     def _radio_finding(self, site: str, finding: str) -> Finding:
         if finding == "software_hang":
-            return Finding("site_software_fault", site, f"{site}: base station software hang (no response on the "
-                           "S1/NG interface, out-of-band management answers)", True,
-                           ["restart the base station remotely"], [site], diagnosed_by=self.name)
+            return Finding(
+                "site_software_fault",
+                site,
+                f"{site}: base station software hang (no response on the "
+                "S1/NG interface, out-of-band management answers)",
+                True,
+                ["restart the base station remotely"],
+                [site],
+                diagnosed_by=self.name,
+            )
         if finding == "mains_power_lost":
-            return Finding("site_power_failure", site, f"{site}: mains power failure (power system alarm before "
-                           "the site went silent)", False, ["dispatch field maintenance to restore power"], [site],
-                           diagnosed_by=self.name)
+            return Finding(
+                "site_power_failure",
+                site,
+                f"{site}: mains power failure (power system alarm before the site went silent)",
+                False,
+                ["dispatch field maintenance to restore power"],
+                [site],
+                diagnosed_by=self.name,
+            )
         if finding == "unreachable":
-            return Finding("unknown", site, f"{site}: unreachable, no radio-side evidence: backhaul suspected",
-                           False, ["diagnose the transport path"], [], diagnosed_by=self.name)
+            return Finding(
+                "unknown",
+                site,
+                f"{site}: unreachable, no radio-side evidence: backhaul suspected",
+                False,
+                ["diagnose the transport path"],
+                [],
+                diagnosed_by=self.name,
+            )
         return Finding("none", site, f"{site}: in service, no radio-side fault", False, [], [], diagnosed_by=self.name)
 
     # ---- tasks from other agents ----------------------------------------------------------------------
@@ -285,8 +349,9 @@ class RanFaultBehaviour(LabBehaviour):
             if not self.env.in_scope(region):
                 foreign.append(f"{site} ({region})")
         if foreign:
-            raise NotFeasible(f"{', '.join(foreign)} not managed by {self.name} (regions "
-                              f"{', '.join(self.env.regions)})")
+            raise NotFeasible(
+                f"{', '.join(foreign)} not managed by {self.name} (regions {', '.join(self.env.regions)})"
+            )
         return f"{self.name} manages these sites and cells"
 
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
@@ -303,8 +368,11 @@ class RanFaultBehaviour(LabBehaviour):
             restored = self.wait_restored(sites, cells)
             if restored is None:
                 raise TaskFailure(f"{short(sites + cells)} not back in service within the restoration timeout")
-            self.finish(run, f"{short(sites + cells)} back in service", {"restored_at": stamp(restored),
-                        "site_ids": sites, "cell_ids": cells})
+            self.finish(
+                run,
+                f"{short(sites + cells)} back in service",
+                {"restored_at": stamp(restored), "site_ids": sites, "cell_ids": cells},
+            )
         else:
             raise TaskFailure(f"{self.name} diagnoses, repairs and verifies; it cannot {verb!r}")
 
@@ -317,11 +385,19 @@ class RanFaultBehaviour(LabBehaviour):
             diag = network.radio_diagnostics(site)
             if diag.misconfigured_cells:
                 for cell, deltas in sorted(diag.misconfigured_cells.items()):
-                    findings.append(Finding(
-                        "cell_misconfiguration", cell,
-                        f"{cell}: antenna tilt {deltas['tilt_deg']:+g} deg off the planned value (configuration "
-                        "changed outside planning): coverage hole", True,
-                        ["restore the planned cell configuration"], [site], [cell], self.name))
+                    findings.append(
+                        Finding(
+                            "cell_misconfiguration",
+                            cell,
+                            f"{cell}: antenna tilt {deltas['tilt_deg']:+g} deg off the planned value (configuration "
+                            "changed outside planning): coverage hole",
+                            True,
+                            ["restore the planned cell configuration"],
+                            [site],
+                            [cell],
+                            self.name,
+                        )
+                    )
             else:
                 findings.append(self._radio_finding(site, diag.finding))
         faults = [f for f in findings if f.is_fault]
@@ -335,11 +411,27 @@ class RanFaultBehaviour(LabBehaviour):
             result = main
         elif any(f.fault_type == "unknown" for f in findings):
             unknown = [f.element for f in findings if f.fault_type == "unknown" and f.element]
-            result = Finding("unknown", None, f"{short(unknown)} unreachable without radio-side evidence: "
-                             "transport suspected", False, ["diagnose the backhaul"], [], [], self.name)
+            result = Finding(
+                "unknown",
+                None,
+                f"{short(unknown)} unreachable without radio-side evidence: transport suspected",
+                False,
+                ["diagnose the backhaul"],
+                [],
+                [],
+                self.name,
+            )
         else:
-            result = Finding("none", None, f"no radio-side fault on {short(sites)}: cells in service as planned",
-                             False, [], sites, [], self.name)
+            result = Finding(
+                "none",
+                None,
+                f"no radio-side fault on {short(sites)}: cells in service as planned",
+                False,
+                [],
+                sites,
+                [],
+                self.name,
+            )
         self.finish(run, result.root_cause, result.to_dict())
 
     def _task_repair(self, sites: list[str], cells: list[str], payload: ValidatedPayload, run: TaskRun) -> None:
@@ -366,8 +458,11 @@ class RanFaultBehaviour(LabBehaviour):
         with self._state_lock:
             self._waiters.append(_Waiter(frozenset(sites), frozenset(cells), future))
         self._check_waiters()
-        timer = scheduler.call_at(scheduler.now() + self.env.timing.restoration_timeout,
-                                  f"{self.name} restoration timeout", lambda: future.set(None))
+        timer = scheduler.call_at(
+            scheduler.now() + self.env.timing.restoration_timeout,
+            f"{self.name} restoration timeout",
+            lambda: future.set(None),
+        )
         restored: float | None = future.wait()
         timer.cancel()
         return restored
@@ -386,4 +481,3 @@ class RanFaultBehaviour(LabBehaviour):
                     if waiter in self._waiters:
                         self._waiters.remove(waiter)
                 waiter.future.set(self.env.scheduler.now())
-

@@ -38,42 +38,112 @@ def _skill(name: str, description: str, tags: list[str], schemas: list[str], exa
 ROLES: dict[str, Role] = {
     r.name: r
     for r in (
-        Role("cross-domain-fault", CrossDomainFaultBehaviour, "Service", (
-            _skill("cross-domain-correlation", "correlate incidents and complaints across the wireless and "
-                   "transport domains", ["correlation", "incident", "cross-domain"],
-                   ["fault_diagnosis_v1", "complaint_ticket_v1"],
-                   ["Report incident: 22 base stations out of service"]),
-            _skill("repair-decision", "decide between automatic repair and a trouble ticket for field maintenance",
-                   ["repair", "trouble-ticket"], ["fault_diagnosis_v1"], []),
-        )),
-        Role("ran-fault", RanFaultBehaviour, "Wireless", (
-            _skill("ran-fault-diagnosis", "diagnose base-station and cell faults", ["diagnose", "fault", "alarm"],
-                   ["fault_diagnosis_v1"], ["Diagnose the radio side of SITE-07"]),
-            _skill("ran-remote-repair", "restart base stations, restore planned cell configuration",
-                   ["repair", "restart"], ["fault_diagnosis_v1"], ["Repair SITE-07 remotely"]),
-            _skill("service-verification", "verify that sites and cells are back in service", ["verify"],
-                   ["fault_diagnosis_v1"], ["Verify that service is restored on SITE-07"]),
-        )),
-        Role("ip-fault", IpFaultBehaviour, "IP transport", (
-            _skill("transport-diagnosis", "diagnose the backhaul of base stations: link and port faults",
-                   ["diagnose", "transport", "backhaul"], ["fault_diagnosis_v1"],
-                   ["Diagnose the transport path of SITE-07"]),
-            _skill("port-reset", "reset router ports remotely", ["repair", "port"], ["fault_diagnosis_v1"], []),
-        )),
-        Role("optimization", OptimizationBehaviour, "Wireless", (
-            _skill("coverage-compensation", "compensate a coverage hole with neighbour cells' power and tilt, "
-                   "within the cells' limits", ["compensate", "coverage", "power", "tilt"],
-                   ["coverage_compensation_v1"], ["Compensate the coverage of CELL-0701"]),
-        )),
-        Role("energy-saving", EnergySavingBehaviour, "Wireless", (
-            _skill("energy-saving-adjust", "suspend, reduce or resume cell energy saving",
-                   ["energy", "saving", "suspend", "resume"], ["energy_saving_adjust_v1"],
-                   ["Suspend energy saving on CELL-0801"]),
-        )),
-        Role("complaint", ComplaintBehaviour, "Service", (
-            _skill("complaint-handling", "parse natural-language trouble tickets, localise the management domain, "
-                   "split into sub-tasks or forward", ["complaint", "ticket", "iov"], ["complaint_ticket_v1"],
-                   ["Vehicles lose the network on the A4 near exit 12"]),
-        )),
+        Role(
+            "cross-domain-fault",
+            CrossDomainFaultBehaviour,
+            "Service",
+            (
+                _skill(
+                    "cross-domain-correlation",
+                    "correlate incidents and complaints across the wireless and transport domains",
+                    ["correlation", "incident", "cross-domain"],
+                    ["fault_diagnosis_v1", "complaint_ticket_v1"],
+                    ["Report incident: 22 base stations out of service"],
+                ),
+                _skill(
+                    "repair-decision",
+                    "decide between automatic repair and a trouble ticket for field maintenance",
+                    ["repair", "trouble-ticket"],
+                    ["fault_diagnosis_v1"],
+                    [],
+                ),
+            ),
+        ),
+        Role(
+            "ran-fault",
+            RanFaultBehaviour,
+            "Wireless",
+            (
+                _skill(
+                    "ran-fault-diagnosis",
+                    "diagnose base-station and cell faults",
+                    ["diagnose", "fault", "alarm"],
+                    ["fault_diagnosis_v1"],
+                    ["Diagnose the radio side of SITE-07"],
+                ),
+                _skill(
+                    "ran-remote-repair",
+                    "restart base stations, restore planned cell configuration",
+                    ["repair", "restart"],
+                    ["fault_diagnosis_v1"],
+                    ["Repair SITE-07 remotely"],
+                ),
+                _skill(
+                    "service-verification",
+                    "verify that sites and cells are back in service",
+                    ["verify"],
+                    ["fault_diagnosis_v1"],
+                    ["Verify that service is restored on SITE-07"],
+                ),
+            ),
+        ),
+        Role(
+            "ip-fault",
+            IpFaultBehaviour,
+            "IP transport",
+            (
+                _skill(
+                    "transport-diagnosis",
+                    "diagnose the backhaul of base stations: link and port faults",
+                    ["diagnose", "transport", "backhaul"],
+                    ["fault_diagnosis_v1"],
+                    ["Diagnose the transport path of SITE-07"],
+                ),
+                _skill("port-reset", "reset router ports remotely", ["repair", "port"], ["fault_diagnosis_v1"], []),
+            ),
+        ),
+        Role(
+            "optimization",
+            OptimizationBehaviour,
+            "Wireless",
+            (
+                _skill(
+                    "coverage-compensation",
+                    "compensate a coverage hole with neighbour cells' power and tilt, within the cells' limits",
+                    ["compensate", "coverage", "power", "tilt"],
+                    ["coverage_compensation_v1"],
+                    ["Compensate the coverage of CELL-0701"],
+                ),
+            ),
+        ),
+        Role(
+            "energy-saving",
+            EnergySavingBehaviour,
+            "Wireless",
+            (
+                _skill(
+                    "energy-saving-adjust",
+                    "suspend, reduce or resume cell energy saving",
+                    ["energy", "saving", "suspend", "resume"],
+                    ["energy_saving_adjust_v1"],
+                    ["Suspend energy saving on CELL-0801"],
+                ),
+            ),
+        ),
+        Role(
+            "complaint",
+            ComplaintBehaviour,
+            "Service",
+            (
+                _skill(
+                    "complaint-handling",
+                    "parse natural-language trouble tickets, localise the management domain, "
+                    "split into sub-tasks or forward",
+                    ["complaint", "ticket", "iov"],
+                    ["complaint_ticket_v1"],
+                    ["Vehicles lose the network on the A4 near exit 12"],
+                ),
+            ),
+        ),
     )
 }

@@ -63,8 +63,9 @@ class CrossDomainFaultBehaviour(LabBehaviour):
     # ---- tasks ----------------------------------------------------------------------------------------
     def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
         if payload is None or payload.schema_id not in ("fault_diagnosis_v1", "complaint_ticket_v1"):
-            raise NotFeasible(f"{self.name} takes incident reports (fault_diagnosis_v1) and complaints "
-                              "(complaint_ticket_v1)")
+            raise NotFeasible(
+                f"{self.name} takes incident reports (fault_diagnosis_v1) and complaints (complaint_ticket_v1)"
+            )
         return "incident reports and complaints are correlated across the domains"
 
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
@@ -84,8 +85,11 @@ class CrossDomainFaultBehaviour(LabBehaviour):
             raise TaskFailure(f"{self.name} registers incident reports and complaints; it cannot {verb_of(task)!r}")
         self._register(report)
         if report.resolution is None:
-            self.finish(run, f"incident report registered for correlation ({short(report.sites + report.links)})",
-                        {"registered": report.sites + report.links})
+            self.finish(
+                run,
+                f"incident report registered for correlation ({short(report.sites + report.links)})",
+                {"registered": report.sites + report.links},
+            )
             return
         resolution = report.resolution.wait()
         if not resolution.get("resolved"):
@@ -136,8 +140,12 @@ class CrossDomainFaultBehaviour(LabBehaviour):
                 continue
             if site not in joined.sites:
                 joined.sites = sorted([*joined.sites, site])
-                self.note("correlation", f"{site} joins the cross-domain fault of {joined.link}", link=joined.link,
-                          sites=[site])
+                self.note(
+                    "correlation",
+                    f"{site} joins the cross-domain fault of {joined.link}",
+                    link=joined.link,
+                    sites=[site],
+                )
             if report.task_id not in joined.reports:
                 joined.reports.append(report.task_id)
         report.sites = left
@@ -162,12 +170,15 @@ class CrossDomainFaultBehaviour(LabBehaviour):
             remaining -= set(explained)
             incidents.append(_Incident("cross-domain", link, explained, link))
             if explained:
-                self.note("correlation", f"cross-domain fault: {len(explained)} base station(s) out of service "
-                          f"({short(explained)}) are all backhauled over {link}, which is down", link=link,
-                          sites=explained)
+                self.note(
+                    "correlation",
+                    f"cross-domain fault: {len(explained)} base station(s) out of service "
+                    f"({short(explained)}) are all backhauled over {link}, which is down",
+                    link=link,
+                    sites=explained,
+                )
             else:
-                self.note("correlation", f"transport fault on {link} without base stations out of service",
-                          link=link)
+                self.note("correlation", f"transport fault on {link} without base stations out of service", link=link)
         for site in sorted(remaining):
             incidents.append(_Incident("radio", site, [site]))
             self.note("correlation", f"{site} out of service with its backhaul up: radio-side fault", sites=[site])
@@ -178,8 +189,11 @@ class CrossDomainFaultBehaviour(LabBehaviour):
             if target is None:
                 target = _Incident("complaint", f"complaint.{report.task_id}", list(report.sites))
                 incidents.append(target)
-                self.note("correlation", f"complaint about {short(report.sites) or 'an unknown place'} matches no "
-                          "alarm: investigating", sites=report.sites)
+                self.note(
+                    "correlation",
+                    f"complaint about {short(report.sites) or 'an unknown place'} matches no alarm: investigating",
+                    sites=report.sites,
+                )
             target.complaints.append(report)
         for incident in incidents:
             incident.reports = [r.task_id for r in reports]
@@ -208,38 +222,60 @@ class CrossDomainFaultBehaviour(LabBehaviour):
         if incident.kind == "cross-domain":
             assert incident.link is not None
             owner = self._one("ip-fault", network.link(incident.link).region)
-            value = payloads.envelope("fault_diagnosis_v1", {
-                "fault_type": "transmission_failure",
-                "affected_site_ids": incident.sites,
-                "domain": "cross_domain",
-                "severity": "critical",
-                "suspected_root_cause": f"transport link {incident.link} down",
-                "occurred_at": stamp(started),
-            })
+            value = payloads.envelope(
+                "fault_diagnosis_v1",
+                {
+                    "fault_type": "transmission_failure",
+                    "affected_site_ids": incident.sites,
+                    "domain": "cross_domain",
+                    "severity": "critical",
+                    "suspected_root_cause": f"transport link {incident.link} down",
+                    "occurred_at": stamp(started),
+                },
+            )
             expected = incident.sites
         else:
             region = network.site(incident.sites[0]).region if incident.sites else None
             owner = self._one("ran-fault", region)
             complaint = incident.complaints[0].complaint if incident.complaints else {}
-            value = payloads.envelope("fault_diagnosis_v1", {
-                "fault_type": "base_station_outage" if incident.kind == "radio" else "cell_degradation",
-                "affected_site_ids": incident.sites,
-                "domain": "wireless",
-                "occurred_at": stamp(started),
-                **({"other": f"customer complaint: {complaint.get('complaint_category')} at "
-                             f"{complaint.get('location')}"} if complaint else {}),
-            })
+            value = payloads.envelope(
+                "fault_diagnosis_v1",
+                {
+                    "fault_type": "base_station_outage" if incident.kind == "radio" else "cell_degradation",
+                    "affected_site_ids": incident.sites,
+                    "domain": "wireless",
+                    "occurred_at": stamp(started),
+                    **(
+                        {
+                            "other": f"customer complaint: {complaint.get('complaint_category')} at "
+                            f"{complaint.get('location')}"
+                        }
+                        if complaint
+                        else {}
+                    ),
+                },
+            )
             expected = []
         target = incident.link or ", ".join(incident.sites)
-        outcome = self.ask(owner, f"diagnose.{incident.key}", target,
-                           f"Diagnose the {incident.kind} fault affecting {short(incident.sites) or target}", value,
-                           expected_response="root_cause, fault_type, element, explained_site_ids")
+        outcome = self.ask(
+            owner,
+            f"diagnose.{incident.key}",
+            target,
+            f"Diagnose the {incident.kind} fault affecting {short(incident.sites) or target}",
+            value,
+            expected_response="root_cause, fault_type, element, explained_site_ids",
+        )
         if not outcome.finished:
             raise TaskFailure(f"diagnosis by {owner} failed: {outcome.reason}")
         finding = Finding.from_dict(outcome.result())
         fulfilled = self.evaluate(owner, outcome, ["root_cause", "fault_type"], {"explained_site_ids": expected})
-        self.note("fulfillment", f"diagnosis of {incident.key} by {owner} " + ("fulfils" if fulfilled else
-                  "does not fulfil") + " the request", fulfilled=fulfilled)
+        self.note(
+            "fulfillment",
+            f"diagnosis of {incident.key} by {owner} "
+            + ("fulfils" if fulfilled else "does not fulfil")
+            + " the request",
+            fulfilled=fulfilled,
+        )
         if finding.fault_type == "unknown" and incident.sites:
             # No radio-side evidence: the transport domain is the next suspect (a cross-domain fault after all).
             owner, finding = self._transport_diagnosis(incident, started, finding)
@@ -247,8 +283,14 @@ class CrossDomainFaultBehaviour(LabBehaviour):
             if incident.kind == "complaint":
                 return f"no network fault found at {short(incident.sites)}: {finding.root_cause}"
             raise TaskFailure(f"no root cause found: {finding.root_cause}")
-        self.note("root_cause", finding.root_cause, fault_type=finding.fault_type, element=finding.element,
-                  sites=finding.explained_site_ids, diagnosed_by=owner)
+        self.note(
+            "root_cause",
+            finding.root_cause,
+            fault_type=finding.fault_type,
+            element=finding.element,
+            sites=finding.explained_site_ids,
+            diagnosed_by=owner,
+        )
         actions = self._repair(owner, finding, started)
         self._verify(incident, finding)
         return f"root cause: {finding.root_cause}; {actions}; service restored"
@@ -257,16 +299,24 @@ class CrossDomainFaultBehaviour(LabBehaviour):
         network = self.env.network
         owner = self._one("ip-fault", network.site(incident.sites[0]).region)
         self.note("correlation", f"{radio.root_cause}: asking {owner} about the backhaul", sites=incident.sites)
-        value = payloads.envelope("fault_diagnosis_v1", {
-            "fault_type": "base_station_outage",
-            "affected_site_ids": incident.sites,
-            "domain": "cross_domain",
-            "suspected_root_cause": "backhaul transport of the sites",
-            "occurred_at": stamp(started),
-        })
-        outcome = self.ask(owner, f"diagnose-transport.{incident.key}", ", ".join(incident.sites),
-                           f"Diagnose the backhaul of {short(incident.sites)}", value,
-                           expected_response="root_cause, fault_type, element, explained_site_ids")
+        value = payloads.envelope(
+            "fault_diagnosis_v1",
+            {
+                "fault_type": "base_station_outage",
+                "affected_site_ids": incident.sites,
+                "domain": "cross_domain",
+                "suspected_root_cause": "backhaul transport of the sites",
+                "occurred_at": stamp(started),
+            },
+        )
+        outcome = self.ask(
+            owner,
+            f"diagnose-transport.{incident.key}",
+            ", ".join(incident.sites),
+            f"Diagnose the backhaul of {short(incident.sites)}",
+            value,
+            expected_response="root_cause, fault_type, element, explained_site_ids",
+        )
         if not outcome.finished:
             raise TaskFailure(f"transport diagnosis by {owner} failed: {outcome.reason}")
         return owner, Finding.from_dict(outcome.result())
@@ -275,28 +325,46 @@ class CrossDomainFaultBehaviour(LabBehaviour):
         assert finding.element is not None
         auto = bool(self.env.options.get("auto_repair", True))
         if finding.remote_repair_possible and auto:
-            self.note("decision", f"automatic repair of {finding.element} by {owner}: "
-                      + "; ".join(finding.recommendations), element=finding.element)
-            value = payloads.envelope("fault_diagnosis_v1", {
-                "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
-                "affected_site_ids": finding.explained_site_ids,
-                "affected_cell_ids": finding.explained_cell_ids,
-                "suspected_root_cause": finding.root_cause,
-                "other": f"repair: {'; '.join(finding.recommendations)} ({finding.element})",
-            })
-            outcome = self.ask(owner, f"repair.{finding.element}", finding.element,
-                               f"Repair {finding.element} remotely: {'; '.join(finding.recommendations)}", value)
+            self.note(
+                "decision",
+                f"automatic repair of {finding.element} by {owner}: " + "; ".join(finding.recommendations),
+                element=finding.element,
+            )
+            value = payloads.envelope(
+                "fault_diagnosis_v1",
+                {
+                    "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
+                    "affected_site_ids": finding.explained_site_ids,
+                    "affected_cell_ids": finding.explained_cell_ids,
+                    "suspected_root_cause": finding.root_cause,
+                    "other": f"repair: {'; '.join(finding.recommendations)} ({finding.element})",
+                },
+            )
+            outcome = self.ask(
+                owner,
+                f"repair.{finding.element}",
+                finding.element,
+                f"Repair {finding.element} remotely: {'; '.join(finding.recommendations)}",
+                value,
+            )
             if outcome.finished:
                 return f"repaired remotely by {owner}"
             self.note("decision", f"automatic repair failed ({outcome.reason}): trouble ticket instead")
         else:
             why = "automatic repair is not possible" if not finding.remote_repair_possible else "auto repair is off"
-            self.note("decision", f"trouble ticket for field maintenance on {finding.element}: {why}",
-                      element=finding.element)
+            self.note(
+                "decision", f"trouble ticket for field maintenance on {finding.element}: {why}", element=finding.element
+            )
         ticket = ticket_id(finding.element, started)
         eta = self.env.network.dispatch_field_repair(finding.element, ticket, self.name, finding.root_cause)
-        self.note("trouble_ticket", f"trouble ticket {ticket} assigned to field maintenance for {finding.element} "
-                  f"(repair expected at {stamp(eta)})", element=finding.element, ticket_id=ticket, eta=eta)
+        self.note(
+            "trouble_ticket",
+            f"trouble ticket {ticket} assigned to field maintenance for {finding.element} "
+            f"(repair expected at {stamp(eta)})",
+            element=finding.element,
+            ticket_id=ticket,
+            eta=eta,
+        )
         return f"repaired by field maintenance (ticket {ticket})"
 
     def _verify(self, incident: _Incident, finding: Finding) -> None:
@@ -310,23 +378,34 @@ class CrossDomainFaultBehaviour(LabBehaviour):
             by_region[network.cell(cells[0]).region] = []
         for region, region_sites in sorted(by_region.items(), key=lambda item: str(item[0])):
             ran = self._one("ran-fault", region)
-            value = payloads.envelope("fault_diagnosis_v1", {
-                "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
-                "affected_site_ids": region_sites,
-                "affected_cell_ids": cells,
-                "domain": "wireless",
-                "other": f"verify restoration after the repair of {finding.element}",
-            })
-            outcome = self.ask(ran, f"verify.{incident.key}", ", ".join(region_sites + cells),
-                               f"Verify that service is restored on {short(region_sites + cells)}", value)
+            value = payloads.envelope(
+                "fault_diagnosis_v1",
+                {
+                    "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
+                    "affected_site_ids": region_sites,
+                    "affected_cell_ids": cells,
+                    "domain": "wireless",
+                    "other": f"verify restoration after the repair of {finding.element}",
+                },
+            )
+            outcome = self.ask(
+                ran,
+                f"verify.{incident.key}",
+                ", ".join(region_sites + cells),
+                f"Verify that service is restored on {short(region_sites + cells)}",
+                value,
+            )
             if not outcome.finished:
                 raise TaskFailure(f"restoration not confirmed by {ran}: {outcome.reason}")
-            self.note("restored", f"{ran} confirms {short(region_sites + cells)} back in service",
-                      sites=region_sites, cells=cells)
+            self.note(
+                "restored",
+                f"{ran} confirms {short(region_sites + cells)} back in service",
+                sites=region_sites,
+                cells=cells,
+            )
 
     def _one(self, role: str, region: str | None) -> str:
         found = self.env.peers_with_role(role, region)
         if not found:
             raise TaskFailure(f"no {role} agent for region {region} among the agents {self.name} may talk to")
         return found[0]
-

@@ -35,60 +35,96 @@ fails, 2 for a bad topology file.
 
 
 def register(subparsers: Any) -> None:
-    parser = subparsers.add_parser("lab", help="run multi-agent labs from topology files", description=_DESCRIPTION,
-                                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = subparsers.add_parser(
+        "lab",
+        help="run multi-agent labs from topology files",
+        description=_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     sub = parser.add_subparsers(dest="lab_command", metavar="ACTION", required=True)
 
-    run = sub.add_parser("run", help="run a topology's scenario to the end and report", description=_RUN,
-                         formatter_class=argparse.RawDescriptionHelpFormatter)
+    run = sub.add_parser(
+        "run",
+        help="run a topology's scenario to the end and report",
+        description=_RUN,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     run.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file (YAML)")
-    run.add_argument("--json", action="store_true",
-                     help="print one JSON object (agents, messages, tasks, outcome, kpis, baseline, run)")
+    run.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (agents, messages, tasks, outcome, kpis, baseline, run)",
+    )
     run.add_argument("--report", type=Path, metavar="DIR", help="also write a self-contained HTML report into DIR")
-    run.add_argument("--state-dir", type=Path, metavar="DIR",
-                     help="keep the agents' databases in DIR (default: a temporary directory, removed)")
+    run.add_argument(
+        "--state-dir",
+        type=Path,
+        metavar="DIR",
+        help="keep the agents' databases in DIR (default: a temporary directory, removed)",
+    )
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
-    run.add_argument("--stall-timeout", type=float, default=60.0, metavar="S",
-                     help="give up when no agent makes progress for S real seconds (default: 60)")
+    run.add_argument(
+        "--stall-timeout",
+        type=float,
+        default=60.0,
+        metavar="S",
+        help="give up when no agent makes progress for S real seconds (default: 60)",
+    )
     run.set_defaults(handler=cmd_run)
 
-    up = sub.add_parser("up", help="start a topology's agents and keep them running (lab down stops them)",
-                        description="Start the agents of TOPOLOGY in a background process, on the ports the "
-                        "topology gives them (a free port where it gives none), play its scenario (unless --idle) "
-                        "and keep them running for exploration with an-agent profile/task, netconf-console2 or "
-                        "yangcli (user admin, password admin). Prints each agent's address.")
+    up = sub.add_parser(
+        "up",
+        help="start a topology's agents and keep them running (lab down stops them)",
+        description="Start the agents of TOPOLOGY in a background process, on the ports the "
+        "topology gives them (a free port where it gives none), play its scenario (unless --idle) "
+        "and keep them running for exploration with an-agent profile/task, netconf-console2 or "
+        "yangcli (user admin, password admin). Prints each agent's address.",
+    )
     up.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file (YAML)")
-    up.add_argument("--run-dir", type=Path, default=DEFAULT_RUN_DIR,
-                    help=f"where the lab keeps its state file, log and databases (default: {DEFAULT_RUN_DIR})")
+    up.add_argument(
+        "--run-dir",
+        type=Path,
+        default=DEFAULT_RUN_DIR,
+        help=f"where the lab keeps its state file, log and databases (default: {DEFAULT_RUN_DIR})",
+    )
     up.add_argument("--idle", action="store_true", help="do not play the scenario (a healthy network)")
     up.add_argument("--json", action="store_true", help="print the agents' addresses as JSON")
     up.add_argument("--foreground", action="store_true", help="run in this process until SIGTERM or Ctrl-C")
     up.set_defaults(handler=cmd_up)
 
-    down = sub.add_parser("down", help="stop the agents started by lab up",
-                          description="Stop the lab started by 'lab up' with the same --run-dir, and wait until "
-                          "its process has exited and its ports are closed.")
+    down = sub.add_parser(
+        "down",
+        help="stop the agents started by lab up",
+        description="Stop the lab started by 'lab up' with the same --run-dir, and wait until "
+        "its process has exited and its ports are closed.",
+    )
     down.add_argument("--run-dir", type=Path, default=DEFAULT_RUN_DIR, help=f"default: {DEFAULT_RUN_DIR}")
     down.add_argument("--json", action="store_true", help="print JSON")
     down.set_defaults(handler=cmd_down)
 
-    gen = sub.add_parser("generate", help="write a large generated topology",
-                         description="Generate a topology: --sites sites in --domains management domains, each with "
-                         "its RAN and IP fault agents, plus service-layer, optimization, energy-saving and "
-                         "complaint agents, and a scenario with one fault per domain (or --faults).")
+    gen = sub.add_parser(
+        "generate",
+        help="write a large generated topology",
+        description="Generate a topology: --sites sites in --domains management domains, each with "
+        "its RAN and IP fault agents, plus service-layer, optimization, energy-saving and "
+        "complaint agents, and a scenario with one fault per domain (or --faults).",
+    )
     gen.add_argument("--sites", type=int, required=True, help="number of sites (3 cells each)")
     gen.add_argument("--domains", type=int, default=1, help="number of management domains (default: 1)")
     gen.add_argument("--seed", type=int, default=1, help="seed of the generated choices (default: 1)")
     gen.add_argument("--faults", type=int, help="number of faults in the scenario (default: one per domain)")
     gen.add_argument("--name", help="topology name (default: generated-N-sites-M-domains)")
-    gen.add_argument("--base-port", type=int, default=0,
-                     help="give the agents fixed ports from this one (for lab up; default: none)")
+    gen.add_argument(
+        "--base-port", type=int, default=0, help="give the agents fixed ports from this one (for lab up; default: none)"
+    )
     gen.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout")
     gen.set_defaults(handler=cmd_generate)
 
-    check = sub.add_parser("check", help="validate a topology file",
-                           description="Validate TOPOLOGY against the format's JSON Schema and cross-references; "
-                           "errors give file:line.")
+    check = sub.add_parser(
+        "check",
+        help="validate a topology file",
+        description="Validate TOPOLOGY against the format's JSON Schema and cross-references; errors give file:line.",
+    )
     check.add_argument("topology", type=Path, metavar="TOPOLOGY")
     check.add_argument("--json", action="store_true", help="print a JSON summary")
     check.set_defaults(handler=cmd_check)
@@ -122,8 +158,13 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"an-agent lab: {text}", file=sys.stderr, flush=True)
 
     try:
-        result = run_topology(topology, state_dir, on_note=None if args.quiet else on_note,
-                              on_phase=None if args.quiet else on_phase, stall_timeout=args.stall_timeout)
+        result = run_topology(
+            topology,
+            state_dir,
+            on_note=None if args.quiet else on_note,
+            on_phase=None if args.quiet else on_phase,
+            stall_timeout=args.stall_timeout,
+        )
     finally:
         if args.state_dir is None:
             shutil.rmtree(state_dir, ignore_errors=True)
@@ -159,10 +200,14 @@ def cmd_up(args: argparse.Namespace) -> int:
         return EXIT_OK
     print(f"lab {topology.name} is up (pid {state['pid']}); state in {args.run_dir}, log {state['log']}")
     for agent in state["agents"]:
-        print(f"  {agent['name']:<18} {agent['role']:<19} {agent['host']}:{agent['port']}   "
-              f"an-agent profile --port {agent['port']}")
-    print("user admin, password admin. Stop with: an-agent lab down" +
-          (f" --run-dir {args.run_dir}" if args.run_dir != DEFAULT_RUN_DIR else ""))
+        print(
+            f"  {agent['name']:<18} {agent['role']:<19} {agent['host']}:{agent['port']}   "
+            f"an-agent profile --port {agent['port']}"
+        )
+    print(
+        "user admin, password admin. Stop with: an-agent lab down"
+        + (f" --run-dir {args.run_dir}" if args.run_dir != DEFAULT_RUN_DIR else "")
+    )
     return EXIT_OK
 
 
@@ -208,6 +253,8 @@ def cmd_check(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(summary, indent=2))
     else:
-        print(f"{args.topology}: valid ({summary['agents']} agents, {summary['sites']} sites, {summary['cells']} "
-              f"cells, {summary['links']} links, {summary['events']} scenario events)")
+        print(
+            f"{args.topology}: valid ({summary['agents']} agents, {summary['sites']} sites, {summary['cells']} "
+            f"cells, {summary['links']} links, {summary['events']} scenario events)"
+        )
     return EXIT_OK

@@ -90,8 +90,14 @@ def _add_threshold_options(parser: argparse.ArgumentParser) -> None:
 
     group = parser.add_argument_group("evolution settings (defaults: DESIGN.md, docs/evolution.md)")
     for name, kind, default, help_text in config_fields():
-        group.add_argument(f"--{name.replace('_', '-')}", dest=f"cfg_{name}", type=kind, default=None,
-                           metavar=kind.__name__.upper(), help=f"{help_text} (default: {default})")
+        group.add_argument(
+            f"--{name.replace('_', '-')}",
+            dest=f"cfg_{name}",
+            type=kind,
+            default=None,
+            metavar=kind.__name__.upper(),
+            help=f"{help_text} (default: {default})",
+        )
 
 
 def cmd_list(args: argparse.Namespace) -> int:
@@ -103,8 +109,10 @@ def cmd_list(args: argparse.Namespace) -> int:
         return EXIT_OK
     print_table(
         ["schema_id", "scenario", "keys", "required"],
-        [(t.schema_id, t.scenario, len(t.keys), ", ".join(k.key_name for k in t.keys if k.required))
-         for t in templates],
+        [
+            (t.schema_id, t.scenario, len(t.keys), ", ".join(k.key_name for k in t.keys if k.required))
+            for t in templates
+        ],
     )
     return EXIT_OK
 
@@ -138,16 +146,26 @@ def cmd_validate(args: argparse.Namespace) -> int:
     envelope = parse_envelope(_read_text(args.file))
     schema_id = envelope.get("schema_id") if isinstance(envelope, dict) else None
     if not isinstance(schema_id, str):
-        raise SchemaError('the file is not a payload envelope {"schema_id": ..., "payload": {...}}',
-                          ["schema_id: missing or not a string"])
+        raise SchemaError(
+            'the file is not a payload envelope {"schema_id": ..., "payload": {...}}',
+            ["schema_id: missing or not a string"],
+        )
     template = TemplateRegistry.default().resolve(schema_id)
     result = validate_payload(template, envelope)
     if args.json:
-        print_json({"schema_id": result.schema_id, "values": result.values, "other": list(result.other.fragments),
-                    "warnings": list(result.warnings)})
+        print_json(
+            {
+                "schema_id": result.schema_id,
+                "values": result.values,
+                "other": list(result.other.fragments),
+                "warnings": list(result.warnings),
+            }
+        )
     else:
-        print(f"valid {result.schema_id} payload ({len(result.values)} keys, {len(result.other.fragments)} "
-              f"'other' fragments)")
+        print(
+            f"valid {result.schema_id} payload ({len(result.values)} keys, {len(result.other.fragments)} "
+            f"'other' fragments)"
+        )
         for warning in result.warnings:
             print(f"  warning: {warning}", file=sys.stderr)
     return EXIT_OK
@@ -197,8 +215,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
         now = time.monotonic()
         if done == total or now - last[0] >= 1.0:
             last[0] = now
-            print(f"\ran-agent: replayed {done}/{total} lines", end="\n" if done == total else "", file=sys.stderr,
-                  flush=True)
+            print(
+                f"\ran-agent: replayed {done}/{total} lines",
+                end="\n" if done == total else "",
+                file=sys.stderr,
+                flush=True,
+            )
 
     report = replay(lines, embedder, config=config, progress=progress).to_dict()
     if args.json:
@@ -214,15 +236,27 @@ def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
     print(f"{report['fragments']} fragments, {len(clusters)} clusters, {len(report['patches'])} patches\n")
     print_table(
         ["cluster", "schema_id", "size", "clients", "heat", "state", "members"],
-        [(c["cluster_id"], c["schema_id"], c["size"], c["distinct_clients"], f"{c['heat']:.1f}", c["state"],
-          _members(c["members"])) for c in shown],
+        [
+            (
+                c["cluster_id"],
+                c["schema_id"],
+                c["size"],
+                c["distinct_clients"],
+                f"{c['heat']:.1f}",
+                c["state"],
+                _members(c["members"]),
+            )
+            for c in shown
+        ],
     )
     if len(shown) < len(clusters):
         print(f"({len(clusters) - len(shown)} one-fragment clusters not shown; --all-clusters lists them)")
     for patch in report["patches"]:
         scope = f"client {patch['client_id']}" if patch["client_id"] else "all clients"
-        print(f"\n{patch['patch_id']} ({patch['state']}, {scope}) from {patch['cluster_id']} at {patch['timestamp']}, "
-              f"expires {patch['expiration']}")
+        print(
+            f"\n{patch['patch_id']} ({patch['state']}, {scope}) from {patch['cluster_id']} at {patch['timestamp']}, "
+            f"expires {patch['expiration']}"
+        )
         for key in patch["new_keys"]:
             flag = " experimental" if key["experimental"] else ""
             print(f"  + {key['key_name']}: {key['key_type']}{flag}")

@@ -51,6 +51,26 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--authorized-keys", type=Path, metavar="FILE", help="OpenSSH authorized_keys for key login")
     parser.add_argument("--durable", action="store_true", help="fsync every commit (survives power loss, slower)")
+    parser.add_argument(
+        "--schemas",
+        choices=["evolve", "validate", "off"],
+        default="evolve",
+        help="structured payloads: validate them and learn from 'other' (evolve, default), only validate, or "
+        "serve no scenario schemas (off)",
+    )
+    parser.add_argument(
+        "--schema-admin",
+        action="append",
+        metavar="NAME",
+        help="user allowed to approve/reject/withdraw schema changes (repeatable; default: every --user)",
+    )
+    parser.add_argument(
+        "--schema-approval",
+        choices=["auto", "manual"],
+        default="auto",
+        help="auto: new keys are published as experimental by evolution itself; manual: each patch waits for "
+        "a schema admin (approve-schema-patch)",
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.set_defaults(handler=run)
 
@@ -96,6 +116,9 @@ def run(args: argparse.Namespace) -> int:
         profile=profile,
         behaviour=behaviour,
         durable=args.durable,
+        schemas=args.schemas,
+        schema_admins=args.schema_admin,
+        schema_approval=args.schema_approval,
     )
     server = AgentServer(config)
     if server.notice:

@@ -35,10 +35,12 @@ class EvolutionConfig:
     """Thresholds and periods of the Differential Semantic Pool, triggers, patches and lifecycle."""
 
     # Differential Semantic Pool (draft 6.2.1)
-    assign_threshold: float = _f(DEFAULT_ASSIGN_THRESHOLD,
-                                 "cosine similarity of a fragment to a cluster centroid needed to join it", -1, 1)
-    merge_threshold: float = _f(DEFAULT_MERGE_THRESHOLD,
-                                "cosine similarity of two cluster centroids at which they merge", -1, 1)
+    assign_threshold: float = _f(
+        DEFAULT_ASSIGN_THRESHOLD, "cosine similarity of a fragment to a cluster centroid needed to join it", -1, 1
+    )
+    merge_threshold: float = _f(
+        DEFAULT_MERGE_THRESHOLD, "cosine similarity of two cluster centroids at which they merge", -1, 1
+    )
     max_clusters_per_schema: int = _f(1024, "clusters kept per scenario; the coldest are evicted beyond", 1)
     heat_increment: float = _f(10.0, "heat added to a cluster per fragment")
     half_life_hours: float = _f(24.0, "half-life of the exponential heat decay, hours", 1e-6)
@@ -47,14 +49,19 @@ class EvolutionConfig:
     min_distinct_clients: int = _f(5, "distinct clients in the window that satisfy the second gate", 1)
     min_occurrences: int = _f(10, "fragments in the window that satisfy the second gate", 1)
     window_days: float = _f(7.0, "window of the occurrence and distinct-client counts, days", 1e-6)
-    min_cohesion: float = _f(DEFAULT_MIN_COHESION,
-                             "mean similarity of a cluster's fragments to its centroid needed to trigger", 0, 1)
-    personal_share: float = _f(0.8, "share of the window's fragments from one client that makes a per-client patch",
-                               0, 1)
+    min_cohesion: float = _f(
+        DEFAULT_MIN_COHESION, "mean similarity of a cluster's fragments to its centroid needed to trigger", 0, 1
+    )
+    personal_share: float = _f(
+        0.8, "share of the window's fragments from one client that makes a per-client patch", 0, 1
+    )
     # Patch synthesis
-    conflict_threshold: float = _f(DEFAULT_CONFLICT_THRESHOLD,
-                                   "meaning score of a cluster against an existing key that makes it refine that key",
-                                   -1, 1)
+    conflict_threshold: float = _f(
+        DEFAULT_CONFLICT_THRESHOLD,
+        "meaning score of a cluster against an existing key that makes it refine that key",
+        -1,
+        1,
+    )
     max_examples: int = _f(3, "mapping examples quoted in a synthesised description", 1)
     # Long-term evaluation and lifecycle (draft 6.2.3)
     trial_days: float = _f(7.0, "experimental trial period, days", 1e-6)

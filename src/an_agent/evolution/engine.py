@@ -243,15 +243,20 @@ class EvolutionEngine:
         """Validate without side effects (`SchemaError` listing each offending key)."""
         schema_id = envelope.get("schema_id") if isinstance(envelope, dict) else None
         if not isinstance(schema_id, str):
-            raise SchemaError("a structured payload needs a schema_id",
-                              ["schema_id: missing or not a string"])
+            raise SchemaError("a structured payload needs a schema_id", ["schema_id: missing or not a string"])
         template = self.template(schema_id, client_id, record_delivery=False)
         compat = {k: v for k, v in self.compat_keys(schema_id, client_id).items() if template.key(k) is None}
-        return validate_payload(template, envelope, compat_keys=compat, max_other_chars=self.config.max_other_chars,
-                                max_other_fragments=self.config.max_other_fragments)
+        return validate_payload(
+            template,
+            envelope,
+            compat_keys=compat,
+            max_other_chars=self.config.max_other_chars,
+            max_other_fragments=self.config.max_other_fragments,
+        )
 
-    def accept_payload(self, client_id: str, envelope: Any, *, ref: int | None = None,
-                       suggest: bool = True) -> Acceptance:
+    def accept_payload(
+        self, client_id: str, envelope: Any, *, ref: int | None = None, suggest: bool = True
+    ) -> Acceptance:
         """Validate, measure and learn from one structured payload (module docstring).
 
         Raises `SchemaError` (nothing stored) when the payload is invalid. ``ref`` is stored with its
@@ -330,8 +335,9 @@ class EvolutionEngine:
             self._authorize(actor, patch, "withdraw-key", (key_name,))
             now = self.clock.now()
             with self.store.transaction():
-                self._set_state(patch, pk, "withdrawn", now, now + self.config.compat_days * _DAY,
-                                f"withdrawn by {actor}")
+                self._set_state(
+                    patch, pk, "withdrawn", now, now + self.config.compat_days * _DAY, f"withdrawn by {actor}"
+                )
                 self._after_experimental_change(patch.schema_id, patch.client_id, now)
         self._flush()
 
@@ -348,15 +354,21 @@ class EvolutionEngine:
                 cluster = live.clusters.get(row.cluster_id) if live else None
                 clients = len(cluster.clients) if cluster else len(self.store.client_counts(row.cluster_id))
                 heat = cluster.heat_now(now, self.config.half_life_s) if cluster else 0.0
-                out.append(ClusterInfo(row.cluster_id, row.schema_id, row.size, clients, heat, row.state,
-                                       row.created, row.last_seen))
+                out.append(
+                    ClusterInfo(
+                        row.cluster_id, row.schema_id, row.size, clients, heat, row.state, row.created, row.last_seen
+                    )
+                )
             return out
 
     def patches(self, schema_id: str | None = None, include_unpublished: bool = True) -> list[dict[str, Any]]:
         """Every patch (any state), oldest first, in the replay form."""
         with self._lock:
-            return [p.to_dict(include_unpublished) for p in sorted(self._patches.values(), key=lambda p: p.created)
-                    if schema_id is None or p.schema_id == schema_id]
+            return [
+                p.to_dict(include_unpublished)
+                for p in sorted(self._patches.values(), key=lambda p: p.created)
+                if schema_id is None or p.schema_id == schema_id
+            ]
 
     def key_metrics(self, patch_id: str, key_name: str) -> KeyMetrics:
         """The observation-window metrics of a patch key."""
@@ -387,8 +399,9 @@ class EvolutionEngine:
             pool = self._pools[schema_id] = SchemaPool(schema_id, self.embedder.dimension, self.config)
         return pool
 
-    def _ingest_one(self, schema_id: str, client_id: str, text: str, vector: Vector, now: float,
-                    ref: int | None) -> str:
+    def _ingest_one(
+        self, schema_id: str, client_id: str, text: str, vector: Vector, now: float, ref: int | None
+    ) -> str:
         pool = self._pool(schema_id)
         unit = np.asarray(vector, dtype=np.float32)
         cluster, similarity = pool.nearest(unit)
@@ -421,14 +434,31 @@ class EvolutionEngine:
                     top, share = keep.top_client()
                     personal = top if share >= self.config.personal_share else None
                     self.store.enqueue(keep.cluster_id, keep.schema_id, personal, now)
-            self._emit(EvolutionEvent("clusters-merged", now, keep.schema_id, cluster_id=keep.cluster_id,
-                                      detail=f"{gone.cluster_id} merged into {keep.cluster_id} "
-                                             f"(centroid similarity {similarity:.2f})"))
+            self._emit(
+                EvolutionEvent(
+                    "clusters-merged",
+                    now,
+                    keep.schema_id,
+                    cluster_id=keep.cluster_id,
+                    detail=f"{gone.cluster_id} merged into {keep.cluster_id} (centroid similarity {similarity:.2f})",
+                )
+            )
             cluster = keep
 
     def _save_cluster(self, c: Cluster) -> None:
-        self.store.save_cluster(ClusterRow(c.cluster_id, c.schema_id, c.state, c.size, c.heat, c.heat_at, c.created,
-                                           c.last_seen, c.vector_sum.astype(np.float32).tobytes()))
+        self.store.save_cluster(
+            ClusterRow(
+                c.cluster_id,
+                c.schema_id,
+                c.state,
+                c.size,
+                c.heat,
+                c.heat_at,
+                c.created,
+                c.last_seen,
+                c.vector_sum.astype(np.float32).tobytes(),
+            )
+        )
 
     # -- triggers and synthesis ------------------------------------------------------------------
     def _check_gate(self, cluster: Cluster, now: float) -> None:
@@ -442,14 +472,30 @@ class EvolutionEngine:
             # A per-client patch becomes global when other clients start to share the intent.
             if gate.client_id is not None or not own or any(p.client_id is None for p in own):
                 return
-        self._emit(EvolutionEvent("cluster-triggered", now, cluster.schema_id, cluster_id=cluster.cluster_id,
-                                  client_id=gate.client_id, detail=gate.describe()))
+        self._emit(
+            EvolutionEvent(
+                "cluster-triggered",
+                now,
+                cluster.schema_id,
+                cluster_id=cluster.cluster_id,
+                client_id=gate.client_id,
+                detail=gate.describe(),
+            )
+        )
         if self._guard_full(cluster.schema_id, gate.client_id):
             cluster.state = "queued"
             self.store.enqueue(cluster.cluster_id, cluster.schema_id, gate.client_id, now)
             self._save_cluster(cluster)
-            self._emit(EvolutionEvent("trigger-queued", now, cluster.schema_id, cluster_id=cluster.cluster_id,
-                                      client_id=gate.client_id, detail="convergence guard: experimental key limit"))
+            self._emit(
+                EvolutionEvent(
+                    "trigger-queued",
+                    now,
+                    cluster.schema_id,
+                    cluster_id=cluster.cluster_id,
+                    client_id=gate.client_id,
+                    detail="convergence guard: experimental key limit",
+                )
+            )
             return
         self._synthesise(cluster, gate, now)
 
@@ -477,25 +523,64 @@ class EvolutionEngine:
         vectors = self._phrases.embed(texts)
         existing = self._visible_keys(cluster.schema_id, gate.client_id)
         taken = frozenset(k.key.key_name for k in existing) | frozenset(self.compat_keys(cluster.schema_id, None))
-        induced = induce_key(texts, vectors, self._phrases, max_examples=self.config.max_examples,
-                             distinct_clients=len({f.client_id for f in fragments}), taken_names=taken)
+        induced = induce_key(
+            texts,
+            vectors,
+            self._phrases,
+            max_examples=self.config.max_examples,
+            distinct_clients=len({f.client_id for f in fragments}),
+            taken_names=taken,
+        )
         conflict = find_conflict(induced, vectors, existing, self._phrases, self.config.conflict_threshold)
         patch_id = f"{cluster.schema_id}-patch-{self.store.next_number('patch'):04d}"
         uid = f"{patch_id}/"
         if conflict is None:
-            pk = PatchKey(uid + induced.key.key_name, patch_id, cluster.schema_id, gate.client_id, "new", "proposed",
-                          now, None, 0, induced.key)
+            pk = PatchKey(
+                uid + induced.key.key_name,
+                patch_id,
+                cluster.schema_id,
+                gate.client_id,
+                "new",
+                "proposed",
+                now,
+                None,
+                0,
+                induced.key,
+            )
             conflict_info = None
         else:
             target = conflict.existing.key
             refined = target.with_description(refine_description(target, induced))
-            pk = PatchKey(uid + target.key_name, patch_id, cluster.schema_id, gate.client_id, "modified", "proposed",
-                          now, None, 0, refined)
-            conflict_info = {"key_name": target.key_name, "origin": conflict.existing.origin,
-                             "reason": conflict.reason, "similarity": round(conflict.similarity, 4),
-                             "candidate_key_name": induced.key.key_name}
-        patch = Patch(patch_id, cluster.schema_id, cluster.cluster_id, gate.client_id, now, None, "pending",
-                      conflict=conflict_info, keys=[pk])
+            pk = PatchKey(
+                uid + target.key_name,
+                patch_id,
+                cluster.schema_id,
+                gate.client_id,
+                "modified",
+                "proposed",
+                now,
+                None,
+                0,
+                refined,
+            )
+            conflict_info = {
+                "key_name": target.key_name,
+                "origin": conflict.existing.origin,
+                "reason": conflict.reason,
+                "similarity": round(conflict.similarity, 4),
+                "candidate_key_name": induced.key.key_name,
+            }
+        patch = Patch(
+            patch_id,
+            cluster.schema_id,
+            cluster.cluster_id,
+            gate.client_id,
+            now,
+            None,
+            "pending",
+            conflict=conflict_info,
+            keys=[pk],
+        )
         self._patches[patch_id] = patch
         change = self._change(patch, "publish-patch")
         if self.policy.authorize(EVOLUTION_ACTOR, change):
@@ -503,17 +588,33 @@ class EvolutionEngine:
         else:
             cluster.state = "pending"
             self._save_patch(patch)
-            self._emit(EvolutionEvent("patch-pending-approval", now, patch.schema_id, cluster_id=cluster.cluster_id,
-                                      patch_id=patch_id, client_id=patch.client_id, key_name=pk.key.key_name,
-                                      detail="security-relevant" if change.security_relevant else "needs approval",
-                                      patch=patch.to_dict(include_unpublished=True)))
+            self._emit(
+                EvolutionEvent(
+                    "patch-pending-approval",
+                    now,
+                    patch.schema_id,
+                    cluster_id=cluster.cluster_id,
+                    patch_id=patch_id,
+                    client_id=patch.client_id,
+                    key_name=pk.key.key_name,
+                    detail="security-relevant" if change.security_relevant else "needs approval",
+                    patch=patch.to_dict(include_unpublished=True),
+                )
+            )
         self._save_cluster(cluster)
 
     def _change(self, patch: Patch, kind: Any) -> SchemaChange:
         names = tuple(k.key.key_name for k in patch.keys)
         texts = [t for k in patch.keys for t in (k.key.key_name, k.key.semantic_description)]
-        return SchemaChange(kind, patch.schema_id, patch.patch_id, patch.client_id, names,
-                            any(k.kind == "new" for k in patch.keys), is_security_relevant(*texts))
+        return SchemaChange(
+            kind,
+            patch.schema_id,
+            patch.patch_id,
+            patch.client_id,
+            names,
+            any(k.kind == "new" for k in patch.keys),
+            is_security_relevant(*texts),
+        )
 
     def _publish(self, patch: Patch, actor: str, now: float) -> None:
         patch.state = "active"
@@ -540,12 +641,28 @@ class EvolutionEngine:
                     continue
                 for old_key in old.keys:
                     if old_key.kind == "new" and old_key.published:
-                        self._set_state(old, old_key, "withdrawn", now, now + self.config.compat_days * _DAY,
-                                        f"superseded by global patch {patch.patch_id}")
-        self._emit(EvolutionEvent("patch-published", now, patch.schema_id, cluster_id=patch.cluster_id,
-                                  patch_id=patch.patch_id, client_id=patch.client_id,
-                                  key_name=patch.keys[0].key.key_name, state="active",
-                                  detail=f"authorised by {actor}", patch=patch.to_dict()))
+                        self._set_state(
+                            old,
+                            old_key,
+                            "withdrawn",
+                            now,
+                            now + self.config.compat_days * _DAY,
+                            f"superseded by global patch {patch.patch_id}",
+                        )
+        self._emit(
+            EvolutionEvent(
+                "patch-published",
+                now,
+                patch.schema_id,
+                cluster_id=patch.cluster_id,
+                patch_id=patch.patch_id,
+                client_id=patch.client_id,
+                key_name=patch.keys[0].key.key_name,
+                state="active",
+                detail=f"authorised by {actor}",
+                patch=patch.to_dict(),
+            )
+        )
 
     def _save_patch(self, patch: Patch) -> None:
         self.store.save_patch(patch.to_row())
@@ -555,11 +672,20 @@ class EvolutionEngine:
     def _authorize(self, actor: str, patch: Patch, kind: Any, names: tuple[str, ...] | None = None) -> None:
         change = self._change(patch, kind)
         if names is not None:
-            change = SchemaChange(change.kind, change.schema_id, change.patch_id, change.client_id, names,
-                                  change.adds_keys, change.security_relevant)
+            change = SchemaChange(
+                change.kind,
+                change.schema_id,
+                change.patch_id,
+                change.client_id,
+                names,
+                change.adds_keys,
+                change.security_relevant,
+            )
         if not self.policy.authorize(actor, change):
-            raise SchemaError(f"{actor!r} is not authorised to {kind} {patch.patch_id}",
-                              [f"{', '.join(change.key_names)}: schema updates need an authorised user"])
+            raise SchemaError(
+                f"{actor!r} is not authorised to {kind} {patch.patch_id}",
+                [f"{', '.join(change.key_names)}: schema updates need an authorised user"],
+            )
 
     def _decide_pending(self, patch_id: str, actor: str, approve: bool) -> dict[str, Any]:
         with self._lock:
@@ -584,8 +710,17 @@ class EvolutionEngine:
                         cluster.state = "rejected"
                         self._save_cluster(cluster)
                     kind = "patch-rejected"
-                self._emit(EvolutionEvent(kind, now, patch.schema_id, cluster_id=patch.cluster_id,
-                                          patch_id=patch_id, client_id=patch.client_id, detail=f"by {actor}"))
+                self._emit(
+                    EvolutionEvent(
+                        kind,
+                        now,
+                        patch.schema_id,
+                        cluster_id=patch.cluster_id,
+                        patch_id=patch_id,
+                        client_id=patch.client_id,
+                        detail=f"by {actor}",
+                    )
+                )
             result = patch.to_dict(include_unpublished=True)
         self._flush()
         return result
@@ -599,9 +734,14 @@ class EvolutionEngine:
     # -- delivery and metrics ---------------------------------------------------------------------
     def _applicable(self, schema_id: str, client_id: str | None) -> list[Patch]:
         return sorted(
-            (p for p in self._patches.values()
-             if p.schema_id == schema_id and p.state == "active" and p.client_id in (None, client_id)
-             and any(k.published for k in p.keys)),
+            (
+                p
+                for p in self._patches.values()
+                if p.schema_id == schema_id
+                and p.state == "active"
+                and p.client_id in (None, client_id)
+                and any(k.published for k in p.keys)
+            ),
             key=lambda p: (p.created, p.patch_id),
         )
 
@@ -613,11 +753,21 @@ class EvolutionEngine:
                     self.store.note_client(pk.uid, client_id, now, delivered=True)
 
     def _measured_keys(self, schema_id: str, client_id: str) -> list[tuple[Patch, PatchKey]]:
-        return [(patch, pk) for patch in self._applicable(schema_id, client_id) for pk in patch.keys
-                if pk.kind == "new" and pk.state in ("experimental", "stable", "deprecated")]
+        return [
+            (patch, pk)
+            for patch in self._applicable(schema_id, client_id)
+            for pk in patch.keys
+            if pk.kind == "new" and pk.state in ("experimental", "stable", "deprecated")
+        ]
 
-    def _record_metrics(self, payload: ValidatedPayload, client_id: str, keys: list[tuple[Patch, PatchKey]],
-                        other_clusters: set[str], now: float) -> None:
+    def _record_metrics(
+        self,
+        payload: ValidatedPayload,
+        client_id: str,
+        keys: list[tuple[Patch, PatchKey]],
+        other_clusters: set[str],
+        now: float,
+    ) -> None:
         day = int(now // _DAY)
         for patch, pk in keys:
             name = pk.key.key_name
@@ -629,8 +779,7 @@ class EvolutionEngine:
                 self.store.note_client(pk.uid, client_id, now, adopted=True)
 
     def _metrics(self, pk: PatchKey, now: float) -> KeyMetrics:
-        since = max(pk.state_since if pk.state == "experimental" else 0.0,
-                    now - self.config.metrics_window_days * _DAY)
+        since = max(pk.state_since if pk.state == "experimental" else 0.0, now - self.config.metrics_window_days * _DAY)
         sums = self.store.metric_sums(pk.uid, int(since // _DAY))
         delivered, adopted = self.store.adoption(pk.uid)
         return KeyMetrics(sums.seen, sums.present, sums.type_ok, sums.aligned, delivered, adopted)
@@ -641,18 +790,37 @@ class EvolutionEngine:
                 for pk in patch.keys:
                     if pk.key.key_name == name and pk.state == "withdrawn" and patch.schema_id == payload.schema_id:
                         until = to_rfc3339(pk.decision_at) if pk.decision_at else "?"
-                        log.warning("client %s sent withdrawn key %s of %s (%s); accepted until %s",
-                                    client_id, name, payload.schema_id, patch.patch_id, until)
-                        self._emit(EvolutionEvent("withdrawn-key-used", now, payload.schema_id,
-                                                  patch_id=patch.patch_id, client_id=client_id, key_name=name,
-                                                  state="withdrawn", detail=f"accepted until {until}"))
+                        log.warning(
+                            "client %s sent withdrawn key %s of %s (%s); accepted until %s",
+                            client_id,
+                            name,
+                            payload.schema_id,
+                            patch.patch_id,
+                            until,
+                        )
+                        self._emit(
+                            EvolutionEvent(
+                                "withdrawn-key-used",
+                                now,
+                                payload.schema_id,
+                                patch_id=patch.patch_id,
+                                client_id=client_id,
+                                key_name=name,
+                                state="withdrawn",
+                                detail=f"accepted until {until}",
+                            )
+                        )
 
     # -- lifecycle ---------------------------------------------------------------------------------
     def _due(self, now: float) -> None:
         """Apply every lifecycle decision due by ``now``, each at its own due time, in time order."""
         while True:
-            due = [(pk.decision_at, pk.uid, patch, pk) for patch in self._patches.values() for pk in patch.keys
-                   if pk.decision_at is not None and pk.decision_at <= now and patch.state != "rejected"]
+            due = [
+                (pk.decision_at, pk.uid, patch, pk)
+                for patch in self._patches.values()
+                for pk in patch.keys
+                if pk.decision_at is not None and pk.decision_at <= now and patch.state != "rejected"
+            ]
             if not due:
                 return
             when, _, patch, pk = min(due, key=lambda t: (t[0], t[1]))
@@ -674,9 +842,19 @@ class EvolutionEngine:
                 pk.decision_at = when + c.trial_days * _DAY
                 patch.refresh_expiration()
                 self._save_patch(patch)
-                self._emit(EvolutionEvent("key-state-changed", when, patch.schema_id, patch_id=patch.patch_id,
-                                          client_id=patch.client_id, key_name=pk.key.key_name, state=pk.state,
-                                          previous_state=pk.state, detail=f"trial extended ({summary})"))
+                self._emit(
+                    EvolutionEvent(
+                        "key-state-changed",
+                        when,
+                        patch.schema_id,
+                        patch_id=patch.patch_id,
+                        client_id=patch.client_id,
+                        key_name=pk.key.key_name,
+                        state=pk.state,
+                        previous_state=pk.state,
+                        detail=f"trial extended ({summary})",
+                    )
+                )
             else:
                 pk.decision_at = when + c.metrics_window_days * _DAY
                 patch.refresh_expiration()
@@ -691,8 +869,9 @@ class EvolutionEngine:
             pk.decision_at = None
             self._save_patch(patch)
 
-    def _set_state(self, patch: Patch, pk: PatchKey, state: KeyState, when: float, decision_at: float | None,
-                   detail: str) -> None:
+    def _set_state(
+        self, patch: Patch, pk: PatchKey, state: KeyState, when: float, decision_at: float | None, detail: str
+    ) -> None:
         previous = pk.state
         pk.state, pk.state_since, pk.decision_at = state, when, decision_at
         if not any(k.kind == "new" and k.published for k in patch.keys) and any(k.kind == "new" for k in patch.keys):
@@ -701,9 +880,20 @@ class EvolutionEngine:
         else:
             patch.refresh_expiration()
         self._save_patch(patch)
-        self._emit(EvolutionEvent("key-state-changed", when, patch.schema_id, cluster_id=patch.cluster_id,
-                                  patch_id=patch.patch_id, client_id=patch.client_id, key_name=pk.key.key_name,
-                                  state=state, previous_state=previous, detail=detail))
+        self._emit(
+            EvolutionEvent(
+                "key-state-changed",
+                when,
+                patch.schema_id,
+                cluster_id=patch.cluster_id,
+                patch_id=patch.patch_id,
+                client_id=patch.client_id,
+                key_name=pk.key.key_name,
+                state=state,
+                previous_state=previous,
+                detail=detail,
+            )
+        )
 
     def _after_experimental_change(self, schema_id: str, client_id: str | None, now: float) -> None:
         """A guard slot may have freed up: run queued triggers of that scope, oldest first."""
@@ -718,11 +908,25 @@ class EvolutionEngine:
             if cluster is None:
                 continue
             cluster.state = "collecting"
-            self._emit(EvolutionEvent("trigger-dequeued", now, schema_id, cluster_id=cluster.cluster_id,
-                                      client_id=client_id, detail="a convergence-guard slot freed up"))
+            self._emit(
+                EvolutionEvent(
+                    "trigger-dequeued",
+                    now,
+                    schema_id,
+                    cluster_id=cluster.cluster_id,
+                    client_id=client_id,
+                    detail="a convergence-guard slot freed up",
+                )
+            )
             cluster.prune_window(now, self.config.window_s)
-            gate = GateResult(True, cluster.heat_now(now, self.config.half_life_s), len(cluster.window_clients),
-                              len(cluster.window), client_id, cluster.cohesion())
+            gate = GateResult(
+                True,
+                cluster.heat_now(now, self.config.half_life_s),
+                len(cluster.window_clients),
+                len(cluster.window),
+                client_id,
+                cluster.cohesion(),
+            )
             self._synthesise(cluster, gate, now)
 
     # -- eviction and pruning ----------------------------------------------------------------------
@@ -741,8 +945,12 @@ class EvolutionEngine:
                 else:
                     self.store.delete_cluster(cluster.cluster_id, with_fragments=True)
         if not self.keep_history:
-            waiting = [c.cluster_id for p in self._pools.values() for c in p.clusters.values()
-                       if c.state in ("queued", "pending")]
+            waiting = [
+                c.cluster_id
+                for p in self._pools.values()
+                for c in p.clusters.values()
+                if c.state in ("queued", "pending")
+            ]
             self.store.prune_fragments(now - self.config.window_s, keep_clusters=waiting)
 
     # -- restore -------------------------------------------------------------------------------------
@@ -750,8 +958,17 @@ class EvolutionEngine:
         now = self.clock.now()
         for row in self.store.clusters(exclude_states=("evicted",)):
             vector = np.frombuffer(row.centroid, dtype=np.float32).copy()
-            cluster = Cluster(row.cluster_id, row.schema_id, vector, row.size, row.heat, row.heat_at, row.created,
-                              row.last_seen, row.state)  # type: ignore[arg-type]
+            cluster = Cluster(
+                row.cluster_id,
+                row.schema_id,
+                vector,
+                row.size,
+                row.heat,
+                row.heat_at,
+                row.created,
+                row.last_seen,
+                row.state,
+            )  # type: ignore[arg-type]
             for fragment in self.store.fragments(row.cluster_id, since=now - self.config.window_s):
                 cluster.window.append((fragment.ts, fragment.client_id))
                 cluster.window_clients[fragment.client_id] += 1

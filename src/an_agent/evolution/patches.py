@@ -58,16 +58,42 @@ class PatchKey:
 
     def to_row(self) -> KeyRow:
         definition = self.key.to_dict()
-        return KeyRow(self.uid, self.patch_id, self.schema_id, self.client_id, self.key.key_name, self.kind,
-                      self.state, self.state_since, self.decision_at, self.extensions, definition)
+        return KeyRow(
+            self.uid,
+            self.patch_id,
+            self.schema_id,
+            self.client_id,
+            self.key.key_name,
+            self.kind,
+            self.state,
+            self.state_since,
+            self.decision_at,
+            self.extensions,
+            definition,
+        )
 
     @classmethod
     def from_row(cls, row: KeyRow) -> PatchKey:
         d = row.definition
-        key = KeyDef.build(d["key_name"], d["key_type"], d["semantic_description"], required=bool(d["required"]),
-                           default_value=d.get("default_value"))
-        return cls(row.key_uid, row.patch_id, row.schema_id, row.client_id, row.kind, row.state,  # type: ignore[arg-type]
-                   row.state_since, row.decision_at, row.extensions, key)
+        key = KeyDef.build(
+            d["key_name"],
+            d["key_type"],
+            d["semantic_description"],
+            required=bool(d["required"]),
+            default_value=d.get("default_value"),
+        )
+        return cls(
+            row.key_uid,
+            row.patch_id,
+            row.schema_id,
+            row.client_id,
+            row.kind,
+            row.state,  # type: ignore[arg-type]
+            row.state_since,
+            row.decision_at,
+            row.extensions,
+            key,
+        )
 
 
 @dataclass
@@ -106,13 +132,31 @@ class Patch:
 
     def to_row(self) -> PatchRow:
         body = {"authorised_by": self.authorised_by, "conflict": self.conflict}
-        return PatchRow(self.patch_id, self.schema_id, self.cluster_id, self.client_id, self.created,
-                        self.expiration, self.state, body)
+        return PatchRow(
+            self.patch_id,
+            self.schema_id,
+            self.cluster_id,
+            self.client_id,
+            self.created,
+            self.expiration,
+            self.state,
+            body,
+        )
 
     @classmethod
     def from_row(cls, row: PatchRow, keys: list[PatchKey]) -> Patch:
-        return cls(row.patch_id, row.schema_id, row.cluster_id, row.client_id, row.created, row.expiration,
-                   row.state, row.body.get("authorised_by"), row.body.get("conflict"), keys)
+        return cls(
+            row.patch_id,
+            row.schema_id,
+            row.cluster_id,
+            row.client_id,
+            row.created,
+            row.expiration,
+            row.state,
+            row.body.get("authorised_by"),
+            row.body.get("conflict"),
+            keys,
+        )
 
     def refresh_expiration(self) -> None:
         """Expiration = the earliest pending decision of its published new keys (see module docstring)."""

@@ -34,8 +34,7 @@ class SchemaChange:
 class UpdatePolicy(Protocol):
     """Decides whether ``actor`` may make ``change``."""
 
-    def authorize(self, actor: str, change: SchemaChange) -> bool:
-        ...
+    def authorize(self, actor: str, change: SchemaChange) -> bool: ...
 
 
 class DefaultUpdatePolicy:

@@ -206,6 +206,7 @@ class SchemaPool:
         The survivor is the one with a patch, else the larger, else the older: its id stays stable
         for the patches and queue entries that name it. Heat adds up (both decayed to ``now``).
         """
+
         def rank(c: Cluster) -> tuple[int, int, float]:
             return (1 if c.has_patch else 0, c.size, -c.created)
 

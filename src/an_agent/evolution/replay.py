@@ -57,8 +57,7 @@ class ReplayReport:
     events: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"fragments": self.fragments, "clusters": self.clusters, "patches": self.patches,
-                "events": self.events}
+        return {"fragments": self.fragments, "clusters": self.clusters, "patches": self.patches, "events": self.events}
 
 
 def parse_lines(lines: Iterable[str]) -> tuple[list[ReplayLine], list[dict[str, Any]]]:
@@ -129,8 +128,15 @@ def replay(
         return ReplayReport(0, [], [], events)
     clock = ManualClock(records[0].timestamp)
     cached = _PrefetchedEmbedder(embedder)
-    engine = EvolutionEngine(EvolutionStore(":memory:"), cached, registry=registry, config=config, clock=clock,
-                             policy=policy or DefaultUpdatePolicy(), keep_history=True)
+    engine = EvolutionEngine(
+        EvolutionStore(":memory:"),
+        cached,
+        registry=registry,
+        config=config,
+        clock=clock,
+        policy=policy or DefaultUpdatePolicy(),
+        keep_history=True,
+    )
 
     def record(event: EvolutionEvent) -> None:
         events.append(event.to_dict())
@@ -147,9 +153,16 @@ def replay(
                 try:
                     accepted = engine.accept_payload(rec.client_id, envelope, ref=rec.line_no, suggest=False)
                 except SchemaError as exc:
-                    events.append({"kind": "payload-refused", "time": to_rfc3339(rec.timestamp),
-                                   "schema_id": rec.schema_id, "client_id": rec.client_id, "line": rec.line_no,
-                                   "detail": "; ".join(exc.problems) or str(exc)})
+                    events.append(
+                        {
+                            "kind": "payload-refused",
+                            "time": to_rfc3339(rec.timestamp),
+                            "schema_id": rec.schema_id,
+                            "client_id": rec.client_id,
+                            "line": rec.line_no,
+                            "detail": "; ".join(exc.problems) or str(exc),
+                        }
+                    )
                 else:
                     fragments += len(accepted.cluster_ids)
                 if progress is not None:

@@ -58,8 +58,18 @@ SECURITY_TERMS = _words(
     iban account accounts identity identities imsi imei msisdn ssh certificate certificates encryption
     admin root sudo firewall acl"""
 )
-_UNIT_SUFFIX = {"db": "db", "percent": "percent", "degrees": "deg", "seconds": "seconds", "minutes": "minutes",
-                "hours": "hours", "days": "days", "weeks": "weeks", "km": "km", "mbps": "mbps"}
+_UNIT_SUFFIX = {
+    "db": "db",
+    "percent": "percent",
+    "degrees": "deg",
+    "seconds": "seconds",
+    "minutes": "minutes",
+    "hours": "hours",
+    "days": "days",
+    "weeks": "weeks",
+    "km": "km",
+    "mbps": "mbps",
+}
 _MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
 _MAX_NAME = 40
 _TYPE_SHARE = 0.6  # share of fragments that must carry a value kind for the key to take that type
@@ -278,15 +288,17 @@ def _describe(
     elif key_type in ("integer", "number"):
         present = [float(v) for v in detail["values"] if v is not None]
         unit = detail["unit"]
-        head = (f"{phrase.capitalize()}{also}, as a number of {unit}. "
-                f"Observed values: {_fmt_value(min(present))} to {_fmt_value(max(present))} {unit}.")
+        head = (
+            f"{phrase.capitalize()}{also}, as a number of {unit}. "
+            f"Observed values: {_fmt_value(min(present))} to {_fmt_value(max(present))} {unit}."
+        )
     elif key_type == "array":
-        head = (f"{phrase.capitalize()}{also}, as a list of identifiers. "
-                f"Item format: {detail['prefix']}-<alnum>.")
+        head = f"{phrase.capitalize()}{also}, as a list of identifiers. Item format: {detail['prefix']}-<alnum>."
     else:
         head = f"{phrase.capitalize()}{also}, as a time-of-day range HH:MM-HH:MM (UTC)."
-    source = (f" Induced by schema evolution from {size} 'other' fragments of {clients} "
-              f"client{'s' if clients != 1 else ''}.")
+    source = (
+        f" Induced by schema evolution from {size} 'other' fragments of {clients} client{'s' if clients != 1 else ''}."
+    )
     mapping = "; ".join(f"{_quote(text)} -> {_fmt_value(value)}" for text, value in examples)
     return f"{head}{source} Example mapping: {mapping}."
 

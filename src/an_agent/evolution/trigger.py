@@ -31,8 +31,10 @@ class GateResult:
     cohesion: float = 1.0
 
     def describe(self) -> str:
-        return (f"heat {self.heat:.1f}, {self.distinct_clients} distinct clients and {self.occurrences} "
-                f"occurrences in the window, cohesion {self.cohesion:.2f}")
+        return (
+            f"heat {self.heat:.1f}, {self.distinct_clients} distinct clients and {self.occurrences} "
+            f"occurrences in the window, cohesion {self.cohesion:.2f}"
+        )
 
 
 def evaluate_gate(cluster: Cluster, now: float, config: EvolutionConfig) -> GateResult:

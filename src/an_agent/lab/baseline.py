@@ -27,8 +27,9 @@ class _Timer:
         pass
 
 
-def manual_repair_delay(fault: FaultSpec, timing: BaselineTiming, seed: int, occurrence: int,
-                        noticed_after: float = 0.0) -> float:
+def manual_repair_delay(
+    fault: FaultSpec, timing: BaselineTiming, seed: int, occurrence: int, noticed_after: float = 0.0
+) -> float:
     """Seconds from the fault to its repair when handled by hand (module docstring).
 
     ``noticed_after``: for a fault without alarm, seconds until the first complaint reaches the operator.

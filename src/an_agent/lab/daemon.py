@@ -89,8 +89,11 @@ def serve_foreground(topology: Topology, run_dir: Path, play: bool = True) -> in
         tmp = _state_path(run_dir).with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=2), encoding="utf-8")
         os.replace(tmp, _state_path(run_dir))
-        print(f"lab {topology.name} up: " + ", ".join(f"{a['name']}={a['port']}" for a in state["agents"]),
-              file=sys.stderr, flush=True)
+        print(
+            f"lab {topology.name} up: " + ", ".join(f"{a['name']}={a['port']}" for a in state["agents"]),
+            file=sys.stderr,
+            flush=True,
+        )
         stop.wait()
         print("lab stopping", file=sys.stderr, flush=True)
     finally:
@@ -105,17 +108,29 @@ def start_background(topology_file: Path, run_dir: Path, play: bool = True) -> d
     run_dir.mkdir(parents=True, exist_ok=True)
     state = read_state(run_dir)
     if state is not None and _is_our_lab(int(state.get("pid", 0)), run_dir):
-        raise ConfigError(f"a lab is already up in {run_dir} (pid {state['pid']}); stop it with: an-agent lab down"
-                          f" --run-dir {run_dir}")
+        raise ConfigError(
+            f"a lab is already up in {run_dir} (pid {state['pid']}); stop it with: an-agent lab down"
+            f" --run-dir {run_dir}"
+        )
     _state_path(run_dir).unlink(missing_ok=True)
     log_path = run_dir / LOG_FILE
-    command = [sys.executable, "-m", "an_agent.cli", "lab", "up", str(topology_file.resolve()), "--foreground",
-               "--run-dir", str(run_dir.resolve())]
+    command = [
+        sys.executable,
+        "-m",
+        "an_agent.cli",
+        "lab",
+        "up",
+        str(topology_file.resolve()),
+        "--foreground",
+        "--run-dir",
+        str(run_dir.resolve()),
+    ]
     if not play:
         command.append("--idle")
     with log_path.open("w", encoding="utf-8") as log:
-        process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=log,
-                                   start_new_session=True, close_fds=True)
+        process = subprocess.Popen(
+            command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True
+        )
     deadline = time.monotonic() + START_TIMEOUT
     while time.monotonic() < deadline:
         state = read_state(run_dir)
@@ -136,8 +151,11 @@ def stop_background(run_dir: Path) -> dict[str, Any]:
     pid = int(state.get("pid", 0))
     if not _is_our_lab(pid, run_dir):
         _state_path(run_dir).unlink(missing_ok=True)
-        return {"was_up": False, "stopped": False,
-                "message": f"the lab of {run_dir} (pid {pid}) is no longer running; removed its stale state file"}
+        return {
+            "was_up": False,
+            "stopped": False,
+            "message": f"the lab of {run_dir} (pid {pid}) is no longer running; removed its stale state file",
+        }
     os.kill(pid, signal.SIGTERM)
     killed = not _wait_gone(pid, run_dir, STOP_GRACE)
     if killed:
@@ -147,10 +165,19 @@ def stop_background(run_dir: Path) -> dict[str, Any]:
     ports = [a["port"] for a in state.get("agents", [])]
     open_ports = [p for p in ports if _port_open(p)]
     stopped = not open_ports and not _is_our_lab(pid, run_dir)
-    message = (f"lab {state.get('name')} (pid {pid}) stopped" + (" (killed after the grace period)" if killed else "")
-               + ("" if not open_ports else f"; ports still open: {open_ports}"))
-    return {"was_up": True, "stopped": stopped, "killed": killed, "pid": pid, "open_ports": open_ports,
-            "message": message}
+    message = (
+        f"lab {state.get('name')} (pid {pid}) stopped"
+        + (" (killed after the grace period)" if killed else "")
+        + ("" if not open_ports else f"; ports still open: {open_ports}")
+    )
+    return {
+        "was_up": True,
+        "stopped": stopped,
+        "killed": killed,
+        "pid": pid,
+        "open_ports": open_ports,
+        "message": message,
+    }
 
 
 def _wait_gone(pid: int, run_dir: Path, timeout: float) -> bool:

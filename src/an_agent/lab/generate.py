@@ -22,8 +22,9 @@ SITES_PER_ACCESS = 5
 FAULT_CYCLE = ("link_cut", "router_port_fault", "site_power_failure", "site_software_fault")
 
 
-def generate(sites: int, domains: int, seed: int = 1, faults: int | None = None, name: str | None = None,
-             base_port: int = 0) -> str:
+def generate(
+    sites: int, domains: int, seed: int = 1, faults: int | None = None, name: str | None = None, base_port: int = 0
+) -> str:
     """The YAML text of a generated topology (module docstring). ``base_port`` 0 leaves ports free."""
     if sites < 1 or domains < 1 or domains > sites:
         raise ValueError("need at least one site per domain (1 <= domains <= sites)")
@@ -65,20 +66,33 @@ def generate(sites: int, domains: int, seed: int = 1, faults: int | None = None,
                     site_id = f"SITE-{number:0{width}d}"
                     group.append(site_id)
                     domain_sites[region].append(site_id)
-                    site_rows.append({
-                        "id": site_id, "region": region, "pos": [x0 + index % side, index // side],
-                        "backhaul": [access, core_link], "cells": 3,
-                    })
+                    site_rows.append(
+                        {
+                            "id": site_id,
+                            "region": region,
+                            "pos": [x0 + index % side, index // side],
+                            "backhaul": [access, core_link],
+                            "cells": 3,
+                        }
+                    )
                 if a == 0 and k == 0:
-                    places.append({"name": f"{region} ring road", "aliases": [f"{region} ring", f"{region} bypass"],
-                                   "sites": group})
+                    places.append(
+                        {
+                            "name": f"{region} ring road",
+                            "aliases": [f"{region} ring", f"{region} bypass"],
+                            "sites": group,
+                        }
+                    )
 
     agents: list[dict[str, Any]] = [{"name": "service-fault", "role": "cross-domain-fault"}]
     for region in regions:
         agents.append({"name": f"ran-{region}", "role": "ran-fault", "regions": [region]})
         agents.append({"name": f"ip-{region}", "role": "ip-fault", "regions": [region]})
-    agents += [{"name": "optimization", "role": "optimization"}, {"name": "energy-saving", "role": "energy-saving"},
-               {"name": "complaint", "role": "complaint"}]
+    agents += [
+        {"name": "optimization", "role": "optimization"},
+        {"name": "energy-saving", "role": "energy-saving"},
+        {"name": "complaint", "role": "complaint"},
+    ]
     if base_port:
         for i, agent in enumerate(agents):
             agent["port"] = base_port + i
@@ -107,17 +121,22 @@ def generate(sites: int, domains: int, seed: int = 1, faults: int | None = None,
         events.append({"at_minutes": 5 + 9 * i, "fault": fault})
     if events:
         place = places[0]["name"]
-        events.append({"at_minutes": 14, "ticket": {
-            "to": "complaint",
-            "text": f"Ticket TT-{500000 + seed % 100000}. Customers around the {place} report no signal since "
+        events.append(
+            {
+                "at_minutes": 14,
+                "ticket": {
+                    "to": "complaint",
+                    "text": f"Ticket TT-{500000 + seed % 100000}. Customers around the {place} report no signal since "
                     "08:05. Please fix as soon as possible.",
-        }})
+                },
+            }
+        )
 
     document = {
         "format": "an-agent-lab/1",
         "name": name or f"generated-{sites}-sites-{domains}-domains",
         "description": f"Generated: {sites} sites in {domains} management domain(s), seed {seed}, "
-                       f"{len([e for e in events if 'fault' in e])} fault(s).",
+        f"{len([e for e in events if 'fault' in e])} fault(s).",
         "seed": seed,
         "start_time": "2025-06-01T08:00:00Z",
         "provider": "ExampleCSP",
@@ -126,8 +145,14 @@ def generate(sites: int, domains: int, seed: int = 1, faults: int | None = None,
         "network": {
             "regions": [{"name": r} for r in regions],
             "neighbor_radius_km": 1.5,
-            "cell_defaults": {"users": 100, "power_dbm": 43, "max_power_dbm": 46, "tilt_deg": 6,
-                              "energy_saving": "enabled", "saving_percent": 25},
+            "cell_defaults": {
+                "users": 100,
+                "power_dbm": 43,
+                "max_power_dbm": 46,
+                "tilt_deg": 6,
+                "energy_saving": "enabled",
+                "saving_percent": 25,
+            },
             "routers": routers,
             "links": links,
             "sites": site_rows,
@@ -135,6 +160,9 @@ def generate(sites: int, domains: int, seed: int = 1, faults: int | None = None,
         },
         "scenario": {"max_duration_minutes": 1440, "events": events},
     }
-    header = (f"# Generated by: an-agent lab generate --sites {sites} --domains {domains} --seed {seed}"
-              + (f" --faults {faults}" if faults is not None else "") + "\n")
+    header = (
+        f"# Generated by: an-agent lab generate --sites {sites} --domains {domains} --seed {seed}"
+        + (f" --faults {faults}" if faults is not None else "")
+        + "\n"
+    )
     return header + yaml.safe_dump(document, sort_keys=False, width=120, default_flow_style=None)

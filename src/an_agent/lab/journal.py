@@ -27,8 +27,14 @@ class Note:
     details: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"time": self.time, "agent": self.agent, "kind": self.kind, "text": self.text,
-                "details": self.details, "order": self.seq}
+        return {
+            "time": self.time,
+            "agent": self.agent,
+            "kind": self.kind,
+            "text": self.text,
+            "details": self.details,
+            "order": self.seq,
+        }
 
 
 class Journal:

@@ -409,9 +409,7 @@ class SimKernel:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 busy = ", ".join(f"{label} x{n}" for label, n in sorted(self._labels.items()))
-                raise LabStall(
-                    f"the lab made no progress for {self.stall_timeout:.0f} s with work in flight: {busy}"
-                )
+                raise LabStall(f"the lab made no progress for {self.stall_timeout:.0f} s with work in flight: {busy}")
             self._cond.wait(remaining)
             if self._changes != seen:
                 seen = self._changes

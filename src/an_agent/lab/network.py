@@ -222,9 +222,7 @@ class SimNetwork:
             self._sites[site.id] = _Site(site.id, site.region, site.pos, site.backhaul, tuple(c.id for c in site.cells))
         for site in spec.sites:
             self._sites[site.id].neighbours = site.neighbors if site.neighbors is not None else self._near(site.id)
-        self._places = [
-            Place(p.name, self._sites[p.sites[0]].region, p.aliases, p.sites) for p in spec.places
-        ]
+        self._places = [Place(p.name, self._sites[p.sites[0]].region, p.aliases, p.sites) for p in spec.places]
         self._alarms: dict[tuple[str, str], Alarm] = {}
         self._alarm_log: list[Alarm] = []
         self._alarm_count: dict[str, int] = {}
@@ -237,9 +235,7 @@ class SimNetwork:
         me = self._sites[site_id]
         radius = self._spec.neighbor_radius_km
         return tuple(
-            s.site_id
-            for s in self._sites.values()
-            if s.site_id != site_id and math.dist(me.pos, s.pos) <= radius
+            s.site_id for s in self._sites.values() if s.site_id != site_id and math.dist(me.pos, s.pos) <= radius
         )
 
     # ---- ManagedNetwork: inventory and state -------------------------------------------------------
@@ -390,8 +386,12 @@ class SimNetwork:
     def restore_cell_config(self, cell_id: str, by: str) -> bool:
         with self._lock:
             cell = self._cell(cell_id)
-            self._log(by, cell_id, "reconfigure", f"planned configuration restored (tilt {cell.tilt:g} -> "
-                      f"{cell.base_tilt:g} deg)")
+            self._log(
+                by,
+                cell_id,
+                "reconfigure",
+                f"planned configuration restored (tilt {cell.tilt:g} -> {cell.base_tilt:g} deg)",
+            )
             if cell.coverage_loss <= 0:
                 return False
             cell.tilt = cell.base_tilt
@@ -420,8 +420,14 @@ class SimNetwork:
             occurrence = sum(1 for f in self._faults if f.spec.target == element)
             eta = self._now() + field_repair_seconds(self._seed, element, occurrence, minutes)
             self._tickets.append(
-                {"ticket_id": ticket_id, "element": element, "by": by, "opened_at": self._now(), "eta": eta,
-                 "note": note}
+                {
+                    "ticket_id": ticket_id,
+                    "element": element,
+                    "by": by,
+                    "opened_at": self._now(),
+                    "eta": eta,
+                    "note": note,
+                }
             )
             self._log(by, element, "trouble_ticket", f"trouble ticket {ticket_id} for field maintenance: {note}")
         self._call_at(eta, f"field repair {element}", functools.partial(self._field_visit, element, ticket_id))
@@ -446,8 +452,9 @@ class SimNetwork:
             elif element in self._cells:
                 cell = self._cells[element]
                 cell.tilt, cell.coverage_loss = cell.base_tilt, 0.0
-            self._log(by, element, "field_repair" if kind == "field" else "repair",
-                      f"{prefix}{record.spec.type} repaired")
+            self._log(
+                by, element, "field_repair" if kind == "field" else "repair", f"{prefix}{record.spec.type} repaired"
+            )
             self._repaired(element, by, kind)
             self._refresh(pending)
         self._emit(pending)
@@ -615,17 +622,30 @@ class SimNetwork:
             key = (link.link_id, "link_down")
             if link.fault is not None and key not in self._alarms:
                 evidence = LINK_FAULTS[link.fault].replace("_", " ")
-                self._raise(pending, "ip_transport", link.link_id, "link_down", "critical", link.region,
-                            f"{link.link_id} ({link.a} - {link.b}) down: {evidence}")
+                self._raise(
+                    pending,
+                    "ip_transport",
+                    link.link_id,
+                    "link_down",
+                    "critical",
+                    link.region,
+                    f"{link.link_id} ({link.a} - {link.b}) down: {evidence}",
+                )
             elif link.fault is None and key in self._alarms:
                 self._clear(pending, key, now)
         for site in sorted(self._sites.values(), key=lambda item: item.site_id):
             up = site.fault is None and all(self._links[k].fault is None for k in site.backhaul if k in self._links)
             key = (site.site_id, "site_out_of_service")
             if not up and key not in self._alarms:
-                self._raise(pending, "wireless", site.site_id, "site_out_of_service", "critical", site.region,
-                            f"{site.site_id} out of service: base station disconnected, "
-                            f"{len(site.cell_ids)} cells down")
+                self._raise(
+                    pending,
+                    "wireless",
+                    site.site_id,
+                    "site_out_of_service",
+                    "critical",
+                    site.region,
+                    f"{site.site_id} out of service: base station disconnected, {len(site.cell_ids)} cells down",
+                )
             elif up and key in self._alarms:
                 self._clear(pending, key, now)
             site.in_service = up

@@ -26,9 +26,18 @@ from an_agent.lab.runner import Lab
 from an_agent.model import Task, TaskStatus, parse_prompt
 
 ACTION_KINDS = (
-    "compensation_applied", "compensation_cancelled", "compensation_expired", "energy_saving_suspended",
-    "energy_saving_reduced", "energy_saving_resumed", "decision", "repair", "trouble_ticket", "boundary",
-    "sub_tasks", "restored",
+    "compensation_applied",
+    "compensation_cancelled",
+    "compensation_expired",
+    "energy_saving_suspended",
+    "energy_saving_reduced",
+    "energy_saving_resumed",
+    "decision",
+    "repair",
+    "trouble_ticket",
+    "boundary",
+    "sub_tasks",
+    "restored",
 )
 
 
@@ -80,12 +89,10 @@ def build_result(lab: Lab, tasks: dict[str, list[Task]], leftovers: list[str], o
     baseline = {
         "time_to_restore_s": _max(base_restore),
         "per_fault": [
-            {"type": f["type"], "target": f["target"], "time_to_restore_s": r} for f, r in zip(base_faults,
-                                                                                             base_restore,
-                                                                                             strict=True)
+            {"type": f["type"], "target": f["target"], "time_to_restore_s": r}
+            for f, r in zip(base_faults, base_restore, strict=True)
         ],
-        "user_minutes_without_coverage": round(base_series.integral("users_without_coverage", start, horizon) / 60,
-                                               1),
+        "user_minutes_without_coverage": round(base_series.integral("users_without_coverage", start, horizon) / 60, 1),
         "energy_kwh": round(base_series.integral("energy_kw", start, horizon) / 3600, 2),
         "series": [{"t": rel(t), **k.to_dict()} for t, k in base_series.samples],
         "assumptions": {k: v for k, v in topology.baseline.__dict__.items()},
@@ -93,13 +100,15 @@ def build_result(lab: Lab, tasks: dict[str, list[Task]], leftovers: list[str], o
     agents = []
     for spec in topology.agents:
         running = lab.agents.get(spec.name)
-        agents.append({
-            "name": spec.name,
-            "role": spec.role,
-            "regions": list(spec.regions),
-            "address": f"127.0.0.1:{running.port}" if running else None,
-            "operations": _counts(counts.get(spec.name)),
-        })
+        agents.append(
+            {
+                "name": spec.name,
+                "role": spec.role,
+                "regions": list(spec.regions),
+                "address": f"127.0.0.1:{running.port}" if running else None,
+                "operations": _counts(counts.get(spec.name)),
+            }
+        )
     external = {name: _counts(c) for name, c in counts.items() if name not in {a.name for a in topology.agents}}
     requests = sum(1 for e in exchanges if e.operation != "notification")
     return {
@@ -155,9 +164,12 @@ def _counts(entry: dict[str, Any] | None) -> dict[str, Any]:
 def _fault_row(record: FaultRecord, notes: list[Any], rel: Any) -> dict[str, Any]:
     spec = record.spec
     found = [
-        n for n in notes
-        if n.kind == "root_cause" and n.details.get("element") == spec.target
-        and n.details.get("fault_type") == spec.type and n.time >= record.injected_at
+        n
+        for n in notes
+        if n.kind == "root_cause"
+        and n.details.get("element") == spec.target
+        and n.details.get("fault_type") == spec.type
+        and n.time >= record.injected_at
     ]
     other = [n for n in notes if n.kind == "root_cause" and n.time >= record.injected_at and n not in found]
     first = found[0] if found else None
@@ -168,17 +180,21 @@ def _fault_row(record: FaultRecord, notes: list[Any], rel: Any) -> dict[str, Any
         "affected_sites": list(record.affected_sites),
         "affected_cells": len(record.affected_cells),
         "root_cause_found": first is not None,
-        "root_cause": None if first is None else {
-            "text": first.text, "decided_by": first.agent, "diagnosed_by": first.details.get("diagnosed_by"),
-            "t": rel(first.time), "time_to_diagnose_s": round(first.time - record.injected_at, 3),
+        "root_cause": None
+        if first is None
+        else {
+            "text": first.text,
+            "decided_by": first.agent,
+            "diagnosed_by": first.details.get("diagnosed_by"),
+            "t": rel(first.time),
+            "time_to_diagnose_s": round(first.time - record.injected_at, 3),
         },
         "other_conclusions": [n.text for n in other if n.details.get("element") != spec.target][:3],
         "repaired": rel(record.repaired_at),
         "repaired_by": record.repaired_by,
         "repair_kind": record.repair_kind,
         "restored": rel(record.restored_at),
-        "time_to_restore_s": None if record.restored_at is None else round(record.restored_at - record.injected_at,
-                                                                           3),
+        "time_to_restore_s": None if record.restored_at is None else round(record.restored_at - record.injected_at, 3),
     }
 
 
@@ -204,33 +220,61 @@ def _task_row(agent: str, task: Task, payload: Any) -> dict[str, Any]:
     }
 
 
-def _checks(lab: Lab, faults: list[dict[str, Any]], tasks: list[dict[str, Any]], leftovers: list[str],
-            open_ports: list[str]) -> list[dict[str, Any]]:
+def _checks(
+    lab: Lab, faults: list[dict[str, Any]], tasks: list[dict[str, Any]], leftovers: list[str], open_ports: list[str]
+) -> list[dict[str, Any]]:
     checks: list[dict[str, Any]] = []
 
     def check(name: str, ok: bool, detail: str) -> None:
         checks.append({"name": name, "ok": ok, "detail": detail})
 
     missing = [f"{f['type']} on {f['target']}" for f in faults if not f["root_cause_found"]]
-    check("root cause matches the injected fault", not missing and bool(faults),
-          "every fault diagnosed" if not missing else f"not found: {', '.join(missing)}")
+    check(
+        "root cause matches the injected fault",
+        not missing and bool(faults),
+        "every fault diagnosed" if not missing else f"not found: {', '.join(missing)}",
+    )
     unrestored = [f"{f['target']}" for f in faults if f["restored"] is None]
-    check("service restored", not unrestored, "every fault repaired and its sites back in service"
-          if not unrestored else f"not restored: {', '.join(unrestored)}")
+    check(
+        "service restored",
+        not unrestored,
+        "every fault repaired and its sites back in service"
+        if not unrestored
+        else f"not restored: {', '.join(unrestored)}",
+    )
     residual = lab.network.residual_changes()
-    check("compensations and energy-saving changes undone", not residual,
-          "network back to its planned configuration" if not residual else "; ".join(residual[:6]))
-    bad = [t for t in tasks if t["status"] not in (TaskStatus.FINISHED, TaskStatus.FAILED)
-           or (t["status"] == TaskStatus.FAILED and not t["reason"])]
+    check(
+        "compensations and energy-saving changes undone",
+        not residual,
+        "network back to its planned configuration" if not residual else "; ".join(residual[:6]),
+    )
+    bad = [
+        t
+        for t in tasks
+        if t["status"] not in (TaskStatus.FINISHED, TaskStatus.FAILED)
+        or (t["status"] == TaskStatus.FAILED and not t["reason"])
+    ]
     failed = [t for t in tasks if t["status"] == TaskStatus.FAILED]
-    check("tasks ended finished, or failed with a reason", not bad,
-          f"{len(tasks) - len(failed)} finished, {len(failed)} failed with reasons" if not bad
-          else "; ".join(f"{t['agent']}/{t['task_id']}: {t['status']}" for t in bad[:6]))
+    check(
+        "tasks ended finished, or failed with a reason",
+        not bad,
+        f"{len(tasks) - len(failed)} finished, {len(failed)} failed with reasons"
+        if not bad
+        else "; ".join(f"{t['agent']}/{t['task_id']}: {t['status']}" for t in bad[:6]),
+    )
     errors = lab.kernel.stats.errors
-    check("closed loop completed", lab.end_reason == "idle" and not errors,
-          "nothing left to do at the end" if lab.end_reason == "idle" and not errors
-          else f"ended by {lab.end_reason}" + (f"; errors: {'; '.join(errors[:3])}" if errors else ""))
-    check("nothing left running", not leftovers and not open_ports,
-          "every server, session and activity stopped" if not leftovers and not open_ports
-          else f"threads: {', '.join(leftovers) or '-'}; open ports: {', '.join(open_ports) or '-'}")
+    check(
+        "closed loop completed",
+        lab.end_reason == "idle" and not errors,
+        "nothing left to do at the end"
+        if lab.end_reason == "idle" and not errors
+        else f"ended by {lab.end_reason}" + (f"; errors: {'; '.join(errors[:3])}" if errors else ""),
+    )
+    check(
+        "nothing left running",
+        not leftovers and not open_ports,
+        "every server, session and activity stopped"
+        if not leftovers and not open_ports
+        else f"threads: {', '.join(leftovers) or '-'}; open ports: {', '.join(open_ports) or '-'}",
+    )
     return checks

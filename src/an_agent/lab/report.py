@@ -51,9 +51,13 @@ def render(result: dict[str, Any]) -> str:
         f"{_e(duration(result['run']['simulated_seconds']))} simulated in {result['run']['wall_seconds']:.1f} s.</p>",
         _summary(result),
         "<h2>Closed-loop checks</h2>",
-        "<ul class='checks'>" + "".join(
+        "<ul class='checks'>"
+        + "".join(
             f"<li class='{'ok' if c['ok'] else 'fail'}'><b>{'&#10003;' if c['ok'] else '&#10007;'} {_e(c['name'])}"
-            f"</b>: {_e(c['detail'])}</li>" for c in out["checks"]) + "</ul>",
+            f"</b>: {_e(c['detail'])}</li>"
+            for c in out["checks"]
+        )
+        + "</ul>",
         "<h2>KPIs over time</h2>",
         "<p>Solid: with the agents. Dashed: baseline without collaboration (manual, sequential handling, no "
         "compensation, no energy-saving change).</p>",
@@ -70,9 +74,13 @@ def render(result: dict[str, Any]) -> str:
         "<h2>Agents</h2>",
         _agents(result),
         "<h2>What the agents noted</h2>",
-        "<table><tr><th>time</th><th>agent</th><th>kind</th><th>note</th></tr>" + "".join(
+        "<table><tr><th>time</th><th>agent</th><th>kind</th><th>note</th></tr>"
+        + "".join(
             f"<tr><td>{clock_of(result, n['t'])}</td><td>{_e(n['agent'])}</td><td>{_e(n['kind'])}</td>"
-            f"<td>{_e(n['text'])}</td></tr>" for n in result["notes"]) + "</table>",
+            f"<td>{_e(n['text'])}</td></tr>"
+            for n in result["notes"]
+        )
+        + "</table>",
         "<h2>Tasks</h2>",
         _tasks(result),
         "</body></html>",
@@ -139,17 +147,25 @@ def _chart(result: dict[str, Any], field: str, title: str) -> str:
     ticks = []
     for i in range(6):
         t = t_end * i / 5
-        ticks.append(f"<line x1='{x(t):.1f}' y1='{top + ph}' x2='{x(t):.1f}' y2='{top + ph + 4}' stroke='#555'/>"
-                     f"<text x='{x(t):.1f}' y='{h - 8}' text-anchor='middle'>{_e(clock_of(result, t)[:5])}</text>")
+        ticks.append(
+            f"<line x1='{x(t):.1f}' y1='{top + ph}' x2='{x(t):.1f}' y2='{top + ph + 4}' stroke='#555'/>"
+            f"<text x='{x(t):.1f}' y='{h - 8}' text-anchor='middle'>{_e(clock_of(result, t)[:5])}</text>"
+        )
         v = y_min + (y_max - y_min) * i / 5
-        ticks.append(f"<line x1='{left - 4}' y1='{y(v):.1f}' x2='{left + pw}' y2='{y(v):.1f}' stroke='#eee'/>"
-                     f"<text x='{left - 6}' y='{y(v) + 4:.1f}' text-anchor='end'>{v:,.0f}</text>")
-    base_line = (f"<polyline fill='none' stroke='#9ca3af' stroke-width='2' stroke-dasharray='6 4' "
-                 f"points='{steps(baseline)}'/>") if baseline else ""
+        ticks.append(
+            f"<line x1='{left - 4}' y1='{y(v):.1f}' x2='{left + pw}' y2='{y(v):.1f}' stroke='#eee'/>"
+            f"<text x='{left - 6}' y='{y(v) + 4:.1f}' text-anchor='end'>{v:,.0f}</text>"
+        )
+    base_line = (
+        (f"<polyline fill='none' stroke='#9ca3af' stroke-width='2' stroke-dasharray='6 4' points='{steps(baseline)}'/>")
+        if baseline
+        else ""
+    )
     return (
         f"<figure><svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' viewBox='0 0 {w} {h}' "
         f"role='img' aria-label='{_e(title)}'>"
-        f"<text x='{left}' y='16' class='title'>{_e(title)}</text>" + "".join(ticks)
+        f"<text x='{left}' y='16' class='title'>{_e(title)}</text>"
+        + "".join(ticks)
         + f"<line x1='{left}' y1='{top + ph}' x2='{left + pw}' y2='{top + ph}' stroke='#555'/>"
         + base_line
         + f"<polyline fill='none' stroke='#1f6feb' stroke-width='2' points='{steps(series)}'/>"
@@ -158,8 +174,11 @@ def _chart(result: dict[str, Any], field: str, title: str) -> str:
 
 
 def _legend() -> str:
-    return "<p class='legend'>" + " ".join(
-        f"<span style='color:{c}'>&#9632; {_e(op)}</span>" for op, c in _COLOURS.items()) + "</p>"
+    return (
+        "<p class='legend'>"
+        + " ".join(f"<span style='color:{c}'>&#9632; {_e(op)}</span>" for op, c in _COLOURS.items())
+        + "</p>"
+    )
 
 
 def _sequence(result: dict[str, Any]) -> str:
@@ -172,29 +191,35 @@ def _sequence(result: dict[str, Any]) -> str:
     shown = rows[:MAX_DIAGRAM_MESSAGES]
     names = [a["name"] for a in result["agents"]]
     for _, _, kind, item in shown:
-        for who in ((item["from"], item["to"]) if kind == "message" else (item["agent"],)):
+        for who in (item["from"], item["to"]) if kind == "message" else (item["agent"],):
             if who not in names:
                 names.append(who)
     col, row, left, top = 150, 20, 70, 46
     width = left + col * len(names) + 420  # room for the notes of the last lifeline
     height = top + row * (len(shown) + 1)
     xs = {name: left + col * i + col // 2 for i, name in enumerate(names)}
-    svg = [f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
-           f"viewBox='0 0 {width} {height}' class='seq'>",
-           "<defs><marker id='arrow' viewBox='0 0 10 10' refX='10' refY='5' markerWidth='7' markerHeight='7' "
-           "orient='auto-start-reverse'><path d='M 0 0 L 10 5 L 0 10 z' fill='context-stroke'/></marker></defs>"]
+    svg = [
+        f"<svg xmlns='http://www.w3.org/2000/svg' width='{width}' height='{height}' "
+        f"viewBox='0 0 {width} {height}' class='seq'>",
+        "<defs><marker id='arrow' viewBox='0 0 10 10' refX='10' refY='5' markerWidth='7' markerHeight='7' "
+        "orient='auto-start-reverse'><path d='M 0 0 L 10 5 L 0 10 z' fill='context-stroke'/></marker></defs>",
+    ]
     for name, x in xs.items():
-        svg.append(f"<text x='{x}' y='18' text-anchor='middle' class='actor'>{_e(name)}</text>"
-                   f"<line x1='{x}' y1='26' x2='{x}' y2='{height - 4}' stroke='#cbd5e1' stroke-dasharray='4 3'/>")
+        svg.append(
+            f"<text x='{x}' y='18' text-anchor='middle' class='actor'>{_e(name)}</text>"
+            f"<line x1='{x}' y1='26' x2='{x}' y2='{height - 4}' stroke='#cbd5e1' stroke-dasharray='4 3'/>"
+        )
     for i, (t, _, kind, item) in enumerate(shown):
         y = top + row * i
         svg.append(f"<text x='4' y='{y + 4}' class='time'>{clock_of(result, t)}</text>")
         if kind == "note":
             x = xs[item["agent"]]
             text = item["text"] if len(item["text"]) <= 90 else item["text"][:89] + "\u2026"
-            svg.append(f"<g><title>{_e(item['agent'])}: {_e(item['text'])}</title>"
-                       f"<circle cx='{x}' cy='{y}' r='4' fill='#b91c1c'/>"
-                       f"<text x='{x + 8}' y='{y + 4}' class='note'>{_e(text)}</text></g>")
+            svg.append(
+                f"<g><title>{_e(item['agent'])}: {_e(item['text'])}</title>"
+                f"<circle cx='{x}' cy='{y}' r='4' fill='#b91c1c'/>"
+                f"<text x='{x + 8}' y='{y + 4}' class='note'>{_e(text)}</text></g>"
+            )
             continue
         m = item
         x1, x2 = xs[m["from"]], xs[m["to"]]
@@ -221,12 +246,16 @@ def _agents(result: dict[str, Any]) -> str:
     for agent in result["agents"]:
         ops = agent["operations"]
         by = ", ".join(f"{k} {v}" for k, v in ops["by_operation"].items()) or "-"
-        rows.append(f"<tr><td>{_e(agent['name'])}</td><td>{_e(agent['role'])}</td>"
-                    f"<td>{_e(', '.join(agent['regions']) or 'all')}</td><td>{_e(agent['address'])}</td>"
-                    f"<td>{ops['requests_sent']} ({_e(by)})</td><td>{ops['requests_received']}</td>"
-                    f"<td>{ops['notifications_received']}</td></tr>")
-    return ("<table><tr><th>agent</th><th>role</th><th>regions</th><th>address</th><th>NETCONF requests sent</th>"
-            "<th>requests received</th><th>notifications received</th></tr>" + "".join(rows) + "</table>")
+        rows.append(
+            f"<tr><td>{_e(agent['name'])}</td><td>{_e(agent['role'])}</td>"
+            f"<td>{_e(', '.join(agent['regions']) or 'all')}</td><td>{_e(agent['address'])}</td>"
+            f"<td>{ops['requests_sent']} ({_e(by)})</td><td>{ops['requests_received']}</td>"
+            f"<td>{ops['notifications_received']}</td></tr>"
+        )
+    return (
+        "<table><tr><th>agent</th><th>role</th><th>regions</th><th>address</th><th>NETCONF requests sent</th>"
+        "<th>requests received</th><th>notifications received</th></tr>" + "".join(rows) + "</table>"
+    )
 
 
 def _tasks(result: dict[str, Any]) -> str:
@@ -234,16 +263,22 @@ def _tasks(result: dict[str, Any]) -> str:
     for task in result["tasks"]:
         details = ""
         if task["payload"] is not None:
-            details += f"<details><summary>payload</summary><pre>{_e(json.dumps(task['payload'], indent=2))}</pre>" \
-                       "</details>"
+            details += (
+                f"<details><summary>payload</summary><pre>{_e(json.dumps(task['payload'], indent=2))}</pre></details>"
+            )
         if task["result"] is not None:
-            details += f"<details><summary>result</summary><pre>{_e(json.dumps(task['result'], indent=2))}</pre>" \
-                       "</details>"
-        rows.append(f"<tr class='{_e(task['status'])}'><td>{_e(task['agent'])}</td><td>{_e(task['task_id'])}</td>"
-                    f"<td>{_e(task['from'])}</td><td>{_e(task['status'])}</td><td>{_e(task['description'])}</td>"
-                    f"<td>{_e(task['reason'] or '')}{details}</td></tr>")
-    return ("<table class='tasks'><tr><th>executed by</th><th>task</th><th>assigned by</th><th>status</th>"
-            "<th>description</th><th>result</th></tr>" + "".join(rows) + "</table>")
+            details += (
+                f"<details><summary>result</summary><pre>{_e(json.dumps(task['result'], indent=2))}</pre></details>"
+            )
+        rows.append(
+            f"<tr class='{_e(task['status'])}'><td>{_e(task['agent'])}</td><td>{_e(task['task_id'])}</td>"
+            f"<td>{_e(task['from'])}</td><td>{_e(task['status'])}</td><td>{_e(task['description'])}</td>"
+            f"<td>{_e(task['reason'] or '')}{details}</td></tr>"
+        )
+    return (
+        "<table class='tasks'><tr><th>executed by</th><th>task</th><th>assigned by</th><th>status</th>"
+        "<th>description</th><th>result</th></tr>" + "".join(rows) + "</table>"
+    )
 
 
 _CSS = """

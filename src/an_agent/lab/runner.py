@@ -66,8 +66,14 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
     """The ``/irtf-agent:agent`` profile of a topology agent (skills from its role)."""
     role = ROLES[spec.role]
     skills = [
-        Skill(name=s.name, description=s.description, tags=list(s.tags), examples=list(s.examples),
-              input_modes=list(role.skills[0].input_modes), output_modes=list(role.skills[0].output_modes))
+        Skill(
+            name=s.name,
+            description=s.description,
+            tags=list(s.tags),
+            examples=list(s.examples),
+            input_modes=list(role.skills[0].input_modes),
+            output_modes=list(role.skills[0].output_modes),
+        )
         for s in spec.skills
     ] or list(role.skills)
     return AgentProfile(
@@ -155,16 +161,24 @@ class Lab:
                 agent_dir.mkdir(parents=True)
                 if not (agent_dir / "ssh_host_rsa_key").exists():
                     shutil.copy2(key_file, agent_dir / "ssh_host_rsa_key")
-                behaviour, peers = make_behaviour(self.topology, spec, self.kernel, self.network, self.journal,
-                                                  self.address_of)
+                behaviour, peers = make_behaviour(
+                    self.topology, spec, self.kernel, self.network, self.journal, self.address_of
+                )
                 port = spec.port if self.use_topology_ports else 0
                 server = AgentServer(
-                    ServerConfig(state_dir=agent_dir, host=HOST, port=port, profile=build_profile(spec),
-                                 behaviour=behaviour, clock=self.kernel.clock, task_workers=TASK_CAPACITY,
-                                 # Payloads are validated by each receiving agent; learning from
-                                 # "other" would load the embedding model into a lab that must
-                                 # stay offline-light and deterministic.
-                                 schemas="validate"),
+                    ServerConfig(
+                        state_dir=agent_dir,
+                        host=HOST,
+                        port=port,
+                        profile=build_profile(spec),
+                        behaviour=behaviour,
+                        clock=self.kernel.clock,
+                        task_workers=TASK_CAPACITY,
+                        # Payloads are validated by each receiving agent; learning from
+                        # "other" would load the embedding model into a lab that must
+                        # stay offline-light and deterministic.
+                        schemas="validate",
+                    ),
                     yang=yang,
                 )
                 server.start()
@@ -259,8 +273,13 @@ class Lab:
         self.journal.note("bss", "ticket", f"ticket {task.task_id} sent to {to}: {text}")
         done = self._bss.peer(to).assign(task).result()
         reason = done.result.reason if done.result and done.result.reason else ""
-        self.journal.note("bss", "ticket_closed", f"ticket {task.task_id} {done.status}: {reason}",
-                          task_id=task.task_id, status=str(done.status))
+        self.journal.note(
+            "bss",
+            "ticket_closed",
+            f"ticket {task.task_id} {done.status}: {reason}",
+            task_id=task.task_id,
+            status=str(done.status),
+        )
 
 
 class _EventPlayer:
@@ -271,10 +290,15 @@ class _EventPlayer:
         if self.event.fault is not None:
             fault = self.event.fault
             record = self.lab.network.inject(fault)
-            self.lab.journal.note("scenario", "fault", f"{fault.type} on {fault.target}"
-                                  + (f": {len(record.affected_sites)} site(s) out of service"
-                                     if record.affected_sites else ""),
-                                  type=fault.type, target=fault.target, sites=list(record.affected_sites))
+            self.lab.journal.note(
+                "scenario",
+                "fault",
+                f"{fault.type} on {fault.target}"
+                + (f": {len(record.affected_sites)} site(s) out of service" if record.affected_sites else ""),
+                type=fault.type,
+                target=fault.target,
+                sites=list(record.affected_sites),
+            )
         elif self.event.ticket is not None:
             self.lab.bss_ticket(self.index, self.event.ticket.to, self.event.ticket.text)
 

@@ -35,13 +35,23 @@ def timeline(result: dict[str, Any]) -> list[str]:
     for m in result["messages"]:
         op = m["operation"] if m["operation"] == m["commuType"] else f"{m['operation']} {m['commuType']}"
         detail = m["summary"] if m["ok"] else f"ERROR {m['error']}"
-        rows.append((m["t"], m["order"], f"{clock_of(result, m['t'])}  {m['from']:>15} -> {m['to']:<15} {op:<40} "
-                                f"{m['task_id'] or '-':<42} {detail}"))
+        rows.append(
+            (
+                m["t"],
+                m["order"],
+                f"{clock_of(result, m['t'])}  {m['from']:>15} -> {m['to']:<15} {op:<40} "
+                f"{m['task_id'] or '-':<42} {detail}",
+            )
+        )
     for n in result["notes"]:
-        rows.append((n["t"], n["order"], f"{clock_of(result, n['t'])}  * {n['agent']}: {n['kind'].replace('_', ' ')}: "
-                                f"{n['text']}"))
-    head = (f"{'time':8}  {'from':>15} -> {'to':<15} {'NETCONF operation (commuType)':<40} {'task':<42} "
-            "status / detail")
+        rows.append(
+            (
+                n["t"],
+                n["order"],
+                f"{clock_of(result, n['t'])}  * {n['agent']}: {n['kind'].replace('_', ' ')}: {n['text']}",
+            )
+        )
+    head = f"{'time':8}  {'from':>15} -> {'to':<15} {'NETCONF operation (commuType)':<40} {'task':<42} status / detail"
     return [head, *(text for _, _, text in sorted(rows, key=lambda r: (r[0], r[1])))]
 
 
@@ -52,22 +62,37 @@ def outcome(result: dict[str, Any]) -> list[str]:
     run = result["run"]
     checks = out["checks"]
     passed = sum(1 for c in checks if c["ok"])
-    lines = [f"OUTCOME of {result['topology']['name']}: closed loop "
-             + ("COMPLETE" if out["closed_loop"] else "NOT complete") + f" ({passed}/{len(checks)} checks)"]
+    lines = [
+        f"OUTCOME of {result['topology']['name']}: closed loop "
+        + ("COMPLETE" if out["closed_loop"] else "NOT complete")
+        + f" ({passed}/{len(checks)} checks)"
+    ]
     for fault in out["faults"]:
-        lines.append(f"  fault {fault['type']} on {fault['target']} at {clock_of(result, fault['injected'])}"
-                     + (f": {len(fault['affected_sites'])} site(s) out of service" if fault["affected_sites"] else ""))
+        lines.append(
+            f"  fault {fault['type']} on {fault['target']} at {clock_of(result, fault['injected'])}"
+            + (f": {len(fault['affected_sites'])} site(s) out of service" if fault["affected_sites"] else "")
+        )
         cause = fault["root_cause"]
         if cause:
             lines.append(f"    root cause: {cause['text']}")
-            lines.append(f"      diagnosed by {cause['diagnosed_by']}, decided by {cause['decided_by']} at "
-                         f"{clock_of(result, cause['t'])} ({duration(cause['time_to_diagnose_s'])} after the fault)")
+            lines.append(
+                f"      diagnosed by {cause['diagnosed_by']}, decided by {cause['decided_by']} at "
+                f"{clock_of(result, cause['t'])} ({duration(cause['time_to_diagnose_s'])} after the fault)"
+            )
         else:
-            lines.append("    root cause: NOT FOUND" + (f" (agents concluded: {'; '.join(fault['other_conclusions'])})"
-                                                       if fault["other_conclusions"] else ""))
-        lines.append(f"    repaired by {fault['repaired_by'] or '-'} ({fault['repair_kind'] or '-'}) at "
-                     f"{clock_of(result, fault['repaired'])}; restored at {clock_of(result, fault['restored'])}; "
-                     f"time to restore {duration(fault['time_to_restore_s'])}")
+            lines.append(
+                "    root cause: NOT FOUND"
+                + (
+                    f" (agents concluded: {'; '.join(fault['other_conclusions'])})"
+                    if fault["other_conclusions"]
+                    else ""
+                )
+            )
+        lines.append(
+            f"    repaired by {fault['repaired_by'] or '-'} ({fault['repair_kind'] or '-'}) at "
+            f"{clock_of(result, fault['repaired'])}; restored at {clock_of(result, fault['restored'])}; "
+            f"time to restore {duration(fault['time_to_restore_s'])}"
+        )
     if out["actions"]:
         lines.append("  actions:")
         for action in out["actions"]:
@@ -93,10 +118,14 @@ def outcome(result: dict[str, Any]) -> list[str]:
     for agent in result["agents"] + [{"name": k, "operations": v} for k, v in result["external_clients"].items()]:
         ops = agent["operations"]
         by = ", ".join(f"{k} {v}" for k, v in ops["by_operation"].items()) or "-"
-        lines.append(f"    {agent['name']:<18} sent {ops['requests_sent']:>4} ({by}); received "
-                     f"{ops['requests_received']} requests, {ops['notifications_received']} notifications")
-    lines.append(f"  run: {duration(run['simulated_seconds'])} simulated in {run['wall_seconds']:.1f} s wall time "
-                 f"(ended: {run['end_reason']})")
+        lines.append(
+            f"    {agent['name']:<18} sent {ops['requests_sent']:>4} ({by}); received "
+            f"{ops['requests_received']} requests, {ops['notifications_received']} notifications"
+        )
+    lines.append(
+        f"  run: {duration(run['simulated_seconds'])} simulated in {run['wall_seconds']:.1f} s wall time "
+        f"(ended: {run['end_reason']})"
+    )
     lines.append("  checks:")
     for check in checks:
         lines.append(f"    [{'ok' if check['ok'] else 'FAIL'}] {check['name']}: {check['detail']}")

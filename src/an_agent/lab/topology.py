@@ -268,8 +268,9 @@ def _validate_schema(doc: YamlDocument) -> None:
             if extra:
                 path.append(extra[0])
                 key = True
-                message = f"unknown key {extra[0]!r}" + (f" (also: {', '.join(map(repr, extra[1:]))})" if extra[1:]
-                                                          else "")
+                message = f"unknown key {extra[0]!r}" + (
+                    f" (also: {', '.join(map(repr, extra[1:]))})" if extra[1:] else ""
+                )
         line = doc.line_of(path, key)
         items.append((line, f"{doc.path}:{line}: {format_path(path)}: {message}"))
     if items:
@@ -291,9 +292,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
     provider = data.get("provider", "an-agent lab")
     agents: list[AgentSpec] = []
     names: dict[str, int] = {}
-    regions = tuple(
-        RegionSpec(r["name"], tuple(r.get("aliases", ()))) for r in data["network"]["regions"]
-    )
+    regions = tuple(RegionSpec(r["name"], tuple(r.get("aliases", ()))) for r in data["network"]["regions"])
     region_names = {r.name for r in regions}
     _unique(problems, [r.name for r in regions], ["network", "regions"], "name", "region")
     for i, raw in enumerate(data["agents"]):
@@ -377,8 +376,9 @@ def _network(raw: dict[str, Any], problems: _Problems, region_names: set[str]) -
     routers = []
     for i, r in enumerate(raw["routers"]):
         if r["region"] not in region_names:
-            problems.add([*base, "routers", i, "region"],
-                         f"unknown region {r['region']!r}; regions: {_list(region_names)}")
+            problems.add(
+                [*base, "routers", i, "region"], f"unknown region {r['region']!r}; regions: {_list(region_names)}"
+            )
         routers.append(RouterSpec(r["id"], r["region"], r.get("role", "access")))
     router_ids = {r.id for r in routers}
     _unique(problems, [r.id for r in routers], [*base, "routers"], "id", "router")
@@ -402,13 +402,19 @@ def _network(raw: dict[str, Any], problems: _Problems, region_names: set[str]) -
         cells = _cells(s, defaults, problems, where)
         for k, cell in enumerate(cells):
             if cell.id in cell_where:
-                problems.add([*where, "cells", k] if isinstance(s["cells"], list) else [*where, "cells"],
-                             f"cell id {cell.id} is already used at {format_path(cell_where[cell.id])}")
+                problems.add(
+                    [*where, "cells", k] if isinstance(s["cells"], list) else [*where, "cells"],
+                    f"cell id {cell.id} is already used at {format_path(cell_where[cell.id])}",
+                )
             cell_where.setdefault(cell.id, [*where, "cells", k])
         neighbors = s.get("neighbors")
         sites.append(
             SiteSpec(
-                s["id"], s["region"], (float(s["pos"][0]), float(s["pos"][1])), tuple(s["backhaul"]), cells,
+                s["id"],
+                s["region"],
+                (float(s["pos"][0]), float(s["pos"][1])),
+                tuple(s["backhaul"]),
+                cells,
                 None if neighbors is None else tuple(neighbors),
             )
         )
@@ -478,22 +484,32 @@ def _events(
         if "fault" in e:
             f = e["fault"]
             kinds = (
-                ("link", links) if f["type"] in LINK_FAULT_TYPES
-                else ("site", sites) if f["type"] in SITE_FAULT_TYPES
+                ("link", links)
+                if f["type"] in LINK_FAULT_TYPES
+                else ("site", sites)
+                if f["type"] in SITE_FAULT_TYPES
                 else ("cell", cells)
             )
             if f["target"] not in kinds[1]:
-                problems.add([*where, "fault", "target"], f"{f['type']} needs a {kinds[0]} as target; there is no "
-                             f"{kinds[0]} {f['target']!r}")
+                problems.add(
+                    [*where, "fault", "target"],
+                    f"{f['type']} needs a {kinds[0]} as target; there is no {kinds[0]} {f['target']!r}",
+                )
             fault = FaultSpec(
-                f["type"], f["target"], float(f.get("repair_minutes", 90.0)),
-                None if f.get("tilt_deg") is None else float(f["tilt_deg"]), float(f.get("coverage_loss", 0.6)),
+                f["type"],
+                f["target"],
+                float(f.get("repair_minutes", 90.0)),
+                None if f.get("tilt_deg") is None else float(f["tilt_deg"]),
+                float(f.get("coverage_loss", 0.6)),
             )
         elif "ticket" in e:
             t = e["ticket"]
             if roles.get(t["to"]) != "complaint":
-                problems.add([*where, "ticket", "to"], f"tickets go to a complaint agent; {t['to']!r} is "
-                             + (f"a {roles[t['to']]} agent" if t["to"] in roles else "not an agent"))
+                problems.add(
+                    [*where, "ticket", "to"],
+                    f"tickets go to a complaint agent; {t['to']!r} is "
+                    + (f"a {roles[t['to']]} agent" if t["to"] in roles else "not an agent"),
+                )
             ticket = TicketSpec(t["to"], t["text"])
         else:
             problems.add(where, "an event needs a fault or a ticket")

@@ -215,6 +215,13 @@ class AgentRuntime:
                 )
             self.yang.validate_rpc(etree.tostring(operation, encoding="unicode"))
             return Reply(self.schemas.get_schema_template(operation, session.username))
+        if q.namespace == SCHEMA_NS and q.localname in _SCHEMA_DECISIONS:
+            if self.schemas is None:
+                raise RpcError.operation_not_supported(
+                    "this agent serves no scenario schemas", error_type="application"
+                )
+            self.yang.validate_rpc(etree.tostring(operation, encoding="unicode"))
+            return Reply(self.schemas.decide(operation, session.username) or None)
         known = {m.namespace for m in self.yang.modules()}
         if q.namespace in known:
             raise RpcError.operation_not_supported(f"RPC {q.localname} of module {q.namespace} is not implemented")
@@ -489,6 +496,7 @@ class AgentRuntime:
         return Reply(result.to_xml())
 
 
+_SCHEMA_DECISIONS = {"approve-schema-patch", "reject-schema-patch", "withdraw-schema-key"}
 _TASKS = f"{{{IRTF_AGENT_NS}}}tasks"
 _DATA_PARAMS = f"{{{IRTF_AGENT_NS}}}data-params"
 _TASK = f"{{{IRTF_AGENT_NS}}}task"

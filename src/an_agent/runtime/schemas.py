@@ -28,7 +28,7 @@ import json
 import logging
 import queue
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +39,7 @@ from an_agent.clock import Clock, to_rfc3339
 from an_agent.errors import AnAgentError, RpcError, SchemaError
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.events import EvolutionEvent
+from an_agent.evolution.policy import DefaultUpdatePolicy
 from an_agent.model import DataParam, Task, TaskResult
 from an_agent.schemas import schema_id_from_media_type
 from an_agent.schemas.embedding import Embedder
@@ -92,9 +93,20 @@ class SchemaService:
         publish: Callable[[etree._Element], None],
         embedder: Embedder | None = None,
         learn: bool = True,
+        admins: Iterable[str] = (),
+        automatic: bool = True,
     ) -> SchemaService:
-        """The service over ``<state_dir>/evolution.db``; ``learn=False`` validates but never embeds."""
-        engine = EvolutionEngine.open(state_dir / "evolution.db", embedder or shared_embedder(), clock=clock)
+        """The service over ``<state_dir>/evolution.db``.
+
+        ``learn=False`` validates but never embeds. ``admins`` are the NETCONF
+        users who may approve, reject and withdraw; with ``automatic`` the
+        engine publishes non-security patches itself (experimental), else
+        every patch waits for an administrator.
+        """
+        policy = DefaultUpdatePolicy(admins=admins, automatic=automatic)
+        engine = EvolutionEngine.open(
+            state_dir / "evolution.db", embedder or shared_embedder(), clock=clock, policy=policy
+        )
         return cls(engine, clock, publish, learn)
 
     def close(self) -> None:
@@ -268,6 +280,30 @@ class SchemaService:
                 except AnAgentError:
                     continue
         return states
+
+    # -- administration (authorised users only) -------------------------------
+    def decide(self, operation: etree._Element, user: str) -> list[etree._Element]:
+        """``approve-schema-patch`` / ``reject-schema-patch`` / ``withdraw-schema-key`` for ``user``."""
+        name = etree.QName(operation).localname
+        patch_id = (operation.findtext(_S + "patch-id") or "").strip()
+        try:
+            if name == "withdraw-schema-key":
+                key_name = (operation.findtext(_S + "key-name") or "").strip()
+                self.engine.withdraw_key(patch_id, key_name, user)
+                return []
+            decision = self.engine.approve_patch if name == "approve-schema-patch" else self.engine.reject_patch
+            patch = decision(patch_id, user)
+        except SchemaError as exc:
+            if "not authorised" in str(exc):
+                raise RpcError.access_denied(
+                    f"{exc}: schema updates that add or change keys need a schema administrator "
+                    "(an-agent serve --schema-admin NAME)"
+                ) from None
+            raise RpcError.invalid_value(f"{exc}: {'; '.join(exc.problems)}") from None
+        holder = etree.Element(_S + "output", nsmap=default_ns(SCHEMA_NS))
+        etree.SubElement(holder, _S + "patch-id").text = patch_id
+        etree.SubElement(holder, _S + "state").text = str(patch.get("state", ""))
+        return list(holder)
 
     # -- background -----------------------------------------------------------
     def _run(self) -> None:

@@ -11,9 +11,30 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
 _WORD_NUMBERS = {
-    "zero": 0, "one": 1, "a": 1, "an": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7,
-    "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "fifteen": 15, "twenty": 20, "thirty": 30,
-    "forty": 40, "fifty": 50, "sixty": 60, "ninety": 90, "hundred": 100, "half": 0.5,
+    "zero": 0,
+    "one": 1,
+    "a": 1,
+    "an": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "fifteen": 15,
+    "twenty": 20,
+    "thirty": 30,
+    "forty": 40,
+    "fifty": 50,
+    "sixty": 60,
+    "ninety": 90,
+    "hundred": 100,
+    "half": 0.5,
 }
 _NUMBER = r"(?P<num>[-+\u2212]?\d+(?:[.,]\d+)?|" + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True)) + r")"
 # canonical unit -> spellings (longest first in the regex)
@@ -39,10 +60,12 @@ _ISO_DT = re.compile(
     r"\b(?P<date>\d{4}-\d{2}-\d{2})(?:[T ](?P<time>\d{1,2}:\d{2}(?::\d{2})?)\s*(?P<tz>Z|UTC|GMT|[+-]\d{2}:?\d{2})?)?\b",
     re.IGNORECASE,
 )
-_RELATIVE_DAY = re.compile(r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?:\s+at\s+(?P<time>\d{1,2}:\d{2}))?",
-                           re.IGNORECASE)
-_CLOCK_RANGE = re.compile(r"\b(?:between\s+)?(?P<a>\d{1,2}:\d{2})\s*(?:-|\u2013|to|and|until)\s*(?P<b>\d{1,2}:\d{2})\b",
-                          re.IGNORECASE)
+_RELATIVE_DAY = re.compile(
+    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?:\s+at\s+(?P<time>\d{1,2}:\d{2}))?", re.IGNORECASE
+)
+_CLOCK_RANGE = re.compile(
+    r"\b(?:between\s+)?(?P<a>\d{1,2}:\d{2})\s*(?:-|\u2013|to|and|until)\s*(?P<b>\d{1,2}:\d{2})\b", re.IGNORECASE
+)
 _MINUTES_PER = {"seconds": 1 / 60, "minutes": 1, "hours": 60, "days": 1440, "weeks": 10080}
 
 

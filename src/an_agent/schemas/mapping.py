@@ -43,12 +43,48 @@ from an_agent.schemas.template import OTHER_KEY, KeyDef, Template
 DEFAULT_THRESHOLD = 0.45
 _CERTAIN = 0.99
 _SPLIT = re.compile(r"[.;!?\n]+\s*|:\s+|,\s+(?:and\s+|but\s+)?|\s+(?:and|but|also|plus|because)\s+(?=[a-z])")
-_UNIT_OF_KEY = {"db": "db", "deg": "degrees", "degrees": "degrees", "percent": "percent", "pct": "percent",
-                "minutes": "minutes", "min": "minutes", "hours": "hours", "days": "days", "mbps": "mbps",
-                "km": "km", "seconds": "seconds"}
+_UNIT_OF_KEY = {
+    "db": "db",
+    "deg": "degrees",
+    "degrees": "degrees",
+    "percent": "percent",
+    "pct": "percent",
+    "minutes": "minutes",
+    "min": "minutes",
+    "hours": "hours",
+    "days": "days",
+    "mbps": "mbps",
+    "km": "km",
+    "seconds": "seconds",
+}
 _TIME_UNITS = ("seconds", "minutes", "hours", "days", "weeks")
-_STOP = frozenset(("a", "an", "the", "by", "to", "of", "for", "on", "in", "at", "is", "are", "be", "my", "me", "we",
-                   "our", "it", "this", "that", "with", "and", "or"))
+_STOP = frozenset(
+    (
+        "a",
+        "an",
+        "the",
+        "by",
+        "to",
+        "of",
+        "for",
+        "on",
+        "in",
+        "at",
+        "is",
+        "are",
+        "be",
+        "my",
+        "me",
+        "we",
+        "our",
+        "it",
+        "this",
+        "that",
+        "with",
+        "and",
+        "or",
+    )
+)
 
 
 @dataclass(frozen=True)
@@ -62,8 +98,13 @@ class Assignment:
     how: str
 
     def to_dict(self) -> dict[str, Any]:
-        return {"key": self.key, "value": self.value, "clause": self.clause,
-                "confidence": round(self.confidence, 3), "how": self.how}
+        return {
+            "key": self.key,
+            "value": self.value,
+            "clause": self.clause,
+            "confidence": round(self.confidence, 3),
+            "how": self.how,
+        }
 
 
 @dataclass
@@ -81,8 +122,12 @@ class MappingResult:
         return {"schema_id": self.schema_id, "payload": self.payload}
 
     def to_dict(self) -> dict[str, Any]:
-        return {"envelope": self.envelope, "assignments": [a.to_dict() for a in self.assignments],
-                "other": self.other, "missing_required": self.missing_required}
+        return {
+            "envelope": self.envelope,
+            "assignments": [a.to_dict() for a in self.assignments],
+            "other": self.other,
+            "missing_required": self.missing_required,
+        }
 
 
 LlmHook = Callable[[Template, str, MappingResult], MappingResult]
@@ -231,8 +276,11 @@ def _typed(keys: _Keys, clause: str, vector: Vectors, now: float) -> list[Assign
     lowered = clause.lower()
     out.extend(_ids(keys, clause, sims))
     for quantity in find_quantities(clause):
-        fits = [i for i, unit in enumerate(keys.units)
-                if unit == quantity.unit or (unit == "minutes" and quantity.unit in _TIME_UNITS)]
+        fits = [
+            i
+            for i, unit in enumerate(keys.units)
+            if unit == quantity.unit or (unit == "minutes" and quantity.unit in _TIME_UNITS)
+        ]
         if not fits:
             continue
         i = max(fits, key=lambda j: sims[j])

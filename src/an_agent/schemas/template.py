@@ -83,8 +83,9 @@ class KeyDef:
 
     def with_description(self, semantic_description: str) -> KeyDef:
         """The same key with a refined description (constraints re-parsed)."""
-        return replace(self, semantic_description=semantic_description,
-                       constraints=parse_constraints(semantic_description))
+        return replace(
+            self, semantic_description=semantic_description, constraints=parse_constraints(semantic_description)
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """The draft's JSON form of this key definition."""

@@ -145,8 +145,10 @@ def check_value(key_type: str, c: Constraints, value: Any) -> str | None:
         return _check_string(c, value, c.value_format, "")
     if key_type in ("integer", "number"):
         if not is_finite_number(value):
-            return f"expected {'an integer' if key_type == 'integer' else 'a number'}, got " \
-                   f"{json_type_of(value)} {_show(value)}"
+            return (
+                f"expected {'an integer' if key_type == 'integer' else 'a number'}, got "
+                f"{json_type_of(value)} {_show(value)}"
+            )
         if key_type == "integer" and not float(value).is_integer():
             return f"expected an integer, got {_show(value)}"
         if (c.minimum is not None and value < c.minimum) or (c.maximum is not None and value > c.maximum):

@@ -241,8 +241,17 @@ class EvolutionStore:
     def save_cluster(self, row: ClusterRow) -> None:
         self._run(
             "INSERT OR REPLACE INTO evo_cluster VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row.cluster_id, row.schema_id, row.state, row.size, row.heat, row.heat_at, row.created,
-             row.last_seen, row.centroid),
+            (
+                row.cluster_id,
+                row.schema_id,
+                row.state,
+                row.size,
+                row.heat,
+                row.heat_at,
+                row.created,
+                row.last_seen,
+                row.centroid,
+            ),
         )
 
     def delete_cluster(self, cluster_id: str, with_fragments: bool) -> None:
@@ -256,8 +265,9 @@ class EvolutionStore:
         rows = self._run(f"SELECT * FROM evo_cluster {where} ORDER BY created, cluster_id", exclude_states)
         return [ClusterRow(*r) for r in rows]
 
-    def add_fragment(self, cluster_id: str, schema_id: str, ts: float, client_id: str, text: str,
-                     ref: int | None) -> int:
+    def add_fragment(
+        self, cluster_id: str, schema_id: str, ts: float, client_id: str, text: str, ref: int | None
+    ) -> int:
         with self._lock:
             try:
                 cursor = self._db.execute(
@@ -286,8 +296,9 @@ class EvolutionStore:
         return [FragmentRow(*r) for r in reversed(self._run(sql, params))]
 
     def client_counts(self, cluster_id: str) -> dict[str, int]:
-        rows = self._run("SELECT client_id, COUNT(*) FROM evo_fragment WHERE cluster_id = ? GROUP BY client_id",
-                         (cluster_id,))
+        rows = self._run(
+            "SELECT client_id, COUNT(*) FROM evo_fragment WHERE cluster_id = ? GROUP BY client_id", (cluster_id,)
+        )
         return {str(c): int(n) for c, n in rows}
 
     def fragment_refs(self) -> dict[str, list[int]]:
@@ -313,8 +324,16 @@ class EvolutionStore:
     def save_patch(self, row: PatchRow) -> None:
         self._run(
             "INSERT OR REPLACE INTO evo_patch VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (row.patch_id, row.schema_id, row.cluster_id, row.client_id, row.created, row.expiration, row.state,
-             json.dumps(row.body, sort_keys=True)),
+            (
+                row.patch_id,
+                row.schema_id,
+                row.cluster_id,
+                row.client_id,
+                row.created,
+                row.expiration,
+                row.state,
+                json.dumps(row.body, sort_keys=True),
+            ),
         )
 
     def patches(self) -> list[PatchRow]:
@@ -324,8 +343,19 @@ class EvolutionStore:
     def save_key(self, row: KeyRow) -> None:
         self._run(
             "INSERT OR REPLACE INTO evo_key VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-            (row.key_uid, row.patch_id, row.schema_id, row.client_id, row.key_name, row.kind, row.state,
-             row.state_since, row.decision_at, row.extensions, json.dumps(row.definition, sort_keys=True)),
+            (
+                row.key_uid,
+                row.patch_id,
+                row.schema_id,
+                row.client_id,
+                row.key_name,
+                row.kind,
+                row.state,
+                row.state_since,
+                row.decision_at,
+                row.extensions,
+                json.dumps(row.definition, sort_keys=True),
+            ),
         )
 
     def patch_keys(self) -> list[KeyRow]:
@@ -349,8 +379,9 @@ class EvolutionStore:
         )
         return MetricSums(*(int(v) for v in rows[0]))
 
-    def note_client(self, key_uid: str, client_id: str, when: float, *, delivered: bool = False,
-                    adopted: bool = False) -> None:
+    def note_client(
+        self, key_uid: str, client_id: str, when: float, *, delivered: bool = False, adopted: bool = False
+    ) -> None:
         """Record the first delivery of a key to a client and/or the client's first use of it."""
         self._run(
             "INSERT INTO evo_key_client VALUES (?, ?, ?, ?) ON CONFLICT(key_uid, client_id) DO UPDATE SET "
@@ -370,8 +401,9 @@ class EvolutionStore:
     # -- trigger queue -------------------------------------------------------------------------
     def enqueue(self, cluster_id: str, schema_id: str, client_id: str | None, when: float) -> None:
         seq = self.next_number("queue_seq")
-        self._run("INSERT OR IGNORE INTO evo_queue VALUES (?, ?, ?, ?, ?)",
-                  (cluster_id, schema_id, client_id, when, seq))
+        self._run(
+            "INSERT OR IGNORE INTO evo_queue VALUES (?, ?, ?, ?, ?)", (cluster_id, schema_id, client_id, when, seq)
+        )
 
     def dequeue(self, cluster_id: str) -> None:
         self._run("DELETE FROM evo_queue WHERE cluster_id = ?", (cluster_id,))
