@@ -967,8 +967,8 @@ class EvolutionEngine:
                 row.heat_at,
                 row.created,
                 row.last_seen,
-                row.state,
-            )  # type: ignore[arg-type]
+                row.state,  # type: ignore[arg-type]  # stored as text; written from the same Literal
+            )
             for fragment in self.store.fragments(row.cluster_id, since=now - self.config.window_s):
                 cluster.window.append((fragment.ts, fragment.client_id))
                 cluster.window_clients[fragment.client_id] += 1
