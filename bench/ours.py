@@ -56,6 +56,10 @@ class AgentProcess:
             str(self.workdir / "state"),
             "--user",
             f"{USER}:{PASSWORD}",
+            # netconfd serves irtf-agent only: without our an-agent-schema augmentation
+            # (templates under /agent) both servers hold the same data, as the comparison needs.
+            "--schemas",
+            "off",
         ]
         if self.profile_json is not None:
             profile = self.workdir / "profile.json"
