@@ -74,7 +74,8 @@ def test_netconf_console2_discovers_reads_validates_assigns_negotiates_and_watch
     data_file = tmp_path / "profile.xml"
     data_file.write_bytes(etree.tostring(agent))
     lint = subprocess.run(
-        ["yanglint", "-p", str(downloaded), "-t", "data", str(downloaded / "irtf-agent.yang"), str(data_file)],
+        # Every downloaded module: /agent carries the an-agent-schema augmentation too.
+        ["yanglint", "-p", str(downloaded), "-t", "data", *sorted(str(p) for p in downloaded.glob("*.yang")), str(data_file)],
         capture_output=True,
         text=True,
         check=False,
