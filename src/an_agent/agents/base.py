@@ -25,6 +25,7 @@ from typing import Any
 
 from an_agent.agents import payloads
 from an_agent.agents.environment import AgentEnvironment, Shutdown
+from an_agent.agents.findings import Finding
 from an_agent.agents.peers import Peers, TaskHandle
 from an_agent.clock import to_rfc3339
 from an_agent.errors import AnAgentError, RpcError, SchemaError
@@ -245,6 +246,17 @@ class LabBehaviour(Behaviour):
 
     def note(self, kind: str, text: str, **details: Any) -> None:
         self.env.journal.note(self.name, kind, text, **details)
+
+    def note_root_cause(self, finding: Finding, diagnosed_by: str) -> None:
+        """Journal a diagnosed fault (the outcome's root-cause check reads these)."""
+        self.note(
+            "root_cause",
+            finding.root_cause,
+            fault_type=finding.fault_type,
+            element=finding.element,
+            sites=finding.explained_site_ids,
+            diagnosed_by=diagnosed_by,
+        )
 
     def finish(self, run: TaskRun, summary: str, result: dict[str, Any]) -> None:
         run.finish(

@@ -186,14 +186,7 @@ class ComplaintBehaviour(LabBehaviour):
             return {"ticket_id": ticket, "resolved": True, "handled_by": self.name, "summary": summary}
         owner, finding = faults[0]
         assert finding.element is not None
-        self.note(
-            "root_cause",
-            finding.root_cause,
-            fault_type=finding.fault_type,
-            element=finding.element,
-            sites=finding.explained_site_ids,
-            diagnosed_by=owner,
-        )
+        self.note_root_cause(finding, owner)
         actions = self._repair(owner, finding, ticket)
         verify = payloads.envelope(
             "fault_diagnosis_v1",

@@ -230,14 +230,7 @@ class RanFaultBehaviour(LabBehaviour):
             if outcome.finished:
                 self.evaluate(ips[0], outcome, ["root_cause", "fault_type"], {})
             if finding.is_fault and finding.element:
-                self.note(
-                    "root_cause",
-                    finding.root_cause,
-                    fault_type=finding.fault_type,
-                    element=finding.element,
-                    sites=finding.explained_site_ids,
-                    diagnosed_by=ips[0],
-                )
+                self.note_root_cause(finding, ips[0])
                 self._repair_transport(ips[0], finding, first)
                 remaining -= set(finding.explained_site_ids)
         for site in sorted(remaining):

@@ -283,14 +283,7 @@ class CrossDomainFaultBehaviour(LabBehaviour):
             if incident.kind == "complaint":
                 return f"no network fault found at {short(incident.sites)}: {finding.root_cause}"
             raise TaskFailure(f"no root cause found: {finding.root_cause}")
-        self.note(
-            "root_cause",
-            finding.root_cause,
-            fault_type=finding.fault_type,
-            element=finding.element,
-            sites=finding.explained_site_ids,
-            diagnosed_by=owner,
-        )
+        self.note_root_cause(finding, owner)
         actions = self._repair(owner, finding, started)
         self._verify(incident, finding)
         return f"root cause: {finding.root_cause}; {actions}; service restored"
