@@ -25,9 +25,12 @@ sys-deps:
 # pull a CUDA build; then the full lock; then our package, editable.
 $(VENV)/.installed: pyproject.toml requirements.lock
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install -q torch==2.13.0
-	$(BIN)/pip install -q -r requirements.lock
-	$(BIN)/pip install -q --no-deps --no-build-isolation -e .
+	@echo "installing PyTorch (CPU build, pinned) into $(VENV) ..."
+	$(BIN)/pip install -qq torch==2.13.0
+	@echo "installing the pinned Python packages of requirements.lock ..."
+	$(BIN)/pip install -qq -r requirements.lock
+	$(BIN)/pip install -qq --no-deps --no-build-isolation -e .
+	@echo "an-agent is installed: $(BIN)/an-agent"
 	@touch $@
 
 demo: setup
