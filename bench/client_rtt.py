@@ -51,7 +51,9 @@ from an_agent.model import AgentProfile, Skill
 from an_agent.server import AgentServer, ServerConfig
 profile = AgentProfile("IRTF-bench-agent-1.0", "benchmark agent", "1.0.0", "an-agent",
                        skills=[Skill("diagnose", "finds faults", ["fault"], ["text"], ["text"])])
-config = ServerConfig(state_dir=Path(sys.argv[1]), port=0, users={sys.argv[2]: sys.argv[3]}, profile=profile)
+# schemas="off": the same small /agent as in bench.run's comparison (no scenario templates under it).
+config = ServerConfig(state_dir=Path(sys.argv[1]), port=0, users={sys.argv[2]: sys.argv[3]}, profile=profile,
+                      schemas="off")
 with AgentServer(config) as server:
     print(server.port, flush=True)
     sys.stdin.read()  # serve until the parent closes our stdin

@@ -178,8 +178,12 @@ class Bench:
 
     def _timed(self, name: str, phase: Callable[[], None]) -> None:
         start = time.monotonic()
+        label = name.strip("_").replace("_", " ")
+        print(f"bench: {label} ...", file=sys.stderr, flush=True)  # a full run takes ~15 min: show where it is
         phase()
-        self.raw.setdefault("phase_s", {})[name.strip("_")] = round(time.monotonic() - start, 1)
+        elapsed = round(time.monotonic() - start, 1)
+        self.raw.setdefault("phase_s", {})[name.strip("_")] = elapsed
+        print(f"bench: {label} done in {elapsed} s", file=sys.stderr, flush=True)
 
     def _attempt(self, what: str, fn: Callable[[], Any]) -> Any:
         """Run one measurement; on failure record the error and return None (the run goes on)."""

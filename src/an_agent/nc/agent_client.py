@@ -82,8 +82,16 @@ class AgentClient:
     # ---- CapabilityRequest ------------------------------------------------------------------
 
     def profile(self) -> AgentProfile:
-        """The agent's profile (``<get>`` filtered to /irtf-agent:agent)."""
-        return AgentProfile.from_xml(self.netconf.get(filter=root("agent")))
+        """The agent's profile (``<get>`` of /irtf-agent:agent, the draft's nodes only).
+
+        The filter names the draft's profile nodes one by one, so that
+        augmentations of /agent (an-agent-schema's templates, several kB) are
+        neither built nor sent for a CapabilityRequest.
+        """
+        filter_ = root("agent")
+        for member in _PROFILE_MEMBERS:
+            child(filter_, member)
+        return AgentProfile.from_xml(self.netconf.get(filter=filter_))
 
     # ---- tasks --------------------------------------------------------------------------------
 
@@ -184,6 +192,21 @@ class AgentClient:
             yield event
             if task_id is not None and until_terminal and event.status.terminal:
                 return
+
+
+_PROFILE_MEMBERS = (
+    "name",
+    "alias",
+    "description",
+    "type",
+    "skills",
+    "version",
+    "provider",
+    "domain",
+    "capability",
+    "management-object",
+    "authentication",
+)
 
 
 def _xpath_literal(value: str) -> str:

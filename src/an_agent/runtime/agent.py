@@ -240,7 +240,7 @@ class AgentRuntime:
         top: list[etree._Element] = []
         if scope.wants(self._profile_xml):
             agent = copy.deepcopy(self._profile_xml)
-            if self.schemas is not None:
+            if self.schemas is not None and scope.wants_templates:
                 agent.append(self.schemas.templates_state())
             top.append(agent)
         top.extend(self.datastore.top_level(scope.wants, scope.task_keys))
@@ -509,6 +509,7 @@ class _Scope:
 
     names: set[tuple[str | None, str]] | None = None
     task_ids: set[str] | None = None
+    wants_templates: bool = True  # False when the filter names /agent's children without schema-templates
 
     @classmethod
     def of(cls, flt: etree._Element | None) -> _Scope:
@@ -516,17 +517,21 @@ class _Scope:
             return cls()
         names: set[tuple[str | None, str]] = set()
         task_ids: set[str] | None = None
+        wants_templates = True
         for child in flt:
             if not isinstance(child.tag, str):
                 continue
             q = etree.QName(child)
             names.add((q.namespace, q.localname))
+            if q.localname == "agent" and q.namespace in (None, IRTF_AGENT_NS):
+                selected = [etree.QName(c).localname for c in child if isinstance(c.tag, str)]
+                wants_templates = not selected or "schema-templates" in selected
             if q.localname == "tasks" and q.namespace in (None, IRTF_AGENT_NS):
                 entries = [e for e in child if isinstance(e.tag, str)]
                 ids = [(e.findtext(_TASK_ID) or e.findtext("task-id") or "").strip() for e in entries]
                 if entries and all(ids) and all(etree.QName(e).localname == "task" for e in entries):
                     task_ids = set(ids)
-        return cls(names, task_ids)
+        return cls(names, task_ids, wants_templates)
 
     def wants(self, element: etree._Element) -> bool:
         q = etree.QName(element)
