@@ -316,21 +316,22 @@ class AgentProfile:
         return cls.from_json(text, str(path))
 
 
-_AGENT_MEMBERS = frozenset(
-    {
-        "name",
-        "alias",
-        "description",
-        "type",
-        "skills",
-        "version",
-        "provider",
-        "domain",
-        "capability",
-        "management-object",
-        "authentication",
-    }
+PROFILE_MEMBERS: tuple[str, ...] = (
+    "name",
+    "alias",
+    "description",
+    "type",
+    "skills",
+    "version",
+    "provider",
+    "domain",
+    "capability",
+    "management-object",
+    "authentication",
 )
+"""The draft's nodes of /irtf-agent:agent, in YANG order (augmentations such as schema-templates excluded)."""
+
+_AGENT_MEMBERS = frozenset(PROFILE_MEMBERS)
 
 
 def _drop_empty(members: Mapping[str, Any]) -> dict[str, Any]:

@@ -34,6 +34,7 @@ from an_agent.model import (
     tasks_element,
 )
 from an_agent.model._xml import child, leaf, root
+from an_agent.model.profile import PROFILE_MEMBERS
 from an_agent.nc.client import DEFAULT_PORT, NetconfClient, Notification, NotificationKind
 
 
@@ -89,7 +90,7 @@ class AgentClient:
         neither built nor sent for a CapabilityRequest.
         """
         filter_ = root("agent")
-        for member in _PROFILE_MEMBERS:
+        for member in PROFILE_MEMBERS:
             child(filter_, member)
         return AgentProfile.from_xml(self.netconf.get(filter=filter_))
 
@@ -192,21 +193,6 @@ class AgentClient:
             yield event
             if task_id is not None and until_terminal and event.status.terminal:
                 return
-
-
-_PROFILE_MEMBERS = (
-    "name",
-    "alias",
-    "description",
-    "type",
-    "skills",
-    "version",
-    "provider",
-    "domain",
-    "capability",
-    "management-object",
-    "authentication",
-)
 
 
 def _xpath_literal(value: str) -> str:
