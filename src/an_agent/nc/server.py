@@ -39,21 +39,6 @@ from an_agent.errors import ConfigError, RpcError
 log = logging.getLogger(__name__)
 
 
-class _QuietDisconnects(logging.Filter):
-    """paramiko logs a client that hangs up without closing the SSH session as an
-    ERROR ("Socket exception: Connection reset by peer"); for a server that is
-    routine, so it is kept at debug level in our logger and dropped there."""
-
-    def filter(self, record: logging.LogRecord) -> bool:
-        message = record.getMessage()
-        if "Socket exception" in message or "Error reading SSH protocol banner" in message:
-            log.debug("peer went away: %s", message)
-            return False
-        return True
-
-
-logging.getLogger("paramiko.transport").addFilter(_QuietDisconnects())
-
 # paramiko verifies every packet's MAC with a byte-by-byte Python loop
 # (util.constant_time_bytes_eq); the standard library's C implementation has
 # the same contract (constant time, bool) and is ~50x cheaper. Measured: it was
