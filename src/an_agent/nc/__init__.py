@@ -16,4 +16,7 @@ class _QuietDisconnects(logging.Filter):
         return True
 
 
-logging.getLogger("paramiko.transport").addFilter(_QuietDisconnects())
+# paramiko logs under "paramiko.transport" unless told otherwise; ncclient moves
+# its transports' log channel to its own logger.
+for _name in ("paramiko.transport", "ncclient.transport.ssh"):
+    logging.getLogger(_name).addFilter(_QuietDisconnects())
