@@ -112,7 +112,6 @@ class AgentRuntime:
         self._sessions: dict[int, _SessionState] = {}
         self._lock = threading.Lock()
         self._running_lock_owner = 0  # session id holding <lock> on running, 0 when free
-        self.kill_session_hook: Callable[[int], bool] | None = None
         self.schemas: SchemaService | None = None
 
     def _data_params(self, ids: Sequence[str]) -> list[DataParam]:
