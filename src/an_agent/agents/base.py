@@ -26,7 +26,7 @@ from typing import Any
 from an_agent.agents import payloads
 from an_agent.agents.environment import AgentEnvironment, Shutdown
 from an_agent.agents.findings import Finding
-from an_agent.agents.peers import Peers, TaskHandle
+from an_agent.agents.peers import Peers, TaskHandle, prompt_payload
 from an_agent.clock import to_rfc3339
 from an_agent.errors import AnAgentError, RpcError, SchemaError
 from an_agent.model import (
@@ -212,7 +212,7 @@ class LabBehaviour(Behaviour):
         if task.status != TaskStatus.FINISHED:
             return answer(False, f"task {task.task_id} is {task.status}, not finished")
         result = Outcome(task, None).result()
-        required = _required(request.content)
+        required = prompt_payload(request.content) or {}
         missing = [key for key in required.get("keys", []) if result.get(key) in (None, "", [])]
         if missing:
             return answer(False, f"the result has no {', '.join(missing)}")
@@ -357,19 +357,6 @@ class LabBehaviour(Behaviour):
             )
         )
         return bool(answer.fulfilled)
-
-
-def _required(content: list[str]) -> dict[str, Any]:
-    for text in content:
-        env = parse_prompt(text).environment
-        if env:
-            try:
-                value = json.loads(env)
-            except json.JSONDecodeError:
-                continue
-            if isinstance(value, dict):
-                return value
-    return {}
 
 
 def stamp(t: float) -> str:

@@ -177,7 +177,8 @@ class Peer:
                 if event.status.terminal:
                     peers.scheduler.complete((self.name, event.task_id), event)
         except TransportError:
-            pass  # the session was closed: the lab is stopping
+            # The watching session was closed: the lab is stopping, nothing is lost.
+            log.debug("notification dispatcher %s<-%s: session closed", peers.me, self.name)
         except Exception:
             log.exception("notification dispatcher %s<-%s failed", peers.me, self.name)
 
@@ -197,7 +198,7 @@ class Peer:
         """``task-negotiate`` (FEASIBILITY or FULFILLMENT)."""
         client = self._connect()
         commu = "FeasibilityNegotiate" if request.type == NegotiationType.FEASIBILITY else "FulfillmentNegotiate"
-        payload = _prompt_payload(request.content)
+        payload = prompt_payload(request.content)
         order = next_order()
         try:
             with self._lock:
@@ -365,7 +366,8 @@ def _param_payload(param: DataParam) -> dict[str, Any] | None:
     return value if isinstance(value, dict) else None
 
 
-def _prompt_payload(content: list[str]) -> dict[str, Any] | None:
+def prompt_payload(content: list[str]) -> dict[str, Any] | None:
+    """The JSON object in the first ``## environmental information`` section that holds one, else None."""
     for text in content:
         env = parse_prompt(text).environment
         if env:
