@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from an_agent.errors import StoreError
+from an_agent.store.sqlite import open_database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS config_unit (
@@ -81,15 +82,7 @@ class AgentStore:
 
     def __init__(self, state_dir: Path, durable: bool = False) -> None:
         self.path = state_dir / "agent.db"
-        try:
-            state_dir.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open agent state database {self.path}: {exc}") from None
+        self._db = open_database(self.path, _SCHEMA, "agent state database", durable)
         self._lock = threading.RLock()
 
     def close(self) -> None:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent.errors import StoreError
+from an_agent.store.sqlite import open_database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS evo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -168,18 +169,8 @@ class EvolutionStore:
 
     def __init__(self, path: Path | str, durable: bool = False) -> None:
         self.path = str(path)
-        try:
-            if self.path != ":memory:":
-                Path(self.path).parent.mkdir(parents=True, exist_ok=True)
-            self._db = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None)
-            if self.path != ":memory:":
-                self._db.execute("PRAGMA journal_mode=WAL")
-            self._db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
-            self._db.execute("PRAGMA busy_timeout=5000")
-            self._db.execute("PRAGMA cache_size=-32000")  # 32 MB: the hot clusters and fragments stay cached
-            self._db.executescript(_SCHEMA)
-        except (sqlite3.Error, OSError) as exc:
-            raise StoreError(f"cannot open evolution database {self.path}: {exc}") from None
+        # 32 MB page cache: the hot clusters and fragments stay in memory.
+        self._db = open_database(path, _SCHEMA, "evolution database", durable, pragmas=["cache_size=-32000"])
         self._lock = threading.RLock()
         self._depth = 0
 
