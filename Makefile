@@ -8,7 +8,7 @@ BIN := $(VENV)/bin
 SYS_PACKAGES := libyang2-dev libyang2-tools netconfd yangcli openssh-server gcc
 STATE ?= $(CURDIR)/state
 
-.PHONY: setup sys-deps demo test test-fast lint typecheck check bench bench-quick clean
+.PHONY: setup sys-deps demo test test-fast lint typecheck check bench bench-quick bench-compare clean
 
 setup: sys-deps $(VENV)/.installed
 
@@ -55,6 +55,10 @@ bench: setup
 
 bench-quick: setup
 	$(BIN)/python -m bench.run --quick
+
+# The last two runs side by side (bench/results/*.json), so a change's effect is visible.
+bench-compare: setup
+	$(BIN)/python -m bench.compare
 
 clean:
 	rm -rf $(VENV) build dist src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
