@@ -17,16 +17,19 @@ module boundary that calls the foreign library, never further up.
     │   ├── AuthError        SSH authentication rejected
     │   └── RequestTimeout   no reply within the timeout
     └── SchemaError          a structured payload or a schema template is invalid (schemas issue)
+        └── SchemaAccessDenied   the actor may not make this schema decision (not a schema administrator)
 
 `RpcError` carries the whole RFC 6241 error (type, tag, severity, app-tag,
 path, message, info) so that nothing is lost between server and client: the
-server raises it, nc/server.py serialises it, nc/client.py rebuilds it.
+server raises it, nc/server.py serialises it, nc/client.py rebuilds it. It is
+complete at construction and immutable afterwards (derive a changed copy with
+`dataclasses.replace`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Literal
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal
 
 ErrorType = Literal["transport", "rpc", "protocol", "application"]
 
@@ -74,6 +77,10 @@ class SchemaError(AnAgentError):
         self.problems = list(problems or [])
 
 
+class SchemaAccessDenied(SchemaError):
+    """A schema decision (approve, reject, withdraw) by an actor the update policy does not authorise."""
+
+
 @dataclass
 class RpcError(AnAgentError):
     """One RFC 6241 ``<rpc-error>``.
@@ -98,16 +105,33 @@ class RpcError(AnAgentError):
 
     def __post_init__(self) -> None:
         super().__init__(self.message)
+        object.__setattr__(self, "_complete", True)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        # Built complete: a field changed after construction is a bug (the
+        # exception machinery's own attributes, __traceback__ etc., stay writable).
+        if getattr(self, "_complete", False) and name in _RPC_ERROR_FIELDS:
+            raise AttributeError(f"RpcError.{name} is fixed at construction; use dataclasses.replace")
+        object.__setattr__(self, name, value)
 
     def __str__(self) -> str:
         where = f" at {self.path}" if self.path else ""
         return f"{self.error_tag} ({self.error_type}){where}: {self.message}"
 
     # Constructors for the tags we use, so callers never misspell a tag or
-    # pair it with the wrong error-type (RFC 6241 appendix A).
+    # pair it with the wrong error-type (RFC 6241 appendix A). ``info`` adds
+    # <error-info> children, ``app_tag`` sets <error-app-tag>.
     @classmethod
-    def invalid_value(cls, message: str, path: str | None = None, error_type: ErrorType = "application") -> RpcError:
-        return cls(error_type, "invalid-value", message, path)
+    def invalid_value(
+        cls,
+        message: str,
+        path: str | None = None,
+        error_type: ErrorType = "application",
+        *,
+        info: dict[str, str] | None = None,
+        app_tag: str | None = None,
+    ) -> RpcError:
+        return cls(error_type, "invalid-value", message, path, dict(info or {}), app_tag=app_tag)
 
     @classmethod
     def missing_element(
@@ -123,9 +147,25 @@ class RpcError(AnAgentError):
 
     @classmethod
     def bad_element(
-        cls, element: str, message: str, path: str | None = None, error_type: ErrorType = "protocol"
+        cls,
+        element: str,
+        message: str,
+        path: str | None = None,
+        error_type: ErrorType = "protocol",
+        *,
+        app_tag: str | None = None,
     ) -> RpcError:
-        return cls(error_type, "bad-element", message, path, {"bad-element": element})
+        return cls(error_type, "bad-element", message, path, {"bad-element": element}, app_tag=app_tag)
+
+    @classmethod
+    def missing_attribute(
+        cls, attribute: str, element: str, message: str, error_type: ErrorType = "protocol"
+    ) -> RpcError:
+        return cls(error_type, "missing-attribute", message, None, {"bad-attribute": attribute, "bad-element": element})
+
+    @classmethod
+    def bad_attribute(cls, attribute: str, element: str, message: str, error_type: ErrorType = "protocol") -> RpcError:
+        return cls(error_type, "bad-attribute", message, None, {"bad-attribute": attribute, "bad-element": element})
 
     @classmethod
     def unknown_namespace(cls, element: str, namespace: str, message: str) -> RpcError:
@@ -136,16 +176,26 @@ class RpcError(AnAgentError):
         return cls(error_type, "operation-not-supported", message)
 
     @classmethod
-    def operation_failed(cls, message: str, path: str | None = None, error_type: ErrorType = "application") -> RpcError:
-        return cls(error_type, "operation-failed", message, path)
+    def operation_failed(
+        cls,
+        message: str,
+        path: str | None = None,
+        error_type: ErrorType = "application",
+        *,
+        info: dict[str, str] | None = None,
+        app_tag: str | None = None,
+    ) -> RpcError:
+        return cls(error_type, "operation-failed", message, path, dict(info or {}), app_tag=app_tag)
 
     @classmethod
     def data_exists(cls, message: str, path: str | None = None) -> RpcError:
         return cls("application", "data-exists", message, path)
 
     @classmethod
-    def data_missing(cls, message: str, path: str | None = None) -> RpcError:
-        return cls("application", "data-missing", message, path)
+    def data_missing(
+        cls, message: str, path: str | None = None, *, info: dict[str, str] | None = None, app_tag: str | None = None
+    ) -> RpcError:
+        return cls("application", "data-missing", message, path, dict(info or {}), app_tag=app_tag)
 
     @classmethod
     def malformed_message(cls, message: str) -> RpcError:
@@ -156,13 +206,20 @@ class RpcError(AnAgentError):
         return cls("protocol", "lock-denied", message, None, {"session-id": str(session_id)})
 
     @classmethod
-    def in_use(cls, message: str, error_type: ErrorType = "protocol") -> RpcError:
-        return cls(error_type, "in-use", message)
+    def in_use(cls, message: str, error_type: ErrorType = "protocol", *, session_id: int | None = None) -> RpcError:
+        return cls(error_type, "in-use", message, None, {} if session_id is None else {"session-id": str(session_id)})
 
     @classmethod
-    def access_denied(cls, message: str) -> RpcError:
-        return cls("application", "access-denied", message)
+    def access_denied(cls, message: str, path: str | None = None) -> RpcError:
+        return cls("application", "access-denied", message, path)
+
+    @classmethod
+    def resource_denied(cls, message: str, error_type: ErrorType = "application") -> RpcError:
+        return cls(error_type, "resource-denied", message)
 
     @classmethod
     def too_big(cls, message: str) -> RpcError:
         return cls("rpc", "too-big", message)
+
+
+_RPC_ERROR_FIELDS = frozenset(f.name for f in fields(RpcError))

@@ -19,10 +19,12 @@ from an_agent.model.negotiation import NegotiationRequest, NegotiationResult
 from an_agent.model.notification import ConditionNotification, InputRequired
 from an_agent.model.ns import (
     AGENT_MESSAGE_NS,
+    AN_AGENT_SCHEMA_NS,
     IRTF_AGENT_NS,
     NETCONF_BASE_NS,
     NETCONF_MONITORING_NS,
     NETCONF_NOTIFICATION_NS,
+    NETMOD_NOTIFICATION_NS,
 )
 from an_agent.model.profile import AgentProfile, AuthMethod, Capability, Skill
 from an_agent.model.prompt import PromptSections, build_prompt, parse_prompt
@@ -30,10 +32,12 @@ from an_agent.model.task import Task, TaskResult, TaskSubscription, tasks_elemen
 
 __all__ = [
     "AGENT_MESSAGE_NS",
+    "AN_AGENT_SCHEMA_NS",
     "IRTF_AGENT_NS",
     "NETCONF_BASE_NS",
     "NETCONF_MONITORING_NS",
     "NETCONF_NOTIFICATION_NS",
+    "NETMOD_NOTIFICATION_NS",
     "AgentProfile",
     "AnyXml",
     "AuthMethod",

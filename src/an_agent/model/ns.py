@@ -16,3 +16,9 @@ NETCONF_NOTIFICATION_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 
 NETCONF_MONITORING_NS = "urn:ietf:params:xml:ns:yang:ietf-netconf-monitoring"
 """RFC 6022 namespace (``<get-schema>``, ``/netconf-state/schemas``)."""
+
+NETMOD_NOTIFICATION_NS = "urn:ietf:params:xml:ns:netmod:notification"
+"""RFC 5277 stream discovery and markers (``/netconf/streams``, ``replayComplete``, ``notificationComplete``)."""
+
+AN_AGENT_SCHEMA_NS = "urn:an-agent:params:xml:ns:yang:an-agent-schema"
+"""Namespace of module ``an-agent-schema`` (scenario schema templates, patch decisions, ``schema-update``)."""

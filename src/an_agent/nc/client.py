@@ -16,6 +16,7 @@ module state, so other ncclient users in the process keep stock behaviour.
 
 from __future__ import annotations
 
+import dataclasses
 import contextlib
 import enum
 import socket
@@ -45,12 +46,11 @@ from an_agent.errors import (
     RpcError,
     TransportError,
 )
-from an_agent.model.ns import IRTF_AGENT_NS, NETCONF_BASE_NS, NETCONF_NOTIFICATION_NS
+from an_agent.model.ns import IRTF_AGENT_NS, NETCONF_BASE_NS, NETCONF_NOTIFICATION_NS, NETMOD_NOTIFICATION_NS
 
 DEFAULT_PORT = 8830
 """The agents' NETCONF port (unprivileged; 830 is the IANA port)."""
 
-NETMOD_NOTIFICATION_NS = "urn:ietf:params:xml:ns:netmod:notification"
 """RFC 5277 namespace of ``<replayComplete>`` and ``<notificationComplete>``."""
 
 FilterType = Literal["subtree", "xpath"]
@@ -457,8 +457,7 @@ def _translate(exc: BaseException, operation: str, *, connecting: bool) -> NoRet
         first = _rpc_error(errors[0])
         if len(errors) > 1:
             others = "; ".join(str(_rpc_error(e)) for e in errors[1:])
-            first.message = f"{first.message} (and {len(errors) - 1} more: {others})"
-            first.args = (first.message,)
+            first = dataclasses.replace(first, message=f"{first.message} (and {len(errors) - 1} more: {others})")
         raise first from None
     if isinstance(exc, nc_op_errors.TimeoutExpiredError):
         raise RequestTimeout(f"{operation}: no reply from the agent in time") from None

@@ -35,6 +35,7 @@ from netconf.error import ChannelClosed, FramingError, SessionError
 
 from an_agent._lxml import default_ns
 from an_agent.errors import ConfigError, RpcError
+from an_agent.model.ns import NETCONF_BASE_NS
 
 log = logging.getLogger(__name__)
 
@@ -45,8 +46,7 @@ log = logging.getLogger(__name__)
 # the largest single server-side cost of a small <get>.
 paramiko.util.constant_time_bytes_eq = hmac.compare_digest
 
-NC_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
-NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
+NC_NS = NETCONF_BASE_NS
 _NC = f"{{{NC_NS}}}"
 
 # Largest message we accept from a client. A bigger one is discarded as it
@@ -431,9 +431,9 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             )
             return
         if root.get("message-id") is None:
-            err = RpcError("rpc", "missing-attribute", "every <rpc> needs a message-id attribute")
-            err.info = {"bad-attribute": "message-id", "bad-element": "rpc"}
-            self._send_error_reply(root, err)
+            self._send_error_reply(
+                root, RpcError.missing_attribute("message-id", "rpc", "every <rpc> needs a message-id attribute", "rpc")
+            )
             return
         operations = [child for child in root if isinstance(child.tag, str)]
         if len(operations) != 1:

@@ -16,8 +16,9 @@ from lxml import etree
 
 from an_agent._lxml import nsmap_of
 from an_agent.errors import RpcError
+from an_agent.model.ns import NETCONF_BASE_NS
 
-NC_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
+NC_NS = NETCONF_BASE_NS
 
 # Returns the key leaf names of a data element when it is a list entry, else ().
 KeysOf = Callable[[etree._Element], tuple[str, ...]]

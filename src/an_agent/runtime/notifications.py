@@ -26,12 +26,13 @@ from dataclasses import dataclass
 from lxml import etree
 
 from an_agent.clock import Clock, to_rfc3339
+from an_agent.model.ns import NETCONF_NOTIFICATION_NS, NETMOD_NOTIFICATION_NS
 from an_agent.store.agent_store import AgentStore
 
 log = logging.getLogger(__name__)
 
-NOTIF_NS = "urn:ietf:params:xml:ns:netconf:notification:1.0"
-NC_MONITOR_NOTIF_NS = "urn:ietf:params:xml:ns:netmod:notification"
+NOTIF_NS = NETCONF_NOTIFICATION_NS
+NC_MONITOR_NOTIF_NS = NETMOD_NOTIFICATION_NS
 
 # Decides whether an event's content element passes the subscription's filter.
 EventFilter = Callable[[etree._Element], bool]

@@ -28,6 +28,7 @@ from libyang.util import c2str, str2c
 from lxml import etree
 
 from an_agent.errors import RpcError, YangError
+from an_agent.model.ns import NETCONF_BASE_NS
 from an_agent.yang.info import ModuleInfo, NodeKind, SchemaNodeInfo
 from an_agent.yang.lyerrors import LyErrorItem, to_rpc_error
 
@@ -36,7 +37,6 @@ __all__ = ["DEFAULT_FEATURES", "MODULES_DIR", "DocumentKind", "YangContext", "bu
 MODULES_DIR = Path(__file__).resolve().parent / "modules"
 """The shipped modules, ``<name>@<revision>.yang`` (package data)."""
 
-NETCONF_BASE_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
 
 DEFAULT_FEATURES: Mapping[str, Sequence[str]] = {"ietf-netconf": ("writable-running", "xpath")}
 """Features enabled when loading the shipped modules: what the an-agent server supports

@@ -116,33 +116,29 @@ def _missing_key(m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: N
 
 def _leafref(m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: NamespaceResolver) -> RpcError:
     target = re.sub(r"[\w.-]+:", "", m.group("target"))  # /agtask:data-params/agtask:id -> /data-params/id
-    err = RpcError.data_missing(
-        f"{item.where()} refers to '{m.group('value')}', but no {target} has that value", item.data_path
+    return RpcError.data_missing(
+        f"{item.where()} refers to '{m.group('value')}', but no {target} has that value",
+        item.data_path,
+        app_tag=item.app_tag or "instance-required",
     )
-    err.app_tag = item.app_tag or "instance-required"
-    return err
 
 
 def _invalid_value(_m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: NamespaceResolver) -> RpcError:
-    err = RpcError.invalid_value(f"invalid value of {item.where()}: {item.message}", item.data_path)
-    err.app_tag = item.app_tag
-    return err
+    return RpcError.invalid_value(f"invalid value of {item.where()}: {item.message}", item.data_path, app_tag=item.app_tag)
 
 
 def _state_node(m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: NamespaceResolver) -> RpcError:
     name = m.group("el")
-    err = RpcError.invalid_value(
-        f"'{name}' at {item.where()} is state data (config false): it cannot be configured", item.data_path
+    return RpcError.invalid_value(
+        f"'{name}' at {item.where()} is state data (config false): it cannot be configured",
+        item.data_path,
+        info={"bad-element": name},
     )
-    err.info = {"bad-element": name}
-    return err
 
 
 def _duplicate(m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: NamespaceResolver) -> RpcError:
     message = f"duplicate entry {item.where()}: each '{m.group('el')}' must be unique"
-    err = RpcError.invalid_value(message, item.data_path)
-    err.info = {"bad-element": m.group("el")}
-    return err
+    return RpcError.invalid_value(message, item.data_path, info={"bad-element": m.group("el")})
 
 
 def _missing_choice(m: re.Match[str], item: LyErrorItem, resolve: MissingResolver, _n: NamespaceResolver) -> RpcError:
@@ -150,25 +146,27 @@ def _missing_choice(m: re.Match[str], item: LyErrorItem, resolve: MissingResolve
     choice = m.group("el")
     where = resolve(item, choice) or item.data_path or item.schema_path
     parent = where.rsplit("/", 1)[0] if where and where.endswith(f"/{choice}") else where
-    err = RpcError.data_missing(f"{parent or item.where()} needs one of the cases of choice '{choice}'", parent or None)
-    err.app_tag = "missing-choice"
-    err.info = {"missing-choice": choice}
-    return err
+    return RpcError.data_missing(
+        f"{parent or item.where()} needs one of the cases of choice '{choice}'",
+        parent or None,
+        app_tag="missing-choice",
+        info={"missing-choice": choice},
+    )
 
 
 def _too_few(m: re.Match[str], item: LyErrorItem, resolve: MissingResolver, _n: NamespaceResolver) -> RpcError:
     name = m.group("el")
     path = resolve(item, name) or item.data_path or item.schema_path
-    err = RpcError.operation_failed(f"{path}: too few '{name}' entries ({item.message})", path)
-    err.app_tag = "too-few-elements"
-    return err
+    return RpcError.operation_failed(
+        f"{path}: too few '{name}' entries ({item.message})", path, app_tag="too-few-elements"
+    )
 
 
 def _failed(app_tag: str) -> _Builder:
     def build(_m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: NamespaceResolver) -> RpcError:
-        err = RpcError.operation_failed(f"{item.where()}: {item.message}", item.data_path)
-        err.app_tag = item.app_tag or app_tag
-        return err
+        return RpcError.operation_failed(
+            f"{item.where()}: {item.message}", item.data_path, app_tag=item.app_tag or app_tag
+        )
 
     return build
 
@@ -236,9 +234,9 @@ def _map_one(
     pattern_app_tags: frozenset[str],
 ) -> RpcError:
     if item.app_tag and item.app_tag in pattern_app_tags:
-        err = RpcError.invalid_value(f"invalid value of {item.where()}: {item.message}", item.data_path)
-        err.app_tag = item.app_tag
-        return err
+        return RpcError.invalid_value(
+            f"invalid value of {item.where()}: {item.message}", item.data_path, app_tag=item.app_tag
+        )
     if item.vecode in _SYNTAX_VECODES:
         return RpcError.malformed_message(f"malformed XML/JSON at {item.where()}: {item.message}")
     for pattern, build in _RULES:
@@ -247,7 +245,5 @@ def _map_one(
             return build(m, item, resolve_missing, find_namespace)
     if item.app_tag:
         # A custom error-message of a must statement (pattern app-tags were handled above).
-        err = RpcError.operation_failed(f"{item.where()}: {item.message}", item.data_path)
-        err.app_tag = item.app_tag
-        return err
+        return RpcError.operation_failed(f"{item.where()}: {item.message}", item.data_path, app_tag=item.app_tag)
     return RpcError.operation_failed(f"{item.where()}: {item.message}", item.data_path)
