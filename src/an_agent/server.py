@@ -1,7 +1,8 @@
 """`AgentServer`: one agent served over NETCONF — the composition root.
 
-Puts together the YANG context, the SQLite store, the agent runtime with its
-behaviour, and the SSH/NETCONF listener::
+Puts together the YANG context, the SQLite store, the operation layer with
+its behaviour (`an_agent.runtime.operations.Operations`), the NETCONF face
+(`an_agent.nc.face.NetconfFace`) and the SSH/NETCONF listener::
 
     with AgentServer(ServerConfig(state_dir=Path("state"), port=0)) as server:
         print(server.port)
@@ -26,9 +27,10 @@ from typing import Literal
 from an_agent.clock import Clock, SystemClock
 from an_agent.errors import ConfigError
 from an_agent.model import AgentProfile
+from an_agent.nc.face import NetconfFace
 from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_host_key
-from an_agent.runtime.agent import AgentRuntime
 from an_agent.runtime.behaviour import Behaviour
+from an_agent.runtime.operations import Operations
 from an_agent.schemas.embedding import Embedder
 from an_agent.store.agent_store import AgentStore
 from an_agent.yang.context import YangContext
@@ -112,17 +114,17 @@ class AgentServer:
         else:
             behaviour = config.behaviour
         self.store = AgentStore(config.state_dir, durable=config.durable)
-        self.runtime = AgentRuntime(
+        self.operations = Operations(
             self.profile, behaviour, self.store, config.clock, yang, task_workers=config.task_workers
         )
         if config.schemas != "off":
             from an_agent.runtime.schemas import SchemaService
 
-            self.runtime.attach_schemas(
+            self.operations.attach_schemas(
                 SchemaService.open(
                     config.state_dir,
                     config.clock,
-                    self.runtime.publish_notification,
+                    self.operations.publish_notification,
                     embedder=config.embedder,
                     learn=config.schemas == "evolve",
                     admins=config.schema_admins if config.schema_admins is not None else list(self.credentials.users),
@@ -130,7 +132,7 @@ class AgentServer:
                 )
             )
         self._listener = NetconfSshServer(
-            self.runtime,
+            NetconfFace(self.operations),
             config.host,
             config.port,
             load_or_create_host_key(config.state_dir / "ssh_host_rsa_key"),
@@ -150,7 +152,7 @@ class AgentServer:
 
     def start(self) -> AgentServer:
         self._listener.start()
-        self.runtime.start()
+        self.operations.start()
         self._started = True
         log.info("agent %s listening on %s:%d", self.profile.name, self.host, self.port)
         return self
@@ -162,7 +164,7 @@ class AgentServer:
             return
         self._started = False
         self._listener.stop()
-        self.runtime.close()
+        self.operations.close()
         self.store.close()
 
     def session_count(self) -> int:

@@ -104,7 +104,7 @@ def test_netconf_console2_discovers_reads_validates_assigns_negotiates_and_watch
     )
     try:
         deadline = time.monotonic() + 10
-        while served.runtime.bus.subscriber_count() == 0:
+        while served.operations.bus.subscriber_count() == 0:
             assert time.monotonic() < deadline, "netconf-console2 never subscribed"
             time.sleep(0.05)
         task_file = tmp_path / "task.xml"

@@ -130,9 +130,9 @@ def test_recurring_other_content_becomes_a_patch_notified_and_suggested(schema_s
                 raw, f"hot{n}", {"cell_ids": ["CELL-0401"], "action": "reduce", "other": other}, f"site-agent-{n}"
             )
             assert reply.find("nc:ok", NS) is not None, etree.tostring(reply)
-        assert schema_server.runtime.schemas is not None
-        schema_server.runtime.schemas.drain()
-        patches = schema_server.runtime.schemas.engine.patches("energy_saving_adjust_v1")
+        assert schema_server.operations.schemas is not None
+        schema_server.operations.schemas.drain()
+        patches = schema_server.operations.schemas.engine.patches("energy_saving_adjust_v1")
         assert len(patches) == 1, patches
         # With the tiny test embedder the fragment may read as a new key or as a refinement of an
         # existing one (conflict detection); the real-model test below pins down the new-key case.
@@ -177,13 +177,13 @@ def test_evolution_state_survives_a_restart(tmp_path: Path, profile: AgentProfil
                 raw, f"t{n}", {"cell_ids": ["CELL-1"], "action": "reduce", "other": "air conditioning failed"}, f"c{n}"
             )
         raw.close()
-        assert server.runtime.schemas is not None
-        server.runtime.schemas.drain()
-        before = server.runtime.schemas.engine.patches()
+        assert server.operations.schemas is not None
+        server.operations.schemas.drain()
+        before = server.operations.schemas.engine.patches()
     assert len(before) == 1
     with AgentServer(config) as server:
-        assert server.runtime.schemas is not None
-        assert server.runtime.schemas.engine.patches() == before
+        assert server.operations.schemas is not None
+        assert server.operations.schemas.engine.patches() == before
 
 
 @pytest.mark.slow
@@ -207,9 +207,9 @@ def test_paraphrases_with_the_real_model_over_netconf(tmp_path: Path, profile: A
                 assert reply.find("nc:ok", NS) is not None
         finally:
             raw.close()
-        assert server.runtime.schemas is not None
-        server.runtime.schemas.drain(timeout=180)
-        patches = server.runtime.schemas.engine.patches("energy_saving_adjust_v1")
+        assert server.operations.schemas is not None
+        server.operations.schemas.drain(timeout=180)
+        patches = server.operations.schemas.engine.patches("energy_saving_adjust_v1")
         assert len(patches) == 1, patches
         assert patches[0]["client_id"] is None
         assert len(patches[0]["new_keys"]) == 1, patches
@@ -239,9 +239,9 @@ def test_schema_changes_need_an_authorised_user(tmp_path: Path, profile: AgentPr
                     {"cell_ids": ["CELL-1"], "action": "reduce", "other": "cooling fan failure in the shelter"},
                     f"c{n}",
                 )
-            assert server.runtime.schemas is not None
-            server.runtime.schemas.drain()
-            patches = server.runtime.schemas.engine.patches()
+            assert server.operations.schemas is not None
+            server.operations.schemas.drain()
+            patches = server.operations.schemas.engine.patches()
             assert [p["state"] for p in patches] == ["pending"]
             patch_id = patches[0]["patch_id"]
             # Nothing is delivered while it waits.

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from an_agent.clock import Clock, SystemClock, to_rfc3339
-from an_agent.errors import SchemaError
+from an_agent.errors import SchemaAccessDenied, SchemaError
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.lifecycle import KeyMetrics, KeyState, decide
@@ -682,7 +682,7 @@ class EvolutionEngine:
                 change.security_relevant,
             )
         if not self.policy.authorize(actor, change):
-            raise SchemaError(
+            raise SchemaAccessDenied(
                 f"{actor!r} is not authorised to {kind} {patch.patch_id}",
                 [f"{', '.join(change.key_names)}: schema updates need an authorised user"],
             )

@@ -16,8 +16,8 @@ module state, so other ncclient users in the process keep stock behaviour.
 
 from __future__ import annotations
 
-import dataclasses
 import contextlib
+import dataclasses
 import enum
 import socket
 import threading

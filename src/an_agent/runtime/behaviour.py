@@ -1,7 +1,7 @@
 """The contract between the agent runtime and an agent's behaviour.
 
-A behaviour decides what an agent *does*; the runtime does everything NETCONF:
-storing tasks, moving statuses, notifying subscribers, answering RPCs. Real
+A behaviour decides what an agent *does*; the operation layer does the rest:
+storing tasks, moving statuses, notifying subscribers, answering requests. Real
 behaviours (RAN fault, energy saving, ...) live in ``an_agent.agents``.
 """
 
@@ -22,10 +22,15 @@ from an_agent.model import (
     TaskResult,
     TaskStatus,
 )
+from an_agent.schemas.validate import ValidatedPayload
 
 
 def _no_data_params(ids: Sequence[str]) -> list[DataParam]:
     return []
+
+
+def _no_payload(task_id: str) -> ValidatedPayload | None:
+    return None
 
 
 @dataclass(frozen=True)
@@ -37,11 +42,17 @@ class AgentInfo:
     a behaviour can read the structured payload its task carries. During
     `Behaviour.check_assignment` it already sees the entries sent in the same
     ``<edit-config>`` as the task.
+
+    ``payload`` returns the structured payload of a task as the operation
+    layer validated it, once, on assignment against the template in force for
+    its client (None when the task carries none, when structured payloads are
+    off, or after a restart): a behaviour need not validate it again.
     """
 
     profile: AgentProfile
     clock: Clock
     data_params: Callable[[Sequence[str]], list[DataParam]] = _no_data_params
+    payload: Callable[[str], ValidatedPayload | None] = _no_payload
 
 
 class TaskRun:

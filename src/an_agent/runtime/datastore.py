@@ -1,73 +1,57 @@
-"""The running configuration datastore: RFC 6241 ``<edit-config>`` semantics, libyang
-validation before commit, SQLite persistence of what changed.
+"""The running configuration datastore: the data tree, its units, their SQLite persistence.
 
-The datastore holds the top-level config elements as an lxml tree. An edit is
-applied to a copy, the copy is validated as a whole by libyang, a pre-commit
-hook may still refuse it (the task engine checks new tasks there), and only
-then is it persisted and swapped in: a refused edit leaves both memory and
-disk untouched.
+The datastore holds the top-level config elements as an lxml tree and keeps
+it in SQLite as *units* (a top-level node, or one entry of a top-level
+container: one task, one data-param). An edit is staged under the datastore
+lock by `Datastore.edit`: applied (with `an_agent.runtime.edit.TreeEditor`),
+diffed by unit and validated by libyang; the caller inspects the diff and
+calls `PendingEdit.commit`, which stores the changed units in one
+transaction. An edit left uncommitted, or refused by an exception, is rolled
+back: memory and disk stay untouched. The datastore never calls back into
+the operation layer.
 """
 
 from __future__ import annotations
 
 import copy
-import functools
 import threading
-from collections.abc import Callable
-from dataclasses import dataclass, field
-from typing import Protocol
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
 
 from lxml import etree
 
 from an_agent._lxml import default_ns, nsmap_of
 from an_agent.errors import RpcError
+from an_agent.model.ns import NETCONF_BASE_NS
+from an_agent.runtime.edit import (
+    NC_OPERATION,
+    OPERATIONS,
+    EditDiff,
+    EntryIndex,
+    Schema,
+    SchemaNode,
+    SchemaPath,
+    TreeEditor,
+    elements,
+    qname,
+)
 from an_agent.store.agent_store import AgentStore, ConfigUnit
-
-NC_NS = "urn:ietf:params:xml:ns:netconf:base:1.0"
-_NC_OP = f"{{{NC_NS}}}operation"
-_OPERATIONS = ("merge", "replace", "create", "delete", "remove", "none")
-
-SchemaPath = tuple[tuple[str, str], ...]
-
-
-class SchemaNode(Protocol):
-    """What the datastore needs to know of a schema node (an_agent.yang provides it)."""
-
-    kind: str  # container | list | leaf | leaf-list | anydata | anyxml
-    keys: tuple[str, ...]
-    config: bool
-
-
-class Schema(Protocol):
-    def schema_node(self, path: SchemaPath) -> SchemaNode | None: ...
-
-    def validate_config(self, xml: str) -> None: ...
-
-    def module_name(self, namespace: str) -> str | None: ...
 
 
 @dataclass
-class EditDiff:
-    """Units (list entries / top-level nodes) an edit adds, changes or removes, by unit key."""
+class PendingEdit:
+    """An edit applied and validated but not yet stored (see `Datastore.edit`)."""
 
-    added: dict[str, etree._Element] = field(default_factory=dict)
-    changed: dict[str, tuple[etree._Element, etree._Element]] = field(default_factory=dict)
-    removed: dict[str, etree._Element] = field(default_factory=dict)
+    diff: EditDiff
+    _finish: Callable[[Mapping[str, str]], None]
+    committed: bool = False
 
-    def __bool__(self) -> bool:
-        return bool(self.added or self.changed or self.removed)
-
-
-PreCommit = Callable[[EditDiff], None]
-
-
-def _elements(node: etree._Element) -> list[etree._Element]:
-    return [child for child in node if isinstance(child.tag, str)]
-
-
-def _qname(element: etree._Element) -> tuple[str, str]:
-    q = etree.QName(element)
-    return (q.namespace or "", q.localname)
+    def commit(self, task_owners: Mapping[str, str] | None = None) -> None:
+        """Store the changed units (and the owners of new tasks, task id -> user) in one transaction."""
+        if self.diff:
+            self._finish(task_owners or {})
+        self.committed = True
 
 
 class Datastore:
@@ -77,12 +61,12 @@ class Datastore:
         self._schema = schema
         self._store = store
         self._lock = threading.RLock()
-        self._root = etree.Element(f"{{{NC_NS}}}data")
+        self._index = EntryIndex()
+        self._editor = TreeEditor(schema, self._index)
+        self._root = etree.Element(f"{{{NETCONF_BASE_NS}}}data")
         self._unit_xml: dict[str, str] = {}
         self._unit_pos: dict[str, int] = {}
         self._max_pos: int | None = None  # highest stored position, computed once
-        # id(parent) -> (parent, list tag -> key values -> entry); see _entries.
-        self._index: dict[int, tuple[etree._Element, dict[str, dict[tuple[str, ...], etree._Element]]]] = {}
         self._version = 0
         self._load()
 
@@ -105,7 +89,7 @@ class Datastore:
         """
         with self._lock:
             out: list[etree._Element] = []
-            for element in _elements(self._root):
+            for element in elements(self._root):
                 if include is not None and not include(element):
                     continue
                 wanted = None if only_entries is None else only_entries.get(element.tag)
@@ -113,21 +97,30 @@ class Datastore:
                     out.append(copy.deepcopy(element))
                     continue
                 shell = etree.Element(element.tag, nsmap=nsmap_of(element))
-                for child in _elements(element):
+                for child in elements(element):
                     info = self._schema.schema_node(self.schema_path(child))
                     if info is None or info.kind != "list":
                         shell.append(copy.deepcopy(child))
                         continue
-                    entries = self._entries(element, child.tag, tuple(info.keys))
+                    entries = self._index.entries(element, child.tag, tuple(info.keys))
                     shell.extend(copy.deepcopy(entries[k]) for k in wanted if k in entries)
                     break  # one list per container here (tasks/task); its entries are placed
                 out.append(shell)
             return out
 
-    def find_entries(self, tag: str, key_names: tuple[str, ...], keys: list[tuple[str, ...]]) -> list[etree._Element]:
-        """Deep copies of the top-level list entries ``tag`` with these key values (absent ones skipped)."""
+    def find_entries(
+        self, tag: str, key_names: tuple[str, ...], keys: list[tuple[str, ...]], container: str | None = None
+    ) -> list[etree._Element]:
+        """Deep copies of the list entries ``tag`` with these key values (absent ones skipped).
+
+        The list is at the top level, or directly inside the top-level
+        ``container`` (a tag) when one is given, e.g. tasks/task.
+        """
         with self._lock:
-            index = self._entries(self._root, tag, key_names)
+            parent = self._root if container is None else self._root.find(container)
+            if parent is None:
+                return []
+            index = self._index.entries(parent, tag, key_names)
             return [copy.deepcopy(index[k]) for k in keys if k in index]
 
     def find(self, namespace: str, *names: str) -> etree._Element | None:
@@ -151,21 +144,21 @@ class Datastore:
         path: list[tuple[str, str]] = []
         node: etree._Element | None = element
         while node is not None and etree.QName(node).localname != "data" and node.getparent() is not None:
-            path.append(_qname(node))
+            path.append(qname(node))
             node = node.getparent()
-        if node is not None and etree.QName(node).namespace != NC_NS:
-            path.append(_qname(node))
+        if node is not None and etree.QName(node).namespace != NETCONF_BASE_NS:
+            path.append(qname(node))
         return tuple(reversed(path))
 
     # -- editing --------------------------------------------------------------
-    def edit(
-        self, config: etree._Element, default_operation: str = "merge", pre_commit: PreCommit | None = None
-    ) -> EditDiff:
-        """Apply the children of an ``<edit-config>``'s ``<config>`` element to running.
+    @contextmanager
+    def edit(self, config: etree._Element, default_operation: str = "merge") -> Iterator[PendingEdit]:
+        """Stage the children of an ``<edit-config>``'s ``<config>`` element; hold the datastore lock meanwhile.
 
-        Raises `RpcError` (and changes nothing) when the edit is malformed, when
-        the result does not validate against the YANG modules, or when
-        ``pre_commit`` refuses the resulting diff.
+        Raises `RpcError` (and changes nothing) when the edit is malformed or
+        its result does not validate against the YANG modules. Inside the
+        block the caller sees `PendingEdit.diff` and decides: `PendingEdit.commit`
+        stores it; an exception, or leaving without commit, rolls it back.
         """
         if default_operation not in ("merge", "replace", "none"):
             raise RpcError.invalid_value(
@@ -174,27 +167,42 @@ class Datastore:
         with self._lock:
             plan = self._unit_plan(config, default_operation)
             if plan is not None:
-                return self._edit_units(config, default_operation, plan, pre_commit)
-            # Whole-tree path (replace/delete of a container, default-operation
-            # replace, ...): edit a full copy, validate and diff everything.
-            candidate = copy.deepcopy(self._root)
-            self._index.clear()  # it indexes the live tree; the copy gets its own entries
-            for child in _elements(config):
-                self._apply(candidate, child, default_operation, ())
-            xml = "".join(etree.tostring(e, encoding="unicode") for e in _elements(candidate))
-            self._schema.validate_config(xml)
-            diff, upserts, deletes, unit_xml = self._diff(candidate)
-            if pre_commit is not None and diff:
-                pre_commit(diff)
-            if diff:
-                self._store.save_config(upserts, deletes)
-                self._root = candidate
-                self._unit_xml = unit_xml
-                self._remember_positions(upserts)
-                for key in deletes:
-                    self._unit_pos.pop(key, None)
-                self._version += 1
-            return diff
+                pending, abort = self._stage_units(config, default_operation, plan)
+            else:
+                pending, abort = self._stage_tree(config, default_operation)
+            try:
+                yield pending
+            except BaseException:
+                abort()
+                raise
+            if not pending.committed:
+                abort()
+
+    def _stage_tree(self, config: etree._Element, default_operation: str) -> tuple[PendingEdit, Callable[[], None]]:
+        """Whole-tree path (replace/delete of a container, default-operation replace, ...).
+
+        Edits a full copy, validates and diffs everything; the live tree is
+        swapped only on commit, so aborting is free.
+        """
+        candidate = copy.deepcopy(self._root)
+        self._index.clear()  # it indexes the live tree; the copy gets its own entries
+        for child in elements(config):
+            self._editor.apply(candidate, child, default_operation, ())
+        xml = "".join(etree.tostring(e, encoding="unicode") for e in elements(candidate))
+        self._schema.validate_config(xml)
+        diff, upserts, deletes, unit_xml = self._diff(candidate)
+
+        def finish(task_owners: Mapping[str, str]) -> None:
+            self._store.save_config(upserts, deletes, task_owners)
+            self._root = candidate
+            self._index.clear()
+            self._unit_xml = unit_xml
+            self._remember_positions(upserts)
+            for key in deletes:
+                self._unit_pos.pop(key, None)
+            self._version += 1
+
+        return PendingEdit(diff, finish), self._index.clear
 
     # -- the unit-level fast path ---------------------------------------------
     def _unit_plan(self, config: etree._Element, default_operation: str) -> list[_Touched] | None:
@@ -207,14 +215,14 @@ class Datastore:
         if default_operation == "replace":
             return None
         touched: list[_Touched] = []
-        for top in _elements(config):
-            ns, name = _qname(top)
+        for top in elements(config):
+            ns, name = qname(top)
             path: SchemaPath = ((ns, name),)
             info = self._schema.schema_node(path)
             if info is None or not ns:
                 return None  # let the whole-tree path report it precisely
-            op = top.get(_NC_OP, default_operation)
-            if info.kind == "list" and op in _OPERATIONS:
+            op = top.get(NC_OPERATION, default_operation)
+            if info.kind == "list" and op in OPERATIONS:
                 unit = self._touch(self._root, top, info, path, "")
                 if unit is None:
                     return None
@@ -225,8 +233,8 @@ class Datastore:
                 touched.append(
                     _Touched(container_key, "", self._root, top, info, path, None if live is None else live, -1, True)
                 )
-                for child in _elements(top):
-                    child_path = (*path, _qname(child))
+                for child in elements(top):
+                    child_path = (*path, qname(child))
                     child_info = self._schema.schema_node(child_path)
                     if child_info is None or child_info.kind != "list":
                         return None
@@ -247,7 +255,7 @@ class Datastore:
         if any(edit.find(f"{{{ns}}}{key}") is None for key in info.keys):
             return None
         key = self._unit_key_for(path, edit, parent_key)
-        existing = None if parent is None else self._find_match(parent, edit, info, path)
+        existing = None if parent is None else self._editor.find_match(parent, edit, info, path)
         index = -1 if existing is None or parent is None else parent.index(existing)
         snapshot = None if existing is None else copy.deepcopy(existing)
         return _Touched(key, parent_key, parent, edit, info, path, snapshot, index, False)
@@ -263,31 +271,36 @@ class Datastore:
             step += f"[.='{(element.text or '').strip()}']"
         return step
 
-    def _edit_units(
-        self, config: etree._Element, default_operation: str, plan: list[_Touched], pre_commit: PreCommit | None
-    ) -> EditDiff:
+    def _stage_units(
+        self, config: etree._Element, default_operation: str, plan: list[_Touched]
+    ) -> tuple[PendingEdit, Callable[[], None]]:
+        """Unit path: edit the live tree in place (snapshots of every touched unit allow the rollback)."""
         containers_before = {t.key: t.snapshot for t in plan if t.container}
+
+        def abort() -> None:
+            self._rollback(plan, containers_before)
+
         try:
-            for child in _elements(config):
-                self._apply(self._root, child, default_operation, ())
+            for child in elements(config):
+                self._editor.apply(self._root, child, default_operation, ())
             diff, upserts, deletes = self._unit_diff(plan)
             if diff:
                 self._schema.validate_config(self._validation_document(plan, diff))
-                if pre_commit is not None:
-                    pre_commit(diff)
-                self._store.save_config(upserts, deletes)
         except BaseException:
-            self._rollback(plan, containers_before)
+            abort()
             raise
-        for unit in upserts:
-            self._unit_xml[unit.unit_key] = unit.xml
-        self._remember_positions(upserts)
-        for key in deletes:
-            self._unit_xml.pop(key, None)
-            self._unit_pos.pop(key, None)
-        if diff:
+
+        def finish(task_owners: Mapping[str, str]) -> None:
+            self._store.save_config(upserts, deletes, task_owners)
+            for unit in upserts:
+                self._unit_xml[unit.unit_key] = unit.xml
+            self._remember_positions(upserts)
+            for key in deletes:
+                self._unit_xml.pop(key, None)
+                self._unit_pos.pop(key, None)
             self._version += 1
-        return diff
+
+        return PendingEdit(diff, finish), abort
 
     def _remember_positions(self, upserts: list[ConfigUnit]) -> None:
         for unit in upserts:
@@ -310,7 +323,7 @@ class Datastore:
             parent = self._root.find(f"{{{ns}}}{name}")
             if parent is None:
                 return None
-        return self._find_match(parent, unit.edit, unit.info, unit.path)
+        return self._editor.find_match(parent, unit.edit, unit.info, unit.path)
 
     def _unit_diff(self, plan: list[_Touched]) -> tuple[EditDiff, list[ConfigUnit], list[str]]:
         diff = EditDiff()
@@ -348,7 +361,7 @@ class Datastore:
         they were valid before and nothing they refer to went away.
         """
         if any(not u.container and not u.parent_key and u.key in diff.removed for u in plan):
-            return "".join(etree.tostring(e, encoding="unicode") for e in _elements(self._root))
+            return "".join(etree.tostring(e, encoding="unicode") for e in elements(self._root))
         touched: dict[str, list[etree._Element]] = {}
         for unit in plan:
             if unit.parent_key:
@@ -356,16 +369,16 @@ class Datastore:
                 if now is not None:
                     touched.setdefault(unit.path[0][1], []).append(now)
         parts: list[str] = []
-        for top in _elements(self._root):
-            info = self._schema.schema_node((_qname(top),))
+        for top in elements(self._root):
+            info = self._schema.schema_node((qname(top),))
             if info is None or info.kind != "container":
                 parts.append(etree.tostring(top, encoding="unicode"))
                 continue
             shell = etree.Element(top.tag, nsmap=nsmap_of(top))
             is_list: dict[str, bool] = {}
-            for child in _elements(top):
+            for child in elements(top):
                 if child.tag not in is_list:
-                    child_info = self._schema.schema_node((_qname(top), _qname(child)))
+                    child_info = self._schema.schema_node((qname(top), qname(child)))
                     is_list[child.tag] = child_info is not None and child_info.kind == "list"
                 if not is_list[child.tag]:
                     shell.append(copy.deepcopy(child))  # leaves/containers of the container: always checked
@@ -393,180 +406,6 @@ class Datastore:
                     self._root.remove(created)
         self._index.clear()  # the removals above bypassed it
 
-    def _error_path(self, path: SchemaPath, element: etree._Element | None = None) -> str:
-        """An instance-identifier like libyang's data_path: /module:node/node[key='v']."""
-        parts: list[str] = []
-        prev_ns = None
-        # The element and its ancestors, one per step of ``path`` (an edit's
-        # element sits under <config>, a running one under <data>).
-        chain: list[etree._Element | None] = [None] * len(path)
-        node = element
-        for i in range(len(path) - 1, -1, -1):
-            if node is None:
-                break
-            chain[i] = node
-            node = node.getparent()
-        for i, (ns, name) in enumerate(path):
-            prefix = ""
-            if ns != prev_ns:
-                prefix = f"{self._schema.module_name(ns) or ns}:"
-                prev_ns = ns
-            step = f"/{prefix}{name}"
-            entry = chain[i] if i < len(chain) else None
-            if entry is not None:
-                info = self._schema.schema_node(path[: i + 1])
-                if info is not None and info.kind == "list":
-                    for key in info.keys:
-                        value = entry.findtext(f"{{{ns}}}{key}")
-                        if value is not None:
-                            step += f"[{key}='{value}']"
-            parts.append(step)
-        return "".join(parts)
-
-    def _apply(self, target_parent: etree._Element, edit: etree._Element, inherited: str, path: SchemaPath) -> None:
-        ns, name = _qname(edit)
-        node_path = (*path, (ns, name))
-        if not ns:
-            raise RpcError.unknown_namespace(
-                name, "", f"<{name}> has no XML namespace; give it the namespace of its YANG module"
-            )
-        info = self._schema.schema_node(node_path)
-        if info is None:
-            where = self._error_path(path, target_parent) if path else ""
-            module = self._schema.module_name(ns)
-            if module is None and not path:
-                raise RpcError.unknown_namespace(name, ns, f"no YANG module of this agent has namespace {ns}")
-            raise RpcError.unknown_element(
-                name,
-                f"<{name}> is not a node of the YANG schema{(' under ' + where) if where else ''}",
-                path=where or None,
-            )
-        op = edit.get(_NC_OP, inherited)
-        if op not in _OPERATIONS:
-            err = RpcError("protocol", "bad-attribute", f"operation={op!r} is not one of {', '.join(_OPERATIONS)}")
-            err.info = {"bad-attribute": "operation", "bad-element": name}
-            raise err
-        if not info.config:
-            raise RpcError.invalid_value(
-                f"{name} is read-only state (config false) and cannot be edited",
-                path=self._error_path(node_path, edit),
-            )
-        existing = self._find_match(target_parent, edit, info, node_path)
-        if op == "create":
-            if existing is not None:
-                raise RpcError.data_exists(
-                    f"{name} already exists; use operation merge or replace to change it",
-                    path=self._error_path(node_path, existing),
-                )
-            self._insert(target_parent, _stripped(edit), info)
-        elif op == "delete":
-            if existing is None:
-                raise RpcError.data_missing(
-                    f"{name} does not exist, so it cannot be deleted (operation remove ignores that)",
-                    path=self._error_path(node_path, edit),
-                )
-            self._remove(target_parent, existing, info)
-        elif op == "remove":
-            if existing is not None:
-                self._remove(target_parent, existing, info)
-        elif op == "replace":
-            self._put(target_parent, existing, _stripped(edit), info)
-        else:  # merge or none
-            if info.kind in ("leaf", "anydata", "anyxml", "leaf-list"):
-                if op == "merge":
-                    self._put(target_parent, existing, _stripped(edit), info)
-                return
-            if existing is None and op == "none":
-                # RFC 6241 7.2: with "none", data whose level does not exist is an error.
-                raise RpcError.data_missing(
-                    f"{name} does not exist; create it first (operation merge or create)",
-                    path=self._error_path(node_path, edit),
-                )
-            node = existing
-            if node is None:
-                node = etree.Element(edit.tag, nsmap=default_ns(ns))
-                for key in info.keys:
-                    key_el = edit.find(f"{{{ns}}}{key}")
-                    assert key_el is not None  # _find_match checked the keys
-                    node.append(_stripped(key_el))
-                self._insert(target_parent, node, info)
-            for child in _elements(edit):
-                child_ns, child_name = _qname(child)
-                if info.kind == "list" and child_ns == ns and child_name in info.keys and child.get(_NC_OP) is None:
-                    continue  # keys identify the entry; they are not edited
-                self._apply(node, child, op, node_path)
-
-    # -- list entry index: finding one task among thousands in O(1) ------------
-    def _entries(
-        self, parent: etree._Element, tag: str, keys: tuple[str, ...]
-    ) -> dict[tuple[str, ...], etree._Element]:
-        """Key values -> entry for the ``tag`` list entries under ``parent``, built on first use."""
-        slot = self._index.get(id(parent))
-        if slot is None or slot[0] is not parent:
-            slot = (parent, {})
-            self._index[id(parent)] = slot
-        by_key = slot[1].get(tag)
-        if by_key is None:
-            ns = etree.QName(tag).namespace
-            by_key = {
-                tuple((entry.findtext(f"{{{ns}}}{k}") or "").strip() for k in keys): entry
-                for entry in parent.iterchildren(tag)
-            }
-            slot[1][tag] = by_key
-        return by_key
-
-    def _entry_key(self, element: etree._Element, info: SchemaNode) -> tuple[str, ...]:
-        ns = etree.QName(element).namespace
-        return tuple((element.findtext(f"{{{ns}}}{k}") or "").strip() for k in info.keys)
-
-    def _insert(self, parent: etree._Element, element: etree._Element, info: SchemaNode) -> None:
-        parent.append(element)
-        if info.kind == "list":
-            self._entries(parent, element.tag, tuple(info.keys))[self._entry_key(element, info)] = element
-
-    def _remove(self, parent: etree._Element, element: etree._Element, info: SchemaNode) -> None:
-        parent.remove(element)
-        if info.kind == "list":
-            self._entries(parent, element.tag, tuple(info.keys)).pop(self._entry_key(element, info), None)
-
-    def _put(
-        self, parent: etree._Element, existing: etree._Element | None, element: etree._Element, info: SchemaNode
-    ) -> None:
-        """Replace ``existing`` (in place) with ``element``, or append it."""
-        if existing is None:
-            self._insert(parent, element, info)
-            return
-        existing.addprevious(element)
-        parent.remove(existing)
-        if info.kind == "list":
-            self._entries(parent, element.tag, tuple(info.keys))[self._entry_key(element, info)] = element
-
-    def _find_match(
-        self, parent: etree._Element, edit: etree._Element, info: SchemaNode, path: SchemaPath
-    ) -> etree._Element | None:
-        tag = edit.tag
-        if info.kind == "list":
-            ns = path[-1][0]
-            values: list[str] = []
-            for key in info.keys:
-                value = edit.findtext(f"{{{ns}}}{key}")
-                if value is None:
-                    raise RpcError.missing_element(
-                        key,
-                        f"list entry <{path[-1][1]}> needs its key <{key}>",
-                        path=self._error_path(path[:-1], parent) if len(path) > 1 else None,
-                        error_type="application",
-                    )
-                values.append(value.strip())
-            return self._entries(parent, tag, tuple(info.keys)).get(tuple(values))
-        if info.kind == "leaf-list":
-            value = (edit.text or "").strip()
-            for candidate in parent.iterchildren(tag):
-                if (candidate.text or "").strip() == value:
-                    return candidate
-            return None
-        return next(parent.iterchildren(tag), None)
-
     # -- persistence ----------------------------------------------------------
     def _unit_key(self, element: etree._Element, parent_key: str) -> str:
         return self._unit_key_for(self.schema_path(element), element, parent_key)
@@ -574,12 +413,12 @@ class Datastore:
     def _units(self, root: etree._Element) -> dict[str, tuple[str, etree._Element, bool]]:
         """unit key -> (parent key, element, shallow) for every unit of a tree."""
         units: dict[str, tuple[str, etree._Element, bool]] = {}
-        for top in _elements(root):
+        for top in elements(root):
             info = self._schema.schema_node(self.schema_path(top))
             key = self._unit_key(top, "")
             if info is not None and info.kind == "container":
                 units[key] = ("", top, True)
-                for child in _elements(top):
+                for child in elements(top):
                     units[self._unit_key(child, key)] = (key, child, False)
             else:
                 units[key] = ("", top, False)
@@ -637,22 +476,6 @@ class _Touched:
     snapshot: etree._Element | None  # deep copy before the edit; None when it did not exist
     index: int
     container: bool  # a top-level container unit (compared shallow)
-
-
-@functools.lru_cache(maxsize=256)
-def _entry_finder(namespace: str, name: str, keys: tuple[str, ...]) -> etree.XPath:
-    """Compiled ``./p:name[normalize-space(p:k0)=$v0]...`` for one list."""
-    predicates = "".join(f"[normalize-space(p:{key})=$v{i}]" for i, key in enumerate(keys))
-    return etree.XPath(f"./p:{name}{predicates}", namespaces={"p": namespace})
-
-
-def _stripped(element: etree._Element) -> etree._Element:
-    """A deep copy without nc:operation attributes."""
-    out = copy.deepcopy(element)
-    for node in out.iter():
-        if _NC_OP in node.attrib:
-            del node.attrib[_NC_OP]
-    return out
 
 
 def _serialise(element: etree._Element, shallow: bool) -> str:

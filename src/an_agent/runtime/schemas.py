@@ -29,6 +29,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -36,18 +37,19 @@ from lxml import etree
 
 from an_agent._lxml import default_ns
 from an_agent.clock import Clock, to_rfc3339
-from an_agent.errors import AnAgentError, RpcError, SchemaError
+from an_agent.errors import AnAgentError, RpcError, SchemaAccessDenied, SchemaError
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.policy import DefaultUpdatePolicy
-from an_agent.model import DataParam, Task, TaskResult
+from an_agent.model import AN_AGENT_SCHEMA_NS, DataParam, Task, TaskResult
+from an_agent.runtime.requests import GetSchemaTemplate, PatchDecided, PatchDecision, SchemaTemplate
 from an_agent.schemas import schema_id_from_media_type
 from an_agent.schemas.embedding import Embedder
-from an_agent.schemas.validate import parse_envelope
+from an_agent.schemas.validate import ValidatedPayload, parse_envelope
 
 log = logging.getLogger(__name__)
 
-SCHEMA_NS = "urn:an-agent:params:xml:ns:yang:an-agent-schema"
+SCHEMA_NS = AN_AGENT_SCHEMA_NS
 _S = f"{{{SCHEMA_NS}}}"
 _NOTIFIED = {"patch-published", "key-state-changed"}
 _TICK_SECONDS = 60.0
@@ -122,14 +124,12 @@ class SchemaService:
         done.wait(timeout)
 
     # -- assignment -----------------------------------------------------------
-    def check_task(self, task: Task, params: list[DataParam], client_id: str) -> None:
-        """Refuse the assignment (`RpcError`) when a structured payload of ``task`` is invalid.
+    def validate_task(self, task: Task, params: list[DataParam], client_id: str) -> PayloadCheck:
+        """Validate every structured payload of ``task`` once; `RpcError` (nothing stored) when one is invalid.
 
-        On success the payloads are queued for learning and the task remembers
-        its client and schema ids for the result's suggestion.
+        No side effects: call `accept` with the result once the task is committed.
         """
-        accepted: list[Any] = []
-        schema_ids: list[str] = []
+        check = PayloadCheck(task.task_id, client_id)
         for param in params:
             schema_id = schema_id_from_media_type(param.format or "")
             if schema_id is None:
@@ -142,25 +142,29 @@ class SchemaService:
                         "the payload names another schema than its media type",
                         [f"schema_id: {envelope.get('schema_id')!r} but the format says {schema_id!r}"],
                     )
-                self.engine.validate(client_id, envelope)
+                validated = self.engine.validate(client_id, envelope)
             except SchemaError as exc:
                 problems = "; ".join(exc.problems) or str(exc)
-                err = RpcError.invalid_value(
+                raise RpcError.invalid_value(
                     f"task {task.task_id}: data-param {param.id} is not a valid {schema_id} payload: {problems}",
                     path=where,
-                )
-                err.app_tag = "invalid-structured-payload"
-                raise err from None
+                    app_tag="invalid-structured-payload",
+                ) from None
             except AnAgentError as exc:  # e.g. an unknown schema_id
                 raise RpcError.invalid_value(f"task {task.task_id}: data-param {param.id}: {exc}", path=where) from None
-            accepted.append(envelope)
-            schema_ids.append(schema_id)
-        if not accepted or not self.learn:
+            check.envelopes.append(envelope)
+            check.payloads[param.id] = validated
+        return check
+
+    def accept(self, check: PayloadCheck) -> None:
+        """After commit: learn from the accepted payloads and remember the task's client for its result."""
+        if not check.envelopes or not self.learn:
             return
+        schema_ids = tuple(dict.fromkeys(p.schema_id for p in check.payloads.values()))
         with self._lock:
-            self._task_clients[task.task_id] = (client_id, tuple(dict.fromkeys(schema_ids)))
-        for envelope in accepted:
-            self._work.put(("accept", (client_id, envelope)))
+            self._task_clients[check.task_id] = (check.client_id, schema_ids)
+        for envelope in check.envelopes:
+            self._work.put(("accept", (check.client_id, envelope)))
 
     def decorate_result(self, task_id: str, result: TaskResult) -> TaskResult:
         """Add ``schema_update_suggestion`` to a JSON result when patches apply to the task's client."""
@@ -185,17 +189,15 @@ class SchemaService:
         return result
 
     # -- serving --------------------------------------------------------------
-    def get_schema_template(self, operation: etree._Element, session_user: str) -> list[etree._Element]:
-        """The ``get-schema-template`` RPC: output nodes for the template the client sees."""
-        scenario = (operation.findtext(_S + "scenario") or "").strip()
-        client_id = (operation.findtext(_S + "client-id") or "").strip() or session_user
-        language = (operation.findtext(_S + "preferred-language") or "").strip()
-        if not scenario:
+    def get_schema_template(self, request: GetSchemaTemplate, caller: str) -> SchemaTemplate:
+        """The template of ``request.scenario`` as its client (default ``caller``) sees it."""
+        client_id = request.client_id or caller
+        if not request.scenario:
             raise RpcError.missing_element(
                 "scenario", "get-schema-template needs a <scenario>", error_type="application"
             )
         try:
-            template = self.engine.template(scenario, client_id)
+            template = self.engine.template(request.scenario, client_id)
         except AnAgentError as exc:
             available = ", ".join(t.schema_id for t in self.engine.registry.templates())
             raise RpcError.invalid_value(f"{exc} (available: {available})") from None
@@ -203,16 +205,10 @@ class SchemaService:
             p["patch_id"]
             for p in (self.engine.schema_update_suggestion(client_id, template.schema_id) or {}).get("patches", [])
         ]
-        holder = etree.Element(_S + "output", nsmap=default_ns(SCHEMA_NS))
-        etree.SubElement(holder, _S + "schema-id").text = template.schema_id
+        language = request.preferred_language or ""
         # Descriptions exist in English only; say so instead of pretending (draft 5: the language served).
-        etree.SubElement(holder, _S + "language").text = (
-            "en" if not language or not language.lower().startswith("en") else language
-        )
-        etree.SubElement(holder, _S + "template").text = json.dumps(template.to_dict(), indent=2)
-        for patch_id in applied:
-            etree.SubElement(holder, _S + "applied-patch").text = patch_id
-        return list(holder)
+        served = "en" if not language or not language.lower().startswith("en") else language
+        return SchemaTemplate(template.schema_id, served, json.dumps(template.to_dict(), indent=2), tuple(applied))
 
     def templates_state(self) -> etree._Element:
         """``schema-templates`` (augmenting /agent): every template with its global patches.
@@ -282,28 +278,23 @@ class SchemaService:
         return states
 
     # -- administration (authorised users only) -------------------------------
-    def decide(self, operation: etree._Element, user: str) -> list[etree._Element]:
-        """``approve-schema-patch`` / ``reject-schema-patch`` / ``withdraw-schema-key`` for ``user``."""
-        name = etree.QName(operation).localname
-        patch_id = (operation.findtext(_S + "patch-id") or "").strip()
+    def decide(self, decision: PatchDecision, user: str) -> PatchDecided | None:
+        """Approve or reject a patch, or withdraw a key (None: a withdrawal answers nothing)."""
         try:
-            if name == "withdraw-schema-key":
-                key_name = (operation.findtext(_S + "key-name") or "").strip()
-                self.engine.withdraw_key(patch_id, key_name, user)
-                return []
-            decision = self.engine.approve_patch if name == "approve-schema-patch" else self.engine.reject_patch
-            patch = decision(patch_id, user)
+            if decision.kind == "withdraw-schema-key":
+                self.engine.withdraw_key(decision.patch_id, decision.key_name or "", user)
+                return None
+            approve = decision.kind == "approve-schema-patch"
+            decide = self.engine.approve_patch if approve else self.engine.reject_patch
+            patch = decide(decision.patch_id, user)
+        except SchemaAccessDenied as exc:
+            raise RpcError.access_denied(
+                f"{exc}: schema updates that add or change keys need a schema administrator "
+                "(an-agent serve --schema-admin NAME)"
+            ) from None
         except SchemaError as exc:
-            if "not authorised" in str(exc):
-                raise RpcError.access_denied(
-                    f"{exc}: schema updates that add or change keys need a schema administrator "
-                    "(an-agent serve --schema-admin NAME)"
-                ) from None
             raise RpcError.invalid_value(f"{exc}: {'; '.join(exc.problems)}") from None
-        holder = etree.Element(_S + "output", nsmap=default_ns(SCHEMA_NS))
-        etree.SubElement(holder, _S + "patch-id").text = patch_id
-        etree.SubElement(holder, _S + "state").text = str(patch.get("state", ""))
-        return list(holder)
+        return PatchDecided(decision.patch_id, str(patch.get("state", "")))
 
     # -- background -----------------------------------------------------------
     def _run(self) -> None:
@@ -351,3 +342,17 @@ class SchemaService:
         detail["time"] = to_rfc3339(event.time)
         etree.SubElement(note, _S + "detail").text = json.dumps(detail, sort_keys=True)
         self._publish(note)
+
+
+@dataclass
+class PayloadCheck:
+    """The structured payloads of one task, validated once (`SchemaService.validate_task`).
+
+    ``payloads`` maps data-param id -> the validated payload; ``envelopes`` are
+    the raw accepted envelopes, to learn from after commit.
+    """
+
+    task_id: str
+    client_id: str
+    payloads: dict[str, ValidatedPayload] = field(default_factory=dict)
+    envelopes: list[Any] = field(default_factory=list)

@@ -11,22 +11,20 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from lxml import etree
 
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
-from an_agent.model import IRTF_AGENT_NS, CommuType, ConditionNotification, Task, TaskResult, TaskStatus
+from an_agent.model import CommuType, ConditionNotification, Task, TaskResult, TaskStatus
 from an_agent.runtime.behaviour import Behaviour, TaskRun
-from an_agent.runtime.datastore import EditDiff
 from an_agent.runtime.notifications import NotificationBus
+from an_agent.schemas.validate import ValidatedPayload
 from an_agent.store.agent_store import AgentStore, TaskState
 
 log = logging.getLogger(__name__)
-
-_TASK_TAG = f"{{{IRTF_AGENT_NS}}}task"
 
 
 class TaskEngine:
@@ -50,6 +48,7 @@ class TaskEngine:
         self._states: dict[str, TaskState] = store.load_task_states()
         self._cancel_events: dict[str, threading.Event] = {}
         self._tasks: dict[str, Task] = {}
+        self._payloads: dict[str, ValidatedPayload] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="task")
         self._closed = False
         # Set by the runtime: a last look at a finished task's result (schema_update_suggestion).
@@ -72,63 +71,67 @@ class TaskEngine:
         overlay = Task(task_id, status=TaskStatus(state.status), result=_result_of(state)).to_xml(include_state=True)
         return [child for child in overlay if etree.QName(child).localname in ("task-status", "result")]
 
-    def task_with_state(self, task_element: etree._Element) -> Task:
-        task = Task.from_xml(task_element)
+    def set_payload(self, task_id: str, payload: ValidatedPayload | None) -> None:
+        """Keep (or, with None, drop) the structured payload admission validated for a task."""
+        with self._lock:
+            if payload is None:
+                self._payloads.pop(task_id, None)
+            else:
+                self._payloads[task_id] = payload
+
+    def payload(self, task_id: str) -> ValidatedPayload | None:
+        """The structured payload validated on assignment (see `AgentInfo.payload`)."""
+        with self._lock:
+            return self._payloads.get(task_id)
+
+    def with_state(self, task: Task) -> Task:
+        """``task`` with its current status and result filled in (in place; returned for convenience)."""
         state = self.state(task.task_id)
         if state is not None:
             task.status = TaskStatus(state.status)
             task.result = _result_of(state)
         return task
 
-    # -- datastore hook -------------------------------------------------------
-    def check_edit(self, diff: EditDiff) -> None:
-        """Pre-commit: let the behaviour refuse new tasks; refuse edits to tasks that ended."""
-        for element in _task_elements(diff.added.values()):
-            self._behaviour.check_assignment(Task.from_xml(element))
-        for old, new in diff.changed.values():
-            if old.tag != _TASK_TAG:
-                continue
-            task = Task.from_xml(new)
-            state = self.state(task.task_id)
-            if state is None or not TaskStatus(state.status).terminal:
-                continue
-            if task.commu_type == CommuType.TASK_CANCEL and Task.from_xml(old).commu_type != CommuType.TASK_CANCEL:
-                raise RpcError.operation_failed(
-                    f"task {task.task_id} already ended as {state.status}; it can no longer be cancelled",
-                    path=f"/irtf-agent:tasks/task[task-id='{task.task_id}']/commuType",
-                )
+    # -- changes admitted by the operation layer (each task parsed once there) ----
+    def check_change(self, old: Task, new: Task) -> None:
+        """Before commit: refuse a taskCancel of a task that already ended."""
+        state = self.state(new.task_id)
+        if state is None or not TaskStatus(state.status).terminal:
+            return
+        if new.commu_type == CommuType.TASK_CANCEL and old.commu_type != CommuType.TASK_CANCEL:
+            raise RpcError.operation_failed(
+                f"task {new.task_id} already ended as {state.status}; it can no longer be cancelled",
+                path=f"/irtf-agent:tasks/task[task-id='{new.task_id}']/commuType",
+            )
 
-    def apply_edit(self, diff: EditDiff) -> None:
-        """After commit: assign new tasks, cancel on taskCancel, forget deleted tasks."""
-        for element in _task_elements(diff.added.values()):
-            task = Task.from_xml(element)
-            if task.commu_type == CommuType.TASK_CANCEL:
-                self._transition(task.task_id, TaskStatus.CANCELED, "assigned already cancelled", None, task)
-                continue
-            self._assign(task)
-        for old, new in diff.changed.values():
-            if new.tag != _TASK_TAG:
-                continue
-            task = Task.from_xml(new)
-            before = Task.from_xml(old)
-            if task.commu_type == CommuType.TASK_CANCEL and before.commu_type != CommuType.TASK_CANCEL:
-                self.cancel(task.task_id, f"cancelled by {task.send_from or 'the assigner'} (taskCancel)")
-            else:
-                with self._lock:
-                    self._tasks[task.task_id] = task
-        for element in _task_elements(diff.removed.values()):
-            task_id = Task.from_xml(element).task_id
-            self.cancel(task_id, "task entry deleted")
-            with self._lock:
-                self._states.pop(task_id, None)
-                self._tasks.pop(task_id, None)
-            self._store.delete_task_state(task_id)
+    def admit(self, task: Task) -> None:
+        """After commit: start a new task (``created``), or record it cancelled when assigned as taskCancel."""
+        if task.commu_type == CommuType.TASK_CANCEL:
+            self._transition(task.task_id, TaskStatus.CANCELED, "assigned already cancelled", None, task)
+            return
+        self._assign(task)
+
+    def update(self, old: Task, new: Task) -> None:
+        """After commit: a changed task entry; a switch to taskCancel cancels it."""
+        if new.commu_type == CommuType.TASK_CANCEL and old.commu_type != CommuType.TASK_CANCEL:
+            self.cancel(new.task_id, f"cancelled by {new.send_from or 'the assigner'} (taskCancel)")
+            return
+        with self._lock:
+            self._tasks[new.task_id] = new
+
+    def forget(self, task_id: str) -> None:
+        """After commit: the task entry was deleted; cancel it if running and drop its state."""
+        self.cancel(task_id, "task entry deleted")
+        with self._lock:
+            self._states.pop(task_id, None)
+            self._tasks.pop(task_id, None)
+            self._payloads.pop(task_id, None)
+        self._store.delete_task_state(task_id)
 
     # -- lifecycle ------------------------------------------------------------
-    def resume(self, task_elements: list[etree._Element]) -> None:
+    def resume(self, tasks: list[Task]) -> None:
         """After a restart: tasks stored without a state, or not ended, run again from the start."""
-        for element in task_elements:
-            task = Task.from_xml(element)
+        for task in tasks:
             state = self.state(task.task_id)
             if state is not None and TaskStatus(state.status).terminal:
                 with self._lock:
@@ -233,11 +236,6 @@ class TaskEngine:
             self._bus.publish(log_event)
             self._states[task_id] = state
             return True
-
-
-def _task_elements(elements: Iterable[etree._Element]) -> list[etree._Element]:
-    """Task entries among diff units (each task entry is a unit of its own)."""
-    return [element for element in elements if element.tag == _TASK_TAG]
 
 
 def _result_of(state: TaskState) -> TaskResult:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -48,6 +48,10 @@ CREATE TABLE IF NOT EXISTS notification_log (
 );
 CREATE INDEX IF NOT EXISTS notification_time ON notification_log(event_time);
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS task_owner (
+    task_id TEXT PRIMARY KEY,
+    owner   TEXT NOT NULL           -- the authenticated user that created the task
+);
 """
 
 
@@ -118,9 +122,18 @@ class AgentStore:
         )
         return [ConfigUnit(str(k), str(p), int(str(pos)), str(x)) for k, p, pos, x in rows]
 
-    def save_config(self, upserts: Iterable[ConfigUnit], deletes: Iterable[str]) -> None:
-        """Apply one edit's changes to the stored configuration atomically."""
+    def save_config(
+        self, upserts: Iterable[ConfigUnit], deletes: Iterable[str], task_owners: Mapping[str, str] | None = None
+    ) -> None:
+        """Apply one edit's changes to the stored configuration atomically.
+
+        ``task_owners`` (task id -> user) records who created the tasks this
+        edit adds, in the same transaction; an existing owner is kept.
+        """
         with self._tx() as db:
+            db.executemany(
+                "INSERT OR IGNORE INTO task_owner (task_id, owner) VALUES (?, ?)", list((task_owners or {}).items())
+            )
             db.executemany("DELETE FROM config_unit WHERE unit_key = ?", [(key,) for key in deletes])
             db.executemany(
                 "INSERT OR REPLACE INTO config_unit (unit_key, parent_key, position, xml) VALUES (?, ?, ?, ?)",
@@ -158,8 +171,15 @@ class AgentStore:
             return cursor.lastrowid
 
     def delete_task_state(self, task_id: str) -> None:
+        """Forget a deleted task: its state and its owner."""
         with self._tx() as db:
             db.execute("DELETE FROM task_state WHERE task_id = ?", (task_id,))
+            db.execute("DELETE FROM task_owner WHERE task_id = ?", (task_id,))
+
+    def task_owner(self, task_id: str) -> str | None:
+        """The user that created task ``task_id`` (None for tasks stored before owners were kept)."""
+        rows = self._query("SELECT owner FROM task_owner WHERE task_id = ?", (task_id,))
+        return str(rows[0][0]) if rows else None
 
     # -- notification log -----------------------------------------------------
     def append_notification(self, event_time: float, xml: str) -> int:

@@ -124,7 +124,9 @@ def _leafref(m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: Names
 
 
 def _invalid_value(_m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: NamespaceResolver) -> RpcError:
-    return RpcError.invalid_value(f"invalid value of {item.where()}: {item.message}", item.data_path, app_tag=item.app_tag)
+    return RpcError.invalid_value(
+        f"invalid value of {item.where()}: {item.message}", item.data_path, app_tag=item.app_tag
+    )
 
 
 def _state_node(m: re.Match[str], item: LyErrorItem, _r: MissingResolver, _n: NamespaceResolver) -> RpcError:

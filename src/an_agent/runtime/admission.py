@@ -1,0 +1,269 @@
+"""The one admission pipeline for task changes, whatever the face.
+
+A new task, whether it arrives as a ``/tasks/task`` entry in a NETCONF
+``<edit-config>`` or as a typed `AssignTask` from another face, goes through
+the same steps, in this order (`TaskAdmission.run`):
+
+1. parse once: each new task entry becomes a `Task` (a typed request is already one);
+2. authorize: the `Authorizer` sees the principal, ``create`` and the parsed task;
+3. validate once: its structured payloads against the template in force for its
+   client — outside the datastore lock, because sanitising a big ``other`` can
+   take seconds;
+4. commit, under the datastore lock: the edit is applied and YANG-validated
+   (`Datastore.edit`), the rest of the diff (changed and removed units) is
+   authorized, only what can race is re-checked (the task-id is still new —
+   otherwise the edit is not an add of it — and the data-params the payload came
+   from are unchanged), the behaviour may refuse (`Behaviour.check_assignment`),
+   then the units are stored with the task's owner in one transaction;
+5. schedule: the task engine stores ``created`` and hands the task to the behaviour;
+6. notify: that status change is logged and sent to subscribers
+   (``condition-notifications``), by the task engine, in the same step.
+
+A task the pipeline could not prepare before the lock (a whole-tree edit, a
+task-id named twice in one edit, a malformed entry that libyang will report)
+is parsed and validated in step 4 instead; it is never validated twice.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from lxml import etree
+
+from an_agent.errors import RpcError
+from an_agent.model import IRTF_AGENT_NS, DataParam, Task
+from an_agent.runtime.access import Access, AccessKind, Authorizer, Touched
+from an_agent.runtime.behaviour import Behaviour
+from an_agent.runtime.datastore import Datastore, PendingEdit
+from an_agent.runtime.edit import NC_OPERATION, EditDiff, elements, stripped
+from an_agent.runtime.principal import Principal
+from an_agent.runtime.schemas import PayloadCheck, SchemaService
+from an_agent.runtime.tasks import TaskEngine
+from an_agent.store.agent_store import AgentStore
+
+TASKS_TAG = f"{{{IRTF_AGENT_NS}}}tasks"
+TASK_TAG = f"{{{IRTF_AGENT_NS}}}task"
+TASK_ID_TAG = f"{{{IRTF_AGENT_NS}}}task-id"
+DATA_PARAMS_TAG = f"{{{IRTF_AGENT_NS}}}data-params"
+_ADDING = ("merge", "create", "replace")
+
+
+def task_path(task_id: str) -> str:
+    """The instance identifier of a task entry (the datastore's unit key for it)."""
+    return f"/irtf-agent:tasks/task[task-id='{task_id}']"
+
+
+@dataclass
+class _Prepared:
+    """A new task admitted before the commit: parsed once, authorized, payloads validated once."""
+
+    task: Task
+    params: list[DataParam]
+    check: PayloadCheck | None
+
+
+@dataclass
+class Committed:
+    """What a committed edit did to tasks (each task parsed once)."""
+
+    added: list[Task] = field(default_factory=list)
+    changed: list[tuple[Task, Task]] = field(default_factory=list)
+    removed: list[str] = field(default_factory=list)
+    checks: list[PayloadCheck] = field(default_factory=list)
+
+
+class TaskAdmission:
+    """Runs edits of running through parse -> authorize -> validate -> commit -> schedule -> notify."""
+
+    def __init__(
+        self,
+        datastore: Datastore,
+        tasks: TaskEngine,
+        behaviour: Behaviour,
+        authorizer: Authorizer,
+        store: AgentStore,
+    ) -> None:
+        self._datastore = datastore
+        self._tasks = tasks
+        self._behaviour = behaviour
+        self._authorizer = authorizer
+        self._store = store
+        self.schemas: SchemaService | None = None
+
+    def run(
+        self,
+        principal: Principal,
+        config: etree._Element,
+        default_operation: str = "merge",
+        new_tasks: Iterable[Task] | None = None,
+    ) -> EditDiff:
+        """Admit one edit of running (the children of ``config``); `RpcError` refuses all of it.
+
+        ``new_tasks`` are the tasks a typed request creates with this edit,
+        already parsed (they are not parsed again); without it the task
+        entries of ``config`` are parsed here.
+        """
+        in_edit = _data_params_in(config)
+        candidates = self._new_task_entries(config, default_operation) if new_tasks is None else list(new_tasks)
+        prepared: dict[str, _Prepared] = {}
+        if candidates:
+            self._authorize_new(principal, candidates)
+            for task in candidates:
+                params = self._params_of(task, in_edit)
+                prepared[task.task_id] = _Prepared(task, params, self._validate(principal, task, params))
+        with self._datastore.edit(config, default_operation) as pending:
+            committed = self._commit(principal, pending, prepared)
+        self._schedule(committed)
+        return pending.diff
+
+    # -- 1. parse once ----------------------------------------------------------
+    def _new_task_entries(self, config: etree._Element, default_operation: str) -> list[Task]:
+        """The task entries of an edit that would create a task, parsed; the rest is left to the commit."""
+        entries: list[etree._Element] = []
+        for container in elements(config):
+            if container.tag != TASKS_TAG:
+                continue
+            inherited = container.get(NC_OPERATION, default_operation)
+            entries.extend(e for e in container.iterchildren(TASK_TAG) if e.get(NC_OPERATION, inherited) in _ADDING)
+        ids = [(entry.findtext(TASK_ID_TAG) or "").strip() for entry in entries]
+        unique = [(i, e) for i, e in zip(ids, entries, strict=True) if i and ids.count(i) == 1]
+        existing = {
+            (entry.findtext(TASK_ID_TAG) or "").strip()
+            for entry in self._datastore.find_entries(TASK_TAG, ("task-id",), [(i,) for i, _ in unique], TASKS_TAG)
+        }
+        tasks: list[Task] = []
+        for task_id, entry in unique:
+            if task_id in existing:
+                continue  # a change of a stored task, not an assignment
+            try:
+                tasks.append(Task.from_xml(stripped(entry)))
+            except RpcError:
+                continue  # malformed: libyang reports it precisely at commit
+        return tasks
+
+    def _params_of(self, task: Task, in_edit: dict[str, DataParam]) -> list[DataParam]:
+        """The data-params ``task`` refers to: from the edit, else stored ones."""
+        missing = [i for i in task.msg_data if i not in in_edit]
+        stored = {p.id: p for p in self._stored_params(missing)}
+        return [p for p in (in_edit.get(i) or stored.get(i) for i in task.msg_data) if p is not None]
+
+    def _stored_params(self, ids: list[str]) -> list[DataParam]:
+        if not ids:
+            return []
+        found = self._datastore.find_entries(DATA_PARAMS_TAG, ("id",), [(i,) for i in dict.fromkeys(ids)])
+        return [DataParam.from_xml(element) for element in found]
+
+    # -- 2. authorize -----------------------------------------------------------
+    def _authorize_new(self, principal: Principal, tasks: list[Task]) -> None:
+        touched = tuple(Touched("create", task_path(t.task_id), None, t, None) for t in tasks)
+        self._authorizer.authorize(Access(principal, "create", touched))
+
+    def _authorize_rest(self, principal: Principal, diff: EditDiff, tasks: Committed, authorized: set[str]) -> None:
+        """Authorize every unit of the diff except the new tasks already authorized before validation."""
+        parsed_new = {t.task_id: t for t in tasks.added}
+        parsed_changed = {new.task_id: new for _, new in tasks.changed}
+        touched: list[Touched] = []
+        for key, element in diff.added.items():
+            task_id = _task_id_of(element)
+            if task_id is not None and task_id in authorized:
+                continue
+            touched.append(Touched("create", key, element, parsed_new.get(task_id or ""), None))
+        for key, (_, new) in diff.changed.items():
+            task_id = _task_id_of(new)
+            owner = self._store.task_owner(task_id) if task_id is not None else None
+            touched.append(Touched("update", key, new, parsed_changed.get(task_id or ""), owner))
+        for key, old in diff.removed.items():
+            task_id = _task_id_of(old)
+            owner = self._store.task_owner(task_id) if task_id is not None else None
+            touched.append(Touched("delete", key, old, None, owner))
+        if not touched:
+            return
+        kinds = {t.kind for t in touched}
+        kind: AccessKind = next(iter(kinds)) if len(kinds) == 1 else "update"
+        self._authorizer.authorize(Access(principal, kind, tuple(touched)))
+
+    # -- 3. validate once ---------------------------------------------------------
+    def _validate(self, principal: Principal, task: Task, params: list[DataParam]) -> PayloadCheck | None:
+        if self.schemas is None or not task.msg_data:
+            return None
+        return self.schemas.validate_task(task, params, task.send_from or principal.name)
+
+    # -- 4. commit ----------------------------------------------------------------
+    def _commit(self, principal: Principal, pending: PendingEdit, prepared: dict[str, _Prepared]) -> Committed:
+        diff = pending.diff
+        out = Committed()
+        authorized = set(prepared)  # new tasks authorized before validation
+        if not diff:
+            pending.commit()
+            return out
+        for element in diff.added.values():
+            if element.tag != TASK_TAG:
+                continue
+            task_id = _task_id_of(element) or ""
+            ready = prepared.get(task_id)
+            if ready is None:  # not seen before the lock: parse and validate it now, once
+                task = Task.from_xml(element)
+                params = self._params_of(task, {})
+                ready = _Prepared(task, params, self._validate(principal, task, params))
+                prepared[task_id] = ready
+            elif self._stored_params([p.id for p in ready.params]) != ready.params:
+                # Its data-params changed since validation (edited in the same request, or raced): once more.
+                ready.params = self._params_of(ready.task, {})
+                ready.check = self._validate(principal, ready.task, ready.params)
+            out.added.append(ready.task)
+            if ready.check is not None:
+                out.checks.append(ready.check)
+        for old, new in diff.changed.values():
+            if new.tag == TASK_TAG:
+                out.changed.append((Task.from_xml(old), Task.from_xml(new)))
+        for element in diff.removed.values():
+            if element.tag == TASK_TAG:
+                out.removed.append(_task_id_of(element) or "")
+        self._authorize_rest(principal, diff, out, authorized)
+        for check in out.checks:
+            self._tasks.set_payload(check.task_id, next(iter(check.payloads.values()), None))
+        try:
+            for task in out.added:
+                self._behaviour.check_assignment(task)
+            for old_task, new_task in out.changed:
+                self._tasks.check_change(old_task, new_task)
+            pending.commit(task_owners={task.task_id: principal.name for task in out.added})
+        except BaseException:
+            for check in out.checks:
+                self._tasks.set_payload(check.task_id, None)
+            raise
+        return out
+
+    # -- 5./6. schedule and notify ---------------------------------------------------
+    def _schedule(self, committed: Committed) -> None:
+        if self.schemas is not None:
+            for check in committed.checks:
+                self.schemas.accept(check)
+        for task in committed.added:
+            self._tasks.admit(task)
+        for old, new in committed.changed:
+            self._tasks.update(old, new)
+        for task_id in committed.removed:
+            self._tasks.forget(task_id)
+
+
+def _task_id_of(element: etree._Element) -> str | None:
+    """The task-id of a task entry, None for any other unit."""
+    if element.tag != TASK_TAG:
+        return None
+    return (element.findtext(TASK_ID_TAG) or "").strip()
+
+
+def _data_params_in(config: etree._Element) -> dict[str, DataParam]:
+    """The complete data-param entries an edit carries, parsed (partial ones are left to the commit)."""
+    found: dict[str, DataParam] = {}
+    for element in elements(config):
+        if element.tag != DATA_PARAMS_TAG or element.get(NC_OPERATION) in ("delete", "remove"):
+            continue
+        try:
+            param = DataParam.from_xml(stripped(element))
+        except RpcError:
+            continue
+        found[param.id] = param
+    return found

@@ -1,0 +1,306 @@
+"""`Operations`: the agent itself, protocol-neutral — the facade every face calls.
+
+Each method takes a `Principal` and a typed request (`an_agent.runtime.requests`)
+and returns a typed result or raises one `RpcError`. No method does I/O of
+its own or knows a wire format: the NETCONF face (`an_agent.nc.face`)
+translates ``<rpc>`` elements into these calls and the results back; the A2A
+face will call the same methods.
+
+- Writes of running go through one pipeline (`an_agent.runtime.admission`):
+  `edit_config` (a generic YANG edit), `assign_task` and `cancel_task` (typed).
+- Reads go through `read`, where the `Authorizer`'s read view prunes the tree
+  per principal.
+- RPCs (`negotiate`, `subscribe`, `get_schema_template`, `decide_patch`, the
+  session operations) are authorized as ``exec`` with their RPC name.
+- Per-session state (the running lock, subscriptions) lives in `SessionTable`,
+  keyed by the id the face gives each session.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable, Iterable, Sequence
+
+from lxml import etree
+
+from an_agent.clock import Clock
+from an_agent.errors import RpcError
+from an_agent.model import (
+    IRTF_AGENT_NS,
+    AgentProfile,
+    CommuType,
+    DataParam,
+    NegotiationRequest,
+    NegotiationResult,
+    Task,
+    tasks_element,
+)
+from an_agent.runtime.access import Access, Authorizer, PermitAll
+from an_agent.runtime.admission import DATA_PARAMS_TAG, TASK_ID_TAG, TASK_TAG, TASKS_TAG, TaskAdmission
+from an_agent.runtime.behaviour import AgentInfo, Behaviour
+from an_agent.runtime.datastore import Datastore
+from an_agent.runtime.edit import SchemaNode, SchemaPath
+from an_agent.runtime.notifications import NotificationBus, Subscription
+from an_agent.runtime.principal import Principal
+from an_agent.runtime.requests import (
+    AssignTask,
+    CancelTask,
+    EditConfig,
+    GetSchemaTemplate,
+    PatchDecided,
+    PatchDecision,
+    ReadScope,
+    SchemaTemplate,
+    Subscribe,
+)
+from an_agent.runtime.schemas import SchemaService
+from an_agent.runtime.sessions import SessionTable
+from an_agent.runtime.tasks import TaskEngine
+from an_agent.store.agent_store import AgentStore
+from an_agent.yang.context import YangContext
+from an_agent.yang.info import ModuleInfo
+
+
+class _YangSchema:
+    """The datastore's view of the YANG context, with namespace -> module names."""
+
+    def __init__(self, yang: YangContext) -> None:
+        self._yang = yang
+        self._modules = {m.namespace: m.name for m in yang.modules()}
+
+    def schema_node(self, path: SchemaPath) -> SchemaNode | None:
+        return self._yang.schema_node(path)
+
+    def validate_config(self, xml: str) -> None:
+        self._yang.validate_config(xml)
+
+    def module_name(self, namespace: str) -> str | None:
+        return self._modules.get(namespace)
+
+
+class Operations:
+    """One agent: datastore, tasks, notifications, schemas and behaviour behind typed operations."""
+
+    def __init__(
+        self,
+        profile: AgentProfile,
+        behaviour: Behaviour,
+        store: AgentStore,
+        clock: Clock,
+        yang: YangContext | None = None,
+        task_workers: int = 8,
+        authorizer: Authorizer | None = None,
+    ) -> None:
+        self.profile = profile
+        self.yang = yang or YangContext.default()
+        self.clock = clock
+        self.store = store
+        self.authorizer: Authorizer = authorizer or PermitAll()
+        self.datastore = Datastore(_YangSchema(self.yang), store)
+        self.bus = NotificationBus(store, clock)
+        self.behaviour = behaviour
+        self.tasks = TaskEngine(behaviour, store, self.bus, clock, profile.name, workers=task_workers)
+        behaviour.bind(AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload))
+        self.admission = TaskAdmission(self.datastore, self.tasks, behaviour, self.authorizer, store)
+        self.sessions = SessionTable()
+        self.schemas: SchemaService | None = None
+        self._profile_xml = profile.to_xml()
+        created = store.get_meta("log-created")
+        if created is None:
+            created = repr(clock.now())
+            store.set_meta("log-created", created)
+        self.log_created = float(created)
+        """When the notification log began (RFC 5277 ``replayLogCreationTime``)."""
+
+    # -- life cycle -------------------------------------------------------------
+    def attach_schemas(self, service: SchemaService) -> None:
+        """Validate structured payloads on assignment, decorate results, serve templates."""
+        self.schemas = service
+        self.admission.schemas = service
+        self.tasks.result_hook = service.decorate_result
+
+    def start(self) -> None:
+        """Resume tasks that were running when the agent last stopped."""
+        tasks = self.datastore.find(IRTF_AGENT_NS, "tasks")
+        self.tasks.resume([] if tasks is None else [Task.from_xml(e) for e in tasks.iterchildren(TASK_TAG)])
+
+    def close(self) -> None:
+        self.tasks.close()  # first: running behaviours may still report results
+        if self.schemas is not None:
+            self.schemas.close()
+        self.bus.close()
+
+    def publish_notification(self, content: etree._Element) -> None:
+        """Log ``content`` (a notification body) durably and send it to every subscriber."""
+        xml = etree.tostring(content, encoding="unicode")
+
+        def log_event() -> tuple[int, float, str]:
+            now = self.clock.now()
+            return self.store.append_notification(now, xml), now, xml
+
+        self.bus.publish(log_event)
+
+    def modules(self) -> list[ModuleInfo]:
+        """The YANG modules this agent implements (capabilities, RFC 6022 schemas)."""
+        return self.yang.modules()
+
+    def _data_params(self, ids: Sequence[str]) -> list[DataParam]:
+        """The ``data-params`` entries with these ids, in the order asked (see `AgentInfo.data_params`)."""
+        found = self.datastore.find_entries(DATA_PARAMS_TAG, ("id",), [(i,) for i in dict.fromkeys(ids)])
+        return [DataParam.from_xml(element) for element in found]
+
+    def _exec(self, principal: Principal, rpc: str) -> None:
+        self.authorizer.authorize(Access(principal, "exec", rpc=rpc))
+
+    # -- sessions ---------------------------------------------------------------
+    def open_session(self, session_id: int, principal: Principal, close: Callable[[], None]) -> None:
+        """A face opened a session (``close`` ends it, for `kill_session`)."""
+        self.sessions.open(session_id, principal, close)
+
+    def close_session(self, session_id: int) -> None:
+        """A session ended: release its lock, end its subscription."""
+        state = self.sessions.close(session_id)
+        if state is not None and state.subscription is not None:
+            state.subscription.end()
+
+    def lock(self, principal: Principal, session_id: int) -> None:
+        """Lock running for the session (granted only once no other session's edit is in flight)."""
+        self._exec(principal, "ietf-netconf:lock")
+        self.sessions.lock(session_id)
+
+    def unlock(self, principal: Principal, session_id: int) -> None:
+        self._exec(principal, "ietf-netconf:unlock")
+        self.sessions.unlock(session_id)
+
+    def kill_session(self, principal: Principal, session_id: int, target: int) -> None:
+        self._exec(principal, "ietf-netconf:kill-session")
+        self.sessions.kill(session_id, target)
+
+    # -- reads ------------------------------------------------------------------
+    def read(
+        self,
+        principal: Principal,
+        scope: ReadScope | None = None,
+        config_only: bool = False,
+        extra: Iterable[etree._Element] = (),
+    ) -> list[etree._Element]:
+        """The data tree ``principal`` may read, as top-level elements (private copies).
+
+        Config and state (the profile, task status and results, schema
+        templates) unless ``config_only``. Only what ``scope`` can select is
+        built. ``extra`` are a face's own state trees (e.g. NETCONF
+        monitoring) that go through the same read view.
+        """
+        scope = scope or ReadScope()
+        top: list[etree._Element] = []
+        if not config_only and scope.wants(self._profile_xml):
+            agent = copy.deepcopy(self._profile_xml)
+            if self.schemas is not None and scope.templates:
+                agent.append(self.schemas.templates_state())
+            top.append(agent)
+        top.extend(self.datastore.top_level(scope.wants, scope.task_keys))
+        if not config_only:
+            for element in top:
+                if element.tag == TASKS_TAG:
+                    for entry in element.iterchildren(TASK_TAG):
+                        entry.extend(self.tasks.state_elements(entry.findtext(TASK_ID_TAG) or ""))
+        top.extend(e for e in extra if scope.wants(e))
+        return self.authorizer.read_view(principal, top)
+
+    def keys_of(self, element: etree._Element) -> tuple[str, ...]:
+        """List key names when ``element`` is a list entry of the data tree, else () (for filters)."""
+        return self.datastore.keys_of(element)
+
+    def get_task(self, principal: Principal, task_id: str) -> Task:
+        """taskResultQuery: the task with its status and result; `RpcError` data-missing when unknown."""
+        scope = ReadScope(frozenset({(IRTF_AGENT_NS, "tasks")}), frozenset({task_id}), False)
+        for element in self.read(principal, scope):
+            for entry in element.iterchildren(TASK_TAG):
+                return Task.from_xml(entry)
+        raise RpcError.data_missing(f"there is no task {task_id}", f"/irtf-agent:tasks/task[task-id='{task_id}']")
+
+    # -- writes (one admission pipeline) ------------------------------------------
+    def edit_config(self, principal: Principal, session_id: int, request: EditConfig) -> None:
+        """A generic YANG edit of running; new task entries in it are admitted like `assign_task`."""
+        with self.sessions.editing(session_id):
+            self.admission.run(principal, request.config, request.default_operation)
+
+    def assign_task(self, principal: Principal, request: AssignTask, session_id: int = 0) -> Task:
+        """taskAssign: create the task (and its data-params); returns it with status ``created``.
+
+        ``session_id`` is the caller's session when its face has sessions (0: none; the
+        running lock of a NETCONF session still applies).
+        """
+        config = etree.Element(f"{{{IRTF_AGENT_NS}}}config")
+        for param in request.data_params:
+            config.append(param.to_xml())
+        config.append(tasks_element([request.task], operation="create"))
+        with self.sessions.editing(session_id):
+            self.admission.run(principal, config, "merge", new_tasks=[request.task])
+        return self.tasks.with_state(copy.deepcopy(request.task))
+
+    def cancel_task(self, principal: Principal, request: CancelTask, session_id: int = 0) -> Task:
+        """taskCancel: the task ends as ``canceled`` and stays queryable; returns it."""
+        self.get_task(principal, request.task_id)  # data-missing for an unknown task
+        cancel = Task(request.task_id, commu_type=CommuType.TASK_CANCEL)
+        entry = etree.Element(TASK_TAG)
+        etree.SubElement(entry, TASK_ID_TAG).text = cancel.task_id
+        etree.SubElement(entry, f"{{{IRTF_AGENT_NS}}}commuType").text = CommuType.TASK_CANCEL.value
+        config = etree.Element(f"{{{IRTF_AGENT_NS}}}config")
+        etree.SubElement(config, TASKS_TAG).append(entry)
+        with self.sessions.editing(session_id):
+            self.admission.run(principal, config, "merge")
+        return self.get_task(principal, request.task_id)
+
+    # -- RPCs -------------------------------------------------------------------
+    def negotiate(self, principal: Principal, request: NegotiationRequest) -> NegotiationResult:
+        """task-negotiate (FEASIBILITY before assignment, FULFILLMENT of a result), answered by the behaviour."""
+        self._exec(principal, "irtf-agent:task-negotiate")
+        task: Task | None = None
+        if request.task_id:
+            entries = self.datastore.find_entries(TASK_TAG, ("task-id",), [(request.task_id,)], TASKS_TAG)
+            if entries:
+                task = self.tasks.with_state(Task.from_xml(entries[0]))
+        return self.behaviour.negotiate(request, task)
+
+    def subscribe(
+        self, principal: Principal, session_id: int, request: Subscribe, send: Callable[[str], None]
+    ) -> Subscription:
+        """taskResultSubscribe: events of the durable log from ``start_time``, then live ones, to ``send``.
+
+        One subscription per session; it ends with the session. Call
+        `Subscription.start` once the caller has answered the request (replay
+        must follow the reply).
+        """
+        self._exec(principal, "notifications:create-subscription")
+        now = self.clock.now()
+        start, stop = request.start_time, request.stop_time
+        if stop is not None and start is None:
+            raise RpcError.missing_element("startTime", "stopTime needs a startTime (RFC 5277 2.1.1)")
+        if start is not None and start > now:
+            raise RpcError.bad_element("startTime", "startTime is in the future", error_type="protocol")
+        if start is not None and stop is not None and stop < start:
+            raise RpcError.bad_element("stopTime", "stopTime is earlier than startTime", error_type="protocol")
+        wanted = request.event_filter
+
+        def event_filter(event: etree._Element) -> bool:
+            return self.authorizer.may_receive(principal, event) and (wanted is None or wanted(event))
+
+        return self.sessions.subscribe(
+            session_id, lambda ended: self.bus.subscribe(send, event_filter, start, stop, ended)
+        )
+
+    def _schema_service(self) -> SchemaService:
+        if self.schemas is None:
+            raise RpcError.operation_not_supported("this agent serves no scenario schemas", error_type="application")
+        return self.schemas
+
+    def get_schema_template(self, principal: Principal, request: GetSchemaTemplate) -> SchemaTemplate:
+        """The scenario template the client sees (its patches applied)."""
+        self._exec(principal, "an-agent-schema:get-schema-template")
+        return self._schema_service().get_schema_template(request, principal.name)
+
+    def decide_patch(self, principal: Principal, decision: PatchDecision) -> PatchDecided | None:
+        """Approve/reject a schema patch or withdraw a key (schema administrators only)."""
+        self._exec(principal, f"an-agent-schema:{decision.kind}")
+        return self._schema_service().decide(decision, principal.name)
