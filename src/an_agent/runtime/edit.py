@@ -19,6 +19,7 @@ from lxml import etree
 from an_agent._lxml import default_ns
 from an_agent.errors import RpcError
 from an_agent.model.ns import NETCONF_BASE_NS
+from an_agent.yang.context import YangContext
 
 NC_OPERATION = f"{{{NETCONF_BASE_NS}}}operation"
 OPERATIONS = ("merge", "replace", "create", "delete", "remove", "none")
@@ -49,6 +50,23 @@ class Schema(Protocol):
     def validate_config(self, xml: str) -> None: ...
 
     def module_name(self, namespace: str) -> str | None: ...
+
+
+class YangSchema:
+    """`Schema` over a libyang context, with namespace -> module names."""
+
+    def __init__(self, yang: YangContext) -> None:
+        self._yang = yang
+        self._modules = {m.namespace: m.name for m in yang.modules()}
+
+    def schema_node(self, path: SchemaPath) -> SchemaNode | None:
+        return self._yang.schema_node(path)
+
+    def validate_config(self, xml: str) -> None:
+        self._yang.validate_config(xml)
+
+    def module_name(self, namespace: str) -> str | None:
+        return self._modules.get(namespace)
 
 
 @dataclass

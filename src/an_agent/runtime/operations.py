@@ -39,7 +39,7 @@ from an_agent.runtime.access import Access, Authorizer, PermitAll
 from an_agent.runtime.admission import DATA_PARAMS_TAG, TASK_ID_TAG, TASK_TAG, TASKS_TAG, TaskAdmission
 from an_agent.runtime.behaviour import AgentInfo, Behaviour
 from an_agent.runtime.datastore import Datastore
-from an_agent.runtime.edit import SchemaNode, SchemaPath
+from an_agent.runtime.edit import YangSchema
 from an_agent.runtime.notifications import NotificationBus, Subscription
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
@@ -61,23 +61,6 @@ from an_agent.yang.context import YangContext
 from an_agent.yang.info import ModuleInfo
 
 
-class _YangSchema:
-    """The datastore's view of the YANG context, with namespace -> module names."""
-
-    def __init__(self, yang: YangContext) -> None:
-        self._yang = yang
-        self._modules = {m.namespace: m.name for m in yang.modules()}
-
-    def schema_node(self, path: SchemaPath) -> SchemaNode | None:
-        return self._yang.schema_node(path)
-
-    def validate_config(self, xml: str) -> None:
-        self._yang.validate_config(xml)
-
-    def module_name(self, namespace: str) -> str | None:
-        return self._modules.get(namespace)
-
-
 class Operations:
     """One agent: datastore, tasks, notifications, schemas and behaviour behind typed operations."""
 
@@ -96,7 +79,7 @@ class Operations:
         self.clock = clock
         self.store = store
         self.authorizer: Authorizer = authorizer or PermitAll()
-        self.datastore = Datastore(_YangSchema(self.yang), store)
+        self.datastore = Datastore(YangSchema(self.yang), store)
         self.bus = NotificationBus(store, clock)
         self.behaviour = behaviour
         self.tasks = TaskEngine(behaviour, store, self.bus, clock, profile.name, workers=task_workers)
@@ -226,7 +209,7 @@ class Operations:
             self.admission.run(principal, request.config, request.default_operation)
 
     def assign_task(self, principal: Principal, request: AssignTask, session_id: int = 0) -> Task:
-        """taskAssign: create the task (and its data-params); returns it with status ``created``.
+        """taskAssign: create the task (and its data-params); returns it with its current status.
 
         ``session_id`` is the caller's session when its face has sessions (0: none; the
         running lock of a NETCONF session still applies).
