@@ -2,60 +2,26 @@
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from runtimesupport import OpsFactory, Recorder
 
 from an_agent.clock import ManualClock, from_rfc3339
-from an_agent.model import AgentProfile, NegotiationRequest, NegotiationResult, NegotiationType, Task, TaskResult
+from an_agent.model import AgentProfile
 from an_agent.runtime.access import Authorizer
-from an_agent.runtime.behaviour import Behaviour, TaskRun
+from an_agent.runtime.behaviour import Behaviour
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.schemas import SchemaService
-from an_agent.schemas.validate import ValidatedPayload
 from an_agent.store.agent_store import AgentStore
 from an_agent.yang.context import YangContext
 from fake_embedder import FakeEmbedder
 
 
-class Recorder(Behaviour):
-    """Finishes every task at once and records what the operation layer handed it.
-
-    ``gate``, when set, makes `check_assignment` wait on it (an edit held in flight).
-    """
-
-    def __init__(self) -> None:
-        self.checked: list[Task] = []
-        self.executed: list[Task] = []
-        self.payloads_seen: list[ValidatedPayload | None] = []
-        self.negotiated: list[Task | None] = []
-        self.gate: threading.Event | None = None
-        self.entered = threading.Event()
-
-    def check_assignment(self, task: Task) -> None:
-        self.checked.append(task)
-        self.payloads_seen.append(self.agent.payload(task.task_id))
-        self.entered.set()
-        if self.gate is not None:
-            assert self.gate.wait(10)
-
-    def execute(self, task: Task, run: TaskRun) -> None:
-        self.executed.append(task)
-        run.finish(TaskResult(summary=f"done {task.task_id}"))
-
-    def negotiate(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
-        self.negotiated.append(task)
-        return NegotiationResult(type=NegotiationType.FEASIBILITY, feasible=True, reason="ok")
-
-
 @pytest.fixture(scope="session")
 def yang() -> YangContext:
     return YangContext.default()
-
-
-OpsFactory = Callable[..., Operations]
 
 
 @pytest.fixture

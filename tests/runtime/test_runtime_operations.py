@@ -9,6 +9,7 @@ from collections.abc import Sequence
 
 import pytest
 from lxml import etree
+from runtimesupport import OpsFactory, Recorder
 
 from an_agent.errors import RpcError
 from an_agent.model import (
@@ -25,7 +26,6 @@ from an_agent.runtime.access import Access, PermitAll
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import AssignTask, CancelTask, EditConfig, ReadScope, Subscribe
-from conftest import OpsFactory, Recorder
 
 ALICE = Principal.authenticated("alice")
 IRTF = IRTF_AGENT_NS
