@@ -1,12 +1,13 @@
-"""Structured payloads behind NETCONF (draft-zhou-structured-data-schema-interaction-00).
+"""Structured payloads of one agent (draft-zhou-structured-data-schema-interaction-00).
 
 `SchemaService` connects the evolution engine to one agent:
 
-- on assignment, every data-param of a new task whose format is
-  ``application/json;schema=<schema_id>`` is validated against the template
-  the sending client sees; an invalid one refuses the whole edit with an
-  ``<rpc-error>`` that lists each offending key (nothing is stored);
-- accepted payloads are then learnt from (``other`` fragments embedded and
+- on assignment (`validate_task`, called once per task by the admission
+  pipeline, outside the datastore lock), every data-param of a new task whose
+  format is ``application/json;schema=<schema_id>`` is validated against the
+  template the sending client sees; an invalid one refuses the whole request
+  with an `RpcError` that lists each offending key (nothing is stored);
+- once the task is committed (`accept`), its payloads are learnt from (``other`` fragments embedded and
   clustered) on a background thread, so assignment never waits for the
   embedding model (~7 s to load, ~3 ms per fragment);
 - a finished task's JSON result gains ``schema_update_suggestion`` when
@@ -17,7 +18,7 @@
   ``schema-update`` notifications.
 
 The client a payload is attributed to is the task's ``task-sendFrom`` (the
-sending agent's name) when present, else the NETCONF user of the session.
+sending agent's name) when present, else the requesting principal's name.
 """
 
 from __future__ import annotations

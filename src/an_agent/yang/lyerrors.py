@@ -9,6 +9,7 @@ apart from `YangContext` so that it can be read (and tested) on its own.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -224,8 +225,7 @@ def to_rpc_error(
     first = _map_one(items[0], resolve_missing, find_namespace, pattern_app_tags)
     if len(items) > 1:
         others = "; ".join(f"{i.where()}: {i.message}" for i in items[1:])
-        first.message = f"{first.message} (and {len(items) - 1} more: {others})"
-        first.args = (first.message,)
+        first = dataclasses.replace(first, message=f"{first.message} (and {len(items) - 1} more: {others})")
     return first
 
 
