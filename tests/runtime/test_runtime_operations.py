@@ -295,3 +295,19 @@ def test_rpc_errors_are_complete_at_construction() -> None:
         err.info = {}  # type: ignore[misc]
     with pytest.raises(AttributeError):
         err.app_tag = "other"  # type: ignore[misc]
+
+
+def test_a_data_param_changed_by_the_same_edit_is_validated_as_it_will_be_stored(make_ops: OpsFactory) -> None:
+    ops = make_ops(Recorder(), schemas=True)
+    ops.edit_config(ALICE, 1, EditConfig(_context_edit()))  # p1: a valid payload
+    config = etree.Element("config")
+    partial = etree.SubElement(config, f"{{{IRTF}}}data-params")  # only new data: the format stays stored
+    etree.SubElement(partial, f"{{{IRTF}}}id").text = "p1"
+    etree.SubElement(partial, f"{{{IRTF}}}data").text = envelope({"cell_ids": "x", "action": "explode"})
+    etree.SubElement(config, f"{{{IRTF}}}tasks").append(Task("t1", content=PROMPT, msg_data=["p1"]).to_xml())
+    with pytest.raises(RpcError) as caught:
+        ops.edit_config(ALICE, 1, EditConfig(config))
+    assert (caught.value.error_tag, caught.value.app_tag) == ("invalid-value", "invalid-structured-payload")
+    (stored,) = ops.read(ALICE, ReadScope(frozenset({(IRTF, "data-params")})), config_only=True)
+    assert json.loads(DataParam.from_xml(stored).data or "")["payload"] == GOOD  # rolled back
+    assert ops.read(ALICE, ReadScope(frozenset({(IRTF, "tasks")})), config_only=True) == []

@@ -29,9 +29,11 @@ class Touched:
     """One data node an operation creates, updates or deletes.
 
     ``path`` is its instance identifier (``/irtf-agent:tasks/task[task-id='t1']``);
-    ``element`` the node after the change (before it, for a delete). For a
-    task entry, ``task`` is the parsed task (with ``task-sendFrom``) and
-    ``owner`` the user who created it (None for a task being created).
+    ``element`` the node after the change (before it, for a delete; None for
+    a new task, which is authorized from its parsed ``task`` before the edit
+    is applied). For a task entry, ``task`` is the parsed task (with
+    ``task-sendFrom``; None for a delete) and ``owner`` the user who created
+    it (None for a task being created).
     """
 
     kind: AccessKind

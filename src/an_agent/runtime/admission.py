@@ -207,10 +207,12 @@ class TaskAdmission:
                 params = self._params_of(task, {})
                 ready = _Prepared(task, params, self._validate(principal, task, params))
                 prepared[task_id] = ready
-            elif self._stored_params([p.id for p in ready.params]) != ready.params:
-                # Its data-params changed since validation (edited in the same request, or raced): once more.
-                ready.params = self._params_of(ready.task, {})
-                ready.check = self._validate(principal, ready.task, ready.params)
+            else:
+                current = self._params_of(ready.task, {})
+                if current != ready.params:
+                    # Its data-params changed since validation (a partial edit of one, or a race): once more.
+                    ready.params = current
+                    ready.check = self._validate(principal, ready.task, current)
             out.added.append(ready.task)
             if ready.check is not None:
                 out.checks.append(ready.check)
