@@ -1,15 +1,16 @@
-"""The scenario schema templates an agent publishes.
+"""The scenario schema templates an agent publishes, and the choice of a version for a client.
 
 The shipped templates are JSON data files in ``an_agent/schemas/templates/`` (package data); an operator
 may add a directory of their own. A scenario is looked up by its name (``fault_diagnosis``) or by a
 schema_id (``fault_diagnosis_v1``); a scenario with several versions resolves to the highest ``_vN``.
+`negotiate` picks the highest version that the agent has and the client supports (draft-zhou section 5).
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from importlib import resources
 from pathlib import Path
 
@@ -19,9 +20,26 @@ from an_agent.schemas.template import Template
 _VERSION = re.compile(r"_v(\d+)$")
 
 
+_CLIENT_VERSION = re.compile(r"^(?:v?(\d+)|.*_v(\d+))$")
+
+
 def _version(schema_id: str) -> int:
     match = _VERSION.search(schema_id)
     return int(match.group(1)) if match else 0
+
+
+def parse_version(text: str) -> int:
+    """A client's supported version as a number: ``2``, ``v2`` or a schema_id ``fault_diagnosis_v2``.
+
+    Raises `SchemaError` for anything else.
+    """
+    match = _CLIENT_VERSION.match(text.strip())
+    if not match:
+        raise SchemaError(
+            f"not a schema version: {text!r}",
+            [f"supported-version: {text!r} is neither a number (2, v2) nor a schema_id (fault_diagnosis_v2)"],
+        )
+    return int(match.group(1) or match.group(2))
 
 
 class TemplateRegistry:
@@ -74,6 +92,34 @@ class TemplateRegistry:
                 f"no schema template for scenario {scenario_or_id!r}", [f"scenario: not one of {', '.join(known)}"]
             )
         return max(matches, key=lambda t: _version(t.schema_id))
+
+    def versions(self, scenario_or_id: str) -> list[Template]:
+        """Every template of the scenario (named directly or through one of its schema_ids), oldest first."""
+        scenario = self._by_id[scenario_or_id].scenario if scenario_or_id in self._by_id else scenario_or_id
+        return sorted((t for t in self._by_id.values() if t.scenario == scenario), key=lambda t: _version(t.schema_id))
+
+    def negotiate(self, scenario_or_id: str, supported: Collection[str] = ()) -> Template:
+        """The template to serve a client that asks for ``scenario_or_id`` and supports ``supported``.
+
+        Without ``supported`` this is `resolve` (an exact schema_id, else the newest version). With it,
+        the highest version the agent has among those the client names (numbers or schema_ids, see
+        `parse_version`); a schema_id in ``scenario_or_id`` then only names the scenario. Raises
+        `SchemaError` listing the schema_ids the agent has when there is no common version.
+        """
+        if not supported:
+            return self.resolve(scenario_or_id)
+        wanted = {parse_version(v) for v in supported}
+        have = self.versions(scenario_or_id)
+        if not have:
+            self.resolve(scenario_or_id)  # raises the "no such scenario" error, listing the scenarios
+        common = [t for t in have if _version(t.schema_id) in wanted]
+        if not common:
+            listed = ", ".join(f"v{v}" for v in sorted(wanted))
+            raise SchemaError(
+                f"no common version of scenario {have[0].scenario!r}: the client supports {listed}",
+                [f"supported-version: the agent has {', '.join(t.schema_id for t in have)}"],
+            )
+        return common[-1]
 
     @property
     def schema_ids(self) -> tuple[str, ...]:
