@@ -46,40 +46,40 @@ def _counting(client: AgentClient) -> list[str]:
         sent.append(rpc.tag)
         return real(rpc)
 
-    client.netconf.call = call  # type: ignore[method-assign]
+    client.schemas.netconf.call = call  # type: ignore[method-assign]
     return sent
 
 
 def test_negotiates_once_and_caches(server: AgentServer) -> None:
     with _client(server) as client:
         sent = _counting(client)
-        first = client.schema_template(ENERGY, ["1", "2"])
+        first = client.schemas.template(ENERGY, ["1", "2"])
         assert first.schema_id == "energy_saving_adjust_v1" and first.language == "en"
         assert "action" in first.template.key_names
-        assert client.schema_template(ENERGY, ["2", "1"]) is first  # same versions, any order: cached
+        assert client.schemas.template(ENERGY, ["2", "1"]) is first  # same versions, any order: cached
         assert len(sent) == 1
-        client.forget_schemas("energy_saving_adjust_v1")
-        assert client.cached_schema_ids == set()
-        client.schema_template(ENERGY, ["1", "2"])
+        client.schemas.forget("energy_saving_adjust_v1")
+        assert client.schemas.cached_ids == set()
+        client.schemas.template(ENERGY, ["1", "2"])
         assert len(sent) == 2
 
 
 def test_no_common_version_is_a_clear_error(server: AgentServer) -> None:
     with _client(server) as client, pytest.raises(SchemaError, match="no common version") as info:
-        client.schema_template(ENERGY, ["v2", "v3"])
+        client.schemas.template(ENERGY, ["v2", "v3"])
     assert "energy_saving_adjust_v1" in info.value.problems[0]
 
 
 def test_unknown_scenario_is_the_agents_refusal_listing_its_templates(server: AgentServer) -> None:
     with _client(server) as client, pytest.raises(RpcError) as info:
-        client.schema_template("teleportation")
+        client.schemas.template("teleportation")
     assert "fault_diagnosis_v1" in str(info.value)
 
 
 def test_payload_refused_client_side_sends_nothing(server: AgentServer) -> None:
     with _client(server) as client:
         with pytest.raises(SchemaError) as info:
-            client.assign_structured(
+            client.schemas.assign(
                 Task("t-bad", send_from="noc-1"), ENERGY, {"cell_ids": "CELL-0401", "action": "explode"}, ["1"]
             )
         assert [p.split(":")[0] for p in info.value.problems] == ["cell_ids", "action"]
@@ -89,7 +89,7 @@ def test_payload_refused_client_side_sends_nothing(server: AgentServer) -> None:
 def test_structured_assignment_with_an_integral_double(server: AgentServer) -> None:
     payload = {"cell_ids": ["CELL-0401"], "action": "reduce", "duration_minutes": 30.0, "other": "night only"}
     with _client(server) as client:
-        accepted = client.assign_structured(Task("t-ok", send_from="noc-1"), ENERGY, payload, ["1"])
+        accepted = client.schemas.assign(Task("t-ok", send_from="noc-1"), ENERGY, payload, ["1"])
         assert accepted.schema_id == "energy_saving_adjust_v1"
         task = wait_for(lambda: (t := client.get_task("t-ok")).status == TaskStatus.FINISHED and t)
         assert task.msg_data == ["t-ok-payload"]
@@ -99,14 +99,14 @@ def test_structured_assignment_with_an_integral_double(server: AgentServer) -> N
 def test_schema_update_drops_the_cache_and_results_surface_the_suggestion(server: AgentServer) -> None:
     other = "cooling fan failure in the shelter"
     with _client(server) as watcher, _client(server) as sender:
-        watcher.schema_template(ENERGY, ["1"], client_id="site-agent-1")
-        assert watcher.cached_schema_ids == {"energy_saving_adjust_v1"}
-        updates = watcher.schema_updates(timeout=30)
+        watcher.schemas.template(ENERGY, ["1"], client_id="site-agent-1")
+        assert watcher.schemas.cached_ids == {"energy_saving_adjust_v1"}
+        updates = watcher.schemas.updates(timeout=30)
         received: list[SchemaUpdate] = []
         reader = threading.Thread(target=lambda: received.append(next(updates)))
         reader.start()
         for n in range(6):  # the default trigger: heat >= 50 and 5 distinct clients
-            sender.assign_structured(
+            sender.schemas.assign(
                 Task(f"hot{n}", send_from=f"site-agent-{n}"),
                 ENERGY,
                 {"cell_ids": ["CELL-0401"], "action": "reduce", "other": other},
@@ -117,16 +117,16 @@ def test_schema_update_drops_the_cache_and_results_surface_the_suggestion(server
         reader.join(timeout=30)
         assert received and received[0].event == "patch-published"
         assert received[0].schema_id == "energy_saving_adjust_v1"
-        assert watcher.cached_schema_ids == set()  # dropped before the update was handed over
+        assert watcher.schemas.cached_ids == set()  # dropped before the update was handed over
 
         # The sender's next task result carries the suggestion; reading it drops the sender's cache too.
-        assert sender.cached_schema_ids == {"energy_saving_adjust_v1"}
-        sender.assign_structured(
+        assert sender.schemas.cached_ids == {"energy_saving_adjust_v1"}
+        sender.schemas.assign(
             Task("after", send_from="site-agent-2"), ENERGY, {"cell_ids": ["CELL-0401"], "action": "resume"}, ["1"]
         )
         task = wait_for(lambda: (t := sender.get_task("after")).status == TaskStatus.FINISHED and t)
         (suggestion,) = schema_update_suggestions(task)
         assert suggestion["schema_id"] == "energy_saving_adjust_v1" and suggestion["patches"]
-        assert sender.cached_schema_ids == set()
-        fresh = sender.schema_template(ENERGY, ["1"], client_id="site-agent-2")
+        assert sender.schemas.cached_ids == set()
+        fresh = sender.schemas.template(ENERGY, ["1"], client_id="site-agent-2")
         assert fresh.applied_patches == (suggestion["patches"][0]["patch_id"],)

@@ -1,17 +1,25 @@
-"""``an-agent task assign|get|cancel|negotiate|watch``: tasks on another agent, over NETCONF."""
+"""``an-agent task assign|get|cancel|negotiate|watch``: tasks on another agent, over NETCONF.
+
+``task assign --schema NAME`` carries a structured payload (draft-zhou): the CLI negotiates the
+template with the agent (``get-schema-template``, stating ``--schema-version``), builds the payload from
+``--payload FILE`` and ``--set key=value`` (`an_agent.cli.payload`), validates it and only then sends.
+"""
 
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
 from an_agent.cli._common import add_connection_options, connect, print_json, print_table
+from an_agent.cli.payload import parse_sets, read_payload_file
 from an_agent.clock import from_rfc3339, to_rfc3339
 from an_agent.errors import ConfigError, RequestTimeout
 from an_agent.model import (
@@ -24,6 +32,9 @@ from an_agent.model import (
     TaskStatus,
     build_prompt,
 )
+
+if TYPE_CHECKING:
+    from an_agent.nc.agent_client import AgentClient
 
 
 def register(subparsers: Any) -> None:
@@ -57,6 +68,29 @@ def register(subparsers: Any) -> None:
         metavar="ID",
         help="data-params id to attach (repeatable)",
     )
+    structured = assign.add_argument_group(
+        "structured payload (draft-zhou schemas)",
+        "With --schema the payload is negotiated, built, validated here and sent as the data-param "
+        "application/json;schema=<schema_id>; the prompt options are then optional.",
+    )
+    structured.add_argument("--schema", metavar="NAME", help="scenario (energy_saving_adjust) or schema_id")
+    structured.add_argument(
+        "--schema-version",
+        dest="schema_versions",
+        action="append",
+        default=[],
+        metavar="V",
+        help="a version this client supports (2, v2 or a schema_id; repeatable); default: the agent's newest",
+    )
+    structured.add_argument(
+        "--set",
+        dest="sets",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="a payload key (repeatable); typed by the template: numbers, true/false, lists as a,b,c",
+    )
+    structured.add_argument("--payload", metavar="FILE", help="payload JSON object (or envelope) to start from")
     assign.add_argument("--wait", action="store_true", help="wait until the task ends and print its result")
     assign.add_argument("--json", action="store_true", help="print JSON")
     assign.set_defaults(handler=run_assign)
@@ -179,6 +213,10 @@ def _print_task(task: Task) -> None:
 
 
 def run_assign(args: argparse.Namespace) -> int:
+    if (args.sets or args.payload or args.schema_versions) and not args.schema:
+        raise ConfigError("--set, --payload and --schema-version need --schema NAME")
+    if args.schema:
+        args.prompt_required = False
     content = _prompt(args)
     task = Task(
         task_id=args.task_id or str(uuid.uuid4()),
@@ -191,10 +229,14 @@ def run_assign(args: argparse.Namespace) -> int:
         msg_data=list(args.msg_data),
     )
     with connect(args) as client:
+        send: Callable[[], None] = functools.partial(client.assign_task, task)
+        if args.schema:
+            # Built and validated before subscribing or sending anything: a bad payload changes nothing.
+            send = functools.partial(_assign_structured, client, task, args, _build_payload(client, task, args))
         if args.wait:
             # Subscribe first so no transition can slip between assignment and watching.
             events = client.watch(task_id=task.task_id, timeout=args.timeout)
-            client.assign_task(task)
+            send()
             for event in events:
                 if not args.json:
                     print(
@@ -204,13 +246,40 @@ def run_assign(args: argparse.Namespace) -> int:
                 if event.status.terminal:
                     break
         else:
-            client.assign_task(task)
+            send()
         stored = client.get_task(task.task_id)
+    from an_agent.nc.agent_client import schema_update_suggestions
+
+    suggestions = schema_update_suggestions(stored)
     if args.json:
-        print_json(_task_dict(stored))
+        print_json({**_task_dict(stored), "schema_update_suggestion": suggestions})
     else:
         _print_task(stored)
+        for suggestion in suggestions:
+            patches = ", ".join(p.get("patch_id", "?") for p in suggestion.get("patches", []))
+            print(
+                f"schema update suggested for {suggestion['schema_id']}: patches {patches} "
+                f"(an-agent schema get {suggestion['schema_id']} shows the keys)",
+                file=sys.stderr,
+            )
     return 0 if stored.status != TaskStatus.FAILED else 1
+
+
+def _build_payload(client: AgentClient, task: Task, args: argparse.Namespace) -> dict[str, Any]:
+    """The payload of --payload and --set on the negotiated template, validated (`SchemaError` if not)."""
+    negotiated = client.schemas.template(args.schema, args.schema_versions, client_id=task.send_from)
+    payload = read_payload_file(args.payload) if args.payload else {}
+    payload.update(parse_sets(negotiated.template, args.sets))
+    client.schemas.data_param(
+        f"{task.task_id}-payload", args.schema, payload, args.schema_versions, client_id=task.send_from
+    )
+    return payload
+
+
+def _assign_structured(client: AgentClient, task: Task, args: argparse.Namespace, payload: dict[str, Any]) -> None:
+    accepted = client.schemas.assign(task, args.schema, payload, args.schema_versions)
+    for warning in accepted.warnings:
+        print(f"an-agent: warning: {warning}", file=sys.stderr)
 
 
 def run_get(args: argparse.Namespace) -> int:

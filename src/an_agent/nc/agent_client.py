@@ -11,30 +11,19 @@ Feasibility/Fulfillment     `negotiate`: the ``task-negotiate`` RPC
 taskResultSubscribe/Notify  `watch`: ``<create-subscription>``, condition-notifications
 ==========================  ============================================================
 
-Structured payloads (draft-zhou section 5, the client half of schema negotiation): `schema_template`
-runs ``get-schema-template`` stating the versions this client supports and caches the answer;
-`structured_param` builds and validates a payload against the negotiated template before anything is
-sent; `assign_structured` does both and assigns. The cache is dropped for a schema when a
-``schema-update`` notification names it (`schema_updates`, `note_schema_update`) and when a task
-result carries ``schema_update_suggestion`` (`get_task`); `suggestions` surfaces those.
+Structured payloads (draft-zhou section 5, the client half of schema negotiation) go through
+``client.schemas``, a `SchemaClient` on the same session.
 
-All XML comes from `an_agent.model`; errors are those of `NetconfClient`, and `SchemaError` for a
-payload refused client side or a version the agent does not have.
+All XML comes from `an_agent.model`; errors are those of `NetconfClient`.
 """
 
 from __future__ import annotations
 
-import json
-import threading
-from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import replace
 from types import TracebackType
-from typing import Any
 
-from lxml import etree
-
-from an_agent._lxml import default_ns
-from an_agent.errors import RpcError, SchemaError
+from an_agent.errors import RpcError
 from an_agent.model import (
     IRTF_AGENT_NS,
     NETCONF_BASE_NS,
@@ -42,74 +31,22 @@ from an_agent.model import (
     CommuType,
     ConditionNotification,
     DataParam,
-    DataType,
     NegotiationRequest,
     NegotiationResult,
     Task,
-    build_prompt,
     tasks_element,
 )
 from an_agent.model._xml import child, leaf, root
-from an_agent.model.ns import AN_AGENT_SCHEMA_NS
 from an_agent.model.profile import PROFILE_MEMBERS
 from an_agent.nc.client import DEFAULT_PORT, NetconfClient, Notification, NotificationKind
-from an_agent.schemas.registry import parse_version
-from an_agent.schemas.template import Template
-from an_agent.schemas.validate import ValidatedPayload, media_type, validate_payload
+from an_agent.nc.schema_client import (
+    NegotiatedTemplate,
+    SchemaClient,
+    SchemaUpdate,
+    schema_update_suggestions,
+)
 
-_S = f"{{{AN_AGENT_SCHEMA_NS}}}"
-
-
-@dataclass(frozen=True)
-class NegotiatedTemplate:
-    """The agent's answer to ``get-schema-template``: the template this client is to use."""
-
-    template: Template
-    language: str
-    applied_patches: tuple[str, ...] = ()
-
-    @property
-    def schema_id(self) -> str:
-        return self.template.schema_id
-
-
-@dataclass(frozen=True)
-class SchemaUpdate:
-    """A ``schema-update`` notification: a patch appeared or a key changed lifecycle state."""
-
-    event: str
-    schema_id: str
-    patch_id: str | None = None
-    key_name: str | None = None
-    state: str | None = None
-    client_id: str | None = None
-
-    @classmethod
-    def from_xml(cls, element: etree._Element) -> SchemaUpdate:
-        def text(name: str) -> str | None:
-            return element.findtext(_S + name)
-
-        return cls(
-            event=text("event") or "",
-            schema_id=text("schema-id") or "",
-            patch_id=text("patch-id"),
-            key_name=text("key-name"),
-            state=text("state"),
-            client_id=text("client-id"),
-        )
-
-
-def schema_update_suggestions(task: Task) -> list[dict[str, Any]]:
-    """The ``schema_update_suggestion`` entries of a task's JSON result (``{"schema_id", "patches"}`` each)."""
-    if task.result is None or not task.result.data:
-        return []
-    try:
-        data = json.loads(task.result.data)
-    except json.JSONDecodeError:
-        return []
-    found = data.get("schema_update_suggestion") if isinstance(data, dict) else None
-    items = found if isinstance(found, list) else [found] if found else []
-    return [s for s in items if isinstance(s, dict) and isinstance(s.get("schema_id"), str)]
+__all__ = ["AgentClient", "NegotiatedTemplate", "SchemaClient", "SchemaUpdate", "schema_update_suggestions"]
 
 
 class AgentClient:
@@ -117,9 +54,8 @@ class AgentClient:
 
     def __init__(self, netconf: NetconfClient) -> None:
         self.netconf = netconf
-        # (scenario, client_id, versions) -> answer; schema-update notifications may arrive on another thread.
-        self._schemas: dict[tuple[str, str | None, tuple[str, ...]], NegotiatedTemplate] = {}
-        self._schemas_lock = threading.Lock()
+        self.schemas = SchemaClient(netconf, self.assign_task)
+        """Structured payloads: negotiated templates, payload building, patch decisions."""
 
     @classmethod
     def connect(
@@ -198,7 +134,7 @@ class AgentClient:
             if task.task_id == task_id:
                 # Patches apply to this client now: the next payload must be built on the new template.
                 for suggestion in schema_update_suggestions(task):
-                    self.forget_schemas(suggestion["schema_id"])
+                    self.schemas.forget(suggestion["schema_id"])
                 return task
         raise RpcError.data_missing(
             f"the agent has no task {task_id!r}", path=f"/irtf-agent:tasks/task[task-id={_xpath_literal(task_id)}]"
@@ -221,152 +157,6 @@ class AgentClient:
     def put_data_param(self, param: DataParam) -> None:
         """Create or update a ``data-params`` entry (merge)."""
         self.netconf.edit_config(param.to_xml(operation="merge"))
-
-    # ---- structured payloads (schema negotiation) --------------------------------------------------
-
-    def schema_template(
-        self,
-        scenario: str,
-        supported_versions: Collection[str] = (),
-        *,
-        client_id: str | None = None,
-        language: str | None = None,
-        refresh: bool = False,
-    ) -> NegotiatedTemplate:
-        """The template to build payloads for ``scenario`` with (``get-schema-template``), cached.
-
-        ``supported_versions`` (numbers, ``v2`` or schema_ids) are stated to the agent, which answers
-        with the highest common version; an answer outside them (an agent that predates the
-        negotiation) is refused here too. ``client_id`` is whom patches are looked up for (default:
-        the session's user). Raises `SchemaError` when there is no common version, `RpcError` for the
-        agent's refusal (an unknown scenario lists what it has).
-        """
-        wanted = {parse_version(v) for v in supported_versions}
-        key = (scenario, client_id, tuple(sorted(supported_versions)))
-        with self._schemas_lock:
-            cached = None if refresh else self._schemas.get(key)
-        if cached is not None:
-            return cached
-        rpc = etree.Element(_S + "get-schema-template", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
-        etree.SubElement(rpc, _S + "scenario").text = scenario
-        if language:
-            etree.SubElement(rpc, _S + "preferred-language").text = language
-        if client_id:
-            etree.SubElement(rpc, _S + "client-id").text = client_id
-        for version in supported_versions:
-            etree.SubElement(rpc, _S + "supported-version").text = version
-        reply = self.netconf.call(rpc)
-        text = reply.findtext(_S + "template")
-        if text is None:
-            raise RpcError.missing_element("template", "the get-schema-template reply has no template")
-        answer = NegotiatedTemplate(
-            template=Template.from_dict(
-                json.loads(text), f"template {reply.findtext(_S + 'schema-id')} from the agent"
-            ),
-            language=reply.findtext(_S + "language") or "en",
-            applied_patches=tuple(e.text or "" for e in reply.iter(_S + "applied-patch")),
-        )
-        if wanted and parse_version(answer.schema_id) not in wanted:
-            raise SchemaError(
-                f"no common version of scenario {scenario!r}: the client supports "
-                + ", ".join(f"v{v}" for v in sorted(wanted)),
-                [f"supported-version: the agent answered {answer.schema_id}"],
-            )
-        with self._schemas_lock:
-            self._schemas[key] = answer
-        return answer
-
-    @property
-    def cached_schema_ids(self) -> set[str]:
-        """The schema_ids of the templates cached now."""
-        with self._schemas_lock:
-            return {answer.schema_id for answer in self._schemas.values()}
-
-    def forget_schemas(self, schema_id: str | None = None) -> None:
-        """Drop cached templates: those of ``schema_id``'s scenario, or all."""
-        with self._schemas_lock:
-            if schema_id is None:
-                self._schemas.clear()
-                return
-            scenarios = {a.template.scenario for a in self._schemas.values() if a.schema_id == schema_id}
-            for key, answer in list(self._schemas.items()):
-                if answer.schema_id == schema_id or answer.template.scenario in scenarios or key[0] == schema_id:
-                    del self._schemas[key]
-
-    def note_schema_update(self, update: SchemaUpdate) -> None:
-        """Act on a ``schema-update`` received elsewhere: the named schema's cached template is stale."""
-        self.forget_schemas(update.schema_id or None)
-
-    def schema_updates(self, start_time: float | None = None, timeout: float | None = None) -> Iterator[SchemaUpdate]:
-        """Subscribe to ``schema-update`` notifications; each drops the cached template before it is yielded.
-
-        Uses this session's one subscription (open another `AgentClient` to also `watch` tasks).
-        ``timeout`` bounds the wait for each event (RequestTimeout).
-        """
-        subscription = self.netconf.subscribe(
-            filter=etree.Element(_S + "schema-update", nsmap=default_ns(AN_AGENT_SCHEMA_NS)), start_time=start_time
-        )
-        tag = _S + "schema-update"
-        while True:
-            note = subscription.next(timeout)
-            if note.kind is NotificationKind.NOTIFICATION_COMPLETE:
-                return
-            if note.kind is NotificationKind.EVENT and note.element.tag == tag:
-                update = SchemaUpdate.from_xml(note.element)
-                self.note_schema_update(update)
-                yield update
-
-    def structured_param(
-        self,
-        param_id: str,
-        scenario: str,
-        payload: Mapping[str, Any],
-        supported_versions: Collection[str] = (),
-        *,
-        client_id: str | None = None,
-        description: str | None = None,
-    ) -> tuple[DataParam, ValidatedPayload]:
-        """A data-param ``application/json;schema=<negotiated id>`` for ``payload``, validated here first.
-
-        Raises `SchemaError` (one problem per offending key) before anything is sent.
-        """
-        negotiated = self.schema_template(scenario, supported_versions, client_id=client_id)
-        envelope = {"schema_id": negotiated.schema_id, "payload": dict(payload)}
-        accepted = validate_payload(negotiated.template, envelope)
-        text = json.dumps(envelope, sort_keys=True)
-        param = DataParam(
-            id=param_id,
-            data_type=DataType.TEXT,
-            description=description or f"{negotiated.schema_id} payload",
-            data_size=str(len(text.encode("utf-8"))),
-            format=media_type(negotiated.schema_id),
-            data=text,
-        )
-        return param, accepted
-
-    def assign_structured(
-        self,
-        task: Task,
-        scenario: str,
-        payload: Mapping[str, Any],
-        supported_versions: Collection[str] = (),
-    ) -> ValidatedPayload:
-        """Negotiate, build and validate the payload, then assign ``task`` carrying it (one edit).
-
-        The payload is attributed to ``task.send_from`` (as the agent does), so patches for that
-        client shape the template. A task without ``content`` gets a prompt naming the payload (the
-        draft requires content). Returns what the client-side validation accepted (with warnings).
-        """
-        param, accepted = self.structured_param(
-            f"{task.task_id}-payload", scenario, payload, supported_versions, client_id=task.send_from
-        )
-        content = task.content or build_prompt(
-            f"what the {accepted.schema_id} payload of data-param {param.id} names",
-            f"a {scenario} task, as the structured payload ({param.format}) states",
-        )
-        task = replace(task, msg_data=[*task.msg_data, param.id], content=content)
-        self.assign_task(task, [param])
-        return accepted
 
     # ---- negotiation ----------------------------------------------------------------------------
 
