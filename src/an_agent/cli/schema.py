@@ -7,6 +7,7 @@ Commands (human output by default, ``--json`` for one JSON document on stdout):
   schema validate FILE             check a data-param envelope {"schema_id", "payload"} offline
   schema map --scenario S TEXT     map a natural-language request to a payload (offline embeddings)
   schema replay FILE.jsonl         what schema evolution would do with logged payloads (virtual clock)
+  schema get / schema patches      a live agent's templates and patch decisions (`an_agent.cli.schema_live`)
 
 The embedding model (torch, sentence-transformers) is imported only by ``map`` and ``replay``.
 """
@@ -21,6 +22,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from an_agent.cli import schema_live
 from an_agent.cli._common import print_json, print_table
 from an_agent.errors import ConfigError, SchemaError
 
@@ -83,6 +85,8 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("--all-clusters", action="store_true", help="human output: also list one-fragment clusters")
     _add_threshold_options(p)
     p.set_defaults(handler=cmd_replay)
+
+    schema_live.register(commands)
 
 
 def _add_threshold_options(parser: argparse.ArgumentParser) -> None:
