@@ -1,0 +1,101 @@
+"""Reading an A2A user message per the input/output-schemas extension, section 2-3 (no SDK import).
+
+A message is taken in its ProtoJSON form (``MessageToDict``). `read_message` finds:
+
+- the structured input: the FIRST data part whose ``metadata.mimeType`` (the extension's spelling; A2A
+  v1's own ``mediaType`` field is read too) is ``application/json;schema=<name>``. Further such parts
+  are ignored, as the extension says. A name the agent does not declare, or data that is not a JSON
+  object, is a structured-input error (`StructuredInputError`); the message then creates no task;
+- the text: every text part, joined by blank lines (for the NL mapping or a prompt).
+
+Numbers arrive as JSON doubles from protobuf-based clients (``google.protobuf.Value`` has no integer):
+`integral_numbers` turns every integral double back into an integer, which is the same JSON number,
+so an integer key receives ``40`` rather than ``40.0``. Validating the payload is not done here: the
+operation layer validates it once, on assignment, and its refusal names each failing key.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from an_agent.errors import SchemaError
+from an_agent.schemas.validate import schema_id_from_media_type
+
+
+@dataclass(frozen=True)
+class StructuredInput:
+    """The payload of the message's structured data part, for ``schema_id``."""
+
+    schema_id: str
+    payload: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class InboundMessage:
+    """What a user message carries: at most one structured input, and its text."""
+
+    structured: StructuredInput | None = None
+    text: str = ""
+    ignored_parts: tuple[int, ...] = field(default=())
+    """Indexes of further structured parts that were ignored (extension section 3)."""
+
+
+def integral_numbers(value: Any) -> Any:
+    """``value`` with every integral float (``40.0``) replaced by the int (``40``), recursively."""
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, list):
+        return [integral_numbers(v) for v in value]
+    if isinstance(value, dict):
+        return {k: integral_numbers(v) for k, v in value.items()}
+    return value
+
+
+def part_schema(part: Mapping[str, Any]) -> str | None:
+    """The schema a part declares (``metadata.mimeType`` or ``mediaType``), or None."""
+    metadata = part.get("metadata")
+    declared = metadata.get("mimeType") if isinstance(metadata, Mapping) else None
+    for mode in (declared, part.get("mediaType")):
+        if isinstance(mode, str) and (schema := schema_id_from_media_type(mode)) is not None:
+            return schema
+    return None
+
+
+def read_message(message: Mapping[str, Any], declared: Collection[str]) -> InboundMessage:
+    """Read ``message`` (ProtoJSON) for an agent that declares the schemas ``declared``.
+
+    Raises `SchemaError` (a structured-input error, nothing to create a task from) when the first
+    structured part names an undeclared schema or its data is not an object.
+    """
+    structured: StructuredInput | None = None
+    ignored: list[int] = []
+    texts: list[str] = []
+    for index, part in enumerate(message.get("parts") or []):
+        if not isinstance(part, Mapping):
+            continue
+        if isinstance(part.get("text"), str):
+            texts.append(part["text"])
+            continue
+        schema = part_schema(part) if "data" in part else None
+        if schema is None:
+            continue
+        if structured is not None:
+            ignored.append(index)
+            continue
+        if schema not in declared:
+            raise SchemaError(
+                f"the schema {schema!r} is not declared in this agent's card",
+                [f"parts[{index}].metadata.mimeType: declared schemas are {', '.join(sorted(declared))}"],
+            )
+        data = part["data"]
+        if not isinstance(data, dict):
+            raise SchemaError(
+                f"the {schema} data part must hold a JSON object",
+                [f"parts[{index}].data: expected an object of key-value pairs"],
+            )
+        structured = StructuredInput(schema, integral_numbers(data))
+    return InboundMessage(
+        structured=structured, text="\n\n".join(t for t in texts if t.strip()), ignored_parts=tuple(ignored)
+    )
