@@ -123,3 +123,23 @@ def test_patch_decisions_need_a_schema_admin(capsys, server: AgentServer) -> Non
     assert patch_id in out and "active" in out
     code, _, err = cli(capsys, server, "schema", "patches", "reject", "no-such-patch")
     assert code == 1 and "no-such-patch" in err
+
+
+def test_schema_card_offline_and_operator_templates(capsys, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    (ops / "probe_v1.json").write_text(json.dumps({"schema_id": "probe_v1", "scenario": "probe", "keys": [
+        {"key_name": "probe_id", "key_type": "string", "required": True, "semantic_description": "Probe. Format: P-<digits>."},
+    ]}))  # fmt: skip
+    assert main(["schema", "card", "--templates", str(ops), "--url", "http://127.0.0.1:9/"]) == 0
+    card = json.loads(capsys.readouterr().out)
+    assert card["name"] == "IRTF-AnLab-Wireless-1.0.0"  # the built-in example profile
+    assert card["schemas"]["probe_v1"]["examples"] == [{"probe_id": "P-1"}]
+    assert "application/json;schema=probe_v1" in card["defaultInputModes"]
+    # The example profile names schemas no template defines: the card leaves them out.
+    assert "ran-outage-report" not in json.dumps(card["skills"])
+    assert main(["schema", "show", "probe", "--templates", str(ops), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["schema_id"] == "probe_v1"
+    (ops / "bad.json").write_text("[]")
+    assert main(["schema", "list", "--templates", str(ops)]) == 2
+    assert f"{ops / 'bad.json'}: (top level): not an object" in capsys.readouterr().err

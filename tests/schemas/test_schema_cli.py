@@ -17,8 +17,12 @@ DEV = Path(__file__).parents[1] / "evolution" / "data" / "dev_other_corpus.jsonl
 def test_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schema", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
-    assert [t["schema_id"] for t in listed] == ["complaint_ticket_v1", "coverage_compensation_v1",
-                                                 "energy_saving_adjust_v1", "fault_diagnosis_v1"]
+    assert [t["schema_id"] for t in listed] == [
+        "complaint_ticket_v1",
+        "coverage_compensation_v1",
+        "energy_saving_adjust_v1",
+        "fault_diagnosis_v1",
+    ]
     assert main(["schema", "show", "energy_saving_adjust", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["schema_id"] == "energy_saving_adjust_v1"
     assert main(["schema", "show", "coverage_compensation_v1"]) == 0
@@ -30,8 +34,14 @@ def test_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
 
 def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     good = tmp_path / "good.json"
-    good.write_text(json.dumps({"schema_id": "energy_saving_adjust_v1",
-                                "payload": {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "<b>hot</b>"}}))
+    good.write_text(
+        json.dumps(
+            {
+                "schema_id": "energy_saving_adjust_v1",
+                "payload": {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "<b>hot</b>"},
+            }
+        )
+    )
     assert main(["schema", "validate", str(good), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["other"] == ["hot"]
     bad = tmp_path / "bad.json"
@@ -42,19 +52,39 @@ def test_validate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_cli_start_up_does_not_import_torch() -> None:
-    code = ("import sys; from an_agent.cli import build_parser; build_parser(); "
-            "print(any(m in sys.modules for m in ('torch', 'sentence_transformers')))")
+    code = (
+        "import sys; from an_agent.cli import build_parser; build_parser(); "
+        "print(any(m in sys.modules for m in ('torch', 'sentence_transformers')))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "False"
 
 
 @pytest.mark.slow
 def test_map(capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["schema", "map", "--scenario", "energy_saving_adjust", "--json",
-                 "Suspend energy saving on CELL-0401 for 2 hours, the cabinet is very hot"]) == 0
+    assert (
+        main(
+            [
+                "schema",
+                "map",
+                "--scenario",
+                "energy_saving_adjust",
+                "--json",
+                "Suspend energy saving on CELL-0401 for 2 hours, the cabinet is very hot",
+            ]
+        )
+        == 0
+    )
     result = json.loads(capsys.readouterr().out)
-    assert result["envelope"] == {"schema_id": "energy_saving_adjust_v1", "payload": {
-        "cell_ids": ["CELL-0401"], "action": "suspend", "duration_minutes": 120, "other": "the cabinet is very hot"}}
+    assert result["envelope"] == {
+        "schema_id": "energy_saving_adjust_v1",
+        "payload": {
+            "cell_ids": ["CELL-0401"],
+            "action": "suspend",
+            "duration_minutes": 120,
+            "other": "the cabinet is very hot",
+        },
+    }
     assert main(["schema", "map", "--scenario", "energy_saving_adjust", "the cabinet is very hot"]) == 1
     assert "required keys not found in the text: cell_ids, action" in capsys.readouterr().err
 

@@ -33,19 +33,30 @@ def test_quantities_with_units() -> None:
 
 def test_identifiers_dates_ranges_numbers() -> None:
     assert [i.value for i in find_ids("CELL-0401, SITE-07 and ticket TT-88213; VIN-WVW123")] == [
-        "CELL-0401", "SITE-07", "TT-88213", "VIN-WVW123"]
+        "CELL-0401",
+        "SITE-07",
+        "TT-88213",
+        "VIN-WVW123",
+    ]
     assert [d for d, _, _ in find_datetimes("since 2026-10-05 06:00 UTC, again tomorrow at 08:30", NOW)] == [
-        "2026-10-05T06:00:00Z", "2026-10-06T08:30:00Z"]
+        "2026-10-05T06:00:00Z",
+        "2026-10-06T08:30:00Z",
+    ]
     assert find_datetimes("at 2026-10-05T08:00+02:00", NOW)[0][0] == "2026-10-05T06:00:00Z"
     assert [r for r, _, _ in find_clock_ranges("between 1:00 and 05:00 only")] == ["01:00-05:00"]
     assert [v for v, _, _ in find_numbers("about 40 cars on CELL-0401 at 10:30")] == [40.0]
 
 
 def test_clauses() -> None:
-    assert split_clauses("Cells CELL-1 and CELL-2 are down, severity critical and the landlord must be told. "
-                         "Ticket TT-1: no signal") == [
-        "Cells CELL-1 and CELL-2 are down", "severity critical", "the landlord must be told", "Ticket TT-1",
-        "no signal"]
+    assert split_clauses(
+        "Cells CELL-1 and CELL-2 are down, severity critical and the landlord must be told. Ticket TT-1: no signal"
+    ) == [
+        "Cells CELL-1 and CELL-2 are down",
+        "severity critical",
+        "the landlord must be told",
+        "Ticket TT-1",
+        "no signal",
+    ]
 
 
 @pytest.fixture(scope="module")
@@ -64,9 +75,12 @@ def mapped(minilm: MiniLMEmbedder, schema_id: str, text: str) -> dict[str, Any]:
 
 @pytest.mark.slow
 def test_fault_request(minilm: MiniLMEmbedder) -> None:
-    payload = mapped(minilm, "fault_diagnosis_v1",
-                     "The base station SITE-07 is down since 2026-10-05 06:00 UTC, cells CELL-0401 and CELL-0402 "
-                     "have no traffic, severity critical. Foreign SIM users cannot register")
+    payload = mapped(
+        minilm,
+        "fault_diagnosis_v1",
+        "The base station SITE-07 is down since 2026-10-05 06:00 UTC, cells CELL-0401 and CELL-0402 "
+        "have no traffic, severity critical. Foreign SIM users cannot register",
+    )
     assert payload == {
         "fault_type": "base_station_outage",
         "affected_site_ids": ["SITE-07"],
@@ -79,22 +93,38 @@ def test_fault_request(minilm: MiniLMEmbedder) -> None:
 
 @pytest.mark.slow
 def test_coverage_request_splits_target_and_neighbour_cells_and_signs_deltas(minilm: MiniLMEmbedder) -> None:
-    payload = mapped(minilm, "coverage_compensation_v1",
-                     "Cover the area of CELL-0301 using neighbours CELL-0302 and CELL-0303, lower the transmit power "
-                     "by 3 dB and uptilt 2 degrees for two hours. Many smart meters are on these cells")
-    assert payload == {"target_cell_ids": ["CELL-0301"], "neighbor_cell_ids": ["CELL-0302", "CELL-0303"],
-                       "tx_power_delta_db": -3, "antenna_tilt_delta_deg": -2, "duration_minutes": 120,
-                       "other": "Many smart meters are on these cells"}
+    payload = mapped(
+        minilm,
+        "coverage_compensation_v1",
+        "Cover the area of CELL-0301 using neighbours CELL-0302 and CELL-0303, lower the transmit power "
+        "by 3 dB and uptilt 2 degrees for two hours. Many smart meters are on these cells",
+    )
+    assert payload == {
+        "target_cell_ids": ["CELL-0301"],
+        "neighbor_cell_ids": ["CELL-0302", "CELL-0303"],
+        "tx_power_delta_db": -3,
+        "antenna_tilt_delta_deg": -2,
+        "duration_minutes": 120,
+        "other": "Many smart meters are on these cells",
+    }
 
 
 @pytest.mark.slow
 def test_energy_and_complaint_requests(minilm: MiniLMEmbedder) -> None:
-    energy = mapped(minilm, "energy_saving_adjust_v1",
-                    "Switch energy saving off on CELL-0401 for 3 hours because neighbours are compensating an outage")
-    assert energy == {"cell_ids": ["CELL-0401"], "action": "suspend", "duration_minutes": 180,
-                      "reason": "coverage_compensation"}
-    ticket = mapped(minilm, "complaint_ticket_v1",
-                    "Ticket TT-88213: calls drop in the tunnel, about 40 cars complained, urgent")
+    energy = mapped(
+        minilm,
+        "energy_saving_adjust_v1",
+        "Switch energy saving off on CELL-0401 for 3 hours because neighbours are compensating an outage",
+    )
+    assert energy == {
+        "cell_ids": ["CELL-0401"],
+        "action": "suspend",
+        "duration_minutes": 180,
+        "reason": "coverage_compensation",
+    }
+    ticket = mapped(
+        minilm, "complaint_ticket_v1", "Ticket TT-88213: calls drop in the tunnel, about 40 cars complained, urgent"
+    )
     assert ticket["ticket_id"] == "TT-88213" and ticket["complaint_category"] == "call_drop"
     assert ticket["affected_vehicle_count"] == 40 and ticket["priority"] == "urgent"
 
@@ -102,8 +132,9 @@ def test_energy_and_complaint_requests(minilm: MiniLMEmbedder) -> None:
 @pytest.mark.slow
 def test_unmappable_clauses_go_to_other(minilm: MiniLMEmbedder) -> None:
     template = REGISTRY.get("energy_saving_adjust_v1")
-    result = map_text(template, "Reduce energy saving on CELL-0401; the landlord changed the gate code", minilm,
-                      now=NOW)
+    result = map_text(
+        template, "Reduce energy saving on CELL-0401; the landlord changed the gate code", minilm, now=NOW
+    )
     assert result.payload["action"] == "reduce" and result.other == ["the landlord changed the gate code"]
     strict = map_text(template, "save less energy on CELL-0401", minilm, now=NOW, threshold=0.98)
     assert "action" not in strict.payload and strict.missing_required == ["action"]

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from an_agent.errors import SchemaError
+from an_agent.errors import ConfigError, SchemaError
 from an_agent.schemas.registry import TemplateRegistry, parse_version
 
 
@@ -61,3 +61,33 @@ def test_unknown_scenario_lists_the_scenarios(registry: TemplateRegistry) -> Non
 def test_bad_version_strings_are_refused(text: str) -> None:
     with pytest.raises(SchemaError, match="not a schema version"):
         parse_version(text)
+
+
+def test_operator_templates_are_checked_with_every_problem_named(tmp_path: Path) -> None:
+    ops = tmp_path / "ops"
+    ops.mkdir()
+    (ops / "a_broken.json").write_text('{"schema_id": ')
+    (ops / "b_bad.json").write_text(json.dumps({"schema_id": "probe_v1", "scenario": "probe", "keys": [
+        {"key_name": "Cell", "key_type": "string", "required": True, "semantic_description": "x"},
+        {"key_name": "ratio", "key_type": "integer", "required": False, "semantic_description": "Range: 0.2 to 0.8."},
+    ]}))  # fmt: skip
+    (ops / "c_dup.json").write_text(
+        (Path(__file__).parents[2] / "src/an_agent/schemas/templates/fault_diagnosis_v1.json").read_text()
+    )
+    (ops / "d_ok.json").write_text(json.dumps({"schema_id": "probe_v2", "scenario": "probe", "keys": [
+        {"key_name": "ratio", "key_type": "integer", "required": False, "semantic_description": "Range: 0.2 to 0.8."},
+    ]}))  # fmt: skip
+    with pytest.raises(ConfigError) as info:
+        TemplateRegistry.default([ops, tmp_path / "missing"])
+    lines = str(info.value).splitlines()
+    assert lines[0] == "operator schema templates refused (5 problems):"
+    assert lines[1] == f"  {ops / 'a_broken.json'}: not JSON (line 1: Expecting value)"
+    assert lines[2] == f"  {ops / 'b_bad.json'}: Cell: key_name must be a snake_case string"
+    assert "c_dup.json: schema_id: fault_diagnosis_v1 is already defined by an-agent's templates" in lines[3]
+    assert lines[4] == f"  {ops / 'd_ok.json'}: ratio: no integer value meets the constraints its description states"
+    assert lines[5] == f"  {tmp_path / 'missing'}: not a directory"
+
+
+def test_an_empty_template_directory_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ConfigError, match="holds no"):
+        TemplateRegistry.default([tmp_path])

@@ -91,15 +91,24 @@ def test_newest_version_of_a_scenario_wins(tmp_path: Path) -> None:
 
 
 def test_an_invalid_template_lists_every_problem() -> None:
-    bad = {"schema_id": "", "scenario": "x", "keys": [
-        {"key_name": "Bad Name", "key_type": "string", "required": True, "semantic_description": "d"},
-        {"key_name": "n", "key_type": "float", "required": "yes", "semantic_description": ""},
-        {"key_name": "r", "key_type": "string", "required": False, "semantic_description": "Range: 1 to 5."},
-        {"key_name": "d", "key_type": "integer", "required": False, "default_value": 99,
-         "semantic_description": "Range: 1 to 5."},
-        {"key_name": "d", "key_type": "integer", "required": False, "semantic_description": "again"},
-        {"key_name": "other", "key_type": "string", "required": True, "semantic_description": "free text"},
-    ]}
+    bad = {
+        "schema_id": "",
+        "scenario": "x",
+        "keys": [
+            {"key_name": "Bad Name", "key_type": "string", "required": True, "semantic_description": "d"},
+            {"key_name": "n", "key_type": "float", "required": "yes", "semantic_description": ""},
+            {"key_name": "r", "key_type": "string", "required": False, "semantic_description": "Range: 1 to 5."},
+            {
+                "key_name": "d",
+                "key_type": "integer",
+                "required": False,
+                "default_value": 99,
+                "semantic_description": "Range: 1 to 5.",
+            },
+            {"key_name": "d", "key_type": "integer", "required": False, "semantic_description": "again"},
+            {"key_name": "other", "key_type": "string", "required": True, "semantic_description": "free text"},
+        ],
+    }
     with pytest.raises(SchemaError) as exc:
         Template.from_dict(bad)
     assert exc.value.problems == [

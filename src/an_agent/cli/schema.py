@@ -87,6 +87,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.set_defaults(handler=cmd_replay)
 
     schema_live.register(commands)
+    schema_live.register_card(commands)
+    for name in ("list", "show", "validate"):
+        commands.choices[name].add_argument(
+            "--templates",
+            type=Path,
+            action="append",
+            default=[],
+            metavar="DIR",
+            help="also an operator's templates (*.json in DIR; repeatable), checked first",
+        )
 
 
 def _add_threshold_options(parser: argparse.ArgumentParser) -> None:
@@ -107,7 +117,7 @@ def _add_threshold_options(parser: argparse.ArgumentParser) -> None:
 def cmd_list(args: argparse.Namespace) -> int:
     from an_agent.schemas.registry import TemplateRegistry
 
-    templates = TemplateRegistry.default().templates()
+    templates = TemplateRegistry.default(args.templates).templates()
     if args.json:
         print_json([{"schema_id": t.schema_id, "scenario": t.scenario, "keys": list(t.key_names)} for t in templates])
         return EXIT_OK
@@ -124,7 +134,7 @@ def cmd_list(args: argparse.Namespace) -> int:
 def cmd_show(args: argparse.Namespace) -> int:
     from an_agent.schemas.registry import TemplateRegistry
 
-    template = TemplateRegistry.default().resolve(args.scenario)
+    template = TemplateRegistry.default(args.templates).resolve(args.scenario)
     if args.json:
         print_json(template.to_dict())
         return EXIT_OK
@@ -154,7 +164,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
             'the file is not a payload envelope {"schema_id": ..., "payload": {...}}',
             ["schema_id: missing or not a string"],
         )
-    template = TemplateRegistry.default().resolve(schema_id)
+    template = TemplateRegistry.default(args.templates).resolve(schema_id)
     result = validate_payload(template, envelope)
     if args.json:
         print_json(

@@ -5,6 +5,7 @@
   schema patches list --agent HOST:PORT        patches: proposed ones wait for a schema administrator
   schema patches approve|reject PATCH          publish or drop a proposed patch (schema administrators)
   schema patches withdraw PATCH KEY            withdraw a published key (schema administrators)
+  schema card [--profile FILE] [--templates DIR]   the A2A agent card a profile and templates make (offline)
 
 Over NETCONF, as the connection options' user; ``--json`` prints one JSON document.
 """
@@ -15,6 +16,7 @@ import argparse
 import json
 import sys
 import textwrap
+from pathlib import Path
 from typing import Any
 
 from an_agent.cli._common import add_connection_options, connect, print_json, print_table
@@ -73,6 +75,34 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     p.add_argument("key_name", metavar="KEY")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_decide, decision="withdraw")
+
+
+def register_card(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add ``card`` to the ``schema`` command."""
+    p = commands.add_parser(
+        "card",
+        help="print the A2A agent card of a profile and templates",
+        description="Print the A2A v1 agent card (JSON) that a profile and the schema templates make: skills from "
+        "the profile, a JSON Schema 2020-12 per template in the input/output-schemas extension, the JSON-RPC URL "
+        "and the NETCONF face as a custom binding. Offline: nothing is contacted.",
+    )
+    p.add_argument("--profile", type=Path, metavar="FILE", help="agent profile (default: the built-in example)")
+    p.add_argument("--templates", type=Path, action="append", default=[], metavar="DIR", help="operator templates")
+    p.add_argument("--url", default="http://127.0.0.1:8080/", help="the JSON-RPC URL to state")
+    p.add_argument("--netconf", default="ssh://127.0.0.1:8830", metavar="URL", help="the NETCONF face to state")
+    p.set_defaults(handler=cmd_card)
+
+
+def cmd_card(args: argparse.Namespace) -> int:
+    from an_agent.a2a.card import CardOptions, build_card
+    from an_agent.model import AgentProfile
+    from an_agent.schemas.registry import TemplateRegistry
+    from an_agent.server import example_profile
+
+    profile = AgentProfile.load(args.profile) if args.profile else example_profile()
+    templates = TemplateRegistry.default(args.templates).templates()
+    print_json(build_card(profile, templates, CardOptions(jsonrpc_url=args.url, netconf_url=args.netconf)))
+    return 0
 
 
 def _add_agent_options(parser: argparse.ArgumentParser) -> None:

@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from an_agent.errors import ConfigError, SchemaError
+from an_agent.schemas.jsonschema import example_value
 from an_agent.schemas.template import Template
 
 _VERSION = re.compile(r"_v(\d+)$")
@@ -54,22 +55,27 @@ class TemplateRegistry:
 
     @classmethod
     def default(cls, extra_dirs: Iterable[Path] = ()) -> TemplateRegistry:
-        """The templates shipped with an-agent, plus every ``*.json`` in ``extra_dirs``.
+        """The templates shipped with an-agent, plus every ``*.json`` in ``extra_dirs`` (operators' own).
 
-        Raises `ConfigError` naming the file when a template cannot be read or is invalid.
+        Every file is checked before anything is served; `ConfigError` lists every problem found, one
+        line per file and key (``FILE: KEY: problem``): unreadable or non-JSON files, invalid templates,
+        constraints no value can satisfy, a schema_id used twice, a directory that is missing or holds
+        no template.
         """
         templates: list[Template] = []
         package = resources.files("an_agent.schemas") / "templates"
         for entry in sorted(package.iterdir(), key=lambda e: e.name):
             if entry.name.endswith(".json"):
                 templates.append(_load(entry.read_text(encoding="utf-8"), f"templates/{entry.name}"))
+        sources = {t.schema_id: f"an-agent's templates/{t.schema_id}.json" for t in templates}
+        problems: list[str] = []
         for directory in extra_dirs:
-            for path in sorted(Path(directory).glob("*.json")):
-                try:
-                    text = path.read_text(encoding="utf-8")
-                except OSError as exc:
-                    raise ConfigError(f"cannot read schema template {path}: {exc.strerror}") from None
-                templates.append(_load(text, str(path)))
+            templates.extend(_load_dir(Path(directory), sources, problems))
+        if problems:
+            raise ConfigError(
+                f"operator schema templates refused ({len(problems)} problem{'s' if len(problems) > 1 else ''}):\n  "
+                + "\n  ".join(problems)
+            )
         return cls(templates)
 
     def get(self, schema_id: str) -> Template:
@@ -128,6 +134,55 @@ class TemplateRegistry:
     def templates(self) -> list[Template]:
         """All templates, sorted by schema_id."""
         return [self._by_id[s] for s in self.schema_ids]
+
+
+def _load_dir(directory: Path, sources: dict[str, str], problems: list[str]) -> list[Template]:
+    """The valid templates of ``directory``; what is wrong goes to ``problems`` (``FILE: KEY: problem``)."""
+    if not directory.is_dir():
+        problems.append(f"{directory}: not a directory")
+        return []
+    paths = sorted(directory.glob("*.json"))
+    if not paths:
+        problems.append(f"{directory}: holds no *.json schema template")
+    loaded: list[Template] = []
+    for path in paths:
+        try:
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except OSError as exc:
+            problems.append(f"{path}: cannot be read ({exc.strerror})")
+            continue
+        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+            where = f"line {exc.lineno}: {exc.msg}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            problems.append(f"{path}: not JSON ({where})")
+            continue
+        try:
+            template = Template.from_dict(data, str(path))
+        except SchemaError as exc:
+            problems.extend(f"{path}: {problem}" for problem in exc.problems)
+            continue
+        unsatisfiable = _unsatisfiable_keys(template)
+        if unsatisfiable:
+            problems.extend(f"{path}: {problem}" for problem in unsatisfiable)
+            continue
+        if template.schema_id in sources:
+            problems.append(
+                f"{path}: schema_id: {template.schema_id} is already defined by {sources[template.schema_id]}"
+            )
+            continue
+        sources[template.schema_id] = str(path)
+        loaded.append(template)
+    return loaded
+
+
+def _unsatisfiable_keys(template: Template) -> list[str]:
+    """Keys whose stated constraints no value meets (the card could give no valid example)."""
+    problems = []
+    for key in template.keys:
+        try:
+            example_value(key)
+        except ValueError:
+            problems.append(f"{key.key_name}: no {key.key_type} value meets the constraints its description states")
+    return problems
 
 
 def _load(text: str, source: str) -> Template:
