@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import TracebackType
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from an_agent.clock import Clock, SystemClock
 from an_agent.errors import ConfigError
@@ -34,6 +34,9 @@ from an_agent.runtime.operations import Operations
 from an_agent.schemas.embedding import Embedder
 from an_agent.store.agent_store import AgentStore
 from an_agent.yang.context import YangContext
+
+if TYPE_CHECKING:
+    from an_agent.a2a.face import A2AServer
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +82,8 @@ class ServerConfig:
     schema_admins: list[str] | None = None
     """NETCONF users who may approve, reject and withdraw schema changes (default: the configured users)."""
     schema_approval: Literal["auto", "manual"] = "auto"
+    a2a_port: int | None = None
+    """Also serve the A2A v1 face (JSON-RPC, same users and tasks) on this port (0: a free one); None: NETCONF only."""
     """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
 
     def resolve_credentials(self) -> tuple[SshCredentials, str | None]:
@@ -140,6 +145,7 @@ class AgentServer:
             max_message_bytes=config.max_message_bytes,
         )
         self._started = False
+        self.a2a: A2AServer | None = None
 
     @property
     def host(self) -> str:
@@ -153,6 +159,13 @@ class AgentServer:
     def start(self) -> AgentServer:
         self._listener.start()
         self.operations.start()
+        if self.config.a2a_port is not None:
+            from an_agent.a2a.face import A2AServer  # a2a-sdk and uvicorn only when the face is wanted
+
+            self.a2a = A2AServer.for_agent(
+                self.operations, self.credentials.users, self.host, self.config.a2a_port, netconf_port=self.port
+            )
+            self.a2a.start()
         self._started = True
         log.info("agent %s listening on %s:%d", self.profile.name, self.host, self.port)
         return self
@@ -163,6 +176,8 @@ class AgentServer:
             self.store.close()
             return
         self._started = False
+        if self.a2a is not None:
+            self.a2a.stop()
         self._listener.stop()
         self.operations.close()
         self.store.close()

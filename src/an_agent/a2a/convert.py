@@ -1,0 +1,90 @@
+"""Our tasks and status events as A2A v1 objects, in ProtoJSON form (no SDK import; `an_agent.a2a.face`
+parses them into the SDK's protobuf types).
+
+- A task keeps its id (the A2A task id IS the NETCONF task-id) and uses it as its ``contextId``, since
+  the draft's task has no conversation context; its state comes from `an_agent.a2a.states`, the exact
+  draft status rides in ``metadata`` under `DRAFT_STATUS_KEY`; a failure or cancellation reason is the
+  status message.
+- A finished task's result becomes one artifact ``result``: a data part when the result is JSON (its
+  ``metadata.mimeType`` is the result's format, e.g. ``application/json;schema=<result schema>``, as
+  the schemas extension's section 4 asks), else a text part; its summary is the artifact description.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from an_agent.a2a.states import DRAFT_STATUS_KEY, a2a_state
+from an_agent.clock import to_rfc3339
+from an_agent.model import ConditionNotification, Task, TaskStatus
+
+ARTIFACT_ID = "result"
+
+
+def _status(status: TaskStatus, reason: str | None, when: float | None, task_id: str) -> dict[str, Any]:
+    out: dict[str, Any] = {"state": a2a_state(status)}
+    if reason:
+        out["message"] = {
+            "messageId": f"{task_id}-{status.value}",
+            "role": "ROLE_AGENT",
+            "taskId": task_id,
+            "contextId": task_id,
+            "parts": [{"text": reason}],
+        }
+    if when is not None:
+        out["timestamp"] = to_rfc3339(when)
+    return out
+
+
+def task_json(task: Task) -> dict[str, Any]:
+    """The A2A ``Task`` of one of our tasks (module docstring)."""
+    status = task.status or TaskStatus.CREATED
+    result = task.result
+    out: dict[str, Any] = {
+        "id": task.task_id,
+        "contextId": task.task_id,
+        "status": _status(
+            status,
+            result.reason if result and status != TaskStatus.FINISHED else None,
+            result.updated_time if result else None,
+            task.task_id,
+        ),
+        "metadata": {DRAFT_STATUS_KEY: status.value},
+    }
+    artifact = artifact_json(task)
+    if artifact is not None:
+        out["artifacts"] = [artifact]
+    return out
+
+
+def artifact_json(task: Task) -> dict[str, Any] | None:
+    """The ``result`` artifact of a finished task, or None when it has no result data."""
+    result = task.result
+    if task.status != TaskStatus.FINISHED or result is None or result.data is None:
+        return None
+    media = result.format or "text/plain"
+    part: dict[str, Any]
+    if media.lower().startswith("application/json"):
+        try:
+            part = {"data": json.loads(result.data)}
+        except json.JSONDecodeError:
+            part = {"text": result.data}
+    else:
+        part = {"text": result.data}
+    part["mediaType"] = media
+    part["metadata"] = {"mimeType": media}
+    artifact: dict[str, Any] = {"artifactId": ARTIFACT_ID, "name": "result", "parts": [part]}
+    if result.summary:
+        artifact["description"] = result.summary
+    return artifact
+
+
+def status_event_json(event: ConditionNotification) -> dict[str, Any]:
+    """The A2A ``TaskStatusUpdateEvent`` of a ``condition-notifications`` event."""
+    return {
+        "taskId": event.task_id,
+        "contextId": event.task_id,
+        "status": _status(event.status, event.reason, event.event_time, event.task_id),
+        "metadata": {DRAFT_STATUS_KEY: event.status.value},
+    }

@@ -1,0 +1,470 @@
+"""The A2A v1 face: JSON-RPC (a2a-sdk's routes) over the operation layer. The only module that imports ``a2a``.
+
+Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes out (DESIGN.md):
+
+- ``SendMessage`` reads the message per the schemas extension (`an_agent.a2a.inbound`): a structured
+  part becomes a data-param ``application/json;schema=<name>`` of a new task, text becomes its prompt;
+  `Operations.assign_task` admits it (validation once, in the operation layer: a payload that fails is
+  refused naming each key, and no task exists). An undeclared schema is refused before that. A message
+  to an existing task carrying structured data is refused ("task already running"); other follow-ups
+  are not supported. Without ``returnImmediately`` the call returns once the task is terminal or
+  interrupted.
+- ``SendStreamingMessage`` and ``SubscribeToTask`` stream the task from the durable notification log
+  (`Operations.subscribe` with ``start_time``): the current task first, then every status change, the
+  result artifact before ``completed``. A resubscription replays the task's log from its start, so a
+  client that reconnects misses nothing.
+- ``GetTask``/``ListTasks``/``CancelTask`` are `Operations.get_task`/`read`/`cancel_task`; the A2A task
+  id is the NETCONF task-id, states map through `an_agent.a2a.states`.
+- Every request carries HTTP Basic credentials checked against the agent's users (the NETCONF ones);
+  the card at ``/.well-known/agent-card.json`` is public. Push notifications: not implemented (the
+  card says so).
+
+Why not the SDK's ``DefaultRequestHandler`` + ``AgentExecutor`` + ``TaskStore``: that handler keeps
+each task's state in its in-memory ``ActiveTaskRegistry`` and writes it to the ``TaskStore`` itself,
+which makes a second task store beside ours, and its resubscription serves only tasks it is still
+running in memory, never our durable log. This handler implements the SDK's ``RequestHandler``
+interface directly on `Operations` instead; routes, JSON-RPC framing, SSE and error codes are the SDK's.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hmac
+import itertools
+import json
+import logging
+import socket
+import threading
+import uuid
+from collections.abc import AsyncGenerator, Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from a2a.server.context import ServerCallContext
+from a2a.server.request_handlers import RequestHandler
+from a2a.server.routes import create_jsonrpc_routes
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    SendMessageRequest,
+    SubscribeToTaskRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatusUpdateEvent,
+)
+from a2a.utils.errors import (
+    A2AError,
+    ExtendedAgentCardNotConfiguredError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    PushNotificationNotSupportedError,
+    TaskNotCancelableError,
+    TaskNotFoundError,
+    UnsupportedOperationError,
+)
+from google.protobuf.json_format import MessageToDict, ParseDict
+from lxml import etree
+from starlette.applications import Starlette
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from an_agent.a2a.card import CardOptions, build_card
+from an_agent.a2a.convert import artifact_json, status_event_json, task_json
+from an_agent.a2a.inbound import part_schema, read_message
+from an_agent.errors import RpcError, SchemaError
+from an_agent.model import IRTF_AGENT_NS, CommuType, ConditionNotification, DataParam, DataType, build_prompt
+from an_agent.model import Task as DraftTask
+from an_agent.model.prompt import parse_prompt
+from an_agent.runtime.operations import Operations
+from an_agent.runtime.principal import Principal
+from an_agent.runtime.requests import AssignTask, CancelTask, ReadScope, Subscribe
+from an_agent.schemas.template import Template
+from an_agent.schemas.validate import media_type
+
+log = logging.getLogger(__name__)
+
+CARD_PATH = "/.well-known/agent-card.json"
+JSONRPC_PATH = "/"
+_CONDITION = f"{{{IRTF_AGENT_NS}}}condition-notifications"
+_TASK_ID = f"{{{IRTF_AGENT_NS}}}task-id"
+_session_ids = itertools.count(-1, -1)  # A2A streams are sessions of the operation layer; NETCONF's are > 0
+
+Event = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message
+
+
+def _principal(context: ServerCallContext) -> Principal:
+    if not context.user.is_authenticated:
+        raise InvalidRequestError(message="authentication required (HTTP Basic, the agent's users)")
+    return Principal.authenticated(context.user.user_name)
+
+
+def _a2a_task(task: DraftTask) -> Task:
+    out = Task()
+    ParseDict(task_json(task), out)
+    return out
+
+
+def _translate(exc: RpcError) -> A2AError:
+    """The A2A error for an operation's refusal (the one place that maps them)."""
+    message = exc.message + (f" (at {exc.path})" if exc.path else "")
+    data = {"error-tag": exc.error_tag, "error-type": exc.error_type, "error-path": exc.path, "app-tag": exc.app_tag}
+    if exc.error_tag == "data-missing":
+        return TaskNotFoundError(message=message, data=data)
+    if exc.error_tag in ("invalid-value", "missing-element", "bad-element", "unknown-element", "data-exists"):
+        return InvalidParamsError(message=message, data=data)
+    if exc.error_tag == "access-denied":
+        return InvalidRequestError(message=f"access denied: {message}", data=data)
+    return InternalError(message=message, data=data)
+
+
+async def _call(work: Callable[[], Any]) -> Any:
+    """Run an operation (blocking, thread-safe) off the event loop; translate its refusal."""
+    try:
+        return await asyncio.to_thread(work)
+    except RpcError as exc:
+        raise _translate(exc) from None
+
+
+class OperationsRequestHandler(RequestHandler):
+    """The SDK's request-handler interface, implemented on `Operations` (module docstring)."""
+
+    def __init__(self, operations: Operations, declared_schemas: Callable[[], Collection[str]]) -> None:
+        self.operations = operations
+        self._declared = declared_schemas
+
+    # -- messages ---------------------------------------------------------------------------------
+    def _admit(self, principal: Principal, message: Message) -> tuple[str, float]:
+        """Create the task a new message asks for; returns its id and a log time before it existed."""
+        parts = MessageToDict(message)
+        if message.task_id:
+            if any(part_schema(p) is not None for p in parts.get("parts", []) if "data" in p):
+                raise InvalidParamsError(
+                    message=f"task {message.task_id} is already running: structured data is rejected for it"
+                )
+            raise UnsupportedOperationError(
+                message="messages to an existing task are not supported; cancel it and send a new message"
+            )
+        try:
+            inbound = read_message(parts, self._declared())
+        except SchemaError as exc:
+            raise InvalidParamsError(
+                message=f"{exc}: {'; '.join(exc.problems)}", data={"problems": list(exc.problems)}
+            ) from None
+        task_id = str(uuid.uuid4())
+        params: list[DataParam] = []
+        if inbound.structured is not None:
+            envelope = json.dumps({"schema_id": inbound.structured.schema_id, "payload": inbound.structured.payload})
+            params.append(
+                DataParam(
+                    id=f"{task_id}-payload",
+                    data_type=DataType.TEXT,
+                    description=f"{inbound.structured.schema_id} payload (A2A data part)",
+                    format=media_type(inbound.structured.schema_id),
+                    data=envelope,
+                )
+            )
+        elif not inbound.text:
+            raise InvalidParamsError(message="the message has neither text nor a structured data part")
+        task = DraftTask(
+            task_id,
+            send_from=principal.name,
+            commu_type=CommuType.TASK_ASSIGN,
+            content=_content(inbound.text, params),
+            msg_data=[p.id for p in params],
+        )
+        since = self.operations.clock.now()
+        self.operations.assign_task(principal, AssignTask(task, tuple(params)))
+        return task_id, since
+
+    async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
+        principal = _principal(context)
+        task_id, since = await _call(lambda: self._admit(principal, params.message))
+        if not params.configuration.return_immediately:
+            async for _ in self._follow(principal, task_id, since):
+                pass
+        return await self._task(principal, task_id)
+
+    async def on_message_send_stream(
+        self, params: SendMessageRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        principal = _principal(context)
+        task_id, since = await _call(lambda: self._admit(principal, params.message))
+        yield await self._task(principal, task_id)
+        async for event in self._follow(principal, task_id, since):
+            yield event
+
+    # -- tasks ------------------------------------------------------------------------------------
+    async def _task(self, principal: Principal, task_id: str) -> Task:
+        task = await _call(lambda: self.operations.get_task(principal, task_id))
+        return _a2a_task(task)
+
+    async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        return await self._task(_principal(context), params.id)
+
+    async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        principal = _principal(context)
+        scope = ReadScope(frozenset({(IRTF_AGENT_NS, "tasks")}), None, False)
+        elements = await _call(lambda: self.operations.read(principal, scope))
+        tasks = [
+            DraftTask.from_xml(entry) for top in elements for entry in top.iterchildren(f"{{{IRTF_AGENT_NS}}}task")
+        ]
+        out = ListTasksResponse()
+        for task in tasks:
+            converted = _a2a_task(task)
+            if not params.include_artifacts:
+                converted.ClearField("artifacts")
+            out.tasks.append(converted)
+        out.total_size = len(tasks)
+        out.page_size = len(tasks)
+        return out
+
+    async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        principal = _principal(context)
+        try:
+            task = await asyncio.to_thread(self.operations.cancel_task, principal, CancelTask(params.id))
+        except RpcError as exc:
+            if exc.error_tag == "operation-failed":
+                raise TaskNotCancelableError(message=exc.message) from None
+            raise _translate(exc) from None
+        return _a2a_task(task)
+
+    async def on_subscribe_to_task(
+        self, params: SubscribeToTaskRequest, context: ServerCallContext
+    ) -> AsyncGenerator[Event, None]:
+        principal = _principal(context)
+        snapshot = await self._task(principal, params.id)
+        yield snapshot
+        if snapshot.status.state in _ENDED:
+            return
+        async for event in self._follow(principal, params.id, self.operations.log_created):
+            yield event
+
+    async def _follow(self, principal: Principal, task_id: str, since: float) -> AsyncGenerator[Event, None]:
+        """The task's status changes from the durable log since ``since``, until it ends or is interrupted."""
+        loop = asyncio.get_running_loop()
+        queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+        def deliver(item: str | None) -> None:
+            loop.call_soon_threadsafe(queue.put_nowait, item)
+
+        def wanted(event: etree._Element) -> bool:
+            return event.tag == _CONDITION and event.findtext(_TASK_ID) == task_id
+
+        session_id = next(_session_ids)
+        self.operations.open_session(session_id, principal, lambda: deliver(None))
+        try:
+            subscription = await _call(
+                lambda: self.operations.subscribe(
+                    principal, session_id, Subscribe(wanted, start_time=since), lambda xml: deliver(xml)
+                )
+            )
+            subscription.start()
+            while (xml := await queue.get()) is not None:
+                note = etree.fromstring(xml.encode("utf-8"))
+                if note.find(f".//{_CONDITION}") is None:
+                    continue  # replayComplete and other markers
+                event = ConditionNotification.from_xml(note)
+                if event.status.terminal and event.status.value == "finished":
+                    task = await _call(lambda: self.operations.get_task(principal, task_id))
+                    artifact = artifact_json(task)
+                    if artifact is not None:
+                        yield ParseDict(
+                            {"taskId": task_id, "contextId": task_id, "artifact": artifact, "lastChunk": True},
+                            TaskArtifactUpdateEvent(),
+                        )
+                status = ParseDict(status_event_json(event), TaskStatusUpdateEvent())
+                yield status
+                if status.status.state in _ENDED:
+                    return
+        finally:
+            await asyncio.to_thread(self.operations.close_session, session_id)
+
+    # -- not implemented (the card says so) ---------------------------------------------------------
+    async def on_create_task_push_notification_config(
+        self, params: TaskPushNotificationConfig, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_task_push_notification_config(
+        self, params: GetTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> TaskPushNotificationConfig:
+        raise PushNotificationNotSupportedError
+
+    async def on_list_task_push_notification_configs(
+        self, params: ListTaskPushNotificationConfigsRequest, context: ServerCallContext
+    ) -> ListTaskPushNotificationConfigsResponse:
+        raise PushNotificationNotSupportedError
+
+    async def on_delete_task_push_notification_config(
+        self, params: DeleteTaskPushNotificationConfigRequest, context: ServerCallContext
+    ) -> None:
+        raise PushNotificationNotSupportedError
+
+    async def on_get_extended_agent_card(
+        self, params: GetExtendedAgentCardRequest, context: ServerCallContext
+    ) -> AgentCard:
+        raise ExtendedAgentCardNotConfiguredError
+
+
+_ENDED = frozenset(
+    TaskState.Value(name)
+    for name in (
+        "TASK_STATE_COMPLETED",
+        "TASK_STATE_FAILED",
+        "TASK_STATE_CANCELED",
+        "TASK_STATE_REJECTED",
+        "TASK_STATE_INPUT_REQUIRED",
+        "TASK_STATE_AUTH_REQUIRED",
+    )
+)
+
+
+def _content(text: str, params: list[DataParam]) -> str:
+    """The task's prompt: the message's text when it is already a draft prompt, else one built around it."""
+    if text and parse_prompt(text).complete:
+        return text
+    if params:
+        what = f"the {params[0].format} payload of data-param {params[0].id}"
+        return build_prompt(what, text or f"the task {params[0].format} describes")
+    return build_prompt(text, text)
+
+
+# -- HTTP ---------------------------------------------------------------------------------------------
+
+
+class BasicAuth:
+    """ASGI middleware: HTTP Basic against the agent's users; the card path stays public."""
+
+    def __init__(self, app: ASGIApp, users: Mapping[str, str], public: Collection[str]) -> None:
+        self.app = app
+        self.users = dict(users)
+        self.public = frozenset(public)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.public:
+            await self.app(scope, receive, send)
+            return
+        user = self._user(dict(scope["headers"]).get(b"authorization", b""))
+        if user is None:
+            response = Response(
+                "authentication required", status_code=401, headers={"WWW-Authenticate": 'Basic realm="an-agent"'}
+            )
+            await response(scope, receive, send)
+            return
+        scope["user"] = _User(user)
+        await self.app(scope, receive, send)
+
+    def _user(self, header: bytes) -> str | None:
+        scheme, _, value = header.decode("latin-1").partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        try:
+            name, sep, password = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        expected = self.users.get(name)
+        if not sep or expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+            return None
+        return name
+
+
+@dataclass(frozen=True)
+class _User:
+    """What Starlette's ``request.user`` holds (the SDK reads ``is_authenticated`` and ``display_name``)."""
+
+    display_name: str
+    is_authenticated: bool = True
+
+
+def served_templates(operations: Operations) -> list[Template]:
+    """The templates the agent serves now, global patches applied (none when it serves no schemas)."""
+    if operations.schemas is None:
+        return []
+    engine = operations.schemas.engine
+    return [engine.template(t.schema_id, None, record_delivery=False) for t in engine.registry.templates()]
+
+
+class A2AServer:
+    """The A2A face of one agent on ``host:port`` (uvicorn in a thread of its own)."""
+
+    @classmethod
+    def for_agent(
+        cls, operations: Operations, users: Mapping[str, str], host: str, port: int, netconf_port: int
+    ) -> A2AServer:
+        """The face of ``operations`` with its card: the profile, the served templates, both faces' URLs.
+
+        The card is built once, at start: schema patches published later show in ``get-schema-template``
+        and the NETCONF state, and in the card after a restart.
+        """
+        templates = served_templates(operations)
+        declared = frozenset(t.schema_id for t in templates)
+
+        def card(bound: int) -> dict[str, Any]:
+            options = CardOptions(
+                jsonrpc_url=f"http://{_url_host(host)}:{bound}{JSONRPC_PATH}",
+                netconf_url=f"ssh://{_url_host(host)}:{netconf_port}",
+                basic_auth=True,
+            )
+            return build_card(operations.profile, templates, options)
+
+        return cls(operations, card, lambda: declared, users, host, port)
+
+    def __init__(
+        self,
+        operations: Operations,
+        card: Callable[[int], dict[str, Any]],
+        declared_schemas: Callable[[], Collection[str]],
+        users: Mapping[str, str],
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self._socket = socket.create_server((host, port))
+        self.host = host
+        self.port: int = self._socket.getsockname()[1]
+        self.card = card(self.port)
+        handler = OperationsRequestHandler(operations, declared_schemas)
+        routes = [Route(CARD_PATH, self._card, methods=["GET"]), *create_jsonrpc_routes(handler, JSONRPC_PATH)]
+        app = BasicAuth(Starlette(routes=routes), users, public={CARD_PATH})
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, name=f"a2a-{self.port}", daemon=True)
+
+    async def _card(self, request: Any) -> JSONResponse:
+        return JSONResponse(self.card)
+
+    def _run(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self._socket]))
+
+    def start(self) -> None:
+        self._thread.start()
+        for _ in range(1000):  # uvicorn sets `started` once it serves on our socket
+            if self._server.started:
+                return
+            if not self._thread.is_alive():
+                raise RuntimeError("the A2A server did not start")
+            threading.Event().wait(0.01)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host

@@ -1,0 +1,215 @@
+"""The A2A face with the reference a2a-sdk client: card, structured and text messages, streaming,
+resubscription, cancel, and the same task over NETCONF."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+import pytest
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import (
+    AgentCard,
+    CancelTaskRequest,
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    TaskState,
+)
+from a2a.utils.errors import A2AError
+from google.protobuf.json_format import MessageToDict
+from google.protobuf.struct_pb2 import Struct
+from jsonschema import Draft202012Validator
+
+from an_agent.agents.default import DefaultBehaviour
+from an_agent.clock import ManualClock, from_rfc3339
+from an_agent.model import AgentProfile, TaskStatus
+from an_agent.nc.agent_client import AgentClient
+from an_agent.server import AgentServer, ServerConfig
+from fake_embedder import FakeEmbedder
+from support import TEST_PROFILE
+
+T = TypeVar("T")
+ENERGY = "application/json;schema=energy_saving_adjust_v1"
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[AgentServer]:
+    document = json.loads(json.dumps(TEST_PROFILE))
+    skill = document["irtf-agent:agent"]["skills"]["skill"][0]
+    skill["input-modes"] = ["text", "application/json;schema=energy_saving_adjust"]
+    config = ServerConfig(
+        state_dir=tmp_path / "state",
+        port=0,
+        a2a_port=0,
+        users={"admin": "admin"},
+        profile=AgentProfile.from_dict(document),
+        behaviour=DefaultBehaviour(0.3),
+        embedder=FakeEmbedder(),
+        clock=ManualClock(from_rfc3339("2026-10-05T00:00:00Z")),
+    )
+    with AgentServer(config) as running:
+        yield running
+
+
+def run(server: AgentServer, test: Callable[[Any, AgentCard, httpx.AsyncClient], Awaitable[T]]) -> T:
+    """Resolve the card and build the SDK client (JSON-RPC, streaming), then run ``test``."""
+    assert server.a2a is not None
+    base = f"http://127.0.0.1:{server.a2a.port}"
+
+    async def main() -> T:
+        async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30) as http:
+            card = await A2ACardResolver(http, base).get_agent_card()
+            client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+            return await test(client, card, http)
+
+    return asyncio.run(main())
+
+
+def _structured(data: dict[str, Any], mime: str = ENERGY, text: str | None = None) -> SendMessageRequest:
+    part = Part(metadata=Struct())
+    part.data.struct_value.update(data)
+    part.metadata.update({"mimeType": mime})
+    parts = [Part(text=text), part] if text else [part]
+    return SendMessageRequest(message=Message(message_id="m1", role=Role.ROLE_USER, parts=parts))
+
+
+def _text(text: str) -> SendMessageRequest:
+    return SendMessageRequest(message=Message(message_id="m2", role=Role.ROLE_USER, parts=[Part(text=text)]))
+
+
+async def _collect(stream: Any) -> list[StreamResponse]:
+    return [event async for event in stream]
+
+
+def _states(events: list[StreamResponse]) -> list[str]:
+    out = []
+    for event in events:
+        kind = event.WhichOneof("payload")
+        if kind == "task":
+            out.append("task:" + TaskState.Name(event.task.status.state))
+        elif kind == "status_update":
+            out.append(TaskState.Name(event.status_update.status.state))
+        elif kind == "artifact_update":
+            out.append("artifact")
+    return out
+
+
+def test_card_resolves_with_schemas_and_netconf_binding(server: AgentServer) -> None:
+    async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> dict[str, Any]:
+        raw = (await http.get(f"http://127.0.0.1:{server.a2a.port}/.well-known/agent-card.json", auth=None)).json()  # type: ignore[union-attr]
+        return {"card": MessageToDict(card), "raw": raw}
+
+    got = run(server, test)
+    card, raw = got["card"], got["raw"]
+    assert card["name"] == "IETF-TestLab-RAN-1.0"
+    bindings = [i["protocolBinding"] for i in card["supportedInterfaces"]]
+    assert bindings == ["JSONRPC", "urn:ietf:params:netconf:base:1.1"]
+    assert card["supportedInterfaces"][1]["url"] == f"ssh://127.0.0.1:{server.port}"
+    assert card["skills"][0]["inputModes"] == ["text/plain", ENERGY]
+    assert card["securitySchemes"]["basic"]["httpAuthSecurityScheme"]["scheme"] == "Basic"
+    for schema in raw["schemas"].values():  # the root schemas the SDK's protobuf card has no field for
+        Draft202012Validator.check_schema(schema)
+        for example in schema["examples"]:
+            Draft202012Validator(schema).validate(example)
+
+
+def test_structured_message_streams_to_completion_and_reads_over_netconf(server: AgentServer) -> None:
+    payload = {"cell_ids": ["CELL-0401"], "action": "reduce", "duration_minutes": 30}
+
+    async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> list[StreamResponse]:
+        return await _collect(client.send_message(_structured(payload)))
+
+    events = run(server, test)
+    # The task first (in whatever state it has reached), then every change from the log in order.
+    states = _states(events)
+    assert states[0].startswith("task:"), states
+    assert states[1:] == ["TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "artifact", "TASK_STATE_COMPLETED"], states
+    task_id = events[0].task.id
+    artifact = events[3].artifact_update.artifact
+    assert artifact.parts[0].metadata["mimeType"].startswith("application/json")
+    with AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin") as nc:
+        task = nc.get_task(task_id)  # the same task, over NETCONF
+        assert task.status == TaskStatus.FINISHED and task.send_from == "admin"
+        assert task.msg_data == [f"{task_id}-payload"]
+
+
+def test_text_message_without_streaming_returns_the_finished_task(server: AgentServer) -> None:
+    async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> list[StreamResponse]:
+        client._config.streaming = False
+        return await _collect(client.send_message(_text("## target object\nSITE-07\n## task description\ndiagnose")))
+
+    (event,) = run(server, test)
+    assert TaskState.Name(event.task.status.state) == "TASK_STATE_COMPLETED"
+    assert event.task.artifacts[0].artifact_id == "result"
+
+
+def test_refusals_create_no_task(server: AgentServer) -> None:
+    async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> list[str]:
+        errors = []
+        for request in (
+            _structured({"a": 1}, mime="application/json;schema=teleport_v1"),
+            _structured({"cell_ids": "CELL-1", "action": "explode", "duration_minutes": 1.5}),
+        ):
+            with pytest.raises(A2AError) as info:
+                await _collect(client.send_message(request))
+            errors.append(str(info.value))
+        # Structured data to an existing task is refused: the task is already running.
+        first = await _collect(client.send_message(_text("diagnose SITE-07")))
+        follow = _structured({"cell_ids": ["CELL-1"], "action": "reduce"})
+        follow.message.task_id = first[0].task.id
+        with pytest.raises(A2AError) as info:
+            await _collect(client.send_message(follow))
+        errors.append(str(info.value))
+        return errors
+
+    undeclared, invalid, running = run(server, test)
+    assert "not declared" in undeclared
+    assert "cell_ids" in invalid and "action" in invalid and "duration_minutes" in invalid, invalid
+    assert "already running" in running
+    with AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin") as nc:
+        assert len(nc.list_tasks()) == 1  # only the text task
+
+
+def test_resubscribe_after_disconnect_misses_nothing_and_cancel(server: AgentServer) -> None:
+    async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> tuple[list[str], list[str], str, str]:
+        stream = client.send_message(_structured({"cell_ids": ["CELL-0401"], "action": "suspend"}))
+        first = await anext(stream)
+        await stream.aclose()  # the client goes away right after the task exists
+        task_id = first.task.id
+        again = await _collect(client.subscribe(SubscribeToTaskRequest(id=task_id)))
+        # A second task, cancelled while it runs.
+        other = await anext(client.send_message(_text("diagnose SITE-09")))
+        cancelled = await client.cancel_task(CancelTaskRequest(id=other.task.id))
+        stored = await client.get_task(GetTaskRequest(id=other.task.id))
+        return (
+            _states([first]),
+            _states(again),
+            TaskState.Name(cancelled.status.state),
+            TaskState.Name(stored.status.state),
+        )
+
+    first, again, cancelled, stored = run(server, test)
+    assert first[0].startswith("task:")
+    assert again[0].startswith("task:")
+    assert again[-2:] == ["artifact", "TASK_STATE_COMPLETED"], again
+    assert "TASK_STATE_WORKING" in again
+    assert cancelled == stored == "TASK_STATE_CANCELED"
+
+
+def test_wrong_password_is_refused(server: AgentServer) -> None:
+    assert server.a2a is not None
+    reply = httpx.post(
+        f"http://127.0.0.1:{server.a2a.port}/",
+        json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}},
+        auth=("admin", "wrong"),
+    )
+    assert reply.status_code == 401
