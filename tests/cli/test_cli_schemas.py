@@ -106,9 +106,9 @@ def test_patch_decisions_need_a_schema_admin(capsys, server: AgentServer) -> Non
                 "energy_saving_adjust",
                 {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "cooling fan failure in the shelter"},
             )
-    assert server.runtime.schemas is not None
-    server.runtime.schemas.drain()
-    (patch,) = server.runtime.schemas.engine.patches("energy_saving_adjust_v1", include_unpublished=True)
+    assert server.operations.schemas is not None
+    server.operations.schemas.drain()
+    (patch,) = server.operations.schemas.engine.patches("energy_saving_adjust_v1", include_unpublished=True)
     patch_id = patch["patch_id"]
 
     code, _, err = cli(capsys, server, "schema", "patches", "approve", patch_id, user="bob")

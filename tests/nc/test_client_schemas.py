@@ -112,8 +112,8 @@ def test_schema_update_drops_the_cache_and_results_surface_the_suggestion(server
                 {"cell_ids": ["CELL-0401"], "action": "reduce", "other": other},
                 ["1"],
             )
-        assert server.runtime.schemas is not None
-        server.runtime.schemas.drain()
+        assert server.operations.schemas is not None
+        server.operations.schemas.drain()
         reader.join(timeout=30)
         assert received and received[0].event == "patch-published"
         assert received[0].schema_id == "energy_saving_adjust_v1"
