@@ -16,9 +16,11 @@ NOW = from_rfc3339("2025-06-03T17:41:00Z")
 
 
 def test_iov_ticket_across_domains() -> None:
-    text = ("Ticket TT-88213 from ACME Fleet: since 17:30 about 40 connected cars lose connectivity on the A4 near "
-            "exit 12 after crossing into the southern province. Navigation updates take ages. Vehicles VIN-WVW123 "
-            "and VIN-WVW456 are affected. The drivers were using the lane assistant at the time. Urgent.")
+    text = (
+        "Ticket TT-88213 from ACME Fleet: since 17:30 about 40 connected cars lose connectivity on the A4 near "
+        "exit 12 after crossing into the southern province. Navigation updates take ages. Vehicles VIN-WVW123 "
+        "and VIN-WVW456 are affected. The drivers were using the lane assistant at the time. Urgent."
+    )
     parsed = parse_ticket(text, PLACES, REGIONS, ("north",), NOW)
     assert parsed.payload == {
         "ticket_id": "TT-88213",
@@ -37,15 +39,20 @@ def test_iov_ticket_across_domains() -> None:
 
 
 def test_ticket_in_the_home_domain() -> None:
-    parsed = parse_ticket("No signal near exit 3 of the A4 since 09:10, calls drop too.", PLACES, REGIONS,
-                          ("north",), NOW)
+    parsed = parse_ticket(
+        "No signal near exit 3 of the A4 since 09:10, calls drop too.", PLACES, REGIONS, ("north",), NOW
+    )
     assert parsed.payload["location"] == "A4 exit 3"
     assert parsed.payload["region"] == "north" and parsed.payload["cross_domain"] is False
     assert parsed.payload["complaint_category"] == "no_coverage"  # the first complaint named wins
     assert parsed.payload["priority"] == "normal"
     assert parsed.payload["ticket_id"].startswith("TT-")  # none given: derived from the text, always the same
-    assert parsed.payload["ticket_id"] == parse_ticket("No signal near exit 3 of the A4 since 09:10, calls drop too.",
-                                                       PLACES, REGIONS, ("north",), NOW).payload["ticket_id"]
+    assert (
+        parsed.payload["ticket_id"]
+        == parse_ticket(
+            "No signal near exit 3 of the A4 since 09:10, calls drop too.", PLACES, REGIONS, ("north",), NOW
+        ).payload["ticket_id"]
+    )
 
 
 def test_unknown_place_keeps_the_region_when_named() -> None:

@@ -53,9 +53,16 @@ def serve(tmp_path: Path) -> Iterator[object]:
 
 
 def proposal(delta_db: float, tilt_deg: float, cells: list[str]) -> list[str]:
-    value = payloads.envelope("coverage_compensation_v1", {
-        "target_cell_ids": cells, "tx_power_delta_db": delta_db, "antenna_tilt_delta_deg": tilt_deg,
-        "duration_minutes": 60, "compensation_reason": "neighbour_outage"})
+    value = payloads.envelope(
+        "coverage_compensation_v1",
+        {
+            "target_cell_ids": cells,
+            "tx_power_delta_db": delta_db,
+            "antenna_tilt_delta_deg": tilt_deg,
+            "duration_minutes": 60,
+            "compensation_reason": "neighbour_outage",
+        },
+    )
     return [payloads.proposal(", ".join(cells), "Compensate the coverage of SITE-06", value)]
 
 
@@ -77,23 +84,30 @@ def test_power_beyond_a_cell_limit_gets_a_counter_proposal(serve) -> None:  # ty
     counter = payloads.prompt_payload(answer.counter_proposal or "")
     assert counter is not None and counter["schema_id"] == "coverage_compensation_v1"
     assert counter["payload"]["tx_power_delta_db"] == 1 and counter["payload"]["antenna_tilt_delta_deg"] == -3
-    again = client.negotiate(NegotiationRequest("t1", NegotiationType.FEASIBILITY,
-                                                [answer.counter_proposal or ""], "me"))
+    again = client.negotiate(
+        NegotiationRequest("t1", NegotiationType.FEASIBILITY, [answer.counter_proposal or ""], "me")
+    )
     assert again.feasible is True
 
 
 def test_an_invalid_payload_is_refused_with_every_problem(serve) -> None:  # type: ignore[no-untyped-def]
     client = serve(ENERGY_LAB, "optimization")
-    bad = {"schema_id": "coverage_compensation_v1",
-           "payload": {"target_cell_ids": ["cell 6"], "tx_power_delta_db": 40}}
-    answer = client.negotiate(NegotiationRequest(
-        "t2", NegotiationType.FEASIBILITY, [build_prompt("CELL-0601", "Compensate", json.dumps(bad))], "me"))
+    bad = {"schema_id": "coverage_compensation_v1", "payload": {"target_cell_ids": ["cell 6"], "tx_power_delta_db": 40}}
+    answer = client.negotiate(
+        NegotiationRequest(
+            "t2", NegotiationType.FEASIBILITY, [build_prompt("CELL-0601", "Compensate", json.dumps(bad))], "me"
+        )
+    )
     assert answer.feasible is False
     assert "target_cell_ids" in (answer.reason or "") and "tx_power_delta_db" in (answer.reason or "")
-    param = DataParam(id="t3.payload", format="application/json;schema=coverage_compensation_v1",
-                               data=json.dumps(bad))
-    task = Task("t3", send_from="me", commu_type=CommuType.TASK_ASSIGN,
-                content=build_prompt("CELL-0601", "Compensate the coverage"), msg_data=[param.id])
+    param = DataParam(id="t3.payload", format="application/json;schema=coverage_compensation_v1", data=json.dumps(bad))
+    task = Task(
+        "t3",
+        send_from="me",
+        commu_type=CommuType.TASK_ASSIGN,
+        content=build_prompt("CELL-0601", "Compensate the coverage"),
+        msg_data=[param.id],
+    )
     with pytest.raises(RpcError) as info:
         client.assign_task(task, [param])
     assert info.value.error_tag == "invalid-value"
@@ -103,13 +117,22 @@ def test_an_invalid_payload_is_refused_with_every_problem(serve) -> None:  # typ
 
 def test_ran_agent_diagnoses_and_fulfillment_is_checked(serve) -> None:  # type: ignore[no-untyped-def]
     client = serve(ENERGY_LAB, "ran-fault")
-    value = payloads.envelope("fault_diagnosis_v1", {"fault_type": "base_station_outage",
-                                                     "affected_site_ids": ["SITE-03"], "domain": "wireless"})
+    value = payloads.envelope(
+        "fault_diagnosis_v1",
+        {"fault_type": "base_station_outage", "affected_site_ids": ["SITE-03"], "domain": "wireless"},
+    )
     param = payloads.data_param("d1.payload", value, "diagnosis request")
     events = client.watch("d1")
-    client.assign_task(Task("d1", send_from="me", commu_type=CommuType.TASK_ASSIGN,
-                            content=build_prompt("SITE-03", "Diagnose the radio side of SITE-03"),
-                            msg_data=[param.id]), [param])
+    client.assign_task(
+        Task(
+            "d1",
+            send_from="me",
+            commu_type=CommuType.TASK_ASSIGN,
+            content=build_prompt("SITE-03", "Diagnose the radio side of SITE-03"),
+            msg_data=[param.id],
+        ),
+        [param],
+    )
     statuses = [e.status for e in events]
     assert statuses[-1] == TaskStatus.FINISHED
     task = client.get_task("d1")
@@ -118,8 +141,10 @@ def test_ran_agent_diagnoses_and_fulfillment_is_checked(serve) -> None:  # type:
     assert result["fault_type"] == "none" and result["explained_site_ids"] == ["SITE-03"]
 
     def fulfilled(requirement: dict[str, object]) -> bool | None:
-        return client.negotiate(NegotiationRequest(
-            "d1", NegotiationType.FULFILLMENT, [build_prompt("d1", "evaluate", json.dumps(requirement))], "me")
+        return client.negotiate(
+            NegotiationRequest(
+                "d1", NegotiationType.FULFILLMENT, [build_prompt("d1", "evaluate", json.dumps(requirement))], "me"
+            )
         ).fulfilled
 
     assert fulfilled({"keys": ["root_cause"], "covers": {"explained_site_ids": ["SITE-03"]}}) is True
@@ -129,10 +154,14 @@ def test_ran_agent_diagnoses_and_fulfillment_is_checked(serve) -> None:  # type:
 
 def test_a_site_of_another_region_is_not_feasible(serve) -> None:  # type: ignore[no-untyped-def]
     client = serve(TOPOLOGIES / "iov-complaint.yaml", "ran-south")
-    value = payloads.envelope("fault_diagnosis_v1", {"fault_type": "cell_degradation",
-                                                     "affected_site_ids": ["SITE-02"]})
-    answer = client.negotiate(NegotiationRequest(
-        "x", NegotiationType.FEASIBILITY, [payloads.proposal("SITE-02", "Diagnose SITE-02", value)], "me"))
+    value = payloads.envelope(
+        "fault_diagnosis_v1", {"fault_type": "cell_degradation", "affected_site_ids": ["SITE-02"]}
+    )
+    answer = client.negotiate(
+        NegotiationRequest(
+            "x", NegotiationType.FEASIBILITY, [payloads.proposal("SITE-02", "Diagnose SITE-02", value)], "me"
+        )
+    )
     assert answer.feasible is False and "SITE-02 (north) not managed by ran-south" in (answer.reason or "")
 
 

@@ -108,8 +108,11 @@ def test_patch_decisions_need_a_schema_admin(capsys, server: AgentServer) -> Non
             )
     assert server.operations.schemas is not None
     server.operations.schemas.drain()
-    (patch,) = server.operations.schemas.engine.patches("energy_saving_adjust_v1", include_unpublished=True)
-    patch_id = patch["patch_id"]
+    # The pending patch shows over NETCONF, so an administrator can find it.
+    code, out, _ = cli(capsys, server, "schema", "patches", "list", "--json")
+    (pending,) = json.loads(out)
+    assert pending["state"] == "proposed" and pending["schema_id"] == "energy_saving_adjust_v1"
+    patch_id = pending["patch_id"]
 
     code, _, err = cli(capsys, server, "schema", "patches", "approve", patch_id, user="bob")
     assert code == 1 and "access-denied" in err, err

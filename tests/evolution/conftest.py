@@ -37,14 +37,26 @@ def clock() -> ManualClock:
 
 
 # Small gates so that a handful of fragments trigger: heat 25 (3 fragments), 2 clients or 3 occurrences.
-SMALL = EvolutionConfig(heat_threshold=25, min_distinct_clients=2, min_occurrences=3, min_payloads_for_decision=4,
-                        assign_threshold=0.6, merge_threshold=0.8, conflict_threshold=0.9)
+SMALL = EvolutionConfig(
+    heat_threshold=25,
+    min_distinct_clients=2,
+    min_occurrences=3,
+    min_payloads_for_decision=4,
+    assign_threshold=0.6,
+    merge_threshold=0.8,
+    conflict_threshold=0.9,
+)
 
 
 @pytest.fixture
 def engine(tmp_path: Path, fake: FakeEmbedder, clock: ManualClock) -> Iterator[EvolutionEngine]:
-    eng = EvolutionEngine(EvolutionStore(tmp_path / "evolution.db"), fake, config=SMALL, clock=clock,
-                          policy=DefaultUpdatePolicy(admins=["alice"]))
+    eng = EvolutionEngine(
+        EvolutionStore(tmp_path / "evolution.db"),
+        fake,
+        config=SMALL,
+        clock=clock,
+        policy=DefaultUpdatePolicy(admins=["alice"]),
+    )
     try:
         yield eng
     finally:

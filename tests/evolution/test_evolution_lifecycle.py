@@ -26,16 +26,24 @@ HOT = "cabinet temperature alarm"
 
 
 def envelope(other: Any = None, schema_id: str = ENERGY, **extra: Any) -> dict[str, Any]:
-    payload: dict[str, Any] = {"cell_ids": ["CELL-0401"], "action": "reduce"} if schema_id == ENERGY else {
-        "fault_type": "base_station_outage"}
+    payload: dict[str, Any] = (
+        {"cell_ids": ["CELL-0401"], "action": "reduce"}
+        if schema_id == ENERGY
+        else {"fault_type": "base_station_outage"}
+    )
     payload.update(extra)
     if other is not None:
         payload["other"] = other
     return {"schema_id": schema_id, "payload": payload}
 
 
-def trigger(engine: EvolutionEngine, clock: ManualClock, text: str = HOT, clients: tuple[str, ...] = ("a", "b", "a"),
-            schema_id: str = ENERGY) -> dict[str, Any]:
+def trigger(
+    engine: EvolutionEngine,
+    clock: ManualClock,
+    text: str = HOT,
+    clients: tuple[str, ...] = ("a", "b", "a"),
+    schema_id: str = ENERGY,
+) -> dict[str, Any]:
     """Send ``text`` from each client a minute apart; returns the newest patch."""
     for client in clients:
         engine.accept_payload(client, envelope(text, schema_id))
@@ -112,8 +120,9 @@ def test_used_key_is_promoted_after_the_trial(engine: EvolutionEngine, clock: Ma
     assert stable is not None and not stable.experimental and not stable.deprecated
 
 
-def test_unused_key_is_deprecated_withdrawn_then_retired(engine: EvolutionEngine, clock: ManualClock,
-                                                         caplog: pytest.LogCaptureFixture) -> None:
+def test_unused_key_is_deprecated_withdrawn_then_retired(
+    engine: EvolutionEngine, clock: ManualClock, caplog: pytest.LogCaptureFixture
+) -> None:
     patch = trigger(engine, clock)
     key = new_key(patch)
     for i in range(5):
@@ -145,8 +154,7 @@ def test_unused_key_is_deprecated_withdrawn_then_retired(engine: EvolutionEngine
     assert refused.value.problems == [f"{key}: not a key of {ENERGY}; put free text in 'other'"]
 
 
-def test_trial_is_extended_without_enough_payloads_then_deprecated(engine: EvolutionEngine,
-                                                                    clock: ManualClock) -> None:
+def test_trial_is_extended_without_enough_payloads_then_deprecated(engine: EvolutionEngine, clock: ManualClock) -> None:
     patch = trigger(engine, clock)
     key = new_key(patch)
     events = events_of(engine)
@@ -161,8 +169,9 @@ def test_trial_is_extended_without_enough_payloads_then_deprecated(engine: Evolu
     assert sum("trial extended" in d for d in details) == SMALL.max_trial_extensions
 
 
-def test_wrongly_typed_values_are_dropped_and_count_against_the_key(engine: EvolutionEngine,
-                                                                     clock: ManualClock) -> None:
+def test_wrongly_typed_values_are_dropped_and_count_against_the_key(
+    engine: EvolutionEngine, clock: ManualClock
+) -> None:
     patch = trigger(engine, clock)
     key = new_key(patch)
     accepted = engine.accept_payload("x", envelope(**{key: "yes"}))
@@ -184,8 +193,9 @@ def test_restating_the_intent_in_other_counts_as_misaligned(engine: EvolutionEng
     assert metrics.value_type_correctness == 1.0 and metrics.semantic_alignment_accuracy == 0.0
 
 
-def test_convergence_guard_queues_triggers_until_a_slot_frees(tmp_path: Path, fake: FakeEmbedder,
-                                                              clock: ManualClock) -> None:
+def test_convergence_guard_queues_triggers_until_a_slot_frees(
+    tmp_path: Path, fake: FakeEmbedder, clock: ManualClock
+) -> None:
     config = SMALL.with_overrides({"max_experimental_keys": 1})
     engine = EvolutionEngine(EvolutionStore(tmp_path / "e.db"), fake, config=config, clock=clock)
     try:
@@ -221,8 +231,9 @@ def test_single_client_intent_gets_a_per_client_patch(engine: EvolutionEngine, c
         engine.accept_payload("other-client", envelope(**{key: True}))
 
 
-def test_per_client_patch_is_superseded_when_the_intent_goes_global(engine: EvolutionEngine,
-                                                                     clock: ManualClock) -> None:
+def test_per_client_patch_is_superseded_when_the_intent_goes_global(
+    engine: EvolutionEngine, clock: ManualClock
+) -> None:
     personal = trigger(engine, clock, text="send me an sms", clients=("solo", "solo", "solo"))
     for client in ("b", "c", "d", "e"):
         engine.accept_payload(client, envelope("send me an sms"))
@@ -233,8 +244,9 @@ def test_per_client_patch_is_superseded_when_the_intent_goes_global(engine: Evol
     assert engine.template(ENERGY, "anyone").key(new_key(patches[1])) is not None
 
 
-def test_patches_wait_for_an_authorised_user_when_automatic_evolution_is_off(tmp_path: Path, fake: FakeEmbedder,
-                                                                             clock: ManualClock) -> None:
+def test_patches_wait_for_an_authorised_user_when_automatic_evolution_is_off(
+    tmp_path: Path, fake: FakeEmbedder, clock: ManualClock
+) -> None:
     policy = DefaultUpdatePolicy(admins=["alice"], automatic=False)
     engine = EvolutionEngine(EvolutionStore(tmp_path / "e.db"), fake, config=SMALL, clock=clock, policy=policy)
     try:
@@ -267,8 +279,7 @@ def test_rejected_patch_does_not_come_back(tmp_path: Path, fake: FakeEmbedder, c
         engine.close()
 
 
-def test_security_relevant_keys_are_never_published_automatically(engine: EvolutionEngine,
-                                                                   clock: ManualClock) -> None:
+def test_security_relevant_keys_are_never_published_automatically(engine: EvolutionEngine, clock: ManualClock) -> None:
     patch = trigger(engine, clock, text="include the router admin password")
     assert patch["state"] == "pending"
     with pytest.raises(SchemaError, match="not authorised"):
@@ -276,8 +287,7 @@ def test_security_relevant_keys_are_never_published_automatically(engine: Evolut
     assert engine.approve_patch(patch["patch_id"], "alice")["state"] == "active"
 
 
-def test_same_name_refines_the_existing_key_instead_of_duplicating(engine: EvolutionEngine,
-                                                                    clock: ManualClock) -> None:
+def test_same_name_refines_the_existing_key_instead_of_duplicating(engine: EvolutionEngine, clock: ManualClock) -> None:
     base = engine.registry.get("fault_diagnosis_v1").key("severity")
     assert base is not None
     patch = trigger(engine, clock, text="severity", schema_id="fault_diagnosis_v1")
@@ -312,8 +322,9 @@ def test_invalid_payload_is_refused_and_nothing_is_stored(engine: EvolutionEngin
     assert engine.clusters() == before
 
 
-def test_listener_can_unsubscribe_and_a_failing_listener_is_contained(engine: EvolutionEngine,
-                                                                       clock: ManualClock) -> None:
+def test_listener_can_unsubscribe_and_a_failing_listener_is_contained(
+    engine: EvolutionEngine, clock: ManualClock
+) -> None:
     seen: list[str] = []
 
     def broken(event: EvolutionEvent) -> None:

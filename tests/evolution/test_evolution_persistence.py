@@ -33,8 +33,9 @@ def test_pool_heat_and_window_survive_a_restart(tmp_path: Path, clock: ManualClo
     engine = open_engine(db, clock)
     try:
         after = engine.clusters()
-        assert [(c.cluster_id, c.size, c.distinct_clients, c.state) for c in after] == \
-               [(c.cluster_id, c.size, c.distinct_clients, c.state) for c in before]
+        assert [(c.cluster_id, c.size, c.distinct_clients, c.state) for c in after] == [
+            (c.cluster_id, c.size, c.distinct_clients, c.state) for c in before
+        ]
         assert after[0].heat == pytest.approx(before[0].heat, rel=1e-3)
         # The third fragment triggers only if the restored window remembers the first two.
         engine.accept_payload("a", envelope(HOT))

@@ -16,8 +16,17 @@ from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.replay import parse_lines, replay
 from conftest import DATA, FakeEmbedder
 
-PATCH_FIELDS = ["patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration", "state",
-                "new_keys", "modified_keys"]
+PATCH_FIELDS = [
+    "patch_id",
+    "parent_schema_id",
+    "cluster_id",
+    "client_id",
+    "timestamp",
+    "expiration",
+    "state",
+    "new_keys",
+    "modified_keys",
+]
 KEY_FIELDS = ["key_name", "key_type", "required", "default_value", "semantic_description", "experimental"]
 CLUSTER_FIELDS = ["cluster_id", "schema_id", "size", "distinct_clients", "heat", "state", "members"]
 
@@ -93,29 +102,53 @@ def test_own_corpus_with_other_phrasings_numbers_and_a_conflict(minilm: MiniLMEm
 
 
 def test_unknown_fields_are_ignored_and_bad_lines_reported(tmp_path: Path) -> None:
-    good = {"timestamp": "2026-10-05T06:00:00Z", "client_id": "c1", "schema_id": "energy_saving_adjust_v1",
-            "payload": {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "hot cabinet"},
-            "label": "whatever", "extra": [1, 2]}
+    good = {
+        "timestamp": "2026-10-05T06:00:00Z",
+        "client_id": "c1",
+        "schema_id": "energy_saving_adjust_v1",
+        "payload": {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "hot cabinet"},
+        "label": "whatever",
+        "extra": [1, 2],
+    }
     refused = dict(good, payload={"cell_ids": "CELL-0401", "action": "reduce"})
-    lines = [json.dumps(good), "not json", json.dumps({"timestamp": "2026-10-05T06:00:00Z"}), "",
-             json.dumps(dict(good, timestamp="yesterday")), json.dumps(refused)]
+    lines = [
+        json.dumps(good),
+        "not json",
+        json.dumps({"timestamp": "2026-10-05T06:00:00Z"}),
+        "",
+        json.dumps(dict(good, timestamp="yesterday")),
+        json.dumps(refused),
+    ]
     records, invalid = parse_lines(lines)
     assert [r.line_no for r in records] == [0, 5]
     assert [e["line"] for e in invalid] == [1, 2, 4]
     report = replay(lines, FakeEmbedder()).to_dict()
     assert report["fragments"] == 1 and report["clusters"][0]["members"] == [0]
     refusals = [e for e in report["events"] if e["kind"] == "payload-refused"]
-    assert refusals == [{"kind": "payload-refused", "time": "2026-10-05T06:00:00.000000Z",
-                         "schema_id": "energy_saving_adjust_v1", "client_id": "c1", "line": 5,
-                         "detail": "cell_ids: expected an array, got string 'CELL-0401'"}]
+    assert refusals == [
+        {
+            "kind": "payload-refused",
+            "time": "2026-10-05T06:00:00.000000Z",
+            "schema_id": "energy_saving_adjust_v1",
+            "client_id": "c1",
+            "line": 5,
+            "detail": "cell_ids: expected an array, got string 'CELL-0401'",
+        }
+    ]
 
 
 def test_lines_are_replayed_in_time_order_and_thresholds_apply(tmp_path: Path) -> None:
     from an_agent.evolution.config import EvolutionConfig
 
     def line(ts: str, client: str) -> str:
-        return json.dumps({"timestamp": ts, "client_id": client, "schema_id": "energy_saving_adjust_v1",
-                           "payload": {"cell_ids": ["CELL-1"], "action": "reduce", "other": "hot cabinet"}})
+        return json.dumps(
+            {
+                "timestamp": ts,
+                "client_id": client,
+                "schema_id": "energy_saving_adjust_v1",
+                "payload": {"cell_ids": ["CELL-1"], "action": "reduce", "other": "hot cabinet"},
+            }
+        )
 
     lines = [line("2026-10-05T06:02:00Z", "b"), line("2026-10-05T06:00:00Z", "a"), line("2026-10-05T06:01:00Z", "c")]
     strict = replay(lines, FakeEmbedder()).to_dict()

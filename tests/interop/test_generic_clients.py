@@ -75,7 +75,15 @@ def test_netconf_console2_discovers_reads_validates_assigns_negotiates_and_watch
     data_file.write_bytes(etree.tostring(agent))
     lint = subprocess.run(
         # Every downloaded module: /agent carries the an-agent-schema augmentation too.
-        ["yanglint", "-p", str(downloaded), "-t", "data", *sorted(str(p) for p in downloaded.glob("*.yang")), str(data_file)],
+        [
+            "yanglint",
+            "-p",
+            str(downloaded),
+            "-t",
+            "data",
+            *sorted(str(p) for p in downloaded.glob("*.yang")),
+            str(data_file),
+        ],
         capture_output=True,
         text=True,
         check=False,

@@ -31,4 +31,3 @@ def run(path: Path, state_dir: Path) -> dict[str, Any]:
     alive = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
     assert not alive, f"threads left running: {alive}"
     return result
-

@@ -17,8 +17,16 @@ from an_agent.nc.agent_client import AgentClient
 
 
 def test_run_json_and_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    code = main(["lab", "run", str(TOPOLOGIES / "fault-energy-optimization.yaml"), "--json", "--report",
-                 str(tmp_path / "report")])
+    code = main(
+        [
+            "lab",
+            "run",
+            str(TOPOLOGIES / "fault-energy-optimization.yaml"),
+            "--json",
+            "--report",
+            str(tmp_path / "report"),
+        ]
+    )
     out, err = capsys.readouterr()
     assert code == 0
     result = json.loads(out)
@@ -40,8 +48,9 @@ def test_run_human_output(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_run_bad_topology_exit_code(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    path = variant(tmp_path, "iov-complaint.yaml", ("role: ip-fault, regions: [north]",
-                                                    "role: ip-fault, regions: [nowhere]"))
+    path = variant(
+        tmp_path, "iov-complaint.yaml", ("role: ip-fault, regions: [north]", "role: ip-fault, regions: [nowhere]")
+    )
     assert main(["lab", "run", str(path)]) == 2
     assert f"{path}:" in capsys.readouterr().err
 
@@ -56,8 +65,9 @@ def test_check_and_generate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) 
 
 def test_up_and_down(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     # free ports: the topology's fixed ones may be taken on a shared machine
-    path = variant(tmp_path, "fault-energy-optimization.yaml",
-                   *((f"port: {p}", "port: 0") for p in (18841, 18842, 18843, 18844)))
+    path = variant(
+        tmp_path, "fault-energy-optimization.yaml", *((f"port: {p}", "port: 0") for p in (18841, 18842, 18843, 18844))
+    )
     run_dir = tmp_path / "run"
     assert main(["lab", "up", str(path), "--run-dir", str(run_dir), "--json"]) == 0
     state = json.loads(capsys.readouterr().out)

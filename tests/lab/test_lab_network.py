@@ -115,11 +115,17 @@ def test_baseline_is_manual_and_sequential() -> None:
     fault = topology.events[0].fault
     assert fault is not None
     timing = topology.baseline
-    expected = (timing.detection + timing.triage + timing.handover + timing.transport_diagnosis
-                + field_repair_seconds(topology.seed, fault.target, 1, fault.repair_minutes))
+    expected = (
+        timing.detection
+        + timing.triage
+        + timing.handover
+        + timing.transport_diagnosis
+        + field_repair_seconds(topology.seed, fault.target, 1, fault.repair_minutes)
+    )
     assert faults[0]["restored_at"] - faults[0]["injected_at"] == pytest.approx(expected)
     assert manual_repair_delay(FaultSpec("site_software_fault", "SITE-01"), timing, 1, 1) == pytest.approx(
-        timing.detection + timing.triage + timing.remote_repair)
+        timing.detection + timing.triage + timing.remote_repair
+    )
     fresh = make("cross-domain-fault.yaml")[1]
     lost = sum(fresh.site(s).users for s in faults[0]["affected_sites"])
     assert max(k.users_without_coverage for _, k in series.samples) == pytest.approx(lost)  # no compensation

@@ -20,8 +20,9 @@ def only_fault(result: dict[str, Any]) -> dict[str, Any]:
 
 
 def messages(result: dict[str, Any], sender: str, receiver: str, commu_type: str) -> list[dict[str, Any]]:
-    return [m for m in result["messages"]
-            if m["from"] == sender and m["to"] == receiver and m["commuType"] == commu_type]
+    return [
+        m for m in result["messages"] if m["from"] == sender and m["to"] == receiver and m["commuType"] == commu_type
+    ]
 
 
 def assert_closed_loop(result: dict[str, Any]) -> None:
@@ -79,8 +80,15 @@ def test_cross_domain_fault_details(state_dir: Path) -> None:
 def test_fault_energy_optimization_full_loop(state_dir: Path) -> None:
     result = run(TOPOLOGIES / "fault-energy-optimization.yaml", state_dir)
     kinds = [n["kind"] for n in result["notes"]]
-    order = ["incident", "energy_saving_suspended", "compensation_applied", "root_cause", "repair",
-             "compensation_cancelled", "energy_saving_resumed"]
+    order = [
+        "incident",
+        "energy_saving_suspended",
+        "compensation_applied",
+        "root_cause",
+        "repair",
+        "compensation_cancelled",
+        "energy_saving_resumed",
+    ]
     positions = [kinds.index(k) for k in order]
     assert positions == sorted(positions), kinds  # compensate -> suspend -> diagnose -> repair -> cancel -> resume
     # the first compensation request is beyond CELL-0701's limit: counter-proposal, then agreement
@@ -92,8 +100,7 @@ def test_fault_energy_optimization_full_loop(state_dir: Path) -> None:
     assert messages(result, "optimization", "energy-saving", "taskAssign")
     assert messages(result, "ran-fault", "ip-fault", "taskAssign")  # diagnostic collaboration
     fault = only_fault(result)
-    assert (fault["type"], fault["repaired_by"], fault["repair_kind"]) == ("site_software_fault", "ran-fault",
-                                                                           "remote")
+    assert (fault["type"], fault["repaired_by"], fault["repair_kind"]) == ("site_software_fault", "ran-fault", "remote")
     during = result["kpis"]["series"]
     assert any(p["compensating_cells"] > 0 and p["energy_saving_suspended"] > 0 for p in during)
     assert result["kpis"]["after"]["compensating_cells"] == 0
@@ -118,8 +125,10 @@ def test_iov_complaint_crosses_management_domains(state_dir: Path) -> None:
 
 @pytest.mark.parametrize(
     ("link", "sites"),
-    [("LINK-A4", [f"SITE-{n}" for n in range(17, 25)]),
-     ("LINK-C1", [f"SITE-{n:02d}" for n in range(1, 9)] + ["SITE-31", "SITE-32"])],
+    [
+        ("LINK-A4", [f"SITE-{n}" for n in range(17, 25)]),
+        ("LINK-C1", [f"SITE-{n:02d}" for n in range(1, 9)] + ["SITE-31", "SITE-32"]),
+    ],
 )
 def test_a_different_cut_gives_a_different_answer(link: str, sites: list[str], tmp_path: Path) -> None:
     path = variant(tmp_path, "cross-domain-fault.yaml", ("target: LINK-C2", f"target: {link}"))
@@ -136,9 +145,14 @@ def test_a_different_cut_gives_a_different_answer(link: str, sites: list[str], t
 
 
 def test_a_power_failure_elsewhere_needs_field_maintenance(tmp_path: Path) -> None:
-    path = variant(tmp_path, "fault-energy-optimization.yaml",
-                   ("fault: {type: site_software_fault, target: SITE-06}",
-                    "fault: {type: site_power_failure, target: SITE-10, repair_minutes: 60}"))
+    path = variant(
+        tmp_path,
+        "fault-energy-optimization.yaml",
+        (
+            "fault: {type: site_software_fault, target: SITE-06}",
+            "fault: {type: site_power_failure, target: SITE-10, repair_minutes: 60}",
+        ),
+    )
     result = run(path, tmp_path / "state")
     assert_closed_loop(result)
     fault = only_fault(result)
@@ -150,10 +164,13 @@ def test_a_power_failure_elsewhere_needs_field_maintenance(tmp_path: Path) -> No
 
 def test_a_complaint_in_its_own_domain_stays_there(tmp_path: Path) -> None:
     path = variant(
-        tmp_path, "iov-complaint.yaml",
+        tmp_path,
+        "iov-complaint.yaml",
         ("target: CELL-1402", "target: CELL-0302"),
-        ("on the\n          A4 near exit 12 after crossing into the southern province",
-         "on the\n          A4 near exit 3 in the northern province"),
+        (
+            "on the\n          A4 near exit 12 after crossing into the southern province",
+            "on the\n          A4 near exit 3 in the northern province",
+        ),
     )
     result = run(path, tmp_path / "state")
     assert_closed_loop(result)
@@ -180,8 +197,9 @@ def _comparable(result: dict[str, Any]) -> dict[str, Any]:
         "kpis": json.dumps(result["kpis"], sort_keys=True),
         "baseline": json.dumps(result["baseline"], sort_keys=True),
         "tasks": sorted(json.dumps(t, sort_keys=True) for t in result["tasks"]),
-        "messages": sorted((m["t"], m["from"], m["to"], m["operation"], m["task_id"] or "", m["summary"])
-                           for m in result["messages"]),
+        "messages": sorted(
+            (m["t"], m["from"], m["to"], m["operation"], m["task_id"] or "", m["summary"]) for m in result["messages"]
+        ),
         "notes": sorted((n["t"], n["agent"], n["text"]) for n in result["notes"]),
     }
 

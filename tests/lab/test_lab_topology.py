@@ -58,8 +58,11 @@ def test_unknown_key_points_at_its_line(tmp_path: Path) -> None:
 
 
 def test_wrong_type_points_at_the_value(tmp_path: Path) -> None:
-    path = variant(tmp_path, "cross-domain-fault.yaml", ("{id: SITE-02, region: metro, pos: [1, 0]",
-                                                          "{id: SITE-02, region: metro, pos: one"))
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        ("{id: SITE-02, region: metro, pos: [1, 0]", "{id: SITE-02, region: metro, pos: one"),
+    )
     message = error_of(path)
     assert f"{path}:{line_of(path, 'SITE-02, region')}: network.sites[1].pos: 'one' is not of type 'array'" in message
 
@@ -72,9 +75,12 @@ def test_range_error_in_a_nested_value(tmp_path: Path) -> None:
 
 def test_every_dangling_reference_is_listed_with_its_line(tmp_path: Path) -> None:
     path = variant(
-        tmp_path, "cross-domain-fault.yaml",
-        ("{id: SITE-14, region: metro, pos: [5, 1], backhaul: [LINK-A3,", "{id: SITE-14, region: metro, pos: [5, 1], "
-                                                                          "backhaul: [LINK-X9,"),
+        tmp_path,
+        "cross-domain-fault.yaml",
+        (
+            "{id: SITE-14, region: metro, pos: [5, 1], backhaul: [LINK-A3,",
+            "{id: SITE-14, region: metro, pos: [5, 1], backhaul: [LINK-X9,",
+        ),
         ("ip-fault: [service-fault]", "ip-fault: [service-desk]"),
     )
     message = error_of(path)
@@ -86,23 +92,29 @@ def test_every_dangling_reference_is_listed_with_its_line(tmp_path: Path) -> Non
 def test_fault_target_of_the_wrong_kind(tmp_path: Path) -> None:
     path = variant(tmp_path, "cross-domain-fault.yaml", ("target: LINK-C2", "target: SITE-09"))
     message = error_of(path)
-    assert (f"{path}:{line_of(path, 'target: SITE-09')}: scenario.events[0].fault.target: link_cut needs a link as "
-            "target; there is no link 'SITE-09'") in message
+    assert (
+        f"{path}:{line_of(path, 'target: SITE-09')}: scenario.events[0].fault.target: link_cut needs a link as "
+        "target; there is no link 'SITE-09'"
+    ) in message
 
 
 def test_ticket_to_an_agent_that_is_not_a_complaint_agent(tmp_path: Path) -> None:
     path = variant(tmp_path, "cross-domain-fault.yaml", ("        to: complaint", "        to: ran-fault"))
     message = error_of(path)
-    assert f"{path}:{line_of(path, 'to: ran-fault')}: scenario.events[1].ticket.to: tickets go to a complaint agent" \
+    assert (
+        f"{path}:{line_of(path, 'to: ran-fault')}: scenario.events[1].ticket.to: tickets go to a complaint agent"
         in message
+    )
 
 
 def test_power_above_the_cell_limit(tmp_path: Path) -> None:
-    path = variant(tmp_path, "fault-energy-optimization.yaml", ("{id: CELL-0701, power_dbm: 45}",
-                                                                "{id: CELL-0701, power_dbm: 48}"))
+    path = variant(
+        tmp_path, "fault-energy-optimization.yaml", ("{id: CELL-0701, power_dbm: 45}", "{id: CELL-0701, power_dbm: 48}")
+    )
     message = error_of(path)
-    assert f"{path}:{line_of(path, 'CELL-0701')}: network.sites[6].cells[0]: CELL-0701: power_dbm 48 is above" \
-        in message
+    assert (
+        f"{path}:{line_of(path, 'CELL-0701')}: network.sites[6].cells[0]: CELL-0701: power_dbm 48 is above" in message
+    )
 
 
 def test_yaml_syntax_error_gives_line_and_column(tmp_path: Path) -> None:
@@ -116,8 +128,9 @@ def test_yaml_syntax_error_gives_line_and_column(tmp_path: Path) -> None:
 
 def test_duplicate_key_is_an_error(tmp_path: Path) -> None:
     path = variant(tmp_path, "iov-complaint.yaml", ("seed: 23\n", "seed: 23\nseed: 24\n"))
-    assert error_of(path) == (f"{path}:{line_of(path, 'seed: 24')}: duplicate key 'seed' (first given on line "
-                              f"{line_of(path, 'seed: 23')})")
+    assert error_of(path) == (
+        f"{path}:{line_of(path, 'seed: 24')}: duplicate key 'seed' (first given on line {line_of(path, 'seed: 23')})"
+    )
 
 
 def test_missing_required_key_points_at_the_object(tmp_path: Path) -> None:
@@ -136,8 +149,14 @@ def test_generate_is_deterministic_and_valid(tmp_path: Path) -> None:
     assert len(topology.network.sites) == 60
     assert sorted({s.region for s in topology.network.sites}) == ["east", "north", "south"]
     assert len([e for e in topology.events if e.fault]) == 3
-    assert {a.role for a in topology.agents} == {"cross-domain-fault", "ran-fault", "ip-fault", "optimization",
-                                                 "energy-saving", "complaint"}
+    assert {a.role for a in topology.agents} == {
+        "cross-domain-fault",
+        "ran-fault",
+        "ip-fault",
+        "optimization",
+        "energy-saving",
+        "complaint",
+    }
     assert yaml.safe_load(text)["format"] == "an-agent-lab/1"
 
 

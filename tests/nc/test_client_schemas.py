@@ -64,10 +64,28 @@ def test_negotiates_once_and_caches(server: AgentServer) -> None:
         assert len(sent) == 2
 
 
-def test_no_common_version_is_a_clear_error(server: AgentServer) -> None:
-    with _client(server) as client, pytest.raises(SchemaError, match="no common version") as info:
-        client.schemas.template(ENERGY, ["v2", "v3"])
-    assert "energy_saving_adjust_v1" in info.value.problems[0]
+def test_no_common_version_is_the_agents_clear_error(server: AgentServer) -> None:
+    with _client(server) as client, pytest.raises(RpcError) as info:
+        client.schemas.template(ENERGY, ["v2", "fault_diagnosis_v3"])
+    assert info.value.error_tag == "invalid-value"
+    assert "no common version of scenario 'energy_saving_adjust': the client supports v2, v3" in info.value.message
+    assert "the agent has energy_saving_adjust_v1" in info.value.message
+
+
+def test_an_agent_that_ignores_the_versions_is_refused_client_side(server: AgentServer) -> None:
+    """An agent of the first an-agent-schema revision answers with its newest version whatever is asked."""
+    with _client(server) as client:
+        real = client.netconf.call
+
+        def old_agent(rpc: Any) -> Any:
+            for element in rpc.findall("{*}supported-version"):
+                rpc.remove(element)
+            return real(rpc)
+
+        client.netconf.call = old_agent  # type: ignore[method-assign]
+        with pytest.raises(SchemaError, match="no common version") as info:
+            client.schemas.template(ENERGY, ["v2"])
+        assert info.value.problems == ["supported-version: the agent answered energy_saving_adjust_v1"]
 
 
 def test_unknown_scenario_is_the_agents_refusal_listing_its_templates(server: AgentServer) -> None:

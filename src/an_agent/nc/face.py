@@ -212,6 +212,7 @@ class NetconfFace:
             (operation.findtext(_S + "scenario") or "").strip(),
             (operation.findtext(_S + "client-id") or "").strip() or None,
             (operation.findtext(_S + "preferred-language") or "").strip() or None,
+            tuple((e.text or "").strip() for e in operation.iterchildren(_S + "supported-version")),
         )
         template = self.operations.get_schema_template(principal, request)
         holder = etree.Element(_S + "output", nsmap=default_ns(AN_AGENT_SCHEMA_NS))

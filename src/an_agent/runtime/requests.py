@@ -86,11 +86,16 @@ class Subscribe:
 
 @dataclass(frozen=True)
 class GetSchemaTemplate:
-    """The template of ``scenario`` as ``client_id`` sees it (default: the caller's name)."""
+    """The template of ``scenario`` as ``client_id`` sees it (default: the caller's name).
+
+    ``supported_versions`` (numbers, ``v2`` or schema_ids) are the versions the client can use: the
+    answer is then the highest one the agent has among them (`TemplateRegistry.negotiate`).
+    """
 
     scenario: str
     client_id: str | None = None
     preferred_language: str | None = None
+    supported_versions: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

@@ -198,10 +198,15 @@ class SchemaService:
                 "scenario", "get-schema-template needs a <scenario>", error_type="application"
             )
         try:
-            template = self.engine.template(request.scenario, client_id)
+            # The version first (the highest common one when the client states its versions), then the
+            # patches that apply to this client on top of it.
+            chosen = self.engine.registry.negotiate(request.scenario, request.supported_versions)
+            template = self.engine.template(chosen.schema_id, client_id)
         except AnAgentError as exc:
+            problems = "; ".join(exc.problems) if isinstance(exc, SchemaError) else ""
             available = ", ".join(t.schema_id for t in self.engine.registry.templates())
-            raise RpcError.invalid_value(f"{exc} (available: {available})") from None
+            detail = f"{exc}: {problems}" if problems else str(exc)
+            raise RpcError.invalid_value(f"{detail} (available: {available})") from None
         applied = [
             p["patch_id"]
             for p in (self.engine.schema_update_suggestion(client_id, template.schema_id) or {}).get("patches", [])
@@ -228,8 +233,9 @@ class SchemaService:
     def _build_templates_state(self) -> etree._Element:
         root = etree.Element(_S + "schema-templates", nsmap=default_ns(SCHEMA_NS))
         patches_by_schema: dict[str, list[dict[str, Any]]] = {}
-        for patch in self.engine.patches(include_unpublished=False):
-            if patch.get("client_id") is None and patch.get("state") == "active":
+        for patch in self.engine.patches(include_unpublished=True):
+            # Pending ones too (state proposed), so that schema administrators can find what to decide.
+            if patch.get("client_id") is None and patch.get("state") in ("active", "pending"):
                 patches_by_schema.setdefault(patch["parent_schema_id"], []).append(patch)
         states = self._key_states()
         for base in self.engine.registry.templates():
@@ -262,6 +268,7 @@ class SchemaService:
                     etree.SubElement(item, _S + "new-key").text = key["key_name"]
                 for key in patch.get("modified_keys", []):
                     etree.SubElement(item, _S + "modified-key").text = key["key_name"]
+                etree.SubElement(item, _S + "state").text = "proposed" if patch["state"] == "pending" else "active"
         return root
 
     def _key_states(self) -> dict[tuple[str, str], str]:
