@@ -32,6 +32,7 @@ from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_
 from an_agent.runtime.behaviour import Behaviour
 from an_agent.runtime.operations import Operations
 from an_agent.schemas.embedding import Embedder
+from an_agent.schemas.registry import TemplateRegistry
 from an_agent.store.agent_store import AgentStore
 from an_agent.yang.context import YangContext
 
@@ -82,6 +83,8 @@ class ServerConfig:
     schema_admins: list[str] | None = None
     """NETCONF users who may approve, reject and withdraw schema changes (default: the configured users)."""
     schema_approval: Literal["auto", "manual"] = "auto"
+    templates: list[Path] = field(default_factory=list)
+    """Directories of operators' own templates (``*.json``), served beside the shipped ones; checked at start."""
     a2a_port: int | None = None
     """Also serve the A2A v1 face (JSON-RPC, same users and tasks) on this port (0: a free one); None: NETCONF only."""
     """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
@@ -118,6 +121,10 @@ class AgentServer:
             behaviour: Behaviour = DefaultBehaviour()
         else:
             behaviour = config.behaviour
+        if config.templates and config.schemas == "off":
+            raise ConfigError("templates were given but --schemas off serves none")
+        # Read before any state is opened: a bad operator template stops the start, listing every problem.
+        registry = TemplateRegistry.default(config.templates) if config.schemas != "off" else None
         self.store = AgentStore(config.state_dir, durable=config.durable)
         self.operations = Operations(
             self.profile, behaviour, self.store, config.clock, yang, task_workers=config.task_workers
@@ -134,6 +141,7 @@ class AgentServer:
                     learn=config.schemas == "evolve",
                     admins=config.schema_admins if config.schema_admins is not None else list(self.credentials.users),
                     automatic=config.schema_approval == "auto",
+                    registry=registry,
                 )
             )
         self._listener = NetconfSshServer(

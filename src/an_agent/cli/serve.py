@@ -71,6 +71,22 @@ def register(subparsers: Any) -> None:
         help="auto: new keys are published as experimental by evolution itself; manual: each patch waits for "
         "a schema admin (approve-schema-patch)",
     )
+    parser.add_argument(
+        "--templates",
+        type=Path,
+        action="append",
+        default=[],
+        metavar="DIR",
+        help="also serve an operator's schema templates (*.json in DIR; repeatable); every file is checked at "
+        "start and each problem reported as FILE: KEY: problem",
+    )
+    parser.add_argument(
+        "--a2a-port",
+        type=int,
+        metavar="PORT",
+        help="also serve the A2A v1 face (JSON-RPC, agent card at /.well-known/agent-card.json, HTTP Basic with "
+        "the same users) on this port of --host (0 picks a free one)",
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.set_defaults(handler=run)
 
@@ -119,6 +135,8 @@ def run(args: argparse.Namespace) -> int:
         schemas=args.schemas,
         schema_admins=args.schema_admin,
         schema_approval=args.schema_approval,
+        templates=args.templates,
+        a2a_port=args.a2a_port,
     )
     server = AgentServer(config)
     if server.notice:
@@ -127,8 +145,9 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
+    a2a = f", A2A on http://{server.host}:{server.a2a.port}/" if server.a2a is not None else ""
     print(
-        f"an-agent: serving {server.profile.name} on {server.host}:{server.port} "
+        f"an-agent: serving {server.profile.name} on {server.host}:{server.port}{a2a} "
         f"(state in {args.state_dir}); Ctrl-C to stop",
         file=sys.stderr,
         flush=True,

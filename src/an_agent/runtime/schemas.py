@@ -46,6 +46,7 @@ from an_agent.model import AN_AGENT_SCHEMA_NS, DataParam, Task, TaskResult
 from an_agent.runtime.requests import GetSchemaTemplate, PatchDecided, PatchDecision, SchemaTemplate
 from an_agent.schemas import schema_id_from_media_type
 from an_agent.schemas.embedding import Embedder
+from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.validate import ValidatedPayload, parse_envelope
 
 log = logging.getLogger(__name__)
@@ -98,17 +99,20 @@ class SchemaService:
         learn: bool = True,
         admins: Iterable[str] = (),
         automatic: bool = True,
+        registry: TemplateRegistry | None = None,
     ) -> SchemaService:
         """The service over ``<state_dir>/evolution.db``.
 
         ``learn=False`` validates but never embeds. ``admins`` are the NETCONF
         users who may approve, reject and withdraw; with ``automatic`` the
         engine publishes non-security patches itself (experimental), else
-        every patch waits for an administrator.
+        every patch waits for an administrator. ``registry``: the templates
+        served (default: the shipped ones; operators add theirs with
+        `TemplateRegistry.default`).
         """
         policy = DefaultUpdatePolicy(admins=admins, automatic=automatic)
         engine = EvolutionEngine.open(
-            state_dir / "evolution.db", embedder or shared_embedder(), clock=clock, policy=policy
+            state_dir / "evolution.db", embedder or shared_embedder(), clock=clock, policy=policy, registry=registry
         )
         return cls(engine, clock, publish, learn)
 
