@@ -17,6 +17,7 @@ Keys the template does not have are passed on as text, and validation refuses th
 
 from __future__ import annotations
 
+import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -28,6 +29,18 @@ from an_agent.schemas.template import Template
 
 _TRUE = {"true", "yes", "1"}
 _FALSE = {"false", "no", "0"}
+
+
+def add_version_option(parser: argparse.ArgumentParser | argparse._ArgumentGroup) -> None:
+    """``--schema-version V`` (repeatable), into ``args.schema_versions``."""
+    parser.add_argument(
+        "--schema-version",
+        dest="schema_versions",
+        action="append",
+        default=[],
+        metavar="V",
+        help="a version this client supports (2, v2 or a schema_id; repeatable); default: the agent's newest",
+    )
 
 
 def read_payload_file(name: str) -> dict[str, Any]:

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent.cli._common import add_connection_options, connect, print_json, print_table
+from an_agent.cli.payload import add_version_option
 from an_agent.errors import ConfigError
 
 
@@ -34,14 +35,7 @@ def register(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> N
     )
     _add_agent_options(p)
     p.add_argument("scenario", metavar="SCENARIO", nargs="?", help="scenario name or schema_id")
-    p.add_argument(
-        "--schema-version",
-        dest="schema_versions",
-        action="append",
-        default=[],
-        metavar="V",
-        help="a version this client supports (2, v2 or a schema_id; repeatable)",
-    )
+    add_version_option(p)
     p.add_argument("--client-id", help="whose patches apply (default: the NETCONF user)")
     p.add_argument("--json", action="store_true", help="print JSON")
     p.set_defaults(handler=cmd_get)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from lxml import etree
 
 from an_agent.cli._common import add_connection_options, connect, print_json, print_table
-from an_agent.cli.payload import parse_sets, read_payload_file
+from an_agent.cli.payload import add_version_option, parse_sets, read_payload_file
 from an_agent.clock import from_rfc3339, to_rfc3339
 from an_agent.errors import ConfigError, RequestTimeout
 from an_agent.model import (
@@ -74,14 +74,7 @@ def register(subparsers: Any) -> None:
         "application/json;schema=<schema_id>; the prompt options are then optional.",
     )
     structured.add_argument("--schema", metavar="NAME", help="scenario (energy_saving_adjust) or schema_id")
-    structured.add_argument(
-        "--schema-version",
-        dest="schema_versions",
-        action="append",
-        default=[],
-        metavar="V",
-        help="a version this client supports (2, v2 or a schema_id; repeatable); default: the agent's newest",
-    )
+    add_version_option(structured)
     structured.add_argument(
         "--set",
         dest="sets",
