@@ -60,15 +60,18 @@ def server(tmp_path: Path) -> Iterator[AgentServer]:
         yield running
 
 
-def run(server: AgentServer, test: Callable[[Any, AgentCard, httpx.AsyncClient], Awaitable[T]]) -> T:
-    """Resolve the card and build the SDK client (JSON-RPC, streaming), then run ``test``."""
+def run(
+    server: AgentServer, test: Callable[[Any, AgentCard, httpx.AsyncClient], Awaitable[T]], binding: str = "JSONRPC"
+) -> T:
+    """Resolve the card and build the SDK client (streaming, over ``binding``), then run ``test``."""
     assert server.a2a is not None
     base = f"http://127.0.0.1:{server.a2a.port}"
 
     async def main() -> T:
         async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30) as http:
             card = await A2ACardResolver(http, base).get_agent_card()
-            client = ClientFactory(ClientConfig(httpx_client=http, streaming=True)).create(card)
+            config = ClientConfig(httpx_client=http, streaming=True, supported_protocol_bindings=[binding])
+            client = ClientFactory(config).create(card)
             return await test(client, card, http)
 
     return asyncio.run(main())
@@ -112,8 +115,8 @@ def test_card_resolves_with_schemas_and_netconf_binding(server: AgentServer) -> 
     card, raw = got["card"], got["raw"]
     assert card["name"] == "IETF-TestLab-RAN-1.0"
     bindings = [i["protocolBinding"] for i in card["supportedInterfaces"]]
-    assert bindings == ["JSONRPC", "urn:ietf:params:netconf:base:1.1"]
-    assert card["supportedInterfaces"][1]["url"] == f"ssh://127.0.0.1:{server.port}"
+    assert bindings == ["JSONRPC", "HTTP+JSON", "urn:ietf:params:netconf:base:1.1"]
+    assert card["supportedInterfaces"][2]["url"] == f"ssh://127.0.0.1:{server.port}"
     assert card["skills"][0]["inputModes"] == ["text/plain", ENERGY]
     assert card["securitySchemes"]["basic"]["httpAuthSecurityScheme"]["scheme"] == "Basic"
     for schema in raw["schemas"].values():  # the root schemas the SDK's protobuf card has no field for
@@ -122,13 +125,14 @@ def test_card_resolves_with_schemas_and_netconf_binding(server: AgentServer) -> 
             Draft202012Validator(schema).validate(example)
 
 
-def test_structured_message_streams_to_completion_and_reads_over_netconf(server: AgentServer) -> None:
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_structured_message_streams_to_completion_and_reads_over_netconf(server: AgentServer, binding: str) -> None:
     payload = {"cell_ids": ["CELL-0401"], "action": "reduce", "duration_minutes": 30}
 
     async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> list[StreamResponse]:
         return await _collect(client.send_message(_structured(payload)))
 
-    events = run(server, test)
+    events = run(server, test, binding)
     # The task first (in whatever state it has reached), then every change from the log in order.
     states = _states(events)
     assert states[0].startswith("task:"), states
@@ -179,7 +183,8 @@ def test_refusals_create_no_task(server: AgentServer) -> None:
         assert len(nc.list_tasks()) == 1  # only the text task
 
 
-def test_resubscribe_after_disconnect_misses_nothing_and_cancel(server: AgentServer) -> None:
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+def test_resubscribe_after_disconnect_misses_nothing_and_cancel(server: AgentServer, binding: str) -> None:
     async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> tuple[list[str], list[str], str, str]:
         stream = client.send_message(_structured({"cell_ids": ["CELL-0401"], "action": "suspend"}))
         first = await anext(stream)
@@ -197,7 +202,7 @@ def test_resubscribe_after_disconnect_misses_nothing_and_cancel(server: AgentSer
             TaskState.Name(stored.status.state),
         )
 
-    first, again, cancelled, stored = run(server, test)
+    first, again, cancelled, stored = run(server, test, binding)
     assert first[0].startswith("task:")
     assert again[0].startswith("task:")
     assert again[-2:] == ["artifact", "TASK_STATE_COMPLETED"], again

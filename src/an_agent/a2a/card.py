@@ -18,7 +18,7 @@ What comes from where:
   short mode ``text`` is written ``text/plain``. Each accepted input schema adds one JSON example;
 - ``schemas`` (root) and ``capabilities.extensions[0].params.schemas``: one JSON Schema 2020-12 per
   template (`an_agent.schemas.jsonschema`);
-- ``supportedInterfaces``: the JSON-RPC URL first (preferred), HTTP+JSON when served, then the NETCONF
+- ``supportedInterfaces``: the JSON-RPC URL first (preferred), HTTP+JSON when served (``/rest``), then the NETCONF
   face as a custom binding (A2A spec 5.8) identified by `NETCONF_BINDING`;
 - ``capabilities.streaming``/``pushNotifications`` and ``securitySchemes`` state what the face
   implements (`CardOptions`), never what the profile's authentication list merely names.

@@ -1,4 +1,4 @@
-"""The A2A v1 face: JSON-RPC (a2a-sdk's routes) over the operation layer. The only module that imports ``a2a``.
+"""The A2A v1 face: JSON-RPC and HTTP+JSON (a2a-sdk's routes) over the operation layer. The only module that imports ``a2a``.
 
 Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes out (DESIGN.md):
 
@@ -45,7 +45,7 @@ from typing import Any
 import uvicorn
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
-from a2a.server.routes import create_jsonrpc_routes
+from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -101,6 +101,7 @@ log = logging.getLogger(__name__)
 
 CARD_PATH = "/.well-known/agent-card.json"
 JSONRPC_PATH = "/"
+REST_PREFIX = "/rest"
 _CONDITION = f"{{{IRTF_AGENT_NS}}}condition-notifications"
 _TASK_ID = f"{{{IRTF_AGENT_NS}}}task-id"
 _session_ids = itertools.count(-1, -1)  # A2A streams are sessions of the operation layer; NETCONF's are > 0
@@ -418,6 +419,7 @@ class A2AServer:
         def card(bound: int) -> dict[str, Any]:
             options = CardOptions(
                 jsonrpc_url=f"http://{_url_host(host)}:{bound}{JSONRPC_PATH}",
+                http_json_url=f"http://{_url_host(host)}:{bound}{REST_PREFIX}",
                 netconf_url=f"ssh://{_url_host(host)}:{netconf_port}",
                 basic_auth=True,
             )
@@ -439,7 +441,11 @@ class A2AServer:
         self.port: int = self._socket.getsockname()[1]
         self.card = card(self.port)
         handler = OperationsRequestHandler(operations, declared_schemas)
-        routes = [Route(CARD_PATH, self._card, methods=["GET"]), *create_jsonrpc_routes(handler, JSONRPC_PATH)]
+        routes = [
+            Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}
+            *create_jsonrpc_routes(handler, JSONRPC_PATH),
+            *create_rest_routes(handler, path_prefix=REST_PREFIX),
+        ]
         app = BasicAuth(Starlette(routes=routes), users, public={CARD_PATH})
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
         self._server = uvicorn.Server(config)
