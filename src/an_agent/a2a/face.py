@@ -1,4 +1,6 @@
-"""The A2A v1 face: JSON-RPC and HTTP+JSON (a2a-sdk's routes) over the operation layer. The only module that imports ``a2a``.
+"""The A2A v1 face: JSON-RPC and HTTP+JSON (a2a-sdk's routes) over the operation layer.
+
+The only module of the server side that imports the ``a2a`` SDK.
 
 Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes out (DESIGN.md):
 
