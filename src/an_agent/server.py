@@ -37,7 +37,7 @@ from an_agent.store.agent_store import AgentStore
 from an_agent.yang.context import YangContext
 
 if TYPE_CHECKING:
-    from an_agent.a2a.face import A2AServer
+    from an_agent.a2a.server import A2AServer
 
 log = logging.getLogger(__name__)
 
@@ -168,7 +168,7 @@ class AgentServer:
         self._listener.start()
         self.operations.start()
         if self.config.a2a_port is not None:
-            from an_agent.a2a.face import A2AServer  # a2a-sdk and uvicorn only when the face is wanted
+            from an_agent.a2a.server import A2AServer  # a2a-sdk and uvicorn only when the face is wanted
 
             self.a2a = A2AServer.for_agent(
                 self.operations, self.credentials.users, self.host, self.config.a2a_port, netconf_port=self.port

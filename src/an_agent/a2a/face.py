@@ -17,9 +17,8 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
   client that reconnects misses nothing.
 - ``GetTask``/``ListTasks``/``CancelTask`` are `Operations.get_task`/`read`/`cancel_task`; the A2A task
   id is the NETCONF task-id, states map through `an_agent.a2a.states`.
-- Every request carries HTTP Basic credentials checked against the agent's users (the NETCONF ones);
-  the card at ``/.well-known/agent-card.json`` is public. Push notifications: not implemented (the
-  card says so).
+- The caller is the authenticated user of the request (HTTP Basic, `an_agent.a2a.server`); push
+  notifications are not implemented (the card says so).
 
 Why not the SDK's ``DefaultRequestHandler`` + ``AgentExecutor`` + ``TaskStore``: that handler keeps
 each task's state in its in-memory ``ActiveTaskRegistry`` and writes it to the ``TaskStore`` itself,
@@ -31,20 +30,13 @@ interface directly on `Operations` instead; routes, JSON-RPC framing, SSE and er
 from __future__ import annotations
 
 import asyncio
-import base64
-import binascii
-import hmac
 import itertools
 import json
 import logging
-import socket
-import threading
 import uuid
-from collections.abc import AsyncGenerator, Callable, Collection, Mapping
-from dataclasses import dataclass
+from collections.abc import AsyncGenerator, Callable, Collection
 from typing import Any
 
-import uvicorn
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
@@ -81,12 +73,8 @@ from a2a.utils.errors import (
 )
 from google.protobuf.json_format import MessageToDict, ParseDict
 from lxml import etree
-from starlette.applications import Starlette
-from starlette.responses import JSONResponse, Response
-from starlette.routing import Route
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.routing import BaseRoute
 
-from an_agent.a2a.card import CardOptions, build_card
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
 from an_agent.a2a.inbound import part_schema, read_message
 from an_agent.errors import RpcError, SchemaError
@@ -96,12 +84,10 @@ from an_agent.model.prompt import parse_prompt
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import AssignTask, CancelTask, ReadScope, Subscribe
-from an_agent.schemas.template import Template
 from an_agent.schemas.validate import media_type
 
 log = logging.getLogger(__name__)
 
-CARD_PATH = "/.well-known/agent-card.json"
 JSONRPC_PATH = "/"
 REST_PREFIX = "/rest"
 _CONDITION = f"{{{IRTF_AGENT_NS}}}condition-notifications"
@@ -348,131 +334,7 @@ def _content(text: str, params: list[DataParam]) -> str:
     return build_prompt(text, text)
 
 
-# -- HTTP ---------------------------------------------------------------------------------------------
-
-
-class BasicAuth:
-    """ASGI middleware: HTTP Basic against the agent's users; the card path stays public."""
-
-    def __init__(self, app: ASGIApp, users: Mapping[str, str], public: Collection[str]) -> None:
-        self.app = app
-        self.users = dict(users)
-        self.public = frozenset(public)
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http" or scope["path"] in self.public:
-            await self.app(scope, receive, send)
-            return
-        user = self._user(dict(scope["headers"]).get(b"authorization", b""))
-        if user is None:
-            response = Response(
-                "authentication required", status_code=401, headers={"WWW-Authenticate": 'Basic realm="an-agent"'}
-            )
-            await response(scope, receive, send)
-            return
-        scope["user"] = _User(user)
-        await self.app(scope, receive, send)
-
-    def _user(self, header: bytes) -> str | None:
-        scheme, _, value = header.decode("latin-1").partition(" ")
-        if scheme.lower() != "basic":
-            return None
-        try:
-            name, sep, password = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
-        except (binascii.Error, UnicodeDecodeError):
-            return None
-        expected = self.users.get(name)
-        if not sep or expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
-            return None
-        return name
-
-
-@dataclass(frozen=True)
-class _User:
-    """What Starlette's ``request.user`` holds (the SDK reads ``is_authenticated`` and ``display_name``)."""
-
-    display_name: str
-    is_authenticated: bool = True
-
-
-def served_templates(operations: Operations) -> list[Template]:
-    """The templates the agent serves now, global patches applied (none when it serves no schemas)."""
-    if operations.schemas is None:
-        return []
-    engine = operations.schemas.engine
-    return [engine.template(t.schema_id, None, record_delivery=False) for t in engine.registry.templates()]
-
-
-class A2AServer:
-    """The A2A face of one agent on ``host:port`` (uvicorn in a thread of its own)."""
-
-    @classmethod
-    def for_agent(
-        cls, operations: Operations, users: Mapping[str, str], host: str, port: int, netconf_port: int
-    ) -> A2AServer:
-        """The face of ``operations`` with its card: the profile, the served templates, both faces' URLs.
-
-        The card is built once, at start: schema patches published later show in ``get-schema-template``
-        and the NETCONF state, and in the card after a restart.
-        """
-        templates = served_templates(operations)
-        declared = frozenset(t.schema_id for t in templates)
-
-        def card(bound: int) -> dict[str, Any]:
-            options = CardOptions(
-                jsonrpc_url=f"http://{_url_host(host)}:{bound}{JSONRPC_PATH}",
-                http_json_url=f"http://{_url_host(host)}:{bound}{REST_PREFIX}",
-                netconf_url=f"ssh://{_url_host(host)}:{netconf_port}",
-                basic_auth=True,
-            )
-            return build_card(operations.profile, templates, options)
-
-        return cls(operations, card, lambda: declared, users, host, port)
-
-    def __init__(
-        self,
-        operations: Operations,
-        card: Callable[[int], dict[str, Any]],
-        declared_schemas: Callable[[], Collection[str]],
-        users: Mapping[str, str],
-        host: str = "127.0.0.1",
-        port: int = 0,
-    ) -> None:
-        self._socket = socket.create_server((host, port))
-        self.host = host
-        self.port: int = self._socket.getsockname()[1]
-        self.card = card(self.port)
-        handler = OperationsRequestHandler(operations, declared_schemas)
-        routes = [
-            Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}
-            *create_jsonrpc_routes(handler, JSONRPC_PATH),
-            *create_rest_routes(handler, path_prefix=REST_PREFIX),
-        ]
-        app = BasicAuth(Starlette(routes=routes), users, public={CARD_PATH})
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
-        self._server = uvicorn.Server(config)
-        self._thread = threading.Thread(target=self._run, name=f"a2a-{self.port}", daemon=True)
-
-    async def _card(self, request: Any) -> JSONResponse:
-        return JSONResponse(self.card)
-
-    def _run(self) -> None:
-        asyncio.run(self._server.serve(sockets=[self._socket]))
-
-    def start(self) -> None:
-        self._thread.start()
-        for _ in range(1000):  # uvicorn sets `started` once it serves on our socket
-            if self._server.started:
-                return
-            if not self._thread.is_alive():
-                raise RuntimeError("the A2A server did not start")
-            threading.Event().wait(0.01)
-
-    def stop(self) -> None:
-        self._server.should_exit = True
-        self._thread.join(timeout=10)
-        self._socket.close()
-
-
-def _url_host(host: str) -> str:
-    return f"[{host}]" if ":" in host else host
+def sdk_routes(operations: Operations, declared_schemas: Callable[[], Collection[str]]) -> list[BaseRoute]:
+    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`."""
+    handler = OperationsRequestHandler(operations, declared_schemas)
+    return [*create_jsonrpc_routes(handler, JSONRPC_PATH), *create_rest_routes(handler, path_prefix=REST_PREFIX)]

@@ -1,0 +1,157 @@
+"""The HTTP side of the A2A face: the card route, HTTP Basic with the agent's users, uvicorn in a thread.
+
+The A2A routes themselves come from `an_agent.a2a.face` (the SDK's); this module needs no SDK import.
+Every request but the card's carries HTTP Basic credentials checked against the agent's users (the
+NETCONF ones); the card at ``/.well-known/agent-card.json`` is public.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import binascii
+import hmac
+import socket
+import threading
+from collections.abc import Callable, Collection, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from an_agent.a2a.card import CardOptions, build_card
+from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
+from an_agent.runtime.operations import Operations
+from an_agent.schemas.template import Template
+
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+class BasicAuth:
+    """ASGI middleware: HTTP Basic against the agent's users; the card path stays public."""
+
+    def __init__(self, app: ASGIApp, users: Mapping[str, str], public: Collection[str]) -> None:
+        self.app = app
+        self.users = dict(users)
+        self.public = frozenset(public)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["path"] in self.public:
+            await self.app(scope, receive, send)
+            return
+        user = self._user(dict(scope["headers"]).get(b"authorization", b""))
+        if user is None:
+            response = Response(
+                "authentication required", status_code=401, headers={"WWW-Authenticate": 'Basic realm="an-agent"'}
+            )
+            await response(scope, receive, send)
+            return
+        scope["user"] = _User(user)
+        await self.app(scope, receive, send)
+
+    def _user(self, header: bytes) -> str | None:
+        scheme, _, value = header.decode("latin-1").partition(" ")
+        if scheme.lower() != "basic":
+            return None
+        try:
+            name, sep, password = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
+        except (binascii.Error, UnicodeDecodeError):
+            return None
+        expected = self.users.get(name)
+        if not sep or expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
+            return None
+        return name
+
+
+@dataclass(frozen=True)
+class _User:
+    """What Starlette's ``request.user`` holds (the SDK reads ``is_authenticated`` and ``display_name``)."""
+
+    display_name: str
+    is_authenticated: bool = True
+
+
+def served_templates(operations: Operations) -> list[Template]:
+    """The templates the agent serves now, global patches applied (none when it serves no schemas)."""
+    if operations.schemas is None:
+        return []
+    engine = operations.schemas.engine
+    return [engine.template(t.schema_id, None, record_delivery=False) for t in engine.registry.templates()]
+
+
+class A2AServer:
+    """The A2A face of one agent on ``host:port`` (uvicorn in a thread of its own)."""
+
+    @classmethod
+    def for_agent(
+        cls, operations: Operations, users: Mapping[str, str], host: str, port: int, netconf_port: int
+    ) -> A2AServer:
+        """The face of ``operations`` with its card: the profile, the served templates, both faces' URLs.
+
+        The card is built once, at start: schema patches published later show in ``get-schema-template``
+        and the NETCONF state, and in the card after a restart.
+        """
+        templates = served_templates(operations)
+        declared = frozenset(t.schema_id for t in templates)
+
+        def card(bound: int) -> dict[str, Any]:
+            options = CardOptions(
+                jsonrpc_url=f"http://{_url_host(host)}:{bound}{JSONRPC_PATH}",
+                http_json_url=f"http://{_url_host(host)}:{bound}{REST_PREFIX}",
+                netconf_url=f"ssh://{_url_host(host)}:{netconf_port}",
+                basic_auth=True,
+            )
+            return build_card(operations.profile, templates, options)
+
+        return cls(operations, card, lambda: declared, users, host, port)
+
+    def __init__(
+        self,
+        operations: Operations,
+        card: Callable[[int], dict[str, Any]],
+        declared_schemas: Callable[[], Collection[str]],
+        users: Mapping[str, str],
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
+        self._socket = socket.create_server((host, port))
+        self.host = host
+        self.port: int = self._socket.getsockname()[1]
+        self.card = card(self.port)
+        routes = [
+            Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}
+            *sdk_routes(operations, declared_schemas),
+        ]
+        app = BasicAuth(Starlette(routes=routes), users, public={CARD_PATH})
+        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+        self._server = uvicorn.Server(config)
+        self._thread = threading.Thread(target=self._run, name=f"a2a-{self.port}", daemon=True)
+
+    async def _card(self, request: Request) -> JSONResponse:
+        return JSONResponse(self.card)
+
+    def _run(self) -> None:
+        asyncio.run(self._server.serve(sockets=[self._socket]))
+
+    def start(self) -> None:
+        self._thread.start()
+        for _ in range(1000):  # uvicorn sets `started` once it serves on our socket
+            if self._server.started:
+                return
+            if not self._thread.is_alive():
+                raise RuntimeError("the A2A server did not start")
+            threading.Event().wait(0.01)
+
+    def stop(self) -> None:
+        self._server.should_exit = True
+        self._thread.join(timeout=10)
+        self._socket.close()
+
+
+def _url_host(host: str) -> str:
+    return f"[{host}]" if ":" in host else host
