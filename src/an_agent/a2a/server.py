@@ -119,7 +119,10 @@ class A2AServer:
         host: str = "127.0.0.1",
         port: int = 0,
     ) -> None:
-        self._socket = socket.create_server((host, port))
+        family = socket.AF_INET6 if ":" in host else socket.AF_INET
+        self._socket = socket.create_server((host, port), family=family)  # only the address asked for
+        # Accepted connections inherit it: without, each small reply waits ~40 ms for a delayed ACK.
+        self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.host = host
         self.port: int = self._socket.getsockname()[1]
         self.card = card(self.port)
