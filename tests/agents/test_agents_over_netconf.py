@@ -11,8 +11,8 @@ import pytest
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour
 from an_agent.errors import ConfigError, RpcError
+from an_agent.lab.agent import load_agent
 from an_agent.lab.kernel import SimKernel
-from an_agent.lab.topology import load_agent
 from an_agent.model import (
     CommuType,
     DataParam,

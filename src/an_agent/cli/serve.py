@@ -117,7 +117,7 @@ def run(args: argparse.Namespace) -> int:
     elif args.topology is not None:
         if not args.agent:
             raise ConfigError("--topology needs --agent NAME (which agent of the topology to serve)")
-        from an_agent.lab.topology import load_agent  # the lab issue's topology loader
+        from an_agent.lab.agent import load_agent
 
         profile, behaviour = load_agent(args.topology, args.agent)
     elif args.agent:

@@ -54,8 +54,9 @@ def _is_our_lab(pid: int, run_dir: Path) -> bool:
 
 def serve_foreground(topology: Topology, run_dir: Path, play: bool = True) -> int:
     """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file."""
+    from an_agent.lab.agent import HOST
     from an_agent.lab.journal import Note
-    from an_agent.lab.runner import HOST, Lab
+    from an_agent.lab.runner import Lab
 
     run_dir.mkdir(parents=True, exist_ok=True)
 

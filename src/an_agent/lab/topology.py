@@ -5,8 +5,8 @@ this module (``topology.schema.json``), then by cross-reference checks (a site's
 existing links, a fault's target exists and has the right kind, ...). Every error names the file and
 line: ``topologies/x.yaml:42: agents[2].port: -1 is less than the minimum of 0``.
 
-`load_topology` returns a `Topology`; `load_agent` gives one agent's profile and behaviour for
-``an-agent serve --topology FILE --agent NAME``.
+`load_topology` returns a `Topology` (`an_agent.lab.agent.load_agent` builds one of its agents for
+``an-agent serve --topology FILE --agent NAME``).
 """
 
 from __future__ import annotations
@@ -16,16 +16,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, fields
 from importlib import resources
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from an_agent.agents.environment import AgentDirectoryEntry, Timing
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
 from an_agent.lab.yamldoc import PathItem, YamlDocument, format_path, load_yaml
-
-if TYPE_CHECKING:
-    from an_agent.model import AgentProfile
-    from an_agent.runtime.behaviour import Behaviour
 
 FORMAT = "an-agent-lab/1"
 DEFAULT_START = "2025-06-01T08:00:00Z"
@@ -216,17 +212,6 @@ def load_topology(path: Path) -> Topology:
     topology = _build(doc.data, problems, path)
     problems.raise_if_any()
     return topology
-
-
-def load_agent(path: Path, name: str) -> tuple[AgentProfile, Behaviour]:
-    """One agent of a topology, to serve on its own (``an-agent serve --topology FILE --agent NAME``).
-
-    The agent gets its own copy of the simulated network and a scheduler that plays simulated time as
-    fast as its work allows; it reaches the agents it may talk to at the ports the topology gives them.
-    """
-    from an_agent.lab.runner import standalone_agent
-
-    return standalone_agent(load_topology(path), name)
 
 
 class _Problems:

@@ -1,0 +1,139 @@
+"""One topology agent put together: its profile, its behaviour wired to a scheduler, network and peers.
+
+`Lab` assembles every agent of a topology this way inside one process; `load_agent` assembles one for
+``an-agent serve --topology FILE --agent NAME``. Nothing here starts a server: the caller passes the
+profile and behaviour to `an_agent.server.AgentServer`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+from collections.abc import Callable
+from pathlib import Path
+
+from an_agent.agents.base import LabBehaviour
+from an_agent.agents.environment import AgentEnvironment
+from an_agent.agents.peers import Peers
+from an_agent.agents.roles import ROLES
+from an_agent.errors import ConfigError
+from an_agent.lab.journal import Journal, Note
+from an_agent.lab.kernel import SimKernel
+from an_agent.lab.network import SimNetwork
+from an_agent.lab.topology import AgentSpec, Topology, load_topology
+from an_agent.model import AgentProfile, Capability, Skill
+
+log = logging.getLogger(__name__)
+
+HOST = "127.0.0.1"
+TASK_CAPACITY = 200
+"""Tasks a lab agent executes at once (its server gets as many workers; most of them wait)."""
+NEGOTIATION_TYPES = ["acp-task-feasibility-negotiation-v1.0", "acp-task-fulfillment-negotiation-v1.0"]
+
+AddressOf = Callable[[str], "tuple[str, int] | None"]
+
+
+def lab_host_key(path: Path) -> None:
+    """One SSH host key for all the agents of a lab, each getting a copy.
+
+    RSA 2048 rather than the server's default 3072: on loopback it protects nothing more, and every
+    agent loads it at start (0.09 s against 0.25 s for 3072 bits, times the number of agents).
+    """
+    if path.exists():
+        return
+    import paramiko
+
+    key = paramiko.RSAKey.generate(2048)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as fh:
+        key.write_private_key(fh)
+
+
+def build_profile(spec: AgentSpec) -> AgentProfile:
+    """The ``/irtf-agent:agent`` profile of a topology agent (skills from its role)."""
+    role = ROLES[spec.role]
+    skills = [
+        Skill(
+            name=s.name,
+            description=s.description,
+            tags=list(s.tags),
+            examples=list(s.examples),
+            input_modes=list(role.skills[0].input_modes),
+            output_modes=list(role.skills[0].output_modes),
+        )
+        for s in spec.skills
+    ] or list(role.skills)
+    return AgentProfile(
+        name=spec.name,
+        alias=spec.role,
+        description=spec.description or role.behaviour.description,
+        type=spec.role,
+        skills=skills,
+        version="1.0.0",
+        provider=spec.provider,
+        domain=spec.domain or role.domain,
+        capability=Capability(streaming=False, push_notifications=True, negotiate=list(NEGOTIATION_TYPES)),
+        management_object=", ".join(spec.regions) or "all regions",
+    )
+
+
+def make_behaviour(
+    topology: Topology,
+    spec: AgentSpec,
+    kernel: SimKernel,
+    network: SimNetwork,
+    journal: Journal,
+    address_of: AddressOf,
+    task_capacity: int = TASK_CAPACITY,
+) -> tuple[LabBehaviour, Peers]:
+    """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses."""
+    if spec.role not in ROLES:
+        raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
+    peers = Peers(spec.name, kernel, address_of, topology.talks_to.get(spec.name, ()), journal.record)
+    env = AgentEnvironment(
+        name=spec.name,
+        role=spec.role,
+        regions=spec.regions,
+        scheduler=kernel,
+        network=network,
+        journal=journal,
+        directory=topology.directory_for(spec.name),
+        timing=topology.timing,
+        options=dict(spec.options),
+        task_capacity=task_capacity,
+    )
+    return ROLES[spec.role].behaviour(env, peers), peers
+
+
+def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBehaviour]:
+    """One agent for ``an-agent serve --topology``: its own idle copy of the network, peers at topology ports.
+
+    The scenario is not played (another process's copy of the network would not see this one's
+    repairs); use ``an-agent lab up`` to run a whole topology with its scenario.
+    """
+    spec = topology.agent(name)
+    kernel = SimKernel(topology.start_time)
+    network = SimNetwork(topology.network, topology.seed, kernel.now, kernel.call_at)
+    ports = {a.name: a.port for a in topology.agents if a.port}
+
+    def address_of(peer: str) -> tuple[str, int] | None:
+        return (HOST, ports[peer]) if peer in ports else None
+
+    def log_note(note: Note) -> None:
+        log.info("%s %s: %s", note.agent, note.kind, note.text)
+
+    journal = Journal(kernel.now, on_note=log_note)
+    # `an-agent serve` gives the server its default 8 task workers.
+    behaviour, _ = make_behaviour(topology, spec, kernel, network, journal, address_of, task_capacity=8)
+    threading.Thread(target=kernel.run, kwargs={"forever": True}, name=f"lab-clock:{name}", daemon=True).start()
+    return build_profile(spec), behaviour
+
+
+def load_agent(path: Path, name: str) -> tuple[AgentProfile, LabBehaviour]:
+    """One agent of a topology, to serve on its own (``an-agent serve --topology FILE --agent NAME``).
+
+    The agent gets its own copy of the simulated network and a scheduler that plays simulated time as
+    fast as its work allows; it reaches the agents it may talk to at the ports the topology gives them.
+    """
+    return standalone_agent(load_topology(path), name)
