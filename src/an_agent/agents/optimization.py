@@ -8,6 +8,13 @@ up with uptilt (1 degree per 2 dB lost). Before changing the cells it asks the e
 suspend saving on them (an energy-saving cell would undo part of the increase); the compensation ends
 when cancelled or after ``duration_minutes``, whichever comes first.
 
+The suspension lasts exactly as long as the compensation it protects: the compensation starts only
+after ``timing.compensation_apply`` (and its ``duration_minutes`` count from then), so the suspension
+is asked for the compensation's duration plus that delay plus `SUSPENSION_MARGIN_MINUTES`, and is
+extended when the energy-saving agent's answer (its ``until``) still ends before the compensation's
+expiry. Its own end is thus only a safety net; saving resumes when the compensation ends, by the
+explicit ``resume`` sent after the cancellation or expiry.
+
 ``Cancel`` (coverage_compensation_v1 naming the target cells, the compensation id in ``other``, which
 has no key for it): the planned power and tilt come back and energy saving is resumed on the cells no
 other compensation still needs.
@@ -23,9 +30,15 @@ from dataclasses import dataclass, field
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
 from an_agent.agents.environment import Timer
+from an_agent.clock import from_rfc3339
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
+
+SUSPENSION_MARGIN_MINUTES = 1
+"""How long after the compensation's expiry the suspension would end by itself (the resume comes first)."""
+MAX_ADJUST_MINUTES = 10080
+"""The longest ``duration_minutes`` energy_saving_adjust_v1 accepts (its template's range)."""
 
 
 @dataclass
@@ -124,28 +137,19 @@ class OptimizationBehaviour(LabBehaviour):
         comp = _Compensation(task.task_id, targets, neighbours, delta, tilt)
         saving = [c for c in neighbours if network.cell(c).energy_saving == "enabled"]
         savers = self.env.peers_with_role("energy-saving")
+        suspended_until: float | None = None
         if saving and savers:
-            value = payloads.envelope(
-                "energy_saving_adjust_v1",
-                {
-                    "cell_ids": saving,
-                    "action": "suspend",
-                    "duration_minutes": minutes,
-                    "reason": "coverage_compensation",
-                },
-            )
-            outcome = self.ask(
+            apply_minutes = math.ceil(self.env.timing.compensation_apply / 60.0)
+            suspended_until = self._suspend(
                 savers[0],
                 f"suspend.{task.task_id}",
-                ", ".join(saving),
+                saving,
+                minutes + apply_minutes + SUSPENSION_MARGIN_MINUTES,
                 f"Suspend energy saving on {len(saving)} neighbour cells while they compensate the "
                 f"coverage of {short(targets)}",
-                value,
             )
-            if outcome.finished:
+            if suspended_until is not None:
                 comp.es_cells = saving
-            else:
-                self.note("energy_saving_refused", f"energy saving stays on: {outcome.reason}")
         scheduler.sleep(self.env.timing.compensation_apply)
         with self._state:
             self._active[comp.compensation_id] = comp
@@ -154,6 +158,16 @@ class OptimizationBehaviour(LabBehaviour):
         comp.timer = scheduler.call_at(
             expires, f"{self.name} expiry {comp.compensation_id}", functools.partial(self._expire, comp.compensation_id)
         )
+        if comp.es_cells and suspended_until is not None and suspended_until < expires:
+            # The energy-saving agent shortened it (or the duration hit its maximum): extend it to the expiry.
+            self._suspend(
+                savers[0],
+                f"extend-suspend.{task.task_id}",
+                comp.es_cells,
+                math.ceil((expires - scheduler.now()) / 60.0) + SUSPENSION_MARGIN_MINUTES,
+                f"Extend the suspension of energy saving on {len(comp.es_cells)} cells to the end of "
+                f"compensation {comp.compensation_id}",
+            )
         self.note(
             "compensation_applied",
             f"{len(neighbours)} neighbour cells {delta:+g} dB, tilt {tilt:+g} deg, covering {short(targets)}",
@@ -172,6 +186,27 @@ class OptimizationBehaviour(LabBehaviour):
                 "expires_at": stamp(expires),
             },
         )
+
+    def _suspend(self, saver: str, slug: str, cells: list[str], minutes: int, description: str) -> float | None:
+        """Have ``saver`` suspend energy saving on ``cells``; when it ends by itself (None: refused)."""
+        value = payloads.envelope(
+            "energy_saving_adjust_v1",
+            {
+                "cell_ids": cells,
+                "action": "suspend",
+                "duration_minutes": min(MAX_ADJUST_MINUTES, minutes),
+                "reason": "coverage_compensation",
+            },
+        )
+        outcome = self.ask(saver, slug, ", ".join(cells), description, value)
+        if not outcome.finished:
+            self.note("energy_saving_refused", f"energy saving stays on: {outcome.reason}")
+            return None
+        until = outcome.result().get("until")
+        try:
+            return from_rfc3339(until) if isinstance(until, str) else math.inf
+        except ValueError:
+            return math.inf  # an agent that does not say when: trust it to hold until the resume
 
     def _apply(self, cells: list[str]) -> None:
         """Set each cell to its planned values plus the strongest compensation still active on it."""
