@@ -5,7 +5,9 @@
   its end to the assigner.
 - Structured payloads: a task's payload is validated against its template when the task is assigned
   (a bad payload is refused with ``invalid-value`` listing every problem, nothing is stored) and handed
-  to `handle` already validated.
+  to `handle` already validated. Keys outside the base template (evolved keys) are accepted exactly
+  when the agent's schema setting accepts them (`AgentEnvironment.schemas`): the same under
+  ``an-agent serve --topology`` and in a lab.
 - Negotiation: FEASIBILITY reads the proposed payload from the prompt and asks `feasibility`;
   FULFILLMENT compares a finished task's JSON result with what the requester says it needs.
 - Talking to other agents: `ask` runs the draft's section 5.3 sequence with a peer — FEASIBILITY,
@@ -140,7 +142,7 @@ class LabBehaviour(Behaviour):
                     f"{self.name} already has {busy} tasks in progress (its limit); assign {task.task_id} later",
                 )
             try:
-                payloads.task_payload(task, self.agent.data_params)
+                payloads.task_payload(task, self.agent.data_params, self.env.accepts_evolved_keys)
             except SchemaError as exc:
                 raise RpcError.invalid_value(
                     f"{self.name} refuses task {task.task_id}: {exc}: " + "; ".join(exc.problems),
@@ -163,7 +165,7 @@ class LabBehaviour(Behaviour):
         key = (self.name, task.task_id)
         try:
             run.set_status(TaskStatus.PROCESSING)
-            payload = payloads.task_payload(task, self.agent.data_params)
+            payload = payloads.task_payload(task, self.agent.data_params, self.env.accepts_evolved_keys)
             self.handle(task, payload, run)
         except TaskFailure as exc:
             run.fail(str(exc))
@@ -186,7 +188,7 @@ class LabBehaviour(Behaviour):
         value = payloads.prompt_payload(content)
         sections = parse_prompt(content)
         try:
-            validated = payloads.validate(value) if value is not None else None
+            validated = payloads.validate(value, self.env.accepts_evolved_keys) if value is not None else None
             reason = self.feasibility(sections.task_description or "", validated, request.send_from)
         except SchemaError as exc:
             return NegotiationResult(

@@ -59,6 +59,8 @@ class EnergySavingBehaviour(LabBehaviour):
             if capable:
                 counter = payloads.envelope("energy_saving_adjust_v1", {**payload.values, "cell_ids": capable})
             raise NotFeasible(f"{short(without)} have no energy-saving function", counter)
+        if payload.values["action"] == "reduce" and payload.values.get("energy_saving_target_percent") is None:
+            raise NotFeasible("reduce needs energy_saving_target_percent (the new saving target)")
         return f"energy saving can be {payload.values['action']}d on {len(cells)} cells"
 
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:

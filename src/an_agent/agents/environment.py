@@ -15,9 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
+
+SchemaMode = Literal["evolve", "validate", "off"]
+"""An agent's structured-payload setting (``an-agent serve --schemas``, a topology's ``schemas``)."""
+DEFAULT_SCHEMA_MODE: SchemaMode = "validate"
+"""The setting of a topology agent that names none, under ``lab run``/``lab up`` and ``serve --topology``
+alike: validate payloads against the agent's templates without learning from ``other`` (no embedding
+model to load, runs stay deterministic)."""
 
 
 class Shutdown(Exception):
@@ -310,6 +317,17 @@ class AgentEnvironment:
     task_capacity: int = 8
     """How many tasks the agent's server executes at once; a behaviour refuses more (they would queue
     while holding simulated time)."""
+
+    schemas: SchemaMode = DEFAULT_SCHEMA_MODE
+    """The agent's structured-payload setting: with a schema service (``evolve``, ``validate``) the
+    server has already validated each assigned payload against the agent's own templates, evolved keys
+    included, so the behaviour accepts keys its base template lacks (and ignores them); with ``off`` it
+    is the only check and holds payloads to the base templates."""
+
+    @property
+    def accepts_evolved_keys(self) -> bool:
+        """True when payload keys outside the base templates are accepted (see ``schemas``)."""
+        return self.schemas != "off"
 
     def in_scope(self, region: str) -> bool:
         return not self.regions or region in self.regions

@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
 from an_agent.errors import SchemaError
 from an_agent.model import DataParam, DataType, Task, build_prompt, parse_prompt
 from an_agent.schemas.registry import TemplateRegistry
+from an_agent.schemas.template import OTHER_KEY
 from an_agent.schemas.validate import (
     ValidatedPayload,
     media_type,
@@ -38,11 +40,26 @@ def envelope(schema_id: str, payload: dict[str, Any]) -> dict[str, Any]:
     return value
 
 
-def validate(value: Any) -> ValidatedPayload:
-    """Validate an envelope against the template its ``schema_id`` names; `SchemaError` on any problem."""
+def validate(value: Any, evolved_keys: bool = False) -> ValidatedPayload:
+    """Validate an envelope against the base template its ``schema_id`` names; `SchemaError` on any problem.
+
+    With ``evolved_keys`` (the agent's schema service has validated the payload against its evolved
+    templates already) keys the base template lacks are accepted: left out of ``values`` (behaviours act
+    on base keys only, and their counter-proposals must stay valid for any peer) and named in ``warnings``.
+    """
     if not isinstance(value, dict) or not isinstance(value.get("schema_id"), str):
         raise SchemaError("not a structured payload", ['(data): expected {"schema_id": ..., "payload": {...}}'])
-    return validate_payload(templates().get(value["schema_id"]), value)
+    template = templates().get(value["schema_id"])
+    payload = value.get("payload")
+    if not evolved_keys or not isinstance(payload, dict):
+        return validate_payload(template, value)
+    extra = sorted(k for k in payload if k != OTHER_KEY and template.key(k) is None)
+    base = {k: v for k, v in payload.items() if k not in extra}
+    validated = validate_payload(template, {**value, "payload": base})
+    if not extra:
+        return validated
+    notice = tuple(f"{k}: not a key of the base {template.schema_id}; accepted, not acted upon" for k in extra)
+    return replace(validated, warnings=validated.warnings + notice)
 
 
 def data_param(param_id: str, value: dict[str, Any], description: str) -> DataParam:
@@ -58,8 +75,13 @@ def data_param(param_id: str, value: dict[str, Any], description: str) -> DataPa
     )
 
 
-def task_payload(task: Task, lookup: Callable[[Sequence[str]], list[DataParam]]) -> ValidatedPayload | None:
-    """The validated structured payload of ``task`` (from its ``msg-data``), or None when it carries none."""
+def task_payload(
+    task: Task, lookup: Callable[[Sequence[str]], list[DataParam]], evolved_keys: bool = False
+) -> ValidatedPayload | None:
+    """The validated structured payload of ``task`` (from its ``msg-data``), or None when it carries none.
+
+    ``evolved_keys`` as in `validate`.
+    """
     for param in lookup(task.msg_data):
         schema_id = schema_id_from_media_type(param.format or "")
         if schema_id is None or param.data is None:
@@ -70,7 +92,7 @@ def task_payload(task: Task, lookup: Callable[[Sequence[str]], list[DataParam]])
                 f"data-param {param.id}: format names {schema_id} but the payload says {value.get('schema_id')!r}",
                 [f"schema_id: expected {schema_id!r}"],
             )
-        return validate(value)
+        return validate(value, evolved_keys)
     return None
 
 

@@ -8,9 +8,12 @@ import signal
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from an_agent.errors import ConfigError
+
+if TYPE_CHECKING:
+    from an_agent.agents.environment import SchemaMode
 
 _DESCRIPTION = """\
 Serve one autonomous-network agent over NETCONF (SSH, base 1.0 and 1.1).
@@ -54,9 +57,10 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--schemas",
         choices=["evolve", "validate", "off"],
-        default="evolve",
-        help="structured payloads: validate them and learn from 'other' (evolve, default), only validate, or "
-        "serve no scenario schemas (off)",
+        default=None,
+        help="structured payloads: validate them and learn from 'other' (evolve), only validate, or serve no "
+        "scenario schemas (off). Default: evolve; with --topology, the agent's 'schemas' in the topology "
+        "(default validate), exactly as under 'an-agent lab run'",
     )
     parser.add_argument(
         "--schema-admin",
@@ -112,6 +116,7 @@ def run(args: argparse.Namespace) -> int:
     )
     profile = None
     behaviour = None
+    schemas: SchemaMode = args.schemas or "evolve"
     if args.profile is not None:
         profile = AgentProfile.load(args.profile)
     elif args.topology is not None:
@@ -119,7 +124,9 @@ def run(args: argparse.Namespace) -> int:
             raise ConfigError("--topology needs --agent NAME (which agent of the topology to serve)")
         from an_agent.lab.agent import load_agent
 
-        profile, behaviour = load_agent(args.topology, args.agent)
+        lab_profile, lab_behaviour = load_agent(args.topology, args.agent, schemas=args.schemas)
+        profile, behaviour = lab_profile, lab_behaviour
+        schemas = lab_behaviour.env.schemas  # the behaviour and the server must agree on it
     elif args.agent:
         raise ConfigError("--agent is only meaningful with --topology FILE")
 
@@ -132,7 +139,7 @@ def run(args: argparse.Namespace) -> int:
         profile=profile,
         behaviour=behaviour,
         durable=args.durable,
-        schemas=args.schemas,
+        schemas=schemas,
         schema_admins=args.schema_admin,
         schema_approval=args.schema_approval,
         templates=args.templates,

@@ -11,10 +11,11 @@ import logging
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 
 from an_agent.agents.base import LabBehaviour
-from an_agent.agents.environment import AgentEnvironment
+from an_agent.agents.environment import AgentEnvironment, SchemaMode
 from an_agent.agents.peers import Peers
 from an_agent.agents.roles import ROLES
 from an_agent.errors import ConfigError
@@ -102,6 +103,7 @@ def make_behaviour(
         timing=topology.timing,
         options=dict(spec.options),
         task_capacity=task_capacity,
+        schemas=spec.schemas,
     )
     return ROLES[spec.role].behaviour(env, peers), peers
 
@@ -130,10 +132,16 @@ def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBe
     return build_profile(spec), behaviour
 
 
-def load_agent(path: Path, name: str) -> tuple[AgentProfile, LabBehaviour]:
+def load_agent(path: Path, name: str, schemas: SchemaMode | None = None) -> tuple[AgentProfile, LabBehaviour]:
     """One agent of a topology, to serve on its own (``an-agent serve --topology FILE --agent NAME``).
 
     The agent gets its own copy of the simulated network and a scheduler that plays simulated time as
     fast as its work allows; it reaches the agents it may talk to at the ports the topology gives them.
+    ``schemas`` overrides the agent's setting in the topology (``serve --schemas``); the server must be
+    given the same (``behaviour.env.schemas``).
     """
-    return standalone_agent(load_topology(path), name)
+    topology = load_topology(path)
+    if schemas is not None:
+        spec = replace(topology.agent(name), schemas=schemas)
+        topology = replace(topology, agents=tuple(spec if a.name == name else a for a in topology.agents))
+    return standalone_agent(topology, name)

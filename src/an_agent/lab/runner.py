@@ -123,10 +123,9 @@ class Lab:
                         behaviour=behaviour,
                         clock=self.kernel.clock,
                         task_workers=TASK_CAPACITY,
-                        # Payloads are validated by each receiving agent; learning from
-                        # "other" would load the embedding model into a lab that must
-                        # stay offline-light and deterministic.
-                        schemas="validate",
+                        # The agent's setting, as under `an-agent serve --topology` (default validate:
+                        # learning from "other" loads the embedding model and is not deterministic).
+                        schemas=spec.schemas,
                     ),
                     yang=yang,
                 )

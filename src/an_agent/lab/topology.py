@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from an_agent.agents.environment import AgentDirectoryEntry, Timing
+from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, AgentDirectoryEntry, SchemaMode, Timing
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
 from an_agent.lab.yamldoc import PathItem, YamlDocument, format_path, load_yaml
@@ -48,6 +48,8 @@ class AgentSpec:
     provider: str = "an-agent lab"
     regions: tuple[str, ...] = ()
     port: int = 0
+    schemas: SchemaMode = DEFAULT_SCHEMA_MODE
+    """Structured payloads (the agent's ``schemas``, else the topology's, else validate)."""
     options: dict[str, Any] = field(default_factory=dict)
     skills: tuple[SkillSpec, ...] = ()
     """Empty: the role's skills."""
@@ -275,6 +277,7 @@ def _unexpected_keys(error: Any) -> list[str]:
 
 def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
     provider = data.get("provider", "an-agent lab")
+    schemas = _schema_mode(data.get("schemas", DEFAULT_SCHEMA_MODE))
     agents: list[AgentSpec] = []
     names: dict[str, int] = {}
     regions = tuple(RegionSpec(r["name"], tuple(r.get("aliases", ()))) for r in data["network"]["regions"])
@@ -297,6 +300,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 provider=raw.get("provider", provider),
                 regions=tuple(raw.get("regions", ())),
                 port=raw.get("port", 0),
+                schemas=_schema_mode(raw.get("schemas", schemas)),
                 options=dict(raw.get("options", {})),
                 skills=tuple(
                     SkillSpec(s["name"], s.get("description"), tuple(s.get("tags", ())), tuple(s.get("examples", ())))
@@ -500,6 +504,12 @@ def _events(
             problems.add(where, "an event needs a fault or a ticket")
         events.append(EventSpec(float(e["at_minutes"]) * 60.0, fault, ticket))
     return tuple(sorted(events, key=lambda ev: ev.at))
+
+
+def _schema_mode(value: Any) -> SchemaMode:
+    """A ``schemas`` value (already checked by the JSON Schema); YAML reads an unquoted ``off`` as false."""
+    mode: SchemaMode = "off" if value is False else value
+    return mode
 
 
 def _unique(problems: _Problems, values: list[str], where: list[PathItem], key: str, what: str) -> None:
