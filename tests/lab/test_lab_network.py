@@ -10,7 +10,8 @@ from labsupport import TOPOLOGIES
 from an_agent.agents.environment import NetworkEvent
 from an_agent.lab.baseline import manual_repair_delay, run_baseline
 from an_agent.lab.network import SimNetwork, field_repair_seconds
-from an_agent.lab.topology import FaultSpec, Topology, load_topology
+from an_agent.lab.spec import FaultSpec, FaultType, Topology
+from an_agent.lab.topology import load_topology
 
 
 class _Clock:
@@ -40,7 +41,7 @@ def make(name: str) -> tuple[Topology, SimNetwork, _Clock, list[NetworkEvent]]:
 def test_link_cut_takes_down_exactly_the_sites_behind_it() -> None:
     _, network, clock, events = make("cross-domain-fault.yaml")
     before = network.kpis()
-    record = network.inject(FaultSpec("link_cut", "LINK-C2"))
+    record = network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-C2"))
     behind = network.sites_behind("LINK-C2")
     assert list(record.affected_sites) == behind and len(behind) == 22
     assert {s.site_id for s in network.sites() if not s.in_service} == set(behind)
@@ -66,7 +67,7 @@ def test_link_cut_takes_down_exactly_the_sites_behind_it() -> None:
 
 def test_compensation_recovers_coverage_and_energy_saving_weakens_it() -> None:
     _, network, _, _ = make("fault-energy-optimization.yaml")
-    network.inject(FaultSpec("site_software_fault", "SITE-06"))
+    network.inject(FaultSpec(FaultType.SITE_SOFTWARE_FAULT, "SITE-06"))
     lost = network.kpis().users_without_coverage
     neighbours = network.neighbour_cells(list(network.site("SITE-06").cell_ids))
     assert neighbours and all(network.cell(c).site_id != "SITE-06" for c in neighbours)
@@ -92,7 +93,7 @@ def test_cell_limits_are_enforced() -> None:
 
 def test_silent_misconfiguration_has_no_alarm_but_loses_coverage() -> None:
     _, network, _, events = make("iov-complaint.yaml")
-    network.inject(FaultSpec("cell_misconfiguration", "CELL-1402", tilt_deg=14, coverage_loss=0.7))
+    network.inject(FaultSpec(FaultType.CELL_MISCONFIGURATION, "CELL-1402", tilt_deg=14, coverage_loss=0.7))
     assert events == []
     assert network.kpis().users_without_coverage == pytest.approx(0.7 * network.cell("CELL-1402").users)
     diag = network.radio_diagnostics("SITE-14")
@@ -123,7 +124,7 @@ def test_baseline_is_manual_and_sequential() -> None:
         + field_repair_seconds(topology.seed, fault.target, 1, fault.repair_minutes)
     )
     assert faults[0]["restored_at"] - faults[0]["injected_at"] == pytest.approx(expected)
-    assert manual_repair_delay(FaultSpec("site_software_fault", "SITE-01"), timing, 1, 1) == pytest.approx(
+    assert manual_repair_delay(FaultSpec(FaultType.SITE_SOFTWARE_FAULT, "SITE-01"), timing, 1, 1) == pytest.approx(
         timing.detection + timing.triage + timing.remote_repair
     )
     fresh = make("cross-domain-fault.yaml")[1]

@@ -105,7 +105,8 @@ class Agreement:
 class LabBehaviour(Behaviour):
     """Base of the lab roles (module docstring). Subclasses implement `handle` and `feasibility`."""
 
-    role = "lab"
+    role: str = "lab"
+    """The `RoleName` a subclass plays."""
     description = "lab agent"
 
     def __init__(self, env: AgentEnvironment, peers: Peers) -> None:

@@ -22,6 +22,7 @@ from typing import Any
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, Outcome, TaskFailure, short
 from an_agent.agents.complaint_text import parse_ticket
+from an_agent.agents.environment import RoleName
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding
 from an_agent.agents.ran import ticket_id
 from an_agent.model import Task, parse_prompt
@@ -38,7 +39,7 @@ _CATEGORY_FAULT = {
 
 
 class ComplaintBehaviour(LabBehaviour):
-    role = "complaint"
+    role = RoleName.COMPLAINT
     description = "Complaint-handling agent: natural-language trouble tickets to structured sub-tasks"
 
     def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
@@ -47,7 +48,11 @@ class ComplaintBehaviour(LabBehaviour):
         if payload.schema_id != "complaint_ticket_v1":
             raise NotFeasible(f"{self.name} takes trouble tickets (text or complaint_ticket_v1)")
         region = payload.values.get("region")
-        if region and not self.env.in_scope(str(region)) and not self.env.peers_with_role("complaint", str(region)):
+        if (
+            region
+            and not self.env.in_scope(str(region))
+            and not self.env.peers_with_role(RoleName.COMPLAINT, str(region))
+        ):
             raise NotFeasible(f"{region} is not a domain of {self.name} and it knows no complaint agent there")
         return f"{self.name} handles complaints of {', '.join(self.env.regions) or 'every region'}"
 
@@ -84,7 +89,7 @@ class ComplaintBehaviour(LabBehaviour):
         location = str(values.get("location") or "")
         value = payloads.envelope("complaint_ticket_v1", values)
         if region and not self.env.in_scope(str(region)):
-            peers = self.env.peers_with_role("complaint", str(region))
+            peers = self.env.peers_with_role(RoleName.COMPLAINT, str(region))
             if not peers:
                 raise TaskFailure(f"ticket {ticket} concerns {region}, and {self.name} knows no agent there")
             self.note(
@@ -107,7 +112,7 @@ class ComplaintBehaviour(LabBehaviour):
         self.note(
             "boundary", f"ticket {ticket}: {location or 'the location'} is in this management domain", region=region
         )
-        services = self.env.peers_with_role("cross-domain-fault")
+        services = self.env.peers_with_role(RoleName.CROSS_DOMAIN_FAULT)
         if services:
             outcome = self.ask(
                 services[0],
@@ -136,8 +141,8 @@ class ComplaintBehaviour(LabBehaviour):
         """Split the ticket into RAN and IP sub-tasks, decide, repair, verify."""
         ticket = str(values["ticket_id"])
         region = self.env.network.site(sites[0]).region
-        rans = self.env.peers_with_role("ran-fault", region)
-        ips = self.env.peers_with_role("ip-fault", region)
+        rans = self.env.peers_with_role(RoleName.RAN_FAULT, region)
+        ips = self.env.peers_with_role(RoleName.IP_FAULT, region)
         if not rans:
             raise TaskFailure(f"no RAN fault agent for {region}")
         common = {

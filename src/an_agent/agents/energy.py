@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp
-from an_agent.agents.environment import Timer
+from an_agent.agents.environment import RoleName, Timer
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
@@ -28,7 +28,7 @@ class _Adjustment:
 
 
 class EnergySavingBehaviour(LabBehaviour):
-    role = "energy-saving"
+    role = RoleName.ENERGY_SAVING
     description = "Energy-saving agent: suspends, reduces and resumes cell energy saving"
 
     def start(self) -> None:

@@ -15,9 +15,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any, Literal, Protocol, TypeVar
 
 T = TypeVar("T")
+
+
+class RoleName(StrEnum):
+    """The lab roles (a topology agent's ``role``); each is played by one behaviour (`an_agent.agents.roles`)."""
+
+    CROSS_DOMAIN_FAULT = "cross-domain-fault"
+    RAN_FAULT = "ran-fault"
+    IP_FAULT = "ip-fault"
+    OPTIMIZATION = "optimization"
+    ENERGY_SAVING = "energy-saving"
+    COMPLAINT = "complaint"
+
 
 SchemaMode = Literal["evolve", "validate", "off"]
 """An agent's structured-payload setting (``an-agent serve --schemas``, a topology's ``schemas``)."""
@@ -332,7 +345,7 @@ class AgentEnvironment:
     def in_scope(self, region: str) -> bool:
         return not self.regions or region in self.regions
 
-    def peers_with_role(self, role: str, region: str | None = None) -> list[str]:
+    def peers_with_role(self, role: RoleName, region: str | None = None) -> list[str]:
         """Names of the reachable agents with ``role`` (responsible for ``region`` when given), sorted."""
         return sorted(
             e.name

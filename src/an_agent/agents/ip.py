@@ -16,7 +16,7 @@ import threading
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, verb_of
-from an_agent.agents.environment import NetworkEvent
+from an_agent.agents.environment import NetworkEvent, RoleName
 from an_agent.agents.findings import Finding, elements_in, link_ids
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
@@ -39,7 +39,7 @@ _CAUSE = {
 
 
 class IpFaultBehaviour(LabBehaviour):
-    role = "ip-fault"
+    role = RoleName.IP_FAULT
     description = "IP transport fault agent: link alarms, backhaul diagnosis, remote port resets"
 
     def start(self) -> None:
@@ -75,7 +75,7 @@ class IpFaultBehaviour(LabBehaviour):
                 continue
             links = sorted(a.element for a in alarms)
             self.note("incident", f"transport link(s) down: {short(links)}", links=links)
-            services = self.env.peers_with_role("cross-domain-fault")
+            services = self.env.peers_with_role(RoleName.CROSS_DOMAIN_FAULT)
             if not services:
                 continue
             value = payloads.envelope(

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
-from an_agent.agents.environment import Timer
+from an_agent.agents.environment import RoleName, Timer
 from an_agent.clock import from_rfc3339
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
@@ -53,7 +53,7 @@ class _Compensation:
 
 
 class OptimizationBehaviour(LabBehaviour):
-    role = "optimization"
+    role = RoleName.OPTIMIZATION
     description = "Experience-optimization agent: coverage compensation with neighbour cells' power and tilt"
 
     def start(self) -> None:
@@ -136,7 +136,7 @@ class OptimizationBehaviour(LabBehaviour):
         minutes = int(payload.values.get("duration_minutes", 120))
         comp = _Compensation(task.task_id, targets, neighbours, delta, tilt)
         saving = [c for c in neighbours if network.cell(c).energy_saving == "enabled"]
-        savers = self.env.peers_with_role("energy-saving")
+        savers = self.env.peers_with_role(RoleName.ENERGY_SAVING)
         suspended_until: float | None = None
         if saving and savers:
             apply_minutes = math.ceil(self.env.timing.compensation_apply / 60.0)
@@ -255,7 +255,7 @@ class OptimizationBehaviour(LabBehaviour):
             f"{len(cells)} cells back to planned power and tilt",
             cells=cells,
         )
-        savers = self.env.peers_with_role("energy-saving")
+        savers = self.env.peers_with_role(RoleName.ENERGY_SAVING)
         if resume and savers:
             value = payloads.envelope(
                 "energy_saving_adjust_v1",

@@ -26,7 +26,7 @@ from typing import Any
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
-from an_agent.agents.environment import NetworkEvent, SimFuture
+from an_agent.agents.environment import NetworkEvent, RoleName, SimFuture
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
@@ -46,7 +46,7 @@ def ticket_id(element: str, when: float) -> str:
 
 
 class RanFaultBehaviour(LabBehaviour):
-    role = "ran-fault"
+    role = RoleName.RAN_FAULT
     description = "Mobile network (RAN) fault agent: base-station outage detection, diagnosis and repair"
 
     def start(self) -> None:
@@ -97,7 +97,7 @@ class RanFaultBehaviour(LabBehaviour):
             alarm_ids=sorted(a.alarm_id for a in alarms),
         )
         try:
-            services = self.env.peers_with_role("cross-domain-fault")
+            services = self.env.peers_with_role(RoleName.CROSS_DOMAIN_FAULT)
             if services:
                 self._report(services[0], sites, cells, alarms, first)
             compensation = self._compensate(sites, cells)
@@ -114,7 +114,7 @@ class RanFaultBehaviour(LabBehaviour):
 
     # ---- use case 2.2: compensation ------------------------------------------------------------------
     def _compensate(self, sites: list[str], cells: list[str]) -> tuple[str, str] | None:
-        optimizers = self.env.peers_with_role("optimization")
+        optimizers = self.env.peers_with_role(RoleName.OPTIMIZATION)
         if not optimizers:
             return None
         options = self.env.options
@@ -205,7 +205,7 @@ class RanFaultBehaviour(LabBehaviour):
             "configuration and state checked: " + ", ".join(f"{s} {d.finding}" for s, d in sorted(radio.items())),
         )
         remaining = set(sites)
-        ips = self.env.peers_with_role("ip-fault", network.site(sites[0]).region)
+        ips = self.env.peers_with_role(RoleName.IP_FAULT, network.site(sites[0]).region)
         if ips:
             value = payloads.envelope(
                 "fault_diagnosis_v1",

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from an_agent.agents.base import LabBehaviour
 from an_agent.agents.complaint import ComplaintBehaviour
 from an_agent.agents.energy import EnergySavingBehaviour
+from an_agent.agents.environment import RoleName
 from an_agent.agents.ip import IpFaultBehaviour
 from an_agent.agents.optimization import OptimizationBehaviour
 from an_agent.agents.ran import RanFaultBehaviour
@@ -18,7 +19,7 @@ _JSON = "application/json;schema="
 
 @dataclass(frozen=True)
 class Role:
-    name: str
+    name: RoleName
     behaviour: type[LabBehaviour]
     domain: str
     skills: tuple[Skill, ...]
@@ -35,11 +36,11 @@ def _skill(name: str, description: str, tags: list[str], schemas: list[str], exa
     )
 
 
-ROLES: dict[str, Role] = {
+ROLES: dict[RoleName, Role] = {
     r.name: r
     for r in (
         Role(
-            "cross-domain-fault",
+            RoleName.CROSS_DOMAIN_FAULT,
             CrossDomainFaultBehaviour,
             "Service",
             (
@@ -60,7 +61,7 @@ ROLES: dict[str, Role] = {
             ),
         ),
         Role(
-            "ran-fault",
+            RoleName.RAN_FAULT,
             RanFaultBehaviour,
             "Wireless",
             (
@@ -88,7 +89,7 @@ ROLES: dict[str, Role] = {
             ),
         ),
         Role(
-            "ip-fault",
+            RoleName.IP_FAULT,
             IpFaultBehaviour,
             "IP transport",
             (
@@ -103,7 +104,7 @@ ROLES: dict[str, Role] = {
             ),
         ),
         Role(
-            "optimization",
+            RoleName.OPTIMIZATION,
             OptimizationBehaviour,
             "Wireless",
             (
@@ -117,7 +118,7 @@ ROLES: dict[str, Role] = {
             ),
         ),
         Role(
-            "energy-saving",
+            RoleName.ENERGY_SAVING,
             EnergySavingBehaviour,
             "Wireless",
             (
@@ -131,7 +132,7 @@ ROLES: dict[str, Role] = {
             ),
         ),
         Role(
-            "complaint",
+            RoleName.COMPLAINT,
             ComplaintBehaviour,
             "Service",
             (

@@ -21,7 +21,7 @@ from typing import Any
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
-from an_agent.agents.environment import SimFuture
+from an_agent.agents.environment import RoleName, SimFuture
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding, elements_in, link_ids
 from an_agent.agents.ran import ticket_id
 from an_agent.model import Task
@@ -51,7 +51,7 @@ class _Incident:
 
 
 class CrossDomainFaultBehaviour(LabBehaviour):
-    role = "cross-domain-fault"
+    role = RoleName.CROSS_DOMAIN_FAULT
     description = "Service-layer cross-domain fault agent: correlation, diagnosis orchestration, repair decisions"
 
     def start(self) -> None:
@@ -221,7 +221,7 @@ class CrossDomainFaultBehaviour(LabBehaviour):
         network = self.env.network
         if incident.kind == "cross-domain":
             assert incident.link is not None
-            owner = self._one("ip-fault", network.link(incident.link).region)
+            owner = self._one(RoleName.IP_FAULT, network.link(incident.link).region)
             value = payloads.envelope(
                 "fault_diagnosis_v1",
                 {
@@ -236,7 +236,7 @@ class CrossDomainFaultBehaviour(LabBehaviour):
             expected = incident.sites
         else:
             region = network.site(incident.sites[0]).region if incident.sites else None
-            owner = self._one("ran-fault", region)
+            owner = self._one(RoleName.RAN_FAULT, region)
             complaint = incident.complaints[0].complaint if incident.complaints else {}
             value = payloads.envelope(
                 "fault_diagnosis_v1",
@@ -290,7 +290,7 @@ class CrossDomainFaultBehaviour(LabBehaviour):
 
     def _transport_diagnosis(self, incident: _Incident, started: float, radio: Finding) -> tuple[str, Finding]:
         network = self.env.network
-        owner = self._one("ip-fault", network.site(incident.sites[0]).region)
+        owner = self._one(RoleName.IP_FAULT, network.site(incident.sites[0]).region)
         self.note("correlation", f"{radio.root_cause}: asking {owner} about the backhaul", sites=incident.sites)
         value = payloads.envelope(
             "fault_diagnosis_v1",
@@ -370,7 +370,7 @@ class CrossDomainFaultBehaviour(LabBehaviour):
         if not by_region and cells:
             by_region[network.cell(cells[0]).region] = []
         for region, region_sites in sorted(by_region.items(), key=lambda item: str(item[0])):
-            ran = self._one("ran-fault", region)
+            ran = self._one(RoleName.RAN_FAULT, region)
             value = payloads.envelope(
                 "fault_diagnosis_v1",
                 {
@@ -397,7 +397,7 @@ class CrossDomainFaultBehaviour(LabBehaviour):
                 cells=cells,
             )
 
-    def _one(self, role: str, region: str | None) -> str:
+    def _one(self, role: RoleName, region: str | None) -> str:
         found = self.env.peers_with_role(role, region)
         if not found:
             raise TaskFailure(f"no {role} agent for region {region} among the agents {self.name} may talk to")

@@ -22,7 +22,8 @@ from an_agent.errors import ConfigError
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.topology import AgentSpec, Topology, load_topology
+from an_agent.lab.spec import AgentSpec, Topology
+from an_agent.lab.topology import load_topology
 from an_agent.model import AgentProfile, Capability, Skill
 
 log = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from typing import Any
 
 from an_agent.lab.kpis import KpiSeries
 from an_agent.lab.network import LINK_FAULTS, SimNetwork, field_repair_seconds
-from an_agent.lab.topology import BaselineTiming, FaultSpec, Topology
+from an_agent.lab.spec import BaselineTiming, FaultSpec, FaultType, Topology
 
 REMOTE = {"router_port_fault", "site_software_fault", "cell_misconfiguration"}
 
@@ -34,7 +34,7 @@ def manual_repair_delay(
 
     ``noticed_after``: for a fault without alarm, seconds until the first complaint reaches the operator.
     """
-    if fault.type == "cell_misconfiguration":
+    if fault.type == FaultType.CELL_MISCONFIGURATION:
         delay = noticed_after + timing.complaint_handling + timing.triage
     else:
         delay = timing.detection + timing.triage

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent.errors import AnAgentError, ConfigError
-from an_agent.lab.topology import Topology
+from an_agent.lab.spec import Topology
 
 STATE_FILE = "lab.json"
 LOG_FILE = "lab.log"

@@ -34,7 +34,7 @@ from an_agent.lab.simnet.energy import Energy
 from an_agent.lab.simnet.radio import SITE_FAULTS, Radio
 from an_agent.lab.simnet.state import Cell, Change, FaultRecord, Link, NetState, Pending, Site
 from an_agent.lab.simnet.transport import LINK_FAULTS, Transport
-from an_agent.lab.topology import FaultSpec, NetworkSpec
+from an_agent.lab.spec import FaultSpec, FaultType, NetworkSpec
 
 __all__ = ["LINK_FAULTS", "SITE_FAULTS", "Change", "FaultRecord", "Kpis", "SimNetwork", "field_repair_seconds"]
 
@@ -241,7 +241,7 @@ class SimNetwork:
                 self._s.link(fault.target).fault = fault.type
             elif fault.type in SITE_FAULTS:
                 self._s.site(fault.target).fault = fault.type
-            elif fault.type == "cell_misconfiguration":
+            elif fault.type == FaultType.CELL_MISCONFIGURATION:
                 self.radio.misconfigure(fault.target, fault.tilt_deg, fault.coverage_loss)
                 record.affected_cells = (fault.target,)
             self._s.faults.append(record)

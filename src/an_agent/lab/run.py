@@ -10,7 +10,7 @@ from an_agent.agents.peers import Exchange
 from an_agent.lab.journal import Note
 from an_agent.lab.outcome import build_result
 from an_agent.lab.runner import Lab
-from an_agent.lab.topology import Topology
+from an_agent.lab.spec import Topology
 
 
 def run_topology(

@@ -33,7 +33,7 @@ from an_agent.lab.agent import HOST, TASK_CAPACITY, build_profile, lab_host_key,
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.topology import AgentSpec, EventSpec, Topology
+from an_agent.lab.spec import AgentSpec, EventSpec, Role, Topology
 from an_agent.model import CommuType, Task, build_prompt
 
 log = logging.getLogger(__name__)
@@ -135,7 +135,7 @@ class Lab:
         except BaseException:
             self.stop()
             raise
-        complaint_agents = [a.name for a in self.topology.agents if a.role == "complaint"]
+        complaint_agents = [a.name for a in self.topology.agents if a.role == Role.COMPLAINT]
         self._bss = Peers("bss", self.kernel, self.address_of, complaint_agents, self.journal.record)
 
     def schedule_scenario(self) -> None:

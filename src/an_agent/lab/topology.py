@@ -13,190 +13,44 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import dataclass, field, fields
+from dataclasses import fields
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, AgentDirectoryEntry, SchemaMode, Timing
+from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, SchemaMode, Timing
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
+from an_agent.lab.spec import (
+    DEFAULT_COVERAGE_LOSS,
+    DEFAULT_MAX_DURATION_MINUTES,
+    DEFAULT_NEIGHBOR_RADIUS_KM,
+    DEFAULT_REPAIR_MINUTES,
+    AgentSpec,
+    BaselineTiming,
+    CellDefaults,
+    CellSpec,
+    EventSpec,
+    FaultSpec,
+    FaultType,
+    LinkSpec,
+    NetworkSpec,
+    PlaceSpec,
+    RegionSpec,
+    Role,
+    RouterSpec,
+    SiteSpec,
+    SkillSpec,
+    TicketSpec,
+    Topology,
+)
 from an_agent.lab.yamldoc import PathItem, YamlDocument, format_path, load_yaml
 
 FORMAT = "an-agent-lab/1"
 DEFAULT_START = "2025-06-01T08:00:00Z"
 MAX_ERRORS = 12
-ROLES = ("cross-domain-fault", "ran-fault", "ip-fault", "optimization", "energy-saving", "complaint")
-LINK_FAULT_TYPES = ("link_cut", "router_port_fault")
-SITE_FAULT_TYPES = ("site_power_failure", "site_software_fault")
 
-
-@dataclass(frozen=True)
-class SkillSpec:
-    name: str
-    description: str | None = None
-    tags: tuple[str, ...] = ()
-    examples: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class AgentSpec:
-    name: str
-    role: str
-    description: str | None = None
-    domain: str | None = None
-    provider: str = "an-agent lab"
-    regions: tuple[str, ...] = ()
-    port: int = 0
-    schemas: SchemaMode = DEFAULT_SCHEMA_MODE
-    """Structured payloads (the agent's ``schemas``, else the topology's, else validate)."""
-    options: dict[str, Any] = field(default_factory=dict)
-    skills: tuple[SkillSpec, ...] = ()
-    """Empty: the role's skills."""
-
-
-@dataclass(frozen=True)
-class RegionSpec:
-    name: str
-    aliases: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
-class RouterSpec:
-    id: str
-    region: str
-    role: str = "access"
-
-
-@dataclass(frozen=True)
-class LinkSpec:
-    id: str
-    a: str
-    b: str
-
-
-@dataclass(frozen=True)
-class CellDefaults:
-    users: int = 100
-    power_dbm: float = 43.0
-    max_power_dbm: float = 46.0
-    tilt_deg: float = 6.0
-    min_tilt_deg: float = 0.0
-    max_tilt_deg: float = 12.0
-    energy_saving: bool = True
-    saving_percent: float = 25.0
-
-
-@dataclass(frozen=True)
-class CellSpec:
-    id: str
-    users: int | None
-    """None: the default, varied per cell by the seed."""
-    power_dbm: float
-    max_power_dbm: float
-    tilt_deg: float
-    min_tilt_deg: float
-    max_tilt_deg: float
-    energy_saving: bool
-    saving_percent: float
-
-
-@dataclass(frozen=True)
-class SiteSpec:
-    id: str
-    region: str
-    pos: tuple[float, float]
-    backhaul: tuple[str, ...]
-    cells: tuple[CellSpec, ...]
-    neighbors: tuple[str, ...] | None = None
-
-
-@dataclass(frozen=True)
-class PlaceSpec:
-    name: str
-    aliases: tuple[str, ...]
-    sites: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class NetworkSpec:
-    regions: tuple[RegionSpec, ...]
-    routers: tuple[RouterSpec, ...]
-    links: tuple[LinkSpec, ...]
-    sites: tuple[SiteSpec, ...]
-    places: tuple[PlaceSpec, ...] = ()
-    neighbor_radius_km: float = 1.5
-    cell_defaults: CellDefaults = field(default_factory=CellDefaults)
-
-
-@dataclass(frozen=True)
-class FaultSpec:
-    type: str
-    target: str
-    repair_minutes: float = 90.0
-    tilt_deg: float | None = None
-    coverage_loss: float = 0.6
-
-
-@dataclass(frozen=True)
-class TicketSpec:
-    to: str
-    text: str
-
-
-@dataclass(frozen=True)
-class EventSpec:
-    at: float
-    """Seconds after the start of the run."""
-    fault: FaultSpec | None = None
-    ticket: TicketSpec | None = None
-
-
-@dataclass(frozen=True)
-class BaselineTiming:
-    """Manual, sequential handling without agents (seconds), for the baseline comparison."""
-
-    detection: float = 900.0
-    triage: float = 1800.0
-    handover: float = 900.0
-    transport_diagnosis: float = 1800.0
-    remote_repair: float = 1200.0
-    complaint_handling: float = 3600.0
-
-
-@dataclass(frozen=True)
-class Topology:
-    name: str
-    description: str
-    seed: int
-    start_time: float
-    agents: tuple[AgentSpec, ...]
-    talks_to: dict[str, tuple[str, ...]]
-    network: NetworkSpec
-    events: tuple[EventSpec, ...]
-    max_duration: float
-    timing: Timing = field(default_factory=Timing)
-    baseline: BaselineTiming = field(default_factory=BaselineTiming)
-    source: Path | None = None
-
-    def agent(self, name: str) -> AgentSpec:
-        for agent in self.agents:
-            if agent.name == name:
-                return agent
-        raise ConfigError(
-            f"{self.source or self.name}: no agent named {name!r}; agents: {', '.join(a.name for a in self.agents)}"
-        )
-
-    def may_talk(self, sender: str, receiver: str) -> bool:
-        return receiver in self.talks_to.get(sender, ())
-
-    def directory_for(self, name: str) -> tuple[AgentDirectoryEntry, ...]:
-        """The agents ``name`` may talk to, with role and regions."""
-        allowed = set(self.talks_to.get(name, ()))
-        return tuple(AgentDirectoryEntry(a.name, a.role, a.regions) for a in self.agents if a.name in allowed)
-
-
-# ---- loading --------------------------------------------------------------------------------------
+__all__ = ["FORMAT", "Topology", "load_topology", "schema"]
 
 
 def schema() -> dict[str, Any]:
@@ -294,7 +148,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         agents.append(
             AgentSpec(
                 name=raw["name"],
-                role=raw["role"],
+                role=Role(raw["role"]),
                 description=raw.get("description"),
                 domain=raw.get("domain"),
                 provider=raw.get("provider", provider),
@@ -331,7 +185,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
     except ValueError as exc:
         problems.add(["start_time"], str(exc))
         start = from_rfc3339(DEFAULT_START)
-    max_minutes = data["scenario"].get("max_duration_minutes", 24 * 60)
+    max_minutes = data["scenario"].get("max_duration_minutes", DEFAULT_MAX_DURATION_MINUTES)
     return Topology(
         name=data["name"],
         description=data.get("description", "").strip(),
@@ -426,7 +280,7 @@ def _network(raw: dict[str, Any], problems: _Problems, region_names: set[str]) -
         links=tuple(links),
         sites=tuple(sites),
         places=tuple(places),
-        neighbor_radius_km=float(raw.get("neighbor_radius_km", 1.5)),
+        neighbor_radius_km=float(raw.get("neighbor_radius_km", DEFAULT_NEIGHBOR_RADIUS_KM)),
         cell_defaults=defaults,
     )
 
@@ -472,24 +326,19 @@ def _events(
         fault = ticket = None
         if "fault" in e:
             f = e["fault"]
-            kinds = (
-                ("link", links)
-                if f["type"] in LINK_FAULT_TYPES
-                else ("site", sites)
-                if f["type"] in SITE_FAULT_TYPES
-                else ("cell", cells)
-            )
-            if f["target"] not in kinds[1]:
+            fault_type = FaultType(f["type"])
+            kind = fault_type.target_kind
+            if f["target"] not in {"link": links, "site": sites, "cell": cells}[kind]:
                 problems.add(
                     [*where, "fault", "target"],
-                    f"{f['type']} needs a {kinds[0]} as target; there is no {kinds[0]} {f['target']!r}",
+                    f"{fault_type} needs a {kind} as target; there is no {kind} {f['target']!r}",
                 )
             fault = FaultSpec(
-                f["type"],
+                fault_type,
                 f["target"],
-                float(f.get("repair_minutes", 90.0)),
+                float(f.get("repair_minutes", DEFAULT_REPAIR_MINUTES)),
                 None if f.get("tilt_deg") is None else float(f["tilt_deg"]),
-                float(f.get("coverage_loss", 0.6)),
+                float(f.get("coverage_loss", DEFAULT_COVERAGE_LOSS)),
             )
         elif "ticket" in e:
             t = e["ticket"]

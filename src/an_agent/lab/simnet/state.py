@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from an_agent.agents.environment import Alarm, NetworkEvent
-from an_agent.lab.topology import FaultSpec
+from an_agent.lab.spec import FaultSpec
 
 
 @dataclass

@@ -1,0 +1,218 @@
+"""The parts of a lab topology, as `an_agent.lab.topology.load_topology` builds them from a file.
+
+Frozen dataclasses, one per element of the format (``topologies/README.md``); the defaults here are the
+defaults a topology author relies on (the README lists them). `Role` and `FaultType` are the format's
+vocabularies.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from an_agent.agents.environment import (
+    DEFAULT_SCHEMA_MODE,
+    AgentDirectoryEntry,
+    RoleName,
+    SchemaMode,
+    Timing,
+)
+from an_agent.errors import ConfigError
+
+Role = RoleName
+"""The roles a topology agent may play (`an_agent.agents.environment.RoleName`)."""
+
+
+class FaultType(StrEnum):
+    """The faults a scenario may inject, and the kind of element each one targets."""
+
+    LINK_CUT = "link_cut"
+    ROUTER_PORT_FAULT = "router_port_fault"
+    SITE_POWER_FAILURE = "site_power_failure"
+    SITE_SOFTWARE_FAULT = "site_software_fault"
+    CELL_MISCONFIGURATION = "cell_misconfiguration"
+
+    @property
+    def target_kind(self) -> str:
+        """``link``, ``site`` or ``cell``: what the fault's ``target`` names."""
+        if self in (FaultType.LINK_CUT, FaultType.ROUTER_PORT_FAULT):
+            return "link"
+        if self in (FaultType.SITE_POWER_FAILURE, FaultType.SITE_SOFTWARE_FAULT):
+            return "site"
+        return "cell"
+
+
+DEFAULT_REPAIR_MINUTES = 90.0
+"""A fault's ``repair_minutes`` when not given: nominal field-repair time (each visit varies +-15 %)."""
+DEFAULT_COVERAGE_LOSS = 0.6
+"""A cell misconfiguration's ``coverage_loss`` when not given."""
+DEFAULT_NEIGHBOR_RADIUS_KM = 1.5
+DEFAULT_MAX_DURATION_MINUTES = 24 * 60
+
+
+@dataclass(frozen=True)
+class SkillSpec:
+    name: str
+    description: str | None = None
+    tags: tuple[str, ...] = ()
+    examples: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class AgentSpec:
+    name: str
+    role: Role
+    description: str | None = None
+    domain: str | None = None
+    provider: str = "an-agent lab"
+    regions: tuple[str, ...] = ()
+    port: int = 0
+    schemas: SchemaMode = DEFAULT_SCHEMA_MODE
+    """Structured payloads (the agent's ``schemas``, else the topology's, else validate)."""
+    options: dict[str, Any] = field(default_factory=dict)
+    skills: tuple[SkillSpec, ...] = ()
+    """Empty: the role's skills."""
+
+
+@dataclass(frozen=True)
+class RegionSpec:
+    name: str
+    aliases: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class RouterSpec:
+    id: str
+    region: str
+    role: str = "access"
+
+
+@dataclass(frozen=True)
+class LinkSpec:
+    id: str
+    a: str
+    b: str
+
+
+@dataclass(frozen=True)
+class CellDefaults:
+    users: int = 100
+    power_dbm: float = 43.0
+    max_power_dbm: float = 46.0
+    tilt_deg: float = 6.0
+    min_tilt_deg: float = 0.0
+    max_tilt_deg: float = 12.0
+    energy_saving: bool = True
+    saving_percent: float = 25.0
+
+
+@dataclass(frozen=True)
+class CellSpec:
+    id: str
+    users: int | None
+    """None: the default, varied per cell by the seed."""
+    power_dbm: float
+    max_power_dbm: float
+    tilt_deg: float
+    min_tilt_deg: float
+    max_tilt_deg: float
+    energy_saving: bool
+    saving_percent: float
+
+
+@dataclass(frozen=True)
+class SiteSpec:
+    id: str
+    region: str
+    pos: tuple[float, float]
+    backhaul: tuple[str, ...]
+    cells: tuple[CellSpec, ...]
+    neighbors: tuple[str, ...] | None = None
+
+
+@dataclass(frozen=True)
+class PlaceSpec:
+    name: str
+    aliases: tuple[str, ...]
+    sites: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class NetworkSpec:
+    regions: tuple[RegionSpec, ...]
+    routers: tuple[RouterSpec, ...]
+    links: tuple[LinkSpec, ...]
+    sites: tuple[SiteSpec, ...]
+    places: tuple[PlaceSpec, ...] = ()
+    neighbor_radius_km: float = DEFAULT_NEIGHBOR_RADIUS_KM
+    cell_defaults: CellDefaults = field(default_factory=CellDefaults)
+
+
+@dataclass(frozen=True)
+class FaultSpec:
+    type: FaultType
+    target: str
+    repair_minutes: float = DEFAULT_REPAIR_MINUTES
+    tilt_deg: float | None = None
+    """A cell misconfiguration's tilt (default: the planned tilt + 8 deg)."""
+    coverage_loss: float = DEFAULT_COVERAGE_LOSS
+
+
+@dataclass(frozen=True)
+class TicketSpec:
+    to: str
+    text: str
+
+
+@dataclass(frozen=True)
+class EventSpec:
+    at: float
+    """Seconds after the start of the run."""
+    fault: FaultSpec | None = None
+    ticket: TicketSpec | None = None
+
+
+@dataclass(frozen=True)
+class BaselineTiming:
+    """Manual, sequential handling without agents (seconds), for the baseline comparison."""
+
+    detection: float = 900.0
+    triage: float = 1800.0
+    handover: float = 900.0
+    transport_diagnosis: float = 1800.0
+    remote_repair: float = 1200.0
+    complaint_handling: float = 3600.0
+
+
+@dataclass(frozen=True)
+class Topology:
+    name: str
+    description: str
+    seed: int
+    start_time: float
+    agents: tuple[AgentSpec, ...]
+    talks_to: dict[str, tuple[str, ...]]
+    network: NetworkSpec
+    events: tuple[EventSpec, ...]
+    max_duration: float
+    timing: Timing = field(default_factory=Timing)
+    baseline: BaselineTiming = field(default_factory=BaselineTiming)
+    source: Path | None = None
+
+    def agent(self, name: str) -> AgentSpec:
+        for agent in self.agents:
+            if agent.name == name:
+                return agent
+        raise ConfigError(
+            f"{self.source or self.name}: no agent named {name!r}; agents: {', '.join(a.name for a in self.agents)}"
+        )
+
+    def may_talk(self, sender: str, receiver: str) -> bool:
+        return receiver in self.talks_to.get(sender, ())
+
+    def directory_for(self, name: str) -> tuple[AgentDirectoryEntry, ...]:
+        """The agents ``name`` may talk to, with role and regions."""
+        allowed = set(self.talks_to.get(name, ()))
+        return tuple(AgentDirectoryEntry(a.name, a.role, a.regions) for a in self.agents if a.name in allowed)
