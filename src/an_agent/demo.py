@@ -77,14 +77,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join(timeline(result)))
     print()
     print("\n".join(outcome(result)))
-    run = result["run"]
+    run = result.run
     print()
     print(
-        f"{duration(run['simulated_seconds'])} of network time played in {run['wall_seconds']:.1f} s; "
-        f"{run['netconf_operations']} NETCONF operations between {len(result['agents'])} agents."
+        f"{duration(run.simulated_seconds)} of network time played in {run.wall_seconds:.1f} s; "
+        f"{run.netconf_operations} NETCONF operations between {len(result.agents)} agents."
     )
     print(f"HTML report (sequence diagram, KPI plots, tasks with payloads): {report.resolve()}")
-    return 0 if result["outcome"]["closed_loop"] else 1
+    return 0 if result.outcome.closed_loop else 1
 
 
 if __name__ == "__main__":

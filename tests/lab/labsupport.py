@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import threading
 from pathlib import Path
 from typing import Any
@@ -25,9 +26,12 @@ def variant(tmp_path: Path, name: str, *replacements: tuple[str, str]) -> Path:
 
 
 def run(path: Path, state_dir: Path) -> dict[str, Any]:
-    """Run a topology to its end; also checks that no thread the run started is still alive."""
+    """Run a topology to its end; its ``--json`` document. Also checks that no thread the run started is alive."""
     before = set(threading.enumerate())
     result = run_topology(load_topology(path), state_dir, stall_timeout=30.0)
     alive = [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
     assert not alive, f"threads left running: {alive}"
-    return result
+    document = result.to_json()
+    assert json.loads(json.dumps(document)) == document  # plain JSON: no enum or tuple leaks out
+    assert document["outcome"]["closed_loop"] == result.outcome.closed_loop
+    return document

@@ -172,18 +172,18 @@ def cmd_run(args: argparse.Namespace) -> int:
         from an_agent.lab.report import write_report
 
         path = write_report(result, args.report)
-        result["report"] = str(path)
+        result.report = str(path)
         if not args.quiet:
             print(f"an-agent lab: report written to {path}", file=sys.stderr)
     if args.json:
-        print_json(result)
+        print_json(result.to_json())
     else:
         print("\n".join(timeline(result)))
         print()
         print("\n".join(outcome(result)))
-        if "report" in result:
-            print(f"report: {result['report']}")
-    return EXIT_OK if result["outcome"]["closed_loop"] else EXIT_REFUSED
+        if result.report is not None:
+            print(f"report: {result.report}")
+    return EXIT_OK if result.outcome.closed_loop else EXIT_REFUSED
 
 
 def cmd_up(args: argparse.Namespace) -> int:

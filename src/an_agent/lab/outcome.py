@@ -1,4 +1,4 @@
-"""The result of a lab run: agents, messages, tasks, outcome, KPIs, baseline — one JSON-able dict.
+"""The result of a lab run: agents, messages, tasks, outcome, KPIs, baseline (`an_agent.lab.result`).
 
 `build_result` reads everything from what really happened: the exchanges the agents' NETCONF clients
 made, the tasks read back from every agent over NETCONF, the network's fault records and KPI samples,
@@ -22,6 +22,17 @@ from an_agent.clock import to_rfc3339
 from an_agent.lab.baseline import run_baseline
 from an_agent.lab.kpis import KpiSeries
 from an_agent.lab.network import FaultRecord
+from an_agent.lab.result import (
+    AgentSummary,
+    Check,
+    FaultOutcome,
+    LabResult,
+    Operations,
+    Outcome,
+    RootCause,
+    RunInfo,
+    TopologySummary,
+)
 from an_agent.lab.runner import Lab
 from an_agent.model import Task, TaskStatus, parse_prompt
 
@@ -41,7 +52,7 @@ ACTION_KINDS = (
 )
 
 
-def build_result(lab: Lab, tasks: dict[str, list[Task]], leftovers: list[str], open_ports: list[str]) -> dict[str, Any]:
+def build_result(lab: Lab, tasks: dict[str, list[Task]], leftovers: list[str], open_ports: list[str]) -> LabResult:
     topology = lab.topology
     start = topology.start_time
     notes = lab.journal.notes()
@@ -69,7 +80,7 @@ def build_result(lab: Lab, tasks: dict[str, list[Task]], leftovers: list[str], o
     for agent in sorted(tasks):
         for task in tasks[agent]:
             task_rows.append(_task_row(agent, task, payload_of.get(task.task_id)))
-    restore_times = [row["time_to_restore_s"] for row in fault_rows]
+    restore_times = [row.time_to_restore_s for row in fault_rows]
     base_restore = [
         (f["restored_at"] - f["injected_at"]) if f["restored_at"] is not None else None for f in base_faults
     ]
@@ -101,53 +112,53 @@ def build_result(lab: Lab, tasks: dict[str, list[Task]], leftovers: list[str], o
     for spec in topology.agents:
         running = lab.agents.get(spec.name)
         agents.append(
-            {
-                "name": spec.name,
-                "role": spec.role,
-                "regions": list(spec.regions),
-                "address": f"127.0.0.1:{running.port}" if running else None,
-                "operations": _counts(counts.get(spec.name)),
-            }
+            AgentSummary(
+                name=spec.name,
+                role=spec.role,
+                regions=list(spec.regions),
+                address=f"127.0.0.1:{running.port}" if running else None,
+                operations=_counts(counts.get(spec.name)),
+            )
         )
     external = {name: _counts(c) for name, c in counts.items() if name not in {a.name for a in topology.agents}}
     requests = sum(1 for e in exchanges if e.operation != "notification")
-    return {
-        "topology": {
-            "name": topology.name,
-            "description": topology.description,
-            "seed": topology.seed,
-            "source": str(topology.source) if topology.source else None,
-            "start_time": to_rfc3339(start),
-            "sites": len(topology.network.sites),
-            "cells": sum(len(s.cells) for s in topology.network.sites),
-            "links": len(topology.network.links),
-        },
-        "agents": agents,
-        "external_clients": external,
-        "messages": [{**e.to_dict(), "t": rel(e.time)} for e in exchanges],
-        "notes": [{**n.to_dict(), "t": rel(n.time)} for n in notes],
-        "tasks": task_rows,
-        "outcome": {
-            "closed_loop": all(c["ok"] for c in checks),
-            "checks": checks,
-            "faults": fault_rows,
-            "actions": [{**n.to_dict(), "t": rel(n.time)} for n in notes if n.kind in ACTION_KINDS],
-            "network_changes": Counter(c.by for c in lab.network.changes()),
-            "time_to_restore_s": _max(restore_times),
-        },
-        "kpis": kpis,
-        "baseline": baseline,
-        "run": {
-            "end_reason": lab.end_reason,
-            "simulated_seconds": round(end - start, 3),
-            "wall_seconds": round(lab.wall_seconds, 3),
-            "instants": lab.kernel.stats.instants,
-            "netconf_requests": requests,
-            "netconf_notifications": len(exchanges) - requests,
-            "netconf_operations": len(exchanges),
-            "activity_errors": list(lab.kernel.stats.errors),
-        },
-    }
+    return LabResult(
+        topology=TopologySummary(
+            name=topology.name,
+            description=topology.description,
+            seed=topology.seed,
+            source=str(topology.source) if topology.source else None,
+            start_time=to_rfc3339(start),
+            sites=len(topology.network.sites),
+            cells=sum(len(s.cells) for s in topology.network.sites),
+            links=len(topology.network.links),
+        ),
+        agents=agents,
+        external_clients=external,
+        messages=[{**e.to_dict(), "t": rel(e.time)} for e in exchanges],
+        notes=[{**n.to_dict(), "t": rel(n.time)} for n in notes],
+        tasks=task_rows,
+        outcome=Outcome(
+            closed_loop=all(c.ok for c in checks),
+            checks=checks,
+            faults=fault_rows,
+            actions=[{**n.to_dict(), "t": rel(n.time)} for n in notes if n.kind in ACTION_KINDS],
+            network_changes=dict(Counter(c.by for c in lab.network.changes())),
+            time_to_restore_s=_max(restore_times),
+        ),
+        kpis=kpis,
+        baseline=baseline,
+        run=RunInfo(
+            end_reason=lab.end_reason,
+            simulated_seconds=round(end - start, 3),
+            wall_seconds=round(lab.wall_seconds, 3),
+            instants=lab.kernel.stats.instants,
+            netconf_requests=requests,
+            netconf_notifications=len(exchanges) - requests,
+            netconf_operations=len(exchanges),
+            activity_errors=list(lab.kernel.stats.errors),
+        ),
+    )
 
 
 def _max(values: list[float | None]) -> float | None:
@@ -155,13 +166,18 @@ def _max(values: list[float | None]) -> float | None:
     return round(max(known), 3) if known and len(known) == len(values) else None
 
 
-def _counts(entry: dict[str, Any] | None) -> dict[str, Any]:
+def _counts(entry: dict[str, Any] | None) -> Operations:
     if entry is None:
-        return {"requests_sent": 0, "requests_received": 0, "notifications_received": 0, "by_operation": {}}
-    return {**entry, "by_operation": dict(entry["by_operation"])}
+        return Operations()
+    return Operations(
+        requests_sent=entry["requests_sent"],
+        requests_received=entry["requests_received"],
+        notifications_received=entry["notifications_received"],
+        by_operation=dict(entry["by_operation"]),
+    )
 
 
-def _fault_row(record: FaultRecord, notes: list[Any], rel: Any) -> dict[str, Any]:
+def _fault_row(record: FaultRecord, notes: list[Any], rel: Any) -> FaultOutcome:
     spec = record.spec
     found = [
         n
@@ -173,29 +189,29 @@ def _fault_row(record: FaultRecord, notes: list[Any], rel: Any) -> dict[str, Any
     ]
     other = [n for n in notes if n.kind == "root_cause" and n.time >= record.injected_at and n not in found]
     first = found[0] if found else None
-    return {
-        "type": spec.type,
-        "target": spec.target,
-        "injected": rel(record.injected_at),
-        "affected_sites": list(record.affected_sites),
-        "affected_cells": len(record.affected_cells),
-        "root_cause_found": first is not None,
-        "root_cause": None
+    return FaultOutcome(
+        type=spec.type,
+        target=spec.target,
+        injected=rel(record.injected_at),
+        affected_sites=list(record.affected_sites),
+        affected_cells=len(record.affected_cells),
+        root_cause_found=first is not None,
+        root_cause=None
         if first is None
-        else {
-            "text": first.text,
-            "decided_by": first.agent,
-            "diagnosed_by": first.details.get("diagnosed_by"),
-            "t": rel(first.time),
-            "time_to_diagnose_s": round(first.time - record.injected_at, 3),
-        },
-        "other_conclusions": [n.text for n in other if n.details.get("element") != spec.target][:3],
-        "repaired": rel(record.repaired_at),
-        "repaired_by": record.repaired_by,
-        "repair_kind": record.repair_kind,
-        "restored": rel(record.restored_at),
-        "time_to_restore_s": None if record.restored_at is None else round(record.restored_at - record.injected_at, 3),
-    }
+        else RootCause(
+            text=first.text,
+            decided_by=first.agent,
+            diagnosed_by=first.details.get("diagnosed_by"),
+            t=rel(first.time),
+            time_to_diagnose_s=round(first.time - record.injected_at, 3),
+        ),
+        other_conclusions=[n.text for n in other if n.details.get("element") != spec.target][:3],
+        repaired=rel(record.repaired_at),
+        repaired_by=record.repaired_by,
+        repair_kind=record.repair_kind,
+        restored=rel(record.restored_at),
+        time_to_restore_s=None if record.restored_at is None else round(record.restored_at - record.injected_at, 3),
+    )
 
 
 def _task_row(agent: str, task: Task, payload: Any) -> dict[str, Any]:
@@ -221,20 +237,20 @@ def _task_row(agent: str, task: Task, payload: Any) -> dict[str, Any]:
 
 
 def _checks(
-    lab: Lab, faults: list[dict[str, Any]], tasks: list[dict[str, Any]], leftovers: list[str], open_ports: list[str]
-) -> list[dict[str, Any]]:
-    checks: list[dict[str, Any]] = []
+    lab: Lab, faults: list[FaultOutcome], tasks: list[dict[str, Any]], leftovers: list[str], open_ports: list[str]
+) -> list[Check]:
+    checks: list[Check] = []
 
     def check(name: str, ok: bool, detail: str) -> None:
-        checks.append({"name": name, "ok": ok, "detail": detail})
+        checks.append(Check(name, ok, detail))
 
-    missing = [f"{f['type']} on {f['target']}" for f in faults if not f["root_cause_found"]]
+    missing = [f"{f.type} on {f.target}" for f in faults if not f.root_cause_found]
     check(
         "root cause matches the injected fault",
         not missing and bool(faults),
         "every fault diagnosed" if not missing else f"not found: {', '.join(missing)}",
     )
-    unrestored = [f"{f['target']}" for f in faults if f["restored"] is None]
+    unrestored = [f.target for f in faults if f.restored is None]
     check(
         "service restored",
         not unrestored,

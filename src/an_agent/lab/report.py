@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from an_agent.lab.result import LabResult
 from an_agent.lab.text import clock_of, duration
 
 MAX_DIAGRAM_MESSAGES = 800
@@ -24,10 +25,10 @@ _COLOURS = {
 }
 
 
-def write_report(result: dict[str, Any], directory: Path) -> Path:
+def write_report(result: LabResult, directory: Path) -> Path:
     """Write ``<topology>.html`` into ``directory`` (created if needed); returns its path."""
     directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"{result['topology']['name']}.html"
+    path = directory / f"{result.topology.name}.html"
     path.write_text(render(result), encoding="utf-8")
     return path
 
@@ -36,26 +37,26 @@ def _e(value: Any) -> str:
     return html.escape(str(value), quote=True)
 
 
-def render(result: dict[str, Any]) -> str:
-    topo = result["topology"]
-    out = result["outcome"]
+def render(result: LabResult) -> str:
+    topo = result.topology
+    out = result.outcome
     parts = [
         "<!DOCTYPE html>",
         "<html lang='en'><head><meta charset='utf-8'>",
-        f"<title>an-agent lab: {_e(topo['name'])}</title>",
+        f"<title>an-agent lab: {_e(topo.name)}</title>",
         f"<style>{_CSS}</style></head><body>",
-        f"<h1>Lab run: {_e(topo['name'])}</h1>",
-        f"<p class='lead'>{_e(topo['description'])}</p>",
-        f"<p>{topo['sites']} sites, {topo['cells']} cells, {topo['links']} transport links, "
-        f"{len(result['agents'])} agents; seed {topo['seed']}; simulated start {_e(topo['start_time'])}; "
-        f"{_e(duration(result['run']['simulated_seconds']))} simulated in {result['run']['wall_seconds']:.1f} s.</p>",
+        f"<h1>Lab run: {_e(topo.name)}</h1>",
+        f"<p class='lead'>{_e(topo.description)}</p>",
+        f"<p>{topo.sites} sites, {topo.cells} cells, {topo.links} transport links, "
+        f"{len(result.agents)} agents; seed {topo.seed}; simulated start {_e(topo.start_time)}; "
+        f"{_e(duration(result.run.simulated_seconds))} simulated in {result.run.wall_seconds:.1f} s.</p>",
         _summary(result),
         "<h2>Closed-loop checks</h2>",
         "<ul class='checks'>"
         + "".join(
-            f"<li class='{'ok' if c['ok'] else 'fail'}'><b>{'&#10003;' if c['ok'] else '&#10007;'} {_e(c['name'])}"
-            f"</b>: {_e(c['detail'])}</li>"
-            for c in out["checks"]
+            f"<li class='{'ok' if c.ok else 'fail'}'><b>{'&#10003;' if c.ok else '&#10007;'} {_e(c.name)}"
+            f"</b>: {_e(c.detail)}</li>"
+            for c in out.checks
         )
         + "</ul>",
         "<h2>KPIs over time</h2>",
@@ -78,7 +79,7 @@ def render(result: dict[str, Any]) -> str:
         + "".join(
             f"<tr><td>{clock_of(result, n['t'])}</td><td>{_e(n['agent'])}</td><td>{_e(n['kind'])}</td>"
             f"<td>{_e(n['text'])}</td></tr>"
-            for n in result["notes"]
+            for n in result.notes
         )
         + "</table>",
         "<h2>Tasks</h2>",
@@ -88,41 +89,41 @@ def render(result: dict[str, Any]) -> str:
     return "\n".join(parts)
 
 
-def _summary(result: dict[str, Any]) -> str:
-    out, kpis, base = result["outcome"], result["kpis"], result["baseline"]
-    state = "complete" if out["closed_loop"] else "NOT complete"
+def _summary(result: LabResult) -> str:
+    out, kpis, base = result.outcome, result.kpis, result.baseline
+    state = "complete" if out.closed_loop else "NOT complete"
     rows = []
-    for fault in out["faults"]:
-        cause = fault["root_cause"]
+    for fault in out.faults:
+        cause = fault.root_cause
         rows.append(
-            f"<tr><td>{_e(fault['type'])} on {_e(fault['target'])}</td><td>{clock_of(result, fault['injected'])}</td>"
-            f"<td>{len(fault['affected_sites'])}</td>"
-            f"<td>{_e(cause['text']) if cause else '<b>not found</b>'}</td>"
-            f"<td>{_e(cause['decided_by']) if cause else '-'}</td>"
-            f"<td>{_e(fault['repaired_by'] or '-')} ({_e(fault['repair_kind'] or '-')})</td>"
-            f"<td>{_e(duration(fault['time_to_restore_s']))}</td></tr>"
+            f"<tr><td>{_e(fault.type)} on {_e(fault.target)}</td><td>{clock_of(result, fault.injected)}</td>"
+            f"<td>{len(fault.affected_sites)}</td>"
+            f"<td>{_e(cause.text) if cause else '<b>not found</b>'}</td>"
+            f"<td>{_e(cause.decided_by) if cause else '-'}</td>"
+            f"<td>{_e(fault.repaired_by or '-')} ({_e(fault.repair_kind or '-')})</td>"
+            f"<td>{_e(duration(fault.time_to_restore_s))}</td></tr>"
         )
     return (
-        f"<div class='summary {'ok' if out['closed_loop'] else 'fail'}'>Closed loop {state}.</div>"
+        f"<div class='summary {'ok' if out.closed_loop else 'fail'}'>Closed loop {state}.</div>"
         "<table><tr><th>fault</th><th>at</th><th>sites out</th><th>root cause found</th><th>decided by</th>"
         "<th>repaired by</th><th>time to restore</th></tr>" + "".join(rows) + "</table>"
         "<table class='compare'><tr><th></th><th>with agents</th><th>without collaboration</th></tr>"
-        f"<tr><td>time to restore</td><td>{_e(duration(out['time_to_restore_s']))}</td>"
+        f"<tr><td>time to restore</td><td>{_e(duration(out.time_to_restore_s))}</td>"
         f"<td>{_e(duration(base['time_to_restore_s']))}</td></tr>"
         f"<tr><td>user-minutes without coverage</td><td>{kpis['user_minutes_without_coverage']:,.0f}</td>"
         f"<td>{base['user_minutes_without_coverage']:,.0f}</td></tr>"
         f"<tr><td>energy (kWh)</td><td>{kpis['energy_kwh']:,.1f}</td><td>{base['energy_kwh']:,.1f}</td></tr>"
-        f"<tr><td>NETCONF operations between agents</td><td>{result['run']['netconf_operations']}</td><td>-</td></tr>"
+        f"<tr><td>NETCONF operations between agents</td><td>{result.run.netconf_operations}</td><td>-</td></tr>"
         "</table>"
     )
 
 
-def _chart(result: dict[str, Any], field: str, title: str) -> str:
-    series = [(p["t"], float(p[field])) for p in result["kpis"]["series"]]
-    baseline = [(p["t"], float(p[field])) for p in result["baseline"]["series"]]
+def _chart(result: LabResult, field: str, title: str) -> str:
+    series = [(p["t"], float(p[field])) for p in result.kpis["series"]]
+    baseline = [(p["t"], float(p[field])) for p in result.baseline["series"]]
     if not series:
         return ""
-    t_end = max([series[-1][0], baseline[-1][0] if baseline else 0.0, result["run"]["simulated_seconds"]]) or 1.0
+    t_end = max([series[-1][0], baseline[-1][0] if baseline else 0.0, result.run.simulated_seconds]) or 1.0
     t_end *= 1.05
     y_max = max(v for _, v in series + baseline) or 1.0
     y_min = min(0.0, *(v for _, v in series + baseline))
@@ -181,15 +182,13 @@ def _legend() -> str:
     )
 
 
-def _sequence(result: dict[str, Any]) -> str:
+def _sequence(result: LabResult) -> str:
     """Lifelines per agent; an arrow per NETCONF exchange, a dot with text per agent note, in time order."""
-    rows: list[tuple[float, int, str, dict[str, Any]]] = [
-        (m["t"], m["order"], "message", m) for m in result["messages"]
-    ]
-    rows += [(n["t"], n["order"], "note", n) for n in result["notes"] if n["agent"] != "scenario"]
+    rows: list[tuple[float, int, str, dict[str, Any]]] = [(m["t"], m["order"], "message", m) for m in result.messages]
+    rows += [(n["t"], n["order"], "note", n) for n in result.notes if n["agent"] != "scenario"]
     rows.sort(key=lambda r: (r[0], r[1]))
     shown = rows[:MAX_DIAGRAM_MESSAGES]
-    names = [a["name"] for a in result["agents"]]
+    names = [a.name for a in result.agents]
     for _, _, kind, item in shown:
         for who in (item["from"], item["to"]) if kind == "message" else (item["agent"],):
             if who not in names:
@@ -241,16 +240,16 @@ def _sequence(result: dict[str, Any]) -> str:
     return "<div class='scroll'>" + "".join(svg) + "</div>" + note
 
 
-def _agents(result: dict[str, Any]) -> str:
+def _agents(result: LabResult) -> str:
     rows = []
-    for agent in result["agents"]:
-        ops = agent["operations"]
-        by = ", ".join(f"{k} {v}" for k, v in ops["by_operation"].items()) or "-"
+    for agent in result.agents:
+        ops = agent.operations
+        by = ", ".join(f"{k} {v}" for k, v in ops.by_operation.items()) or "-"
         rows.append(
-            f"<tr><td>{_e(agent['name'])}</td><td>{_e(agent['role'])}</td>"
-            f"<td>{_e(', '.join(agent['regions']) or 'all')}</td><td>{_e(agent['address'])}</td>"
-            f"<td>{ops['requests_sent']} ({_e(by)})</td><td>{ops['requests_received']}</td>"
-            f"<td>{ops['notifications_received']}</td></tr>"
+            f"<tr><td>{_e(agent.name)}</td><td>{_e(agent.role)}</td>"
+            f"<td>{_e(', '.join(agent.regions) or 'all')}</td><td>{_e(agent.address)}</td>"
+            f"<td>{ops.requests_sent} ({_e(by)})</td><td>{ops.requests_received}</td>"
+            f"<td>{ops.notifications_received}</td></tr>"
         )
     return (
         "<table><tr><th>agent</th><th>role</th><th>regions</th><th>address</th><th>NETCONF requests sent</th>"
@@ -258,9 +257,9 @@ def _agents(result: dict[str, Any]) -> str:
     )
 
 
-def _tasks(result: dict[str, Any]) -> str:
+def _tasks(result: LabResult) -> str:
     rows = []
-    for task in result["tasks"]:
+    for task in result.tasks:
         details = ""
         if task["payload"] is not None:
             details += (

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from an_agent.agents.peers import Exchange
 from an_agent.lab.journal import Note
 from an_agent.lab.outcome import build_result
+from an_agent.lab.result import LabResult
 from an_agent.lab.runner import Lab
 from an_agent.lab.spec import Topology
 
@@ -21,7 +21,7 @@ def run_topology(
     on_exchange: Callable[[Exchange], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
     stall_timeout: float = 60.0,
-) -> dict[str, Any]:
+) -> LabResult:
     """Run ``topology`` to the end of its closed loop and return the result (`build_result`).
 
     Every agent is stopped before this returns, whatever happens; `LabStall` and start-up errors
