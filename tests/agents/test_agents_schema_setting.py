@@ -85,10 +85,16 @@ def energy_agent(tmp_path: Path) -> Iterator[object]:
 
 def _task_args(task_id: str, sender: str, payload: dict[str, object]) -> tuple[Task, list[DataParam]]:
     envelope = {"schema_id": "energy_saving_adjust_v1", "payload": payload}
-    param = DataParam(id=f"{task_id}.p", format="application/json;schema=energy_saving_adjust_v1",
-                      data=json.dumps(envelope))
-    task = Task(task_id, send_from=sender, commu_type=CommuType.TASK_ASSIGN,
-                content=build_prompt("CELL-0401", "adjust energy saving"), msg_data=[param.id])
+    param = DataParam(
+        id=f"{task_id}.p", format="application/json;schema=energy_saving_adjust_v1", data=json.dumps(envelope)
+    )
+    task = Task(
+        task_id,
+        send_from=sender,
+        commu_type=CommuType.TASK_ASSIGN,
+        content=build_prompt("CELL-0401", "adjust energy saving"),
+        msg_data=[param.id],
+    )
     return task, [param]
 
 
@@ -96,22 +102,31 @@ def test_an_evolved_key_is_accepted_where_evolution_accepts_it(energy_agent) -> 
     server, client = energy_agent("evolve")
     other = "battery bank replacement crew onsite tonight"
     for n in range(6):  # the default gate: heat >= 50 and 5 distinct clients
-        client.assign_task(*_task_args(f"hot{n}", f"site-agent-{n}",
-                                  {"cell_ids": ["CELL-0401"], "action": "suspend", "other": other}))
+        client.assign_task(
+            *_task_args(f"hot{n}", f"site-agent-{n}", {"cell_ids": ["CELL-0401"], "action": "suspend", "other": other})
+        )
     server.runtime.schemas.drain()
     patches = server.runtime.schemas.engine.patches("energy_saving_adjust_v1")
     new_keys = [k["key_name"] for p in patches for k in p["new_keys"]]
     assert new_keys, json.dumps(patches, indent=1)
     # the evolved key, now in the template this client sees: the server accepts it, so does the behaviour
     events = client.watch("evolved")
-    client.assign_task(*_task_args("evolved", "site-agent-1",
-                              {"cell_ids": ["CELL-0401"], "action": "suspend", new_keys[0]: "fan"}))
+    client.assign_task(
+        *_task_args("evolved", "site-agent-1", {"cell_ids": ["CELL-0401"], "action": "suspend", new_keys[0]: "fan"})
+    )
     assert [e.status for e in events][-1] == TaskStatus.FINISHED, client.get_task("evolved")
     # a FEASIBILITY proposal with it is judged on its base keys
-    proposal = json.dumps({"schema_id": "energy_saving_adjust_v1",
-                           "payload": {"cell_ids": ["CELL-0401"], "action": "suspend", new_keys[0]: "fan"}})
-    answer = client.negotiate(NegotiationRequest(
-        "n1", NegotiationType.FEASIBILITY, [build_prompt("CELL-0401", "suspend", proposal)], "site-agent-1"))
+    proposal = json.dumps(
+        {
+            "schema_id": "energy_saving_adjust_v1",
+            "payload": {"cell_ids": ["CELL-0401"], "action": "suspend", new_keys[0]: "fan"},
+        }
+    )
+    answer = client.negotiate(
+        NegotiationRequest(
+            "n1", NegotiationType.FEASIBILITY, [build_prompt("CELL-0401", "suspend", proposal)], "site-agent-1"
+        )
+    )
     assert answer.feasible is True, answer.reason
 
 

@@ -130,3 +130,20 @@ def test_baseline_is_manual_and_sequential() -> None:
     fresh = make("cross-domain-fault.yaml")[1]
     lost = sum(fresh.site(s).users for s in faults[0]["affected_sites"])
     assert max(k.users_without_coverage for _, k in series.samples) == pytest.approx(lost)  # no compensation
+
+
+def test_a_link_between_two_regions_belongs_to_the_region_of_its_a_router(tmp_path: Any) -> None:
+    from labsupport import variant
+
+    path = variant(tmp_path, "iov-complaint.yaml",
+                   ("    - {id: LINK-S2, a: CR-S, b: ACC-S2}\n",
+                    "    - {id: LINK-S2, a: CR-S, b: ACC-S2}\n    - {id: LINK-NS, a: CR-S, b: CR-N}\n"))
+    topology = load_topology(path)
+    clock = _Clock(topology.start_time)
+    network = SimNetwork(topology.network, topology.seed, lambda: clock.now, clock.call_at)
+    assert network.link("LINK-NS").region == "south"
+    assert "LINK-NS" in [k.link_id for k in network.links(["south"])]
+    assert "LINK-NS" not in [k.link_id for k in network.links(["north"])]
+    network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-NS"))
+    assert [a.element for a in network.active_alarms(["south"], "ip_transport")] == ["LINK-NS"]
+    assert network.active_alarms(["north"], "ip_transport") == []

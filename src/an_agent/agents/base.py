@@ -21,9 +21,9 @@ import json
 import logging
 import threading
 from abc import abstractmethod
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from an_agent.agents import payloads
 from an_agent.agents.environment import AgentEnvironment, Shutdown
@@ -107,6 +107,8 @@ class LabBehaviour(Behaviour):
 
     role: str = "lab"
     """The `RoleName` a subclass plays."""
+    option_defaults: ClassVar[Mapping[str, Any]] = {}
+    """The role's ``options`` (a topology's ``agents[].options``) and their defaults (topologies/README.md)."""
     description = "lab agent"
 
     def __init__(self, env: AgentEnvironment, peers: Peers) -> None:

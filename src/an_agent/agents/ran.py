@@ -21,8 +21,9 @@ from __future__ import annotations
 import functools
 import threading
 import zlib
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ClassVar
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
@@ -47,6 +48,12 @@ def ticket_id(element: str, when: float) -> str:
 
 class RanFaultBehaviour(LabBehaviour):
     role = RoleName.RAN_FAULT
+    option_defaults: ClassVar[Mapping[str, Any]] = {
+        "compensation_power_db": 4.0,
+        "compensation_tilt_deg": 2.0,
+        "compensation_minutes": 240,
+        "min_power_delta_db": 1.0,
+    }
     description = "Mobile network (RAN) fault agent: base-station outage detection, diagnosis and repair"
 
     def start(self) -> None:
@@ -117,15 +124,15 @@ class RanFaultBehaviour(LabBehaviour):
         optimizers = self.env.peers_with_role(RoleName.OPTIMIZATION)
         if not optimizers:
             return None
-        options = self.env.options
-        minimum = float(options.get("min_power_delta_db", 1.0))
+        options = {**self.option_defaults, **self.env.options}
+        minimum = float(options["min_power_delta_db"])
         value = payloads.envelope(
             "coverage_compensation_v1",
             {
                 "target_cell_ids": cells,
-                "tx_power_delta_db": float(options.get("compensation_power_db", 4.0)),
-                "antenna_tilt_delta_deg": -float(options.get("compensation_tilt_deg", 2.0)),
-                "duration_minutes": int(options.get("compensation_minutes", 240)),
+                "tx_power_delta_db": float(options["compensation_power_db"]),
+                "antenna_tilt_delta_deg": -float(options["compensation_tilt_deg"]),
+                "duration_minutes": int(options["compensation_minutes"]),
                 "compensation_reason": "neighbour_outage",
             },
         )

@@ -16,8 +16,9 @@ from __future__ import annotations
 
 import functools
 import threading
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
@@ -52,6 +53,7 @@ class _Incident:
 
 class CrossDomainFaultBehaviour(LabBehaviour):
     role = RoleName.CROSS_DOMAIN_FAULT
+    option_defaults: ClassVar[Mapping[str, Any]] = {"auto_repair": True}
     description = "Service-layer cross-domain fault agent: correlation, diagnosis orchestration, repair decisions"
 
     def start(self) -> None:
@@ -316,7 +318,7 @@ class CrossDomainFaultBehaviour(LabBehaviour):
 
     def _repair(self, owner: str, finding: Finding, started: float) -> str:
         assert finding.element is not None
-        auto = bool(self.env.options.get("auto_repair", True))
+        auto = bool({**self.option_defaults, **self.env.options}["auto_repair"])
         if finding.remote_repair_possible and auto:
             self.note(
                 "decision",
