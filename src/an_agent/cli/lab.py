@@ -1,4 +1,4 @@
-"""``an-agent lab run|up|down|generate|check``: multi-agent labs described by topology files."""
+"""``an-agent lab run|up|down|generate|export|check``: multi-agent labs described by topology files."""
 
 from __future__ import annotations
 
@@ -120,6 +120,23 @@ def register(subparsers: Any) -> None:
     gen.add_argument("-o", "--output", type=Path, metavar="FILE", help="write to FILE instead of stdout")
     gen.set_defaults(handler=cmd_generate)
 
+    export = sub.add_parser(
+        "export",
+        help="write a topology as a containerlab or Kubernetes lab",
+        description="Write TOPOLOGY as a lab for containerlab (a .clab.yml: a linux node per agent, links for "
+        "talks_to, management addresses in 198.18.0.0/24) or Kubernetes (a StatefulSet and a Service per agent, "
+        "the topology in a ConfigMap, the login in a Secret, NetworkPolicies allowing only talks_to pairs). "
+        "Every node runs 'an-agent serve --topology /lab/topology.yaml --agent NAME' in the image built by "
+        "deploy/Dockerfile, with its peers at their lab addresses and one generated login (user lab). Each agent "
+        "plays its own idle copy of the simulated network (no scenario).",
+    )
+    export.add_argument("topology", type=Path, metavar="TOPOLOGY", help="topology file (YAML)")
+    export.add_argument("--format", required=True, choices=["containerlab", "kubernetes"], help="what to write")
+    export.add_argument("--output", "-o", type=Path, required=True, metavar="DIR", help="directory to write into")
+    export.add_argument("--image", default="an-agent:latest", help="container image (default: an-agent:latest)")
+    export.add_argument("--json", action="store_true", help="print the files written as JSON")
+    export.set_defaults(handler=cmd_export)
+
     check = sub.add_parser(
         "check",
         help="validate a topology file",
@@ -235,6 +252,22 @@ def cmd_generate(args: argparse.Namespace) -> int:
     else:
         args.output.write_text(text, encoding="utf-8")
         print(f"an-agent lab: wrote {args.output} ({args.sites} sites, {args.domains} domain(s))", file=sys.stderr)
+    return EXIT_OK
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from an_agent.lab.topology import load_topology
+
+    topology = load_topology(args.topology)
+    if args.format == "containerlab":
+        from an_agent.lab.export.containerlab import export
+    else:
+        from an_agent.lab.export.kubernetes import export
+    written = export(topology, args.output, args.image)
+    if args.json:
+        print_json({"format": args.format, "files": [str(p) for p in written.files]})
+    else:
+        print("\n".join(written.summary))
     return EXIT_OK
 
 

@@ -80,6 +80,24 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
     )
 
 
+def peer_login(topology: Topology) -> tuple[str, str]:
+    """The ``(user, password)`` agents log in to their peers with: the topology's ``peer_login_file``.
+
+    Without one, ``admin``/``admin``, which agents accept only on loopback. `ConfigError` when the file
+    cannot be read or does not hold ``user:password``.
+    """
+    if topology.peer_login_file is None:
+        return ("admin", "admin")
+    try:
+        text = topology.peer_login_file.read_text(encoding="utf-8").strip()
+    except OSError as exc:
+        raise ConfigError(f"peer_login_file {topology.peer_login_file}: {exc.strerror}") from None
+    user, sep, password = text.partition(":")
+    if not sep or not user or not password:
+        raise ConfigError(f"peer_login_file {topology.peer_login_file}: expected one line user:password")
+    return (user, password)
+
+
 def make_behaviour(
     topology: Topology,
     spec: AgentSpec,
@@ -92,7 +110,14 @@ def make_behaviour(
     """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses."""
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
-    peers = Peers(spec.name, kernel, address_of, topology.talks_to.get(spec.name, ()), journal.record)
+    peers = Peers(
+        spec.name,
+        kernel,
+        address_of,
+        topology.talks_to.get(spec.name, ()),
+        journal.record,
+        credentials=peer_login(topology),
+    )
     env = AgentEnvironment(
         name=spec.name,
         role=spec.role,
@@ -113,15 +138,16 @@ def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBe
     """One agent for ``an-agent serve --topology``: its own idle copy of the network, peers at topology ports.
 
     The scenario is not played (another process's copy of the network would not see this one's
-    repairs); use ``an-agent lab up`` to run a whole topology with its scenario.
+    repairs); use ``an-agent lab up`` to run a whole topology with its scenario. Peers are reached at
+    their topology ``address`` (default 127.0.0.1) and ``port``, logged in as `peer_login` says.
     """
     spec = topology.agent(name)
     kernel = SimKernel(topology.start_time)
     network = SimNetwork(topology.network, topology.seed, kernel.now, kernel.call_at)
-    ports = {a.name: a.port for a in topology.agents if a.port}
+    addresses = {a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}
 
     def address_of(peer: str) -> tuple[str, int] | None:
-        return (HOST, ports[peer]) if peer in ports else None
+        return addresses.get(peer)
 
     def log_note(note: Note) -> None:
         log.info("%s %s: %s", note.agent, note.kind, note.text)

@@ -29,7 +29,7 @@ from typing import Any
 from an_agent.agents.base import LabBehaviour
 from an_agent.agents.peers import Exchange, Peers
 from an_agent.errors import AnAgentError
-from an_agent.lab.agent import HOST, TASK_CAPACITY, build_profile, lab_host_key, make_behaviour
+from an_agent.lab.agent import HOST, TASK_CAPACITY, build_profile, lab_host_key, make_behaviour, peer_login
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
@@ -103,6 +103,9 @@ class Lab:
         key_file = self.state_dir / "ssh_host_rsa_key"
         lab_host_key(key_file)
         self.network.sample(self.kernel.now())
+        # The lab itself (read-back, bss) logs in as admin; the agents log in to each other as the
+        # topology's peer login says.
+        users = dict([("admin", "admin"), peer_login(self.topology)])
         try:
             for spec in self.topology.agents:
                 agent_dir = self.state_dir / "agents" / spec.name
@@ -119,6 +122,7 @@ class Lab:
                         state_dir=agent_dir,
                         host=HOST,
                         port=port,
+                        users=users,
                         profile=build_profile(spec),
                         behaviour=behaviour,
                         clock=self.kernel.clock,

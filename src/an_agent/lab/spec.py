@@ -69,6 +69,8 @@ class AgentSpec:
     provider: str = "an-agent lab"
     regions: tuple[str, ...] = ()
     port: int = 0
+    address: str | None = None
+    """Where its peers reach it (host name or IP); None: 127.0.0.1 (every agent on this machine)."""
     schemas: SchemaMode = DEFAULT_SCHEMA_MODE
     """Structured payloads (the agent's ``schemas``, else the topology's, else validate)."""
     options: dict[str, Any] = field(default_factory=dict)
@@ -200,6 +202,8 @@ class Topology:
     timing: Timing = field(default_factory=Timing)
     baseline: BaselineTiming = field(default_factory=BaselineTiming)
     source: Path | None = None
+    peer_login_file: Path | None = None
+    """A file holding ``user:password``, the login each agent uses on its peers (None: admin/admin)."""
 
     def agent(self, name: str) -> AgentSpec:
         for agent in self.agents:

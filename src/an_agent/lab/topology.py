@@ -154,6 +154,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 provider=raw.get("provider", provider),
                 regions=tuple(raw.get("regions", ())),
                 port=raw.get("port", 0),
+                address=raw.get("address"),
                 schemas=_schema_mode(raw.get("schemas", schemas)),
                 options=dict(raw.get("options", {})),
                 skills=tuple(
@@ -199,6 +200,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         timing=timing,
         baseline=baseline,
         source=path,
+        peer_login_file=None if "peer_login_file" not in data else path.parent / data["peer_login_file"],
     )
 
 

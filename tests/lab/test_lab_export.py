@@ -1,0 +1,151 @@
+"""``lab export``: containerlab files valid against containerlab's schema, Kubernetes manifests valid
+with ``kubernetes-validate --strict``, and the topology copy every node mounts."""
+
+from __future__ import annotations
+
+import json
+import stat
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import regex
+import yaml
+from labsupport import SHIPPED, TOPOLOGIES
+
+from an_agent.cli import main
+from an_agent.lab.agent import load_agent, peer_login
+from an_agent.lab.export import talk_pairs
+from an_agent.lab.generate import generate
+from an_agent.lab.kernel import SimKernel
+from an_agent.lab.topology import load_topology
+
+CLAB_SCHEMA = json.loads((Path(__file__).parent / "data" / "clab.schema.json").read_text(encoding="utf-8"))
+
+
+def _pattern(validator: Any, pattern: str, instance: Any, schema: Any) -> Any:
+    # containerlab's schema uses Unicode property classes (\p{L}) that Python's re lacks; `regex` has them
+    if isinstance(instance, str) and not regex.search(pattern, instance):
+        yield jsonschema.ValidationError(f"{instance!r} does not match {pattern!r}")
+
+
+ClabValidator = jsonschema.validators.extend(jsonschema.Draft7Validator, {"pattern": _pattern})
+
+
+def _export(path: Path, fmt: str, out: Path, capsys: pytest.CaptureFixture[str]) -> list[Path]:
+    assert main(["lab", "export", str(path), "--format", fmt, "--output", str(out), "--json"]) == 0
+    return [Path(p) for p in json.loads(capsys.readouterr().out)["files"]]
+
+
+def _generated(tmp_path: Path) -> Path:
+    path = tmp_path / "generated.yaml"
+    path.write_text(generate(200, 4, 1, None, None, 0), encoding="utf-8")
+    return path
+
+
+def _sources(tmp_path: Path) -> list[Path]:
+    return [*(TOPOLOGIES / n for n in SHIPPED), _generated(tmp_path)]
+
+
+def test_containerlab_export_validates_and_mirrors_the_topology(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for source in _sources(tmp_path):
+        topology = load_topology(source)
+        out = tmp_path / "clab" / topology.name
+        files = _export(source, "containerlab", out, capsys)
+        clab_file = next(p for p in files if p.name.endswith(".clab.yml"))
+        doc = yaml.safe_load(clab_file.read_text(encoding="utf-8"))
+        errors = [e.message for e in ClabValidator(CLAB_SCHEMA).iter_errors(doc)]
+        assert not errors, errors[:5]
+        nodes = doc["topology"]["nodes"]
+        assert sorted(nodes) == sorted(a.name for a in topology.agents)
+        for name, node in nodes.items():
+            assert node["kind"] == "linux" and node["image"] == "an-agent:latest"
+            assert node["cmd"].startswith(f"serve --topology /lab/topology.yaml --agent {name} ")
+            assert "topology.yaml:/lab/topology.yaml:ro" in node["binds"]
+        # one link per pair of agents that may talk, each end a distinct interface of its node
+        linked = sorted(tuple(sorted(e.split(":")[0] for e in link["endpoints"])) for link in doc["topology"]["links"])
+        assert linked == talk_pairs(topology)
+        ends = [e for link in doc["topology"]["links"] for e in link["endpoints"]]
+        assert len(ends) == len(set(ends))
+        # the mounted copy: every agent at its management address on port 8830, the login beside it
+        copy = load_topology(out / "topology.yaml")
+        assert {a.name: (a.address, a.port) for a in copy.agents} == {
+            n: (node["mgmt-ipv4"], 8830) for n, node in nodes.items()
+        }
+        user, password = peer_login(copy)
+        assert user == "lab" and len(password) >= 20
+        assert stat.S_IMODE((out / "login").stat().st_mode) == 0o600
+
+
+def test_kubernetes_export_validates_strictly(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    for source in _sources(tmp_path):
+        topology = load_topology(source)
+        (manifest,) = _export(source, "kubernetes", tmp_path / "k8s" / topology.name, capsys)
+        assert stat.S_IMODE(manifest.stat().st_mode) == 0o600  # it holds the login
+        checked = subprocess.run(
+            [str(Path(sys.executable).with_name("kubernetes-validate")), "--strict", "--quiet", str(manifest)],
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        assert checked.returncode == 0, checked.stdout + checked.stderr
+        docs = list(yaml.safe_load_all(manifest.read_text(encoding="utf-8")))
+        by_kind: dict[str, list[dict[str, Any]]] = {}
+        for doc in docs:
+            by_kind.setdefault(doc["kind"], []).append(doc)
+        names = sorted(a.name for a in topology.agents)
+        assert sorted(d["metadata"]["name"] for d in by_kind["StatefulSet"]) == names
+        assert sorted(d["metadata"]["name"] for d in by_kind["Service"]) == names
+        # peers are addressed by Service DNS names in the ConfigMap's topology
+        (config,) = by_kind["ConfigMap"]
+        copy_path = tmp_path / "copy.yaml"
+        copy_path.write_text(config["data"]["topology.yaml"], encoding="utf-8")
+        (tmp_path / "login").write_text(by_kind["Secret"][0]["stringData"]["login"], encoding="utf-8")
+        copy = load_topology(copy_path)
+        assert {a.name: a.address for a in copy.agents} == {n: n for n in names}
+        # NetworkPolicies: everything denied, then each agent reachable from exactly the agents that talk to it
+        policies = {d["metadata"]["name"]: d["spec"] for d in by_kind["NetworkPolicy"]}
+        deny = policies.pop(f"{topology.name}-deny-ingress")
+        assert deny["policyTypes"] == ["Ingress"] and "ingress" not in deny
+        allowed = set()
+        for spec in policies.values():
+            receiver = spec["podSelector"]["matchLabels"]["an-agent.lab/agent"]
+            for rule in spec["ingress"]:
+                assert rule["ports"] == [{"protocol": "TCP", "port": 8830}]
+                allowed |= {(p["podSelector"]["matchLabels"]["an-agent.lab/agent"], receiver) for p in rule["from"]}
+        assert allowed == {(s, r) for s, rs in topology.talks_to.items() for r in rs}
+
+
+def test_an_exported_agent_reaches_its_peers_at_their_lab_addresses(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    source = TOPOLOGIES / "fault-energy-optimization.yaml"
+    _export(source, "containerlab", tmp_path, capsys)
+    _, behaviour = load_agent(tmp_path / "topology.yaml", "optimization")
+    try:
+        saver = behaviour.peers.address_of("energy-saving")
+        node = yaml.safe_load((tmp_path / "fault-energy-optimization.clab.yml").read_text())["topology"]["nodes"]
+        assert saver == (node["energy-saving"]["mgmt-ipv4"], 8830)
+        assert behaviour.peers.credentials == peer_login(load_topology(tmp_path / "topology.yaml"))
+    finally:
+        assert isinstance(behaviour.env.scheduler, SimKernel)
+        behaviour.env.scheduler.close()
+
+
+def test_export_refuses_names_that_are_not_dns_labels(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = (TOPOLOGIES / "fault-energy-optimization.yaml").read_text(encoding="utf-8")
+    path = tmp_path / "t.yaml"
+    for old, new in (
+        ("{name: ip-fault, role", "{name: ip-fault-, role"),
+        ("optimization, ip-fault]", "optimization, ip-fault-]"),
+    ):
+        assert old in text
+        text = text.replace(old, new)
+    path.write_text(text, encoding="utf-8")
+    assert main(["lab", "export", str(path), "--format", "kubernetes", "--output", str(tmp_path / "o")]) == 2
+    assert "DNS labels" in capsys.readouterr().err
