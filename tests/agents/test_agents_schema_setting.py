@@ -105,8 +105,8 @@ def test_an_evolved_key_is_accepted_where_evolution_accepts_it(energy_agent) -> 
         client.assign_task(
             *_task_args(f"hot{n}", f"site-agent-{n}", {"cell_ids": ["CELL-0401"], "action": "suspend", "other": other})
         )
-    server.runtime.schemas.drain()
-    patches = server.runtime.schemas.engine.patches("energy_saving_adjust_v1")
+    server.operations.schemas.drain()
+    patches = server.operations.schemas.engine.patches("energy_saving_adjust_v1")
     new_keys = [k["key_name"] for p in patches for k in p["new_keys"]]
     assert new_keys, json.dumps(patches, indent=1)
     # the evolved key, now in the template this client sees: the server accepts it, so does the behaviour

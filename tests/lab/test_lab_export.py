@@ -149,3 +149,78 @@ def test_export_refuses_names_that_are_not_dns_labels(tmp_path: Path, capsys: py
     path.write_text(text, encoding="utf-8")
     assert main(["lab", "export", str(path), "--format", "kubernetes", "--output", str(tmp_path / "o")]) == 2
     assert "DNS labels" in capsys.readouterr().err
+
+
+def _wait_port(port: int, timeout: float = 60.0) -> None:
+    import socket
+    import time
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        with socket.socket() as probe:
+            if probe.connect_ex(("127.0.0.1", port)) == 0:
+                return
+        time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+@pytest.mark.slow
+def test_exported_agents_in_their_own_processes_talk_with_the_lab_login(tmp_path: Path) -> None:
+    """What every exported node runs (serve --topology COPY --agent NAME with the lab login), as processes here."""
+    import socket
+
+    from an_agent.agents import payloads
+    from an_agent.errors import AuthError
+    from an_agent.model import CommuType, Task, TaskStatus, build_prompt
+    from an_agent.nc.agent_client import AgentClient
+
+    ports = {}
+    for name in ("optimization", "energy-saving"):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports[name] = s.getsockname()[1]
+    source = yaml.safe_load((TOPOLOGIES / "fault-energy-optimization.yaml").read_text(encoding="utf-8"))
+    for agent in source["agents"]:
+        agent["address"] = "127.0.0.1"  # as the export sets management addresses / Service names
+        agent["port"] = ports.get(agent["name"], 1)
+    source["peer_login_file"] = "login"
+    (tmp_path / "topology.yaml").write_text(yaml.safe_dump(source), encoding="utf-8")
+    login = "lab:" + "s3cret-" * 3
+    (tmp_path / "login").write_text(login + "\n", encoding="utf-8")
+    processes = [
+        subprocess.Popen(
+            [sys.executable, "-m", "an_agent.cli", "serve", "--topology", str(tmp_path / "topology.yaml"),
+             "--agent", name, "--port", str(port), "--state-dir", str(tmp_path / name), "--user", login],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        )
+        for name, port in ports.items()
+    ]
+    try:
+        for port in ports.values():
+            _wait_port(port)
+        user, password = login.split(":", 1)
+        with pytest.raises(AuthError):  # admin/admin is not accepted: the lab login is
+            AgentClient.connect("127.0.0.1", ports["optimization"], username="admin", password="admin").close()
+        with AgentClient.connect("127.0.0.1", ports["optimization"], username=user, password=password) as client:
+            value = payloads.envelope("coverage_compensation_v1", {
+                "target_cell_ids": ["CELL-0601"], "tx_power_delta_db": 1, "antenna_tilt_delta_deg": -1,
+                "duration_minutes": 30, "compensation_reason": "neighbour_outage"})
+            param = payloads.data_param("c1.payload", value, "compensation")
+            events = client.watch("c1")
+            client.assign_task(Task("c1", send_from="operator", commu_type=CommuType.TASK_ASSIGN,
+                                    content=build_prompt("CELL-0601", "Compensate the coverage of SITE-06"),
+                                    msg_data=[param.id]), [param])
+            assert [e.status for e in events][-1] == TaskStatus.FINISHED
+            result = json.loads(client.get_task("c1").result.data or "{}")  # type: ignore[union-attr]
+        # the optimization process reached the energy-saving process at its address, with the lab login
+        assert result["energy_saving_suspended"], result
+        with AgentClient.connect("127.0.0.1", ports["energy-saving"], username=user, password=password) as client:
+            tasks = client.list_tasks()
+        # the suspension, and (simulated time runs freely under serve) the resume when the compensation expired
+        assert [t.task_id for t in tasks][0] == "optimization.suspend.c1"
+        assert {(t.send_from, t.status) for t in tasks} == {("optimization", TaskStatus.FINISHED)}
+    finally:
+        for process in processes:
+            process.terminate()
+        for process in processes:
+            process.wait(30)

@@ -86,6 +86,35 @@ def test_a_pending_handoff_holds_time_until_both_sides_arrived() -> None:
     kernel.close()
 
 
+def test_with_peers_in_other_processes_the_notification_alone_ends_a_handoff() -> None:
+    # `serve --topology`: the executor is another process with its own kernel; its arrival never comes here
+    kernel = SimKernel(T0, stall_timeout=5.0, peers_elsewhere=True)
+    key = ("agent-b", "task-1")
+    results: list[tuple[str, float]] = []
+
+    def assigner() -> None:
+        future = kernel.expect(key)
+        value = future.wait()
+        kernel.sleep(60)  # time must still move after the hand-off
+        results.append((value, kernel.now() - T0))
+
+    def notifier() -> None:  # the NETCONF notification reader
+        time.sleep(0.2)
+        kernel.complete(key, "finished")
+
+    threading.Thread(target=notifier).start()
+    kernel.spawn("assigner", assigner)
+    clock = threading.Thread(target=kernel.run, kwargs={"forever": True})  # as `serve --topology` plays it
+    clock.start()
+    deadline = time.monotonic() + 10
+    while not results and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert results == [("finished", 60.0)]
+    assert kernel.busy_labels() == {}
+    kernel.close()
+    clock.join(5)
+
+
 def test_queue_hands_items_to_a_waiting_getter() -> None:
     kernel = SimKernel(T0)
     queue = kernel.queue("q")

@@ -142,7 +142,7 @@ def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBe
     their topology ``address`` (default 127.0.0.1) and ``port``, logged in as `peer_login` says.
     """
     spec = topology.agent(name)
-    kernel = SimKernel(topology.start_time)
+    kernel = SimKernel(topology.start_time, peers_elsewhere=True)
     network = SimNetwork(topology.network, topology.seed, kernel.now, kernel.call_at)
     addresses = {a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}
 

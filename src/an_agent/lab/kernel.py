@@ -177,9 +177,12 @@ class KernelStats:
 class SimKernel:
     """Discrete-event simulated time over real threads (module docstring). Implements `Scheduler`."""
 
-    def __init__(self, start: float, stall_timeout: float = 60.0) -> None:
+    def __init__(self, start: float, stall_timeout: float = 60.0, peers_elsewhere: bool = False) -> None:
+        """``peers_elsewhere``: the agents this kernel's activities talk to run in other processes (``an-agent
+        serve --topology``), so a task's end is one-sided: the assigner's notification completes it alone."""
         self.clock = ManualClock(start)
         self.stall_timeout = stall_timeout
+        self._peers_elsewhere = peers_elsewhere
         self._cond = threading.Condition()
         self._busy = 0
         self._labels: Counter[str] = Counter()
@@ -339,6 +342,9 @@ class SimKernel:
                 return
             handoff.completed = True
             handoff.future._set_locked(value)
+            if self._peers_elsewhere:  # the executor's arrival happened in its own process
+                del self._handoffs[key]
+                return
             self._arrive(key)
 
     def forget(self, key: Key) -> None:
