@@ -217,7 +217,7 @@ def test_exported_agents_in_their_own_processes_talk_with_the_lab_login(tmp_path
         with AgentClient.connect("127.0.0.1", ports["energy-saving"], username=user, password=password) as client:
             tasks = client.list_tasks()
         # the suspension, and (simulated time runs freely under serve) the resume when the compensation expired
-        assert [t.task_id for t in tasks][0] == "optimization.suspend.c1"
+        assert tasks[0].task_id == "optimization.suspend.c1"
         assert {(t.send_from, t.status) for t in tasks} == {("optimization", TaskStatus.FINISHED)}
     finally:
         for process in processes:
