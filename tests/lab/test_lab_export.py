@@ -189,9 +189,25 @@ def test_exported_agents_in_their_own_processes_talk_with_the_lab_login(tmp_path
     (tmp_path / "login").write_text(login + "\n", encoding="utf-8")
     processes = [
         subprocess.Popen(
-            [sys.executable, "-m", "an_agent.cli", "serve", "--topology", str(tmp_path / "topology.yaml"),
-             "--agent", name, "--port", str(port), "--state-dir", str(tmp_path / name), "--user", login],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            [
+                sys.executable,
+                "-m",
+                "an_agent.cli",
+                "serve",
+                "--topology",
+                str(tmp_path / "topology.yaml"),
+                "--agent",
+                name,
+                "--port",
+                str(port),
+                "--state-dir",
+                str(tmp_path / name),
+                "--user",
+                login,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
         )
         for name, port in ports.items()
     ]
@@ -202,14 +218,28 @@ def test_exported_agents_in_their_own_processes_talk_with_the_lab_login(tmp_path
         with pytest.raises(AuthError):  # admin/admin is not accepted: the lab login is
             AgentClient.connect("127.0.0.1", ports["optimization"], username="admin", password="admin").close()
         with AgentClient.connect("127.0.0.1", ports["optimization"], username=user, password=password) as client:
-            value = payloads.envelope("coverage_compensation_v1", {
-                "target_cell_ids": ["CELL-0601"], "tx_power_delta_db": 1, "antenna_tilt_delta_deg": -1,
-                "duration_minutes": 30, "compensation_reason": "neighbour_outage"})
+            value = payloads.envelope(
+                "coverage_compensation_v1",
+                {
+                    "target_cell_ids": ["CELL-0601"],
+                    "tx_power_delta_db": 1,
+                    "antenna_tilt_delta_deg": -1,
+                    "duration_minutes": 30,
+                    "compensation_reason": "neighbour_outage",
+                },
+            )
             param = payloads.data_param("c1.payload", value, "compensation")
             events = client.watch("c1")
-            client.assign_task(Task("c1", send_from="operator", commu_type=CommuType.TASK_ASSIGN,
-                                    content=build_prompt("CELL-0601", "Compensate the coverage of SITE-06"),
-                                    msg_data=[param.id]), [param])
+            client.assign_task(
+                Task(
+                    "c1",
+                    send_from="operator",
+                    commu_type=CommuType.TASK_ASSIGN,
+                    content=build_prompt("CELL-0601", "Compensate the coverage of SITE-06"),
+                    msg_data=[param.id],
+                ),
+                [param],
+            )
             assert [e.status for e in events][-1] == TaskStatus.FINISHED
             result = json.loads(client.get_task("c1").result.data or "{}")  # type: ignore[union-attr]
         # the optimization process reached the energy-saving process at its address, with the lab login

@@ -135,9 +135,14 @@ def test_baseline_is_manual_and_sequential() -> None:
 def test_a_link_between_two_regions_belongs_to_the_region_of_its_a_router(tmp_path: Any) -> None:
     from labsupport import variant
 
-    path = variant(tmp_path, "iov-complaint.yaml",
-                   ("    - {id: LINK-S2, a: CR-S, b: ACC-S2}\n",
-                    "    - {id: LINK-S2, a: CR-S, b: ACC-S2}\n    - {id: LINK-NS, a: CR-S, b: CR-N}\n"))
+    path = variant(
+        tmp_path,
+        "iov-complaint.yaml",
+        (
+            "    - {id: LINK-S2, a: CR-S, b: ACC-S2}\n",
+            "    - {id: LINK-S2, a: CR-S, b: ACC-S2}\n    - {id: LINK-NS, a: CR-S, b: CR-N}\n",
+        ),
+    )
     topology = load_topology(path)
     clock = _Clock(topology.start_time)
     network = SimNetwork(topology.network, topology.seed, lambda: clock.now, clock.call_at)
