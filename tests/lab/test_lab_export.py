@@ -254,3 +254,28 @@ def test_exported_agents_in_their_own_processes_talk_with_the_lab_login(tmp_path
             process.terminate()
         for process in processes:
             process.wait(30)
+
+
+def test_the_image_entry_point_adds_the_login_from_its_file(tmp_path: Path) -> None:
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    stub = bin_dir / "an-agent"
+    stub.write_text('#!/bin/sh\nfor a in "$@"; do echo "$a"; done\n', encoding="utf-8")
+    stub.chmod(0o755)
+    (tmp_path / "login").write_text("lab:pa ss\n", encoding="utf-8")
+    entry = Path(__file__).resolve().parents[2] / "deploy" / "entrypoint.sh"
+    env = {"PATH": f"{bin_dir}:/usr/bin:/bin", "AN_AGENT_LOGIN_FILE": str(tmp_path / "login")}
+
+    def args(*given: str, login: bool = True) -> list[str]:
+        done = subprocess.run(
+            ["sh", str(entry), *given],
+            env=env if login else {"PATH": env["PATH"]},
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        return done.stdout.splitlines()
+
+    assert args("serve", "--agent", "x") == ["serve", "--user", "lab:pa ss", "--agent", "x"]
+    assert args("profile", "--json") == ["profile", "--json"]  # only serve gets the login
+    assert args("serve", "--agent", "x", login=False) == ["serve", "--agent", "x"]
