@@ -212,8 +212,9 @@ def end_to_end(model: MiniLMEmbedder, n: int, batch: int, workdir: Path) -> dict
     }
 
 
-def growth(model: MiniLMEmbedder, n: int, base: int, batch: int, workdir: Path,
-           one_off_share: float = 0.5) -> dict[str, Any]:
+def growth(
+    model: MiniLMEmbedder, n: int, base: int, batch: int, workdir: Path, one_off_share: float = 0.5
+) -> dict[str, Any]:
     rng = random.Random(2)
     nprng = np.random.default_rng(2)
     base_texts = synthetic_texts(base, seed=2)
@@ -245,7 +246,7 @@ def growth(model: MiniLMEmbedder, n: int, base: int, batch: int, workdir: Path,
                     # Median over the last 10 % of the run up to the mark (at least 1000 fragments):
                     # robust to other jobs on a shared machine.
                     recent = costs[-max(1, max(1_000, mark // 10) // batch) :]
-                    clusters = sum(len(p.clusters) for p in engine._pools.values())
+                    clusters = engine.live_cluster_count()
                     samples[mark] = {
                         "fragments": mark,
                         "per_fragment_ms": round(1000 * float(np.median(recent)), 3),
