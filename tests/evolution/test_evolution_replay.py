@@ -16,19 +16,10 @@ from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.replay import parse_lines, replay
 from conftest import DATA, FakeEmbedder
 
-PATCH_FIELDS = [
-    "patch_id",
-    "parent_schema_id",
-    "cluster_id",
-    "client_id",
-    "timestamp",
-    "expiration",
-    "state",
-    "new_keys",
-    "modified_keys",
-]
+PATCH_FIELDS = ["patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration", "state",
+                "new_keys", "modified_keys"]
 KEY_FIELDS = ["key_name", "key_type", "required", "default_value", "semantic_description", "experimental"]
-CLUSTER_FIELDS = ["cluster_id", "schema_id", "size", "distinct_clients", "heat", "state", "members"]
+CLUSTER_FIELDS = ["cluster_id", "schema_id", "size", "distinct_clients", "heat", "cohesion", "state", "members"]
 
 
 def run(corpus: str, embedder: Any) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
@@ -101,54 +92,38 @@ def test_own_corpus_with_other_phrasings_numbers_and_a_conflict(minilm: MiniLMEm
     assert tilt["modified_keys"][0]["key_type"] == "number"  # never retyped
 
 
-def test_unknown_fields_are_ignored_and_bad_lines_reported(tmp_path: Path) -> None:
-    good = {
-        "timestamp": "2026-10-05T06:00:00Z",
-        "client_id": "c1",
-        "schema_id": "energy_saving_adjust_v1",
-        "payload": {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "hot cabinet"},
-        "label": "whatever",
-        "extra": [1, 2],
-    }
+def test_every_refused_line_is_reported_with_its_1_based_number_and_reason(tmp_path: Path) -> None:
+    good = {"timestamp": "2026-10-05T06:00:00Z", "client_id": "c1", "schema_id": "energy_saving_adjust_v1",
+            "payload": {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "hot cabinet"},
+            "label": "whatever", "extra": [1, 2]}
     refused = dict(good, payload={"cell_ids": "CELL-0401", "action": "reduce"})
-    lines = [
-        json.dumps(good),
-        "not json",
-        json.dumps({"timestamp": "2026-10-05T06:00:00Z"}),
-        "",
-        json.dumps(dict(good, timestamp="yesterday")),
-        json.dumps(refused),
-    ]
+    unknown = dict(good, schema_id="no_such_schema_v9")
+    lines = [json.dumps(good), "not json", json.dumps({"timestamp": "2026-10-05T06:00:00Z"}), "",
+             json.dumps(dict(good, timestamp="yesterday")), json.dumps(refused), "[1, 2]", json.dumps(unknown)]
     records, invalid = parse_lines(lines)
-    assert [r.line_no for r in records] == [0, 5]
-    assert [e["line"] for e in invalid] == [1, 2, 4]
+    assert [r.line_no for r in records] == [0, 5, 7]
+    assert [r.line for r in invalid] == [2, 3, 5, 7]
     report = replay(lines, FakeEmbedder()).to_dict()
     assert report["fragments"] == 1 and report["clusters"][0]["members"] == [0]
-    refusals = [e for e in report["events"] if e["kind"] == "payload-refused"]
-    assert refusals == [
-        {
-            "kind": "payload-refused",
-            "time": "2026-10-05T06:00:00.000000Z",
-            "schema_id": "energy_saving_adjust_v1",
-            "client_id": "c1",
-            "line": 5,
-            "detail": "cell_ids: expected an array, got string 'CELL-0401'",
-        }
-    ]
+    assert report["accepted"] == 1
+    rejected = report["rejected"]
+    # Every non-blank line is either accepted or rejected: nothing vanishes.
+    assert report["accepted"] + len(rejected) == sum(1 for line in lines if line.strip())
+    assert [r["line"] for r in rejected] == [2, 3, 5, 6, 7, 8]
+    reasons = {r["line"]: r["reason"] for r in rejected}
+    assert reasons[2].startswith("not JSON")
+    assert "missing client_id, schema_id, payload" in reasons[3]
+    assert "cell_ids: expected an array, got string 'CELL-0401'" in reasons[6]
+    assert reasons[7] == "not a JSON object"
+    assert "unknown schema_id 'no_such_schema_v9'" in reasons[8]
 
 
 def test_lines_are_replayed_in_time_order_and_thresholds_apply(tmp_path: Path) -> None:
     from an_agent.evolution.config import EvolutionConfig
 
     def line(ts: str, client: str) -> str:
-        return json.dumps(
-            {
-                "timestamp": ts,
-                "client_id": client,
-                "schema_id": "energy_saving_adjust_v1",
-                "payload": {"cell_ids": ["CELL-1"], "action": "reduce", "other": "hot cabinet"},
-            }
-        )
+        return json.dumps({"timestamp": ts, "client_id": client, "schema_id": "energy_saving_adjust_v1",
+                           "payload": {"cell_ids": ["CELL-1"], "action": "reduce", "other": "hot cabinet"}})
 
     lines = [line("2026-10-05T06:02:00Z", "b"), line("2026-10-05T06:00:00Z", "a"), line("2026-10-05T06:01:00Z", "c")]
     strict = replay(lines, FakeEmbedder()).to_dict()

@@ -33,6 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from an_agent.clock import Clock, SystemClock
 from an_agent.errors import SchemaError
 from an_agent.evolution.config import EvolutionConfig
@@ -79,6 +81,7 @@ class ClusterInfo:
     state: str
     created: float
     last_seen: float
+    cohesion: float  # mean similarity of the members to the centroid (|sum of unit vectors| / size)
 
 
 class EvolutionEngine:
@@ -317,9 +320,18 @@ class EvolutionEngine:
                 cluster = live.clusters.get(row.cluster_id) if live else None
                 clients = len(cluster.clients) if cluster else len(self.store.client_counts(row.cluster_id))
                 heat = cluster.heat_now(now, self.config.half_life_s) if cluster else 0.0
+                norm = float(np.linalg.norm(np.frombuffer(row.centroid, dtype=np.float32)))
                 out.append(
                     ClusterInfo(
-                        row.cluster_id, row.schema_id, row.size, clients, heat, row.state, row.created, row.last_seen
+                        row.cluster_id,
+                        row.schema_id,
+                        row.size,
+                        clients,
+                        heat,
+                        row.state,
+                        row.created,
+                        row.last_seen,
+                        round(norm / row.size, 4) if row.size else 0.0,
                     )
                 )
             return out

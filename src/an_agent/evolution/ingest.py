@@ -13,7 +13,7 @@ from collections.abc import Callable
 import numpy as np
 
 from an_agent.evolution.events import EvolutionEvent
-from an_agent.evolution.pool import Cluster, SchemaPool, Vector
+from an_agent.evolution.pool import MEMBER_SAMPLE, Cluster, SchemaPool, Vector
 from an_agent.evolution.state import EngineState
 
 SWEEP_EVERY = 256  # fragments between two eviction sweeps
@@ -34,13 +34,13 @@ class PoolKeeper:
         s = self._s
         pool = s.pool(schema_id)
         unit = np.asarray(vector, dtype=np.float32)
-        cluster, similarity = pool.nearest(unit)
-        if cluster is not None and similarity >= s.config.assign_threshold:
+        cluster = pool.choose(unit)
+        if cluster is not None:
             pool.join(cluster, unit, now, client_id)
         else:
             cluster_id = f"c{s.store.next_number('cluster'):05d}"
             cluster = pool.start(cluster_id, unit, now, client_id)
-        s.store.add_fragment(cluster.cluster_id, schema_id, now, client_id, text, ref)
+        s.store.add_fragment(cluster.cluster_id, schema_id, now, client_id, text, ref, unit.tobytes())
         cluster = self._merge_around(pool, cluster, now)
         s.save_cluster(cluster)
         self._on_grown(cluster, now)
@@ -119,5 +119,8 @@ class PoolKeeper:
             for fragment in s.store.fragments(row.cluster_id, since=now - s.config.window_s):
                 cluster.window.append((fragment.ts, fragment.client_id))
                 cluster.window_clients[fragment.client_id] += 1
+            for fragment in s.store.fragments(row.cluster_id, limit=MEMBER_SAMPLE):
+                if fragment.vector is not None:
+                    cluster.members.append(np.frombuffer(fragment.vector, dtype=np.float32).copy())
             cluster.clients.update(s.store.client_counts(row.cluster_id))
             s.pool(row.schema_id).add_loaded(cluster)

@@ -21,7 +21,7 @@ from an_agent.evolution.synthesis import (
     find_conflict,
     induce_key,
     is_security_relevant,
-    refine_description,
+    refine_key,
 )
 from an_agent.evolution.trigger import GateResult, evaluate_gate
 
@@ -98,6 +98,7 @@ class PatchMaker:
             max_examples=s.config.max_examples,
             distinct_clients=len({f.client_id for f in fragments}),
             taken_names=taken,
+            now=now,
         )
         conflict = find_conflict(induced, vectors, existing, s.phrases, s.config.conflict_threshold)
         patch_id = f"{cluster.schema_id}-patch-{s.store.next_number('patch'):04d}"
@@ -118,7 +119,7 @@ class PatchMaker:
             conflict_info = None
         else:
             target = conflict.existing.key
-            refined = target.with_description(refine_description(target, induced))
+            refined = refine_key(target, induced, same_name=conflict.reason == "name")
             pk = PatchKey(
                 uid + target.key_name,
                 patch_id,
