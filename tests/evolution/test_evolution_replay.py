@@ -14,6 +14,7 @@ import pytest
 
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.replay import parse_lines, replay
+from an_agent.schemas.values import parse_constraints
 from conftest import DATA, FakeEmbedder
 
 PATCH_FIELDS = ["patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration", "state",
@@ -63,7 +64,7 @@ def test_dev_corpus_gives_one_sensible_patch_per_intent(minilm: MiniLMEmbedder) 
     report, labels, rows = run("dev_other_corpus.jsonl", minilm)
     by_label = check_corpus(report, labels, rows)
     words = {
-        "cluster:roaming_partner": {"roaming", "roamers", "partner"},
+        "cluster:roaming_partner": {"roaming", "roamers", "partner", "inbound"},
         "cluster:high_temperature": {"temperature", "thermal", "hot", "heat", "overheating"},
         "cluster:iot_sensitivity": {"iot", "sensors", "meters", "smart", "devices"},
         "cluster:maintenance_window": {"maintenance", "window"},
@@ -72,10 +73,18 @@ def test_dev_corpus_gives_one_sensible_patch_per_intent(minilm: MiniLMEmbedder) 
     }
     for label, patch in by_label.items():
         (key,) = patch["new_keys"]
-        assert key["key_type"] == "boolean" and key["experimental"] is True and key["required"] is False
-        assert set(key["key_name"].split("_")) & words[label], (label, key["key_name"])
+        assert key["experimental"] is True and key["required"] is False
+        # Named from the meaning: at least two words, never a single frequent token.
+        assert len(key["key_name"].split("_")) >= 2, (label, key["key_name"])
         examples = [rows[i]["payload"]["other"] for i, lab in enumerate(labels) if lab == label]
-        assert any(f"'{e}' -> true" in key["semantic_description"] for e in examples)
+        constraints = parse_constraints(key["semantic_description"])
+        if key["key_type"] == "boolean":
+            assert set(key["key_name"].split("_")) & words[label], (label, key["key_name"])
+            assert any(f"'{e}' -> true" in key["semantic_description"] for e in examples)
+        else:  # a closed set: its values are words of the intent, its examples map to them
+            assert key["key_type"] == "string" and len(constraints.enum) >= 3, (label, key)
+            assert (set(key["key_name"].split("_")) | set(constraints.enum)) & words[label], (label, key)
+            assert any(f"'{e}' -> '" in key["semantic_description"] for e in examples)
     assert list(report["clusters"][0]) == CLUSTER_FIELDS
     kinds = Counter(e["kind"] for e in report["events"])
     assert kinds["patch-published"] == 6 and kinds["cluster-triggered"] == 6

@@ -238,6 +238,8 @@ class EvolutionEngine:
                 self._steward.record_metrics(validated, client_id, measured, set(cluster_ids), now)
                 self._steward.warn_compat(validated, client_id, now)
                 self._pool.maybe_sweep(now)
+            # Synthesis is rare and slow (it embeds phrases): its own transaction, after the ingest one.
+            self._synthesise_due()
             suggestion = self.schema_update_suggestion(client_id, validated.schema_id) if suggest else None
         self._flush()
         return Acceptance(validated, tuple(cluster_ids), suggestion)
@@ -247,7 +249,9 @@ class EvolutionEngine:
 
         The texts are sanitised as ``other`` content and embedded in one batch; returns the cluster id
         each fragment ended in (empty for a fragment that sanitised to nothing). For feeding fragments
-        that did not come with a payload (benchmarks, imports); servers use `accept_payload`.
+        that did not come with a payload (benchmarks, imports); servers use `accept_payload`. Patch
+        synthesis stays off this path: the triggers it causes are synthesised by `synthesise_due` (or
+        the next `tick`).
         """
         cleaned = []
         for client_id, schema_id, text in items:
@@ -268,13 +272,27 @@ class EvolutionEngine:
         return out
 
     def tick(self) -> None:
-        """Do the time-driven work that fell due (lifecycle decisions, queue, eviction); call periodically."""
+        """Do the work that fell due (lifecycle decisions, queue, eviction, due synthesis); call periodically."""
         with self._lock:
             now = self.clock.now()
             with self.store.transaction():
                 self._steward.due(now)
                 self._pool.sweep(now)
+            self._synthesise_due()
         self._flush()
+
+    def synthesise_due(self) -> int:
+        """Synthesise (and publish or hold) the patches of the triggers noted since; returns how many."""
+        with self._lock:
+            made = self._synthesise_due()
+        self._flush()
+        return made
+
+    def _synthesise_due(self) -> int:
+        if not self._state.due:
+            return 0
+        with self.store.transaction():
+            return self._maker.synthesise_due()
 
     # -- administration (authorised) -----------------------------------------------------------
     def approve_patch(self, patch_id: str, actor: str) -> dict[str, Any]:

@@ -1,5 +1,9 @@
 """Pool upkeep for the engine: fragments into clusters, merges, eviction, pruning, restore.
 
+Fragments are stored as text (no vectors: a 1.5 KB embedding per row would multiply the database and
+make the write-through cost grow with it). A restored cluster therefore starts with an empty member
+sample and is checked against its centroid only until its next fragments refill the sample.
+
 `PoolKeeper` puts each embedded fragment into its scenario's `SchemaPool` (join or start a cluster,
 then merge around it), stores the fragment, and hands the grown cluster to the trigger (a callback, so
 this module does not know about patches). `sweep` evicts cold clusters and prunes old fragments:
@@ -13,7 +17,7 @@ from collections.abc import Callable
 import numpy as np
 
 from an_agent.evolution.events import EvolutionEvent
-from an_agent.evolution.pool import MEMBER_SAMPLE, Cluster, SchemaPool, Vector
+from an_agent.evolution.pool import Cluster, SchemaPool, Vector
 from an_agent.evolution.state import EngineState
 
 SWEEP_EVERY = 256  # fragments between two eviction sweeps
@@ -40,7 +44,7 @@ class PoolKeeper:
         else:
             cluster_id = f"c{s.store.next_number('cluster'):05d}"
             cluster = pool.start(cluster_id, unit, now, client_id)
-        s.store.add_fragment(cluster.cluster_id, schema_id, now, client_id, text, ref, unit.tobytes())
+        s.store.add_fragment(cluster.cluster_id, schema_id, now, client_id, text, ref)
         cluster = self._merge_around(pool, cluster, now)
         s.save_cluster(cluster)
         self._on_grown(cluster, now)
@@ -119,8 +123,5 @@ class PoolKeeper:
             for fragment in s.store.fragments(row.cluster_id, since=now - s.config.window_s):
                 cluster.window.append((fragment.ts, fragment.client_id))
                 cluster.window_clients[fragment.client_id] += 1
-            for fragment in s.store.fragments(row.cluster_id, limit=MEMBER_SAMPLE):
-                if fragment.vector is not None:
-                    cluster.members.append(np.frombuffer(fragment.vector, dtype=np.float32).copy())
             cluster.clients.update(s.store.client_counts(row.cluster_id))
             s.pool(row.schema_id).add_loaded(cluster)

@@ -39,7 +39,7 @@ class PatchMaker:
     def check_gate(self, cluster: Cluster, now: float) -> None:
         """Evaluate the trigger of ``cluster``; queue or synthesise when it passes."""
         s = self._s
-        if cluster.state in ("queued", "pending", "rejected"):
+        if cluster.state in ("queued", "pending", "rejected") or cluster.cluster_id in s.due:
             return
         gate = evaluate_gate(cluster, now, s.config)
         if not gate.passed:
@@ -74,7 +74,41 @@ class PatchMaker:
                 )
             )
             return
-        self.synthesise(cluster, gate, now)
+        s.due[cluster.cluster_id] = (cluster.schema_id, gate, now)
+
+    def synthesise_due(self) -> int:
+        """Synthesise the patches of the triggers noted by `check_gate`; returns how many were made.
+
+        Each patch carries the time of its trigger. A trigger whose cluster was merged away or changed
+        state meanwhile is dropped (the surviving cluster's gate fires again on its next fragment); one
+        that meets a full convergence guard now is queued as `check_gate` would have.
+        """
+        s = self._s
+        made = 0
+        while s.due:
+            cluster_id, (schema_id, gate, when) = next(iter(s.due.items()))
+            del s.due[cluster_id]
+            cluster = s.live_cluster(schema_id, cluster_id)
+            if cluster is None or cluster.state not in ("collecting", "patched"):
+                continue
+            if self._steward.guard_full(schema_id, gate.client_id):
+                cluster.state = "queued"
+                s.store.enqueue(cluster_id, schema_id, gate.client_id, when)
+                s.save_cluster(cluster)
+                s.emit(
+                    EvolutionEvent(
+                        "trigger-queued",
+                        when,
+                        schema_id,
+                        cluster_id=cluster_id,
+                        client_id=gate.client_id,
+                        detail="convergence guard: experimental key limit",
+                    )
+                )
+                continue
+            self.synthesise(cluster, gate, when)
+            made += 1
+        return made
 
     def _visible_keys(self, schema_id: str, client_id: str | None) -> list[ExistingKey]:
         base = self._s.registry.get(schema_id)

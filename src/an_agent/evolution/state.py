@@ -20,6 +20,7 @@ from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.patches import Patch
 from an_agent.evolution.policy import UpdatePolicy
 from an_agent.evolution.pool import Cluster, SchemaPool, Vector
+from an_agent.evolution.trigger import GateResult
 from an_agent.schemas.embedding import Embedder
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.template import KeyDef
@@ -82,6 +83,9 @@ class EngineState:
     pools: dict[str, SchemaPool] = field(default_factory=dict)
     patches: dict[str, Patch] = field(default_factory=dict)
     outbox: list[EvolutionEvent] = field(default_factory=list)
+    # Triggers whose synthesis is due: cluster_id -> (schema_id, gate, trigger time). Synthesis runs off
+    # the ingest path (`EvolutionEngine.synthesise_due`); lost on restart, the gate fires again then.
+    due: dict[str, tuple[str, GateResult, float]] = field(default_factory=dict)
 
     def emit(self, event: EvolutionEvent) -> None:
         """Queue an event; the facade delivers it after the transaction commits."""

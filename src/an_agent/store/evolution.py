@@ -43,8 +43,7 @@ CREATE TABLE IF NOT EXISTS evo_fragment (
     ts         REAL NOT NULL,
     client_id  TEXT NOT NULL,
     text       TEXT NOT NULL,
-    ref        INTEGER,                -- caller's reference, e.g. the replay line number
-    vector     BLOB                    -- float32 unit embedding (member checks, synthesis without re-embedding)
+    ref        INTEGER                 -- caller's reference, e.g. the replay line number
 );
 CREATE INDEX IF NOT EXISTS evo_fragment_cluster ON evo_fragment(cluster_id, ts);
 CREATE INDEX IF NOT EXISTS evo_fragment_ts ON evo_fragment(ts);
@@ -119,7 +118,6 @@ class FragmentRow:
     client_id: str
     text: str
     ref: int | None
-    vector: bytes | None = None
 
 
 @dataclass(frozen=True)
@@ -174,9 +172,6 @@ class EvolutionStore:
         # 32 MB page cache: the hot clusters and fragments stay in memory.
         self._db = open_database(path, _SCHEMA, "evolution database", durable, pragmas=["cache_size=-32000"])
         self._lock = threading.RLock()
-        columns = {row[1] for row in self._db.execute("PRAGMA table_info(evo_fragment)")}
-        if "vector" not in columns:  # a database written before fragments kept their embedding
-            self._db.execute("ALTER TABLE evo_fragment ADD COLUMN vector BLOB")
         self._depth = 0
 
     def close(self) -> None:
@@ -262,21 +257,14 @@ class EvolutionStore:
         return [ClusterRow(*r) for r in rows]
 
     def add_fragment(
-        self,
-        cluster_id: str,
-        schema_id: str,
-        ts: float,
-        client_id: str,
-        text: str,
-        ref: int | None,
-        vector: bytes | None = None,
+        self, cluster_id: str, schema_id: str, ts: float, client_id: str, text: str, ref: int | None
     ) -> int:
         with self._lock:
             try:
                 cursor = self._db.execute(
-                    "INSERT INTO evo_fragment(cluster_id, schema_id, ts, client_id, text, ref, vector) "
-                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
-                    (cluster_id, schema_id, ts, client_id, text, ref, vector),
+                    "INSERT INTO evo_fragment(cluster_id, schema_id, ts, client_id, text, ref) "
+                    "VALUES (?, ?, ?, ?, ?, ?)",
+                    (cluster_id, schema_id, ts, client_id, text, ref),
                 )
             except sqlite3.Error as exc:
                 raise StoreError(f"evolution database {self.path}: {exc}") from None
