@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from an_agent.schemas.embedding import Embedder
+from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
     duration_minutes,
     find_clock_ranges,
@@ -154,8 +154,12 @@ def infer_value(
     *,
     now: float,
     stop_words: frozenset[str],
+    vectors: Vectors | None = None,
 ) -> ValueSpec:
-    """The `ValueSpec` of a cluster's fragments (module docstring for the order of the rules)."""
+    """The `ValueSpec` of a cluster's fragments (module docstring for the order of the rules).
+
+    With the fragments' unit ``vectors``, a closed set must also pass `_values_separate`.
+    """
     for spec in (
         _quantity_spec(texts),
         _id_spec(texts),
@@ -165,6 +169,8 @@ def infer_value(
         if spec is not None:
             return spec
     alternatives = find_alternatives(texts, embedder, stop_words)
+    if alternatives and vectors is not None and not _values_separate(alternatives, texts, vectors):
+        alternatives = []
     if alternatives:
         values = tuple(next((v for v, forms in alternatives if _mentions(t, forms)), None) for t in texts)
         enum = tuple(v for v, _ in alternatives)
@@ -184,6 +190,30 @@ def _stem(word: str) -> str:
 
 def _mentions(text: str, forms: frozenset[str]) -> bool:
     return bool({_stem(w) for w in _WORD.findall(text.lower())} & forms)
+
+
+_SEPARATION = (
+    0.10  # fragments naming one value are closer to each other than to the rest by this much: on the probes, slots
+)
+# (power source, weather) separate by 0.27-0.28, wordings of one idea (sms / text / phone) by 0.03-0.07
+
+
+def _values_separate(
+    alternatives: Sequence[tuple[str, frozenset[str]]], texts: Sequence[str], vectors: Vectors
+) -> bool:
+    """True when fragments naming the same value are closer to each other than to fragments naming another.
+
+    Slot values mean different things ("on battery" vs "on generator"): the fragments group by value.
+    Wordings of one idea ("runs hot", "thermal alarm", "temperature alarm") are interchangeable: fragments
+    that use one are as close to those using another as to each other.
+    """
+    groups = [[i for i, t in enumerate(texts) if _mentions(t, forms)] for _, forms in alternatives]
+    sims = vectors @ vectors.T
+    within = [float(sims[a, b]) for g in groups for a in g for b in g if a < b]
+    between = [float(sims[a, b]) for x, g in enumerate(groups) for h in groups[x + 1 :] for a in g for b in h if a != b]
+    if not within or not between:
+        return False
+    return float(np.mean(within)) - float(np.mean(between)) >= _SEPARATION
 
 
 _ARTICLES = frozenset({"the", "a", "an", "my", "our", "their", "its", "this", "that"})

@@ -209,6 +209,13 @@ def name_key(
     if spec.key_type in ("integer", "number") or spec.value_format in ("duration", "date-time"):
         ranked = [r for r in ranked if not set(r[1].split()) & UNIT_WORDS] or ranked
     phrase = ranked[0][1] if ranked else "request"
+    if " " not in phrase:
+        # One word rarely names an idea ("roaming", "sms"): take the best phrase that grows it
+        # ("roaming users", "sms alert"), the recurring phrase whose head it is or modifies.
+        longer = [p for _, p in ranked if " " in p and phrase in p.split()]
+        pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
+        if pairs or longer:
+            phrase = (pairs or longer)[0]
     if spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
     alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])

@@ -140,7 +140,7 @@ def induce_key(
     vectors = vectors[core]
     centroid = vectors.sum(axis=0)
     centroid = (centroid / (np.linalg.norm(centroid) or 1.0)).astype(np.float32)
-    spec = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS)
+    spec = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
     name, phrase, alternatives = name_key(texts, spec, centroid, embedder, taken_names)
     order = np.argsort(-(vectors @ centroid), kind="stable")
     examples: list[tuple[str, Any]] = []
