@@ -292,7 +292,7 @@ def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
             print(f"  + {key['key_name']}: {key['key_type']}{flag}")
             print(textwrap.indent(textwrap.fill(key["semantic_description"], 100), "      "))
         for key in patch["modified_keys"]:
-            print(f"  ~ {key['key_name']}: description refined")
+            print(f"  ~ {key['key_name']}: {key['key_type']} refined (description, allowed values)")
             print(textwrap.indent(textwrap.fill(key["semantic_description"], 100), "      "))
     events = [e for e in report["events"] if e["kind"] != "clusters-merged"]
     if events:
