@@ -17,8 +17,17 @@ from an_agent.evolution.replay import parse_lines, replay
 from an_agent.schemas.values import parse_constraints
 from conftest import DATA, FakeEmbedder
 
-PATCH_FIELDS = ["patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration", "state",
-                "new_keys", "modified_keys"]
+PATCH_FIELDS = [
+    "patch_id",
+    "parent_schema_id",
+    "cluster_id",
+    "client_id",
+    "timestamp",
+    "expiration",
+    "state",
+    "new_keys",
+    "modified_keys",
+]
 KEY_FIELDS = ["key_name", "key_type", "required", "default_value", "semantic_description", "experimental"]
 CLUSTER_FIELDS = ["cluster_id", "schema_id", "size", "distinct_clients", "heat", "cohesion", "state", "members"]
 
@@ -102,13 +111,26 @@ def test_own_corpus_with_other_phrasings_numbers_and_a_conflict(minilm: MiniLMEm
 
 
 def test_every_refused_line_is_reported_with_its_1_based_number_and_reason(tmp_path: Path) -> None:
-    good = {"timestamp": "2026-10-05T06:00:00Z", "client_id": "c1", "schema_id": "energy_saving_adjust_v1",
-            "payload": {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "hot cabinet"},
-            "label": "whatever", "extra": [1, 2]}
+    good = {
+        "timestamp": "2026-10-05T06:00:00Z",
+        "client_id": "c1",
+        "schema_id": "energy_saving_adjust_v1",
+        "payload": {"cell_ids": ["CELL-0401"], "action": "reduce", "other": "hot cabinet"},
+        "label": "whatever",
+        "extra": [1, 2],
+    }
     refused = dict(good, payload={"cell_ids": "CELL-0401", "action": "reduce"})
     unknown = dict(good, schema_id="no_such_schema_v9")
-    lines = [json.dumps(good), "not json", json.dumps({"timestamp": "2026-10-05T06:00:00Z"}), "",
-             json.dumps(dict(good, timestamp="yesterday")), json.dumps(refused), "[1, 2]", json.dumps(unknown)]
+    lines = [
+        json.dumps(good),
+        "not json",
+        json.dumps({"timestamp": "2026-10-05T06:00:00Z"}),
+        "",
+        json.dumps(dict(good, timestamp="yesterday")),
+        json.dumps(refused),
+        "[1, 2]",
+        json.dumps(unknown),
+    ]
     records, invalid = parse_lines(lines)
     assert [r.line_no for r in records] == [0, 5, 7]
     assert [r.line for r in invalid] == [2, 3, 5, 7]
@@ -131,8 +153,14 @@ def test_lines_are_replayed_in_time_order_and_thresholds_apply(tmp_path: Path) -
     from an_agent.evolution.config import EvolutionConfig
 
     def line(ts: str, client: str) -> str:
-        return json.dumps({"timestamp": ts, "client_id": client, "schema_id": "energy_saving_adjust_v1",
-                           "payload": {"cell_ids": ["CELL-1"], "action": "reduce", "other": "hot cabinet"}})
+        return json.dumps(
+            {
+                "timestamp": ts,
+                "client_id": client,
+                "schema_id": "energy_saving_adjust_v1",
+                "payload": {"cell_ids": ["CELL-1"], "action": "reduce", "other": "hot cabinet"},
+            }
+        )
 
     lines = [line("2026-10-05T06:02:00Z", "b"), line("2026-10-05T06:00:00Z", "a"), line("2026-10-05T06:01:00Z", "c")]
     strict = replay(lines, FakeEmbedder()).to_dict()

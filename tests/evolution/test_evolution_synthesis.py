@@ -69,9 +69,17 @@ def test_dates_make_a_date_time_key_named_for_a_deadline() -> None:
 
 @pytest.mark.slow
 def test_words_that_fill_one_slot_make_a_closed_set(minilm: MiniLMEmbedder) -> None:
-    texts = ["the site runs on battery now", "site switched to generator", "mains power is back at the site",
-             "still on battery at the hub", "generator is feeding the site", "running on the generator since noon",
-             "mains supply restored", "battery only since the storm", "the site is on mains again"]
+    texts = [
+        "the site runs on battery now",
+        "site switched to generator",
+        "mains power is back at the site",
+        "still on battery at the hub",
+        "generator is feeding the site",
+        "running on the generator since noon",
+        "mains supply restored",
+        "battery only since the storm",
+        "the site is on mains again",
+    ]
     values = find_alternatives(texts, minilm, STOP_WORDS)
     assert sorted(v for v, _ in values) == ["battery", "generator", "mains"]
     key = induce(texts, minilm).key
@@ -79,14 +87,30 @@ def test_words_that_fill_one_slot_make_a_closed_set(minilm: MiniLMEmbedder) -> N
     assert key.key_name == "power_source"  # named for the category of the values, not a frequent word
     assert "-> 'battery'" in key.semantic_description and "-> 'generator'" in key.semantic_description
     # Different wordings of one idea are not a closed set: they never fill the same slot.
-    assert find_alternatives(["the heat wave is here", "the radio units run hot", "cabinet temperature high",
-                              "heat in the shelter", "hot cabinet again", "temperature alarm raised"],
-                             minilm, STOP_WORDS) == []
+    assert (
+        find_alternatives(
+            [
+                "the heat wave is here",
+                "the radio units run hot",
+                "cabinet temperature high",
+                "heat in the shelter",
+                "hot cabinet again",
+                "temperature alarm raised",
+            ],
+            minilm,
+            STOP_WORDS,
+        )
+        == []
+    )
 
 
 def test_a_new_value_of_an_idea_extends_the_keys_allowed_values() -> None:
-    cause = KeyDef.build("fault_cause", "string", "Why the fault happened. Acceptable values: fibre_cut, power_loss. "
-                         "Example mapping: 'the fibre was cut' -> 'fibre_cut'.")
+    cause = KeyDef.build(
+        "fault_cause",
+        "string",
+        "Why the fault happened. Acceptable values: fibre_cut, power_loss. "
+        "Example mapping: 'the fibre was cut' -> 'fibre_cut'.",
+    )
     texts = ["lightning strike on the mast", "the mast was hit by lightning", "lightning damaged the radio"]
     induced = induce(texts)
     refined = refine_key(cause, induced)
@@ -104,8 +128,14 @@ def test_a_new_value_of_an_idea_extends_the_keys_allowed_values() -> None:
 
 
 def test_outliers_neither_type_nor_exemplify_the_key() -> None:
-    texts = ["keep throughput above 20 Mbps", "throughput at least 10 Mbps", "throughput 15 Mbps please",
-             "throughput of 12 Mbps minimum", "no less than 18 Mbps throughput", "the mast was repainted"]
+    texts = [
+        "keep throughput above 20 Mbps",
+        "throughput at least 10 Mbps",
+        "throughput 15 Mbps please",
+        "throughput of 12 Mbps minimum",
+        "no less than 18 Mbps throughput",
+        "the mast was repainted",
+    ]
     vectors = FakeEmbedder().embed(texts)
     assert 5 not in core_members(vectors)
     induced = induce(texts)
