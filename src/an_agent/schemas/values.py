@@ -24,8 +24,10 @@ _NUM = r"-?\d+(?:\.\d+)?"
 _RANGE = re.compile(rf"Range:\s*({_NUM})\s*(?:to|-|\u2013)\s*({_NUM})")
 _FORMAT = re.compile(r"(?<!Item )(?<!item )Format:\s*([A-Za-z0-9_<>\-]+?)\.?(?:\s|$)")
 _UNIT = re.compile(r"Unit:\s*([A-Za-z%/]+)\.?(?:\s|$)")
-# ISO 8601 duration (the JSON Schema "duration" format): P[nY][nM][nW][nD][T[nH][nM][nS]], at least one part.
-_DURATION = re.compile(r"^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(?:\.\d+)?S)?)?$")
+# ISO 8601 duration (the JSON Schema "duration" format): P[nY][nM][nW][nD][T[nH][nM][nS]], at least one part;
+# public so that the JSON Schema projection can state the same pattern.
+DURATION_PATTERN = r"^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(?:\.\d+)?S)?)?$"
+_DURATION = re.compile(DURATION_PATTERN)
 _ITEM_FORMAT = re.compile(r"Item format:\s*([A-Za-z0-9_<>\-]+?)\.?(?:\s|$)")
 _PLACEHOLDERS = {"<digits>": r"\d+", "<letters>": r"[A-Za-z]+", "<alnum>": r"[A-Za-z0-9]+"}
 _MAX_SHOWN = 60  # characters of an offending value quoted back in a problem line
