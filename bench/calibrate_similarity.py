@@ -169,8 +169,8 @@ def run_centroid(items: list[Item], vectors: dict[int, Vectors], config: Evoluti
     for number, item in enumerate(items):
         pool = pools.setdefault(item.schema_id, SchemaPool(item.schema_id, len(vectors[item.index]), config))
         v = vectors[item.index]
-        cluster, sim = pool.nearest(v)
-        if cluster is not None and sim >= config.assign_threshold:
+        cluster = pool.choose(v)
+        if cluster is not None:
             pool.join(cluster, v, item.timestamp, item.client_id)
             members[cluster.cluster_id].append(item.index)
         else:
@@ -292,8 +292,11 @@ def conflict_table(corpora: dict[str, list[Item]], embedder: Embedder) -> list[d
     rows = []
     for name, schema, expected, texts in sets:
         vectors = embedder.embed(texts)
-        best = max((meaning_score(vectors, k, embedder), k.key_name)
-                   for k in registry.get(schema).keys if k.key_name != "other")
+        best = max(
+            (meaning_score(vectors, k, embedder), k.key_name)
+            for k in registry.get(schema).keys
+            if k.key_name != "other"
+        )
         rows.append({"set": name, "expected_key": expected, "best_key": best[1], "similarity": round(best[0], 3)})
     return rows
 
@@ -373,8 +376,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     for r in conflicts:
         expect = f"should refine {r['expected_key']}" if r["expected_key"] else "should be a new key"
         print(f"  {r['set']:<44} {r['similarity']:.3f} {r['best_key']:<24} ({expect})")
-    print(f"  new intents max {max(negatives):.3f}; paraphrases of existing keys min {min(positives):.3f}; "
-          f"shipped conflict_threshold {default.conflict_threshold}")
+    print(
+        f"  new intents max {max(negatives):.3f}; paraphrases of existing keys min {min(positives):.3f}; "
+        f"shipped conflict_threshold {default.conflict_threshold}"
+    )
     for name, per_label in checks.items():
         print(f"\nengine replay of {name} with the defaults (patches per majority label):")
         for label, patches in sorted(per_label.items()):

@@ -4,8 +4,10 @@ Three numbers:
 
 1. model load time: importing torch + sentence-transformers and loading all-MiniLM-L6-v2 (reported alone);
 2. end-to-end throughput: fragments/s through `EvolutionEngine.ingest` including embedding with the real
-   model (batches of ``--batch`` fragments, one SQLite transaction per batch), split into embedding, pool
-   and patch synthesis (a rare event in production, frequent in this synthetic stream: reported apart);
+   model (batches of ``--batch`` fragments, one SQLite transaction per batch), split into embedding and
+   pool; patch synthesis runs off the ingest path (`EvolutionEngine.synthesise_due` after each batch, as
+   a server's background tick does) and is reported apart: a rare event in production, frequent in this
+   synthetic stream;
 3. growth: per-fragment pool cost (assignment, merge, heat, gate, SQLite write-through, eviction) as the
    pool receives 1k, 10k, 100k fragments. Embedding 100k distinct texts would take the model minutes and
    measure the model again, so the growth run embeds ``--base`` real texts once and feeds 100k vectors:
@@ -128,15 +130,17 @@ class TimedEngine(EvolutionEngine):
     synthesis_embedding_s = 0.0
     synthesised = 0
 
-    def _synthesise(self, *args: Any, **kwargs: Any) -> None:
+    def synthesise_due(self) -> int:
         timed = self.embedder if isinstance(self.embedder, TimedEmbedder) else None
         started, embedded = time.perf_counter(), timed.seconds if timed else 0.0
+        made = 0
         try:
-            super()._synthesise(*args, **kwargs)
+            made = super().synthesise_due()
+            return made
         finally:
             self.synthesis_s += time.perf_counter() - started
             self.synthesis_embedding_s += (timed.seconds - embedded) if timed else 0.0
-            self.synthesised += 1
+            self.synthesised += made
 
 
 class VectorTable:
@@ -193,6 +197,7 @@ def end_to_end(model: MiniLMEmbedder, n: int, batch: int, workdir: Path) -> dict
     try:
         for start in range(0, n, batch):
             engine.ingest(items_for(texts[start : start + batch], rng))
+            engine.synthesise_due()
             clock.advance(6.0 * batch)
     finally:
         engine.close()
@@ -203,8 +208,9 @@ def end_to_end(model: MiniLMEmbedder, n: int, batch: int, workdir: Path) -> dict
         "fragments": n,
         "batch": batch,
         "seconds": round(total, 3),
-        "fragments_per_s": round(n / total, 1),
-        "fragments_per_s_without_synthesis": round(n / steady, 1),
+        # Ingest throughput: synthesis is off the ingest path (timed apart below).
+        "fragments_per_s": round(n / steady, 1),
+        "fragments_per_s_including_synthesis": round(n / total, 1),
         "embedding_per_fragment_ms": round(1000 * fragment_embedding / n, 3),
         "pool_per_fragment_ms": round(1000 * (steady - fragment_embedding) / n, 3),
         "patches_synthesised": engine.synthesised,
@@ -212,8 +218,9 @@ def end_to_end(model: MiniLMEmbedder, n: int, batch: int, workdir: Path) -> dict
     }
 
 
-def growth(model: MiniLMEmbedder, n: int, base: int, batch: int, workdir: Path,
-           one_off_share: float = 0.5) -> dict[str, Any]:
+def growth(
+    model: MiniLMEmbedder, n: int, base: int, batch: int, workdir: Path, one_off_share: float = 0.5
+) -> dict[str, Any]:
     rng = random.Random(2)
     nprng = np.random.default_rng(2)
     base_texts = synthetic_texts(base, seed=2)
@@ -234,10 +241,11 @@ def growth(model: MiniLMEmbedder, n: int, base: int, batch: int, workdir: Path,
     try:
         for start in range(0, n, batch):
             chunk = items_for(texts[start : start + batch], rng)
-            t0, synthesis_before = time.perf_counter(), engine.synthesis_s
+            t0 = time.perf_counter()
             engine.ingest(chunk)
-            # Patch synthesis (a rare event, timed in the end-to-end run) is not pool cost.
-            costs.append((time.perf_counter() - t0 - (engine.synthesis_s - synthesis_before)) / len(chunk))
+            # Patch synthesis (off the ingest path, timed in the end-to-end run) is not pool cost.
+            costs.append((time.perf_counter() - t0) / len(chunk))
+            engine.synthesise_due()
             clock.advance(6.0 * len(chunk))
             done = start + len(chunk)
             for mark in marks:
@@ -245,7 +253,7 @@ def growth(model: MiniLMEmbedder, n: int, base: int, batch: int, workdir: Path,
                     # Median over the last 10 % of the run up to the mark (at least 1000 fragments):
                     # robust to other jobs on a shared machine.
                     recent = costs[-max(1, max(1_000, mark // 10) // batch) :]
-                    clusters = sum(len(p.clusters) for p in engine._pools.values())
+                    clusters = engine.live_cluster_count()
                     samples[mark] = {
                         "fragments": mark,
                         "per_fragment_ms": round(1000 * float(np.median(recent)), 3),
@@ -289,7 +297,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"model load (torch + sentence-transformers + all-MiniLM-L6-v2): {load_s:.2f} s")
     print(
         f"end to end, {e2e['fragments']} fragments in batches of {e2e['batch']}: {e2e['fragments_per_s']} "
-        f"fragments/s; {e2e['fragments_per_s_without_synthesis']} fragments/s without patch synthesis "
+        f"fragments/s ingest; {e2e['fragments_per_s_including_synthesis']} fragments/s including patch synthesis "
         f"(embedding {e2e['embedding_per_fragment_ms']} ms + pool {e2e['pool_per_fragment_ms']} ms per fragment); "
         f"{e2e['patches_synthesised']} patches synthesised, {e2e['synthesis_per_patch_s']} s each"
     )

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from an_agent.clock import ManualClock
+from an_agent.clock import ManualClock, to_rfc3339
 from an_agent.errors import SchemaError
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.events import EvolutionEvent
@@ -338,3 +338,18 @@ def test_listener_can_unsubscribe_and_a_failing_listener_is_contained(
     count = len(seen)
     trigger(engine, clock, text="roaming partner users")
     assert len(seen) == count
+
+
+def test_bulk_ingest_leaves_synthesis_off_the_ingest_path(engine: EvolutionEngine, clock: ManualClock) -> None:
+    seen = events_of(engine)
+    engine.ingest([("a", ENERGY, HOT), ("b", ENERGY, HOT), ("a", ENERGY, HOT)])
+    assert [e.kind for e in seen if e.kind == "cluster-triggered"] == ["cluster-triggered"]
+    assert engine.patches() == []  # triggered, not yet synthesised
+    triggered_at = clock.now()
+    clock.advance(600)
+    assert engine.synthesise_due() == 1 and engine.synthesise_due() == 0
+    (patch,) = engine.patches()
+    assert patch["state"] == "active" and new_key(patch)
+    assert patch["timestamp"] == to_rfc3339(triggered_at)  # the patch carries the time of its trigger
+    engine.ingest([("c", ENERGY, HOT)])
+    assert engine.synthesise_due() == 0 and len(engine.patches()) == 1  # a patched cluster does not re-trigger

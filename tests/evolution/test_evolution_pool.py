@@ -35,13 +35,29 @@ def test_join_adds_increment_on_top_of_decayed_heat() -> None:
     assert c.size == 2 and dict(c.window_clients) == {"a": 1, "b": 1}
 
 
-def test_nearest_centroid_and_threshold_are_the_callers_decision() -> None:
-    pool = SchemaPool("s", 3, EvolutionConfig())
+def test_a_fragment_joins_the_nearest_centroid_above_the_threshold() -> None:
+    pool = SchemaPool("s", 3, EvolutionConfig(assign_threshold=0.9, member_threshold=0.9))
     pool.start("x", unit(1, 0, 0), 0, "a")
     pool.start("y", unit(0, 1, 0), 0, "a")
-    cluster, sim = pool.nearest(unit(1, 0.2, 0))
+    cluster = pool.choose(unit(1, 0.2, 0))
     assert cluster is not None and cluster.cluster_id == "x"
-    assert sim == pytest.approx(float(unit(1, 0.2, 0) @ unit(1, 0, 0)))
+    assert pool.choose(unit(1, 1, 0)) is None  # 0.71 to both centroids: starts its own cluster
+
+
+def test_noise_close_to_the_centroid_but_not_to_the_members_is_rejected() -> None:
+    # Two paraphrase families pull the centroid between them; a one-off that sits near that centroid
+    # (it "shares a word" with both) but near none of the members must not join.
+    config = EvolutionConfig(assign_threshold=0.6, member_threshold=0.8)
+    pool = SchemaPool("s", 3, config)
+    c = pool.start("c", unit(1, 0, 0), 0, "a")
+    for i, v in enumerate([unit(1, 0.05, 0), unit(0, 1, 0), unit(0.05, 1, 0), unit(1, 0, 0.02)]):
+        pool.join(c, v, i, f"k{i}")
+    noise = unit(1, 1, 0)
+    assert float(c.centroid() @ noise) >= config.assign_threshold
+    assert c.member_affinity(noise) < config.member_threshold
+    assert pool.choose(noise) is None
+    paraphrase = unit(1, 0.03, 0.01)
+    assert pool.choose(paraphrase) is c and c.member_affinity(paraphrase) > 0.99
 
 
 def test_clusters_whose_centroids_meet_merge_and_keep_the_larger_id() -> None:

@@ -14,6 +14,7 @@ import pytest
 
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.replay import parse_lines, replay
+from an_agent.schemas.values import parse_constraints
 from conftest import DATA, FakeEmbedder
 
 PATCH_FIELDS = [
@@ -28,7 +29,7 @@ PATCH_FIELDS = [
     "modified_keys",
 ]
 KEY_FIELDS = ["key_name", "key_type", "required", "default_value", "semantic_description", "experimental"]
-CLUSTER_FIELDS = ["cluster_id", "schema_id", "size", "distinct_clients", "heat", "state", "members"]
+CLUSTER_FIELDS = ["cluster_id", "schema_id", "size", "distinct_clients", "heat", "cohesion", "state", "members"]
 
 
 def run(corpus: str, embedder: Any) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
@@ -72,7 +73,7 @@ def test_dev_corpus_gives_one_sensible_patch_per_intent(minilm: MiniLMEmbedder) 
     report, labels, rows = run("dev_other_corpus.jsonl", minilm)
     by_label = check_corpus(report, labels, rows)
     words = {
-        "cluster:roaming_partner": {"roaming", "roamers", "partner"},
+        "cluster:roaming_partner": {"roaming", "roamers", "partner", "inbound"},
         "cluster:high_temperature": {"temperature", "thermal", "hot", "heat", "overheating"},
         "cluster:iot_sensitivity": {"iot", "sensors", "meters", "smart", "devices"},
         "cluster:maintenance_window": {"maintenance", "window"},
@@ -81,10 +82,18 @@ def test_dev_corpus_gives_one_sensible_patch_per_intent(minilm: MiniLMEmbedder) 
     }
     for label, patch in by_label.items():
         (key,) = patch["new_keys"]
-        assert key["key_type"] == "boolean" and key["experimental"] is True and key["required"] is False
-        assert set(key["key_name"].split("_")) & words[label], (label, key["key_name"])
+        assert key["experimental"] is True and key["required"] is False
+        # Named from the meaning: at least two words, never a single frequent token.
+        assert len(key["key_name"].split("_")) >= 2, (label, key["key_name"])
         examples = [rows[i]["payload"]["other"] for i, lab in enumerate(labels) if lab == label]
-        assert any(f"'{e}' -> true" in key["semantic_description"] for e in examples)
+        constraints = parse_constraints(key["semantic_description"])
+        if key["key_type"] == "boolean":
+            assert set(key["key_name"].split("_")) & words[label], (label, key["key_name"])
+            assert any(f"'{e}' -> true" in key["semantic_description"] for e in examples)
+        else:  # a closed set: its values are words of the intent, its examples map to them
+            assert key["key_type"] == "string" and len(constraints.enum) >= 3, (label, key)
+            assert (set(key["key_name"].split("_")) | set(constraints.enum)) & words[label], (label, key)
+            assert any(f"'{e}' -> '" in key["semantic_description"] for e in examples)
     assert list(report["clusters"][0]) == CLUSTER_FIELDS
     kinds = Counter(e["kind"] for e in report["events"])
     assert kinds["patch-published"] == 6 and kinds["cluster-triggered"] == 6
@@ -101,7 +110,7 @@ def test_own_corpus_with_other_phrasings_numbers_and_a_conflict(minilm: MiniLMEm
     assert tilt["modified_keys"][0]["key_type"] == "number"  # never retyped
 
 
-def test_unknown_fields_are_ignored_and_bad_lines_reported(tmp_path: Path) -> None:
+def test_every_refused_line_is_reported_with_its_1_based_number_and_reason(tmp_path: Path) -> None:
     good = {
         "timestamp": "2026-10-05T06:00:00Z",
         "client_id": "c1",
@@ -111,6 +120,7 @@ def test_unknown_fields_are_ignored_and_bad_lines_reported(tmp_path: Path) -> No
         "extra": [1, 2],
     }
     refused = dict(good, payload={"cell_ids": "CELL-0401", "action": "reduce"})
+    unknown = dict(good, schema_id="no_such_schema_v9")
     lines = [
         json.dumps(good),
         "not json",
@@ -118,23 +128,25 @@ def test_unknown_fields_are_ignored_and_bad_lines_reported(tmp_path: Path) -> No
         "",
         json.dumps(dict(good, timestamp="yesterday")),
         json.dumps(refused),
+        "[1, 2]",
+        json.dumps(unknown),
     ]
     records, invalid = parse_lines(lines)
-    assert [r.line_no for r in records] == [0, 5]
-    assert [e["line"] for e in invalid] == [1, 2, 4]
+    assert [r.line_no for r in records] == [0, 5, 7]
+    assert [r.line for r in invalid] == [2, 3, 5, 7]
     report = replay(lines, FakeEmbedder()).to_dict()
     assert report["fragments"] == 1 and report["clusters"][0]["members"] == [0]
-    refusals = [e for e in report["events"] if e["kind"] == "payload-refused"]
-    assert refusals == [
-        {
-            "kind": "payload-refused",
-            "time": "2026-10-05T06:00:00.000000Z",
-            "schema_id": "energy_saving_adjust_v1",
-            "client_id": "c1",
-            "line": 5,
-            "detail": "cell_ids: expected an array, got string 'CELL-0401'",
-        }
-    ]
+    assert report["accepted"] == 1
+    rejected = report["rejected"]
+    # Every non-blank line is either accepted or rejected: nothing vanishes.
+    assert report["accepted"] + len(rejected) == sum(1 for line in lines if line.strip())
+    assert [r["line"] for r in rejected] == [2, 3, 5, 6, 7, 8]
+    reasons = {r["line"]: r["reason"] for r in rejected}
+    assert reasons[2].startswith("not JSON")
+    assert "missing client_id, schema_id, payload" in reasons[3]
+    assert "cell_ids: expected an array, got string 'CELL-0401'" in reasons[6]
+    assert reasons[7] == "not a JSON object"
+    assert "unknown schema_id 'no_such_schema_v9'" in reasons[8]
 
 
 def test_lines_are_replayed_in_time_order_and_thresholds_apply(tmp_path: Path) -> None:

@@ -7,17 +7,21 @@ import json
 import pytest
 
 from an_agent.evolution.embedder import MiniLMEmbedder
+from an_agent.evolution.inference import find_alternatives
+from an_agent.evolution.naming import STOP_WORDS, snake_name
 from an_agent.evolution.synthesis import (
     ExistingKey,
+    core_members,
     find_conflict,
     induce_key,
     is_security_relevant,
     meaning_score,
-    snake_name,
+    refine_key,
 )
 from an_agent.schemas.anchors import example_mappings
 from an_agent.schemas.registry import TemplateRegistry
-from an_agent.schemas.template import is_snake_case
+from an_agent.schemas.template import KeyDef, is_snake_case
+from an_agent.schemas.values import check_value
 from conftest import DATA, FakeEmbedder
 
 
@@ -31,12 +35,111 @@ def test_numeric_fragments_make_a_numeric_key_named_with_its_unit() -> None:
     key = induced.key
     assert key.key_type == "integer" and key.key_name.endswith("_mbps") and "throughput" in key.key_name
     assert key.experimental and not key.required and key.default_value is None
-    assert "Observed values: 10 to 20 mbps" in key.semantic_description
+    assert "Observed values: 10 to 20." in key.semantic_description
     assert "'keep throughput above 20 Mbps' -> 20" in key.semantic_description
+    # The unit and a range wide enough for what was seen are stated in the template's phrases, so that
+    # validation and the JSON Schema projection read them.
+    assert "Unit: mbps." in key.semantic_description and "Range: 0 to 100." in key.semantic_description
+    assert key.constraints.unit == "mbps" and (key.constraints.minimum, key.constraints.maximum) == (0, 100)
+    assert check_value("integer", key.constraints, 35) is None and check_value("integer", key.constraints, 500)
 
 
 def test_fractional_values_make_a_number_key() -> None:
-    assert induce(["delay 1.5 hours", "delay 2 hours", "delay 0.5 hours"]).key.key_type == "number"
+    key = induce(["gain 1.5 dB", "gain 2 dB", "gain 0.5 dB please"]).key
+    assert key.key_type == "number" and key.constraints.unit == "db"
+
+
+def test_time_quantities_make_a_duration_key() -> None:
+    key = induce(["delay 1.5 hours", "delay 2 hours", "delay 30 minutes", "delay it for a while"]).key
+    assert key.key_type == "string" and key.key_name.endswith("_duration")
+    assert key.constraints.value_format == "duration" and "Format: duration." in key.semantic_description
+    assert "'delay 1.5 hours' -> 'PT1H30M'" in key.semantic_description or "-> 'PT1H30M'" in key.semantic_description
+    assert check_value("string", key.constraints, "PT45M") is None
+    assert check_value("string", key.constraints, "45 minutes") is not None
+
+
+def test_dates_make_a_date_time_key_named_for_a_deadline() -> None:
+    texts = ["hold it until 2026-10-07 06:00 UTC", "wait until 2026-10-08T22:00Z", "hold until tomorrow at 08:00"]
+    key = induce(texts, now=1_790_000_000.0).key
+    assert key.key_type == "string" and key.constraints.value_format == "date-time"
+    assert key.key_name.endswith("_until")
+    assert "-> '2026-10-07T06:00:00Z'" in key.semantic_description
+    assert check_value("string", key.constraints, "2026-10-09T01:00:00Z") is None
+
+
+@pytest.mark.slow
+def test_words_that_fill_one_slot_make_a_closed_set(minilm: MiniLMEmbedder) -> None:
+    texts = [
+        "the site runs on battery now",
+        "site switched to generator",
+        "mains power is back at the site",
+        "still on battery at the hub",
+        "generator is feeding the site",
+        "running on the generator since noon",
+        "mains supply restored",
+        "battery only since the storm",
+        "the site is on mains again",
+    ]
+    values = find_alternatives(texts, minilm, STOP_WORDS)
+    assert sorted(v for v, _ in values) == ["battery", "generator", "mains"]
+    key = induce(texts, minilm).key
+    assert sorted(key.constraints.enum) == ["battery", "generator", "mains"]
+    assert key.key_name == "power_source"  # named for the category of the values, not a frequent word
+    assert "-> 'battery'" in key.semantic_description and "-> 'generator'" in key.semantic_description
+    # Different wordings of one idea are not a closed set: they never fill the same slot.
+    assert (
+        find_alternatives(
+            [
+                "the heat wave is here",
+                "the radio units run hot",
+                "cabinet temperature high",
+                "heat in the shelter",
+                "hot cabinet again",
+                "temperature alarm raised",
+            ],
+            minilm,
+            STOP_WORDS,
+        )
+        == []
+    )
+
+
+def test_a_new_value_of_an_idea_extends_the_keys_allowed_values() -> None:
+    cause = KeyDef.build(
+        "fault_cause",
+        "string",
+        "Why the fault happened. Acceptable values: fibre_cut, power_loss. "
+        "Example mapping: 'the fibre was cut' -> 'fibre_cut'.",
+    )
+    texts = ["lightning strike on the mast", "the mast was hit by lightning", "lightning damaged the radio"]
+    induced = induce(texts)
+    refined = refine_key(cause, induced)
+    assert refined.key_type == "string" and refined.constraints.enum[:2] == ("fibre_cut", "power_loss")
+    new = refined.constraints.enum[2:]
+    assert len(new) == 1 and "lightning" in new[0]
+    assert refined.semantic_description.startswith("Why the fault happened. Acceptable values: fibre_cut, power_loss, ")
+    assert check_value("string", refined.constraints, new[0]) is None
+    assert f"'lightning strike on the mast' -> '{new[0]}'" in refined.semantic_description
+    # The same cluster against a key without allowed values, or one it names, widens the description only.
+    free = KeyDef.build("suspected_root_cause", "string", "Free-text hypothesis of the root cause.")
+    assert refine_key(free, induced).constraints.enum == ()
+    assert "Also covers requests phrased like" in refine_key(free, induced).semantic_description
+    assert refine_key(cause, induced, same_name=True).constraints.enum == ("fibre_cut", "power_loss")
+
+
+def test_outliers_neither_type_nor_exemplify_the_key() -> None:
+    texts = [
+        "keep throughput above 20 Mbps",
+        "throughput at least 10 Mbps",
+        "throughput 15 Mbps please",
+        "throughput of 12 Mbps minimum",
+        "no less than 18 Mbps throughput",
+        "the mast was repainted",
+    ]
+    vectors = FakeEmbedder().embed(texts)
+    assert 5 not in core_members(vectors)
+    induced = induce(texts)
+    assert all(text != "the mast was repainted" for text, _ in induced.examples)
 
 
 def test_identifier_fragments_make_an_array_key() -> None:
@@ -115,7 +218,7 @@ def test_paraphrases_of_existing_keys_conflict_and_new_intents_do_not(minilm: Mi
 def test_real_model_names_the_dev_intents_sensibly(minilm: MiniLMEmbedder) -> None:
     rows = [json.loads(line) for line in (DATA / "dev_other_corpus.jsonl").read_text().splitlines()]
     expected_words = {
-        "cluster:roaming_partner": {"roaming", "roamers", "partner"},
+        "cluster:roaming_partner": {"roaming", "roamers", "partner", "inbound"},
         "cluster:high_temperature": {"temperature", "thermal", "hot", "heat", "overheating"},
         "cluster:iot_sensitivity": {"iot", "sensors", "meters", "smart", "devices"},
         "cluster:maintenance_window": {"maintenance", "window"},
@@ -125,6 +228,11 @@ def test_real_model_names_the_dev_intents_sensibly(minilm: MiniLMEmbedder) -> No
     for label, words in expected_words.items():
         texts = [r["payload"]["other"] for r in rows if r["label"] == label]
         key = induce(texts, minilm).key
-        assert is_snake_case(key.key_name) and set(key.key_name.split("_")) & words, (label, key.key_name)
-        assert key.key_type == "boolean"
-        assert sum(f"'{t}' -> true" in key.semantic_description for t in texts) == 3
+        assert is_snake_case(key.key_name) and len(key.key_name.split("_")) >= 2, (label, key.key_name)
+        names = set(key.key_name.split("_")) | set(key.constraints.enum)
+        assert names & words, (label, key.key_name, key.constraints.enum)
+        if key.key_type == "boolean":
+            assert sum(f"'{t}' -> true" in key.semantic_description for t in texts) == 3
+        else:
+            assert key.key_type == "string" and len(key.constraints.enum) >= 3
+            assert sum(f"'{t}' -> '" in key.semantic_description for t in texts) == 3

@@ -71,6 +71,18 @@ def test_constraint_phrases() -> None:
     c = parse_constraints("Level. Acceptable values: low, high or 'max'. Range: 1-9. Format: date.")
     assert c.enum == ("low", "high", "max") and (c.minimum, c.maximum) == (1, 9) and c.value_format == "date"
     assert parse_constraints("Offset. Range: -10 to -2.5 dB.").minimum == -10
+    assert parse_constraints("Offset. Range: -10 to -2.5 dB.").unit is None  # old descriptions read as before
+
+
+def test_unit_and_duration_phrases() -> None:
+    c = parse_constraints("Minimum throughput. Unit: mbps. Range: 0 to 100.")
+    assert c.unit == "mbps" and (c.minimum, c.maximum) == (0, 100)
+    hold = parse_constraints("How long to hold. Format: duration. Example: PT2H.")
+    assert hold.value_format == "duration"
+    assert check_value("string", hold, "PT2H") is None and check_value("string", hold, "P1DT30M") is None
+    assert check_value("string", hold, "P1W") is None
+    for bad in ("2 hours", "PT", "P", "PT2X", "T2H"):
+        assert check_value("string", hold, bad) == f"{bad!r} does not match the format duration", bad
 
 
 def test_scenario_lookup(registry: TemplateRegistry) -> None:

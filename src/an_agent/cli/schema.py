@@ -77,11 +77,17 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="replay logged payloads through schema evolution",
         description='Read JSON lines {"timestamp", "client_id", "schema_id", "payload"} (other fields ignored), run '
         "them through the evolution engine on a virtual clock taken from the timestamps, and print the clusters, "
-        "patches and events that would result. Every threshold can be overridden. Progress goes to stderr.",
+        "patches and events that would result. No line is dropped in silence: lines that are not JSON objects, lack a "
+        "field, name an unknown schema_id or fail validation are counted as refused and listed with their 1-based "
+        "line number and the reason. Every threshold can be overridden. Progress goes to stderr.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("file", metavar="FILE.jsonl", help="the payload log (JSON lines), or - for stdin")
-    p.add_argument("--json", action="store_true", help="print one JSON object (fragments, clusters, patches, events)")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (accepted, rejected [{line, reason}], fragments, clusters, patches, events)",
+    )
     p.add_argument("--all-clusters", action="store_true", help="human output: also list one-fragment clusters")
     _add_threshold_options(p)
     p.set_defaults(handler=cmd_replay)
@@ -247,9 +253,18 @@ def cmd_replay(args: argparse.Namespace) -> int:
 def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
     clusters = report["clusters"]
     shown = [c for c in clusters if all_clusters or c["size"] > 1 or c["state"] not in ("collecting", "evicted")]
-    print(f"{report['fragments']} fragments, {len(clusters)} clusters, {len(report['patches'])} patches\n")
+    rejected = report["rejected"]
+    print(
+        f"{report['accepted']} lines accepted, {len(rejected)} refused; {report['fragments']} fragments, "
+        f"{len(clusters)} clusters, {len(report['patches'])} patches\n"
+    )
+    if rejected:
+        print(f"refused lines ({len(rejected)}):")
+        for item in rejected:
+            print(f"  line {item['line']}: {item['reason']}")
+        print()
     print_table(
-        ["cluster", "schema_id", "size", "clients", "heat", "state", "members"],
+        ["cluster", "schema_id", "size", "clients", "heat", "cohesion", "state", "members"],
         [
             (
                 c["cluster_id"],
@@ -257,6 +272,7 @@ def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
                 c["size"],
                 c["distinct_clients"],
                 f"{c['heat']:.1f}",
+                f"{c['cohesion']:.2f}",
                 c["state"],
                 _members(c["members"]),
             )
@@ -276,7 +292,7 @@ def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
             print(f"  + {key['key_name']}: {key['key_type']}{flag}")
             print(textwrap.indent(textwrap.fill(key["semantic_description"], 100), "      "))
         for key in patch["modified_keys"]:
-            print(f"  ~ {key['key_name']}: description refined")
+            print(f"  ~ {key['key_name']}: {key['key_type']} refined (description, allowed values)")
             print(textwrap.indent(textwrap.fill(key["semantic_description"], 100), "      "))
     events = [e for e in report["events"] if e["kind"] != "clusters-merged"]
     if events:

@@ -17,6 +17,10 @@ from an_agent.errors import ConfigError
 # (docs/evolution.md has the table): online centroid assignment with a centroid-merge step.
 DEFAULT_ASSIGN_THRESHOLD = 0.30
 DEFAULT_MERGE_THRESHOLD = 0.40
+# Mean similarity to a cluster's 3 closest sampled members that a fragment also needs to join it (noise
+# rejection). Calibrated on both corpora: at 0.20 every intent still triggers (at 0.25 the field corpus loses
+# its antenna-tilt paraphrases); it stops one-offs that reach a centroid through one shared word only.
+DEFAULT_MEMBER_THRESHOLD = 0.20
 # meaning_score (synthesis.py) from which a cluster refines an existing key instead of adding one; same
 # calibration: the corpora's new intents score <= 0.462, paraphrase sets of existing keys >= 0.501.
 DEFAULT_CONFLICT_THRESHOLD = 0.48
@@ -37,6 +41,12 @@ class EvolutionConfig:
     # Differential Semantic Pool (draft 6.2.1)
     assign_threshold: float = _f(
         DEFAULT_ASSIGN_THRESHOLD, "cosine similarity of a fragment to a cluster centroid needed to join it", -1, 1
+    )
+    member_threshold: float = _f(
+        DEFAULT_MEMBER_THRESHOLD,
+        "mean similarity to a cluster's closest members a fragment also needs to join it (noise rejection)",
+        -1,
+        1,
     )
     merge_threshold: float = _f(
         DEFAULT_MERGE_THRESHOLD, "cosine similarity of two cluster centroids at which they merge", -1, 1

@@ -12,7 +12,6 @@ Kinds:
 ``patch-rejected``          ... an authorised user rejected it
 ``key-state-changed``       a patch key moved (``previous_state`` -> ``state``)
 ``withdrawn-key-used``      a client sent a withdrawn key inside its compatibility window
-``payload-refused``         (replay only) a line's payload did not validate; detail lists the problems
 
 A server turns ``patch-published`` and ``key-state-changed`` into NETCONF notifications.
 """

@@ -1,8 +1,12 @@
 """The Differential Semantic Pool (draft 6.2.1): clusters of ``other`` fragments with decaying heat.
 
-Clustering is online and centroid-based: a fragment joins the cluster whose centroid (the normalised
-sum of its members' unit vectors) is most similar, if that similarity reaches ``assign_threshold``;
-otherwise it starts a new cluster. After each join the grown cluster's centroid is compared with the
+Clustering is online and centroid-based, with a member check against drift: a fragment joins a
+cluster only when (1) the similarity to its centroid (the normalised sum of its members' unit vectors)
+reaches ``assign_threshold`` AND (2) the mean similarity to its ``MEMBER_NEIGHBOURS`` most similar
+recent members (a sample of the last ``MEMBER_SAMPLE``) reaches ``member_threshold``. The best
+centroid that passes both wins; otherwise the fragment starts a new cluster. Condition (2) is what keeps
+noise out: a one-off that shares one word with an intent can come close to the centroid, but it is not
+close to several of the intent's actual paraphrases. After each join the grown cluster's centroid is compared with the
 others of its scenario and two clusters whose centroids reach ``merge_threshold`` are merged, so that
 paraphrases which arrived before their cluster had a stable centroid still end up together. Why this
 method and these thresholds: docs/evolution.md (calibration).
@@ -27,6 +31,10 @@ import numpy as np
 import numpy.typing as npt
 
 from an_agent.evolution.config import EvolutionConfig
+
+MEMBER_SAMPLE = 32  # recent member vectors kept per cluster for the member check
+MEMBER_NEIGHBOURS = 3  # members a fragment is compared with (mean of its best similarities)
+_CANDIDATES = 4  # nearest centroids tried, best first
 
 ClusterState = Literal["collecting", "queued", "pending", "patched", "rejected", "evicted"]
 Vector = npt.NDArray[np.float32]
@@ -59,6 +67,15 @@ class Cluster:
     window: deque[tuple[float, str]] = field(default_factory=deque)
     window_clients: Counter[str] = field(default_factory=Counter)
     clients: Counter[str] = field(default_factory=Counter)
+    members: deque[Vector] = field(default_factory=lambda: deque(maxlen=MEMBER_SAMPLE))
+
+    def member_affinity(self, unit: Vector) -> float:
+        """Mean similarity of ``unit`` to its ``MEMBER_NEIGHBOURS`` most similar sampled members (1 if none)."""
+        if not self.members:
+            return 1.0
+        sims = np.stack(list(self.members)) @ unit
+        k = min(MEMBER_NEIGHBOURS, len(sims))
+        return float(np.mean(np.partition(sims, len(sims) - k)[-k:]))
 
     def heat_now(self, now: float, half_life_s: float) -> float:
         return decayed(self.heat, self.heat_at, now, half_life_s)
@@ -137,6 +154,16 @@ class CentroidIndex:
         """(cluster ids, cosine similarity of each centroid to ``unit``)."""
         return list(self._ids), self._m[: len(self._ids)] @ unit
 
+    def nearest_k(self, unit: Vector, k: int) -> list[tuple[str, float]]:
+        """Up to ``k`` (cluster id, similarity) pairs, most similar first."""
+        count = len(self._ids)
+        if count == 0:
+            return []
+        sims = self._m[:count] @ unit
+        k = min(k, count)
+        top = np.argpartition(-sims, k - 1)[:k]
+        return sorted(((self._ids[int(i)], float(sims[int(i)])) for i in top), key=lambda t: -t[1])
+
     def nearest(self, unit: Vector, exclude: str | None = None) -> tuple[str | None, float]:
         """The most similar centroid and its similarity (None, -inf when there is none)."""
         count = len(self._ids)
@@ -158,9 +185,15 @@ class SchemaPool:
         self.clusters: dict[str, Cluster] = {}
         self._index = CentroidIndex(dimension)
 
-    def nearest(self, unit: Vector) -> tuple[Cluster | None, float]:
-        cluster_id, sim = self._index.nearest(unit)
-        return (self.clusters[cluster_id] if cluster_id else None), sim
+    def choose(self, unit: Vector) -> Cluster | None:
+        """The cluster ``unit`` joins (both conditions of the module docstring), or None to start one."""
+        for cluster_id, sim in self._index.nearest_k(unit, _CANDIDATES):
+            if sim < self.config.assign_threshold:
+                break
+            cluster = self.clusters[cluster_id]
+            if cluster.member_affinity(unit) >= self.config.member_threshold:
+                return cluster
+        return None
 
     def start(self, cluster_id: str, unit: Vector, when: float, client_id: str) -> Cluster:
         """A new cluster holding one fragment."""
@@ -175,6 +208,7 @@ class SchemaPool:
             last_seen=when,
         )
         cluster.note(when, client_id)
+        cluster.members.append(cluster.vector_sum.copy())
         self.clusters[cluster_id] = cluster
         self._index.put(cluster_id, cluster.centroid())
         return cluster
@@ -188,17 +222,32 @@ class SchemaPool:
         cluster.last_seen = max(when, cluster.last_seen)
         cluster.prune_window(when, self.config.window_s)
         cluster.note(when, client_id)
+        cluster.members.append(unit)
         self._index.put(cluster.cluster_id, cluster.centroid())
 
     def merge_partner(self, cluster: Cluster) -> tuple[Cluster | None, float]:
-        """The cluster that ``cluster`` should merge with now, if any (never two clusters with patches)."""
+        """The cluster that ``cluster`` should merge with now, if any (never two clusters with patches).
+
+        Centroids must reach ``merge_threshold`` and the members must pass the member check against each
+        other (`cohere`), so a small cluster of one-offs does not ride into an intent on its centroid.
+        """
         other_id, sim = self._index.nearest(cluster.centroid(), exclude=cluster.cluster_id)
         if other_id is None or sim < self.config.merge_threshold:
             return None, sim
         other = self.clusters[other_id]
         if other.has_patch and cluster.has_patch:
             return None, sim
+        if not self.cohere(cluster, other):
+            return None, sim
         return other, sim
+
+    def cohere(self, a: Cluster, b: Cluster) -> bool:
+        """True when the members of the smaller cluster pass, on average, the member check of the larger."""
+        small, large = (a, b) if a.size <= b.size else (b, a)
+        if not small.members or not large.members:
+            return True
+        affinity = float(np.mean([large.member_affinity(v) for v in small.members]))
+        return affinity >= self.config.member_threshold
 
     def merge(self, a: Cluster, b: Cluster, now: float) -> tuple[Cluster, Cluster]:
         """Merge two clusters; returns (survivor, absorbed).
@@ -221,6 +270,7 @@ class SchemaPool:
         keep.window = deque(sorted([*keep.window, *gone.window]))
         keep.window_clients.update(gone.window_clients)
         keep.clients.update(gone.clients)
+        keep.members.extend(gone.members)  # the sample stays bounded (deque maxlen)
         keep.prune_window(now, self.config.window_s)
         if keep.state == "collecting" and gone.state == "queued":
             keep.state = "queued"

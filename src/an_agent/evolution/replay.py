@@ -3,14 +3,16 @@
 Input: JSON lines ``{"timestamp", "client_id", "schema_id", "payload"}`` (other fields are ignored).
 Lines are processed in timestamp order (ties keep file order) with a `ManualClock` set to each line's
 timestamp, through the same `EvolutionEngine` a server runs, on a private in-memory store that keeps
-its whole history. Lines that are not valid JSON objects or lack a field are reported as
-``line-invalid`` events; payloads the template refuses as ``payload-refused`` events.
+its whole history. No line vanishes in silence: every non-blank line is either accepted or listed in
+``rejected`` with its 1-based line number in the input and the reason (not a JSON object, a missing or
+mistyped field, a bad timestamp, an unknown schema_id, or the template's validation problems).
 
 The report (`ReplayReport.to_dict`) is::
 
-    {"fragments": N,
+    {"accepted": N_lines, "rejected": [{"line": 1-based, "reason": "..."}],
+     "fragments": N,
      "clusters": [{"cluster_id", "schema_id", "size", "distinct_clients", "heat", "state",
-                   "members": [0-based line numbers]}],
+                   "cohesion", "members": [0-based line numbers]}],
      "patches": [{"patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration",
                   "state", "new_keys": [...], "modified_keys": [...]}],
      "events": [{"kind", "time", "schema_id", ...}]}
@@ -23,7 +25,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from an_agent.clock import ManualClock, from_rfc3339, to_rfc3339
+from an_agent.clock import ManualClock, from_rfc3339
 from an_agent.errors import SchemaError
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.engine import EvolutionEngine
@@ -49,21 +51,41 @@ class ReplayLine:
     payload: Any
 
 
+@dataclass(frozen=True)
+class Rejection:
+    """An input line the replay refused: ``line`` is 1-based in the input file."""
+
+    line: int
+    reason: str
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"line": self.line, "reason": self.reason}
+
+
 @dataclass
 class ReplayReport:
     fragments: int
     clusters: list[dict[str, Any]]
     patches: list[dict[str, Any]]
     events: list[dict[str, Any]] = field(default_factory=list)
+    accepted: int = 0
+    rejected: list[Rejection] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"fragments": self.fragments, "clusters": self.clusters, "patches": self.patches, "events": self.events}
+        return {
+            "accepted": self.accepted,
+            "rejected": [r.to_dict() for r in sorted(self.rejected, key=lambda r: r.line)],
+            "fragments": self.fragments,
+            "clusters": self.clusters,
+            "patches": self.patches,
+            "events": self.events,
+        }
 
 
-def parse_lines(lines: Iterable[str]) -> tuple[list[ReplayLine], list[dict[str, Any]]]:
-    """Usable lines, and ``line-invalid`` events for the others (blank lines are skipped silently)."""
+def parse_lines(lines: Iterable[str]) -> tuple[list[ReplayLine], list[Rejection]]:
+    """Usable lines (time-ordered), and a `Rejection` for each other non-blank line."""
     good: list[ReplayLine] = []
-    bad: list[dict[str, Any]] = []
+    bad: list[Rejection] = []
     for line_no, text in enumerate(lines):
         if not text.strip():
             continue
@@ -78,7 +100,8 @@ def parse_lines(lines: Iterable[str]) -> tuple[list[ReplayLine], list[dict[str, 
                 raise ValueError("client_id and schema_id must be strings")
             when = from_rfc3339(str(obj["timestamp"]))
         except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            bad.append({"kind": "line-invalid", "line": line_no, "detail": str(exc)})
+            reason = f"not JSON: {exc}" if isinstance(exc, json.JSONDecodeError) else str(exc)
+            bad.append(Rejection(line_no + 1, reason))
             continue
         good.append(ReplayLine(line_no, when, obj["client_id"], obj["schema_id"], obj["payload"]))
     good.sort(key=lambda r: (r.timestamp, r.line_no))
@@ -122,10 +145,10 @@ def replay(
 ) -> ReplayReport:
     """Replay ``lines`` (module docstring); ``progress(done, total)`` is called as lines are processed."""
     config = config or EvolutionConfig()
-    records, invalid = parse_lines(lines)
-    events: list[dict[str, Any]] = list(invalid)
+    records, rejected = parse_lines(lines)
+    events: list[dict[str, Any]] = []
     if not records:
-        return ReplayReport(0, [], [], events)
+        return ReplayReport(0, [], [], events, 0, rejected)
     clock = ManualClock(records[0].timestamp)
     cached = _PrefetchedEmbedder(embedder)
     engine = EvolutionEngine(
@@ -142,7 +165,7 @@ def replay(
         events.append(event.to_dict())
 
     engine.on_event(record)
-    fragments = 0
+    fragments = accepted_lines = 0
     try:
         for start in range(0, len(records), _PREFETCH_BATCH):
             batch = records[start : start + _PREFETCH_BATCH]
@@ -153,24 +176,25 @@ def replay(
                 try:
                     accepted = engine.accept_payload(rec.client_id, envelope, ref=rec.line_no, suggest=False)
                 except SchemaError as exc:
-                    events.append(
-                        {
-                            "kind": "payload-refused",
-                            "time": to_rfc3339(rec.timestamp),
-                            "schema_id": rec.schema_id,
-                            "client_id": rec.client_id,
-                            "line": rec.line_no,
-                            "detail": "; ".join(exc.problems) or str(exc),
-                        }
-                    )
+                    rejected.append(Rejection(rec.line_no + 1, _reason(exc, rec.schema_id, engine.registry)))
                 else:
+                    accepted_lines += 1
                     fragments += len(accepted.cluster_ids)
                 if progress is not None:
                     progress(done, len(records))
         engine.tick()
-        return ReplayReport(fragments, _clusters(engine), engine.patches(), events)
+        return ReplayReport(fragments, _clusters(engine), engine.patches(), events, accepted_lines, rejected)
     finally:
         engine.close()
+
+
+def _reason(exc: SchemaError, schema_id: str, registry: TemplateRegistry) -> str:
+    try:
+        registry.resolve(schema_id)
+    except SchemaError:
+        return f"unknown schema_id {schema_id!r} (known: {', '.join(registry.schema_ids)})"
+    problems = "; ".join(exc.problems)
+    return f"{exc}: {problems}" if problems else str(exc)
 
 
 def _other_texts(payload: Any, config: EvolutionConfig) -> tuple[str, ...]:
@@ -187,6 +211,7 @@ def _clusters(engine: EvolutionEngine) -> list[dict[str, Any]]:
             "size": c.size,
             "distinct_clients": c.distinct_clients,
             "heat": round(c.heat, 2),
+            "cohesion": c.cohesion,
             "state": c.state,
             "members": members.get(c.cluster_id, []),
         }

@@ -1,56 +1,41 @@
 """Schema patch synthesis (draft 6.2.2): intent induction, conflict detection, packaging input.
 
 Intent induction is rule-based and offline (the draft allows "an internal LLM or rule-based extractor"):
-
-- **key_name**: every 1- to 3-word phrase of the cluster's fragments (without leading or trailing stop
-  words) is a candidate; each is scored by the cosine similarity of its embedding to the cluster
-  centroid, weighted by how many fragments contain its words. The best phrase, in snake_case, is the
-  name; a unit suffix is added for numeric keys (``_minutes``, ``_percent``, ...).
-- **key_type**: from the values the fragments contain (`an_agent.schemas.extract`): mostly numbers with
-  one unit -> ``integer``/``number``; mostly identifiers of one kind -> ``array`` of such ids; mostly
-  time-of-day ranges -> ``string``; otherwise the fragments state a condition or a wish, and the key is
-  a ``boolean`` flag (default false).
-- **semantic_description**: what the key means, its values, and mapping examples quoted from the real
-  fragments closest to the centroid.
+outlier fragments are set aside (`core_members`), the key's type and value constraints are inferred from
+what the fragments state (`an_agent.evolution.inference`: unit and range, duration or date-time format,
+identifiers, a closed set of values, else a boolean flag), the key is named from the cluster's meaning
+(`an_agent.evolution.naming`), and the description states the meaning, the constraints in the template's
+phrases and real mapping examples, as the draft's templates do.
 
 Conflict detection compares the candidate with the keys the client already sees (base template and
 active patches): the same name, or a meaning whose similarity to a key's description anchors (its
 name, first sentence and the phrases of its mapping examples; `meaning_score`) reaches
-``conflict_threshold``, makes the candidate a refinement of that key's description instead of a new
-key. Base keys are never retyped.
+``conflict_threshold``, makes the candidate a refinement of that key instead of a new key. A key with
+allowed values is refined by extending them with the cluster's values (a new value of an idea the
+template already has); other keys get their description extended with the new phrasings. Base keys are
+never retyped.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from an_agent.evolution.inference import ValueSpec, infer_value
+from an_agent.evolution.naming import STOP_WORDS, name_key, snake_name
 from an_agent.schemas.anchors import key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
-from an_agent.schemas.extract import UNIT_WORDS, find_clock_ranges, find_ids, find_quantities
-from an_agent.schemas.template import OTHER_KEY, KeyDef, is_snake_case
-from an_agent.schemas.values import KeyType
+from an_agent.schemas.template import OTHER_KEY, KeyDef
 
 
 def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-_STOP = _words(
-    """a an the and or but if then else of to in on at by for with from into onto over under up down out off
-    is are was were be been being am do does did done have has had having i me my we our us you your he she
-    it its they them their this that these those there here so as not no nor only very too just also any all
-    some each every both either neither such same other own than can cannot could should would will shall
-    may might must need needs please let lets get gets got make makes made keep keeps kept when once while
-    until till after before about again already still yet even ever now today tonight tomorrow yesterday
-    what which who whom whose where why how one two many much more most less least few lot lots s t
-    around near nearby here there really quite"""
-)
 # Words that make a key touch security (draft section 8): patches with them are never published automatically.
 SECURITY_TERMS = _words(
     """password passwords credential credentials token tokens secret secrets auth authentication authorization
@@ -58,46 +43,11 @@ SECURITY_TERMS = _words(
     iban account accounts identity identities imsi imei msisdn ssh certificate certificates encryption
     admin root sudo firewall acl"""
 )
-_UNIT_SUFFIX = {
-    "db": "db",
-    "percent": "percent",
-    "degrees": "deg",
-    "seconds": "seconds",
-    "minutes": "minutes",
-    "hours": "hours",
-    "days": "days",
-    "weeks": "weeks",
-    "km": "km",
-    "mbps": "mbps",
-}
-_MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
-_MAX_NAME = 40
-_TYPE_SHARE = 0.6  # share of fragments that must carry a value kind for the key to take that type
-
-
-def tokens(text: str) -> list[str]:
-    """Lower-case word tokens (hyphens and apostrophes kept inside words)."""
-    return re.findall(r"[a-z0-9]+(?:['\-][a-z0-9]+)*", text.lower())
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ers", "er", "es", "s", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
-def _stems(text: str) -> set[str]:
-    return {_stem(part) for tok in tokens(text) for part in re.split(r"['\-]", tok) if part}
-
-
-def snake_name(phrase: str) -> str:
-    """A snake_case key name for a phrase ('over-temperature warning' -> 'over_temperature_warning')."""
-    words = re.findall(r"[a-z0-9]+", phrase.lower().replace("'s", ""))
-    name = "_".join(words)[:_MAX_NAME].strip("_")
-    if not name or not name[0].isalpha():
-        name = "x_" + name
-    return name if is_snake_case(name) else re.sub(r"_+", "_", name)
+# A fragment is an outlier when its similarity to the centroid is both more than _CORE_STD standard
+# deviations below the mean and below _CORE_FLOOR: on the corpora, members of an intent score 0.50-0.80,
+# one-offs that joined through a shared word 0.28-0.40, a legitimate sub-group (snow among storms) 0.56.
+_CORE_STD = 1.0
+_CORE_FLOOR = 0.45
 
 
 def is_security_relevant(*texts: str) -> bool:
@@ -114,6 +64,7 @@ class InducedKey:
     phrase: str
     alternatives: tuple[str, ...]
     examples: tuple[tuple[str, Any], ...]  # (fragment, value it maps to)
+    spec: ValueSpec | None = None
 
 
 @dataclass(frozen=True)
@@ -133,68 +84,6 @@ class Conflict:
     similarity: float
 
 
-def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
-    """1- to 3-word phrases without stop words at either end, counted once per fragment."""
-    counts: Counter[str] = Counter()
-    for text in texts:
-        words = tokens(text)
-        seen: set[str] = set()
-        for n in (1, 2, 3):
-            for i in range(len(words) - n + 1):
-                gram = words[i : i + n]
-                if gram[0] in _STOP or gram[-1] in _STOP or any(w.isdigit() for w in gram):
-                    continue
-                phrase = " ".join(gram)
-                if phrase not in seen:
-                    seen.add(phrase)
-                    counts[phrase] += 1
-    return counts
-
-
-def _rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) -> list[tuple[float, str]]:
-    counts = candidate_phrases(texts)
-    phrases = [p for p, _ in counts.most_common(_MAX_PHRASES)]
-    if not phrases:
-        return []
-    sims = embedder.embed(phrases) @ centroid
-    fragment_stems = [_stems(t) for t in texts]
-    ranked = []
-    for phrase, sim in zip(phrases, sims, strict=True):
-        stems = _stems(phrase)
-        coverage = sum(1 for fs in fragment_stems if stems <= fs) / len(texts)
-        # Similarity to the centroid says "means the cluster"; coverage says "is how clients say it";
-        # a small length penalty prefers the shorter of two equally good phrases.
-        score = float(sim) * (0.6 + 0.4 * coverage) - 0.03 * (len(phrase.split()) - 1)
-        ranked.append((score, phrase))
-    ranked.sort(key=lambda t: (-t[0], t[1]))
-    return ranked
-
-
-def _infer_type(texts: Sequence[str]) -> tuple[KeyType, dict[str, Any]]:
-    """key_type and details (unit, id prefix, per-fragment values) from the values in the fragments."""
-    n = len(texts)
-    quantities = [find_quantities(t) for t in texts]
-    units = Counter(q[0].unit for q in quantities if q)
-    if units:
-        unit, count = units.most_common(1)[0]
-        if count >= _TYPE_SHARE * n:
-            values = [next((q.value for q in qs if q.unit == unit), None) for qs in quantities]
-            present = [v for v in values if v is not None]
-            kind: KeyType = "integer" if all(float(v).is_integer() for v in present) else "number"
-            return kind, {"unit": unit, "values": values}
-    ids = [find_ids(t) for t in texts]
-    prefixes = Counter(i[0].prefix for i in ids if i)
-    if prefixes:
-        prefix, count = prefixes.most_common(1)[0]
-        if count >= _TYPE_SHARE * n:
-            id_lists = [[f.value for f in found if f.prefix == prefix] or None for found in ids]
-            return "array", {"prefix": prefix, "values": id_lists}
-    ranges = [find_clock_ranges(t) for t in texts]
-    if sum(1 for r in ranges if r) >= _TYPE_SHARE * n:
-        return "string", {"values": [r[0][0] if r else None for r in ranges]}
-    return "boolean", {"values": [True] * n}
-
-
 def _quote(text: str) -> str:
     return "'" + text.replace("'", "\u2019") + "'"
 
@@ -211,6 +100,23 @@ def _fmt_value(value: Any) -> str:
     return str(value)
 
 
+def core_members(vectors: Vectors) -> list[int]:
+    """Indexes of the fragments that make the cluster's core: not outliers in similarity to the centroid.
+
+    A fragment more than ``_CORE_STD`` standard deviations below the mean similarity to the centroid,
+    and below ``_CORE_FLOOR``, joined through a shared word rather than the shared meaning: it neither shapes
+    the key's type nor
+    serves as its example. A cluster of fewer than four fragments is all core.
+    """
+    if len(vectors) < 4:
+        return list(range(len(vectors)))
+    centroid = vectors.sum(axis=0)
+    centroid = centroid / (np.linalg.norm(centroid) or 1.0)
+    sims = vectors @ centroid
+    cut = min(float(sims.mean() - _CORE_STD * sims.std()), _CORE_FLOOR)
+    return [i for i, s in enumerate(sims) if float(s) >= cut]
+
+
 def induce_key(
     texts: Sequence[str],
     vectors: Vectors,
@@ -219,88 +125,68 @@ def induce_key(
     max_examples: int = 3,
     distinct_clients: int = 1,
     taken_names: frozenset[str] = frozenset(),
+    now: float = 0.0,
 ) -> InducedKey:
-    """Induce a new key from a cluster's fragments (``texts`` with their unit ``vectors``)."""
+    """Induce a new key from a cluster's fragments (``texts`` with their unit ``vectors``).
+
+    Outliers are set aside first (`core_members`); the type and constraints come from
+    `inference.infer_value`, the name from `naming.name_key`; the description states the meaning,
+    the constraints in the template phrases, and real mapping examples. ``now`` anchors relative dates.
+    """
     if not texts:
         raise ValueError("cannot induce a key from an empty cluster")
+    core = core_members(vectors)
+    texts = [texts[i] for i in core]
+    vectors = vectors[core]
     centroid = vectors.sum(axis=0)
     centroid = (centroid / (np.linalg.norm(centroid) or 1.0)).astype(np.float32)
-    key_type, detail = _infer_type(texts)
-    ranked = _rank_phrases(texts, centroid, embedder)
-    if key_type in ("integer", "number"):
-        # The unit becomes the name's suffix; the phrase should say what is measured.
-        ranked = [r for r in ranked if not set(r[1].split()) & UNIT_WORDS] or ranked
-    phrase = ranked[0][1] if ranked else "request"
-    alternatives = _alternatives(phrase, [p for _, p in ranked[1:]])
-    name = snake_name(phrase)
-    if key_type in ("integer", "number"):
-        suffix = _UNIT_SUFFIX.get(detail["unit"], detail["unit"])
-        if not name.endswith("_" + suffix):
-            name = f"{name}_{suffix}"[:_MAX_NAME]
-    elif key_type == "array" and not name.endswith("_ids"):
-        name = f"{name}_{detail['prefix'].lower().replace('-', '_')}_ids"[:_MAX_NAME]
-    base_name = name
-    counter = 2
-    while name in taken_names or name == OTHER_KEY:
-        name = f"{base_name}_{counter}"
-        counter += 1
-
+    spec = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
+    name, phrase, alternatives = name_key(texts, spec, centroid, embedder, taken_names)
     order = np.argsort(-(vectors @ centroid), kind="stable")
     examples: list[tuple[str, Any]] = []
     for index in order:
-        value = detail["values"][int(index)]
+        value = spec.values[int(index)]
         if value is not None and all(texts[int(index)] != e[0] for e in examples):
             examples.append((texts[int(index)], value))
         if len(examples) >= max_examples:
             break
-    description = _describe(key_type, phrase, alternatives, detail, examples, len(texts), distinct_clients)
-    default: Any = False if key_type == "boolean" else None
-    key = KeyDef.build(name, key_type, description, required=False, default_value=default, experimental=True)
-    return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples))
-
-
-def _alternatives(phrase: str, ranked: Sequence[str], limit: int = 3) -> tuple[str, ...]:
-    chosen: list[str] = []
-    covered = _stems(phrase)
-    for candidate in ranked:
-        stems = _stems(candidate)
-        if stems & covered:
-            continue
-        chosen.append(candidate)
-        covered |= stems
-        if len(chosen) >= limit:
-            break
-    return tuple(chosen)
+    description = _describe(spec, phrase, alternatives, examples, len(texts), distinct_clients)
+    default: Any = False if spec.key_type == "boolean" else None
+    key = KeyDef.build(name, spec.key_type, description, required=False, default_value=default, experimental=True)
+    return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples), spec=spec)
 
 
 def _describe(
-    key_type: KeyType,
+    spec: ValueSpec,
     phrase: str,
     alternatives: Sequence[str],
-    detail: dict[str, Any],
     examples: Sequence[tuple[str, Any]],
     size: int,
     clients: int,
 ) -> str:
     also = f" (also phrased as: {', '.join(alternatives)})" if alternatives else ""
-    if key_type == "boolean":
+    what = phrase[:1].upper() + phrase[1:]
+    if spec.key_type == "boolean":
         head = f"Set to true when the request concerns {phrase}{also}; false or omitted otherwise."
-    elif key_type in ("integer", "number"):
-        present = [float(v) for v in detail["values"] if v is not None]
-        unit = detail["unit"]
-        head = (
-            f"{phrase.capitalize()}{also}, as a number of {unit}. "
-            f"Observed values: {_fmt_value(min(present))} to {_fmt_value(max(present))} {unit}."
-        )
-    elif key_type == "array":
-        head = f"{phrase.capitalize()}{also}, as a list of identifiers. Item format: {detail['prefix']}-<alnum>."
+    elif spec.enum:
+        head = f"{what}{also}: the one the request names."
+    elif spec.unit is not None:
+        low, high = spec.info["observed"]
+        head = f"{what}{also}, as a number of {spec.unit}. Observed values: {_fmt_value(low)} to {_fmt_value(high)}."
+    elif spec.value_format == "duration":
+        head = f"{what}{also}, as an ISO 8601 duration (PT2H = two hours)."
+    elif spec.value_format == "date-time":
+        head = f"{what}{also}, as an RFC 3339 date and time (UTC)."
+    elif spec.key_type == "array":
+        head = f"{what}{also}, as a list of identifiers."
     else:
-        head = f"{phrase.capitalize()}{also}, as a time-of-day range HH:MM-HH:MM (UTC)."
+        head = f"{what}{also}."
+    constraints = "".join(" " + p for p in spec.phrases)
     source = (
         f" Induced by schema evolution from {size} 'other' fragments of {clients} client{'s' if clients != 1 else ''}."
     )
     mapping = "; ".join(f"{_quote(text)} -> {_fmt_value(value)}" for text, value in examples)
-    return f"{head}{source} Example mapping: {mapping}."
+    return f"{head}{constraints}{source} Example mapping: {mapping}."
 
 
 def meaning_score(vectors: Vectors, key: KeyDef, embedder: Embedder) -> float:
@@ -338,6 +224,35 @@ def find_conflict(
         if score >= threshold and (best is None or score > best.similarity):
             best = Conflict(item, "meaning", score)
     return best
+
+
+_ACCEPTABLE = re.compile(r"Acceptable values:\s*([^.]+?)\.(?=\s|$)")
+
+
+def refine_key(existing: KeyDef, candidate: InducedKey, same_name: bool = False) -> KeyDef:
+    """The existing key refined by the cluster: new allowed values when it has some, else a wider description.
+
+    For a key with ``Acceptable values:`` the cluster is a new value of that idea: the values the
+    cluster names (its closed set, or its own phrase in snake_case) are appended to the list, with real
+    mapping examples, so validation and the JSON Schema projection accept them. A cluster that names the
+    key itself (``same_name``, or a value made of the key's own words) restates the key: its description
+    is widened instead. The type never changes.
+    """
+    if same_name or not existing.constraints.enum or _ACCEPTABLE.search(existing.semantic_description) is None:
+        return existing.with_description(refine_description(existing, candidate))
+    spec = candidate.spec
+    proposed = list(spec.enum) if spec is not None and spec.enum else [snake_name(candidate.phrase)]
+    own_words = set(existing.key_name.split("_"))
+    added = [v for v in proposed if v not in existing.constraints.enum and not set(v.split("_")) <= own_words]
+    if not added:
+        return existing.with_description(refine_description(existing, candidate))
+    values = ", ".join([*existing.constraints.enum, *added])
+    description = _ACCEPTABLE.sub(lambda _: f"Acceptable values: {values}.", existing.semantic_description, count=1)
+    value_of = dict(candidate.examples) if spec is not None and spec.enum else {}
+    mapping = "; ".join(
+        f"{_quote(text)} -> {_quote(str(value_of.get(text, added[0])))}" for text, _ in candidate.examples
+    )
+    return existing.with_description(f"{description.rstrip()} Also: {mapping}.")
 
 
 def refine_description(existing: KeyDef, candidate: InducedKey) -> str:

@@ -10,8 +10,11 @@ full stop):
     an enumeration: a string value (or each item of an array) must be one of these.
 ``Range: LOW to HIGH.`` (or ``LOW-HIGH``)
     inclusive bounds of an integer or number.
-``Format: date-time.`` / ``Format: date.`` / ``Format: TT-<digits>.``
-    an RFC 3339 date-and-time, an ISO 8601 date, or an identifier pattern of a string value.
+``Format: date-time.`` / ``Format: date.`` / ``Format: duration.`` / ``Format: TT-<digits>.``
+    an RFC 3339 date-and-time, an ISO 8601 date, an ISO 8601 duration (``PT2H``, ``P1D``), or an
+    identifier pattern of a string value.
+``Unit: mbps.``
+    the unit of an integer or number (informative: not checked, carried into the JSON Schema projection).
 ``Item format: CELL-<digits>.``
     the same, for each item of an array. Placeholders: ``<digits>``, ``<letters>``, ``<alnum>``.
 

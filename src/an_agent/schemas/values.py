@@ -1,7 +1,7 @@
 """Value constraints stated in semantic descriptions, and the check of one value against a key.
 
 See `an_agent.schemas.template` for the phrases (``Acceptable values:``, ``Range:``, ``Format:``,
-``Item format:``). Kept apart from the template classes so that templates, validation and patch
+``Item format:``, ``Unit:``). Kept apart from the template classes so that templates, validation and patch
 synthesis share one definition of "a value conforms to its key".
 """
 
@@ -23,6 +23,11 @@ _ENUM = re.compile(r"Acceptable values:\s*([^.]+?)\.(?:\s|$)")
 _NUM = r"-?\d+(?:\.\d+)?"
 _RANGE = re.compile(rf"Range:\s*({_NUM})\s*(?:to|-|\u2013)\s*({_NUM})")
 _FORMAT = re.compile(r"(?<!Item )(?<!item )Format:\s*([A-Za-z0-9_<>\-]+?)\.?(?:\s|$)")
+_UNIT = re.compile(r"Unit:\s*([A-Za-z%/]+)\.?(?:\s|$)")
+# ISO 8601 duration (the JSON Schema "duration" format): P[nY][nM][nW][nD][T[nH][nM][nS]], at least one part;
+# public so that the JSON Schema projection can state the same pattern.
+DURATION_PATTERN = r"^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(?:\.\d+)?S)?)?$"
+_DURATION = re.compile(DURATION_PATTERN)
 _ITEM_FORMAT = re.compile(r"Item format:\s*([A-Za-z0-9_<>\-]+?)\.?(?:\s|$)")
 _PLACEHOLDERS = {"<digits>": r"\d+", "<letters>": r"[A-Za-z]+", "<alnum>": r"[A-Za-z0-9]+"}
 _MAX_SHOWN = 60  # characters of an offending value quoted back in a problem line
@@ -35,8 +40,9 @@ class Constraints:
     enum: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
-    value_format: str | None = None  # "date-time", "date", or a placeholder pattern
+    value_format: str | None = None  # "date-time", "date", "duration" (ISO 8601), or a placeholder pattern
     item_format: str | None = None
+    unit: str | None = None  # unit of an integer/number key ("Unit: mbps."), for people and the projection
 
     def describe_range(self) -> str:
         return f"{_fmt_num(self.minimum)} to {_fmt_num(self.maximum)}"
@@ -62,12 +68,14 @@ def parse_constraints(description: str) -> Constraints:
         minimum, maximum = min(low, high), max(low, high)
     fmt = _FORMAT.search(description)
     item = _ITEM_FORMAT.search(description)
+    unit = _UNIT.search(description)
     return Constraints(
         enum=enum,
         minimum=minimum,
         maximum=maximum,
         value_format=fmt.group(1) if fmt else None,
         item_format=item.group(1) if item else None,
+        unit=unit.group(1) if unit else None,
     )
 
 
@@ -120,6 +128,8 @@ def _check_format(fmt: str, value: str) -> bool:
         except ValueError:
             return False
         return True
+    if fmt == "duration":
+        return bool(_DURATION.match(value))
     if fmt == "date":
         try:
             date.fromisoformat(value)

@@ -1,0 +1,255 @@
+"""Naming a synthesised key from the meaning of its cluster, not from its most frequent token.
+
+Candidates are the 1- to 3-word phrases of the fragments (no stop word at either end), plus key-like phrases
+made of a content word of the fragments and a generic key head
+(``source``, ``type``, ``condition``, ``channel``, ...: the words the draft's and our templates use for keys
+that take a closed set of values). Each candidate is embedded with the same model as the pool and scored
+by its similarity to what the key must name:
+
+- a boolean flag: the cluster centroid (what the fragments say), weighted by how many fragments use the
+  phrase; phrases of two or three words are preferred to a single word, which alone rarely names an idea
+  ("battery" vs "battery backup");
+- a closed set of values: the centroid of the values themselves and the cluster centroid: the best
+  name is the category that the values are instances of ("mains, battery, generator" -> power source);
+- a quantity, a duration or a date-time: the centroid, without unit words; the name gets the unit, or
+  ``_duration`` / ``_time``, as a suffix.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+import numpy as np
+
+from an_agent.evolution.inference import ValueSpec
+from an_agent.schemas.embedding import Embedder, Vectors
+from an_agent.schemas.extract import UNIT_WORDS
+from an_agent.schemas.template import OTHER_KEY, is_snake_case
+
+
+def _words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_STOP = _words(
+    """a an the and or but if then else of to in on at by for with from into onto over under up down out off
+    is are was were be been being am do does did done have has had having i me my we our us you your he she
+    it its they them their this that these those there here so as not no nor only very too just also any all
+    some each every both either neither such same other own than can cannot could should would will shall
+    may might must need needs please let lets get gets got make makes made keep keeps kept when once while
+    until till after before about again already still yet even ever now today tonight tomorrow yesterday
+    what which who whom whose where why how one two many much more most less least few lot lots s t
+    around near nearby here there really quite"""
+)
+_UNIT_SUFFIX = {
+    "db": "db",
+    "percent": "percent",
+    "degrees": "deg",
+    "seconds": "seconds",
+    "minutes": "minutes",
+    "hours": "hours",
+    "days": "days",
+    "weeks": "weeks",
+    "km": "km",
+    "mbps": "mbps",
+}
+_MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
+_MAX_NAME = 40
+STOP_WORDS = _STOP  # words that never start or end a name
+
+# Heads of key names that take a closed set of values (template style: fault_type, power_source, ...).
+_HEADS = (
+    "type",
+    "source",
+    "condition",
+    "mode",
+    "channel",
+    "format",
+    "group",
+    "class",
+    "kind",
+    "level",
+    "status",
+    "cause",
+)
+_MODIFIERS = 8  # most frequent content words of the fragments tried in front of a head
+# Category words of the network-operations domain, tried in front of a head too: the values of a closed
+# set seldom name their own category ("on battery", "on generator" never say "power").
+_CATEGORIES = (
+    "power",
+    "weather",
+    "device",
+    "customer",
+    "subscriber",
+    "user",
+    "event",
+    "notification",
+    "report",
+    "network",
+    "service",
+    "equipment",
+    "traffic",
+    "site",
+    "vehicle",
+    "delivery",
+    "contact",
+    "time",
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case word tokens (hyphens and apostrophes kept inside words)."""
+    return re.findall(r"[a-z0-9]+(?:['\-][a-z0-9]+)*", text.lower())
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ers", "er", "es", "s", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+def _stems(text: str) -> set[str]:
+    return {_stem(part) for tok in tokens(text) for part in re.split(r"['\-]", tok) if part}
+
+
+def snake_name(phrase: str) -> str:
+    """A snake_case key name for a phrase ('over-temperature warning' -> 'over_temperature_warning')."""
+    words = re.findall(r"[a-z0-9]+", phrase.lower().replace("'s", ""))
+    name = "_".join(words)[:_MAX_NAME].strip("_")
+    if not name or not name[0].isalpha():
+        name = "x_" + name
+    return name if is_snake_case(name) else re.sub(r"_+", "_", name)
+
+
+def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
+    """1- to 3-word phrases without stop words at either end, counted once per fragment."""
+    counts: Counter[str] = Counter()
+    for text in texts:
+        words = tokens(text)
+        seen: set[str] = set()
+        for n in (1, 2, 3):
+            for i in range(len(words) - n + 1):
+                gram = words[i : i + n]
+                if gram[0] in _STOP or gram[-1] in _STOP or any(c.isdigit() for w in gram for c in w):
+                    continue
+                phrase = " ".join(gram)
+                if phrase not in seen:
+                    seen.add(phrase)
+                    counts[phrase] += 1
+    return counts
+
+
+def _rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) -> list[tuple[float, str]]:
+    counts = candidate_phrases(texts)
+    phrases = [p for p, _ in counts.most_common(_MAX_PHRASES)]
+    if not phrases:
+        return []
+    sims = embedder.embed(phrases) @ centroid
+    fragment_stems = [_stems(t) for t in texts]
+    ranked = []
+    for phrase, sim in zip(phrases, sims, strict=True):
+        stems = _stems(phrase)
+        coverage = sum(1 for fs in fragment_stems if stems <= fs) / len(texts)
+        # Similarity to the centroid says "means the cluster"; coverage says "is how clients say it";
+        # a small length penalty prefers the shorter of two equally good phrases.
+        score = float(sim) * (0.6 + 0.4 * coverage) - 0.03 * (len(phrase.split()) - 1)
+        ranked.append((score, phrase))
+    ranked.sort(key=lambda t: (-t[0], t[1]))
+    return ranked
+
+
+def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) -> list[tuple[float, str]]:
+    """Candidate phrases of the fragments, best name first."""
+    counts = candidate_phrases(texts)
+    phrases = [p for p, _ in counts.most_common(_MAX_PHRASES)]
+    if not phrases:
+        return []
+    sims = embedder.embed(phrases) @ centroid
+    fragment_stems = [_stems(t) for t in texts]
+    ranked = []
+    for phrase, sim in zip(phrases, sims, strict=True):
+        stems = _stems(phrase)
+        coverage = sum(1 for fs in fragment_stems if stems <= fs) / len(texts)
+        words = len(phrase.split())
+        # Similarity to the centroid says "means the cluster"; coverage says "is how clients say it";
+        # one word alone is rarely a name for an idea, so two- and three-word phrases get a small bonus.
+        score = float(sim) * (0.6 + 0.4 * coverage) + (0.05 if words > 1 else 0.0) - 0.02 * max(0, words - 2)
+        ranked.append((score, phrase))
+    ranked.sort(key=lambda t: (-t[0], t[1]))
+    return ranked
+
+
+def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, embedder: Embedder) -> str:
+    values = set(spec.enum)
+    words = Counter(w for t in texts for w in set(tokens(t)) if w not in _STOP and w not in values and len(w) > 2)
+    modifiers = list(dict.fromkeys([*(w for w, _ in words.most_common(_MODIFIERS)), *_CATEGORIES]))
+    candidates = [*_HEADS, *(f"{m} {h}" for m in modifiers for h in _HEADS)]
+    value_vectors = embedder.embed(list(spec.enum))
+    value_centroid = value_vectors.sum(axis=0)
+    value_centroid = value_centroid / (np.linalg.norm(value_centroid) or 1.0)
+    vectors = embedder.embed(candidates)
+    scores = 0.5 * (vectors @ value_centroid) + 0.5 * (vectors @ centroid)
+    # A bare head ("type") says less than "power source": a small bonus for the two-word form.
+    scores = scores + np.array([0.0 if " " not in c else 0.03 for c in candidates], dtype=np.float32)
+    return candidates[int(np.argmax(scores))]
+
+
+def name_key(
+    texts: Sequence[str],
+    spec: ValueSpec,
+    centroid: Vectors,
+    embedder: Embedder,
+    taken_names: frozenset[str] = frozenset(),
+) -> tuple[str, str, tuple[str, ...]]:
+    """(key name, the phrase it came from, alternative phrasings) for a cluster and its `ValueSpec`."""
+    ranked = rank_phrases(texts, centroid, embedder)
+    if spec.key_type in ("integer", "number") or spec.value_format in ("duration", "date-time"):
+        ranked = [r for r in ranked if not set(r[1].split()) & UNIT_WORDS] or ranked
+    phrase = ranked[0][1] if ranked else "request"
+    if " " not in phrase:
+        # One word rarely names an idea ("roaming", "sms"): take the best phrase that grows it
+        # ("roaming users", "sms alert"), the recurring phrase whose head it is or modifies.
+        longer = [p for _, p in ranked if " " in p and phrase in p.split()]
+        pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
+        if pairs or longer:
+            phrase = (pairs or longer)[0]
+    if spec.enum:
+        phrase = _category_name(texts, spec, centroid, embedder)
+    alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
+    name = snake_name(phrase)
+    suffix = None
+    if spec.unit is not None:
+        suffix = _UNIT_SUFFIX.get(spec.unit, spec.unit)
+    elif spec.value_format == "duration":
+        suffix = "duration"
+    elif spec.value_format == "date-time":
+        # "hold until <time>" names a deadline, "start at <time>" a moment: the preposition says which.
+        until = sum(1 for t in texts if re.search(r"\b(until|till|before|by)\b", t.lower())) >= 0.3 * len(texts)
+        suffix = "until" if until else "time"
+    elif spec.key_type == "array" and spec.id_prefix:
+        suffix = f"{spec.id_prefix.lower().replace('-', '_')}_ids"
+    if suffix and not name.endswith("_" + suffix):
+        name = f"{name[: _MAX_NAME - len(suffix) - 1]}_{suffix}"
+    base_name = name
+    counter = 2
+    while name in taken_names or name == OTHER_KEY:
+        name = f"{base_name}_{counter}"
+        counter += 1
+    return name, phrase, alternatives
+
+
+def _alternatives(phrase: str, ranked: Sequence[str], limit: int = 3) -> tuple[str, ...]:
+    chosen: list[str] = []
+    covered = _stems(phrase)
+    for candidate in ranked:
+        stems = _stems(candidate)
+        if stems & covered:
+            continue
+        chosen.append(candidate)
+        covered |= stems
+        if len(chosen) >= limit:
+            break
+    return tuple(chosen)

@@ -1,0 +1,326 @@
+"""Patches for the engine (draft 6.2.1-6.2.2): gate, synthesis, authorisation, publication, approval.
+
+`PatchMaker.check_gate` evaluates the dual-gate trigger of a grown cluster; a trigger either queues
+(convergence guard full) or is synthesised into a patch (`synthesis`), which the `UpdatePolicy`
+publishes at once or leaves pending for an authorised user (`decide_pending`).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from an_agent.errors import SchemaAccessDenied, SchemaError
+from an_agent.evolution.events import EvolutionEvent
+from an_agent.evolution.patches import Patch, PatchKey, effective_template
+from an_agent.evolution.policy import EVOLUTION_ACTOR, SchemaChange
+from an_agent.evolution.pool import Cluster
+from an_agent.evolution.state import DAY, EngineState
+from an_agent.evolution.stewardship import KeySteward
+from an_agent.evolution.synthesis import (
+    ExistingKey,
+    find_conflict,
+    induce_key,
+    is_security_relevant,
+    refine_key,
+)
+from an_agent.evolution.trigger import GateResult, evaluate_gate
+
+SYNTHESIS_FRAGMENTS = 200  # newest fragments of a cluster used to synthesise its key
+
+
+class PatchMaker:
+    """The trigger and patch side of the engine (module docstring)."""
+
+    def __init__(self, state: EngineState, steward: KeySteward) -> None:
+        self._s = state
+        self._steward = steward
+
+    # -- triggers and synthesis ------------------------------------------------------------------
+    def check_gate(self, cluster: Cluster, now: float) -> None:
+        """Evaluate the trigger of ``cluster``; queue or synthesise when it passes."""
+        s = self._s
+        if cluster.state in ("queued", "pending", "rejected") or cluster.cluster_id in s.due:
+            return
+        gate = evaluate_gate(cluster, now, s.config)
+        if not gate.passed:
+            return
+        if cluster.state == "patched":
+            own = [p for p in s.patches.values() if p.cluster_id == cluster.cluster_id and p.state == "active"]
+            # A per-client patch becomes global when other clients start to share the intent.
+            if gate.client_id is not None or not own or any(p.client_id is None for p in own):
+                return
+        s.emit(
+            EvolutionEvent(
+                "cluster-triggered",
+                now,
+                cluster.schema_id,
+                cluster_id=cluster.cluster_id,
+                client_id=gate.client_id,
+                detail=gate.describe(),
+            )
+        )
+        if self._steward.guard_full(cluster.schema_id, gate.client_id):
+            cluster.state = "queued"
+            s.store.enqueue(cluster.cluster_id, cluster.schema_id, gate.client_id, now)
+            s.save_cluster(cluster)
+            s.emit(
+                EvolutionEvent(
+                    "trigger-queued",
+                    now,
+                    cluster.schema_id,
+                    cluster_id=cluster.cluster_id,
+                    client_id=gate.client_id,
+                    detail="convergence guard: experimental key limit",
+                )
+            )
+            return
+        s.due[cluster.cluster_id] = (cluster.schema_id, gate, now)
+
+    def synthesise_due(self) -> int:
+        """Synthesise the patches of the triggers noted by `check_gate`; returns how many were made.
+
+        Each patch carries the time of its trigger. A trigger whose cluster was merged away or changed
+        state meanwhile is dropped (the surviving cluster's gate fires again on its next fragment); one
+        that meets a full convergence guard now is queued as `check_gate` would have.
+        """
+        s = self._s
+        made = 0
+        while s.due:
+            cluster_id, (schema_id, gate, when) = next(iter(s.due.items()))
+            del s.due[cluster_id]
+            cluster = s.live_cluster(schema_id, cluster_id)
+            if cluster is None or cluster.state not in ("collecting", "patched"):
+                continue
+            if self._steward.guard_full(schema_id, gate.client_id):
+                cluster.state = "queued"
+                s.store.enqueue(cluster_id, schema_id, gate.client_id, when)
+                s.save_cluster(cluster)
+                s.emit(
+                    EvolutionEvent(
+                        "trigger-queued",
+                        when,
+                        schema_id,
+                        cluster_id=cluster_id,
+                        client_id=gate.client_id,
+                        detail="convergence guard: experimental key limit",
+                    )
+                )
+                continue
+            self.synthesise(cluster, gate, when)
+            made += 1
+        return made
+
+    def _visible_keys(self, schema_id: str, client_id: str | None) -> list[ExistingKey]:
+        base = self._s.registry.get(schema_id)
+        patches = self._s.applicable(schema_id, client_id)
+        template = effective_template(base, patches)
+        origin = {pk.key.key_name: p.patch_id for p in patches for pk in p.keys if pk.kind == "new"}
+        return [ExistingKey(k, origin.get(k.key_name, "base")) for k in template.keys]
+
+    def synthesise(self, cluster: Cluster, gate: GateResult, now: float) -> None:
+        """Induce the cluster's key (new, or a refinement of the key it duplicates) and publish or hold it."""
+        s = self._s
+        fragments = s.store.fragments(cluster.cluster_id, limit=SYNTHESIS_FRAGMENTS)
+        texts = [f.text for f in fragments]
+        vectors = s.phrases.embed(texts)
+        existing = self._visible_keys(cluster.schema_id, gate.client_id)
+        taken = frozenset(k.key.key_name for k in existing) | frozenset(s.compat_keys(cluster.schema_id, None))
+        induced = induce_key(
+            texts,
+            vectors,
+            s.phrases,
+            max_examples=s.config.max_examples,
+            distinct_clients=len({f.client_id for f in fragments}),
+            taken_names=taken,
+            now=now,
+        )
+        conflict = find_conflict(induced, vectors, existing, s.phrases, s.config.conflict_threshold)
+        patch_id = f"{cluster.schema_id}-patch-{s.store.next_number('patch'):04d}"
+        uid = f"{patch_id}/"
+        if conflict is None:
+            pk = PatchKey(
+                uid + induced.key.key_name,
+                patch_id,
+                cluster.schema_id,
+                gate.client_id,
+                "new",
+                "proposed",
+                now,
+                None,
+                0,
+                induced.key,
+            )
+            conflict_info = None
+        else:
+            target = conflict.existing.key
+            refined = refine_key(target, induced, same_name=conflict.reason == "name")
+            pk = PatchKey(
+                uid + target.key_name,
+                patch_id,
+                cluster.schema_id,
+                gate.client_id,
+                "modified",
+                "proposed",
+                now,
+                None,
+                0,
+                refined,
+            )
+            conflict_info = {
+                "key_name": target.key_name,
+                "origin": conflict.existing.origin,
+                "reason": conflict.reason,
+                "similarity": round(conflict.similarity, 4),
+                "candidate_key_name": induced.key.key_name,
+            }
+        patch = Patch(
+            patch_id,
+            cluster.schema_id,
+            cluster.cluster_id,
+            gate.client_id,
+            now,
+            None,
+            "pending",
+            conflict=conflict_info,
+            keys=[pk],
+        )
+        s.patches[patch_id] = patch
+        change = self.change(patch, "publish-patch")
+        if s.policy.authorize(EVOLUTION_ACTOR, change):
+            self.publish(patch, EVOLUTION_ACTOR, now)
+        else:
+            cluster.state = "pending"
+            s.save_patch(patch)
+            s.emit(
+                EvolutionEvent(
+                    "patch-pending-approval",
+                    now,
+                    patch.schema_id,
+                    cluster_id=cluster.cluster_id,
+                    patch_id=patch_id,
+                    client_id=patch.client_id,
+                    key_name=pk.key.key_name,
+                    detail="security-relevant" if change.security_relevant else "needs approval",
+                    patch=patch.to_dict(include_unpublished=True),
+                )
+            )
+        s.save_cluster(cluster)
+
+    # -- authorisation and publication -------------------------------------------------------------
+    @staticmethod
+    def change(patch: Patch, kind: Any) -> SchemaChange:
+        """The `SchemaChange` an `UpdatePolicy` judges for ``kind`` applied to ``patch``."""
+        names = tuple(k.key.key_name for k in patch.keys)
+        texts = [t for k in patch.keys for t in (k.key.key_name, k.key.semantic_description)]
+        return SchemaChange(
+            kind,
+            patch.schema_id,
+            patch.patch_id,
+            patch.client_id,
+            names,
+            any(k.kind == "new" for k in patch.keys),
+            is_security_relevant(*texts),
+        )
+
+    def authorize(self, actor: str, patch: Patch, kind: Any, names: tuple[str, ...] | None = None) -> None:
+        """Raise `SchemaError` unless the policy lets ``actor`` do ``kind`` to ``patch`` (or its ``names``)."""
+        change = self.change(patch, kind)
+        if names is not None:
+            change = SchemaChange(
+                change.kind,
+                change.schema_id,
+                change.patch_id,
+                change.client_id,
+                names,
+                change.adds_keys,
+                change.security_relevant,
+            )
+        if not self._s.policy.authorize(actor, change):
+            raise SchemaAccessDenied(
+                f"{actor!r} is not authorised to {kind} {patch.patch_id}",
+                [f"{', '.join(change.key_names)}: schema updates need an authorised user"],
+            )
+
+    def publish(self, patch: Patch, actor: str, now: float) -> None:
+        """Make ``patch`` active: new keys start their trial, superseded per-client keys are withdrawn."""
+        s = self._s
+        patch.state = "active"
+        patch.authorised_by = actor
+        for pk in patch.keys:
+            if pk.kind == "new":
+                pk.state, pk.decision_at = "experimental", now + s.config.trial_days * DAY
+            else:
+                pk.state, pk.decision_at = "active", None
+            pk.state_since = now
+        patch.refresh_expiration()
+        if patch.expiration is None:
+            patch.expiration = now + s.config.metrics_window_days * DAY
+        s.save_patch(patch)
+        cluster = s.live_cluster(patch.schema_id, patch.cluster_id)
+        if cluster is not None:
+            cluster.state = "patched"
+            s.save_cluster(cluster)
+        if patch.client_id is None:
+            # Per-client patches of this cluster are superseded once the intent is shared by many clients.
+            for old in list(s.patches.values()):
+                if old.cluster_id != patch.cluster_id or old.client_id is None or old.state != "active":
+                    continue
+                for old_key in old.keys:
+                    if old_key.kind == "new" and old_key.published:
+                        self._steward.set_state(
+                            old,
+                            old_key,
+                            "withdrawn",
+                            now,
+                            now + s.config.compat_days * DAY,
+                            f"superseded by global patch {patch.patch_id}",
+                        )
+        s.emit(
+            EvolutionEvent(
+                "patch-published",
+                now,
+                patch.schema_id,
+                cluster_id=patch.cluster_id,
+                patch_id=patch.patch_id,
+                client_id=patch.client_id,
+                key_name=patch.keys[0].key.key_name,
+                state="active",
+                detail=f"authorised by {actor}",
+                patch=patch.to_dict(),
+            )
+        )
+
+    def decide_pending(self, patch_id: str, actor: str, approve: bool, now: float) -> dict[str, Any]:
+        """Approve (publish) or reject a pending patch on behalf of ``actor``; returns the patch."""
+        s = self._s
+        patch = s.require_patch(patch_id)
+        if patch.state != "pending":
+            raise SchemaError(f"{patch_id} is not pending (state {patch.state})", [f"{patch_id}: {patch.state}"])
+        self.authorize(actor, patch, "approve-patch" if approve else "reject-patch")
+        with s.store.transaction():
+            cluster = s.live_cluster(patch.schema_id, patch.cluster_id)
+            if approve:
+                self.publish(patch, actor, now)
+                kind = "patch-approved"
+            else:
+                patch.state = "rejected"
+                for pk in patch.keys:
+                    pk.state, pk.state_since = "rejected", now
+                s.save_patch(patch)
+                if cluster is not None:
+                    # It keeps absorbing its paraphrases, so that they do not trigger again elsewhere.
+                    cluster.state = "rejected"
+                    s.save_cluster(cluster)
+                kind = "patch-rejected"
+            s.emit(
+                EvolutionEvent(
+                    kind,
+                    now,
+                    patch.schema_id,
+                    cluster_id=patch.cluster_id,
+                    patch_id=patch_id,
+                    client_id=patch.client_id,
+                    detail=f"by {actor}",
+                )
+            )
+        return patch.to_dict(include_unpublished=True)

@@ -1,0 +1,154 @@
+"""The state the evolution engine's parts share: store, settings, live pools, patches, event outbox.
+
+`EvolutionEngine` (the facade) owns one `EngineState` and hands it to its parts (`ingest.PoolKeeper`,
+`patching.PatchMaker`, `stewardship.KeySteward`); each part reads and writes it under the engine's
+lock, inside the engine's store transaction. Events are queued here and delivered by the facade once
+the transaction has committed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from an_agent.clock import Clock
+from an_agent.errors import SchemaError
+from an_agent.evolution.config import EvolutionConfig
+from an_agent.evolution.events import EvolutionEvent
+from an_agent.evolution.patches import Patch
+from an_agent.evolution.policy import UpdatePolicy
+from an_agent.evolution.pool import Cluster, SchemaPool, Vector
+from an_agent.evolution.trigger import GateResult
+from an_agent.schemas.embedding import Embedder
+from an_agent.schemas.registry import TemplateRegistry
+from an_agent.schemas.template import KeyDef
+from an_agent.store.evolution import ClusterRow, EvolutionStore
+
+DAY = 86400.0
+
+
+class AlignmentJudge:
+    """Judges ``semantic_alignment_accuracy`` for one payload's use of a patch key.
+
+    The draft suggests an internal LLM or a manual audit sampler; this offline default counts a use as
+    aligned when the value conforms to the key and the same payload did not also spell the intent out
+    in ``other`` (a fragment that joined the key's source cluster), which is the observable sign that the
+    client did not trust or understand the key. Subclass to plug in an LLM or an audit.
+    """
+
+    def aligned(self, key: KeyDef, value_conforms: bool, restated_in_other: bool) -> bool:
+        return value_conforms and not restated_in_other
+
+
+class CachedEmbedder:
+    """Remembers the vectors of up to ``limit`` texts (oldest forgotten first)."""
+
+    def __init__(self, inner: Embedder, limit: int = 20_000) -> None:
+        self._inner = inner
+        self._limit = limit
+        self._cache: dict[str, Vector] = {}
+
+    @property
+    def dimension(self) -> int:
+        return self._inner.dimension
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        if todo:
+            for text, vector in zip(todo, self._inner.embed(todo), strict=True):
+                self._cache[text] = vector
+        out = np.stack([self._cache[t] for t in texts])
+        while len(self._cache) > self._limit:
+            del self._cache[next(iter(self._cache))]
+        return out
+
+
+@dataclass
+class EngineState:
+    """Everything the engine's parts share (see the module docstring)."""
+
+    store: EvolutionStore
+    embedder: Embedder
+    phrases: CachedEmbedder  # synthesis re-embeds the same anchors and phrases
+    registry: TemplateRegistry
+    config: EvolutionConfig
+    clock: Clock
+    policy: UpdatePolicy
+    judge: AlignmentJudge
+    keep_history: bool
+    pools: dict[str, SchemaPool] = field(default_factory=dict)
+    patches: dict[str, Patch] = field(default_factory=dict)
+    outbox: list[EvolutionEvent] = field(default_factory=list)
+    # Triggers whose synthesis is due: cluster_id -> (schema_id, gate, trigger time). Synthesis runs off
+    # the ingest path (`EvolutionEngine.synthesise_due`); lost on restart, the gate fires again then.
+    due: dict[str, tuple[str, GateResult, float]] = field(default_factory=dict)
+
+    def emit(self, event: EvolutionEvent) -> None:
+        """Queue an event; the facade delivers it after the transaction commits."""
+        self.outbox.append(event)
+
+    def pool(self, schema_id: str) -> SchemaPool:
+        """The pool of ``schema_id`` (created empty on first use)."""
+        pool = self.pools.get(schema_id)
+        if pool is None:
+            pool = self.pools[schema_id] = SchemaPool(schema_id, self.embedder.dimension, self.config)
+        return pool
+
+    def live_cluster(self, schema_id: str, cluster_id: str) -> Cluster | None:
+        pool = self.pools.get(schema_id)
+        return pool.clusters.get(cluster_id) if pool else None
+
+    def save_cluster(self, c: Cluster) -> None:
+        self.store.save_cluster(
+            ClusterRow(
+                c.cluster_id,
+                c.schema_id,
+                c.state,
+                c.size,
+                c.heat,
+                c.heat_at,
+                c.created,
+                c.last_seen,
+                c.vector_sum.astype(np.float32).tobytes(),
+            )
+        )
+
+    def save_patch(self, patch: Patch) -> None:
+        self.store.save_patch(patch.to_row())
+        for pk in patch.keys:
+            self.store.save_key(pk.to_row())
+
+    def applicable(self, schema_id: str, client_id: str | None) -> list[Patch]:
+        """Active patches with a published key that apply to ``client_id`` (global and its own), oldest first."""
+        return sorted(
+            (
+                p
+                for p in self.patches.values()
+                if p.schema_id == schema_id
+                and p.state == "active"
+                and p.client_id in (None, client_id)
+                and any(k.published for k in p.keys)
+            ),
+            key=lambda p: (p.created, p.patch_id),
+        )
+
+    def compat_keys(self, schema_id: str, client_id: str | None) -> dict[str, KeyDef]:
+        """Withdrawn keys still accepted (compatibility window) for this client."""
+        out: dict[str, KeyDef] = {}
+        for patch in self.patches.values():
+            if patch.schema_id != schema_id or patch.client_id not in (None, client_id):
+                continue
+            for pk in patch.keys:
+                if pk.kind == "new" and pk.state == "withdrawn":
+                    out[pk.key.key_name] = pk.key
+        return out
+
+    def require_patch(self, patch_id: str) -> Patch:
+        patch = self.patches.get(patch_id)
+        if patch is None:
+            raise SchemaError(f"no patch {patch_id!r}", [f"{patch_id}: unknown patch"])
+        return patch
