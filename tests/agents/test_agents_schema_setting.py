@@ -144,3 +144,23 @@ def test_with_validate_the_server_refuses_keys_its_templates_lack(energy_agent) 
         client.assign_task(*_task_args("x2", "me", {"cell_ids": ["CELL-0401"], "action": "suspend", "fan_note": "x"}))
     assert info.value.error_tag == "invalid-value" and "fan_note" in info.value.message
     assert info.value.app_tag == "invalid-structured-payload"  # the schema service's answer, not the behaviour's
+
+
+@pytest.mark.parametrize(("schemas", "behaviour_validations"), [("validate", 0), ("off", 1)])
+def test_each_payload_is_validated_once(energy_agent, monkeypatch, schemas: str, behaviour_validations: int) -> None:  # type: ignore[no-untyped-def]
+    """The behaviour acts on the payload admission validated; it validates only where no schema service did."""
+    from an_agent.agents import payloads
+
+    server, client = energy_agent(schemas)
+    calls = {"behaviour": 0}
+    original = payloads.validate_payload
+
+    def counting(*args, **kwargs):  # type: ignore[no-untyped-def]
+        calls["behaviour"] += 1
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(payloads, "validate_payload", counting)
+    events = client.watch("once")
+    client.assign_task(*_task_args("once", "me", {"cell_ids": ["CELL-0401"], "action": "suspend"}))
+    assert [e.status for e in events][-1] == TaskStatus.FINISHED, client.get_task("once")
+    assert calls["behaviour"] == behaviour_validations

@@ -116,6 +116,8 @@ class LabBehaviour(Behaviour):
         self.peers = peers
         self._holds: dict[str, object] = {}
         self._running = 0
+        # Payloads checked in check_assignment, handed to execute (validated once per task).
+        self._payloads: dict[str, ValidatedPayload | None] = {}
         self._lock = threading.Lock()
         self._ids: dict[str, int] = {}
 
@@ -145,7 +147,7 @@ class LabBehaviour(Behaviour):
                     f"{self.name} already has {busy} tasks in progress (its limit); assign {task.task_id} later",
                 )
             try:
-                payloads.task_payload(task, self.agent.data_params, self.env.accepts_evolved_keys)
+                payload = self._task_payload(task)
             except SchemaError as exc:
                 raise RpcError.invalid_value(
                     f"{self.name} refuses task {task.task_id}: {exc}: " + "; ".join(exc.problems),
@@ -156,6 +158,19 @@ class LabBehaviour(Behaviour):
             raise
         with self._lock:
             self._holds[task.task_id] = token
+            self._payloads[task.task_id] = payload
+
+    def _task_payload(self, task: Task) -> ValidatedPayload | None:
+        """The task's structured payload as this behaviour acts on it (base template keys only).
+
+        The operation layer's admission validated it already when the agent runs a schema service
+        (`AgentInfo.payload`): that result is used as is. Only without one (``schemas: off``) does
+        the behaviour validate the data-param itself, against the shipped templates.
+        """
+        admitted = self.agent.payload(task.task_id)
+        if admitted is not None:
+            return payloads.base_view(admitted)
+        return payloads.task_payload(task, self.agent.data_params, self.env.accepts_evolved_keys)
 
     def execute(self, task: Task, run: TaskRun) -> None:
         scheduler = self.env.scheduler
@@ -168,7 +183,11 @@ class LabBehaviour(Behaviour):
         key = (self.name, task.task_id)
         try:
             run.set_status(TaskStatus.PROCESSING)
-            payload = payloads.task_payload(task, self.agent.data_params, self.env.accepts_evolved_keys)
+            with self._lock:
+                checked = task.task_id in self._payloads
+                payload = self._payloads.pop(task.task_id, None)
+            if not checked:  # resumed after a restart: check_assignment did not run in this process
+                payload = self._task_payload(task)
             self.handle(task, payload, run)
         except TaskFailure as exc:
             run.fail(str(exc))

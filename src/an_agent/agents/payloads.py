@@ -56,10 +56,26 @@ def validate(value: Any, evolved_keys: bool = False) -> ValidatedPayload:
     extra = sorted(k for k in payload if k != OTHER_KEY and template.key(k) is None)
     base = {k: v for k, v in payload.items() if k not in extra}
     validated = validate_payload(template, {**value, "payload": base})
+    return replace(validated, warnings=validated.warnings + _not_acted_upon(template.schema_id, extra))
+
+
+def _not_acted_upon(schema_id: str, keys: Sequence[str]) -> tuple[str, ...]:
+    return tuple(f"{k}: not a key of the base {schema_id}; accepted, not acted upon" for k in keys)
+
+
+def base_view(validated: ValidatedPayload) -> ValidatedPayload:
+    """``validated`` restricted to the keys of the base template its ``schema_id`` names.
+
+    The agent's schema service may accept evolved keys; behaviours act on base keys only (their
+    counter-proposals must stay valid for any peer), so the others are dropped from ``values`` and
+    named in ``warnings``, as `validate` does with ``evolved_keys``.
+    """
+    template = templates().get(validated.schema_id)
+    extra = sorted(k for k in validated.values if template.key(k) is None)
     if not extra:
         return validated
-    notice = tuple(f"{k}: not a key of the base {template.schema_id}; accepted, not acted upon" for k in extra)
-    return replace(validated, warnings=validated.warnings + notice)
+    values = {k: v for k, v in validated.values.items() if k not in extra}
+    return replace(validated, values=values, warnings=validated.warnings + _not_acted_upon(template.schema_id, extra))
 
 
 def data_param(param_id: str, value: dict[str, Any], description: str) -> DataParam:
