@@ -73,6 +73,10 @@ class ServerConfig:
     behaviour: Behaviour | None = None
     clock: Clock = field(default_factory=SystemClock)
     max_message_bytes: int = 16 * 1024 * 1024
+    hello_timeout: float = 600.0
+    """Seconds a connection has to complete SSH and the NETCONF <hello> (as netconfd's --hello-timeout)."""
+    idle_timeout: float = 3600.0
+    """Seconds without a message or notification before a session is closed; 0 disables (netconfd's)."""
     durable: bool = False
     task_workers: int = 8
     """How many tasks the behaviour may execute at once (more wait for a free worker)."""
@@ -151,6 +155,8 @@ class AgentServer:
             load_or_create_host_key(config.state_dir / "ssh_host_rsa_key"),
             self.credentials,
             max_message_bytes=config.max_message_bytes,
+            hello_timeout=config.hello_timeout,
+            idle_timeout=config.idle_timeout,
         )
         self._started = False
         self.a2a: A2AServer | None = None

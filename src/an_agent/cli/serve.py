@@ -53,6 +53,27 @@ def register(subparsers: Any) -> None:
         "--user", action="append", default=[], metavar="NAME:PASSWORD", help="accept this login (repeatable)"
     )
     parser.add_argument("--authorized-keys", type=Path, metavar="FILE", help="OpenSSH authorized_keys for key login")
+    parser.add_argument(
+        "--max-message-bytes",
+        type=_positive_int,
+        default=16 * 1024 * 1024,
+        metavar="N",
+        help="largest NETCONF message accepted; a bigger one is discarded with a too-big rpc-error (default: 16 MiB)",
+    )
+    parser.add_argument(
+        "--hello-timeout",
+        type=_seconds,
+        default=600.0,
+        metavar="SECONDS",
+        help="close a connection that has not finished SSH and the NETCONF hello in this time (default: 600)",
+    )
+    parser.add_argument(
+        "--idle-timeout",
+        type=_seconds,
+        default=3600.0,
+        metavar="SECONDS",
+        help="close a session that sent no message and received no notification in this time; 0 never (default: 3600)",
+    )
     parser.add_argument("--durable", action="store_true", help="fsync every commit (survives power loss, slower)")
     parser.add_argument(
         "--schemas",
@@ -93,6 +114,26 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.set_defaults(handler=run)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of bytes, got {text!r}") from None
+    if value < 1024:
+        raise argparse.ArgumentTypeError(f"must be at least 1024 bytes, got {value}")
+    return value
+
+
+def _seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {value}")
+    return value
 
 
 def parse_users(values: list[str]) -> dict[str, str]:
@@ -140,6 +181,9 @@ def run(args: argparse.Namespace) -> int:
         behaviour=behaviour,
         durable=args.durable,
         schemas=schemas,
+        max_message_bytes=args.max_message_bytes,
+        hello_timeout=args.hello_timeout,
+        idle_timeout=args.idle_timeout,
         schema_admins=args.schema_admin,
         schema_approval=args.schema_approval,
         templates=args.templates,

@@ -18,11 +18,16 @@ keep its session (hello exchange, framing, reader thread) and replace the rest.
 from __future__ import annotations
 
 import contextlib
+import errno
 import hmac
 import logging
 import os
+import re
 import socket
+import tempfile
 import threading
+import time
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -53,6 +58,19 @@ _NC = f"{{{NC_NS}}}"
 # streams in (never buffered) and answered with a "too-big" rpc-error.
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 _RECV_BYTES = 65536
+
+# As netconfd: a connection must finish SSH and the NETCONF <hello> within
+# this time, and a session that exchanges nothing for the idle time is closed.
+DEFAULT_HELLO_TIMEOUT = 600.0
+DEFAULT_IDLE_TIMEOUT = 3600.0
+
+# RFC 6242 section 4.2: chunk-size = 1-9 DIGIT followed by 0-9 DIGIT, at most 4294967295.
+_CHUNK_SIZE = re.compile(rb"[1-9][0-9]{0,9}")
+_MAX_CHUNK = 4294967295
+
+# accept() errors that mean "out of a resource for now": wait and go on.
+_TRANSIENT_ACCEPT_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED})
+_ACCEPT_BACKOFF_MAX = 1.0
 
 # Parser for client input: no DTD, no entity expansion, no network, no huge trees.
 _SAFE_PARSER = etree.XMLParser(
@@ -151,20 +169,68 @@ def load_or_create_host_key(path: Path) -> paramiko.PKey:
         except (OSError, paramiko.SSHException) as exc:
             raise ConfigError(f"host key {path} is unreadable ({exc}); delete it to generate a new one") from None
     key = paramiko.RSAKey.generate(3072)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "w") as fh:
-        key.write_private_key(fh)
-    os.replace(tmp, path)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    # mkstemp creates a fresh name with O_EXCL and mode 0600: a symlink planted
+    # at a predictable temporary name cannot redirect the private key.
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w") as fh:
+            key.write_private_key(fh)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
     return key
+
+
+class LoginThrottle:
+    """Slows password guessing down per source address, with bounded memory.
+
+    Each failed login from a source doubles the delay before its next failure
+    is answered (0.25 s, 0.5 s, ... up to `max_delay`); a source with no
+    failure for `forget_after` seconds starts again from zero. At most
+    `max_sources` sources are remembered (the least recently failing are
+    forgotten first), so a flood of addresses cannot grow memory. Wall clock
+    (monotonic), never the lab's simulated clock.
+    """
+
+    def __init__(
+        self, base_delay: float = 0.25, max_delay: float = 10.0, forget_after: float = 900.0, max_sources: int = 4096
+    ) -> None:
+        self.base_delay = base_delay
+        self.max_delay = max_delay
+        self.forget_after = forget_after
+        self.max_sources = max_sources
+        self._lock = threading.Lock()
+        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
+
+    def failed(self, source: str) -> float:
+        """Record a failure from ``source``; returns how long to wait before answering it."""
+        now = time.monotonic()
+        with self._lock:
+            count, last = self._failures.pop(source, (0, now))
+            if now - last > self.forget_after:
+                count = 0
+            count += 1
+            self._failures[source] = (count, now)
+            while len(self._failures) > self.max_sources:
+                self._failures.popitem(last=False)
+        return float(min(self.base_delay * 2 ** (count - 1), self.max_delay))
+
+    def tracked_sources(self) -> int:
+        with self._lock:
+            return len(self._failures)
 
 
 class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
     """paramiko's view of our credentials; one instance per connection."""
 
-    def __init__(self, credentials: SshCredentials) -> None:
+    def __init__(self, credentials: SshCredentials, peer: str, throttle: LoginThrottle) -> None:
         self._credentials = credentials
+        self._peer = peer
+        self._source = peer.rsplit(":", 1)[0]
+        self._throttle = throttle
         self.username = ""
         self.subsystem_requested = threading.Event()
 
@@ -181,12 +247,20 @@ class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
         if expected is not None and password and _constant_time_equal(expected, password):
             self.username = username
             return int(paramiko.AUTH_SUCCESSFUL)
+        delay = self._throttle.failed(self._source)
+        log.warning(
+            "failed login for user %r from %s (password); next answer delayed %.2f s", username, self._peer, delay
+        )
+        # Sleeping here holds only this connection's transport thread.
+        time.sleep(delay)
         return int(paramiko.AUTH_FAILED)
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
         if any(key == allowed for allowed in self._credentials.authorized_keys):
             self.username = username
             return int(paramiko.AUTH_SUCCESSFUL)
+        # Clients offer every key they hold in turn: routine, so not throttled.
+        log.info("public key %s not accepted for user %r from %s", key.get_name(), username, self._peer)
         return int(paramiko.AUTH_FAILED)
 
     def check_channel_request(self, kind: str, chanid: int) -> int:
@@ -207,6 +281,20 @@ def _constant_time_equal(a: str, b: str) -> bool:
 
 class _TooBig(Exception):
     """A client message exceeded the limit; it has been read and dropped entirely."""
+
+
+class _BadEncoding(Exception):
+    """A client message was not UTF-8 (RFC 6241 section 3); it has been read and dropped."""
+
+
+def _decode(message: bytes) -> str:
+    try:
+        return message.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise _BadEncoding(
+            f"the message is not valid UTF-8 (RFC 6241 section 3): {exc.reason} at byte offset {exc.start} "
+            f"(byte 0x{message[exc.start]:02x}); the message was discarded"
+        ) from None
 
 
 class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
@@ -246,7 +334,7 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
         self.rbuffer = self.rbuffer[eom + 6 :]
         if dropped or len(msg) > self.max_message:
             raise _TooBig()
-        return str(msg.decode("utf-8", errors="replace"))
+        return _decode(bytes(msg))
 
     def _receive_11(self) -> str:
         parts: list[bytes] = []
@@ -267,30 +355,28 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
                 parts.append(chunk)
         if dropped:
             raise _TooBig()
-        return b"".join(parts).decode("utf-8", errors="replace")
+        return _decode(b"".join(parts))
 
     def _receive_chunk(self) -> bytes | None:
         while len(self.rbuffer) < 4:
             self._recv_more()
         if self.rbuffer[:2] != b"\n#":
-            raise FramingError(self.rbuffer[:40])
+            raise FramingError(f"expected a chunk header (LF '#'), got {bytes(self.rbuffer[:16])!r}")
         while True:
             nl = self.rbuffer.find(b"\n", 2)
             if nl != -1:
                 break
             if len(self.rbuffer) > 13:
-                raise FramingError(self.rbuffer[:40])
+                raise FramingError(f"chunk header too long: {bytes(self.rbuffer[:16])!r}")
             self._recv_more()
-        header = self.rbuffer[2:nl]
+        header = bytes(self.rbuffer[2:nl])
         self.rbuffer = self.rbuffer[nl + 1 :]
         if header == b"#":
             return None
-        try:
-            length = int(header)
-        except ValueError:
-            raise FramingError(f"chunk size is not a number: {header!r}") from None
-        if not 0 < length <= 4294967295:
-            raise FramingError(f"unacceptable chunk size {length}")
+        # int() would also take " 12", "+12", "012" and "1_2": RFC 6242 allows digits only, no leading zero.
+        if _CHUNK_SIZE.fullmatch(header) is None or int(header) > _MAX_CHUNK:
+            raise FramingError(f"invalid chunk size {header!r} (RFC 6242: 1 to 4294967295, digits, no leading zero)")
+        length = int(header)
         while len(self.rbuffer) < length:
             if length > self.max_message and len(self.rbuffer) > _RECV_BYTES:
                 # Drop what we have of an oversized chunk instead of buffering it.
@@ -347,6 +433,8 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self._closed_once = threading.Event()
         self._sid = session_id
         self._channel = channel
+        self.last_activity = time.monotonic()
+        """Monotonic time of the last message received or notification sent (for the idle timeout)."""
         super().__init__(channel, False, session_id)
         # The base class built a framing object on the channel; detach it before
         # dropping it, since its __del__ closes the stream it holds.
@@ -366,6 +454,7 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             self._sid = value
 
     def send_notification(self, xml: str) -> None:
+        self.last_activity = time.monotonic()
         self.send_message(xml)
 
     def close(self) -> None:
@@ -410,8 +499,18 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
                 ),
             )
             return " "  # a non-empty no-op keeps the reader loop going
+        except _BadEncoding as exc:
+            self._send_error_reply(None, RpcError.malformed_message(str(exc)))
+            return " "
+        except FramingError as exc:
+            # The byte stream can no longer be split into messages: say why, then close (RFC 6242 4.2).
+            log.info("session %s from %s: framing error, closing: %s", self._sid, self.peer, exc)
+            if self.session_open:
+                self._send_error_reply(None, RpcError.malformed_message(f"bad chunked framing: {exc}"))
+            raise ChannelClosed(self) from None
 
     def _reader_handle_message(self, msg: str) -> None:
+        self.last_activity = time.monotonic()
         if not self.session_open or not msg.strip():
             return
         try:
@@ -494,6 +593,8 @@ class NetconfSshServer:
         credentials: SshCredentials,
         max_message_bytes: int = DEFAULT_MAX_MESSAGE_BYTES,
         max_sessions: int = 2000,
+        hello_timeout: float = DEFAULT_HELLO_TIMEOUT,
+        idle_timeout: float = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         self.handler = handler
         self.host = host
@@ -502,12 +603,17 @@ class NetconfSshServer:
         self.credentials = credentials
         self.max_message_bytes = max_message_bytes
         self.max_sessions = max_sessions
+        self.hello_timeout = hello_timeout
+        self.idle_timeout = idle_timeout  # 0 disables it
+        self.login_throttle = LoginThrottle()
+        self._pending: dict[paramiko.Transport, float] = {}  # connections before their session, by deadline
         self._lock = threading.Lock()
         self._sessions: dict[int, NetconfSession] = {}
         self._transports: set[paramiko.Transport] = set()
         self._next_session_id = 1
         self._listener: socket.socket | None = None
         self._accept_thread: threading.Thread | None = None
+        self._reaper_thread: threading.Thread | None = None
         self._stopping = threading.Event()
 
     def start(self) -> None:
@@ -528,6 +634,8 @@ class NetconfSshServer:
         self._listener = sock
         self._accept_thread = threading.Thread(target=self._accept_loop, name=f"nc-accept-{self.port}", daemon=True)
         self._accept_thread.start()
+        self._reaper_thread = threading.Thread(target=self._reap_loop, name=f"nc-reaper-{self.port}", daemon=True)
+        self._reaper_thread.start()
 
     def stop(self) -> None:
         self._stopping.set()
@@ -556,21 +664,65 @@ class NetconfSshServer:
     # -- internals ------------------------------------------------------------
     def _accept_loop(self) -> None:
         assert self._listener is not None
+        backoff = 0.0
         while not self._stopping.is_set():
             try:
                 conn, addr = self._listener.accept()
-            except OSError:
+            except OSError as exc:
+                if self._stopping.is_set():
+                    return
+                if exc.errno in _TRANSIENT_ACCEPT_ERRORS:
+                    # Out of descriptors (or memory): the pending connection stays
+                    # queued; wait for sessions to end instead of giving up for good.
+                    backoff = min(_ACCEPT_BACKOFF_MAX, backoff * 2 or 0.05)
+                    log.warning("accept on port %d failed (%s); retrying in %.2f s", self.port, exc.strerror, backoff)
+                    self._stopping.wait(backoff)
+                    continue
+                log.error("listener on port %d failed (%s); no longer accepting", self.port, exc)
                 return
-            conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            threading.Thread(target=self._serve_connection, args=(conn, addr), daemon=True).start()
+            backoff = 0.0
+            try:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                threading.Thread(target=self._serve_connection, args=(conn, addr), daemon=True).start()
+            except (OSError, RuntimeError) as exc:  # RuntimeError: cannot start a new thread
+                log.warning("dropping connection from %s: %s", addr[0], exc)
+                conn.close()
+
+    def _reap_loop(self) -> None:
+        """Close connections past the hello timeout and sessions past the idle timeout (wall clock)."""
+        period = max(0.05, min(1.0, self.hello_timeout / 4, (self.idle_timeout or 4.0) / 4))
+        while not self._stopping.wait(period):
+            now = time.monotonic()
+            with self._lock:
+                late = [t for t, deadline in self._pending.items() if deadline <= now]
+                for transport in late:
+                    del self._pending[transport]
+                idle = []
+                if self.idle_timeout:
+                    idle = [s for s in self._sessions.values() if now - s.last_activity >= self.idle_timeout]
+            for transport in late:
+                peer = transport.getpeername() if transport.sock is not None else ("?", 0)
+                log.info("closing connection from %s: no NETCONF hello within %g s", peer[0], self.hello_timeout)
+                transport.close()
+            for session in idle:
+                log.info(
+                    "closing session %s of %r from %s: idle for %g s",
+                    session.session_id,
+                    session.username,
+                    session.peer,
+                    self.idle_timeout,
+                )
+                session.close()
 
     def _serve_connection(self, conn: socket.socket, addr: Any) -> None:
         peer = f"{addr[0]}:{addr[1]}"
         transport = paramiko.Transport(conn)
         transport.add_server_key(self.host_key)
-        auth = _SshAuth(self.credentials)
+        transport.banner_timeout = transport.handshake_timeout = transport.auth_timeout = self.hello_timeout
+        auth = _SshAuth(self.credentials, peer, self.login_throttle)
         with self._lock:
             self._transports.add(transport)
+            self._pending[transport] = time.monotonic() + self.hello_timeout
         try:
             transport.start_server(server=auth)
             channel = transport.accept(timeout=30)
@@ -590,11 +742,14 @@ class NetconfSshServer:
             # its first request (kill-session, create-subscription) at once.
             self.handler.session_opened(session)
             session._open_session(True)  # on failure it closes, which tells the handler
+            with self._lock:
+                self._pending.pop(transport, None)
         except (paramiko.SSHException, EOFError, OSError, SessionError, ChannelClosed, etree.XMLSyntaxError) as exc:
             log.info("connection from %s ended before a session opened: %s", peer, exc)
             transport.close()
             with self._lock:
                 self._transports.discard(transport)
+                self._pending.pop(transport, None)
 
     def _session_ended(self, session: NetconfSession) -> None:
         with self._lock:
