@@ -41,6 +41,7 @@ from netconf.error import ChannelClosed, FramingError, SessionError
 from an_agent._lxml import default_ns
 from an_agent.errors import ConfigError, RpcError
 from an_agent.model.ns import NETCONF_BASE_NS
+from an_agent.store.sqlite import private_directory
 
 log = logging.getLogger(__name__)
 
@@ -169,7 +170,7 @@ def load_or_create_host_key(path: Path) -> paramiko.PKey:
         except (OSError, paramiko.SSHException) as exc:
             raise ConfigError(f"host key {path} is unreadable ({exc}); delete it to generate a new one") from None
     key = paramiko.RSAKey.generate(3072)
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    private_directory(path.parent)
     # mkstemp creates a fresh name with O_EXCL and mode 0600: a symlink planted
     # at a predictable temporary name cannot redirect the private key.
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)

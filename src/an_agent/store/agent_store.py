@@ -22,8 +22,13 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
+from lxml import etree
+
 from an_agent.errors import StoreError
 from an_agent.store.sqlite import open_database
+
+# Rows are our own serialisations, but the file may have been edited or damaged: parse them safely.
+_ROW_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS config_unit (
@@ -120,7 +125,25 @@ class AgentStore:
         rows = self._query(
             "SELECT unit_key, parent_key, position, xml FROM config_unit ORDER BY parent_key != '', position"
         )
-        return [ConfigUnit(str(k), str(p), int(str(pos)), str(x)) for k, p, pos, x in rows]
+        units = [ConfigUnit(str(k), str(p), int(str(pos)), str(x)) for k, p, pos, x in rows]
+        for unit in units:
+            self._check_row(unit)
+        return units
+
+    def _check_row(self, unit: ConfigUnit) -> None:
+        """Refuse to start on a row that cannot be parsed, naming it (never skip it silently).
+
+        Skipping would lose the configuration it holds at the next save; the
+        operator decides instead (the message says how to remove the row).
+        """
+        try:
+            etree.fromstring(unit.xml.encode("utf-8"), _ROW_PARSER)
+        except etree.XMLSyntaxError as exc:
+            raise StoreError(
+                f"agent state database {self.path}: row config_unit {unit.unit_key!r} is not well-formed XML "
+                f"({exc}); restore the file from a backup, or delete that row "
+                f"(sqlite3 {self.path} \"DELETE FROM config_unit WHERE unit_key = '...'\") to start without it"
+            ) from None
 
     def save_config(
         self, upserts: Iterable[ConfigUnit], deletes: Iterable[str], task_owners: Mapping[str, str] | None = None

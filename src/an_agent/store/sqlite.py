@@ -4,10 +4,18 @@ WAL with ``synchronous=NORMAL`` survives a process crash (``kill -9``) with
 every committed transaction; ``durable=True`` (``FULL``) also survives a power
 loss. Connections run in autocommit mode: stores issue ``BEGIN IMMEDIATE`` /
 ``COMMIT`` themselves, and share the connection between threads under a lock.
+
+Hardening: the directory is created 0700 and the database 0600 (SQLite gives
+its ``-wal`` and ``-shm`` files the database file's mode); an existing
+database is made 0600. Every open runs ``PRAGMA quick_check``: a damaged
+file stops the agent with a `StoreError` that names it, and is left exactly
+as it was (never replaced), so the operator can inspect or restore it.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sqlite3
 from collections.abc import Iterable
 from pathlib import Path
@@ -25,9 +33,10 @@ def open_database(
     name = str(path)
     try:
         if name != ":memory:":
-            Path(name).parent.mkdir(parents=True, exist_ok=True)
+            _private_file(Path(name))
         db = sqlite3.connect(name, check_same_thread=False, isolation_level=None)
         if name != ":memory:":
+            _check_integrity(db, name, what)
             db.execute("PRAGMA journal_mode=WAL")
         db.execute(f"PRAGMA synchronous={'FULL' if durable else 'NORMAL'}")
         db.execute("PRAGMA busy_timeout=5000")
@@ -37,3 +46,35 @@ def open_database(
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"cannot open {what} {name}: {exc}") from None
     return db
+
+
+def private_directory(path: Path) -> None:
+    """Create ``path`` (and its parents) with mode 0700; an existing directory is left as it is."""
+    if not path.exists():
+        path.mkdir(mode=0o700, parents=True, exist_ok=True)
+        path.chmod(0o700)  # mkdir's mode is masked by the umask
+
+
+def _private_file(path: Path) -> None:
+    """Make sure the database file (and its WAL companions, if any) exists with mode 0600."""
+    private_directory(path.parent)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600))
+    for companion in (path, path.with_name(path.name + "-wal"), path.with_name(path.name + "-shm")):
+        with contextlib.suppress(FileNotFoundError):
+            if companion.stat().st_mode & 0o077:
+                companion.chmod(0o600)
+
+
+def _check_integrity(db: sqlite3.Connection, name: str, what: str) -> None:
+    """Refuse a damaged database (quick_check is O(size), seconds only for gigabytes)."""
+    try:
+        problems = [str(row[0]) for row in db.execute("PRAGMA quick_check(5)").fetchall()]
+    except sqlite3.DatabaseError as exc:
+        problems = [str(exc)]
+    if problems != ["ok"]:
+        db.close()
+        raise StoreError(
+            f"{what} {name} failed its integrity check ({'; '.join(problems)}); it was left untouched: "
+            "restore it from a backup, or move it away to start with an empty state"
+        )
