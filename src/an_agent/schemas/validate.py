@@ -47,12 +47,73 @@ def schema_id_from_media_type(fmt: str) -> str | None:
     return match.group(1) if match else None
 
 
+MAX_JSON_DEPTH = 64
+"""Deepest nesting of arrays and objects accepted in a payload (the templates need 3)."""
+
+# A JSON string (skipped whole, so brackets inside it do not count) or a bracket.
+_JSON_TOKEN = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"|[\[\]{}]')
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
 def parse_envelope(data: str | bytes) -> Any:
-    """Decode the JSON text of a data-param; `SchemaError` when it is not JSON."""
+    """Decode the JSON text of a data-param; `SchemaError` when it is not JSON.
+
+    Refused with a precise problem line, before or instead of parsing: bytes
+    that are not UTF-8 (with the byte offset), nesting deeper than
+    `MAX_JSON_DEPTH` (the standard parser would exhaust the interpreter's
+    recursion limit on it), and ``\\uD800``-style escapes of lone surrogates,
+    which no UTF-8 text can hold (with the path of the string).
+    """
+    if isinstance(data, bytes):
+        try:
+            data = data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise SchemaError(
+                "the structured payload is not valid UTF-8",
+                [f"(data): not valid UTF-8: {exc.reason} at byte offset {exc.start} (byte 0x{data[exc.start]:02x})"],
+            ) from None
+    _check_depth(data)
     try:
-        return json.loads(data)
-    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        value = json.loads(data)
+    except json.JSONDecodeError as exc:
         raise SchemaError("the structured payload is not valid JSON", [f"(data): {exc}"]) from None
+    _check_unicode(value, "")
+    return value
+
+
+def _check_depth(text: str) -> None:
+    depth = 0
+    for match in _JSON_TOKEN.finditer(text):
+        token = match.group()
+        if token in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise SchemaError(
+                    "the structured payload is nested too deeply",
+                    [
+                        f"(data): arrays/objects nested deeper than {MAX_JSON_DEPTH} levels (at character {match.start()})"
+                    ],
+                )
+        elif token in "]}":
+            depth -= 1
+
+
+def _check_unicode(value: Any, path: str) -> None:
+    """Refuse strings (keys or values) holding lone surrogates; ``path`` names where (``payload.other[2]``)."""
+    if isinstance(value, str):
+        found = _SURROGATE.search(value)
+        if found is not None:
+            raise SchemaError(
+                "the structured payload holds text that is not valid Unicode",
+                [f"{path or '(data)'}: lone surrogate \\u{ord(found.group()):04x} at character {found.start()}"],
+            )
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            _check_unicode(key, f"{path}.{key}".lstrip(".") + " (key)")
+            _check_unicode(item, f"{path}.{key}".lstrip("."))
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            _check_unicode(item, f"{path}[{index}]")
 
 
 @dataclass(frozen=True)
