@@ -91,7 +91,7 @@ def _check_depth(text: str) -> None:
                 raise SchemaError(
                     "the structured payload is nested too deeply",
                     [
-                        f"(data): arrays/objects nested deeper than {MAX_JSON_DEPTH} levels (at character {match.start()})"
+                        f"(data): nested deeper than {MAX_JSON_DEPTH} levels at character {match.start()}"
                     ],
                 )
         elif token in "]}":
