@@ -4,12 +4,27 @@ Both take the top-level data elements (children of ``<data>``) and return new
 top-level elements holding only what the filter selects; the input is never
 modified. List keys of every selected list entry are kept, so the output is
 valid instance data (RFC 6241 6.2.5 allows it; generic clients need it).
+
+XPath is evaluated by libxml2, which cannot be interrupted once it runs, so
+a hostile expression is refused before it runs:
+
+- only XPath 1.0's own functions: any prefixed function call (EXSLT's
+  ``re:test``, ``math:max``, ``date:*``, ``set:*`` ... which lxml registers) is
+  ``invalid-value``; lxml's regular-expression extension is switched off too;
+- a node budget: the cost of an expression is estimated as N^(1+k), N the
+  number of data nodes and k the number of nested predicate levels that
+  start a path over the whole tree (``//``, an absolute path, or the
+  descendant/ancestor/following/preceding axes); above `XPATH_NODE_BUDGET`
+  the request is ``resource-denied`` without evaluating anything;
+- a time budget (`XPATH_TIME_BUDGET`, wall clock), checked between the
+  evaluations of the top-level elements, for what the estimate lets through.
 """
 
 from __future__ import annotations
 
 import copy
 import re
+import time
 from collections.abc import Callable, Sequence
 
 from lxml import etree
@@ -136,8 +151,10 @@ def xpath_filter(
     against a NETCONF datastore.
     """
     ns = {prefix: uri for prefix, uri in namespaces.items() if prefix}
+    bare = _without_literals(select)
+    _refuse_extension_functions(select, bare)
     try:
-        compiled = etree.XPath(select, namespaces=ns)
+        compiled = etree.XPath(select, namespaces=ns, regexp=False)
     except etree.XPathSyntaxError as exc:
         raise RpcError.invalid_value(
             f"the xpath filter {select!r} is not valid XPath 1.0: {exc}", error_type="protocol"
@@ -147,8 +164,15 @@ def xpath_filter(
     # prefix. XPath 1.0 would match nothing; like netconfd and ConfD we then
     # match names in any namespace, by evaluating on a namespace-free copy.
     match_any_namespace = _PREFIXED_NAME.search(select) is None
+    _check_node_budget(select, bare, sum(1 for top in data for _ in top.iter()))
+    started = time.monotonic()
     results: list[etree._Element] = []
     for top in data:
+        if time.monotonic() - started > XPATH_TIME_BUDGET:
+            raise RpcError.resource_denied(
+                f"the xpath filter {select!r} exceeded its time budget of {XPATH_TIME_BUDGET:g} s; "
+                "narrow it (fewer '//' and nested predicates) or use a subtree filter"
+            )
         # A private copy, so that selected nodes have a document root of their own.
         doc = etree.ElementTree(copy.deepcopy(top))
         target = doc
@@ -179,6 +203,62 @@ def xpath_filter(
 
 
 _PREFIXED_NAME = re.compile(r"(?<![:\w.-])[A-Za-z_][\w.-]*:(?!:)[A-Za-z_*]")
+
+XPATH_NODE_BUDGET = 20_000_000
+"""Largest estimated number of node visits an XPath filter may cost (see the module docstring)."""
+XPATH_TIME_BUDGET = 2.0
+"""Seconds of evaluation after which an XPath filter is stopped (checked between top-level elements)."""
+_MAX_EXPRESSION = 4096
+
+_LITERAL = re.compile(r"\"[^\"]*\"|'[^']*'")
+_PREFIXED_CALL = re.compile(r"(?<![:\w.-])([A-Za-z_][\w.-]*:[A-Za-z_][\w.-]*)\s*\(")
+# A step that ranges over the whole tree rather than an entry's own children.
+_WIDE_STEP = re.compile(
+    r"//|(?<![\w.-])(?:descendant|descendant-or-self|ancestor|ancestor-or-self|following|following-sibling"
+    r"|preceding|preceding-sibling)\s*::"
+    # an absolute path: "/" where an expression starts (after an operator, bracket or comma)
+    r"|(?:(?<=[\[(,=<>|+*-])|(?<=\sand)|(?<=\sor)|(?<=\sdiv)|(?<=\smod))/"
+)
+
+
+def _without_literals(select: str) -> str:
+    """``select`` with string literals blanked (same length), so their content is not read as syntax."""
+    return _LITERAL.sub(lambda m: m.group()[0] + " " * (len(m.group()) - 2) + m.group()[0], select)
+
+
+def _refuse_extension_functions(select: str, bare: str) -> None:
+    if len(select) > _MAX_EXPRESSION:
+        raise RpcError.invalid_value(
+            f"the xpath filter is {len(select)} characters long; at most {_MAX_EXPRESSION} are accepted",
+            error_type="protocol",
+        )
+    call = _PREFIXED_CALL.search(bare)
+    if call is not None:
+        raise RpcError.invalid_value(
+            f"the xpath filter {select!r} calls the extension function {call.group(1)}(); only the XPath 1.0 "
+            "core functions are available (no EXSLT)",
+            error_type="protocol",
+        )
+
+
+def _check_node_budget(select: str, bare: str, nodes: int) -> None:
+    """Refuse ``select`` when its estimated cost over ``nodes`` data nodes exceeds `XPATH_NODE_BUDGET`."""
+    depth = 0
+    wide_levels: set[int] = set()
+    bare = re.sub(r"\s*([\[\]()/,=<>|+*-])\s*", r"\1", bare)  # spaces around syntax do not matter here
+    for index, char in enumerate(bare):
+        if char == "[":
+            depth += 1
+        elif char == "]":
+            depth = max(0, depth - 1)
+        elif depth and char in "/dafp" and _WIDE_STEP.match(bare, index):
+            wide_levels.add(depth)
+    cost = max(nodes, 1) ** (1 + len(wide_levels))
+    if cost > XPATH_NODE_BUDGET:
+        raise RpcError.resource_denied(
+            f"the xpath filter {select!r} would visit about {nodes}^{1 + len(wide_levels)} nodes, over the "
+            f"budget of {XPATH_NODE_BUDGET}; avoid '//' or absolute paths inside nested predicates"
+        )
 
 
 def _without_namespaces(root: etree._Element) -> etree._Element:

@@ -90,9 +90,7 @@ def _check_depth(text: str) -> None:
             if depth > MAX_JSON_DEPTH:
                 raise SchemaError(
                     "the structured payload is nested too deeply",
-                    [
-                        f"(data): nested deeper than {MAX_JSON_DEPTH} levels at character {match.start()}"
-                    ],
+                    [f"(data): nested deeper than {MAX_JSON_DEPTH} levels at character {match.start()}"],
                 )
         elif token in "]}":
             depth -= 1
