@@ -151,8 +151,8 @@ def xpath_filter(
     against a NETCONF datastore.
     """
     ns = {prefix: uri for prefix, uri in namespaces.items() if prefix}
-    bare = _without_literals(select)
-    _refuse_extension_functions(select, bare)
+    syntax = _without_literals(select)
+    _refuse_extension_functions(select, syntax)
     try:
         compiled = etree.XPath(select, namespaces=ns, regexp=False)
     except etree.XPathSyntaxError as exc:
@@ -164,7 +164,7 @@ def xpath_filter(
     # prefix. XPath 1.0 would match nothing; like netconfd and ConfD we then
     # match names in any namespace, by evaluating on a namespace-free copy.
     match_any_namespace = _PREFIXED_NAME.search(select) is None
-    _check_node_budget(select, bare, sum(1 for top in data for _ in top.iter()))
+    _check_node_budget(select, syntax, sum(1 for top in data for _ in top.iter()))
     started = time.monotonic()
     results: list[etree._Element] = []
     for top in data:
