@@ -78,6 +78,8 @@ class ServerConfig:
     idle_timeout: float = 3600.0
     """Seconds without a message or notification before a session is closed; 0 disables (netconfd's)."""
     durable: bool = False
+    notification_retention: float = 7 * 24 * 3600.0
+    """Seconds logged notifications are kept, on the wall clock (0 keeps them forever)."""
     task_workers: int = 8
     """How many tasks the behaviour may execute at once (more wait for a free worker)."""
     schemas: Literal["evolve", "validate", "off"] = "evolve"
@@ -133,6 +135,7 @@ class AgentServer:
         self.operations = Operations(
             self.profile, behaviour, self.store, config.clock, yang, task_workers=config.task_workers
         )
+        self.operations.bus.set_retention(config.notification_retention)
         if config.schemas != "off":
             from an_agent.runtime.schemas import SchemaService
 

@@ -22,3 +22,8 @@ def test_serve_refuses_bad_limits(flag: str, value: str, capsys: pytest.CaptureF
         build_parser().parse_args(["serve", flag, value])
     assert exit_info.value.code == 2
     assert flag in capsys.readouterr().err
+
+
+def test_notification_retention_takes_units() -> None:
+    for text, seconds in (("7d", 604800.0), ("12h", 43200.0), ("90m", 5400.0), ("30", 30.0), ("0", 0.0)):
+        assert build_parser().parse_args(["serve", "--notification-retention", text]).notification_retention == seconds

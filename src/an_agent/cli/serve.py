@@ -74,6 +74,14 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="close a session that sent no message and received no notification in this time; 0 never (default: 3600)",
     )
+    parser.add_argument(
+        "--notification-retention",
+        type=_duration,
+        default=7 * 24 * 3600.0,
+        metavar="DURATION",
+        help="keep logged notifications (for replay) this long on the wall clock: seconds or a number with "
+        "s/m/h/d, 0 forever (default: 7d)",
+    )
     parser.add_argument("--durable", action="store_true", help="fsync every commit (survives power loss, slower)")
     parser.add_argument(
         "--schemas",
@@ -136,6 +144,21 @@ def _seconds(text: str) -> float:
     return value
 
 
+_UNITS = {"s": 1.0, "m": 60.0, "h": 3600.0, "d": 86400.0}
+
+
+def _duration(text: str) -> float:
+    unit = _UNITS.get(text[-1:].lower()) if text else None
+    number = text[:-1] if unit is not None else text
+    try:
+        value = float(number) * (unit or 1.0)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a duration like 3600, 90m, 12h or 7d, got {text!r}") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must not be negative, got {text!r}")
+    return value
+
+
 def parse_users(values: list[str]) -> dict[str, str]:
     users: dict[str, str] = {}
     for value in values:
@@ -184,6 +207,7 @@ def run(args: argparse.Namespace) -> int:
         max_message_bytes=args.max_message_bytes,
         hello_timeout=args.hello_timeout,
         idle_timeout=args.idle_timeout,
+        notification_retention=args.notification_retention,
         schema_admins=args.schema_admin,
         schema_approval=args.schema_approval,
         templates=args.templates,

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+import time
 from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -52,6 +53,7 @@ CREATE TABLE IF NOT EXISTS notification_log (
     xml        TEXT NOT NULL        -- the notification's content element, without the envelope
 );
 CREATE INDEX IF NOT EXISTS notification_time ON notification_log(event_time);
+-- logged_at (wall clock of the write, for retention) is added by _migrate, so older files gain it too.
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS task_owner (
     task_id TEXT PRIMARY KEY,
@@ -93,6 +95,17 @@ class AgentStore:
         self.path = state_dir / "agent.db"
         self._db = open_database(self.path, _SCHEMA, "agent state database", durable)
         self._lock = threading.RLock()
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Add ``notification_log.logged_at`` to a file made before retention existed (rows: now)."""
+        columns = {str(row[1]) for row in self._query("PRAGMA table_info(notification_log)")}
+        if "logged_at" in columns:
+            return
+        with self._tx() as db:
+            db.execute("ALTER TABLE notification_log ADD COLUMN logged_at REAL")
+            db.execute("UPDATE notification_log SET logged_at = ?", (time.time(),))
+            db.execute("CREATE INDEX IF NOT EXISTS notification_logged ON notification_log(logged_at)")
 
     def close(self) -> None:
         with self._lock:
@@ -190,7 +203,10 @@ class AgentStore:
             )
             if notification is None:
                 return None
-            cursor = db.execute("INSERT INTO notification_log (event_time, xml) VALUES (?, ?)", notification)
+            cursor = db.execute(
+                "INSERT INTO notification_log (event_time, xml, logged_at) VALUES (?, ?, ?)",
+                (*notification, time.time()),
+            )
             return cursor.lastrowid
 
     def delete_task_state(self, task_id: str) -> None:
@@ -207,7 +223,10 @@ class AgentStore:
     # -- notification log -----------------------------------------------------
     def append_notification(self, event_time: float, xml: str) -> int:
         with self._tx() as db:
-            cursor = db.execute("INSERT INTO notification_log (event_time, xml) VALUES (?, ?)", (event_time, xml))
+            cursor = db.execute(
+                "INSERT INTO notification_log (event_time, xml, logged_at) VALUES (?, ?, ?)",
+                (event_time, xml, time.time()),
+            )
             seq = cursor.lastrowid
         assert seq is not None
         return seq
@@ -230,13 +249,43 @@ class AgentStore:
         rows = self._query(sql + " ORDER BY seq", tuple(params))
         return [LoggedNotification(int(str(s)), float(str(t)), str(x)) for s, t, x in rows]
 
+    def notification_pages(
+        self, since: float | None, until: float | None, max_seq: int, page_size: int = 500
+    ) -> Iterator[list[LoggedNotification]]:
+        """Like `notifications`, in pages of at most ``page_size`` rows, so a replay of a long log
+        holds one page in memory, not the log (each page is its own query: writers are not blocked)."""
+        after = 0
+        while True:
+            sql = "SELECT seq, event_time, xml FROM notification_log WHERE seq > ? AND seq <= ?"
+            params: list[object] = [after, max_seq]
+            if since is not None:
+                sql += " AND event_time >= ?"
+                params.append(since)
+            if until is not None:
+                sql += " AND event_time <= ?"
+                params.append(until)
+            rows = self._query(sql + " ORDER BY seq LIMIT ?", (*params, page_size))
+            if not rows:
+                return
+            page = [LoggedNotification(int(str(s)), float(str(t)), str(x)) for s, t, x in rows]
+            yield page
+            after = page[-1].seq
+
+    def prune_notifications(self, older_than: float, now: float | None = None) -> int:
+        """Delete log entries written more than ``older_than`` seconds before ``now`` (default: the wall
+        clock, never an agent's simulated clock); returns how many. Sequence numbers are never reused."""
+        cutoff = (time.time() if now is None else now) - older_than
+        with self._tx() as db:
+            return int(db.execute("DELETE FROM notification_log WHERE logged_at < ?", (cutoff,)).rowcount)
+
     def first_notification_time(self) -> float | None:
         rows = self._query("SELECT MIN(event_time) FROM notification_log")
         value = rows[0][0] if rows else None
         return float(str(value)) if value is not None else None
 
     def last_notification_seq(self) -> int:
-        rows = self._query("SELECT MAX(seq) FROM notification_log")
+        # From AUTOINCREMENT's record, which survives pruning (MAX(seq) of an emptied log would be 0).
+        rows = self._query("SELECT seq FROM sqlite_sequence WHERE name = 'notification_log'")
         value = rows[0][0] if rows else None
         return int(str(value)) if value is not None else 0
 
