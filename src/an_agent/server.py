@@ -24,6 +24,9 @@ from pathlib import Path
 from types import TracebackType
 from typing import TYPE_CHECKING, Literal
 
+import paramiko
+
+from an_agent.access.users import load_users
 from an_agent.clock import Clock, SystemClock
 from an_agent.errors import ConfigError
 from an_agent.model import AgentProfile
@@ -69,6 +72,8 @@ class ServerConfig:
     port: int = DEFAULT_PORT
     users: dict[str, str] = field(default_factory=dict)
     authorized_keys: Path | None = None
+    users_file: Path | None = None
+    """The users file (`an_agent.access.users`): hashed passwords, groups, agent names, per-user keys."""
     profile: AgentProfile | None = None
     behaviour: Behaviour | None = None
     clock: Clock = field(default_factory=SystemClock)
@@ -102,8 +107,15 @@ class ServerConfig:
         """
         keys = SshCredentials.load_authorized_keys(self.authorized_keys) if self.authorized_keys else []
         users = dict(self.users)
+        user_keys: dict[str, list[paramiko.PKey]] = {}
+        if self.users_file is not None:
+            for user in load_users(self.users_file).users.values():
+                if user.password is not None:
+                    users[user.name] = user.password
+                where = f"{self.users_file}: user {user.name!r} authorized-keys"
+                user_keys[user.name] = [SshCredentials.parse_key(line, where) for line in user.authorized_keys]
         notice = None
-        if not users and not keys:
+        if not users and not keys and not any(user_keys.values()):
             if not is_loopback(self.host):
                 raise ConfigError(
                     f"refusing to listen on {self.host} without credentials: "
@@ -111,7 +123,7 @@ class ServerConfig:
                 )
             users = {DEFAULT_USER[0]: DEFAULT_USER[1]}
             notice = f"no users configured: accepting {DEFAULT_USER[0]}/{DEFAULT_USER[1]} (loopback only)"
-        return SshCredentials(users=users, authorized_keys=keys), notice
+        return SshCredentials(users=users, authorized_keys=keys, user_keys=user_keys), notice
 
 
 class AgentServer:

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import argparse
 import logging
+import os
 import signal
 import sys
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -24,9 +26,12 @@ neither, from the built-in example profile. Tasks, context, data-params and
 the notification log persist in SQLite under --state-dir, as does the SSH host
 key (generated on first start).
 
-Authentication: --user NAME:PASSWORD (repeatable) and/or --authorized-keys
-FILE. With neither, on a loopback address, admin/admin is accepted (and said);
-on any other address the server refuses to start.
+Authentication: --users FILE (hashed passwords, groups, agent names and keys
+per user; see 'an-agent users --help'), --user NAME:PASSWORD (repeatable; or
+--user NAME with the password in $AN_AGENT_PASSWORD, so it is not visible in
+the process list) and/or --authorized-keys FILE. With none, on a loopback
+address, admin/admin is accepted (and said); on any other address the server
+refuses to start.
 """
 
 
@@ -50,8 +55,13 @@ def register(subparsers: Any) -> None:
     source.add_argument("--topology", type=Path, metavar="FILE", help="lab topology file (needs --agent)")
     parser.add_argument("--agent", metavar="NAME", help="which agent of --topology to serve")
     parser.add_argument(
-        "--user", action="append", default=[], metavar="NAME:PASSWORD", help="accept this login (repeatable)"
+        "--user",
+        action="append",
+        default=[],
+        metavar="NAME[:PASSWORD]",
+        help="accept this login (repeatable); NAME alone takes the password from $AN_AGENT_PASSWORD",
     )
+    parser.add_argument("--users", type=Path, metavar="FILE", help="users file (YAML; see 'an-agent users --help')")
     parser.add_argument("--authorized-keys", type=Path, metavar="FILE", help="OpenSSH authorized_keys for key login")
     parser.add_argument(
         "--max-message-bytes",
@@ -159,12 +169,20 @@ def _duration(text: str) -> float:
     return value
 
 
-def parse_users(values: list[str]) -> dict[str, str]:
+PASSWORD_ENV = "AN_AGENT_PASSWORD"
+
+
+def parse_users(values: list[str], environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """``--user`` values as a name -> password map; ``NAME`` alone takes ``$AN_AGENT_PASSWORD``."""
     users: dict[str, str] = {}
     for value in values:
         name, sep, password = value.partition(":")
-        if not sep or not name or not password:
-            raise ConfigError(f"--user expects NAME:PASSWORD, got {value!r}")
+        if not sep and name:
+            password = environ.get(PASSWORD_ENV, "")
+            if not password:
+                raise ConfigError(f"--user {name} without a password needs ${PASSWORD_ENV} set")
+        if not name or not password:
+            raise ConfigError(f"--user expects NAME:PASSWORD or NAME (with ${PASSWORD_ENV}), got {value!r}")
         users[name] = password
     return users
 
@@ -200,6 +218,7 @@ def run(args: argparse.Namespace) -> int:
         port=args.port,
         users=parse_users(args.user),
         authorized_keys=args.authorized_keys,
+        users_file=args.users,
         profile=profile,
         behaviour=behaviour,
         durable=args.durable,

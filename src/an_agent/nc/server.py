@@ -39,6 +39,7 @@ from netconf import base as nc_base
 from netconf.error import ChannelClosed, FramingError, SessionError
 
 from an_agent._lxml import default_ns
+from an_agent.access.users import hash_password, verify_password
 from an_agent.errors import ConfigError, RpcError
 from an_agent.model.ns import NETCONF_BASE_NS
 from an_agent.store.sqlite import private_directory
@@ -129,10 +130,28 @@ class RpcHandler(Protocol):
 
 @dataclass
 class SshCredentials:
-    """Who may log in: passwords by user name, and public keys (valid for any user name)."""
+    """Who may log in.
+
+    ``users``: stored passwords by user name (an `an_agent.access.users` scrypt
+    hash, or plain text); ``authorized_keys``: public keys valid for any user
+    name (``--authorized-keys``); ``user_keys``: keys valid for one user only
+    (the users file).
+    """
 
     users: dict[str, str] = field(default_factory=dict)
     authorized_keys: list[paramiko.PKey] = field(default_factory=list)
+    user_keys: dict[str, list[paramiko.PKey]] = field(default_factory=dict)
+
+    @staticmethod
+    def parse_key(line: str, where: str) -> paramiko.PKey:
+        """One OpenSSH public key line (``<type> <base64> [comment]``); `ConfigError` naming ``where``."""
+        parts = line.split()
+        if len(parts) < 2:
+            raise ConfigError(f"{where}: expected '<key-type> <base64-key> [comment]'")
+        try:
+            return paramiko.PKey.from_type_string(parts[0], _b64decode(parts[1]))
+        except (ValueError, paramiko.SSHException) as exc:
+            raise ConfigError(f"{where}: unusable {parts[0]} key: {exc}") from None
 
     @staticmethod
     def load_authorized_keys(path: Path) -> list[paramiko.PKey]:
@@ -146,13 +165,7 @@ class SshCredentials:
             line = line.strip()
             if not line or line.startswith("#"):
                 continue
-            parts = line.split()
-            if len(parts) < 2:
-                raise ConfigError(f"{path}:{number}: expected '<key-type> <base64-key> [comment]'")
-            try:
-                keys.append(paramiko.PKey.from_type_string(parts[0], _b64decode(parts[1])))
-            except (ValueError, paramiko.SSHException) as exc:
-                raise ConfigError(f"{path}:{number}: unusable {parts[0]} key: {exc}") from None
+            keys.append(SshCredentials.parse_key(line, f"{path}:{number}"))
         return keys
 
 
@@ -239,13 +252,14 @@ class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
         methods = []
         if self._credentials.users:
             methods.append("password")
-        if self._credentials.authorized_keys:
+        if self._credentials.authorized_keys or self._credentials.user_keys:
             methods.append("publickey")
         return ",".join(methods)
 
     def check_auth_password(self, username: str, password: str) -> int:
         expected = self._credentials.users.get(username)
-        if expected is not None and password and _constant_time_equal(expected, password):
+        # An unknown user costs a hash check too, so timing does not tell which names exist.
+        if verify_password(expected if expected is not None else _DUMMY_HASH, password) and expected is not None:
             self.username = username
             return int(paramiko.AUTH_SUCCESSFUL)
         delay = self._throttle.failed(self._source)
@@ -257,7 +271,8 @@ class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
         return int(paramiko.AUTH_FAILED)
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
-        if any(key == allowed for allowed in self._credentials.authorized_keys):
+        allowed_keys = [*self._credentials.authorized_keys, *self._credentials.user_keys.get(username, [])]
+        if any(key == allowed for allowed in allowed_keys):
             self.username = username
             return int(paramiko.AUTH_SUCCESSFUL)
         # Clients offer every key they hold in turn: routine, so not throttled.
@@ -276,8 +291,7 @@ class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
         return True
 
 
-def _constant_time_equal(a: str, b: str) -> bool:
-    return hmac.compare_digest(a.encode(), b.encode())
+_DUMMY_HASH = hash_password("not a password of anyone")
 
 
 class _TooBig(Exception):
