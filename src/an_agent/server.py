@@ -26,14 +26,17 @@ from typing import TYPE_CHECKING, Literal
 
 import paramiko
 
-from an_agent.access.users import load_users
+from an_agent.access.nacm import DEFAULT_NACM, load_nacm
+from an_agent.access.users import UserDb, load_users
 from an_agent.clock import Clock, SystemClock
 from an_agent.errors import ConfigError
 from an_agent.model import AgentProfile
 from an_agent.nc.face import NetconfFace
 from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_host_key
+from an_agent.runtime.authorization import NacmAuthorizer
 from an_agent.runtime.behaviour import Behaviour
 from an_agent.runtime.operations import Operations
+from an_agent.runtime.principal import ADMIN_GROUP, Principal
 from an_agent.schemas.embedding import Embedder
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.store.agent_store import AgentStore
@@ -74,6 +77,8 @@ class ServerConfig:
     authorized_keys: Path | None = None
     users_file: Path | None = None
     """The users file (`an_agent.access.users`): hashed passwords, groups, agent names, per-user keys."""
+    nacm_file: Path | None = None
+    """NACM rules (RFC 7951 JSON of ietf-netconf-acm); default `an_agent.access.nacm.DEFAULT_NACM`."""
     profile: AgentProfile | None = None
     behaviour: Behaviour | None = None
     clock: Clock = field(default_factory=SystemClock)
@@ -143,9 +148,18 @@ class AgentServer:
             raise ConfigError("templates were given but --schemas off serves none")
         # Read before any state is opened: a bad operator template stops the start, listing every problem.
         registry = TemplateRegistry.default(config.templates) if config.schemas != "off" else None
+        self.users = load_users(config.users_file) if config.users_file is not None else UserDb()
+        nacm = load_nacm(config.nacm_file) if config.nacm_file is not None else DEFAULT_NACM
+        yang = yang or YangContext.default()
         self.store = AgentStore(config.state_dir, durable=config.durable)
         self.operations = Operations(
-            self.profile, behaviour, self.store, config.clock, yang, task_workers=config.task_workers
+            self.profile,
+            behaviour,
+            self.store,
+            config.clock,
+            yang,
+            task_workers=config.task_workers,
+            authorizer=NacmAuthorizer(nacm, yang),
         )
         self.operations.bus.set_retention(config.notification_retention)
         if config.schemas != "off":
@@ -158,13 +172,13 @@ class AgentServer:
                     self.operations.publish_notification,
                     embedder=config.embedder,
                     learn=config.schemas == "evolve",
-                    admins=config.schema_admins if config.schema_admins is not None else list(self.credentials.users),
+                    admins=config.schema_admins if config.schema_admins is not None else self._schema_admins(),
                     automatic=config.schema_approval == "auto",
                     registry=registry,
                 )
             )
         self._listener = NetconfSshServer(
-            NetconfFace(self.operations),
+            NetconfFace(self.operations, self.principal_of),
             config.host,
             config.port,
             load_or_create_host_key(config.state_dir / "ssh_host_rsa_key"),
@@ -175,6 +189,19 @@ class AgentServer:
         )
         self._started = False
         self.a2a: A2AServer | None = None
+
+    def principal_of(self, user: str) -> Principal:
+        """The principal of an authenticated user: from the users file, else (``--user``, keys) an admin."""
+        identity = self.users.identity(user)
+        if identity is None:
+            return Principal.authenticated(user)
+        return Principal(user, identity.groups, identity.agents)
+
+    def _schema_admins(self) -> list[str]:
+        """Users who may decide schema patches: ``--user`` logins and users-file members of admin/schema-admin."""
+        quick = [name for name in self.credentials.users if name not in self.users.users]
+        grouped = [u.name for u in self.users.users.values() if u.groups & {ADMIN_GROUP, "schema-admin"}]
+        return quick + grouped
 
     @property
     def host(self) -> str:

@@ -99,6 +99,7 @@ def test_a_subscriber_that_falls_behind_is_dropped_with_notification_complete(tm
                     f'<e xmlns="urn:x">{i}</e>',
                 )
             )  # type: ignore[misc]
+            time.sleep(0.02)  # the fast subscriber's writer keeps up at this pace; the stalled one cannot
         wait_for(lambda: len(fast) == 20, timeout=5)  # the fast subscriber is not held back
         release.set()
         wait_for(ended.is_set, timeout=5)

@@ -62,6 +62,13 @@ def register(subparsers: Any) -> None:
         help="accept this login (repeatable); NAME alone takes the password from $AN_AGENT_PASSWORD",
     )
     parser.add_argument("--users", type=Path, metavar="FILE", help="users file (YAML; see 'an-agent users --help')")
+    parser.add_argument(
+        "--nacm",
+        type=Path,
+        metavar="FILE",
+        help="NACM rules, RFC 7951 JSON of ietf-netconf-acm (default: admin all; operators tasks; "
+        "schema-admin patch decisions; write-default deny)",
+    )
     parser.add_argument("--authorized-keys", type=Path, metavar="FILE", help="OpenSSH authorized_keys for key login")
     parser.add_argument(
         "--max-message-bytes",
@@ -219,6 +226,7 @@ def run(args: argparse.Namespace) -> int:
         users=parse_users(args.user),
         authorized_keys=args.authorized_keys,
         users_file=args.users,
+        nacm_file=args.nacm,
         profile=profile,
         behaviour=behaviour,
         durable=args.durable,

@@ -62,8 +62,10 @@ _SCHEMA_DECISIONS = {"approve-schema-patch", "reject-schema-patch", "withdraw-sc
 class NetconfFace:
     """Serves `Operations` over NETCONF; one instance per agent, called from many session threads."""
 
-    def __init__(self, operations: Operations) -> None:
+    def __init__(self, operations: Operations, principal_of: Callable[[str], Principal] | None = None) -> None:
+        """``principal_of`` maps an authenticated user name to its principal (default: an administrator)."""
         self.operations = operations
+        self._principal_of = principal_of or Principal.authenticated
         self._monitoring = nc_state.netconf_state([*_BASE_VERSIONS, *self.capabilities()], operations.modules())
 
     # -- RpcHandler -----------------------------------------------------------
@@ -71,15 +73,15 @@ class NetconfFace:
         return [*BASE_CAPABILITIES, *(m.capability for m in self.operations.modules())]
 
     def session_opened(self, session: Session) -> None:
-        # The transport authenticated the user; every authenticated user is an administrator for now.
-        self.operations.open_session(session.session_id, Principal.authenticated(session.username), session.close)
+        # The transport authenticated the user; its groups and agent names come from the users file.
+        self.operations.open_session(session.session_id, self._principal_of(session.username), session.close)
 
     def session_closed(self, session: Session) -> None:
         self.operations.close_session(session.session_id)
 
     def handle(self, session: Session, operation: etree._Element) -> Reply:
         state = self.operations.sessions.get(session.session_id)
-        principal = state.principal if state is not None else Principal.authenticated(session.username)
+        principal = state.principal if state is not None else self._principal_of(session.username)
         q = etree.QName(operation)
         if q.namespace == NETCONF_BASE_NS:
             # Many clients (ncclient users among them) send <config>/<filter>
