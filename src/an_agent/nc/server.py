@@ -502,6 +502,8 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self.close()
 
     def _receive_message(self) -> str | None:
+        if self.pkt_stream is None:  # closed meanwhile (server stopping, hello timeout)
+            raise ChannelClosed(self)
         try:
             msg: str | None = super()._receive_message()
             return msg
