@@ -58,9 +58,11 @@ def main() -> int:
         )
         start = time.time()
         with store._tx() as db:  # one transaction: filling is not what is measured
+            columns = {row[1] for row in db.execute("PRAGMA table_info(notification_log)")}
+            wall = ", logged_at" if "logged_at" in columns else ""  # older stores have no retention column
             db.executemany(
-                "INSERT INTO notification_log (event_time, xml, logged_at) VALUES (?, ?, ?)",
-                ((start + i * 1e-3, body.format(i=i), start) for i in range(args.events)),
+                f"INSERT INTO notification_log (event_time, xml{wall}) VALUES (?, ?{', ?' if wall else ''})",
+                ((start + i * 1e-3, body.format(i=i), start)[: 3 if wall else 2] for i in range(args.events)),
             )
         store.close()
         proc = subprocess.Popen(
