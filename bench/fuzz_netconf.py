@@ -23,7 +23,6 @@ import json
 import random
 import re
 import socket
-import subprocess
 import sys
 import tempfile
 import threading
@@ -31,6 +30,8 @@ import time
 from pathlib import Path
 
 import paramiko
+
+from bench.procs import start_serve
 
 NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
 IRTF = "urn:ietf:params:xml:ns:yang:irtf-agent"
@@ -186,36 +187,6 @@ class Fuzzer:
             return None
 
 
-def _serve(state: Path, users: Path) -> tuple[subprocess.Popen[str], int]:
-    proc = subprocess.Popen(
-        [
-            sys.executable,
-            "-m",
-            "an_agent.cli",
-            "serve",
-            "--port",
-            "0",
-            "--state-dir",
-            str(state),
-            "--users",
-            str(users),
-            "--schemas",
-            "validate",
-            "--idle-timeout",
-            "0",
-        ],
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stderr is not None
-    for line in proc.stderr:
-        match = re.search(r"on 127\.0\.0\.1:(\d+)", line)
-        if match:
-            threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
-            return proc, int(match.group(1))
-    raise SystemExit(f"the agent did not start: exit {proc.wait()}")
-
-
 def _config(port: int) -> str:
     admin = Fuzzer(port, "admin", "admin-pw", 30)
     admin.connect()
@@ -242,7 +213,18 @@ def main() -> int:
             f'  - name: fuzzer\n    password: "{hash_password("fuzz-pw")}"\n    groups: []\n'
         )
         users.chmod(0o600)
-        proc, port = _serve(Path(tmp) / "state", users)
+        proc, port = start_serve(
+            [
+                "--state-dir",
+                str(Path(tmp) / "state"),
+                "--users",
+                str(users),
+                "--schemas",
+                "validate",
+                "--idle-timeout",
+                "0",
+            ]
+        )
         before = _config(port)
         stats = {"sent": 0, "replies": 0, "reconnects": 0, "internal_errors": 0, "hung": 0}
         lock = threading.Lock()

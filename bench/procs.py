@@ -8,11 +8,16 @@ in total, not once per process.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import os
+import re
 import signal
+import subprocess
+import sys
+import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 
 _TICK = os.sysconf("SC_CLK_TCK")
@@ -114,3 +119,23 @@ def terminate(pids: Iterable[int], grace: float = 5.0) -> None:
 def _signal(pid: int, sig: signal.Signals) -> None:
     with contextlib.suppress(ProcessLookupError):  # exited between the check and the signal
         os.kill(pid, sig)
+
+
+def start_serve(arguments: Sequence[str], env: Mapping[str, str] | None = None) -> tuple[subprocess.Popen[str], int]:
+    """Start ``an-agent serve --port 0 ARGUMENTS`` and return the process and the port it announced.
+
+    Its stderr is drained on a thread after the announcement, so the agent never blocks on a full pipe.
+    """
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "an_agent.cli", "serve", "--port", "0", *arguments],
+        stderr=subprocess.PIPE,
+        text=True,
+        env=None if env is None else dict(env),
+    )
+    assert proc.stderr is not None
+    for line in proc.stderr:
+        found = re.search(r" on [^ ]+:(\d+) ", line)
+        if found:
+            threading.Thread(target=collections.deque, args=(proc.stderr, 0), daemon=True).start()
+            return proc, int(found.group(1))
+    raise RuntimeError(f"the agent did not start (exit status {proc.wait()})")

@@ -15,26 +15,22 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
 
+from bench.procs import pss_bytes, rss_bytes, start_serve
+
 
 def _memory(pid: int) -> dict[str, int]:
     status = Path(f"/proc/{pid}/status").read_text()
-    rollup = Path(f"/proc/{pid}/smaps_rollup").read_text()
-
-    def kib(text: str, key: str) -> int:
-        match = re.search(rf"^{key}:\s+(\d+) kB", text, re.MULTILINE)
-        return int(match.group(1)) if match else 0
-
+    peak = re.search(r"^VmHWM:\s+(\d+) kB", status, re.MULTILINE)
     return {
-        "rss_mib": kib(status, "VmRSS") // 1024,
-        "hwm_mib": kib(status, "VmHWM") // 1024,
-        "pss_mib": kib(rollup, "Pss") // 1024,
+        "rss_mib": rss_bytes([pid]) >> 20,
+        "pss_mib": pss_bytes([pid]) >> 20,
+        "hwm_mib": (int(peak.group(1)) >> 10) if peak else 0,
     }
 
 
@@ -65,31 +61,10 @@ def main() -> int:
                 ((start + i * 1e-3, body.format(i=i), start)[: 3 if wall else 2] for i in range(args.events)),
             )
         store.close()
-        proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "an_agent.cli",
-                "serve",
-                "--port",
-                "0",
-                "--state-dir",
-                str(state),
-                "--schemas",
-                "off",
-            ],
-            stderr=subprocess.PIPE,
-            text=True,
+        proc, port = start_serve(
+            ["--state-dir", str(state), "--schemas", "off"],
             env={"PYTHONPATH": str(root / "src"), "PATH": "/usr/bin:/bin"},
         )
-        assert proc.stderr is not None
-        port = 0
-        for line in proc.stderr:
-            found = re.search(r"on 127\.0\.0\.1:(\d+)", line)
-            if found:
-                port = int(found.group(1))
-                break
-        threading.Thread(target=lambda: [None for _ in proc.stderr], daemon=True).start()  # type: ignore[union-attr]
         time.sleep(1.0)
         before = _memory(proc.pid)
         done = []

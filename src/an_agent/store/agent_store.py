@@ -235,19 +235,8 @@ class AgentStore:
         self, since: float | None = None, until: float | None = None, max_seq: int | None = None
     ) -> list[LoggedNotification]:
         """Logged notifications with since <= event_time <= until and seq <= max_seq, oldest first."""
-        sql = "SELECT seq, event_time, xml FROM notification_log WHERE 1=1"
-        params: list[object] = []
-        if since is not None:
-            sql += " AND event_time >= ?"
-            params.append(since)
-        if until is not None:
-            sql += " AND event_time <= ?"
-            params.append(until)
-        if max_seq is not None:
-            sql += " AND seq <= ?"
-            params.append(max_seq)
-        rows = self._query(sql + " ORDER BY seq", tuple(params))
-        return [LoggedNotification(int(str(s)), float(str(t)), str(x)) for s, t, x in rows]
+        upto = max_seq if max_seq is not None else 2**63 - 1
+        return [logged for page in self.notification_pages(since, until, upto) for logged in page]
 
     def notification_pages(
         self, since: float | None, until: float | None, max_seq: int, page_size: int = 500
