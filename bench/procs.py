@@ -134,7 +134,7 @@ def start_serve(arguments: Sequence[str], env: Mapping[str, str] | None = None) 
     )
     assert proc.stderr is not None
     for line in proc.stderr:
-        found = re.search(r" on [^ ]+:(\d+) ", line)
+        found = re.search(r" on [^ ]+:(\d+)[ ,]", line)
         if found:
             threading.Thread(target=collections.deque, args=(proc.stderr, 0), daemon=True).start()
             return proc, int(found.group(1))
