@@ -151,7 +151,7 @@ def test_each_payload_is_validated_once(energy_agent, monkeypatch, schemas: str,
     """The behaviour acts on the payload admission validated; it validates only where no schema service did."""
     from an_agent.agents import payloads
 
-    server, client = energy_agent(schemas)
+    _, client = energy_agent(schemas)
     calls = {"behaviour": 0}
     original = payloads.validate_payload
 
