@@ -30,6 +30,14 @@ class RoleName(StrEnum):
     OPTIMIZATION = "optimization"
     ENERGY_SAVING = "energy-saving"
     COMPLAINT = "complaint"
+    FME_COPILOT = "fme-copilot"
+
+
+class Layer(StrEnum):
+    """Where an FME copilot sits (a topology agent's ``layer``): it talks to the engineer, or knows the network."""
+
+    SERVICE = "service"
+    RESOURCE = "resource"
 
 
 SchemaMode = Literal["evolve", "validate", "off"]
@@ -220,6 +228,19 @@ class RadioDiagnostics:
 
 
 @dataclass(frozen=True)
+class FaultLocation:
+    """Where on a fibre the light is lost, as an OTDR shot from the link's ``a`` router measures it."""
+
+    link_id: str
+    measured_from: str
+    """The router the distance is measured from (the link's ``a`` end)."""
+    span_km: float
+    """Length of the fibre between the two routers."""
+    distance_km: float
+    """Distance from ``measured_from`` to the break."""
+
+
+@dataclass(frozen=True)
 class Place:
     """A named place of the network (road segment, district) for locating complaints."""
 
@@ -280,6 +301,27 @@ class ManagedNetwork(Protocol):
         """Open a trouble ticket for field maintenance; returns the simulated time the repair will be done."""
         ...
 
+    def open_trouble_ticket(self, element: str, ticket_id: str, by: str, note: str) -> float:
+        """Record a trouble ticket whose repair a field engineer does (`repair_on_site`), nothing scheduled.
+
+        Returns the simulated time field maintenance nominally needs to be done (travel and work), the
+        same as `dispatch_field_repair` would give.
+        """
+        ...
+
+    def repair_on_site(self, element: str, by: str, note: str) -> bool:
+        """The field engineer's repair of ``element`` on site; False when it had no open fault."""
+        ...
+
+    # field facts
+    def alarm_log(self) -> list[Alarm]:
+        """Every alarm raised so far (cleared ones with ``cleared_at``), oldest first."""
+        ...
+
+    def fault_location(self, link_id: str) -> FaultLocation | None:
+        """Where the light is lost on a cut fibre (OTDR), or None when the link has no cut."""
+        ...
+
 
 class Journal(Protocol):
     """The lab's record of what agents decided and did (the outcome and the report are built from it)."""
@@ -293,6 +335,8 @@ class AgentDirectoryEntry:
     role: str
     regions: tuple[str, ...]
     """The regions (management domains) the agent is responsible for; empty means all."""
+    layer: str | None = None
+    """An FME copilot's `Layer` (None for other roles)."""
 
 
 @dataclass(frozen=True)
@@ -345,10 +389,12 @@ class AgentEnvironment:
     def in_scope(self, region: str) -> bool:
         return not self.regions or region in self.regions
 
-    def peers_with_role(self, role: RoleName, region: str | None = None) -> list[str]:
-        """Names of the reachable agents with ``role`` (responsible for ``region`` when given), sorted."""
+    def peers_with_role(self, role: RoleName, region: str | None = None, layer: Layer | None = None) -> list[str]:
+        """Names of the reachable agents with ``role`` (responsible for ``region``, at ``layer`` when given), sorted."""
         return sorted(
             e.name
             for e in self.directory
-            if e.role == role and (region is None or not e.regions or region in e.regions)
+            if e.role == role
+            and (region is None or not e.regions or region in e.regions)
+            and (layer is None or e.layer == layer)
         )

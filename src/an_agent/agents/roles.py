@@ -8,6 +8,7 @@ from an_agent.agents.base import LabBehaviour
 from an_agent.agents.complaint import ComplaintBehaviour
 from an_agent.agents.energy import EnergySavingBehaviour
 from an_agent.agents.environment import RoleName
+from an_agent.agents.fme import FmeCopilotBehaviour
 from an_agent.agents.ip import IpFaultBehaviour
 from an_agent.agents.optimization import OptimizationBehaviour
 from an_agent.agents.ran import RanFaultBehaviour
@@ -143,6 +144,21 @@ ROLES: dict[RoleName, Role] = {
                     ["complaint", "ticket", "iov"],
                     ["complaint_ticket_v1"],
                     ["Vehicles lose the network on the A4 near exit 12"],
+                ),
+            ),
+        ),
+        Role(
+            RoleName.FME_COPILOT,
+            FmeCopilotBehaviour,
+            "Service",
+            (
+                _skill(
+                    "fme-guidance",
+                    "answer the field engineer's questions about a faulty device in natural language; "
+                    "take repair trouble tickets; step-by-step repair guidance from the network's facts",
+                    ["copilot", "field-maintenance", "trouble-ticket", "guidance"],
+                    ["trouble_ticket_v1"],
+                    ["How do I repair LINK-C2, step by step?", "Which alarms has SITE-07 raised?"],
                 ),
             ),
         ),

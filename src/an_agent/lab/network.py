@@ -23,6 +23,7 @@ from typing import Any
 from an_agent.agents.environment import (
     Alarm,
     CellView,
+    FaultLocation,
     LinkView,
     NetworkEvent,
     Place,
@@ -33,7 +34,7 @@ from an_agent.agents.environment import (
 from an_agent.lab.simnet.energy import Energy
 from an_agent.lab.simnet.radio import SITE_FAULTS, Radio
 from an_agent.lab.simnet.state import Cell, Change, FaultRecord, Link, NetState, Pending, Site
-from an_agent.lab.simnet.transport import LINK_FAULTS, Transport
+from an_agent.lab.simnet.transport import LINK_FAULTS, Transport, otdr_location
 from an_agent.lab.spec import FaultSpec, FaultType, NetworkSpec
 
 __all__ = ["LINK_FAULTS", "SITE_FAULTS", "Change", "FaultRecord", "Kpis", "SimNetwork", "field_repair_seconds"]
@@ -194,6 +195,11 @@ class SimNetwork:
         return self._change(lambda pending: self.transport.reset_port(link_id, by, pending))
 
     def dispatch_field_repair(self, element: str, ticket_id: str, by: str, note: str) -> float:
+        eta = self.open_trouble_ticket(element, ticket_id, by, note)
+        self._call_at(eta, f"field repair {element}", functools.partial(self._field_visit, element, ticket_id))
+        return eta
+
+    def open_trouble_ticket(self, element: str, ticket_id: str, by: str, note: str) -> float:
         with self._s.lock:
             record = self._s.open_fault(element)
             minutes = record.spec.repair_minutes if record is not None else DEFAULT_FIELD_REPAIR_MINUTES
@@ -202,8 +208,18 @@ class SimNetwork:
             opened = {"ticket_id": ticket_id, "element": element, "by": by, "opened_at": self._now()}
             self._tickets.append({**opened, "eta": eta, "note": note})
             self._s.log(by, element, "trouble_ticket", f"trouble ticket {ticket_id} for field maintenance: {note}")
-        self._call_at(eta, f"field repair {element}", functools.partial(self._field_visit, element, ticket_id))
         return eta
+
+    def repair_on_site(self, element: str, by: str, note: str) -> bool:
+        return self.repair_now(element, by, "field", note)
+
+    def fault_location(self, link_id: str) -> FaultLocation | None:
+        with self._s.lock:
+            link = self._s.link(link_id)
+            if link.fault != "link_cut":
+                return None
+            occurrence = sum(1 for f in self._s.faults if f.spec.target == link_id)
+        return otdr_location(self._seed, link.link_id, link.a, occurrence)
 
     def _field_visit(self, element: str, ticket_id: str) -> None:
         self.repair_now(element, "field-maintenance", "field", f"ticket {ticket_id}")

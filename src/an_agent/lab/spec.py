@@ -15,6 +15,7 @@ from typing import Any
 from an_agent.agents.environment import (
     DEFAULT_SCHEMA_MODE,
     AgentDirectoryEntry,
+    Layer,
     RoleName,
     SchemaMode,
     Timing,
@@ -76,6 +77,9 @@ class AgentSpec:
     options: dict[str, Any] = field(default_factory=dict)
     skills: tuple[SkillSpec, ...] = ()
     """Empty: the role's skills."""
+    layer: Layer | None = None
+    """An ``fme-copilot``'s layer (required for that role, refused for the others); the behaviour also
+    finds it in its ``options`` as ``layer``."""
 
 
 @dataclass(frozen=True)
@@ -217,6 +221,6 @@ class Topology:
         return receiver in self.talks_to.get(sender, ())
 
     def directory_for(self, name: str) -> tuple[AgentDirectoryEntry, ...]:
-        """The agents ``name`` may talk to, with role and regions."""
+        """The agents ``name`` may talk to, with role, regions and (FME copilots) layer."""
         allowed = set(self.talks_to.get(name, ()))
-        return tuple(AgentDirectoryEntry(a.name, a.role, a.regions) for a in self.agents if a.name in allowed)
+        return tuple(AgentDirectoryEntry(a.name, a.role, a.regions, a.layer) for a in self.agents if a.name in allowed)

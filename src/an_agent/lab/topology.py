@@ -18,7 +18,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, SchemaMode, Timing
+from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, Layer, SchemaMode, Timing
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
 from an_agent.lab.spec import (
@@ -145,6 +145,14 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         for j, region in enumerate(raw.get("regions", ())):
             if region not in region_names:
                 problems.add(["agents", i, "regions", j], f"unknown region {region!r}; regions: {_list(region_names)}")
+        layer = Layer(raw["layer"]) if "layer" in raw else None
+        if raw["role"] == Role.FME_COPILOT and layer is None:
+            problems.add(["agents", i], "an fme-copilot needs a layer: service (talks to the engineer) or resource")
+        elif raw["role"] != Role.FME_COPILOT and layer is not None:
+            problems.add(["agents", i, "layer"], f"layer is for fme-copilot agents, not {raw['role']}", key=True)
+        options = dict(raw.get("options", {}))
+        if layer is not None:
+            options["layer"] = str(layer)
         agents.append(
             AgentSpec(
                 name=raw["name"],
@@ -156,7 +164,8 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 port=raw.get("port", 0),
                 address=raw.get("address"),
                 schemas=_schema_mode(raw.get("schemas", schemas)),
-                options=dict(raw.get("options", {})),
+                options=options,
+                layer=layer,
                 skills=tuple(
                     SkillSpec(s["name"], s.get("description"), tuple(s.get("tags", ())), tuple(s.get("examples", ())))
                     for s in raw.get("skills", ())

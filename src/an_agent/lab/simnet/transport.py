@@ -7,13 +7,25 @@ the link goes out of service (`backhaul_up`).
 
 from __future__ import annotations
 
+import random
 from collections.abc import Sequence
 
-from an_agent.agents.environment import LinkView
+from an_agent.agents.environment import FaultLocation, LinkView
 from an_agent.lab.simnet.state import NetState, Pending
 
 LINK_FAULTS = {"link_cut": "loss_of_light", "router_port_fault": "port_error_disabled"}
 """Fault type -> the evidence an IP diagnosis finds."""
+
+
+def otdr_location(seed: int, link_id: str, a_router: str, occurrence: int) -> FaultLocation:
+    """Where a cut fibre breaks, as an OTDR shot from its ``a`` router reads it.
+
+    The span length is a property of the link (fixed by seed and link), the break point of each cut
+    (seed, link, occurrence): two runs of a topology find the break at the same place.
+    """
+    span = round(random.Random(f"{seed}:span:{link_id}").uniform(2.0, 18.0), 2)
+    distance = round(span * random.Random(f"{seed}:break:{link_id}:{occurrence}").uniform(0.05, 0.95), 2)
+    return FaultLocation(link_id, a_router, span, distance)
 
 
 class Transport:

@@ -1,0 +1,108 @@
+"""The simulated field maintenance engineer (FME) of draft section 2.1, steps 7-8.
+
+A person with an app: the engineer is a NETCONF client named ``fme`` of the service-layer copilot
+(not an agent: it has no server). On a ticket it asks, in natural language, what the device is, which
+alarms it raised and how to repair it, travels, follows the guidance step by step on simulated time —
+the ``repair`` step is its hands on the network (`ManagedNetwork.repair_on_site`) — and asks whether
+the device is back before it reports the repair done. Field maintenance takes the ticket's nominal
+time: the engineer arrives so that the guided work ends when field maintenance would have ended.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from an_agent.agents.environment import AgentEnvironment
+from an_agent.agents.peers import Peers
+from an_agent.model import CommuType, Task, TaskStatus, build_prompt
+
+ENGINEER = "fme"
+"""The engineer's NETCONF client name (its tasks' ``task-sendFrom``)."""
+
+
+class FieldEngineer:
+    """One engineer working one ticket through the copilot ``copilot`` (module docstring)."""
+
+    def __init__(self, env: AgentEnvironment, agent_peers: Peers, copilot: str) -> None:
+        self.env = env
+        self.copilot = copilot
+        self._peers = Peers(
+            ENGINEER,
+            agent_peers.scheduler,
+            agent_peers.address_of,
+            [copilot],
+            agent_peers.record,
+            credentials=agent_peers.credentials,
+            timeout=agent_peers.timeout,
+        )
+        self._asked = 0
+        self.dialogue: list[dict[str, Any]] = []
+
+    def close(self) -> None:
+        self._peers.close()
+
+    def ask(self, ticket: str, question: str) -> dict[str, Any]:
+        """Ask the copilot in words; the answer's JSON (``answer`` is the sentence), {} when it failed."""
+        self._asked += 1
+        task = Task(
+            task_id=f"{ENGINEER}.{ticket}.q{self._asked}",
+            send_from=ENGINEER,
+            send_to=self.copilot,
+            commu_type=CommuType.TASK_ASSIGN,
+            content=build_prompt(ticket, question),
+            task_async=True,
+            expected_response="an answer in natural language",
+        )
+        done = self._peers.peer(self.copilot).assign(task).result()
+        reply: dict[str, Any] = {}
+        if done.status == TaskStatus.FINISHED and done.result is not None and done.result.data:
+            value = json.loads(done.result.data)
+            reply = value if isinstance(value, dict) else {}
+        answer = str(reply.get("answer") or (done.result.reason if done.result else "") or "no answer")
+        self.dialogue.append({"t": self.env.scheduler.now(), "question": question, "answer": answer})
+        return reply
+
+    def _note(self, kind: str, text: str, **details: Any) -> None:
+        self.env.journal.note(ENGINEER, kind, text, **details)
+
+    def work(self, ticket: dict[str, Any], eta: float) -> dict[str, Any]:
+        """Work ``ticket`` (a trouble_ticket_v1 payload) until repaired or given up; the report to close it."""
+        scheduler = self.env.scheduler
+        number, device = str(ticket["ticket_id"]), str(ticket["device"])
+        self._note("field_work", f"accepts ticket {number}: {str(ticket['fault']).replace('_', ' ')} on {device}")
+        self.ask(number, f"What do we know about {device}?")
+        self.ask(number, f"Which alarms has {device} raised, and since when?")
+        guide = self.ask(number, f"How do I repair {device}, step by step?")
+        steps = [s for s in guide.get("steps") or [] if isinstance(s, dict)]
+        if not steps:
+            return self._report(ticket, False, f"no guidance for {device}")
+        work = sum(float(s.get("minutes", 0)) * 60 for s in steps)
+        travel = eta - work - scheduler.now()
+        if travel > 0:
+            scheduler.sleep(travel)
+        self._note("field_work", f"on site for ticket {number} ({device})")
+        repaired = False
+        for step in steps:
+            scheduler.sleep(float(step.get("minutes", 0)) * 60)
+            kind = step.get("kind")
+            self._note("field_step", f"step {step.get('step')}: {step.get('action')}", ticket_id=number, step_kind=kind)
+            if kind == "repair":
+                repaired = self.env.network.repair_on_site(device, ENGINEER, f"ticket {number}")
+            elif kind == "verify":
+                status = self.ask(number, f"Is {device} back in service?")
+                if not status.get("in_service"):
+                    return self._report(ticket, False, str(status.get("answer") or f"{device} is not back"))
+        if not repaired:
+            return self._report(ticket, False, f"the guided repair found no fault to clear on {device}")
+        return self._report(ticket, True, f"{device} repaired on site following the copilot's {len(steps)} steps")
+
+    def _report(self, ticket: dict[str, Any], repaired: bool, summary: str) -> dict[str, Any]:
+        self._note("field_work", summary, ticket_id=ticket["ticket_id"], repaired=repaired)
+        return {
+            "ticket_id": ticket["ticket_id"],
+            "device": ticket["device"],
+            "repaired": repaired,
+            "summary": summary,
+            "dialogue": self.dialogue,
+        }
