@@ -33,7 +33,7 @@ from an_agent.model import Task, parse_prompt
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
-_ELEMENT = re.compile(r"\b(?:LINK|SITE|CELL)-[A-Za-z0-9]+\b")
+_ELEMENT = re.compile(r"\b(?:LINK|SITE|CELL)-[A-Z0-9]+\b")
 _QUESTION_WORDS: tuple[tuple[Query, tuple[str, ...]], ...] = (
     (Query.ALARMS, ("alarm", "history", "when did", "since when")),
     (Query.GUIDE, ("how do", "how to", "how can", "step", "guid", "what should", "procedure", "fix", "repair")),
@@ -138,13 +138,15 @@ class FmeCopilotBehaviour(LabBehaviour):
     def _device_of(self, question: str) -> str | None:
         """The device a question names, else the device of the only (or latest) open ticket."""
         for token in _ELEMENT.findall(question.upper()):
+            token = str(token)
             try:
                 guidance.device_kind(self.env.network, token)
             except ValueError:
                 continue
             return token
         with self._state:
-            return next(reversed(self._tickets), None)
+            devices = list(self._tickets)
+        return devices[-1] if devices else None
 
     def _ticket_for(self, device: str) -> dict[str, Any]:
         """The open ticket of ``device``, else an ad-hoc one so the query carries the same structure."""

@@ -154,16 +154,16 @@ def alarm_history(network: ManagedNetwork, element: str, now: float) -> dict[str
         }
         for a in alarms
     ]
-    own = [r for r in rows if r["element"] == element]
+    own = [a for a in alarms if a.element == element]
     active = [r for r in rows if not r["cleared"]]
     if not rows:
         text = f"no alarm on {element} or the elements that depend on it"
     else:
-        first = own[0] if own else rows[0]
+        first = own[0] if own else alarms[0]
         text = (
             f"{len(rows)} alarm(s) on {element} and its dependants, {len(active)} still active; "
-            f"first: {first['kind'].replace('_', ' ')} on {first['element']} "
-            f"{first['raised_minutes_ago']:g} minutes ago ({first['text']})"
+            f"first: {first.kind.replace('_', ' ')} on {first.element} "
+            f"{round((now - first.raised_at) / 60, 1):g} minutes ago ({first.text})"
         )
     return {"device": element, "alarms": rows, "answer": text + "."}
 
@@ -171,6 +171,10 @@ def alarm_history(network: ManagedNetwork, element: str, now: float) -> dict[str
 def repair_steps(network: ManagedNetwork, element: str, fault: str) -> dict[str, Any]:
     """Step-by-step guidance for ``fault`` (a trouble_ticket_v1 ``fault``) on ``element``, from its facts."""
     facts = device_facts(network, element)["facts"]
+    if fault == "unknown":
+        fault = observed_fault(network, element)
+        if fault == "none":
+            return {"device": element, "fault": fault, "steps": [], "answer": f"{element} shows no fault to repair."}
     steps: list[dict[str, Any]]
     if fault == "fibre_cut" and facts["kind"] == "link":
         otdr = facts.get("otdr")
@@ -222,6 +226,22 @@ def repair_steps(network: ManagedNetwork, element: str, fault: str) -> dict[str,
         f"{s['step']}. {s['action']} ({s['minutes']} min)" for s in steps
     )
     return {"device": element, "fault": fault, "steps": steps, "answer": text + "."}
+
+
+def observed_fault(network: ManagedNetwork, element: str) -> str:
+    """The trouble_ticket_v1 ``fault`` the network's own evidence shows on ``element`` (``none``: healthy)."""
+    kind = device_kind(network, element)
+    if kind == "link":
+        link = network.link(element)
+        evidence = {"loss_of_light": "fibre_cut", "port_error_disabled": "port_fault"}
+        return "none" if link.up else evidence.get(link.evidence or "", "unknown")
+    if kind == "site":
+        finding = network.radio_diagnostics(element).finding
+        return {"healthy": "none", "software_hang": "software_hang", "mains_power_lost": "mains_power_lost"}.get(
+            finding, "unknown"
+        )
+    cell = network.cell(element)
+    return "none" if cell.tilt_deg == cell.base_tilt_deg else "cell_misconfiguration"
 
 
 def _step(kind: str, minutes: int, action: str) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import json
 from collections import Counter
 from typing import Any
 
+from an_agent.agents.engineer import ENGINEER
 from an_agent.clock import to_rfc3339
 from an_agent.lab.baseline import run_baseline
 from an_agent.lab.kpis import KpiSeries
@@ -34,6 +35,7 @@ from an_agent.lab.result import (
     TopologySummary,
 )
 from an_agent.lab.runner import Lab
+from an_agent.lab.spec import Role
 from an_agent.model import Task, TaskStatus, parse_prompt
 
 ACTION_KINDS = (
@@ -46,6 +48,8 @@ ACTION_KINDS = (
     "decision",
     "repair",
     "trouble_ticket",
+    "ticket_received",
+    "ticket_closed",
     "boundary",
     "sub_tasks",
     "restored",
@@ -236,6 +240,41 @@ def _task_row(agent: str, task: Task, payload: Any) -> dict[str, Any]:
     }
 
 
+def _field_checks(lab: Lab, faults: list[FaultOutcome], check: Any) -> None:
+    """With FME copilots: every field repair was done by the engineer on a ticket the copilots guided.
+
+    Per fault repaired in the field: a ticket for its element reached a service-layer copilot, the
+    engineer asked it questions that it answered, the engineer made the repair, and the ticket closed.
+    """
+    if not any(a.role == Role.FME_COPILOT for a in lab.topology.agents):
+        return
+    notes = lab.journal.notes()
+    problems = []
+    for fault in faults:
+        if fault.repair_kind != "field":
+            continue
+        received = [n for n in notes if n.kind == "ticket_received" and n.details.get("device") == fault.target]
+        if not received:
+            problems.append(f"{fault.target}: no ticket reached an FME copilot")
+            continue
+        number = received[0].details.get("ticket_id")
+        replies = [n for n in notes if n.kind == "copilot_reply" and n.details.get("device") == fault.target]
+        closed = [n for n in notes if n.kind == "ticket_closed" and n.details.get("ticket_id") == number]
+        if not replies:
+            problems.append(f"{fault.target}: the engineer got no answer from the copilot")
+        if fault.repaired_by != ENGINEER:
+            problems.append(f"{fault.target}: repaired by {fault.repaired_by}, not the field engineer")
+        if not closed:
+            problems.append(f"{fault.target}: ticket {number} not closed")
+    check(
+        "field repairs guided by the FME copilots",
+        not problems,
+        "every field repair: ticket to the copilot, questions answered, repaired by the engineer, ticket closed"
+        if not problems
+        else "; ".join(problems[:4]),
+    )
+
+
 def _checks(
     lab: Lab, faults: list[FaultOutcome], tasks: list[dict[str, Any]], leftovers: list[str], open_ports: list[str]
 ) -> list[Check]:
@@ -278,6 +317,7 @@ def _checks(
         if not bad
         else "; ".join(f"{t['agent']}/{t['task_id']}: {t['status']}" for t in bad[:6]),
     )
+    _field_checks(lab, faults, check)
     errors = lab.kernel.stats.errors
     check(
         "closed loop completed",

@@ -1,8 +1,9 @@
 """``--report DIR``: one self-contained HTML file per run (no scripts, no external resources).
 
-It shows the outcome and the closed-loop checks, a sequence diagram of every NETCONF exchange between
-the agents (inline SVG), the KPIs over simulated time next to the baseline without collaboration
-(inline SVG step charts), the agents' notes, and every task with its structured payload and result.
+It shows the outcome and the closed-loop checks, the KPIs over simulated time next to the baseline
+without collaboration (inline SVG step charts), trouble tickets sent to field engineers with their
+copilot dialogue, a sequence diagram of every NETCONF exchange between the agents (inline SVG), the
+agents' notes, and every task with its structured payload and result.
 """
 
 from __future__ import annotations
@@ -67,6 +68,7 @@ def render(result: LabResult) -> str:
         _chart(result, "cells_in_service", "Cells in service"),
         _chart(result, "energy_kw", "Energy use (kW)"),
         "</div>",
+        _field_tickets(result),
         "<h2>Agent interactions</h2>",
         "<p>Every NETCONF operation between agents (hover for the task and detail); red dots are what an agent "
         "decided or did.</p>",
@@ -240,6 +242,39 @@ def _sequence(result: LabResult) -> str:
     return "<div class='scroll'>" + "".join(svg) + "</div>" + note
 
 
+FIELD_NOTE_KINDS = ("ticket_received", "copilot_question", "copilot_reply", "field_work", "field_step", "ticket_closed")
+"""The notes of draft section 2.1 steps 6-8: the ticket, the engineer's dialogue with the copilot, the repair."""
+
+
+def _field_tickets(result: LabResult) -> str:
+    """The trouble tickets sent to field engineers, and the dialogue and work that closed them (empty: none)."""
+    tickets = [n for n in result.notes if n["kind"] == "ticket_received"]
+    if not tickets:
+        return ""
+    parts = ["<h2>Trouble tickets and the FME copilot dialogue</h2>"]
+    for ticket in tickets:
+        payload = ticket["details"].get("ticket", {})
+        rows = "".join(f"<tr><th>{_e(k)}</th><td>{_e(v)}</td></tr>" for k, v in payload.items())
+        parts.append(
+            f"<h3>Ticket {_e(payload.get('ticket_id', ''))} ({_e(ticket['agent'])}, "
+            f"{clock_of(result, ticket['t'])})</h3><table>{rows}</table>"
+        )
+    lines = []
+    for note in result.notes:
+        if note["kind"] not in FIELD_NOTE_KINDS[1:]:
+            continue
+        who = {"copilot_question": "engineer", "copilot_reply": "service copilot"}.get(note["kind"], note["agent"])
+        text = note["details"].get("question", note["text"]) if note["kind"] == "copilot_question" else note["text"]
+        lines.append(
+            f"<tr class='{_e(note['kind'])}'><td>{clock_of(result, note['t'])}</td><td>{_e(who)}</td>"
+            f"<td>{_e(text)}</td></tr>"
+        )
+    parts.append(
+        "<table class='dialogue'><tr><th>time</th><th>who</th><th>said or did</th></tr>" + "".join(lines) + "</table>"
+    )
+    return "\n".join(parts)
+
+
 def _agents(result: LabResult) -> str:
     rows = []
     for agent in result.agents:
@@ -299,4 +334,5 @@ svg text{font-size:11px;fill:#333}svg .title{font-size:13px;font-weight:600}
 .legend span{margin-right:12px;font-size:13px}
 pre{white-space:pre-wrap;font-size:12px;background:#f8fafc;padding:6px;margin:4px 0}
 tr.failed td{background:#fff7ed}
+.dialogue tr.copilot_question td{background:#eff6ff}.dialogue tr.copilot_reply td{background:#f0fdf4}
 """
