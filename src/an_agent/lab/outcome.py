@@ -19,6 +19,7 @@ from collections import Counter
 from typing import Any
 
 from an_agent.agents.engineer import ENGINEER
+from an_agent.agents.environment import Layer
 from an_agent.clock import to_rfc3339
 from an_agent.lab.baseline import run_baseline
 from an_agent.lab.kpis import KpiSeries
@@ -241,13 +242,15 @@ def _task_row(agent: str, task: Task, payload: Any) -> dict[str, Any]:
 
 
 def _field_checks(lab: Lab, faults: list[FaultOutcome], check: Any) -> None:
-    """With FME copilots: every field repair was done by the engineer on a ticket the copilots guided.
+    """With a service-layer FME copilot that takes tickets: every field repair was done by the engineer on a ticket the copilots guided.
 
     Per fault repaired in the field: a ticket for its element reached a service-layer copilot, the
     engineer asked it questions that it answered, the engineer made the repair, and the ticket closed.
     """
-    if not any(a.role == Role.FME_COPILOT for a in lab.topology.agents):
-        return
+    topology = lab.topology
+    copilots = {a.name for a in topology.agents if a.role == Role.FME_COPILOT and a.layer == Layer.SERVICE}
+    if not any(copilots & set(receivers) for receivers in topology.talks_to.values()):
+        return  # nobody may send a ticket to a service-layer copilot: field maintenance takes them
     notes = lab.journal.notes()
     problems = []
     for fault in faults:
