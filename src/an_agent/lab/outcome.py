@@ -242,7 +242,7 @@ def _task_row(agent: str, task: Task, payload: Any) -> dict[str, Any]:
 
 
 def _field_checks(lab: Lab, faults: list[FaultOutcome], check: Any) -> None:
-    """With a service-layer FME copilot that takes tickets: every field repair was done by the engineer on a ticket the copilots guided.
+    """With a service-layer FME copilot that takes tickets: the engineer did every field repair, guided.
 
     Per fault repaired in the field: a ticket for its element reached a service-layer copilot, the
     engineer asked it questions that it answered, the engineer made the repair, and the ticket closed.
