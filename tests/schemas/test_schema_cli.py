@@ -22,6 +22,7 @@ def test_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
         "coverage_compensation_v1",
         "energy_saving_adjust_v1",
         "fault_diagnosis_v1",
+        "trouble_ticket_v1",
     ]
     assert main(["schema", "show", "energy_saving_adjust", "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["schema_id"] == "energy_saving_adjust_v1"

@@ -20,8 +20,7 @@ from __future__ import annotations
 
 import re
 import threading
-from collections.abc import Mapping
-from typing import Any, ClassVar
+from typing import Any
 
 from an_agent.agents import guidance, payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, stamp, verb_of
@@ -52,11 +51,11 @@ def classify(question: str) -> Query:
 
 class FmeCopilotBehaviour(LabBehaviour):
     role = RoleName.FME_COPILOT
-    option_defaults: ClassVar[Mapping[str, Any]] = {"layer": Layer.SERVICE.value}
     description = "FME copilot: answers the field engineer's questions, guides on-site repairs"
 
     def start(self) -> None:
-        self.layer = Layer(str({**self.option_defaults, **self.env.options}["layer"]))
+        # The topology's `layer` (required for this role) reaches the behaviour among its options.
+        self.layer = Layer(str(self.env.options.get("layer", Layer.SERVICE)))
         self._tickets: dict[str, dict[str, Any]] = {}
         """Open tickets by device: the context of a question that names no device."""
         self._state = threading.Lock()
