@@ -115,9 +115,13 @@ def test_iov_complaint_crosses_management_domains(state_dir: Path) -> None:
     assert payload["schema_id"] == "complaint_ticket_v1"
     assert payload["payload"]["region"] == "south" and payload["payload"]["cross_domain"] is True
     assert payload["payload"]["ticket_id"] == "TT-88213"
+    # CSS -> OSS in the southern domain; the OSS agent splits the ticket into sub-tickets
+    handed = messages(result, "complaint-south", "tickets-south", "taskAssign")
+    assert len(handed) == 1 and handed[0]["payload"]["payload"]["ticket_id"] == "TT-88213"
     for sub in ("ran-south", "ip-south"):
-        assert messages(result, "complaint-south", sub, "taskAssign")
-    assert not [m for m in result["messages"] if m["to"] in ("ran-north", "ip-north")]
+        assert messages(result, "tickets-south", sub, "taskAssign")
+        assert not messages(result, "complaint-south", sub, "taskAssign")
+    assert not [m for m in result["messages"] if m["to"] in ("ran-north", "ip-north", "tickets-north")]
     fault = only_fault(result)
     assert fault["root_cause"]["diagnosed_by"] == "ran-south"
     assert fault["repaired_by"] == "ran-south"
@@ -175,7 +179,9 @@ def test_a_complaint_in_its_own_domain_stays_there(tmp_path: Path) -> None:
     result = run(path, tmp_path / "state")
     assert_closed_loop(result)
     assert not messages(result, "complaint-north", "complaint-south", "taskAssign")
-    assert messages(result, "complaint-north", "ran-north", "taskAssign")
+    assert messages(result, "complaint-north", "tickets-north", "taskAssign")
+    assert messages(result, "tickets-north", "ran-north", "taskAssign")
+    assert not [m for m in result["messages"] if m["to"] in ("tickets-south", "ran-south", "ip-south")]
     fault = only_fault(result)
     assert fault["target"] == "CELL-0302" and fault["repaired_by"] == "ran-north"
 
@@ -239,3 +245,25 @@ def test_generated_200_sites_close_the_loop(tmp_path: Path) -> None:
     assert_closed_loop(result)
     assert len(result["outcome"]["faults"]) == 4
     assert result["topology"]["sites"] == 200
+
+
+def test_a_complaint_about_a_transport_fault_is_found_by_the_ip_sub_ticket(tmp_path: Path) -> None:
+    path = variant(
+        tmp_path,
+        "iov-complaint.yaml",
+        (
+            "fault: {type: cell_misconfiguration, target: CELL-1402, tilt_deg: 14, coverage_loss: 0.7}",
+            "fault: {type: router_port_fault, target: LINK-S1}",
+        ),
+    )
+    result = run(path, tmp_path / "state")
+    assert_closed_loop(result)
+    fault = only_fault(result)
+    assert (fault["target"], fault["root_cause"]["diagnosed_by"], fault["repaired_by"]) == (
+        "LINK-S1",
+        "ip-south",
+        "ip-south",
+    )
+    assert messages(result, "tickets-south", "ip-south", "taskAssign")
+    split = next(c for c in result["outcome"]["checks"] if c["name"].startswith("complaints split into sub-tickets"))
+    assert split["ok"]

@@ -31,6 +31,7 @@ class RoleName(StrEnum):
     ENERGY_SAVING = "energy-saving"
     COMPLAINT = "complaint"
     FME_COPILOT = "fme-copilot"
+    TROUBLE_TICKET = "trouble-ticket"
 
 
 class Layer(StrEnum):

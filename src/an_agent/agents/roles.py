@@ -13,6 +13,7 @@ from an_agent.agents.ip import IpFaultBehaviour
 from an_agent.agents.optimization import OptimizationBehaviour
 from an_agent.agents.ran import RanFaultBehaviour
 from an_agent.agents.service import CrossDomainFaultBehaviour
+from an_agent.agents.trouble_ticket import TroubleTicketBehaviour
 from an_agent.model import Skill
 
 _JSON = "application/json;schema="
@@ -144,6 +145,21 @@ ROLES: dict[RoleName, Role] = {
                     ["complaint", "ticket", "iov"],
                     ["complaint_ticket_v1"],
                     ["Vehicles lose the network on the A4 near exit 12"],
+                ),
+            ),
+        ),
+        Role(
+            RoleName.TROUBLE_TICKET,
+            TroubleTicketBehaviour,
+            "OSS",
+            (
+                _skill(
+                    "sub-ticketing",
+                    "split a localised complaint ticket into sub-tickets for the transport and mobile agents "
+                    "of the domain, have the cause repaired and the restoration verified",
+                    ["ticket", "sub-ticket", "oss", "iov"],
+                    ["complaint_ticket_v1"],
+                    ["Resolve complaint ticket TT-88213: intermittent_connectivity at A4 exit 12"],
                 ),
             ),
         ),

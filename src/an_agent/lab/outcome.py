@@ -20,6 +20,7 @@ from typing import Any
 
 from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.environment import Layer
+from an_agent.agents.guidance import region_of
 from an_agent.clock import to_rfc3339
 from an_agent.lab.baseline import run_baseline
 from an_agent.lab.kpis import KpiSeries
@@ -278,6 +279,36 @@ def _field_checks(lab: Lab, faults: list[FaultOutcome], check: Any) -> None:
     )
 
 
+def _ticket_checks(lab: Lab, faults: list[FaultOutcome], check: Any) -> None:
+    """With OSS trouble-ticket agents: each complaint was split into sub-tickets by the agent of the fault's domain.
+
+    Checked per fault whose region has a trouble-ticket agent and that a complaint led to (a sub-ticketing
+    note about its sites); the sub-tickets must come from a trouble-ticket agent of that region.
+    """
+    topology = lab.topology
+    oss = {a.name: a.regions for a in topology.agents if a.role == Role.TROUBLE_TICKET}
+    if not oss or not any(e.ticket is not None for e in topology.events):
+        return
+    notes = [n for n in lab.journal.notes() if n.kind == "sub_tasks"]
+    problems = []
+    for fault in faults:
+        region = region_of(lab.network, fault.target)
+        if not any(not regions or region in regions for regions in oss.values()):
+            continue
+        splits = [n for n in notes if n.details.get("region") == region]
+        if not splits:
+            problems.append(f"{fault.target}: no sub-tickets in {region}")
+        elif any(n.agent not in oss for n in splits):
+            problems.append(f"{fault.target}: sub-tickets by {splits[0].agent}, not an OSS trouble-ticket agent")
+    check(
+        "complaints split into sub-tickets by the OSS agent of the fault's domain",
+        not problems,
+        "every complaint: localised, handed to the domain's trouble-ticket agent, split for transport and mobile"
+        if not problems
+        else "; ".join(problems[:4]),
+    )
+
+
 def _checks(
     lab: Lab, faults: list[FaultOutcome], tasks: list[dict[str, Any]], leftovers: list[str], open_ports: list[str]
 ) -> list[Check]:
@@ -321,6 +352,7 @@ def _checks(
         else "; ".join(f"{t['agent']}/{t['task_id']}: {t['status']}" for t in bad[:6]),
     )
     _field_checks(lab, faults, check)
+    _ticket_checks(lab, faults, check)
     errors = lab.kernel.stats.errors
     check(
         "closed loop completed",
