@@ -176,3 +176,46 @@ def test_report_shows_the_ticket_and_the_dialogue(state_dir: Path) -> None:
     assert "Trouble tickets and the FME copilot dialogue" in html
     assert "How do I repair LINK-C2, step by step?" in html
     assert "fibre_cut" in html and "Fusion-splice" in html
+
+
+def test_an_oss_ticket_agent_sends_field_repairs_through_the_copilots_of_its_domain(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    path = variant(
+        tmp_path,
+        "iov-complaint.yaml",
+        (
+            "fault: {type: cell_misconfiguration, target: CELL-1402, tilt_deg: 14, coverage_loss: 0.7}",
+            "fault: {type: site_power_failure, target: SITE-13}",
+        ),
+        (
+            "  - {name: tickets-south, role: trouble-ticket, regions: [south], port: 18858}\n",
+            "  - {name: tickets-south, role: trouble-ticket, regions: [south], port: 18858}\n"
+            "  - {name: copilot-south, role: fme-copilot, layer: service, regions: [south]}\n"
+            "  - {name: network-south, role: fme-copilot, layer: resource, regions: [south]}\n",
+        ),
+        (
+            "  tickets-south: [ran-south, ip-south]\n",
+            "  tickets-south: [ran-south, ip-south, copilot-south]\n  copilot-south: [network-south]\n",
+        ),
+        ("  ran-south: [ip-south]\n", "  ran-south: [ip-south, copilot-south]\n"),
+    )
+    result = run(path, state_dir)
+    assert result["outcome"]["closed_loop"], [c for c in result["outcome"]["checks"] if not c["ok"]]
+    assert field_check(result)["ok"]
+    # the RAN agent sees the outage first and opens the ticket; the OSS agent's ticket joins it
+    first = task(result, "ran-south.ticket.SITE-13")
+    assert first["agent"] == "copilot-south" and first["payload"]["payload"]["fault"] == "mains_power_lost"
+    assert first["result"]["repaired"] is True
+    joined = task(result, "tickets-south.ticket.SITE-13")
+    assert joined["status"] == "finished" and joined["result"]["joined"] == first["payload"]["payload"]["ticket_id"]
+    assert [m["task_id"].split(".")[1] for m in assigned(result, "copilot-south", "network-south")] == [
+        "facts",
+        "alarms",
+        "guide",
+        "status",
+    ]
+    fault = result["outcome"]["faults"][0]
+    assert (fault["target"], fault["repaired_by"]) == ("SITE-13", "fme")
+    bss = task(result, "bss.ticket.1")
+    assert bss["status"] == "finished" and "field engineer" in bss["reason"]

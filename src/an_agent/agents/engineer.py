@@ -76,7 +76,7 @@ class FieldEngineer:
         guide = self.ask(number, f"How do I repair {device}, step by step?")
         steps = [s for s in guide.get("steps") or [] if isinstance(s, dict)]
         if not steps:
-            return self._report(ticket, False, f"no guidance for {device}")
+            return self._report(ticket, False, f"no guidance for {device}", False)
         work = sum(float(s.get("minutes", 0)) * 60 for s in steps)
         travel = eta - work - scheduler.now()
         if travel > 0:
@@ -94,15 +94,18 @@ class FieldEngineer:
                 if not status.get("in_service"):
                     return self._report(ticket, False, str(status.get("answer") or f"{device} is not back"))
         if not repaired:
-            return self._report(ticket, False, f"the guided repair found no fault to clear on {device}")
+            # Someone else cleared the fault meanwhile (the copilot confirmed service): nothing left to do.
+            return self._report(ticket, True, f"{device} found back in service: no repair left to do", False)
         return self._report(ticket, True, f"{device} repaired on site following the copilot's {len(steps)} steps")
 
-    def _report(self, ticket: dict[str, Any], repaired: bool, summary: str) -> dict[str, Any]:
-        self._note("field_work", summary, ticket_id=ticket["ticket_id"], repaired=repaired)
+    def _report(self, ticket: dict[str, Any], in_service: bool, summary: str, repaired: bool = True) -> dict[str, Any]:
+        repaired = repaired and in_service
+        self._note("field_work", summary, ticket_id=ticket["ticket_id"], repaired=repaired, in_service=in_service)
         return {
             "ticket_id": ticket["ticket_id"],
             "device": ticket["device"],
             "repaired": repaired,
+            "in_service": in_service,
             "summary": summary,
             "dialogue": self.dialogue,
         }

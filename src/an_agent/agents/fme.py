@@ -25,9 +25,9 @@ from typing import Any
 from an_agent.agents import guidance, payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, stamp, verb_of
 from an_agent.agents.engineer import FieldEngineer
-from an_agent.agents.environment import Layer, RoleName
+from an_agent.agents.environment import Layer, RoleName, SimFuture
+from an_agent.agents.field import ticket_id
 from an_agent.agents.guidance import Query
-from an_agent.agents.ran import ticket_id
 from an_agent.model import Task, parse_prompt
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
@@ -58,6 +58,8 @@ class FmeCopilotBehaviour(LabBehaviour):
         self.layer = Layer(str(self.env.options.get("layer", Layer.SERVICE)))
         self._tickets: dict[str, dict[str, Any]] = {}
         """Open tickets by device: the context of a question that names no device."""
+        self._working: dict[str, SimFuture[dict[str, Any]]] = {}
+        """Devices an engineer is on, with the report their ticket will close with."""
         self._state = threading.Lock()
 
     # ---- negotiation --------------------------------------------------------------------------------
@@ -165,9 +167,38 @@ class FmeCopilotBehaviour(LabBehaviour):
         ticket = {k: v for k, v in payload.values.items() if v is not None}
         device = str(ticket["device"])
         number = str(ticket["ticket_id"])
-        eta = self.env.network.open_trouble_ticket(device, number, self.name, str(ticket["fault"]))
         with self._state:
-            self._tickets[device] = ticket
+            first = self._working.get(device)
+            if first is None:
+                report: SimFuture[dict[str, Any]] = self.env.scheduler.future(f"{self.name} ticket {number}")
+                self._working[device] = report
+                self._tickets[device] = ticket
+        if first is not None:
+            # A second ticket for a device an engineer is already on: it closes with the first one.
+            self.note(
+                "ticket_joined", f"trouble ticket {number} from {task.send_from} joins the open ticket on {device}"
+            )
+            joined = first.wait()
+            if not joined["in_service"]:
+                raise TaskFailure(f"ticket {number} not closed: {joined['summary']}")
+            self.finish(run, str(joined["summary"]), {**joined, "ticket_id": number, "joined": joined["ticket_id"]})
+            return
+        try:
+            result = self._dispatch(task, ticket)
+        except BaseException:
+            report.set({"in_service": False, "ticket_id": number, "summary": "the ticket was abandoned"})
+            raise
+        report.set(result)
+        if not result["in_service"]:
+            raise TaskFailure(f"ticket {number} not closed: {result['summary']}")
+        self.note("ticket_closed", f"trouble ticket {number} closed: {result['summary']}", ticket_id=number)
+        self.finish(run, result["summary"], result)
+
+    def _dispatch(self, task: Task, ticket: dict[str, Any]) -> dict[str, Any]:
+        """The field engineer works ``ticket`` (an open trouble ticket on the network); their report."""
+        device = str(ticket["device"])
+        number = str(ticket["ticket_id"])
+        eta = self.env.network.open_trouble_ticket(device, number, self.name, str(ticket["fault"]))
         self.note(
             "ticket_received",
             f"trouble ticket {number} from {task.send_from}: {ticket['fault'].replace('_', ' ')} on {device}, "
@@ -178,12 +209,9 @@ class FmeCopilotBehaviour(LabBehaviour):
         )
         engineer = FieldEngineer(self.env, self.peers, self.name)
         try:
-            report = engineer.work(ticket, eta)
+            return engineer.work(ticket, eta)
         finally:
             engineer.close()
             with self._state:
                 self._tickets.pop(device, None)
-        if not report["repaired"]:
-            raise TaskFailure(f"ticket {number} not closed: {report['summary']}")
-        self.note("ticket_closed", f"trouble ticket {number} closed: {report['summary']}", ticket_id=number)
-        self.finish(run, report["summary"], report)
+                self._working.pop(device, None)

@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import functools
 import threading
-import zlib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 from an_agent.agents import payloads
-from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
+from an_agent.agents.base import NotFeasible, TaskFailure, short, stamp, verb_of
 from an_agent.agents.environment import NetworkEvent, RoleName, SimFuture
+from an_agent.agents.field import FieldRepair, ticket_id
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
@@ -41,12 +41,7 @@ class _Waiter:
     future: SimFuture[Any]
 
 
-def ticket_id(element: str, when: float) -> str:
-    """A trouble-ticket id derived from what and when (the same in every run of a topology)."""
-    return f"TT-{zlib.crc32(f'{element}@{when:.0f}'.encode()) % 1_000_000:06d}"
-
-
-class RanFaultBehaviour(LabBehaviour):
+class RanFaultBehaviour(FieldRepair):
     role = RoleName.RAN_FAULT
     option_defaults: ClassVar[Mapping[str, Any]] = {
         "compensation_power_db": 4.0,
@@ -253,13 +248,7 @@ class RanFaultBehaviour(LabBehaviour):
             if finding.remote_repair_possible:
                 self._restart(site)
             else:
-                eta = network.dispatch_field_repair(site, ticket_id(site, first), self.name, finding.root_cause)
-                self.note(
-                    "trouble_ticket",
-                    f"trouble ticket for field maintenance on {site}: {finding.root_cause}",
-                    element=site,
-                    eta=eta,
-                )
+                self.field_repair(finding, ticket_id(site, first))
 
     def _repair_transport(self, ip: str, finding: Finding, first: float) -> None:
         assert finding.element is not None
@@ -280,15 +269,7 @@ class RanFaultBehaviour(LabBehaviour):
             if outcome.finished:
                 self.note("repair", f"{ip} repaired {finding.element} remotely", element=finding.element)
                 return
-        eta = self.env.network.dispatch_field_repair(
-            finding.element, ticket_id(finding.element, first), self.name, finding.root_cause
-        )
-        self.note(
-            "trouble_ticket",
-            f"trouble ticket for field maintenance on {finding.element}: {finding.root_cause}",
-            element=finding.element,
-            eta=eta,
-        )
+        self.field_repair(finding, ticket_id(finding.element, first))
 
     def _restart(self, site: str) -> bool:
         self.env.scheduler.sleep(self.env.timing.site_reset)

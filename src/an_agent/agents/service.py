@@ -21,11 +21,10 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from an_agent.agents import payloads
-from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
-from an_agent.agents.environment import Layer, RoleName, SimFuture
+from an_agent.agents.base import NotFeasible, TaskFailure, short, stamp, verb_of
+from an_agent.agents.environment import RoleName, SimFuture
+from an_agent.agents.field import FieldRepair, ticket_id
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding, elements_in, link_ids
-from an_agent.agents.guidance import TICKET_FAULT, region_of
-from an_agent.agents.ran import ticket_id
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
@@ -52,7 +51,7 @@ class _Incident:
     reports: list[str] = field(default_factory=list)
 
 
-class CrossDomainFaultBehaviour(LabBehaviour):
+class CrossDomainFaultBehaviour(FieldRepair):
     role = RoleName.CROSS_DOMAIN_FAULT
     option_defaults: ClassVar[Mapping[str, Any]] = {"auto_repair": True}
     description = "Service-layer cross-domain fault agent: correlation, diagnosis orchestration, repair decisions"
@@ -351,65 +350,7 @@ class CrossDomainFaultBehaviour(LabBehaviour):
             self.note(
                 "decision", f"trouble ticket for field maintenance on {finding.element}: {why}", element=finding.element
             )
-        ticket = ticket_id(finding.element, started)
-        copilot = self._service_copilot(finding.element)
-        if copilot is not None:
-            return self._ticket_to_fme(copilot, ticket, finding)
-        eta = self.env.network.dispatch_field_repair(finding.element, ticket, self.name, finding.root_cause)
-        self.note(
-            "trouble_ticket",
-            f"trouble ticket {ticket} assigned to field maintenance for {finding.element} "
-            f"(repair expected at {stamp(eta)})",
-            element=finding.element,
-            ticket_id=ticket,
-            eta=eta,
-        )
-        return f"repaired by field maintenance (ticket {ticket})"
-
-    def _service_copilot(self, element: str) -> str | None:
-        """The service-layer FME copilot that takes tickets for ``element``'s region, if it may talk to one."""
-        region = region_of(self.env.network, element)
-        found = self.env.peers_with_role(RoleName.FME_COPILOT, region, Layer.SERVICE)
-        return found[0] if found else None
-
-    def _ticket_to_fme(self, copilot: str, ticket: str, finding: Finding) -> str:
-        """Step 6: the repair trouble ticket (trouble_ticket_v1) to the FME through the service copilot.
-
-        The ticket task ends when the engineer reports the repair done (steps 7-8 happen meanwhile).
-        """
-        assert finding.element is not None
-        sites = sorted(finding.explained_site_ids)
-        now = self.env.scheduler.now()
-        value = payloads.envelope(
-            "trouble_ticket_v1",
-            {
-                "ticket_id": ticket,
-                "site": sites,
-                "device": finding.element,
-                "fault": TICKET_FAULT.get(finding.fault_type, "unknown"),
-                "recommended_actions": list(finding.recommendations),
-                "priority": "urgent" if len(sites) >= 5 else "high" if sites else "normal",
-                "deadline": stamp(now + self.env.timing.restoration_timeout),
-                "other": finding.root_cause,
-            },
-        )
-        self.note(
-            "trouble_ticket",
-            f"trouble ticket {ticket} for {finding.element} to the field engineer through {copilot}",
-            element=finding.element,
-            ticket_id=ticket,
-        )
-        outcome = self.ask(
-            copilot,
-            f"ticket.{finding.element}",
-            finding.element,
-            f"Repair {finding.element} on site: trouble ticket {ticket}",
-            value,
-            expected_response="the repair report",
-        )
-        if not outcome.finished:
-            raise TaskFailure(f"trouble ticket {ticket} not closed: {outcome.reason}")
-        return f"repaired on site by the field engineer (ticket {ticket}, guided by {copilot})"
+        return self.field_repair(finding, ticket_id(finding.element, started))
 
     def _verify(self, incident: _Incident, finding: Finding) -> None:
         network = self.env.network

@@ -13,10 +13,10 @@ from __future__ import annotations
 from typing import Any
 
 from an_agent.agents import payloads
-from an_agent.agents.base import LabBehaviour, Outcome, TaskFailure, short
+from an_agent.agents.base import Outcome, TaskFailure, short
 from an_agent.agents.environment import RoleName
+from an_agent.agents.field import FieldRepair, ticket_id
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding
-from an_agent.agents.ran import ticket_id
 
 _CATEGORY_FAULT = {
     "no_coverage": "base_station_outage",
@@ -27,7 +27,7 @@ _CATEGORY_FAULT = {
 }
 
 
-class SubTicketing(LabBehaviour):
+class SubTicketing(FieldRepair):
     """Splitting a localised complaint into sub-tickets, deciding the repair, verifying (module docstring)."""
 
     def sites_of(self, location: str) -> list[str]:
@@ -150,12 +150,4 @@ class SubTicketing(LabBehaviour):
             if outcome.finished:
                 self.note("decision", f"ticket {ticket}: {finding.element} repaired remotely by {owner}")
                 return f"repaired remotely by {owner}"
-        tt = ticket_id(finding.element, self.env.scheduler.now())
-        eta = self.env.network.dispatch_field_repair(finding.element, tt, self.name, finding.root_cause)
-        self.note(
-            "trouble_ticket",
-            f"trouble ticket {tt} for field maintenance on {finding.element}",
-            element=finding.element,
-            eta=eta,
-        )
-        return f"repaired by field maintenance (ticket {tt})"
+        return self.field_repair(finding, ticket_id(finding.element, self.env.scheduler.now()))

@@ -51,6 +51,7 @@ ACTION_KINDS = (
     "repair",
     "trouble_ticket",
     "ticket_received",
+    "ticket_joined",
     "ticket_closed",
     "boundary",
     "sub_tasks",

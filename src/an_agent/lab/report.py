@@ -242,7 +242,15 @@ def _sequence(result: LabResult) -> str:
     return "<div class='scroll'>" + "".join(svg) + "</div>" + note
 
 
-FIELD_NOTE_KINDS = ("ticket_received", "copilot_question", "copilot_reply", "field_work", "field_step", "ticket_closed")
+FIELD_NOTE_KINDS = (
+    "ticket_received",
+    "ticket_joined",
+    "copilot_question",
+    "copilot_reply",
+    "field_work",
+    "field_step",
+    "ticket_closed",
+)
 """The notes of draft section 2.1 steps 6-8: the ticket, the engineer's dialogue with the copilot, the repair."""
 
 
@@ -261,7 +269,7 @@ def _field_tickets(result: LabResult) -> str:
         )
     lines = []
     for note in result.notes:
-        if note["kind"] not in FIELD_NOTE_KINDS[1:]:
+        if note["kind"] not in FIELD_NOTE_KINDS or note["kind"] == "ticket_received":
             continue
         who = {"copilot_question": "engineer", "copilot_reply": "service copilot"}.get(note["kind"], note["agent"])
         text = note["details"].get("question", note["text"]) if note["kind"] == "copilot_question" else note["text"]
