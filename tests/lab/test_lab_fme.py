@@ -219,3 +219,38 @@ def test_an_oss_ticket_agent_sends_field_repairs_through_the_copilots_of_its_dom
     assert (fault["target"], fault["repaired_by"]) == ("SITE-13", "fme")
     bss = task(result, "bss.ticket.1")
     assert bss["status"] == "finished" and "field engineer" in bss["reason"]
+
+
+def test_without_a_resource_copilot_the_engineer_repairs_unguided_and_the_check_says_so(
+    tmp_path: Path, state_dir: Path
+) -> None:
+    path = variant(tmp_path, NAME, ("  fme-copilot: [network-copilot]\n", "  fme-copilot: []\n"))
+    result = run(path, state_dir)
+    fault = result["outcome"]["faults"][0]
+    assert (fault["repaired_by"], fault["restored"] is not None) == ("fme", True)
+    ticket = task(result, "service-fault.ticket.LINK-C2")
+    assert ticket["status"] == "finished" and "without guidance" in ticket["reason"]
+    failed = [c for c in result["outcome"]["checks"] if not c["ok"]]
+    assert [c["name"] for c in failed] == ["field repairs guided by the FME copilots"]
+    assert "no answer from the copilot" in failed[0]["detail"]
+
+
+def test_two_field_faults_at_once_get_one_engineer_each(tmp_path: Path, state_dir: Path) -> None:
+    path = variant(
+        tmp_path,
+        NAME,
+        (
+            "      fault: {type: link_cut, target: LINK-C2, repair_minutes: 120}\n",
+            "      fault: {type: link_cut, target: LINK-C2, repair_minutes: 120}\n"
+            "    - at_minutes: 6\n      fault: {type: site_power_failure, target: SITE-01}\n",
+        ),
+    )
+    result = run(path, state_dir)
+    assert result["outcome"]["closed_loop"], [c for c in result["outcome"]["checks"] if not c["ok"]]
+    assert {(f["target"], f["repaired_by"]) for f in result["outcome"]["faults"]} == {
+        ("LINK-C2", "fme"),
+        ("SITE-01", "fme"),
+    }
+    # each engineer's task ends are notified once: the engineers share one client of the copilot
+    ends = [m for m in result["messages"] if m["to"] == "fme" and m["operation"] == "notification"]
+    assert len(ends) == len({(m["task_id"], m["summary"]) for m in ends})

@@ -21,26 +21,33 @@ ENGINEER = "fme"
 """The engineer's NETCONF client name (its tasks' ``task-sendFrom``)."""
 
 
+def engineer_sessions(agent_peers: Peers, copilot: str) -> Peers:
+    """The NETCONF client ``fme`` of ``copilot``, logged in as the copilot's own peers are.
+
+    One per copilot, shared by its engineers (one subscription sees every engineer's task ends); its
+    owner closes it when no engineer is left.
+    """
+    return Peers(
+        ENGINEER,
+        agent_peers.scheduler,
+        agent_peers.address_of,
+        [copilot],
+        agent_peers.record,
+        credentials=agent_peers.credentials,
+        timeout=agent_peers.timeout,
+    )
+
+
 class FieldEngineer:
     """One engineer working one ticket through the copilot ``copilot`` (module docstring)."""
 
-    def __init__(self, env: AgentEnvironment, agent_peers: Peers, copilot: str) -> None:
+    def __init__(self, env: AgentEnvironment, sessions: Peers, copilot: str) -> None:
+        """``sessions``: the engineers' NETCONF client of ``copilot`` (`engineer_sessions`), shared by them."""
         self.env = env
         self.copilot = copilot
-        self._peers = Peers(
-            ENGINEER,
-            agent_peers.scheduler,
-            agent_peers.address_of,
-            [copilot],
-            agent_peers.record,
-            credentials=agent_peers.credentials,
-            timeout=agent_peers.timeout,
-        )
+        self._peers = sessions
         self._asked = 0
         self.dialogue: list[dict[str, Any]] = []
-
-    def close(self) -> None:
-        self._peers.close()
 
     def ask(self, ticket: str, question: str) -> dict[str, Any]:
         """Ask the copilot in words; the answer's JSON (``answer`` is the sentence), {} when it failed."""
@@ -75,8 +82,11 @@ class FieldEngineer:
         self.ask(number, f"Which alarms has {device} raised, and since when?")
         guide = self.ask(number, f"How do I repair {device}, step by step?")
         steps = [s for s in guide.get("steps") or [] if isinstance(s, dict)]
-        if not steps:
-            return self._report(ticket, False, f"no guidance for {device}", False)
+        guided = bool(steps)
+        if not guided:
+            # No guidance (no copilot knows the device, or it shows nothing to repair): by the book.
+            steps = [{"step": 1, "kind": "repair", "minutes": 0, "action": f"repair {device} without guidance"}]
+            steps.append({"step": 2, "kind": "verify", "minutes": 0, "action": f"check that {device} is back"})
         work = sum(float(s.get("minutes", 0)) * 60 for s in steps)
         travel = eta - work - scheduler.now()
         if travel > 0:
@@ -91,12 +101,14 @@ class FieldEngineer:
                 repaired = self.env.network.repair_on_site(device, ENGINEER, f"ticket {number}")
             elif kind == "verify":
                 status = self.ask(number, f"Is {device} back in service?")
-                if not status.get("in_service"):
+                # No answer at all (the copilot could not ask anyone): the engineer's own check stands.
+                if status and not status.get("in_service"):
                     return self._report(ticket, False, str(status.get("answer") or f"{device} is not back"))
         if not repaired:
             # Someone else cleared the fault meanwhile (the copilot confirmed service): nothing left to do.
             return self._report(ticket, True, f"{device} found back in service: no repair left to do", False)
-        return self._report(ticket, True, f"{device} repaired on site following the copilot's {len(steps)} steps")
+        how = f"following the copilot's {len(steps)} steps" if guided else "without guidance"
+        return self._report(ticket, True, f"{device} repaired on site {how}")
 
     def _report(self, ticket: dict[str, Any], in_service: bool, summary: str, repaired: bool = True) -> dict[str, Any]:
         repaired = repaired and in_service

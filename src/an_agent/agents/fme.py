@@ -24,10 +24,11 @@ from typing import Any
 
 from an_agent.agents import guidance, payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, stamp, verb_of
-from an_agent.agents.engineer import FieldEngineer
+from an_agent.agents.engineer import FieldEngineer, engineer_sessions
 from an_agent.agents.environment import Layer, RoleName, SimFuture
 from an_agent.agents.field import ticket_id
 from an_agent.agents.guidance import Query
+from an_agent.agents.peers import Peers
 from an_agent.model import Task, parse_prompt
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
@@ -60,6 +61,8 @@ class FmeCopilotBehaviour(LabBehaviour):
         """Open tickets by device: the context of a question that names no device."""
         self._working: dict[str, SimFuture[dict[str, Any]]] = {}
         """Devices an engineer is on, with the report their ticket will close with."""
+        self._sessions: Peers | None = None
+        """The engineers' NETCONF client of this copilot while any of them is on a ticket."""
         self._state = threading.Lock()
 
     # ---- negotiation --------------------------------------------------------------------------------
@@ -207,11 +210,18 @@ class FmeCopilotBehaviour(LabBehaviour):
             device=device,
             ticket=ticket,
         )
-        engineer = FieldEngineer(self.env, self.peers, self.name)
+        with self._state:
+            if self._sessions is None:
+                self._sessions = engineer_sessions(self.peers, self.name)
+            sessions = self._sessions
         try:
-            return engineer.work(ticket, eta)
+            return FieldEngineer(self.env, sessions, self.name).work(ticket, eta)
         finally:
-            engineer.close()
             with self._state:
                 self._tickets.pop(device, None)
                 self._working.pop(device, None)
+                last = not self._working
+                if last:
+                    self._sessions = None
+            if last:  # no engineer left on a ticket: their sessions end with the last one
+                sessions.close()
