@@ -168,6 +168,8 @@ class FmeCopilotBehaviour(LabBehaviour):
 
     def _work_ticket(self, task: Task, payload: ValidatedPayload, run: TaskRun) -> None:
         ticket = {k: v for k, v in payload.values.items() if v is not None}
+        if payload.other.fragments:
+            ticket["other"] = "; ".join(payload.other.fragments)
         device = str(ticket["device"])
         number = str(ticket["ticket_id"])
         with self._state:

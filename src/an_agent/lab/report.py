@@ -13,6 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from an_agent.agents.engineer import ENGINEER
 from an_agent.lab.result import LabResult
 from an_agent.lab.text import clock_of, duration
 
@@ -271,7 +272,8 @@ def _field_tickets(result: LabResult) -> str:
     for note in result.notes:
         if note["kind"] not in FIELD_NOTE_KINDS or note["kind"] == "ticket_received":
             continue
-        who = {"copilot_question": "engineer", "copilot_reply": "service copilot"}.get(note["kind"], note["agent"])
+        who = {"copilot_question": "engineer", "copilot_reply": note["agent"]}.get(note["kind"], note["agent"])
+        who = "engineer" if who == ENGINEER else who
         text = note["details"].get("question", note["text"]) if note["kind"] == "copilot_question" else note["text"]
         lines.append(
             f"<tr class='{_e(note['kind'])}'><td>{clock_of(result, note['t'])}</td><td>{_e(who)}</td>"
