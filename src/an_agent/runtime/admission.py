@@ -22,6 +22,12 @@ the same steps, in this order (`TaskAdmission.run`):
 A task the pipeline could not prepare before the lock (a whole-tree edit, a
 task-id named twice in one edit, a malformed entry that libyang will report)
 is parsed and validated in step 4 instead; it is never validated twice.
+
+An edit of an existing task that adds ``msg-data`` entries has the
+data-params it adds validated the same way, in step 4. When the task waits
+for input (status ``input-required``) such an edit, or a new ``content``, is
+the assigner's answer: it is handed to the task engine as a `ProvidedInput`
+after commit, and the task resumes.
 """
 
 from __future__ import annotations
@@ -34,7 +40,7 @@ from lxml import etree
 from an_agent.errors import RpcError
 from an_agent.model import IRTF_AGENT_NS, DataParam, Task
 from an_agent.runtime.access import Access, AccessKind, Authorizer, Touched
-from an_agent.runtime.behaviour import Behaviour
+from an_agent.runtime.behaviour import Behaviour, ProvidedInput
 from an_agent.runtime.datastore import Datastore, PendingEdit
 from an_agent.runtime.edit import NC_OPERATION, EditDiff, elements, stripped
 from an_agent.runtime.principal import Principal
@@ -71,6 +77,9 @@ class Committed:
     changed: list[tuple[Task, Task]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     checks: list[PayloadCheck] = field(default_factory=list)
+    inputs: dict[str, ProvidedInput] = field(default_factory=dict)
+    """task-id -> the input an edit of a task waiting for it provides."""
+    input_checks: list[PayloadCheck] = field(default_factory=list)
 
 
 class TaskAdmission:
@@ -113,7 +122,7 @@ class TaskAdmission:
                 params = self._params_of(task, in_edit)
                 prepared[task.task_id] = _Prepared(task, params, self._validate(principal, task, params))
         with self._datastore.edit(config, default_operation) as pending:
-            committed = self._commit(principal, pending, prepared)
+            committed = self._commit(principal, pending, prepared, in_edit)
         self._schedule(committed)
         return pending.diff
 
@@ -190,7 +199,9 @@ class TaskAdmission:
         return self.schemas.validate_task(task, params, task.send_from or principal.name)
 
     # -- 4. commit ----------------------------------------------------------------
-    def _commit(self, principal: Principal, pending: PendingEdit, prepared: dict[str, _Prepared]) -> Committed:
+    def _commit(
+        self, principal: Principal, pending: PendingEdit, prepared: dict[str, _Prepared], in_edit: dict[str, DataParam]
+    ) -> Committed:
         diff = pending.diff
         out = Committed()
         authorized = set(prepared)  # new tasks authorized before validation
@@ -218,11 +229,14 @@ class TaskAdmission:
                 out.checks.append(ready.check)
         for old, new in diff.changed.values():
             if new.tag == TASK_TAG:
-                out.changed.append((Task.from_xml(old), Task.from_xml(new)))
+                old_task, new_task = Task.from_xml(old), Task.from_xml(new)
+                out.changed.append((old_task, new_task))
         for element in diff.removed.values():
             if element.tag == TASK_TAG:
                 out.removed.append(_task_id_of(element) or "")
         self._authorize_rest(principal, diff, out, authorized)
+        for old_task, new_task in out.changed:
+            self._changed_input(principal, old_task, new_task, in_edit, out)
         for check in out.checks:
             self._tasks.set_payload(check.task_id, next(iter(check.payloads.values()), None))
         try:
@@ -237,15 +251,32 @@ class TaskAdmission:
             raise
         return out
 
+    def _changed_input(
+        self, principal: Principal, old: Task, new: Task, in_edit: dict[str, DataParam], out: Committed
+    ) -> None:
+        """Validate the data-params an edit adds to a stored task; note it as input when the task waits for some."""
+        added = [i for i in new.msg_data if i not in old.msg_data]
+        if not added and new.content == old.content:
+            return
+        wanted = set(added)
+        params = [p for p in self._params_of(new, in_edit) if p.id in wanted]
+        check = self._validate(principal, Task(new.task_id, send_from=new.send_from, msg_data=added), params)
+        if check is not None:
+            out.input_checks.append(check)
+        if self._tasks.awaiting_input(new.task_id):
+            out.inputs[new.task_id] = ProvidedInput(
+                new, tuple(params), dict(check.payloads) if check is not None else {}, principal.name
+            )
+
     # -- 5./6. schedule and notify ---------------------------------------------------
     def _schedule(self, committed: Committed) -> None:
         if self.schemas is not None:
-            for check in committed.checks:
+            for check in [*committed.checks, *committed.input_checks]:
                 self.schemas.accept(check)
         for task in committed.added:
             self._tasks.admit(task)
         for old, new in committed.changed:
-            self._tasks.update(old, new)
+            self._tasks.update(old, new, committed.inputs.get(new.task_id))
         for task_id in committed.removed:
             self._tasks.forget(task_id)
 

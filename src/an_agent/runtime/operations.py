@@ -33,6 +33,7 @@ from an_agent.model import (
     NegotiationRequest,
     NegotiationResult,
     Task,
+    TaskStatus,
     tasks_element,
 )
 from an_agent.runtime.access import Access, Authorizer, PermitAll
@@ -49,6 +50,7 @@ from an_agent.runtime.requests import (
     GetSchemaTemplate,
     PatchDecided,
     PatchDecision,
+    ProvideInput,
     ReadScope,
     SchemaTemplate,
     Subscribe,
@@ -231,6 +233,34 @@ class Operations:
         etree.SubElement(entry, f"{{{IRTF_AGENT_NS}}}commuType").text = CommuType.TASK_CANCEL.value
         config = etree.Element(f"{{{IRTF_AGENT_NS}}}config")
         etree.SubElement(config, TASKS_TAG).append(entry)
+        with self.sessions.editing(session_id):
+            self.admission.run(principal, config, "merge")
+        return self.get_task(principal, request.task_id)
+
+    def provide_input(self, principal: Principal, request: ProvideInput, session_id: int = 0) -> Task:
+        """Answer a task's ``input-required``: the edit goes through admission and the task resumes; returns it.
+
+        `RpcError` data-missing for an unknown task, operation-failed (app-tag
+        ``no-input-requested``) when the task asks for no input, missing-element
+        when the request provides nothing.
+        """
+        current = self.get_task(principal, request.task_id)
+        path = f"/irtf-agent:tasks/task[task-id='{request.task_id}']"
+        if current.status != TaskStatus.INPUT_REQUIRED:
+            raise RpcError.operation_failed(
+                f"task {request.task_id} is {current.status or 'not started'}: it asks for no input",
+                path=path,
+                app_tag="no-input-requested",
+            )
+        if not request.data_params and request.content is None:
+            raise RpcError.missing_element(
+                "msg-data", "provide data-params (msg-data) or a new content", path=path, error_type="application"
+            )
+        config = etree.Element(f"{{{IRTF_AGENT_NS}}}config")
+        for param in request.data_params:
+            config.append(param.to_xml())
+        edit = Task(request.task_id, content=request.content, msg_data=[p.id for p in request.data_params])
+        config.append(tasks_element([edit]))
         with self.sessions.editing(session_id):
             self.admission.run(principal, config, "merge")
         return self.get_task(principal, request.task_id)
