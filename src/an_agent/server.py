@@ -92,6 +92,8 @@ class ServerConfig:
     """Seconds logged notifications are kept, on the wall clock (0 keeps them forever)."""
     task_workers: int = 8
     """How many tasks the behaviour may execute at once (more wait for a free worker)."""
+    task_sync_wait: float = 30.0
+    """How long the reply to an edit creating a ``task-async false`` task waits for its end (seconds)."""
     schemas: Literal["evolve", "validate", "off"] = "evolve"
     """Structured payloads: validate them and learn from ``other`` (evolve), only validate, or ignore them."""
     embedder: Embedder | None = None
@@ -160,6 +162,7 @@ class AgentServer:
             yang,
             task_workers=config.task_workers,
             authorizer=NacmAuthorizer(nacm, yang),
+            sync_wait=config.task_sync_wait,
         )
         self.operations.bus.set_retention(config.notification_retention)
         if config.schemas != "off":

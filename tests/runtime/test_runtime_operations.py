@@ -225,7 +225,7 @@ def test_cancel_of_a_running_task(make_ops: OpsFactory) -> None:
             run.wait_cancelled(10)
 
     ops = make_ops(Slow())
-    ops.assign_task(ALICE, AssignTask(Task("t1", content=PROMPT)))
+    ops.assign_task(ALICE, AssignTask(Task("t1", content=PROMPT, task_async=True)))
     cancelled = ops.cancel_task(ALICE, CancelTask("t1"))
     assert cancelled.status == TaskStatus.CANCELED and cancelled.commu_type == CommuType.TASK_CANCEL
 

@@ -30,6 +30,7 @@ from rawnc import NS, RawSession, error_fields, wait_for
 from support import IRTF, TEST_PROFILE, task_xml
 
 NOTIF = "urn:ietf:params:xml:ns:netconf:notification:1.0"
+ASYNC = "<task-async>true</task-async>"
 ALARMS = build_prompt("alarm list of SITE-07", "send the alarms of the last hour as a data-param")
 
 
@@ -140,7 +141,9 @@ def test_blocked_suspended_input_required_round_trip(server: AgentServer, asking
     raw = RawSession(server.port)
     try:
         assert (
-            raw.rpc(f"<edit-config><target><running/></target>{task_xml('s1')}</edit-config>").find("nc:ok", NS)
+            raw.rpc(f"<edit-config><target><running/></target>{task_xml('s1', extra=ASYNC)}</edit-config>").find(
+                "nc:ok", NS
+            )
             is not None
         )
         wait_for(lambda: "blocked" in watcher.statuses("s1"))
@@ -197,8 +200,10 @@ def test_input_goes_through_the_same_validation_as_an_assignment(server: AgentSe
     asking.go_on.set()
     raw = RawSession(server.port)
     try:
-        raw.rpc(f"<edit-config><target><running/></target>{task_xml('s2')}</edit-config>")
-        wait_for(lambda: get_task(raw, "s2").findtext(f"{{{IRTF}}}task-status") == "input-required")
+        # task-async false: the reply waits, and says that the task now waits for input.
+        waiting = error_fields(raw.rpc(f"<edit-config><target><running/></target>{task_xml('s2')}</edit-config>"))
+        assert waiting["app-tag"] == "task-input-required" and waiting["path"] == "/irtf-agent:tasks/task[task-id='s2']"
+        assert get_task(raw, "s2").findtext(f"{{{IRTF}}}task-status") == "input-required"
         # A structured payload that breaks its template is refused with the same error as on assignment.
         bad = json.dumps(
             {"schema_id": "energy_saving_adjust_v1", "payload": {"cell_ids": "CELL-0401", "action": "explode"}}

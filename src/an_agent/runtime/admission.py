@@ -106,8 +106,10 @@ class TaskAdmission:
         config: etree._Element,
         default_operation: str = "merge",
         new_tasks: Iterable[Task] | None = None,
-    ) -> EditDiff:
+    ) -> Committed:
         """Admit one edit of running (the children of ``config``); `RpcError` refuses all of it.
+
+        Returns what the edit did to tasks (the new ones, parsed once).
 
         ``new_tasks`` are the tasks a typed request creates with this edit,
         already parsed (they are not parsed again); without it the task
@@ -124,7 +126,7 @@ class TaskAdmission:
         with self._datastore.edit(config, default_operation) as pending:
             committed = self._commit(principal, pending, prepared, in_edit)
         self._schedule(committed)
-        return pending.diff
+        return committed
 
     # -- 1. parse once ----------------------------------------------------------
     def _new_task_entries(self, config: etree._Element, default_operation: str) -> list[Task]:

@@ -58,7 +58,7 @@ from an_agent.runtime.requests import (
 from an_agent.runtime.schemas import SchemaService
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
-from an_agent.store.agent_store import AgentStore
+from an_agent.store.agent_store import AgentStore, TaskState
 from an_agent.yang.context import YangContext
 from an_agent.yang.info import ModuleInfo
 
@@ -75,8 +75,11 @@ class Operations:
         yang: YangContext | None = None,
         task_workers: int = 8,
         authorizer: Authorizer | None = None,
+        sync_wait: float = 30.0,
     ) -> None:
         self.profile = profile
+        self.sync_wait = sync_wait
+        """How long (real seconds) the reply to a creating edit waits for a ``task-async false`` task's end."""
         self.yang = yang or YangContext.default()
         self.clock = clock
         self.store = store
@@ -206,22 +209,58 @@ class Operations:
 
     # -- writes (one admission pipeline) ------------------------------------------
     def edit_config(self, principal: Principal, session_id: int, request: EditConfig) -> None:
-        """A generic YANG edit of running; new task entries in it are admitted like `assign_task`."""
+        """A generic YANG edit of running; new task entries in it are admitted like `assign_task`.
+
+        A new task with ``task-async`` false (the YANG default) is synchronous:
+        this call returns once it ended, holding no lock meanwhile. When it
+        has not ended within `sync_wait` seconds, or asks for input, the edit
+        stays committed and the task goes on, and `RpcError` operation-failed
+        says so (app-tag ``task-still-running`` / ``task-input-required``),
+        naming the task in its error-path.
+        """
         with self.sessions.editing(session_id):
-            self.admission.run(principal, request.config, request.default_operation)
+            committed = self.admission.run(principal, request.config, request.default_operation)
+        for task_id, state in self._settle(committed.added).items():
+            path = f"/irtf-agent:tasks/task[task-id='{task_id}']"
+            if state is not None and state.status == TaskStatus.INPUT_REQUIRED.value:
+                raise RpcError.operation_failed(
+                    f"task {task_id} was created and waits for input ({state.reason}): answer by editing the task "
+                    "(its input-required state says what is needed)",
+                    path=path,
+                    app_tag="task-input-required",
+                )
+            raise RpcError.operation_failed(
+                f"task {task_id} was created and goes on (status {state.status if state else 'created'}): "
+                f"with task-async false the reply waits at most {self.sync_wait:g} s; follow the task with <get> "
+                "or <create-subscription>",
+                path=path,
+                app_tag="task-still-running",
+            )
+
+    def _settle(self, added: Sequence[Task]) -> dict[str, TaskState | None]:
+        """Wait for the synchronous (task-async false) tasks among ``added``; those that did not end, with state."""
+        sync = [t.task_id for t in added if not t.task_async and t.commu_type != CommuType.TASK_CANCEL]
+        if not sync:
+            return {}
+        states = self.tasks.settle(sync, self.sync_wait)
+        ended = {i for i, s in states.items() if TaskStatus(s.status).terminal}
+        return {i: states.get(i) for i in sync if i not in ended}
 
     def assign_task(self, principal: Principal, request: AssignTask, session_id: int = 0) -> Task:
         """taskAssign: create the task (and its data-params); returns it with its current status.
 
         ``session_id`` is the caller's session when its face has sessions (0: none; the
-        running lock of a NETCONF session still applies).
+        running lock of a NETCONF session still applies). A ``task-async`` false
+        task is returned once it ended or asks for input, or after `sync_wait`
+        seconds (then with the status it has).
         """
         config = etree.Element(f"{{{IRTF_AGENT_NS}}}config")
         for param in request.data_params:
             config.append(param.to_xml())
         config.append(tasks_element([request.task], operation="create"))
         with self.sessions.editing(session_id):
-            self.admission.run(principal, config, "merge", new_tasks=[request.task])
+            committed = self.admission.run(principal, config, "merge", new_tasks=[request.task])
+        self._settle(committed.added)
         return self.tasks.with_state(copy.deepcopy(request.task))
 
     def cancel_task(self, principal: Principal, request: CancelTask, session_id: int = 0) -> Task:

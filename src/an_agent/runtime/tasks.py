@@ -21,6 +21,7 @@ from __future__ import annotations
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
@@ -56,6 +57,7 @@ class TaskEngine:
         self._clock = clock
         self._agent_name = agent_name
         self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # notified on every status transition
         self._states: dict[str, TaskState] = store.load_task_states()
         self._cancel_events: dict[str, threading.Event] = {}
         self._tasks: dict[str, Task] = {}
@@ -106,6 +108,23 @@ class TaskEngine:
             task.result = _result_of(state)
             task.input_required = _inputs_of(state)
         return task
+
+    def settle(self, task_ids: Sequence[str], timeout: float) -> dict[str, TaskState]:
+        """Wait up to ``timeout`` seconds until each task ended or asks for input; their states then.
+
+        For ``task-async false``: the caller holds no datastore lock while it
+        waits (only this engine's condition, released while waiting).
+        """
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                states = {i: s for i in task_ids if (s := self._states.get(i)) is not None}
+                if all(_settled(states.get(i)) for i in task_ids):
+                    return states
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    return states
+                self._changed.wait(left)
 
     def awaiting_input(self, task_id: str) -> bool:
         """True while the task's status is ``input-required`` (an edit of it is then its input)."""
@@ -323,10 +342,19 @@ class TaskEngine:
             # The bus lock orders events; our lock makes the state and its event one step.
             self._bus.publish(log_event)
             self._states[task_id] = state
+            self._changed.notify_all()
             return True
 
 
 _STATE_NODES = ("task-status", "input-required", "result")
+
+
+def _settled(state: TaskState | None) -> bool:
+    """Ended, or waiting for its assigner: a synchronous reply need not wait longer."""
+    if state is None:
+        return False
+    status = TaskStatus(state.status)
+    return status.terminal or status == TaskStatus.INPUT_REQUIRED
 
 
 class _InputSlot:
