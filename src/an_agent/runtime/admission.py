@@ -15,13 +15,17 @@ the same steps, in this order (`TaskAdmission.run`):
    otherwise the edit is not an add of it — and the data-params the payload came
    from are unchanged), the behaviour may refuse (`Behaviour.check_assignment`),
    then the units are stored with the task's owner in one transaction;
-5. schedule: the task engine stores ``created`` and hands the task to the behaviour;
+5. schedule: the task's context record is written (`ContextRecorder`), the task
+   engine stores ``created`` and hands the task to the behaviour;
 6. notify: that status change is logged and sent to subscribers
    (``condition-notifications``), by the task engine, in the same step.
 
 A task the pipeline could not prepare before the lock (a whole-tree edit, a
 task-id named twice in one edit, a malformed entry that libyang will report)
 is parsed and validated in step 4 instead; it is never validated twice.
+
+The data-params of a task are made whole before validation (chunked pieces
+joined, ``url`` data fetched from the allow-list: `an_agent.runtime.large_data`).
 
 An edit of an existing task that adds ``msg-data`` entries has the
 data-params it adds validated the same way, in step 4. When the task waits
@@ -38,11 +42,13 @@ from dataclasses import dataclass, field
 from lxml import etree
 
 from an_agent.errors import RpcError
-from an_agent.model import IRTF_AGENT_NS, DataParam, Task
+from an_agent.model import IRTF_AGENT_NS, CommuType, DataParam, Task
 from an_agent.runtime.access import Access, AccessKind, Authorizer, Touched
 from an_agent.runtime.behaviour import Behaviour, ProvidedInput
+from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore, PendingEdit
 from an_agent.runtime.edit import NC_OPERATION, EditDiff, elements, stripped
+from an_agent.runtime.large_data import DataResolver
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.schemas import PayloadCheck, SchemaService
 from an_agent.runtime.tasks import TaskEngine
@@ -92,12 +98,16 @@ class TaskAdmission:
         behaviour: Behaviour,
         authorizer: Authorizer,
         store: AgentStore,
+        context: ContextRecorder | None = None,
+        resolver: DataResolver | None = None,
     ) -> None:
         self._datastore = datastore
         self._tasks = tasks
         self._behaviour = behaviour
         self._authorizer = authorizer
         self._store = store
+        self._context = context
+        self._resolver = resolver
         self.schemas: SchemaService | None = None
 
     def run(
@@ -125,7 +135,7 @@ class TaskAdmission:
                 prepared[task.task_id] = _Prepared(task, params, self._validate(principal, task, params))
         with self._datastore.edit(config, default_operation) as pending:
             committed = self._commit(principal, pending, prepared, in_edit)
-        self._schedule(committed)
+        self._schedule(principal, committed)
         return committed
 
     # -- 1. parse once ----------------------------------------------------------
@@ -154,10 +164,11 @@ class TaskAdmission:
         return tasks
 
     def _params_of(self, task: Task, in_edit: dict[str, DataParam]) -> list[DataParam]:
-        """The data-params ``task`` refers to: from the edit, else stored ones."""
+        """The data-params ``task`` refers to (from the edit, else stored ones), made whole (`DataResolver`)."""
         missing = [i for i in task.msg_data if i not in in_edit]
         stored = {p.id: p for p in self._stored_params(missing)}
-        return [p for p in (in_edit.get(i) or stored.get(i) for i in task.msg_data) if p is not None]
+        params = [p for p in (in_edit.get(i) or stored.get(i) for i in task.msg_data) if p is not None]
+        return params if self._resolver is None else self._resolver.resolve(params)
 
     def _stored_params(self, ids: list[str]) -> list[DataParam]:
         if not ids:
@@ -260,8 +271,7 @@ class TaskAdmission:
         added = [i for i in new.msg_data if i not in old.msg_data]
         if not added and new.content == old.content:
             return
-        wanted = set(added)
-        params = [p for p in self._params_of(new, in_edit) if p.id in wanted]
+        params = self._params_of(Task(new.task_id, msg_data=added), in_edit)
         check = self._validate(principal, Task(new.task_id, send_from=new.send_from, msg_data=added), params)
         if check is not None:
             out.input_checks.append(check)
@@ -271,11 +281,13 @@ class TaskAdmission:
             )
 
     # -- 5./6. schedule and notify ---------------------------------------------------
-    def _schedule(self, committed: Committed) -> None:
+    def _schedule(self, principal: Principal, committed: Committed) -> None:
         if self.schemas is not None:
             for check in [*committed.checks, *committed.input_checks]:
                 self.schemas.accept(check)
         for task in committed.added:
+            if self._context is not None and task.commu_type != CommuType.TASK_CANCEL:
+                self._context.assigned(task, principal.name)  # before it runs, so that its end finds the record
             self._tasks.admit(task)
         for old, new in committed.changed:
             self._tasks.update(old, new, committed.inputs.get(new.task_id))

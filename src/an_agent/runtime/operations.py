@@ -39,8 +39,10 @@ from an_agent.model import (
 from an_agent.runtime.access import Access, Authorizer, PermitAll
 from an_agent.runtime.admission import DATA_PARAMS_TAG, TASK_ID_TAG, TASK_TAG, TASKS_TAG, TaskAdmission
 from an_agent.runtime.behaviour import AgentInfo, Behaviour
+from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore
 from an_agent.runtime.edit import YangSchema
+from an_agent.runtime.large_data import DataPolicy, DataResolver
 from an_agent.runtime.notifications import NotificationBus, Subscription
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
@@ -76,6 +78,7 @@ class Operations:
         task_workers: int = 8,
         authorizer: Authorizer | None = None,
         sync_wait: float = 30.0,
+        data_policy: DataPolicy | None = None,
     ) -> None:
         self.profile = profile
         self.sync_wait = sync_wait
@@ -89,7 +92,12 @@ class Operations:
         self.behaviour = behaviour
         self.tasks = TaskEngine(behaviour, store, self.bus, clock, profile.name, workers=task_workers)
         behaviour.bind(AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload))
-        self.admission = TaskAdmission(self.datastore, self.tasks, behaviour, self.authorizer, store)
+        self.context = ContextRecorder(self.datastore, clock, profile.name)
+        self.data = DataResolver(store.path.parent, data_policy)
+        self.admission = TaskAdmission(
+            self.datastore, self.tasks, behaviour, self.authorizer, store, self.context, self.data
+        )
+        self.tasks.ended_hook = self.context.answered
         self.sessions = SessionTable()
         self.schemas: SchemaService | None = None
         self._profile_xml = profile.to_xml()
@@ -133,9 +141,9 @@ class Operations:
         return self.yang.modules()
 
     def _data_params(self, ids: Sequence[str]) -> list[DataParam]:
-        """The ``data-params`` entries with these ids, in the order asked (see `AgentInfo.data_params`)."""
+        """The ``data-params`` entries with these ids, in the order asked, made whole (see `AgentInfo.data_params`)."""
         found = self.datastore.find_entries(DATA_PARAMS_TAG, ("id",), [(i,) for i in dict.fromkeys(ids)])
-        return [DataParam.from_xml(element) for element in found]
+        return self.data.resolve([DataParam.from_xml(element) for element in found])
 
     def _exec(self, principal: Principal, rpc: str) -> None:
         self.authorizer.authorize(Access(principal, "exec", rpc=rpc))
@@ -313,7 +321,9 @@ class Operations:
             entries = self.datastore.find_entries(TASK_TAG, ("task-id",), [(request.task_id,)], TASKS_TAG)
             if entries:
                 task = self.tasks.with_state(Task.from_xml(entries[0]))
-        return self.behaviour.negotiate(request, task)
+        result = self.behaviour.negotiate(request, task)
+        self.context.negotiated(request, principal.name)
+        return result
 
     def subscribe(
         self, principal: Principal, session_id: int, request: Subscribe, send: Callable[[str], None]

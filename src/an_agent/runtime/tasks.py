@@ -67,6 +67,8 @@ class TaskEngine:
         self._closed = False
         # Set by the runtime: a last look at a finished task's result (schema_update_suggestion).
         self.result_hook: Callable[[str, TaskResult], TaskResult] | None = None
+        # Set by the runtime: told (holding no lock of ours) when a task reached an end state.
+        self.ended_hook: Callable[[str], None] | None = None
 
     # -- reading --------------------------------------------------------------
     def state(self, task_id: str) -> TaskState | None:
@@ -282,6 +284,23 @@ class TaskEngine:
         ``inputs`` (status input-required only) get their ``start-time``
         (now) and ``task-async`` (the task's) filled in when unset.
         """
+        recorded = self._record(task_id, status, reason, result, task, inputs)
+        if recorded and status.terminal and self.ended_hook is not None:
+            self.ended_hook(task_id)  # outside our lock: it may edit the datastore
+        if recorded:
+            with self._changed:  # after the hook: a synchronous reply sees what the end wrote
+                self._changed.notify_all()
+        return recorded
+
+    def _record(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        reason: str | None,
+        result: TaskResult | None,
+        task: Task | None,
+        inputs: Sequence[InputRequired],
+    ) -> bool:
         with self._lock:
             task = task or self._tasks.get(task_id)
             if task is None:
@@ -342,7 +361,6 @@ class TaskEngine:
             # The bus lock orders events; our lock makes the state and its event one step.
             self._bus.publish(log_event)
             self._states[task_id] = state
-            self._changed.notify_all()
             return True
 
 
