@@ -31,6 +31,7 @@ from support import IRTF, TEST_PROFILE, task_xml
 
 NOTIF = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 ASYNC = "<task-async>true</task-async>"
+EDIT = "<edit-config><target><running/></target>{}</edit-config>"
 ALARMS = build_prompt("alarm list of SITE-07", "send the alarms of the last hour as a data-param")
 
 
@@ -299,3 +300,28 @@ def test_executor_opens_fulfillment_negotiation_towards_its_assigner(tmp_path: P
                 assert "for task f1: diagnose the outage of 3 of the 4 cells" in summary
             finally:
                 raw.close()
+
+
+def test_task_subscription_is_honoured_over_netconf_and_refused_otherwise(agent_server: AgentServer) -> None:
+    watcher = Watcher(agent_server.port)
+    raw = RawSession(agent_server.port)
+
+    def sub(protocol: str, method: str) -> str:
+        return (
+            f"<task-subscription><subscript-protocol>{protocol}</subscript-protocol>"
+            f"<subscript-method>{method}</subscript-method></task-subscription>"
+        )
+
+    try:
+        http = error_fields(raw.rpc(EDIT.format(task_xml("h1", extra=sub("HTTP", "webhook")))))
+        assert http["tag"] == "invalid-value" and http["app-tag"] == "subscription-not-supported"
+        assert http["path"] == "/irtf-agent:tasks/task[task-id='h1']/task-subscription/subscript-protocol"
+        poll = error_fields(raw.rpc(EDIT.format(task_xml("h2", extra=sub("NETCONF", "poll")))))
+        assert poll["path"] == "/irtf-agent:tasks/task[task-id='h2']/task-subscription/subscript-method"
+        ok = raw.rpc(EDIT.format(task_xml("h3", extra=sub("netconf", "create-subscription"))))
+        assert ok.find("nc:ok", NS) is not None
+        wait_for(lambda: "finished" in watcher.statuses("h3"))
+        assert watcher.statuses("h1") == [] and watcher.statuses("h2") == []  # nothing was stored
+    finally:
+        watcher.raw.close()
+        raw.close()

@@ -207,6 +207,7 @@ class TaskAdmission:
 
     # -- 3. validate once ---------------------------------------------------------
     def _validate(self, principal: Principal, task: Task, params: list[DataParam]) -> PayloadCheck | None:
+        _check_subscription(task)
         if self.schemas is None or not task.msg_data:
             return None
         return self.schemas.validate_task(task, params, task.send_from or principal.name)
@@ -293,6 +294,33 @@ class TaskAdmission:
             self._tasks.update(old, new, committed.inputs.get(new.task_id))
         for task_id in committed.removed:
             self._tasks.forget(task_id)
+
+
+def _check_subscription(task: Task) -> None:
+    """Refuse a ``task-subscription`` this agent cannot honour, rather than store it and stay silent.
+
+    Supported: protocol NETCONF (any case) with method ``create-subscription``
+    (RFC 5277): the assigner subscribes, and every status change of the task
+    is a ``condition-notifications`` on its sessions.
+    """
+    sub = task.subscription
+    if sub is None:
+        return
+    where = f"{task_path(task.task_id)}/task-subscription"
+    if sub.protocol is not None and sub.protocol.strip().upper() != "NETCONF":
+        raise RpcError.invalid_value(
+            f"task {task.task_id}: subscript-protocol {sub.protocol!r} is not supported; this agent notifies "
+            "over NETCONF (subscript-protocol NETCONF, subscript-method create-subscription)",
+            path=f"{where}/subscript-protocol",
+            app_tag="subscription-not-supported",
+        )
+    if sub.method is not None and sub.method.strip() != "create-subscription":
+        raise RpcError.invalid_value(
+            f"task {task.task_id}: subscript-method {sub.method!r} is not supported over NETCONF; "
+            "use create-subscription (RFC 5277)",
+            path=f"{where}/subscript-method",
+            app_tag="subscription-not-supported",
+        )
 
 
 def _task_id_of(element: etree._Element) -> str | None:
