@@ -37,7 +37,7 @@ after commit, and the task resumes.
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lxml import etree
 
@@ -132,7 +132,10 @@ class TaskAdmission:
             self._authorize_new(principal, candidates)
             for task in candidates:
                 params = self._params_of(task, in_edit)
-                prepared[task.task_id] = _Prepared(task, params, self._validate(principal, task, params))
+                ready = _Prepared(task, params, self._validate(principal, task, params))
+                if ready.check is not None and ready.check.completed:
+                    ready.params = _with_defaults(config, params, ready.check.completed, in_edit)
+                prepared[task.task_id] = ready
         with self._datastore.edit(config, default_operation) as pending:
             committed = self._commit(principal, pending, prepared, in_edit)
         self._schedule(principal, committed)
@@ -328,6 +331,36 @@ def _task_id_of(element: etree._Element) -> str | None:
     if element.tag != TASK_TAG:
         return None
     return (element.findtext(TASK_ID_TAG) or "").strip()
+
+
+def _with_defaults(
+    config: etree._Element, params: list[DataParam], completed: dict[str, str], in_edit: dict[str, DataParam]
+) -> list[DataParam]:
+    """Write the payloads completed with default values into the edit's data-params; the params as they will be.
+
+    Only an inline data-param sent in this edit is rewritten (one sent
+    earlier, in pieces or by url keeps its data; the behaviour still gets the
+    completed payload).
+    """
+    out: list[DataParam] = []
+    for param in params:
+        text = completed.get(param.id)
+        sent = in_edit.get(param.id)
+        element = _edit_entry(config, param.id) if text is not None and sent is not None and not sent.chunked else None
+        data = None if element is None else element.find(f"{{{IRTF_AGENT_NS}}}data")
+        if data is None or sent is None or sent.url is not None:
+            out.append(param)
+            continue
+        data.text = text
+        out.append(replace(param, data=text))
+    return out
+
+
+def _edit_entry(config: etree._Element, param_id: str) -> etree._Element | None:
+    for element in elements(config):
+        if element.tag == DATA_PARAMS_TAG and (element.findtext(f"{{{IRTF_AGENT_NS}}}id") or "").strip() == param_id:
+            return element
+    return None
 
 
 def _data_params_in(config: etree._Element) -> dict[str, DataParam]:

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from lxml import etree
 
@@ -33,6 +34,7 @@ from an_agent.model import (
     NegotiationRequest,
     NegotiationResult,
     Task,
+    TaskResult,
     TaskStatus,
     tasks_element,
 )
@@ -57,6 +59,7 @@ from an_agent.runtime.requests import (
     SchemaTemplate,
     Subscribe,
 )
+from an_agent.runtime.results import label_result
 from an_agent.runtime.schemas import SchemaService
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
@@ -113,7 +116,13 @@ class Operations:
         """Validate structured payloads on assignment, decorate results, serve templates."""
         self.schemas = service
         self.admission.schemas = service
-        self.tasks.result_hook = service.decorate_result
+        self.tasks.result_hook = self._finished_result
+
+    def _finished_result(self, task_id: str, result: TaskResult) -> TaskResult:
+        """A finished task's result: labelled with its skill's response schema, then decorated with suggestions."""
+        assert self.schemas is not None
+        labelled = label_result(self.profile, self.schemas, self.tasks.payload(task_id), result)
+        return self.schemas.decorate_result(task_id, labelled)
 
     def start(self) -> None:
         """Resume tasks that were running when the agent last stopped."""
@@ -358,9 +367,23 @@ class Operations:
         return self.schemas
 
     def get_schema_template(self, principal: Principal, request: GetSchemaTemplate) -> SchemaTemplate:
-        """The scenario template the client sees (its patches applied)."""
+        """The scenario template the client sees (its patches applied).
+
+        The client is the caller itself unless ``request.client_id`` names
+        another: allowed only to an administrator, or for an agent name the
+        caller may speak for (`Principal.agent_names`), because per-client
+        patches are that client's own (draft-zhou 6: personal patches).
+        `RpcError` access-denied otherwise.
+        """
         self._exec(principal, "an-agent-schema:get-schema-template")
-        return self._schema_service().get_schema_template(request, principal.name)
+        client_id = request.client_id or principal.name
+        if client_id != principal.name and not principal.is_admin and client_id not in principal.agent_names:
+            raise RpcError.access_denied(
+                f"{principal.name} may not read the template as client {client_id!r}: personal schema patches are "
+                "served only to their client or an administrator",
+                "/an-agent-schema:get-schema-template/client-id",
+            )
+        return self._schema_service().get_schema_template(replace(request, client_id=client_id), principal.name)
 
     def decide_patch(self, principal: Principal, decision: PatchDecision) -> PatchDecided | None:
         """Approve/reject a schema patch or withdraw a key (schema administrators only)."""
