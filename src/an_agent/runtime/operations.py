@@ -267,17 +267,16 @@ class Operations:
         """taskAssign: create the task (and its data-params); returns it with its current status.
 
         ``session_id`` is the caller's session when its face has sessions (0: none; the
-        running lock of a NETCONF session still applies). A ``task-async`` false
-        task is returned once it ended or asks for input, or after `sync_wait`
-        seconds (then with the status it has).
+        running lock of a NETCONF session still applies). It returns at once,
+        whatever ``task-async`` says: a face with its own notion of waiting
+        (A2A ``returnImmediately``) follows the task itself.
         """
         config = etree.Element(f"{{{IRTF_AGENT_NS}}}config")
         for param in request.data_params:
             config.append(param.to_xml())
         config.append(tasks_element([request.task], operation="create"))
         with self.sessions.editing(session_id):
-            committed = self.admission.run(principal, config, "merge", new_tasks=[request.task])
-        self._settle(committed.added)
+            self.admission.run(principal, config, "merge", new_tasks=[request.task])
         return self.tasks.with_state(copy.deepcopy(request.task))
 
     def cancel_task(self, principal: Principal, request: CancelTask, session_id: int = 0) -> Task:
