@@ -45,7 +45,9 @@ class AgentInfo:
     ids (those that exist, in the order asked), e.g. a task's ``msg_data``, so
     a behaviour can read the structured payload its task carries. During
     `Behaviour.check_assignment` it already sees the entries sent in the same
-    ``<edit-config>`` as the task.
+    ``<edit-config>`` as the task. Large data comes whole: the pieces of a
+    chunked data ``D`` (``D#1``, ``D#2``, ...) as one entry ``D``, ``url``
+    data fetched (`an_agent.runtime.large_data`; `RpcError` if it cannot be).
 
     ``payload`` returns the structured payload of a task as the operation
     layer validated it, once, on assignment against the template in force for
