@@ -109,7 +109,12 @@ def test_default_values_are_applied_and_stored(server: AgentServer, diagnoser: D
 def test_results_carry_the_response_schema_the_skill_declares(server: AgentServer) -> None:
     raw = RawSession(server.port)
     try:
-        assign(raw, "r1", {"fault_type": "power_failure"}, '{"fault_type": "power_failure", "affected_site_ids": ["SITE-07"]}')
+        assign(
+            raw,
+            "r1",
+            {"fault_type": "power_failure"},
+            '{"fault_type": "power_failure", "affected_site_ids": ["SITE-07"]}',
+        )
         wait_for(lambda: result_format(raw, "r1") is not None)
         assert result_format(raw, "r1") == MODE
         # A result that is not a valid response stays plain JSON.
