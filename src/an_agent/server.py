@@ -35,6 +35,7 @@ from an_agent.nc.face import NetconfFace
 from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_host_key
 from an_agent.runtime.authorization import NacmAuthorizer
 from an_agent.runtime.behaviour import Behaviour
+from an_agent.runtime.large_data import DataPolicy
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import ADMIN_GROUP, Principal
 from an_agent.schemas.embedding import Embedder
@@ -92,6 +93,10 @@ class ServerConfig:
     """Seconds logged notifications are kept, on the wall clock (0 keeps them forever)."""
     task_workers: int = 8
     """How many tasks the behaviour may execute at once (more wait for a free worker)."""
+    task_sync_wait: float = 30.0
+    """How long the reply to an edit creating a ``task-async false`` task waits for its end (seconds)."""
+    data_url_allow: list[str] = field(default_factory=list)
+    """URL prefixes data-params may be fetched from besides ``file://<state_dir>/`` (e.g. ``https://files.lab/``)."""
     schemas: Literal["evolve", "validate", "off"] = "evolve"
     """Structured payloads: validate them and learn from ``other`` (evolve), only validate, or ignore them."""
     embedder: Embedder | None = None
@@ -160,6 +165,8 @@ class AgentServer:
             yang,
             task_workers=config.task_workers,
             authorizer=NacmAuthorizer(nacm, yang),
+            sync_wait=config.task_sync_wait,
+            data_policy=DataPolicy(allow=tuple(config.data_url_allow)),
         )
         self.operations.bus.set_retention(config.notification_retention)
         if config.schemas != "off":

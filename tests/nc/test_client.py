@@ -128,7 +128,7 @@ def test_assign_runs_to_finished_and_get_reply_is_valid(
 def test_cancel_keeps_the_task_queryable(server: AgentServer) -> None:
     with AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin") as agent:
         events = agent.watch("t-cancel", timeout=10)
-        agent.assign_task(Task("t-cancel", content=prompt()))
+        agent.assign_task(Task("t-cancel", content=prompt(), task_async=True))
         agent.cancel_task("t-cancel")
         assert [e.status for e in events][-1] is TaskStatus.CANCELED
         task = agent.get_task("t-cancel")

@@ -2,15 +2,51 @@
 
 from __future__ import annotations
 
+import json
 import threading
+import time
 from collections.abc import Callable
 
-from an_agent.model import NegotiationRequest, NegotiationResult, NegotiationType, Task, TaskResult
+from an_agent.model import (
+    DataParam,
+    DataType,
+    NegotiationRequest,
+    NegotiationResult,
+    NegotiationType,
+    Task,
+    TaskResult,
+    TaskStatus,
+)
 from an_agent.runtime.behaviour import Behaviour, TaskRun
 from an_agent.runtime.operations import Operations
+from an_agent.runtime.principal import Principal
 from an_agent.schemas.validate import ValidatedPayload
 
 OpsFactory = Callable[..., Operations]
+
+ALICE = Principal.authenticated("alice")
+PROMPT = "## target object\nCELL-0401\n## task description\nadjust energy saving"
+GOOD = {"cell_ids": ["CELL-0401"], "action": "suspend", "other": "works at night"}
+
+
+def envelope(payload: dict[str, object]) -> str:
+    return json.dumps({"schema_id": "energy_saving_adjust_v1", "payload": payload})
+
+
+def param(pid: str, payload: dict[str, object]) -> DataParam:
+    return DataParam(
+        pid, DataType.TEXT, format="application/json;schema=energy_saving_adjust_v1", data=envelope(payload)
+    )
+
+
+def wait_status(ops: Operations, task_id: str, status: TaskStatus) -> Task:
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline:
+        task = ops.get_task(ALICE, task_id)
+        if task.status == status:
+            return task
+        time.sleep(0.01)
+    raise AssertionError(f"{task_id} never reached {status}")
 
 
 class Recorder(Behaviour):

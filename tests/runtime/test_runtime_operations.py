@@ -9,38 +9,23 @@ from collections.abc import Sequence
 
 import pytest
 from lxml import etree
-from runtimesupport import OpsFactory, Recorder
+from runtimesupport import ALICE, GOOD, PROMPT, OpsFactory, Recorder, envelope, param, wait_status
 
 from an_agent.errors import RpcError
 from an_agent.model import (
     IRTF_AGENT_NS,
     CommuType,
     DataParam,
-    DataType,
     NegotiationRequest,
     NegotiationType,
     Task,
     TaskStatus,
 )
 from an_agent.runtime.access import Access, PermitAll
-from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import AssignTask, CancelTask, EditConfig, ReadScope, Subscribe
 
-ALICE = Principal.authenticated("alice")
 IRTF = IRTF_AGENT_NS
-PROMPT = "## target object\nCELL-0401\n## task description\nadjust energy saving"
-GOOD = {"cell_ids": ["CELL-0401"], "action": "suspend", "other": "works at night"}
-
-
-def envelope(payload: dict[str, object]) -> str:
-    return json.dumps({"schema_id": "energy_saving_adjust_v1", "payload": payload})
-
-
-def param(pid: str, payload: dict[str, object]) -> DataParam:
-    return DataParam(
-        pid, DataType.TEXT, format="application/json;schema=energy_saving_adjust_v1", data=envelope(payload)
-    )
 
 
 def edit_xml(task_id: str, payload: dict[str, object] | None = None) -> etree._Element:
@@ -52,16 +37,6 @@ def edit_xml(task_id: str, payload: dict[str, object] | None = None) -> etree._E
     tasks = etree.SubElement(config, f"{{{IRTF}}}tasks")
     tasks.append(task.to_xml())
     return config
-
-
-def wait_status(ops: Operations, task_id: str, status: TaskStatus) -> Task:
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        task = ops.get_task(ALICE, task_id)
-        if task.status == status:
-            return task
-        time.sleep(0.01)
-    raise AssertionError(f"{task_id} never reached {status}")
 
 
 class Recording(PermitAll):
@@ -250,7 +225,7 @@ def test_cancel_of_a_running_task(make_ops: OpsFactory) -> None:
             run.wait_cancelled(10)
 
     ops = make_ops(Slow())
-    ops.assign_task(ALICE, AssignTask(Task("t1", content=PROMPT)))
+    ops.assign_task(ALICE, AssignTask(Task("t1", content=PROMPT, task_async=True)))
     cancelled = ops.cancel_task(ALICE, CancelTask("t1"))
     assert cancelled.status == TaskStatus.CANCELED and cancelled.commu_type == CommuType.TASK_CANCEL
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from an_agent.access.users import hash_password
+from an_agent.agents.default import DefaultBehaviour
 from an_agent.model import AgentProfile
 from an_agent.server import AgentServer, ServerConfig
 from rawnc import NC_NS, NS, RawSession, error_fields
@@ -37,7 +38,14 @@ def server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]:
     users.write_text(USERS.format(pw=hash_password("pw")))
     users.chmod(0o600)
     with AgentServer(
-        ServerConfig(state_dir=tmp_path / "state", port=0, profile=profile, users_file=users, schemas="off")
+        ServerConfig(
+            state_dir=tmp_path / "state",
+            port=0,
+            profile=profile,
+            users_file=users,
+            schemas="off",
+            behaviour=DefaultBehaviour(work_seconds=5),  # tasks still run when the test cancels them
+        )
     ) as srv:
         yield srv
 
@@ -46,7 +54,7 @@ def _task(task_id: str, sender: str, operation: str = "") -> str:
     op = f' xmlns:nc="{NC_NS}" nc:operation="{operation}"' if operation else ""
     return (
         f'<edit-config><target><running/></target><config><tasks xmlns="{IRTF}"><task{op}><task-id>{task_id}</task-id>'
-        f"<task-sendFrom>{sender}</task-sendFrom><commuType>taskAssign</commuType>"
+        f"<task-sendFrom>{sender}</task-sendFrom><commuType>taskAssign</commuType><task-async>true</task-async>"
         "<content>## target object\nSITE-07\n## task description\ndiagnose</content></task></tasks></config>"
         "</edit-config>"
     )

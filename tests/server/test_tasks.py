@@ -18,6 +18,7 @@ from support import IRTF, task_xml
 
 NOTIF = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 NETMOD_NOTIF = "urn:ietf:params:xml:ns:netmod:notification"
+ASYNC = "<task-async>true</task-async>"
 
 
 def status_of(raw: RawSession, task_id: str) -> str | None:
@@ -104,7 +105,7 @@ def test_cancel_keeps_the_task_queryable(tmp_path, profile) -> None:  # type: ig
     with AgentServer(ServerConfig(state_dir=tmp_path, port=0, profile=profile, behaviour=SlowBehaviour())) as server:
         raw = RawSession(server.port)
         try:
-            raw.rpc(f"<edit-config><target><running/></target>{task_xml('c1')}</edit-config>")
+            raw.rpc(f"<edit-config><target><running/></target>{task_xml('c1', extra=ASYNC)}</edit-config>")
             wait_for(lambda: status_of(raw, "c1") == "processing")
             cancel = (
                 f'<edit-config><target><running/></target><config><tasks xmlns="{IRTF}"><task><task-id>c1</task-id>'

@@ -6,19 +6,26 @@ lab can see the protocol work before real behaviours exist:
 - assignment: accepted when the prompt has a task description (YANG already
   checks that) — nothing else is refused;
 - execution: ``created`` -> ``processing`` -> ``finished``, the result echoing
-  the parsed prompt sections as JSON; ``failed`` when the prompt names no
-  target object (there is nothing to act on);
+  the parsed prompt sections as JSON. When the prompt names no target object
+  the task goes ``input-required`` (asking for one) and resumes when the
+  assigner edits the task: a new content with a ``## target object`` section,
+  or a text data-param (added to ``msg-data``) naming the object; ``failed``
+  when none comes within ``input_seconds``;
 - FEASIBILITY: feasible when the prompt has a target object and its task
   description mentions one of the agent's skills (name or tag); otherwise not,
   with the reason and a counter-proposal rewritten for the closest skill;
 - FULFILLMENT: fulfilled when the task exists and finished, and every term of
   its expected-response appears in the result; otherwise not, saying what is missing.
+  A FULFILLMENT about a task this agent does not hold is an executor's proposal
+  about a task this agent assigned (draft-wang 5.3 (2)): accepted when it
+  carries a proposal, refused when it carries none.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 
 from an_agent.model import (
     NegotiationRequest,
@@ -47,8 +54,9 @@ class DefaultBehaviour(Behaviour):
     interrupted by cancellation), so that watchers can see the transition.
     """
 
-    def __init__(self, work_seconds: float = 0.05) -> None:
+    def __init__(self, work_seconds: float = 0.05, input_seconds: float = 300.0) -> None:
         self.work_seconds = work_seconds
+        self.input_seconds = input_seconds
 
     def execute(self, task: Task, run: TaskRun) -> None:
         run.set_status(TaskStatus.PROCESSING)
@@ -56,8 +64,10 @@ class DefaultBehaviour(Behaviour):
         if run.wait_cancelled(self.work_seconds):
             return
         if not sections.target_object:
-            run.fail("the prompt has no '## target object' section: there is nothing to act on")
-            return
+            target = self._ask_target(task, run)
+            if target is None:
+                return
+            sections = replace(sections, target_object=target)
         summary = f"{self.agent.profile.name} executed: {sections.task_description or '(no description)'}"
         data = {
             "target_object": sections.target_object,
@@ -66,6 +76,31 @@ class DefaultBehaviour(Behaviour):
             "executed_by": self.agent.profile.name,
         }
         run.finish(TaskResult(summary=summary, format="application/json", data=json.dumps(data, sort_keys=True)))
+
+    def _ask_target(self, task: Task, run: TaskRun) -> str | None:
+        """input-required: ask the assigner for the target object; None (task ended) when none comes."""
+        provided = run.request_input(
+            [
+                build_prompt(
+                    f"the target object of task {task.task_id}",
+                    "name the object to act on: edit the task's content to add a '## target object' section, "
+                    "or add a text data-param naming it to the task's msg-data",
+                )
+            ],
+            reason="the prompt names no target object: there is nothing to act on yet",
+            timeout=self.input_seconds,
+        )
+        if provided is None:
+            if not run.cancelled:
+                run.fail(f"no target object was provided within {self.input_seconds:g} s: there is nothing to act on")
+            return None
+        target = parse_prompt(provided.task.content or "").target_object
+        if not target:
+            target = next((p.data.strip() for p in provided.data_params if p.data and p.data.strip()), None)
+        if not target:
+            run.fail(f"the input {provided.provided_by} provided names no target object either")
+            return None
+        return target
 
     def negotiate(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
         if request.type == NegotiationType.FEASIBILITY:
@@ -106,6 +141,8 @@ class DefaultBehaviour(Behaviour):
         )
 
     def _fulfillment(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
+        if task is None and request.send_from and request.send_from != self.agent.profile.name:
+            return self._evaluate_proposal(request)
         if task is None:
             return NegotiationResult(
                 type=NegotiationType.FULFILLMENT,
@@ -130,6 +167,25 @@ class DefaultBehaviour(Behaviour):
             type=NegotiationType.FULFILLMENT,
             fulfilled=True,
             reason=f"task {task.task_id} finished and its result covers the expected response",
+        )
+
+    def _evaluate_proposal(self, request: NegotiationRequest) -> NegotiationResult:
+        """An executor asks this agent, its assigner, to evaluate what it can deliver for ``request.task_id``."""
+        proposals = [parse_prompt(c) for c in request.content]
+        if not any(p.complete for p in proposals):
+            return NegotiationResult(
+                type=NegotiationType.FULFILLMENT,
+                fulfilled=False,
+                reason=f"{request.send_from} sent no proposal for task {request.task_id}: say what you can deliver",
+            )
+        offered = next(p for p in proposals if p.complete)
+        return NegotiationResult(
+            type=NegotiationType.FULFILLMENT,
+            fulfilled=True,
+            reason=(
+                f"{self.agent.profile.name} accepts the proposal of {request.send_from} for task {request.task_id}: "
+                f"{offered.task_description} on {offered.target_object}"
+            ),
         )
 
 

@@ -21,7 +21,7 @@ from lxml import etree
 from an_agent.cli._common import add_connection_options, connect, print_json, print_table
 from an_agent.cli.payload import add_version_option, parse_sets, read_payload_file
 from an_agent.clock import from_rfc3339, to_rfc3339
-from an_agent.errors import ConfigError, RequestTimeout
+from an_agent.errors import ConfigError, RequestTimeout, RpcError
 from an_agent.model import (
     CommuType,
     ConditionNotification,
@@ -58,7 +58,9 @@ def register(subparsers: Any) -> None:
         "--from", dest="send_from", default="an-agent-cli", help="task-sendFrom (default: an-agent-cli)"
     )
     assign.add_argument("--to", dest="send_to", help="task-sendTo (default: the agent's name is not checked)")
-    assign.add_argument("--async", dest="task_async", action="store_true", help="set task-async true")
+    assign.add_argument(
+        "--async", dest="task_async", action="store_true", help="set task-async true (the default unless --wait)"
+    )
     assign.add_argument("--expected-response", help="what the result must address")
     assign.add_argument(
         "--data",
@@ -84,7 +86,11 @@ def register(subparsers: Any) -> None:
         help="a payload key (repeatable); typed by the template: numbers, true/false, lists as a,b,c",
     )
     structured.add_argument("--payload", metavar="FILE", help="payload JSON object (or envelope) to start from")
-    assign.add_argument("--wait", action="store_true", help="wait until the task ends and print its result")
+    assign.add_argument(
+        "--wait",
+        action="store_true",
+        help="send task-async false and wait until the task ends (following its notifications); print its result",
+    )
     assign.add_argument("--json", action="store_true", help="print JSON")
     assign.set_defaults(handler=run_assign)
 
@@ -217,7 +223,7 @@ def run_assign(args: argparse.Namespace) -> int:
         send_to=args.send_to,
         commu_type=CommuType.TASK_ASSIGN,
         content=content,
-        task_async=True if args.task_async else None,
+        task_async=None if args.wait and not args.task_async else True,  # nothing blocks by surprise
         expected_response=args.expected_response,
         msg_data=list(args.msg_data),
     )
@@ -229,7 +235,11 @@ def run_assign(args: argparse.Namespace) -> int:
         if args.wait:
             # Subscribe first so no transition can slip between assignment and watching.
             events = client.watch(task_id=task.task_id, timeout=args.timeout)
-            send()
+            try:
+                send()
+            except RpcError as exc:
+                if exc.app_tag != "task-still-running":  # created and going on: keep following it
+                    raise
             for event in events:
                 if not args.json:
                     print(

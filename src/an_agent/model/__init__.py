@@ -15,8 +15,9 @@ from an_agent.model.anyxml import AnyXml
 from an_agent.model.context import ContextEntry
 from an_agent.model.data_param import DataParam
 from an_agent.model.enums import CommuType, DataType, NegotiationType, TaskStatus
+from an_agent.model.input_required import InputRequired
 from an_agent.model.negotiation import NegotiationRequest, NegotiationResult
-from an_agent.model.notification import ConditionNotification, InputRequired
+from an_agent.model.notification import ConditionNotification
 from an_agent.model.ns import (
     AGENT_MESSAGE_NS,
     AN_AGENT_SCHEMA_NS,

@@ -10,18 +10,8 @@ from an_agent.errors import RpcError
 from an_agent.model import _xml as x
 from an_agent.model.anyxml import AnyXml
 from an_agent.model.enums import CommuType, TaskStatus
+from an_agent.model.input_required import InputRequired, input_required_from_xml, input_required_to_xml
 from an_agent.model.ns import NETCONF_NOTIFICATION_NS
-
-
-@dataclass
-class InputRequired:
-    """One ``input-required[required]`` entry: what the executor needs from the assigner to go on."""
-
-    required: str
-    """A prompt saying what is needed (key of the list)."""
-    task_async: bool | None = None
-    status: str | None = None
-    start_time: float | None = None
 
 
 @dataclass
@@ -53,12 +43,7 @@ class ConditionNotification:
         x.leaf(el, "task-status", self.status)
         x.leaf(el, "previous-status", self.previous_status)
         x.leaf(el, "reason", self.reason)
-        for item in self.input_required:
-            entry = x.child(el, "input-required")
-            x.leaf(entry, "required", item.required)
-            x.leaf(entry, "task-async", item.task_async)
-            x.leaf(entry, "status", item.status)
-            x.time_leaf(entry, "start-time", item.start_time)
+        input_required_to_xml(el, self.input_required)
         if self.data is not None:
             el.append(self.data.to_xml("data"))
         return el
@@ -85,15 +70,7 @@ class ConditionNotification:
             send_to=x.text(body, "task-sendTo"),
             commu_type=x.enum_text(body, "commuType", CommuType),
             reason=x.text(body, "reason"),
-            input_required=[
-                InputRequired(
-                    required=x.required_text(item, "required"),
-                    task_async=x.bool_text(item, "task-async"),
-                    status=x.text(item, "status"),
-                    start_time=x.time_text(item, "start-time"),
-                )
-                for item in x.children(body, "input-required")
-            ],
+            input_required=input_required_from_xml(body),
             data=None if data is None else AnyXml.from_node(data),
             event_time=event_time,
         )

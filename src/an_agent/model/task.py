@@ -8,6 +8,7 @@ from lxml import etree
 
 from an_agent.model import _xml as x
 from an_agent.model.enums import CommuType, TaskStatus
+from an_agent.model.input_required import InputRequired, input_required_from_xml, input_required_to_xml
 
 
 @dataclass
@@ -29,6 +30,16 @@ class TaskResult:
     data: str | None = None
     updated_time: float | None = None
     """Seconds since the epoch of the last change to the result."""
+
+    def to_xml(self) -> etree._Element:
+        """The ``<result>`` element (also the content of a final ``condition-notifications``' ``data``)."""
+        res = x.root("result")
+        x.leaf(res, "summary", self.summary)
+        x.leaf(res, "reason", self.reason)
+        x.leaf(res, "format", self.format)
+        x.leaf(res, "data", self.data)
+        x.time_leaf(res, "updated-time", self.updated_time)
+        return res
 
 
 @dataclass
@@ -58,6 +69,8 @@ class Task:
     context: list[str] = field(default_factory=list)
     """ids of ``context`` entries this task refers to."""
     result: TaskResult | None = None
+    input_required: list[InputRequired] = field(default_factory=list)
+    """State: what the task waits for while its status is ``input-required`` (else empty)."""
 
     def to_xml(self, include_state: bool = False, operation: str | None = None) -> etree._Element:
         """The ``<task>`` element (key first, then YANG order).
@@ -79,6 +92,7 @@ class Task:
         x.leaf(el, "task-async", self.task_async)
         if include_state:
             x.leaf(el, "task-status", self.status)
+            input_required_to_xml(el, self.input_required)
         x.leaf(el, "expected-response", self.expected_response)
         for term, explanation in self.term_explains.items():
             entry = x.child(el, "term-explains")
@@ -88,12 +102,7 @@ class Task:
         x.leaf_list(el, "msg-data", self.msg_data)
         x.leaf_list(el, "context", self.context)
         if include_state and self.result is not None:
-            res = x.child(el, "result")
-            x.leaf(res, "summary", self.result.summary)
-            x.leaf(res, "reason", self.result.reason)
-            x.leaf(res, "format", self.result.format)
-            x.leaf(res, "data", self.result.data)
-            x.time_leaf(res, "updated-time", self.result.updated_time)
+            el.append(self.result.to_xml())
         return el
 
     @classmethod
@@ -132,6 +141,7 @@ class Task:
                 data=x.text(res_el, "data"),
                 updated_time=x.time_text(res_el, "updated-time"),
             ),
+            input_required=input_required_from_xml(el),
         )
 
     @classmethod

@@ -37,6 +37,7 @@ from an_agent.model import (
     tasks_element,
 )
 from an_agent.model._xml import child, leaf, root
+from an_agent.model.chunks import assignment_edits
 from an_agent.model.profile import PROFILE_MEMBERS
 from an_agent.nc.client import DEFAULT_PORT, NetconfClient, Notification, NotificationKind
 from an_agent.nc.schema_client import (
@@ -115,12 +116,13 @@ class AgentClient:
         One ``<edit-config>``: the data-params are merged and the task is
         created in the same transaction, so its ``msg-data`` references
         resolve. An existing task-id is refused by the agent (data-exists).
+        Data above `an_agent.model.chunks.CHUNK_CHARS` goes in ``chunked``
+        pieces, in edits ahead of the one creating the task.
         """
         if task.commu_type is None:
             task = replace(task, commu_type=CommuType.TASK_ASSIGN)
-        config = [param.to_xml(operation="merge") for param in data_params]
-        config.append(tasks_element([task], operation="create"))
-        self.netconf.edit_config(config)
+        for config in assignment_edits(task, list(data_params)):  # large data in pieces, ahead of the task
+            self.netconf.edit_config(config)
 
     def get_task(self, task_id: str) -> Task:
         """The task with its status and result (taskResultQuery).

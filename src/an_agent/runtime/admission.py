@@ -15,28 +15,40 @@ the same steps, in this order (`TaskAdmission.run`):
    otherwise the edit is not an add of it — and the data-params the payload came
    from are unchanged), the behaviour may refuse (`Behaviour.check_assignment`),
    then the units are stored with the task's owner in one transaction;
-5. schedule: the task engine stores ``created`` and hands the task to the behaviour;
+5. schedule: the task's context record is written (`ContextRecorder`), the task
+   engine stores ``created`` and hands the task to the behaviour;
 6. notify: that status change is logged and sent to subscribers
    (``condition-notifications``), by the task engine, in the same step.
 
 A task the pipeline could not prepare before the lock (a whole-tree edit, a
 task-id named twice in one edit, a malformed entry that libyang will report)
 is parsed and validated in step 4 instead; it is never validated twice.
+
+The data-params of a task are made whole before validation (chunked pieces
+joined, ``url`` data fetched from the allow-list: `an_agent.runtime.large_data`).
+
+An edit of an existing task that adds ``msg-data`` entries has the
+data-params it adds validated the same way, in step 4. When the task waits
+for input (status ``input-required``) such an edit, or a new ``content``, is
+the assigner's answer: it is handed to the task engine as a `ProvidedInput`
+after commit, and the task resumes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from lxml import etree
 
 from an_agent.errors import RpcError
-from an_agent.model import IRTF_AGENT_NS, DataParam, Task
+from an_agent.model import IRTF_AGENT_NS, CommuType, DataParam, Task
 from an_agent.runtime.access import Access, AccessKind, Authorizer, Touched
-from an_agent.runtime.behaviour import Behaviour
+from an_agent.runtime.behaviour import Behaviour, ProvidedInput
+from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore, PendingEdit
 from an_agent.runtime.edit import NC_OPERATION, EditDiff, elements, stripped
+from an_agent.runtime.large_data import DataResolver
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.schemas import PayloadCheck, SchemaService
 from an_agent.runtime.tasks import TaskEngine
@@ -71,6 +83,9 @@ class Committed:
     changed: list[tuple[Task, Task]] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     checks: list[PayloadCheck] = field(default_factory=list)
+    inputs: dict[str, ProvidedInput] = field(default_factory=dict)
+    """task-id -> the input an edit of a task waiting for it provides."""
+    input_checks: list[PayloadCheck] = field(default_factory=list)
 
 
 class TaskAdmission:
@@ -83,12 +98,16 @@ class TaskAdmission:
         behaviour: Behaviour,
         authorizer: Authorizer,
         store: AgentStore,
+        context: ContextRecorder | None = None,
+        resolver: DataResolver | None = None,
     ) -> None:
         self._datastore = datastore
         self._tasks = tasks
         self._behaviour = behaviour
         self._authorizer = authorizer
         self._store = store
+        self._context = context
+        self._resolver = resolver
         self.schemas: SchemaService | None = None
 
     def run(
@@ -97,8 +116,10 @@ class TaskAdmission:
         config: etree._Element,
         default_operation: str = "merge",
         new_tasks: Iterable[Task] | None = None,
-    ) -> EditDiff:
+    ) -> Committed:
         """Admit one edit of running (the children of ``config``); `RpcError` refuses all of it.
+
+        Returns what the edit did to tasks (the new ones, parsed once).
 
         ``new_tasks`` are the tasks a typed request creates with this edit,
         already parsed (they are not parsed again); without it the task
@@ -111,11 +132,14 @@ class TaskAdmission:
             self._authorize_new(principal, candidates)
             for task in candidates:
                 params = self._params_of(task, in_edit)
-                prepared[task.task_id] = _Prepared(task, params, self._validate(principal, task, params))
+                ready = _Prepared(task, params, self._validate(principal, task, params))
+                if ready.check is not None and ready.check.completed:
+                    ready.params = _with_defaults(config, params, ready.check.completed, in_edit)
+                prepared[task.task_id] = ready
         with self._datastore.edit(config, default_operation) as pending:
-            committed = self._commit(principal, pending, prepared)
-        self._schedule(committed)
-        return pending.diff
+            committed = self._commit(principal, pending, prepared, in_edit)
+        self._schedule(principal, committed)
+        return committed
 
     # -- 1. parse once ----------------------------------------------------------
     def _new_task_entries(self, config: etree._Element, default_operation: str) -> list[Task]:
@@ -143,10 +167,11 @@ class TaskAdmission:
         return tasks
 
     def _params_of(self, task: Task, in_edit: dict[str, DataParam]) -> list[DataParam]:
-        """The data-params ``task`` refers to: from the edit, else stored ones."""
+        """The data-params ``task`` refers to (from the edit, else stored ones), made whole (`DataResolver`)."""
         missing = [i for i in task.msg_data if i not in in_edit]
         stored = {p.id: p for p in self._stored_params(missing)}
-        return [p for p in (in_edit.get(i) or stored.get(i) for i in task.msg_data) if p is not None]
+        params = [p for p in (in_edit.get(i) or stored.get(i) for i in task.msg_data) if p is not None]
+        return params if self._resolver is None else self._resolver.resolve(params)
 
     def _stored_params(self, ids: list[str]) -> list[DataParam]:
         if not ids:
@@ -185,12 +210,15 @@ class TaskAdmission:
 
     # -- 3. validate once ---------------------------------------------------------
     def _validate(self, principal: Principal, task: Task, params: list[DataParam]) -> PayloadCheck | None:
+        _check_subscription(task)
         if self.schemas is None or not task.msg_data:
             return None
         return self.schemas.validate_task(task, params, task.send_from or principal.name)
 
     # -- 4. commit ----------------------------------------------------------------
-    def _commit(self, principal: Principal, pending: PendingEdit, prepared: dict[str, _Prepared]) -> Committed:
+    def _commit(
+        self, principal: Principal, pending: PendingEdit, prepared: dict[str, _Prepared], in_edit: dict[str, DataParam]
+    ) -> Committed:
         diff = pending.diff
         out = Committed()
         authorized = set(prepared)  # new tasks authorized before validation
@@ -218,11 +246,14 @@ class TaskAdmission:
                 out.checks.append(ready.check)
         for old, new in diff.changed.values():
             if new.tag == TASK_TAG:
-                out.changed.append((Task.from_xml(old), Task.from_xml(new)))
+                old_task, new_task = Task.from_xml(old), Task.from_xml(new)
+                out.changed.append((old_task, new_task))
         for element in diff.removed.values():
             if element.tag == TASK_TAG:
                 out.removed.append(_task_id_of(element) or "")
         self._authorize_rest(principal, diff, out, authorized)
+        for old_task, new_task in out.changed:
+            self._changed_input(principal, old_task, new_task, in_edit, out)
         for check in out.checks:
             self._tasks.set_payload(check.task_id, next(iter(check.payloads.values()), None))
         try:
@@ -237,17 +268,62 @@ class TaskAdmission:
             raise
         return out
 
+    def _changed_input(
+        self, principal: Principal, old: Task, new: Task, in_edit: dict[str, DataParam], out: Committed
+    ) -> None:
+        """Validate the data-params an edit adds to a stored task; note it as input when the task waits for some."""
+        added = [i for i in new.msg_data if i not in old.msg_data]
+        if not added and new.content == old.content:
+            return
+        params = self._params_of(Task(new.task_id, msg_data=added), in_edit)
+        check = self._validate(principal, Task(new.task_id, send_from=new.send_from, msg_data=added), params)
+        if check is not None:
+            out.input_checks.append(check)
+        if self._tasks.awaiting_input(new.task_id):
+            out.inputs[new.task_id] = ProvidedInput(
+                new, tuple(params), dict(check.payloads) if check is not None else {}, principal.name
+            )
+
     # -- 5./6. schedule and notify ---------------------------------------------------
-    def _schedule(self, committed: Committed) -> None:
+    def _schedule(self, principal: Principal, committed: Committed) -> None:
         if self.schemas is not None:
-            for check in committed.checks:
+            for check in [*committed.checks, *committed.input_checks]:
                 self.schemas.accept(check)
         for task in committed.added:
+            if self._context is not None and task.commu_type != CommuType.TASK_CANCEL:
+                self._context.assigned(task, principal.name)  # before it runs, so that its end finds the record
             self._tasks.admit(task)
         for old, new in committed.changed:
-            self._tasks.update(old, new)
+            self._tasks.update(old, new, committed.inputs.get(new.task_id))
         for task_id in committed.removed:
             self._tasks.forget(task_id)
+
+
+def _check_subscription(task: Task) -> None:
+    """Refuse a ``task-subscription`` this agent cannot honour, rather than store it and stay silent.
+
+    Supported: protocol NETCONF (any case) with method ``create-subscription``
+    (RFC 5277): the assigner subscribes, and every status change of the task
+    is a ``condition-notifications`` on its sessions.
+    """
+    sub = task.subscription
+    if sub is None:
+        return
+    where = f"{task_path(task.task_id)}/task-subscription"
+    if sub.protocol is not None and sub.protocol.strip().upper() != "NETCONF":
+        raise RpcError.invalid_value(
+            f"task {task.task_id}: subscript-protocol {sub.protocol!r} is not supported; this agent notifies "
+            "over NETCONF (subscript-protocol NETCONF, subscript-method create-subscription)",
+            path=f"{where}/subscript-protocol",
+            app_tag="subscription-not-supported",
+        )
+    if sub.method is not None and sub.method.strip() != "create-subscription":
+        raise RpcError.invalid_value(
+            f"task {task.task_id}: subscript-method {sub.method!r} is not supported over NETCONF; "
+            "use create-subscription (RFC 5277)",
+            path=f"{where}/subscript-method",
+            app_tag="subscription-not-supported",
+        )
 
 
 def _task_id_of(element: etree._Element) -> str | None:
@@ -255,6 +331,36 @@ def _task_id_of(element: etree._Element) -> str | None:
     if element.tag != TASK_TAG:
         return None
     return (element.findtext(TASK_ID_TAG) or "").strip()
+
+
+def _with_defaults(
+    config: etree._Element, params: list[DataParam], completed: dict[str, str], in_edit: dict[str, DataParam]
+) -> list[DataParam]:
+    """Write the payloads completed with default values into the edit's data-params; the params as they will be.
+
+    Only an inline data-param sent in this edit is rewritten (one sent
+    earlier, in pieces or by url keeps its data; the behaviour still gets the
+    completed payload).
+    """
+    out: list[DataParam] = []
+    for param in params:
+        text = completed.get(param.id)
+        sent = in_edit.get(param.id)
+        element = _edit_entry(config, param.id) if text is not None and sent is not None and not sent.chunked else None
+        data = None if element is None else element.find(f"{{{IRTF_AGENT_NS}}}data")
+        if data is None or sent is None or sent.url is not None:
+            out.append(param)
+            continue
+        data.text = text
+        out.append(replace(param, data=text))
+    return out
+
+
+def _edit_entry(config: etree._Element, param_id: str) -> etree._Element | None:
+    for element in elements(config):
+        if element.tag == DATA_PARAMS_TAG and (element.findtext(f"{{{IRTF_AGENT_NS}}}id") or "").strip() == param_id:
+            return element
+    return None
 
 
 def _data_params_in(config: etree._Element) -> dict[str, DataParam]:

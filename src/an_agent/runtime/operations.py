@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import copy
 from collections.abc import Callable, Iterable, Sequence
+from dataclasses import replace
 
 from lxml import etree
 
@@ -33,13 +34,17 @@ from an_agent.model import (
     NegotiationRequest,
     NegotiationResult,
     Task,
+    TaskResult,
+    TaskStatus,
     tasks_element,
 )
 from an_agent.runtime.access import Access, Authorizer, PermitAll
 from an_agent.runtime.admission import DATA_PARAMS_TAG, TASK_ID_TAG, TASK_TAG, TASKS_TAG, TaskAdmission
 from an_agent.runtime.behaviour import AgentInfo, Behaviour
+from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore
 from an_agent.runtime.edit import YangSchema
+from an_agent.runtime.large_data import DataPolicy, DataResolver
 from an_agent.runtime.notifications import NotificationBus, Subscription
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
@@ -49,14 +54,16 @@ from an_agent.runtime.requests import (
     GetSchemaTemplate,
     PatchDecided,
     PatchDecision,
+    ProvideInput,
     ReadScope,
     SchemaTemplate,
     Subscribe,
 )
+from an_agent.runtime.results import label_result
 from an_agent.runtime.schemas import SchemaService
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
-from an_agent.store.agent_store import AgentStore
+from an_agent.store.agent_store import AgentStore, TaskState
 from an_agent.yang.context import YangContext
 from an_agent.yang.info import ModuleInfo
 
@@ -73,8 +80,12 @@ class Operations:
         yang: YangContext | None = None,
         task_workers: int = 8,
         authorizer: Authorizer | None = None,
+        sync_wait: float = 30.0,
+        data_policy: DataPolicy | None = None,
     ) -> None:
         self.profile = profile
+        self.sync_wait = sync_wait
+        """How long (real seconds) the reply to a creating edit waits for a ``task-async false`` task's end."""
         self.yang = yang or YangContext.default()
         self.clock = clock
         self.store = store
@@ -84,7 +95,12 @@ class Operations:
         self.behaviour = behaviour
         self.tasks = TaskEngine(behaviour, store, self.bus, clock, profile.name, workers=task_workers)
         behaviour.bind(AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload))
-        self.admission = TaskAdmission(self.datastore, self.tasks, behaviour, self.authorizer, store)
+        self.context = ContextRecorder(self.datastore, clock, profile.name)
+        self.data = DataResolver(store.path.parent, data_policy)
+        self.admission = TaskAdmission(
+            self.datastore, self.tasks, behaviour, self.authorizer, store, self.context, self.data
+        )
+        self.tasks.ended_hook = self.context.answered
         self.sessions = SessionTable()
         self.schemas: SchemaService | None = None
         self._profile_xml = profile.to_xml()
@@ -100,7 +116,13 @@ class Operations:
         """Validate structured payloads on assignment, decorate results, serve templates."""
         self.schemas = service
         self.admission.schemas = service
-        self.tasks.result_hook = service.decorate_result
+        self.tasks.result_hook = self._finished_result
+
+    def _finished_result(self, task_id: str, result: TaskResult) -> TaskResult:
+        """A finished task's result: labelled with its skill's response schema, then decorated with suggestions."""
+        assert self.schemas is not None
+        labelled = label_result(self.profile, self.schemas, self.tasks.payload(task_id), result)
+        return self.schemas.decorate_result(task_id, labelled)
 
     def start(self) -> None:
         """Resume tasks that were running when the agent last stopped."""
@@ -128,9 +150,9 @@ class Operations:
         return self.yang.modules()
 
     def _data_params(self, ids: Sequence[str]) -> list[DataParam]:
-        """The ``data-params`` entries with these ids, in the order asked (see `AgentInfo.data_params`)."""
+        """The ``data-params`` entries with these ids, in the order asked, made whole (see `AgentInfo.data_params`)."""
         found = self.datastore.find_entries(DATA_PARAMS_TAG, ("id",), [(i,) for i in dict.fromkeys(ids)])
-        return [DataParam.from_xml(element) for element in found]
+        return self.data.resolve([DataParam.from_xml(element) for element in found])
 
     def _exec(self, principal: Principal, rpc: str) -> None:
         self.authorizer.authorize(Access(principal, "exec", rpc=rpc))
@@ -204,15 +226,50 @@ class Operations:
 
     # -- writes (one admission pipeline) ------------------------------------------
     def edit_config(self, principal: Principal, session_id: int, request: EditConfig) -> None:
-        """A generic YANG edit of running; new task entries in it are admitted like `assign_task`."""
+        """A generic YANG edit of running; new task entries in it are admitted like `assign_task`.
+
+        A new task with ``task-async`` false (the YANG default) is synchronous:
+        this call returns once it ended, holding no lock meanwhile. When it
+        has not ended within `sync_wait` seconds, or asks for input, the edit
+        stays committed and the task goes on, and `RpcError` operation-failed
+        says so (app-tag ``task-still-running`` / ``task-input-required``),
+        naming the task in its error-path.
+        """
         with self.sessions.editing(session_id):
-            self.admission.run(principal, request.config, request.default_operation)
+            committed = self.admission.run(principal, request.config, request.default_operation)
+        for task_id, state in self._settle(committed.added).items():
+            path = f"/irtf-agent:tasks/task[task-id='{task_id}']"
+            if state is not None and state.status == TaskStatus.INPUT_REQUIRED.value:
+                raise RpcError.operation_failed(
+                    f"task {task_id} was created and waits for input ({state.reason}): answer by editing the task "
+                    "(its input-required state says what is needed)",
+                    path=path,
+                    app_tag="task-input-required",
+                )
+            raise RpcError.operation_failed(
+                f"task {task_id} was created and goes on (status {state.status if state else 'created'}): "
+                f"with task-async false the reply waits at most {self.sync_wait:g} s; follow the task with <get> "
+                "or <create-subscription>",
+                path=path,
+                app_tag="task-still-running",
+            )
+
+    def _settle(self, added: Sequence[Task]) -> dict[str, TaskState | None]:
+        """Wait for the synchronous (task-async false) tasks among ``added``; those that did not end, with state."""
+        sync = [t.task_id for t in added if not t.task_async and t.commu_type != CommuType.TASK_CANCEL]
+        if not sync:
+            return {}
+        states = self.tasks.settle(sync, self.sync_wait)
+        ended = {i for i, s in states.items() if TaskStatus(s.status).terminal}
+        return {i: states.get(i) for i in sync if i not in ended}
 
     def assign_task(self, principal: Principal, request: AssignTask, session_id: int = 0) -> Task:
         """taskAssign: create the task (and its data-params); returns it with its current status.
 
         ``session_id`` is the caller's session when its face has sessions (0: none; the
-        running lock of a NETCONF session still applies).
+        running lock of a NETCONF session still applies). It returns at once,
+        whatever ``task-async`` says: a face with its own notion of waiting
+        (A2A ``returnImmediately``) follows the task itself.
         """
         config = etree.Element(f"{{{IRTF_AGENT_NS}}}config")
         for param in request.data_params:
@@ -235,6 +292,34 @@ class Operations:
             self.admission.run(principal, config, "merge")
         return self.get_task(principal, request.task_id)
 
+    def provide_input(self, principal: Principal, request: ProvideInput, session_id: int = 0) -> Task:
+        """Answer a task's ``input-required``: the edit goes through admission and the task resumes; returns it.
+
+        `RpcError` data-missing for an unknown task, operation-failed (app-tag
+        ``no-input-requested``) when the task asks for no input, missing-element
+        when the request provides nothing.
+        """
+        current = self.get_task(principal, request.task_id)
+        path = f"/irtf-agent:tasks/task[task-id='{request.task_id}']"
+        if current.status != TaskStatus.INPUT_REQUIRED:
+            raise RpcError.operation_failed(
+                f"task {request.task_id} is {current.status or 'not started'}: it asks for no input",
+                path=path,
+                app_tag="no-input-requested",
+            )
+        if not request.data_params and request.content is None:
+            raise RpcError.missing_element(
+                "msg-data", "provide data-params (msg-data) or a new content", path=path, error_type="application"
+            )
+        config = etree.Element(f"{{{IRTF_AGENT_NS}}}config")
+        for param in request.data_params:
+            config.append(param.to_xml())
+        edit = Task(request.task_id, content=request.content, msg_data=[p.id for p in request.data_params])
+        config.append(tasks_element([edit]))
+        with self.sessions.editing(session_id):
+            self.admission.run(principal, config, "merge")
+        return self.get_task(principal, request.task_id)
+
     # -- RPCs -------------------------------------------------------------------
     def negotiate(self, principal: Principal, request: NegotiationRequest) -> NegotiationResult:
         """task-negotiate (FEASIBILITY before assignment, FULFILLMENT of a result), answered by the behaviour."""
@@ -244,7 +329,9 @@ class Operations:
             entries = self.datastore.find_entries(TASK_TAG, ("task-id",), [(request.task_id,)], TASKS_TAG)
             if entries:
                 task = self.tasks.with_state(Task.from_xml(entries[0]))
-        return self.behaviour.negotiate(request, task)
+        result = self.behaviour.negotiate(request, task)
+        self.context.negotiated(request, principal.name)
+        return result
 
     def subscribe(
         self, principal: Principal, session_id: int, request: Subscribe, send: Callable[[str], None]
@@ -279,9 +366,23 @@ class Operations:
         return self.schemas
 
     def get_schema_template(self, principal: Principal, request: GetSchemaTemplate) -> SchemaTemplate:
-        """The scenario template the client sees (its patches applied)."""
+        """The scenario template the client sees (its patches applied).
+
+        The client is the caller itself unless ``request.client_id`` names
+        another: allowed only to an administrator, or for an agent name the
+        caller may speak for (`Principal.agent_names`), because per-client
+        patches are that client's own (draft-zhou 6: personal patches).
+        `RpcError` access-denied otherwise.
+        """
         self._exec(principal, "an-agent-schema:get-schema-template")
-        return self._schema_service().get_schema_template(request, principal.name)
+        client_id = request.client_id or principal.name
+        if client_id != principal.name and not principal.is_admin and client_id not in principal.agent_names:
+            raise RpcError.access_denied(
+                f"{principal.name} may not read the template as client {client_id!r}: personal schema patches are "
+                "served only to their client or an administrator",
+                "/an-agent-schema:get-schema-template/client-id",
+            )
+        return self._schema_service().get_schema_template(replace(request, client_id=client_id), principal.name)
 
     def decide_patch(self, principal: Principal, decision: PatchDecision) -> PatchDecided | None:
         """Approve/reject a schema patch or withdraw a key (schema administrators only)."""

@@ -43,6 +43,19 @@ class CancelTask:
 
 
 @dataclass(frozen=True)
+class ProvideInput:
+    """The assigner's answer to a task's ``input-required``: data-params for its ``msg-data`` and/or a new ``content``.
+
+    Carried out as an edit of the task entry, through the same admission as
+    an assignment (authorization, validation of structured payloads).
+    """
+
+    task_id: str
+    data_params: tuple[DataParam, ...] = ()
+    content: str | None = None
+
+
+@dataclass(frozen=True)
 class ReadScope:
     """What a read can possibly select, so that only that is built.
 

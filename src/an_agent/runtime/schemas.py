@@ -30,7 +30,7 @@ import logging
 import queue
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -148,6 +148,7 @@ class SchemaService:
                         [f"schema_id: {envelope.get('schema_id')!r} but the format says {schema_id!r}"],
                     )
                 validated = self.engine.validate(client_id, envelope)
+                defaults = self._defaults(validated, envelope, client_id)
             except SchemaError as exc:
                 problems = "; ".join(exc.problems) or str(exc)
                 raise RpcError.invalid_value(
@@ -157,9 +158,26 @@ class SchemaService:
                 ) from None
             except AnAgentError as exc:  # e.g. an unknown schema_id
                 raise RpcError.invalid_value(f"task {task.task_id}: data-param {param.id}: {exc}", path=where) from None
+            if defaults:
+                # draft-zhou 3.1 default_value: applied here, so the behaviour and the stored data see it.
+                validated = replace(validated, values={**validated.values, **defaults})
+                envelope = {**envelope, "payload": {**envelope["payload"], **defaults}}
+                check.completed[param.id] = json.dumps(envelope, ensure_ascii=False)
             check.envelopes.append(envelope)
             check.payloads[param.id] = validated
         return check
+
+    def _defaults(self, validated: ValidatedPayload, envelope: Any, client_id: str) -> dict[str, Any]:
+        """The template keys absent from the payload that have a ``default_value``, with it."""
+        payload = envelope.get("payload") if isinstance(envelope, dict) else None
+        if not isinstance(payload, dict):
+            return {}
+        template = self.engine.template(validated.schema_id, client_id, record_delivery=False)
+        return {
+            key.key_name: copy.deepcopy(key.default_value)
+            for key in template.keys
+            if key.default_value is not None and key.key_name != "other" and key.key_name not in payload
+        }
 
     def accept(self, check: PayloadCheck) -> None:
         """After commit: learn from the accepted payloads and remember the task's client for its result."""
@@ -368,3 +386,5 @@ class PayloadCheck:
     client_id: str
     payloads: dict[str, ValidatedPayload] = field(default_factory=dict)
     envelopes: list[Any] = field(default_factory=list)
+    completed: dict[str, str] = field(default_factory=dict)
+    """data-param id -> its envelope with the template's default values filled in (only when some were)."""

@@ -1,25 +1,37 @@
 """Task lifecycle: assignment, execution by the behaviour, cancellation, status notifications.
 
 Statuses (YANG ``task-status``) move only forward out of the end states:
-``created`` on assignment, then whatever the behaviour reports, ending in
-``finished``, ``failed`` or ``canceled``. Each transition is stored together
-with its ``condition-notifications`` event in one SQLite transaction, then
-fanned out to subscribers, so what a subscriber saw is always in the log.
+``created`` on assignment, then whatever the behaviour reports (``processing``,
+``blocked``, ``suspended``, ``input-required``), ending in ``finished``,
+``failed`` or ``canceled``. Each transition is stored together with its
+``condition-notifications`` event in one SQLite transaction, then fanned out
+to subscribers, so what a subscriber saw is always in the log. The event
+carries what the model defines for it: the previous status, the reason, the
+``input-required`` list (with its ``start-time``) when input is asked for, and
+the ``result`` as ``data`` when the task ends.
+
+Input requests: a behaviour's `TaskRun.request_input` opens an input slot and
+waits; the assigner's edit of the task, admitted by the operation layer
+(`an_agent.runtime.admission`), reaches `update` with the `ProvidedInput`,
+which moves the task back to ``processing`` and wakes the behaviour.
 """
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict
 
 from lxml import etree
 
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
-from an_agent.model import CommuType, ConditionNotification, Task, TaskResult, TaskStatus
-from an_agent.runtime.behaviour import Behaviour, TaskRun
+from an_agent.model import AnyXml, CommuType, ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
+from an_agent.runtime.behaviour import Behaviour, ProvidedInput, TaskRun
 from an_agent.runtime.notifications import NotificationBus
 from an_agent.schemas.validate import ValidatedPayload
 from an_agent.store.agent_store import AgentStore, TaskState
@@ -45,14 +57,18 @@ class TaskEngine:
         self._clock = clock
         self._agent_name = agent_name
         self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)  # notified on every status transition
         self._states: dict[str, TaskState] = store.load_task_states()
         self._cancel_events: dict[str, threading.Event] = {}
         self._tasks: dict[str, Task] = {}
         self._payloads: dict[str, ValidatedPayload] = {}
+        self._input_slots: dict[str, _InputSlot] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="task")
         self._closed = False
         # Set by the runtime: a last look at a finished task's result (schema_update_suggestion).
         self.result_hook: Callable[[str, TaskResult], TaskResult] | None = None
+        # Set by the runtime: told (holding no lock of ours) when a task reached an end state.
+        self.ended_hook: Callable[[str], None] | None = None
 
     # -- reading --------------------------------------------------------------
     def state(self, task_id: str) -> TaskState | None:
@@ -68,8 +84,10 @@ class TaskEngine:
         state = self.state(task_id)
         if state is None:
             return []
-        overlay = Task(task_id, status=TaskStatus(state.status), result=_result_of(state)).to_xml(include_state=True)
-        return [child for child in overlay if etree.QName(child).localname in ("task-status", "result")]
+        overlay = Task(
+            task_id, status=TaskStatus(state.status), result=_result_of(state), input_required=_inputs_of(state)
+        ).to_xml(include_state=True)
+        return [child for child in overlay if etree.QName(child).localname in _STATE_NODES]
 
     def set_payload(self, task_id: str, payload: ValidatedPayload | None) -> None:
         """Keep (or, with None, drop) the structured payload admission validated for a task."""
@@ -90,7 +108,30 @@ class TaskEngine:
         if state is not None:
             task.status = TaskStatus(state.status)
             task.result = _result_of(state)
+            task.input_required = _inputs_of(state)
         return task
+
+    def settle(self, task_ids: Sequence[str], timeout: float) -> dict[str, TaskState]:
+        """Wait up to ``timeout`` seconds until each task ended or asks for input; their states then.
+
+        For ``task-async false``: the caller holds no datastore lock while it
+        waits (only this engine's condition, released while waiting).
+        """
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while True:
+                states = {i: s for i in task_ids if (s := self._states.get(i)) is not None}
+                if all(_settled(states.get(i)) for i in task_ids):
+                    return states
+                left = deadline - time.monotonic()
+                if left <= 0 or self._closed:
+                    return states
+                self._changed.wait(left)
+
+    def awaiting_input(self, task_id: str) -> bool:
+        """True while the task's status is ``input-required`` (an edit of it is then its input)."""
+        state = self.state(task_id)
+        return state is not None and state.status == TaskStatus.INPUT_REQUIRED.value
 
     # -- changes admitted by the operation layer (each task parsed once there) ----
     def check_change(self, old: Task, new: Task) -> None:
@@ -111,13 +152,50 @@ class TaskEngine:
             return
         self._assign(task)
 
-    def update(self, old: Task, new: Task) -> None:
-        """After commit: a changed task entry; a switch to taskCancel cancels it."""
+    def update(self, old: Task, new: Task, provided: ProvidedInput | None = None) -> None:
+        """After commit: a changed task entry; a switch to taskCancel cancels it.
+
+        ``provided``: the edit answers the task's input request (the operation
+        layer built it from the admitted edit); the task goes back to
+        ``processing`` and the waiting behaviour gets it.
+        """
         if new.commu_type == CommuType.TASK_CANCEL and old.commu_type != CommuType.TASK_CANCEL:
             self.cancel(new.task_id, f"cancelled by {new.send_from or 'the assigner'} (taskCancel)")
             return
         with self._lock:
             self._tasks[new.task_id] = new
+            slot = self._input_slots.get(new.task_id) if provided is not None else None
+            if slot is None or provided is None or not self.awaiting_input(new.task_id):
+                return
+            what = ", ".join(p.id for p in provided.data_params) or "a new content"
+            self.report(new.task_id, TaskStatus.PROCESSING, f"input provided by {provided.provided_by}: {what}", None)
+            slot.provided = provided
+            slot.event.set()
+
+    # -- input requests (RunControl) ------------------------------------------------
+    def expect_input(self, task_id: str) -> None:
+        """Open a fresh input slot for ``task_id`` (before its status becomes input-required)."""
+        with self._lock:
+            self._input_slots[task_id] = _InputSlot()
+
+    def await_input(self, task_id: str, timeout: float | None, cancelled: threading.Event) -> ProvidedInput | None:
+        """Wait until the slot of ``task_id`` receives input; None on cancellation, close or timeout."""
+        with self._lock:
+            slot = self._input_slots.get(task_id)
+        if slot is None:
+            return None
+        waited = 0.0
+        step = 0.05  # cancellation is another event: poll both at a short interval
+        try:
+            while not slot.event.wait(step):
+                waited += step
+                if cancelled.is_set() or self._closed or (timeout is not None and waited >= timeout):
+                    return None
+            return slot.provided
+        finally:
+            with self._lock:
+                if self._input_slots.get(task_id) is slot:
+                    del self._input_slots[task_id]
 
     def forget(self, task_id: str) -> None:
         """After commit: the task entry was deleted; cancel it if running and drop its state."""
@@ -126,6 +204,7 @@ class TaskEngine:
             self._states.pop(task_id, None)
             self._tasks.pop(task_id, None)
             self._payloads.pop(task_id, None)
+            self._input_slots.pop(task_id, None)
         self._store.delete_task_state(task_id)
 
     # -- lifecycle ------------------------------------------------------------
@@ -161,7 +240,7 @@ class TaskEngine:
             self._cancel_events[task.task_id] = cancelled
         if not resumed:
             self._transition(task.task_id, TaskStatus.CREATED, None, None, task)
-        run = TaskRun(task, self._transition, cancelled)
+        run = TaskRun(task, self, cancelled, self._agent_name)
         self._pool.submit(self._execute, task, run)
 
     def _execute(self, task: Task, run: TaskRun) -> None:
@@ -180,6 +259,17 @@ class TaskEngine:
             with self._lock:
                 self._cancel_events.pop(task.task_id, None)
 
+    def report(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        reason: str | None,
+        result: TaskResult | None,
+        inputs: Sequence[InputRequired] = (),
+    ) -> bool:
+        """A behaviour's status report (`TaskRun`): see `_transition`."""
+        return self._transition(task_id, status, reason, result, inputs=inputs)
+
     def _transition(
         self,
         task_id: str,
@@ -187,8 +277,30 @@ class TaskEngine:
         reason: str | None,
         result: TaskResult | None,
         task: Task | None = None,
+        inputs: Sequence[InputRequired] = (),
     ) -> bool:
-        """Record a status change and announce it; False when the task already ended or is unknown."""
+        """Record a status change and announce it; False when the task already ended or is unknown.
+
+        ``inputs`` (status input-required only) get their ``start-time``
+        (now) and ``task-async`` (the task's) filled in when unset.
+        """
+        recorded = self._record(task_id, status, reason, result, task, inputs)
+        if recorded and status.terminal and self.ended_hook is not None:
+            self.ended_hook(task_id)  # outside our lock: it may edit the datastore
+        if recorded:
+            with self._changed:  # after the hook: a synchronous reply sees what the end wrote
+                self._changed.notify_all()
+        return recorded
+
+    def _record(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        reason: str | None,
+        result: TaskResult | None,
+        task: Task | None,
+        inputs: Sequence[InputRequired],
+    ) -> bool:
         with self._lock:
             task = task or self._tasks.get(task_id)
             if task is None:
@@ -197,9 +309,20 @@ class TaskEngine:
             previous_status = TaskStatus(previous.status) if previous is not None else None
             if previous_status is not None and previous_status.terminal:
                 return False
-            if previous_status == status and result is None and (reason or None) == previous.reason:  # type: ignore[union-attr]
+            if (
+                previous_status == status and result is None and not inputs and (reason or None) == previous.reason  # type: ignore[union-attr]
+            ):
                 return True
             now = self._clock.now()
+            required = [
+                InputRequired(
+                    item.required,
+                    item.task_async if item.task_async is not None else bool(task.task_async),
+                    item.status or status.value,
+                    item.start_time if item.start_time is not None else now,
+                )
+                for item in (inputs if status == TaskStatus.INPUT_REQUIRED else ())
+            ]
             kept = _result_of(previous) if previous is not None else None
             final = result or kept or TaskResult()
             if status == TaskStatus.FINISHED and self.result_hook is not None:
@@ -215,6 +338,7 @@ class TaskEngine:
                 result_format=final.format,
                 result_data=final.data,
                 updated=now,
+                input_required=json.dumps([asdict(item) for item in required]) if required else None,
             )
             notification = ConditionNotification(
                 task_id=task_id,
@@ -224,6 +348,8 @@ class TaskEngine:
                 send_to=task.send_from,
                 commu_type=CommuType.TASK_RESULT_NOTIFY,
                 reason=reason,
+                input_required=required,
+                data=AnyXml.from_elements(final.to_xml()) if status.terminal else None,
             )
             xml = etree.tostring(notification.to_xml(), encoding="unicode")
 
@@ -236,6 +362,31 @@ class TaskEngine:
             self._bus.publish(log_event)
             self._states[task_id] = state
             return True
+
+
+_STATE_NODES = ("task-status", "input-required", "result")
+
+
+def _settled(state: TaskState | None) -> bool:
+    """Ended, or waiting for its assigner: a synchronous reply need not wait longer."""
+    if state is None:
+        return False
+    status = TaskStatus(state.status)
+    return status.terminal or status == TaskStatus.INPUT_REQUIRED
+
+
+class _InputSlot:
+    """Where the assigner's answer to one input request is handed to the waiting behaviour."""
+
+    def __init__(self) -> None:
+        self.event = threading.Event()
+        self.provided: ProvidedInput | None = None
+
+
+def _inputs_of(state: TaskState) -> list[InputRequired]:
+    if not state.input_required or state.status != TaskStatus.INPUT_REQUIRED.value:
+        return []
+    return [InputRequired(**item) for item in json.loads(state.input_required)]
 
 
 def _result_of(state: TaskState) -> TaskResult:

@@ -45,7 +45,8 @@ CREATE TABLE IF NOT EXISTS task_state (
     summary       TEXT,
     result_format TEXT,
     result_data   TEXT,
-    updated       REAL NOT NULL
+    updated       REAL NOT NULL,
+    input_required TEXT           -- JSON list of what the task waits for (status input-required), else NULL
 );
 CREATE TABLE IF NOT EXISTS notification_log (
     seq        INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -79,6 +80,8 @@ class TaskState:
     result_format: str | None
     result_data: str | None
     updated: float
+    input_required: str | None = None
+    """JSON: the ``input-required`` entries while the task waits for input (format: `an_agent.runtime.tasks`)."""
 
 
 @dataclass(frozen=True)
@@ -98,14 +101,20 @@ class AgentStore:
         self._migrate()
 
     def _migrate(self) -> None:
-        """Add ``notification_log.logged_at`` to a file made before retention existed (rows: now)."""
+        """Columns added after a database may have been created (CREATE TABLE IF NOT EXISTS keeps old tables).
+
+        ``notification_log.logged_at`` (retention; old rows: now) and ``task_state.input_required``.
+        """
         columns = {str(row[1]) for row in self._query("PRAGMA table_info(notification_log)")}
-        if "logged_at" in columns:
-            return
-        with self._tx() as db:
-            db.execute("ALTER TABLE notification_log ADD COLUMN logged_at REAL")
-            db.execute("UPDATE notification_log SET logged_at = ?", (time.time(),))
-            db.execute("CREATE INDEX IF NOT EXISTS notification_logged ON notification_log(logged_at)")
+        if "logged_at" not in columns:
+            with self._tx() as db:
+                db.execute("ALTER TABLE notification_log ADD COLUMN logged_at REAL")
+                db.execute("UPDATE notification_log SET logged_at = ?", (time.time(),))
+                db.execute("CREATE INDEX IF NOT EXISTS notification_logged ON notification_log(logged_at)")
+        columns = {str(row[1]) for row in self._query("PRAGMA table_info(task_state)")}
+        if "input_required" not in columns:
+            with self._tx() as db:
+                db.execute("ALTER TABLE task_state ADD COLUMN input_required TEXT")
 
     def close(self) -> None:
         with self._lock:
@@ -179,7 +188,8 @@ class AgentStore:
     # -- task state -----------------------------------------------------------
     def load_task_states(self) -> dict[str, TaskState]:
         rows = self._query(
-            "SELECT task_id, status, reason, summary, result_format, result_data, updated FROM task_state"
+            "SELECT task_id, status, reason, summary, result_format, result_data, updated, input_required "
+            "FROM task_state"
         )
         return {str(r[0]): TaskState(*r) for r in rows}  # type: ignore[arg-type]
 
@@ -190,7 +200,8 @@ class AgentStore:
         """
         with self._tx() as db:
             db.execute(
-                "INSERT OR REPLACE INTO task_state VALUES (?, ?, ?, ?, ?, ?, ?)",
+                "INSERT OR REPLACE INTO task_state (task_id, status, reason, summary, result_format, result_data, "
+                "updated, input_required) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (
                     state.task_id,
                     state.status,
@@ -199,6 +210,7 @@ class AgentStore:
                     state.result_format,
                     state.result_data,
                     state.updated,
+                    state.input_required,
                 ),
             )
             if notification is None:
