@@ -28,6 +28,8 @@ STATE_FILE = "lab.json"
 LOG_FILE = "lab.log"
 START_TIMEOUT = 60.0
 STOP_GRACE = 30.0
+SIGNAL_POLL = 0.2
+"""Real seconds between two looks at the stop flag (the longest a SIGTERM waits to be handled)."""
 
 
 def _state_path(run_dir: Path) -> Path:
@@ -95,7 +97,13 @@ def serve_foreground(topology: Topology, run_dir: Path, play: bool = True) -> in
             file=sys.stderr,
             flush=True,
         )
-        stop.wait()
+        # Wait in slices, never in one blocking wait: a SIGTERM that lands while this thread is between
+        # its last check for pending signals and the blocking wait (e.g. waiting for the GIL while the
+        # scenario's threads run, as on a cold first run) trips Python's handler flag but does not
+        # interrupt the wait, and only the next bytecode runs the handler. Reproduced: `lab down` right
+        # after `lab up` hung until the 30 s grace ran out in about one run out of six.
+        while not stop.wait(SIGNAL_POLL):
+            pass
         print("lab stopping", file=sys.stderr, flush=True)
     finally:
         lab.stop()

@@ -163,16 +163,25 @@ class Lab:
             return []
         self._stopped = True
         leftovers = self.kernel.close()
+        # Servers before the agents' client sessions, and every server at once. Activities that are not
+        # waiting on the kernel (a task worker in a NETCONF call to a peer) keep running after
+        # `kernel.close`; only the peer's stop ends such a call, by closing its session, and a stopped
+        # listener refuses the new session a worker would otherwise open once its old one was closed.
+        # Stopped one after the other, with the client sessions first, a server waited for such a
+        # worker until the request timeout (30 s): `lab down` right after `lab up` then hit its grace.
+        stoppers = [
+            threading.Thread(target=_stop_server, args=(agent,), name=f"stop:{agent.spec.name}")
+            for agent in self.agents.values()
+        ]
+        for thread in stoppers:
+            thread.start()
+        for thread in stoppers:
+            thread.join()
         dispatchers: list[threading.Thread] = []
         for peers in [*(a.peers for a in self.agents.values()), *([self._bss] if self._bss else [])]:
             dispatchers += peers.close(join=False)  # all sessions first: the dispatchers then end together
         for thread in dispatchers:
             thread.join(5.0)
-        for agent in self.agents.values():
-            try:
-                agent.server.stop()
-            except AnAgentError as exc:
-                log.warning("stopping %s: %s", agent.spec.name, exc)
         if self._started_at:
             self.wall_seconds = time.monotonic() - self._started_at
         return leftovers
@@ -232,6 +241,13 @@ class Lab:
             task_id=task.task_id,
             status=str(done.status),
         )
+
+
+def _stop_server(agent: RunningAgent) -> None:
+    try:
+        agent.server.stop()
+    except AnAgentError as exc:
+        log.warning("stopping %s: %s", agent.spec.name, exc)
 
 
 class _EventPlayer:
