@@ -16,8 +16,9 @@ module boundary that calls the foreign library, never further up.
     │   ├── ConnectError     TCP/SSH connection refused, host key, handshake failure
     │   ├── AuthError        SSH authentication rejected
     │   └── RequestTimeout   no reply within the timeout
-    └── SchemaError          a structured payload or a schema template is invalid (schemas issue)
-        └── SchemaAccessDenied   the actor may not make this schema decision (not a schema administrator)
+    ├── SchemaError          a structured payload or a schema template is invalid (schemas issue)
+    │   └── SchemaAccessDenied   the actor may not make this schema decision (not a schema administrator)
+    └── ControlError         the lab's control channel refused a request (lab/control.py)
 
 `RpcError` carries the whole RFC 6241 error (type, tag, severity, app-tag,
 path, message, info) so that nothing is lost between server and client: the
@@ -79,6 +80,10 @@ class SchemaError(AnAgentError):
 
 class SchemaAccessDenied(SchemaError):
     """A schema decision (approve, reject, withdraw) by an actor the update policy does not authorise."""
+
+
+class ControlError(AnAgentError):
+    """A request on the lab's control channel was refused: unknown method, bad params, handler error."""
 
 
 @dataclass

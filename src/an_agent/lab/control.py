@@ -1,0 +1,293 @@
+"""The lab's control channel: authenticated request/reply between the lab process and its agents.
+
+A building block of "one process per agent" (issue 12): the lab process owns the simulated clock and
+network, and agent processes reach them over this channel. Only a holder of the lab's secret may
+speak on it (issue 16: no one injects faults, clock ticks or schemas into a lab from outside).
+
+Wire format (TCP; the lab listens on 127.0.0.1, or on its lab-bridge address with ``--netns``):
+
+- every message is a frame: a 4-byte big-endian length, then that many bytes of UTF-8 JSON holding
+  one object; frames over `MAX_FRAME` bytes end the connection;
+- handshake, mutual, by HMAC-SHA256 over the per-lab secret (never sent):
+  server -> ``{"hello": "an-agent-lab-control/1", "nonce": Ns}``;
+  client -> ``{"nonce": Nc, "auth": HMAC(secret, "client" Ns Nc)}``;
+  server -> ``{"ok": true, "proof": HMAC(secret, "server" Ns Nc)}`` (the client checks it: it talks to
+  its lab, not to whoever took the port), or ``{"ok": false, "error": ...}`` and closes.
+  Nonces are 32 random bytes in hex; a recorded handshake cannot be replayed (fresh Ns);
+- then requests ``{"id": N, "method": NAME, "params": {...}}``, each answered in order by
+  ``{"id": N, "result": ...}`` or ``{"id": N, "error": MESSAGE}``. A method is a handler the lab
+  registered; an unknown method is an error reply, not a closed connection.
+
+The secret is 32 random bytes written hex-encoded to a 0600 file (`create_secret`); agents get the
+file's path, never the secret on a command line (``/proc/PID/cmdline`` is world-readable).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+import os
+import secrets
+import socket
+import struct
+import threading
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from an_agent.errors import AuthError, ConfigError, ConnectError, ControlError, RequestTimeout, TransportError
+
+log = logging.getLogger(__name__)
+
+PROTOCOL = "an-agent-lab-control/1"
+MAX_FRAME = 1 << 20
+SECRET_BYTES = 32
+_LENGTH = struct.Struct(">I")
+
+Handler = Callable[[dict[str, Any]], Any]
+"""A method of the channel: its params in, a JSON-serialisable result out (`ControlError` to refuse)."""
+
+
+# ---- the secret ---------------------------------------------------------------------------------
+def create_secret(path: Path) -> bytes:
+    """Write a new random secret to ``path`` (0600, its directory 0700 when created); returns it."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    value = secrets.token_bytes(SECRET_BYTES)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="ascii") as fh:
+        fh.write(value.hex() + "\n")
+    return value
+
+
+def read_secret(path: Path) -> bytes:
+    """The secret in ``path``; `ConfigError` when it is unreadable, malformed or readable by others."""
+    try:
+        mode = path.stat().st_mode
+        text = path.read_text(encoding="ascii").strip()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"lab secret {path}: {getattr(exc, 'strerror', None) or exc}") from None
+    if mode & 0o077:
+        raise ConfigError(f"lab secret {path}: readable by other users (mode {mode & 0o777:o}); chmod 600 it")
+    try:
+        value = bytes.fromhex(text)
+    except ValueError:
+        value = b""
+    if len(value) != SECRET_BYTES:
+        raise ConfigError(f"lab secret {path}: expected {SECRET_BYTES} bytes in hex")
+    return value
+
+
+def _mac(secret: bytes, role: str, server_nonce: str, client_nonce: str) -> str:
+    return hmac.new(secret, f"{role}\0{server_nonce}\0{client_nonce}".encode(), hashlib.sha256).hexdigest()
+
+
+# ---- framing ------------------------------------------------------------------------------------
+def _send(sock: socket.socket, message: Mapping[str, Any]) -> None:
+    data = json.dumps(message, separators=(",", ":")).encode("utf-8")
+    if len(data) > MAX_FRAME:
+        raise ControlError(f"control message of {len(data)} bytes exceeds {MAX_FRAME}")
+    sock.sendall(_LENGTH.pack(len(data)) + data)
+
+
+def _recv_exact(sock: socket.socket, size: int) -> bytes:
+    chunks = bytearray()
+    while len(chunks) < size:
+        chunk = sock.recv(size - len(chunks))
+        if not chunk:
+            raise TransportError("control channel closed by the other side")
+        chunks += chunk
+    return bytes(chunks)
+
+
+def _recv(sock: socket.socket) -> dict[str, Any]:
+    (size,) = _LENGTH.unpack(_recv_exact(sock, _LENGTH.size))
+    if size > MAX_FRAME:
+        raise TransportError(f"control frame of {size} bytes exceeds {MAX_FRAME}")
+    try:
+        value = json.loads(_recv_exact(sock, size).decode("utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise TransportError(f"control frame is not JSON: {exc}") from None
+    if not isinstance(value, dict):
+        raise TransportError("control frame is not a JSON object")
+    return value
+
+
+# ---- server -------------------------------------------------------------------------------------
+class ControlServer:
+    """Serves ``handlers`` to authenticated clients, one thread per connection (module docstring)."""
+
+    def __init__(self, secret: bytes, handlers: Mapping[str, Handler], host: str = "127.0.0.1", port: int = 0) -> None:
+        self._secret = secret
+        self._handlers = dict(handlers)
+        self._listener = socket.create_server((host, port))
+        self._lock = threading.Lock()
+        self._connections: set[socket.socket] = set()
+        self._threads: list[threading.Thread] = []
+        self._closed = False
+
+    @property
+    def address(self) -> tuple[str, int]:
+        host, port = self._listener.getsockname()[:2]
+        return str(host), int(port)
+
+    def start(self) -> ControlServer:
+        thread = threading.Thread(target=self._accept_loop, name="lab-control", daemon=True)
+        self._threads.append(thread)
+        thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Close the listener and every connection; returns once their threads have ended."""
+        with self._lock:
+            self._closed = True
+            connections = list(self._connections)
+        with contextlib.suppress(OSError):
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                conn.shutdown(socket.SHUT_RDWR)
+        for thread in self._threads:
+            thread.join(5.0)
+
+    def __enter__(self) -> ControlServer:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _accept_loop(self) -> None:
+        while True:
+            try:
+                conn, _ = self._listener.accept()
+            except OSError:
+                return  # the listener was closed
+            with self._lock:
+                if self._closed:
+                    conn.close()
+                    return
+                self._connections.add(conn)
+                thread = threading.Thread(target=self._serve, args=(conn,), name="lab-control-conn", daemon=True)
+                self._threads = [t for t in self._threads if t.is_alive()]
+                self._threads.append(thread)
+            thread.start()
+
+    def _serve(self, conn: socket.socket) -> None:
+        try:
+            with conn:
+                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+                if self._handshake(conn):
+                    while True:
+                        _send(conn, self._answer(_recv(conn)))
+        except (OSError, TransportError, ControlError) as exc:
+            log.debug("control connection ended: %s", exc)
+        finally:
+            with self._lock:
+                self._connections.discard(conn)
+
+    def _handshake(self, conn: socket.socket) -> bool:
+        conn.settimeout(10.0)  # a client that does not authenticate promptly is dropped
+        server_nonce = secrets.token_hex(32)
+        _send(conn, {"hello": PROTOCOL, "nonce": server_nonce})
+        reply = _recv(conn)
+        client_nonce, auth = reply.get("nonce"), reply.get("auth")
+        if not (
+            isinstance(client_nonce, str)
+            and isinstance(auth, str)
+            and hmac.compare_digest(auth, _mac(self._secret, "client", server_nonce, client_nonce))
+        ):
+            _send(conn, {"ok": False, "error": "authentication failed"})
+            return False
+        _send(conn, {"ok": True, "proof": _mac(self._secret, "server", server_nonce, client_nonce)})
+        conn.settimeout(None)
+        return True
+
+    def _answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        ident, method, params = request.get("id"), request.get("method"), request.get("params", {})
+        handler = self._handlers.get(method) if isinstance(method, str) else None
+        if handler is None:
+            return {"id": ident, "error": f"unknown method {method!r}"}
+        if not isinstance(params, dict):
+            return {"id": ident, "error": "params must be an object"}
+        try:
+            return {"id": ident, "result": handler(params)}
+        except ControlError as exc:
+            return {"id": ident, "error": str(exc)}
+        except Exception as exc:  # a handler bug: the caller gets an error, the channel stays up
+            log.exception("control method %s failed", method)
+            return {"id": ident, "error": f"{method} failed: {type(exc).__name__}: {exc}"}
+
+
+# ---- client -------------------------------------------------------------------------------------
+class ControlClient:
+    """One authenticated connection to a `ControlServer`; `call` is thread-safe (one request at a time)."""
+
+    def __init__(self, sock: socket.socket) -> None:
+        self._sock = sock
+        self._lock = threading.Lock()
+        self._next_id = 0
+
+    @classmethod
+    def connect(cls, host: str, port: int, secret: bytes, timeout: float = 10.0) -> ControlClient:
+        """Connect and authenticate both ways.
+
+        `ConnectError` when nothing answers, `AuthError` when the lab refuses the secret or cannot prove
+        it holds the same one, `RequestTimeout` when the handshake does not finish within ``timeout``.
+        """
+        try:
+            sock = socket.create_connection((host, port), timeout=timeout)
+        except OSError as exc:
+            raise ConnectError(f"lab control channel {host}:{port}: {exc.strerror or exc}") from None
+        try:
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            hello = _recv(sock)
+            server_nonce = hello.get("nonce")
+            if hello.get("hello") != PROTOCOL or not isinstance(server_nonce, str):
+                raise ConnectError(f"{host}:{port} is not a lab control channel ({PROTOCOL})")
+            client_nonce = secrets.token_hex(32)
+            _send(sock, {"nonce": client_nonce, "auth": _mac(secret, "client", server_nonce, client_nonce)})
+            answer = _recv(sock)
+            proof = answer.get("proof")
+            if not answer.get("ok"):
+                raise AuthError(f"lab control channel {host}:{port}: {answer.get('error', 'refused')}")
+            if not isinstance(proof, str) or not hmac.compare_digest(
+                proof, _mac(secret, "server", server_nonce, client_nonce)
+            ):
+                raise AuthError(f"lab control channel {host}:{port}: the server does not hold the lab's secret")
+            sock.settimeout(None)
+        except TimeoutError:
+            sock.close()
+            raise RequestTimeout(f"lab control channel {host}:{port}: no handshake within {timeout} s") from None
+        except (OSError, TransportError):
+            sock.close()
+            raise
+        return cls(sock)
+
+    def call(self, method: str, **params: Any) -> Any:
+        """Call ``method``; its result, or `ControlError` with the lab's message, `TransportError` if cut."""
+        with self._lock:
+            self._next_id += 1
+            ident = self._next_id
+            try:
+                _send(self._sock, {"id": ident, "method": method, "params": params})
+                reply = _recv(self._sock)
+            except OSError as exc:
+                raise TransportError(f"lab control channel: {exc.strerror or exc}") from None
+        if reply.get("id") != ident:
+            raise TransportError(f"lab control channel: reply {reply.get('id')!r} to request {ident}")
+        if "error" in reply:
+            raise ControlError(f"{method}: {reply['error']}")
+        return reply.get("result")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            self._sock.close()
+
+    def __enter__(self) -> ControlClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
