@@ -8,7 +8,8 @@
 Each round runs ``an-agent lab up --idle --json`` on a fresh run directory (up = until the command
 returns: every agent listens and the state file is written), reads PSS (/proc/PID/smaps_rollup) of
 the lab's process tree, then ``an-agent lab down``. PSS counts pages shared between processes once,
-so "per agent" is the tree's PSS divided by the number of agents. Today the agents of a lab share
+so "per agent" is the tree's PSS divided by the number of agents (RSS is printed too: PSS also
+shares library pages with unrelated processes on the machine). Today the agents of a lab share
 one process; the script measures whatever process tree ``lab up`` starts. Linux only.
 """
 
@@ -24,7 +25,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.procs import pss_bytes, tree
+from bench.procs import pss_bytes, rss_bytes, tree
 
 MIB = 1024 * 1024
 
@@ -44,6 +45,7 @@ def one_round(topology: Path, run_dir: Path) -> dict[str, Any]:
     try:
         pids = tree([int(state["pid"])])
         pss = pss_bytes(pids)
+        rss = rss_bytes(pids)
     finally:
         started = time.monotonic()
         down = _cli("lab", "down", "--run-dir", str(run_dir), "--json")
@@ -57,6 +59,7 @@ def one_round(topology: Path, run_dir: Path) -> dict[str, Any]:
         "up_s": round(up_seconds, 2),
         "down_s": round(down_seconds, 2),
         "pss_mib": round(pss / MIB, 1),
+        "rss_mib": round(rss / MIB, 1),
         "pss_per_agent_mib": round(pss / MIB / agents, 2),
     }
 
@@ -93,7 +96,7 @@ def main(argv: list[str] | None = None) -> int:
         for r in rounds:
             print(
                 f"  up {r['up_s']:6.2f} s   down {r['down_s']:5.2f} s   PSS {r['pss_mib']:7.1f} MiB"
-                f"   ({r['pss_per_agent_mib']:.2f} MiB per agent)"
+                f" (RSS {r['rss_mib']:.1f})   ({r['pss_per_agent_mib']:.2f} MiB PSS per agent)"
             )
         print(f"  median up {summary['median_up_s']:.2f} s, {summary['median_pss_per_agent_mib']:.2f} MiB per agent")
     return 0
