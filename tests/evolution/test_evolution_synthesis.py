@@ -6,12 +6,12 @@ import json
 
 import pytest
 
+from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import find_alternatives
 from an_agent.evolution.naming import STOP_WORDS, snake_name
 from an_agent.evolution.synthesis import (
     ExistingKey,
-    core_members,
     find_conflict,
     induce_key,
     is_security_relevant,
@@ -137,7 +137,8 @@ def test_outliers_neither_type_nor_exemplify_the_key() -> None:
         "the mast was repainted",
     ]
     vectors = FakeEmbedder().embed(texts)
-    assert 5 not in core_members(vectors)
+    core = core_of(vectors)
+    assert 5 in core.outliers and 5 not in core.members
     induced = induce(texts)
     assert all(text != "the mast was repainted" for text, _ in induced.examples)
 

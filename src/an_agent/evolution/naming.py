@@ -142,25 +142,6 @@ def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
     return counts
 
 
-def _rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) -> list[tuple[float, str]]:
-    counts = candidate_phrases(texts)
-    phrases = [p for p, _ in counts.most_common(_MAX_PHRASES)]
-    if not phrases:
-        return []
-    sims = embedder.embed(phrases) @ centroid
-    fragment_stems = [_stems(t) for t in texts]
-    ranked = []
-    for phrase, sim in zip(phrases, sims, strict=True):
-        stems = _stems(phrase)
-        coverage = sum(1 for fs in fragment_stems if stems <= fs) / len(texts)
-        # Similarity to the centroid says "means the cluster"; coverage says "is how clients say it";
-        # a small length penalty prefers the shorter of two equally good phrases.
-        score = float(sim) * (0.6 + 0.4 * coverage) - 0.03 * (len(phrase.split()) - 1)
-        ranked.append((score, phrase))
-    ranked.sort(key=lambda t: (-t[0], t[1]))
-    return ranked
-
-
 def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) -> list[tuple[float, str]]:
     """Candidate phrases of the fragments, best name first."""
     counts = candidate_phrases(texts)

@@ -1,7 +1,8 @@
 """Schema patch synthesis (draft 6.2.2): intent induction, conflict detection, packaging input.
 
 Intent induction is rule-based and offline (the draft allows "an internal LLM or rule-based extractor"):
-outlier fragments are set aside (`core_members`), the key's type and value constraints are inferred from
+only the cluster's core makes the key (`an_agent.evolution.cohesion`: outliers and a second idea are set
+aside), the key's type and value constraints are inferred from
 what the fragments state (`an_agent.evolution.inference`: unit and range, duration or date-time format,
 identifiers, a closed set of values, else a boolean flag), the key is named from the cluster's meaning
 (`an_agent.evolution.naming`), and the description states the meaning, the constraints in the template's
@@ -25,6 +26,7 @@ from typing import Any, Literal
 
 import numpy as np
 
+from an_agent.evolution.cohesion import Core, core_of, rejoin
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, snake_name
 from an_agent.schemas.anchors import key_anchors
@@ -43,11 +45,6 @@ SECURITY_TERMS = _words(
     iban account accounts identity identities imsi imei msisdn ssh certificate certificates encryption
     admin root sudo firewall acl"""
 )
-# A fragment is an outlier when its similarity to the centroid is both more than _CORE_STD standard
-# deviations below the mean and below _CORE_FLOOR: on the corpora, members of an intent score 0.50-0.80,
-# one-offs that joined through a shared word 0.28-0.40, a legitimate sub-group (snow among storms) 0.56.
-_CORE_STD = 1.0
-_CORE_FLOOR = 0.45
 
 
 def is_security_relevant(*texts: str) -> bool:
@@ -65,6 +62,7 @@ class InducedKey:
     alternatives: tuple[str, ...]
     examples: tuple[tuple[str, Any], ...]  # (fragment, value it maps to)
     spec: ValueSpec | None = None
+    core: Core | None = None  # which fragments made the key (`cohesion.core_of`)
 
 
 @dataclass(frozen=True)
@@ -100,23 +98,6 @@ def _fmt_value(value: Any) -> str:
     return str(value)
 
 
-def core_members(vectors: Vectors) -> list[int]:
-    """Indexes of the fragments that make the cluster's core: not outliers in similarity to the centroid.
-
-    A fragment more than ``_CORE_STD`` standard deviations below the mean similarity to the centroid,
-    and below ``_CORE_FLOOR``, joined through a shared word rather than the shared meaning: it neither shapes
-    the key's type nor
-    serves as its example. A cluster of fewer than four fragments is all core.
-    """
-    if len(vectors) < 4:
-        return list(range(len(vectors)))
-    centroid = vectors.sum(axis=0)
-    centroid = centroid / (np.linalg.norm(centroid) or 1.0)
-    sims = vectors @ centroid
-    cut = min(float(sims.mean() - _CORE_STD * sims.std()), _CORE_FLOOR)
-    return [i for i, s in enumerate(sims) if float(s) >= cut]
-
-
 def induce_key(
     texts: Sequence[str],
     vectors: Vectors,
@@ -126,18 +107,26 @@ def induce_key(
     distinct_clients: int = 1,
     taken_names: frozenset[str] = frozenset(),
     now: float = 0.0,
+    core: Core | None = None,
 ) -> InducedKey:
     """Induce a new key from a cluster's fragments (``texts`` with their unit ``vectors``).
 
-    Outliers are set aside first (`core_members`); the type and constraints come from
+    Only the cluster's core makes the key (``core``, else `cohesion.core_of` of ``vectors``): outliers
+    and a second idea neither type, name nor exemplify it. The type and constraints come from
     `inference.infer_value`, the name from `naming.name_key`; the description states the meaning,
     the constraints in the template phrases, and real mapping examples. ``now`` anchors relative dates.
     """
     if not texts:
         raise ValueError("cannot induce a key from an empty cluster")
-    core = core_members(vectors)
-    texts = [texts[i] for i in core]
-    vectors = vectors[core]
+    core = core or core_of(vectors)
+    if core.outliers or core.second_idea:
+        # What was set aside may name values of one slot (on battery / on mains): those fragments belong.
+        whole = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
+        if whole.enum:
+            set_aside = {*core.outliers, *core.second_idea}
+            core = rejoin(core, vectors, {i for i in set_aside if whole.values[i] is not None})
+    texts = [texts[i] for i in core.members]
+    vectors = vectors[list(core.members)]
     centroid = vectors.sum(axis=0)
     centroid = (centroid / (np.linalg.norm(centroid) or 1.0)).astype(np.float32)
     spec = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
@@ -153,7 +142,7 @@ def induce_key(
     description = _describe(spec, phrase, alternatives, examples, len(texts), distinct_clients)
     default: Any = False if spec.key_type == "boolean" else None
     key = KeyDef.build(name, spec.key_type, description, required=False, default_value=default, experimental=True)
-    return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples), spec=spec)
+    return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples), spec=spec, core=core)
 
 
 def _describe(
