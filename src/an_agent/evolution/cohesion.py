@@ -64,9 +64,9 @@ class Core:
 
 def unit_centroid(vectors: Vectors) -> npt.NDArray[np.float32]:
     """The normalised sum of ``vectors`` (zero vector for an empty or cancelling set)."""
-    total = vectors.sum(axis=0)
+    total: npt.NDArray[np.float32] = vectors.sum(axis=0).astype(np.float32)
     norm = float(np.linalg.norm(total))
-    return (total / norm).astype(np.float32) if norm else total.astype(np.float32)
+    return total / np.float32(norm) if norm else total
 
 
 def cohesion_of(vectors: Vectors) -> float:
