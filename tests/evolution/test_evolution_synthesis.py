@@ -7,6 +7,7 @@ import json
 import pytest
 
 from an_agent.evolution.cohesion import core_of
+from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import find_alternatives
 from an_agent.evolution.naming import STOP_WORDS, snake_name
@@ -237,3 +238,30 @@ def test_real_model_names_the_dev_intents_sensibly(minilm: MiniLMEmbedder) -> No
         else:
             assert key.key_type == "string" and len(key.constraints.enum) >= 3
             assert sum(f"'{t}' -> '" in key.semantic_description for t in texts) == 3
+
+
+@pytest.mark.slow
+def test_refinement_extends_the_right_key_with_the_real_model(minilm: MiniLMEmbedder) -> None:
+    """A new kind of fault extends fault_type; a suspected cause refines suspected_root_cause; a new idea adds a key."""
+    registry = TemplateRegistry.default()
+    probes = json.loads((DATA / "refinement_probes.json").read_text())["probes"]
+    for probe in probes:
+        template = registry.get(probe["schema_id"])
+        vectors = minilm.embed(probe["texts"])
+        induced = induce(probe["texts"], minilm)
+        existing = [ExistingKey(k, "base") for k in template.keys]
+        conflict = find_conflict(induced, vectors, existing, minilm, EvolutionConfig().conflict_threshold)
+        if probe["expect"] is None:
+            assert conflict is None, (probe["name"], conflict)
+            continue
+        assert conflict is not None and conflict.existing.key.key_name == probe["expect"], (probe["name"], conflict)
+        target = conflict.existing.key
+        refined = refine_key(target, induced, value=conflict.value)
+        assert refined.key_name == target.key_name and refined.key_type == target.key_type
+        if "value" in probe:  # a new value of the idea: it validates, with real examples
+            assert refined.constraints.enum == (*target.constraints.enum, probe["value"])
+            assert check_value(refined.key_type, refined.constraints, probe["value"]) is None
+            assert f"-> '{probe['value']}'" in refined.semantic_description
+        else:  # free text: the description covers the new phrasings
+            assert refined.constraints.enum == target.constraints.enum
+            assert "Also covers requests phrased like" in refined.semantic_description

@@ -175,7 +175,9 @@ class PatchMaker:
             conflict_info = None
         else:
             target = conflict.existing.key
-            refined = refine_key(target, induced, same_name=conflict.reason == "name")
+            # Same name, or other words for the key's existing values: its description is widened, no value added.
+            restates = conflict.reason == "name" or (bool(target.constraints.enum) and conflict.value is None)
+            refined = refine_key(target, induced, same_name=restates, value=conflict.value)
             pk = PatchKey(
                 uid + target.key_name,
                 patch_id,

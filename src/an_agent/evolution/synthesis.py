@@ -20,6 +20,7 @@ never retyped.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -75,11 +76,22 @@ class ExistingKey:
 
 @dataclass(frozen=True)
 class Conflict:
-    """The candidate collides with ``existing``: by name, or by meaning with this similarity."""
+    """The candidate collides with ``existing``: by name, or by meaning with this similarity.
+
+    ``value`` is the new allowed value the cluster names when ``existing`` has allowed values (`new_value`).
+    """
 
     existing: ExistingKey
     reason: Literal["name", "meaning"]
     similarity: float
+    value: str | None = None
+
+
+# A cluster extends a key's allowed values only when the value it names is of the same kind as them: the
+# best similarity of the value (in words) to an allowed value reaches this. Measured with MiniLM on probes
+# (tests/evolution/data/refinement_probes.json): a new kind of fault ('software failure') 0.6-0.7 to
+# fault_type's values, a suspected cause ('lightning strike') 0.33, an unrelated idea 0.1-0.3.
+VALUE_KIN = 0.45
 
 
 def _quote(text: str) -> str:
@@ -201,36 +213,78 @@ def find_conflict(
     embedder: Embedder,
     threshold: float,
 ) -> Conflict | None:
-    """The existing key the candidate duplicates (same name first, else best `meaning_score` >= threshold)."""
+    """The existing key the candidate duplicates, or None (then it is a new key).
+
+    The same name first; else, among the keys whose `meaning_score` reaches ``threshold``, the best one
+    whose allowed values (if it has some) are of the kind of the value the cluster names (`new_value`,
+    ``VALUE_KIN``); only when there is none, the best one whose values are not (the cluster says an
+    existing value in other words: the refinement widens its description, it adds no value).
+    """
     for item in existing:
         if item.key.key_name == candidate.key.key_name:
             return Conflict(item, "name", 1.0)
-    best: Conflict | None = None
+    fitting: list[Conflict] = []  # the key's meaning fits, and its allowed values (if any) too
+    restating: list[Conflict] = []  # the meaning fits, the values do not: other words for existing values
     for item in existing:
         if item.key.key_name == OTHER_KEY:
             continue
         score = meaning_score(vectors, item.key, embedder)
-        if score >= threshold and (best is None or score > best.similarity):
-            best = Conflict(item, "meaning", score)
-    return best
+        if score < threshold:
+            continue
+        if not item.key.constraints.enum:
+            fitting.append(Conflict(item, "meaning", score))
+            continue
+        value, fit = new_value(item.key, candidate, vectors, embedder)
+        if fit >= VALUE_KIN:
+            fitting.append(Conflict(item, "meaning", score, value))
+        else:
+            restating.append(Conflict(item, "meaning", score))
+    # A key whose allowed values do not fit the cluster's value is chosen (and only its description
+    # widened) when no other key fits: a suspected cause goes to the cause key, not to fault_type.
+    for group in (fitting, restating):
+        if group:
+            return max(group, key=lambda c: c.similarity)
+    return None
+
+
+def new_value(key: KeyDef, candidate: InducedKey, vectors: Vectors, embedder: Embedder) -> tuple[str, float]:
+    """(the value the cluster names, in the style of ``key``'s allowed values; its kinship with them).
+
+    Candidates are the cluster's phrase and alternatives and, when the allowed values share a head word
+    (``hardware_failure``, ``power_failure``), each content word of those phrases with that head
+    (``software failure``); the one closest to the cluster's centroid is the value. Kinship is its best
+    similarity to an allowed value, both in words.
+    """
+    values = [v.replace("_", " ") for v in key.constraints.enum]
+    heads = [h for h, n in Counter(v.split()[-1] for v in values if " " in v).items() if n >= 2]
+    phrases = [candidate.phrase, *candidate.alternatives]
+    words = [w for w in dict.fromkeys(" ".join(phrases).lower().split()) if w.isalpha() and w not in STOP_WORDS]
+    styled = [f"{w} {h}" for w in words for h in heads if w != h]
+    candidates = list(dict.fromkeys(styled or phrases))
+    centroid = vectors.sum(axis=0)
+    centroid = centroid / (np.linalg.norm(centroid) or 1.0)
+    embedded = embedder.embed(candidates)
+    best = int(np.argmax(embedded @ centroid))
+    fit = float(np.max(embedder.embed(values) @ embedded[best]))
+    return snake_name(candidates[best]), fit
 
 
 _ACCEPTABLE = re.compile(r"Acceptable values:\s*([^.]+?)\.(?=\s|$)")
 
 
-def refine_key(existing: KeyDef, candidate: InducedKey, same_name: bool = False) -> KeyDef:
+def refine_key(existing: KeyDef, candidate: InducedKey, same_name: bool = False, value: str | None = None) -> KeyDef:
     """The existing key refined by the cluster: new allowed values when it has some, else a wider description.
 
     For a key with ``Acceptable values:`` the cluster is a new value of that idea: the values the
-    cluster names (its closed set, or its own phrase in snake_case) are appended to the list, with real
-    mapping examples, so validation and the JSON Schema projection accept them. A cluster that names the
-    key itself (``same_name``, or a value made of the key's own words) restates the key: its description
-    is widened instead. The type never changes.
+    cluster names (its closed set, else ``value`` from `new_value`, else its phrase in snake_case) are
+    appended to the list, with real mapping examples, so validation and the JSON Schema projection
+    accept them. A cluster that names the key itself (``same_name``, or a value made of the key's own
+    words) restates the key: its description is widened instead. The type never changes.
     """
     if same_name or not existing.constraints.enum or _ACCEPTABLE.search(existing.semantic_description) is None:
         return existing.with_description(refine_description(existing, candidate))
     spec = candidate.spec
-    proposed = list(spec.enum) if spec is not None and spec.enum else [snake_name(candidate.phrase)]
+    proposed = list(spec.enum) if spec is not None and spec.enum else [value or snake_name(candidate.phrase)]
     own_words = set(existing.key_name.split("_"))
     added = [v for v in proposed if v not in existing.constraints.enum and not set(v.split("_")) <= own_words]
     if not added:
