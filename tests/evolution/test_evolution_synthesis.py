@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+from jsonschema import Draft202012Validator
 
 from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.config import EvolutionConfig
@@ -20,8 +21,10 @@ from an_agent.evolution.synthesis import (
     refine_key,
 )
 from an_agent.schemas.anchors import example_mappings
+from an_agent.schemas.jsonschema import template_json_schema
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.template import KeyDef, is_snake_case
+from an_agent.schemas.validate import validate_payload
 from an_agent.schemas.values import check_value
 from conftest import DATA, FakeEmbedder
 
@@ -265,3 +268,36 @@ def test_refinement_extends_the_right_key_with_the_real_model(minilm: MiniLMEmbe
         else:  # free text: the description covers the new phrasings
             assert refined.constraints.enum == target.constraints.enum
             assert "Also covers requests phrased like" in refined.semantic_description
+
+
+@pytest.mark.slow
+def test_value_carrying_fragments_give_typed_well_named_keys_that_project(minilm: MiniLMEmbedder) -> None:
+    """Realistic value-carrying probes: type, constraints, name; the JSON Schema of the patched template
+    meta-validates and its examples validate against it and against our validator."""
+    base = TemplateRegistry.default().get("energy_saving_adjust_v1")
+    for probe in json.loads((DATA / "typed_probes.json").read_text())["probes"]:
+        key = induce(probe["texts"], minilm, now=1_790_000_000.0).key
+        assert key.key_type == probe["key_type"], (probe["name"], key)
+        c = key.constraints
+        if "enum" in probe:
+            assert sorted(c.enum) == probe["enum"], (probe["name"], c)
+            assert set(key.key_name.split("_")) & set(probe["words"]), (probe["name"], key.key_name)
+        if "format" in probe:
+            assert c.value_format == probe["format"], (probe["name"], c)
+        if "unit" in probe:
+            assert c.unit == probe["unit"] and c.minimum is not None and c.maximum is not None
+        if "suffix" in probe:
+            assert key.key_name.endswith(probe["suffix"]), (probe["name"], key.key_name)
+        assert is_snake_case(key.key_name) and 2 <= len(key.key_name.split("_")) <= 4, key.key_name
+        template = base.with_keys([key])
+        schema = template_json_schema(template)
+        Draft202012Validator.check_schema(schema)
+        prop = schema["properties"][key.key_name]
+        if c.value_format == "duration":
+            assert prop["format"] == "duration" and "pattern" in prop
+        if c.unit is not None:
+            assert prop["x-unit"] == c.unit
+        validator = Draft202012Validator(schema)
+        for example in schema["examples"]:
+            validator.validate(example)
+            validate_payload(template, {"schema_id": template.schema_id, "payload": example})
