@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.replay import parse_lines, replay
 from an_agent.schemas.values import parse_constraints
@@ -78,7 +79,19 @@ def test_dev_corpus_gives_one_sensible_patch_per_intent(minilm: MiniLMEmbedder) 
         "cluster:iot_sensitivity": {"iot", "sensors", "meters", "smart", "devices"},
         "cluster:maintenance_window": {"maintenance", "window"},
         "cluster:personal_sms": {"sms", "text", "message"},
-        "cluster:rollback_plan": {"rollback", "roll", "back", "fallback", "revert", "kpis", "drop", "automatic"},
+        # The rollback intent is named after its condition (KPIs drop, throughput falls): docs, known weak spot.
+        "cluster:rollback_plan": {
+            "rollback",
+            "roll",
+            "back",
+            "fallback",
+            "revert",
+            "kpis",
+            "drop",
+            "automatic",
+            "throughput",
+            "falls",
+        },
     }
     for label, patch in by_label.items():
         (key,) = patch["new_keys"]
@@ -168,3 +181,27 @@ def test_lines_are_replayed_in_time_order_and_thresholds_apply(tmp_path: Path) -
     loose = EvolutionConfig(heat_threshold=20, min_distinct_clients=3)
     report = replay(lines, FakeEmbedder(), config=loose).to_dict()
     assert len(report["patches"]) == 1 and report["patches"][0]["timestamp"] == "2026-10-05T06:02:00.000000Z"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("corpus", ["dev_other_corpus.jsonl", "field_other_corpus.jsonl"])
+def test_noise_and_weak_intents_stay_out_of_the_patch_core(corpus: str, minilm: MiniLMEmbedder) -> None:
+    """The cohesion gate: the fragments that make each patch are (nearly) all of its intent."""
+    report, labels, rows = run(corpus, minilm)
+    members = {c["cluster_id"]: c["members"] for c in report["clusters"]}
+    for patch in report["patches"]:
+        cluster = members[patch["cluster_id"]]
+        label = majority(labels, cluster)
+        core = core_of(minilm.embed([rows[m]["payload"]["other"] for m in cluster]))
+        core_labels = [labels[cluster[i]] for i in core.members]
+        purity = sum(lab == label for lab in labels_of(cluster, labels)) / len(cluster)
+        core_purity = core_labels.count(label) / len(core_labels)
+        assert core_purity >= purity and core_purity >= 0.8, (label, purity, core_purity)
+        # ... and keep most of the intent's own fragments (the loosest paraphrases may be set aside).
+        assert core.cohesion >= 0.55 and core_labels.count(label) >= 0.75 * purity * len(cluster), (label, core)
+        if corpus.startswith("dev"):
+            assert core_purity == 1.0, (label, core_labels)  # incl. the weak 'energy report' lines and 2 one-offs
+
+
+def labels_of(cluster: list[int], labels: list[str]) -> list[str]:
+    return [labels[m] for m in cluster]

@@ -5,13 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
+from jsonschema import Draft202012Validator
 
+from an_agent.evolution.cohesion import core_of
+from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import find_alternatives
 from an_agent.evolution.naming import STOP_WORDS, snake_name
 from an_agent.evolution.synthesis import (
     ExistingKey,
-    core_members,
     find_conflict,
     induce_key,
     is_security_relevant,
@@ -19,8 +21,10 @@ from an_agent.evolution.synthesis import (
     refine_key,
 )
 from an_agent.schemas.anchors import example_mappings
+from an_agent.schemas.jsonschema import template_json_schema
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.template import KeyDef, is_snake_case
+from an_agent.schemas.validate import validate_payload
 from an_agent.schemas.values import check_value
 from conftest import DATA, FakeEmbedder
 
@@ -137,7 +141,8 @@ def test_outliers_neither_type_nor_exemplify_the_key() -> None:
         "the mast was repainted",
     ]
     vectors = FakeEmbedder().embed(texts)
-    assert 5 not in core_members(vectors)
+    core = core_of(vectors)
+    assert 5 in core.outliers and 5 not in core.members
     induced = induce(texts)
     assert all(text != "the mast was repainted" for text, _ in induced.examples)
 
@@ -236,3 +241,63 @@ def test_real_model_names_the_dev_intents_sensibly(minilm: MiniLMEmbedder) -> No
         else:
             assert key.key_type == "string" and len(key.constraints.enum) >= 3
             assert sum(f"'{t}' -> '" in key.semantic_description for t in texts) == 3
+
+
+@pytest.mark.slow
+def test_refinement_extends_the_right_key_with_the_real_model(minilm: MiniLMEmbedder) -> None:
+    """A new kind of fault extends fault_type; a suspected cause refines suspected_root_cause; a new idea adds a key."""
+    registry = TemplateRegistry.default()
+    probes = json.loads((DATA / "refinement_probes.json").read_text())["probes"]
+    for probe in probes:
+        template = registry.get(probe["schema_id"])
+        vectors = minilm.embed(probe["texts"])
+        induced = induce(probe["texts"], minilm)
+        existing = [ExistingKey(k, "base") for k in template.keys]
+        conflict = find_conflict(induced, vectors, existing, minilm, EvolutionConfig().conflict_threshold)
+        if probe["expect"] is None:
+            assert conflict is None, (probe["name"], conflict)
+            continue
+        assert conflict is not None and conflict.existing.key.key_name == probe["expect"], (probe["name"], conflict)
+        target = conflict.existing.key
+        refined = refine_key(target, induced, value=conflict.value)
+        assert refined.key_name == target.key_name and refined.key_type == target.key_type
+        if "value" in probe:  # a new value of the idea: it validates, with real examples
+            assert refined.constraints.enum == (*target.constraints.enum, probe["value"])
+            assert check_value(refined.key_type, refined.constraints, probe["value"]) is None
+            assert f"-> '{probe['value']}'" in refined.semantic_description
+        else:  # free text: the description covers the new phrasings
+            assert refined.constraints.enum == target.constraints.enum
+            assert "Also covers requests phrased like" in refined.semantic_description
+
+
+@pytest.mark.slow
+def test_value_carrying_fragments_give_typed_well_named_keys_that_project(minilm: MiniLMEmbedder) -> None:
+    """Realistic value-carrying probes: type, constraints, name; the JSON Schema of the patched template
+    meta-validates and its examples validate against it and against our validator."""
+    base = TemplateRegistry.default().get("energy_saving_adjust_v1")
+    for probe in json.loads((DATA / "typed_probes.json").read_text())["probes"]:
+        key = induce(probe["texts"], minilm, now=1_790_000_000.0).key
+        assert key.key_type == probe["key_type"], (probe["name"], key)
+        c = key.constraints
+        if "enum" in probe:
+            assert sorted(c.enum) == probe["enum"], (probe["name"], c)
+            assert set(key.key_name.split("_")) & set(probe["words"]), (probe["name"], key.key_name)
+        if "format" in probe:
+            assert c.value_format == probe["format"], (probe["name"], c)
+        if "unit" in probe:
+            assert c.unit == probe["unit"] and c.minimum is not None and c.maximum is not None
+        if "suffix" in probe:
+            assert key.key_name.endswith(probe["suffix"]), (probe["name"], key.key_name)
+        assert is_snake_case(key.key_name) and 2 <= len(key.key_name.split("_")) <= 4, key.key_name
+        template = base.with_keys([key])
+        schema = template_json_schema(template)
+        Draft202012Validator.check_schema(schema)
+        prop = schema["properties"][key.key_name]
+        if c.value_format == "duration":
+            assert prop["format"] == "duration" and "pattern" in prop
+        if c.unit is not None:
+            assert prop["x-unit"] == c.unit
+        validator = Draft202012Validator(schema)
+        for example in schema["examples"]:
+            validator.validate(example)
+            validate_payload(template, {"schema_id": template.schema_id, "payload": example})

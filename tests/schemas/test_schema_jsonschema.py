@@ -218,3 +218,50 @@ def test_patched_keys_are_marked() -> None:
 def test_placeholder_pattern_escapes_only_syntax_characters() -> None:
     assert placeholder_pattern("TT-<digits>") == "^TT-[0-9]+$"
     assert placeholder_pattern("a+b.c/<letters>") == r"^a\+b\.c\/[A-Za-z]+$"
+
+
+def test_duration_format_and_unit_are_projected() -> None:
+    template = Template.from_dict(
+        {
+            "schema_id": "hold_v1",
+            "scenario": "hold",
+            "keys": [
+                {
+                    "key_name": "hold_duration",
+                    "key_type": "string",
+                    "required": True,
+                    "default_value": None,
+                    "semantic_description": "How long to hold the change. Format: duration.",
+                },
+                {
+                    "key_name": "throughput_mbps",
+                    "key_type": "integer",
+                    "required": False,
+                    "default_value": None,
+                    "semantic_description": "Minimum throughput. Unit: mbps. Range: 0 to 100.",
+                },
+                {
+                    "key_name": "loss_ratio",
+                    "key_type": "number",
+                    "required": False,
+                    "default_value": None,
+                    "semantic_description": "Loss as a share of packets. Range: 0 to 1.",
+                },
+            ],
+        }
+    )
+    schema = template_json_schema(template)
+    Draft202012Validator.check_schema(schema)
+    hold = schema["properties"]["hold_duration"]
+    assert hold["format"] == "duration" and "[0-9]" in hold["pattern"] and "\\d" not in hold["pattern"]
+    assert schema["examples"][0]["hold_duration"] == "PT2H"
+    assert schema["properties"]["throughput_mbps"]["x-unit"] == "mbps"
+    assert "Unit: mbps." in schema["properties"]["throughput_mbps"]["description"]
+    assert "x-unit" not in schema["properties"]["loss_ratio"]
+    for example in schema["examples"]:
+        assert _schema_accepts(template, example) and _ours_accepts(template, example)
+    for good, bad in (("PT90M", "90 minutes"), ("P1DT2H", "PT"), ("P2W", "P")):
+        assert _schema_accepts(template, {"hold_duration": good}) and _ours_accepts(template, {"hold_duration": good})
+        assert not _schema_accepts(template, {"hold_duration": bad}) and not _ours_accepts(
+            template, {"hold_duration": bad}
+        )

@@ -5,6 +5,7 @@ Kinds:
 ``cluster-triggered``       a cluster passed the dual gate (detail: heat and counts)
 ``trigger-queued``          ... but the convergence guard is full: the trigger waits
 ``trigger-dequeued``        a queued trigger goes ahead because a slot freed up
+``trigger-dropped``         ... but the cluster's core is not cohesive: no patch (detail: core and cohesion)
 ``clusters-merged``         two clusters' centroids met; ``cluster_id`` survives, detail names the other
 ``patch-published``         a patch appeared (``patch`` holds it as delivered to clients)
 ``patch-pending-approval``  a synthesised patch waits for an authorised user

@@ -99,6 +99,9 @@ _CATEGORIES = (
 )
 
 
+_CAUSAL = _words("because due caused cause causes causing reason blame blamed")
+
+
 def tokens(text: str) -> list[str]:
     """Lower-case word tokens (hyphens and apostrophes kept inside words)."""
     return re.findall(r"[a-z0-9]+(?:['\-][a-z0-9]+)*", text.lower())
@@ -142,25 +145,6 @@ def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
     return counts
 
 
-def _rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) -> list[tuple[float, str]]:
-    counts = candidate_phrases(texts)
-    phrases = [p for p, _ in counts.most_common(_MAX_PHRASES)]
-    if not phrases:
-        return []
-    sims = embedder.embed(phrases) @ centroid
-    fragment_stems = [_stems(t) for t in texts]
-    ranked = []
-    for phrase, sim in zip(phrases, sims, strict=True):
-        stems = _stems(phrase)
-        coverage = sum(1 for fs in fragment_stems if stems <= fs) / len(texts)
-        # Similarity to the centroid says "means the cluster"; coverage says "is how clients say it";
-        # a small length penalty prefers the shorter of two equally good phrases.
-        score = float(sim) * (0.6 + 0.4 * coverage) - 0.03 * (len(phrase.split()) - 1)
-        ranked.append((score, phrase))
-    ranked.sort(key=lambda t: (-t[0], t[1]))
-    return ranked
-
-
 def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) -> list[tuple[float, str]]:
     """Candidate phrases of the fragments, best name first."""
     counts = candidate_phrases(texts)
@@ -186,7 +170,11 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     values = set(spec.enum)
     words = Counter(w for t in texts for w in set(tokens(t)) if w not in _STOP and w not in values and len(w) > 2)
     modifiers = list(dict.fromkeys([*(w for w, _ in words.most_common(_MODIFIERS)), *_CATEGORIES]))
-    candidates = [*_HEADS, *(f"{m} {h}" for m in modifiers for h in _HEADS)]
+    # "cause" names values that explain something ("fault_cause"); values that are only stated ("heavy
+    # rain at the site") are a condition or a type of their category: the head needs causal wording.
+    causal = sum(1 for t in texts if _CAUSAL & set(tokens(t))) >= 0.3 * len(texts)
+    heads = [h for h in _HEADS if causal or h != "cause"]
+    candidates = [*heads, *(f"{m} {h}" for m in modifiers for h in heads)]
     value_vectors = embedder.embed(list(spec.enum))
     value_centroid = value_vectors.sum(axis=0)
     value_centroid = value_centroid / (np.linalg.norm(value_centroid) or 1.0)
@@ -218,8 +206,13 @@ def name_key(
             phrase = (pairs or longer)[0]
     if spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
+    elif spec.value_format in ("duration", "date-time") and (verb := _leading_verb(texts)) is not None:
+        # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
+        # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause.
+        phrase = verb
     alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
-    name = snake_name(phrase)
+    # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
+    name = snake_name(" ".join(w for w in phrase.split() if w not in _STOP) or phrase)
     suffix = None
     if spec.unit is not None:
         suffix = _UNIT_SUFFIX.get(spec.unit, spec.unit)
@@ -239,6 +232,16 @@ def name_key(
         name = f"{base_name}_{counter}"
         counter += 1
     return name, phrase, alternatives
+
+
+def _leading_verb(texts: Sequence[str]) -> str | None:
+    """The content word most fragments open with, when at least two share it (else None)."""
+    firsts = Counter(next((w for w in tokens(t) if w not in _STOP), "") for t in texts)
+    firsts.pop("", None)
+    if not firsts:
+        return None
+    word, count = firsts.most_common(1)[0]
+    return word if count >= 2 and word.isalpha() else None
 
 
 def _alternatives(phrase: str, ranked: Sequence[str], limit: int = 3) -> tuple[str, ...]:

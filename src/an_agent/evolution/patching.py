@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from an_agent.errors import SchemaAccessDenied, SchemaError
+from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.patches import Patch, PatchKey, effective_template
 from an_agent.evolution.policy import EVOLUTION_ACTOR, SchemaChange
@@ -118,11 +119,30 @@ class PatchMaker:
         return [ExistingKey(k, origin.get(k.key_name, "base")) for k in template.keys]
 
     def synthesise(self, cluster: Cluster, gate: GateResult, now: float) -> None:
-        """Induce the cluster's key (new, or a refinement of the key it duplicates) and publish or hold it."""
+        """Induce the cluster's key (new, or a refinement of the key it duplicates) and publish or hold it.
+
+        Only the cluster's core (`cohesion.core_of`) makes the key; when the core is not cohesive
+        (``min_cohesion``) no patch is made (event ``trigger-dropped``) and the cluster keeps collecting.
+        """
         s = self._s
         fragments = s.store.fragments(cluster.cluster_id, limit=SYNTHESIS_FRAGMENTS)
         texts = [f.text for f in fragments]
         vectors = s.phrases.embed(texts)
+        core = core_of(vectors)
+        if core.cohesion < s.config.min_cohesion:
+            # The cohesion gate: what would make the key is not one idea. The cluster keeps collecting.
+            s.emit(
+                EvolutionEvent(
+                    "trigger-dropped",
+                    now,
+                    cluster.schema_id,
+                    cluster_id=cluster.cluster_id,
+                    client_id=gate.client_id,
+                    detail=f"core of {len(core.members)} of {core.size} fragments has cohesion "
+                    f"{core.cohesion:.2f} < {s.config.min_cohesion:.2f}",
+                )
+            )
+            return
         existing = self._visible_keys(cluster.schema_id, gate.client_id)
         taken = frozenset(k.key.key_name for k in existing) | frozenset(s.compat_keys(cluster.schema_id, None))
         induced = induce_key(
@@ -130,11 +150,13 @@ class PatchMaker:
             vectors,
             s.phrases,
             max_examples=s.config.max_examples,
-            distinct_clients=len({f.client_id for f in fragments}),
+            distinct_clients=len({fragments[i].client_id for i in core.members}),
             taken_names=taken,
             now=now,
+            core=core,
         )
-        conflict = find_conflict(induced, vectors, existing, s.phrases, s.config.conflict_threshold)
+        core_vectors = vectors[list(core.members)]
+        conflict = find_conflict(induced, core_vectors, existing, s.phrases, s.config.conflict_threshold)
         patch_id = f"{cluster.schema_id}-patch-{s.store.next_number('patch'):04d}"
         uid = f"{patch_id}/"
         if conflict is None:
@@ -153,7 +175,9 @@ class PatchMaker:
             conflict_info = None
         else:
             target = conflict.existing.key
-            refined = refine_key(target, induced, same_name=conflict.reason == "name")
+            # Same name, or other words for the key's existing values: its description is widened, no value added.
+            restates = conflict.reason == "name" or (bool(target.constraints.enum) and conflict.value is None)
+            refined = refine_key(target, induced, same_name=restates, value=conflict.value)
             pk = PatchKey(
                 uid + target.key_name,
                 patch_id,

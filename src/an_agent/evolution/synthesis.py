@@ -1,7 +1,8 @@
 """Schema patch synthesis (draft 6.2.2): intent induction, conflict detection, packaging input.
 
 Intent induction is rule-based and offline (the draft allows "an internal LLM or rule-based extractor"):
-outlier fragments are set aside (`core_members`), the key's type and value constraints are inferred from
+only the cluster's core makes the key (`an_agent.evolution.cohesion`: outliers and a second idea are set
+aside), the key's type and value constraints are inferred from
 what the fragments state (`an_agent.evolution.inference`: unit and range, duration or date-time format,
 identifiers, a closed set of values, else a boolean flag), the key is named from the cluster's meaning
 (`an_agent.evolution.naming`), and the description states the meaning, the constraints in the template's
@@ -19,12 +20,14 @@ never retyped.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
 
+from an_agent.evolution.cohesion import Core, core_of, rejoin
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, snake_name
 from an_agent.schemas.anchors import key_anchors
@@ -43,11 +46,6 @@ SECURITY_TERMS = _words(
     iban account accounts identity identities imsi imei msisdn ssh certificate certificates encryption
     admin root sudo firewall acl"""
 )
-# A fragment is an outlier when its similarity to the centroid is both more than _CORE_STD standard
-# deviations below the mean and below _CORE_FLOOR: on the corpora, members of an intent score 0.50-0.80,
-# one-offs that joined through a shared word 0.28-0.40, a legitimate sub-group (snow among storms) 0.56.
-_CORE_STD = 1.0
-_CORE_FLOOR = 0.45
 
 
 def is_security_relevant(*texts: str) -> bool:
@@ -65,6 +63,7 @@ class InducedKey:
     alternatives: tuple[str, ...]
     examples: tuple[tuple[str, Any], ...]  # (fragment, value it maps to)
     spec: ValueSpec | None = None
+    core: Core | None = None  # which fragments made the key (`cohesion.core_of`)
 
 
 @dataclass(frozen=True)
@@ -77,11 +76,24 @@ class ExistingKey:
 
 @dataclass(frozen=True)
 class Conflict:
-    """The candidate collides with ``existing``: by name, or by meaning with this similarity."""
+    """The candidate collides with ``existing``: by name, or by meaning with this similarity.
+
+    ``value`` is the new allowed value the cluster names when ``existing`` has allowed values (`new_value`).
+    """
 
     existing: ExistingKey
     reason: Literal["name", "meaning"]
     similarity: float
+    value: str | None = None
+
+
+# A cluster extends a key's allowed values only when the value it names is of the same kind as them: the
+# best similarity of the value (in words, without a head word shared with the values) to an allowed value
+# reaches this. Measured with MiniLM (refinement_probes.json, conflict_probes.json): a new kind of fault
+# 'software' vs fault_type's values 0.49; severity paraphrases ('extremely urgent') vs severity's values
+# 0.42 (other words for existing values: description widened, no value added); suspected-cause
+# paraphrases vs fault_type 0.36, a rodent cause 0.26. The margin is thin (docs/evolution.md, section 5).
+VALUE_KIN = 0.45
 
 
 def _quote(text: str) -> str:
@@ -100,23 +112,6 @@ def _fmt_value(value: Any) -> str:
     return str(value)
 
 
-def core_members(vectors: Vectors) -> list[int]:
-    """Indexes of the fragments that make the cluster's core: not outliers in similarity to the centroid.
-
-    A fragment more than ``_CORE_STD`` standard deviations below the mean similarity to the centroid,
-    and below ``_CORE_FLOOR``, joined through a shared word rather than the shared meaning: it neither shapes
-    the key's type nor
-    serves as its example. A cluster of fewer than four fragments is all core.
-    """
-    if len(vectors) < 4:
-        return list(range(len(vectors)))
-    centroid = vectors.sum(axis=0)
-    centroid = centroid / (np.linalg.norm(centroid) or 1.0)
-    sims = vectors @ centroid
-    cut = min(float(sims.mean() - _CORE_STD * sims.std()), _CORE_FLOOR)
-    return [i for i, s in enumerate(sims) if float(s) >= cut]
-
-
 def induce_key(
     texts: Sequence[str],
     vectors: Vectors,
@@ -126,18 +121,26 @@ def induce_key(
     distinct_clients: int = 1,
     taken_names: frozenset[str] = frozenset(),
     now: float = 0.0,
+    core: Core | None = None,
 ) -> InducedKey:
     """Induce a new key from a cluster's fragments (``texts`` with their unit ``vectors``).
 
-    Outliers are set aside first (`core_members`); the type and constraints come from
+    Only the cluster's core makes the key (``core``, else `cohesion.core_of` of ``vectors``): outliers
+    and a second idea neither type, name nor exemplify it. The type and constraints come from
     `inference.infer_value`, the name from `naming.name_key`; the description states the meaning,
     the constraints in the template phrases, and real mapping examples. ``now`` anchors relative dates.
     """
     if not texts:
         raise ValueError("cannot induce a key from an empty cluster")
-    core = core_members(vectors)
-    texts = [texts[i] for i in core]
-    vectors = vectors[core]
+    core = core or core_of(vectors)
+    if core.outliers or core.second_idea:
+        # What was set aside may name values of one slot (on battery / on mains): those fragments belong.
+        whole = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
+        if whole.enum:
+            set_aside = {*core.outliers, *core.second_idea}
+            core = rejoin(core, vectors, {i for i in set_aside if whole.values[i] is not None})
+    texts = [texts[i] for i in core.members]
+    vectors = vectors[list(core.members)]
     centroid = vectors.sum(axis=0)
     centroid = (centroid / (np.linalg.norm(centroid) or 1.0)).astype(np.float32)
     spec = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
@@ -153,7 +156,7 @@ def induce_key(
     description = _describe(spec, phrase, alternatives, examples, len(texts), distinct_clients)
     default: Any = False if spec.key_type == "boolean" else None
     key = KeyDef.build(name, spec.key_type, description, required=False, default_value=default, experimental=True)
-    return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples), spec=spec)
+    return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples), spec=spec, core=core)
 
 
 def _describe(
@@ -212,36 +215,90 @@ def find_conflict(
     embedder: Embedder,
     threshold: float,
 ) -> Conflict | None:
-    """The existing key the candidate duplicates (same name first, else best `meaning_score` >= threshold)."""
+    """The existing key the candidate duplicates, or None (then it is a new key).
+
+    The same name first; else, among the keys whose `meaning_score` reaches ``threshold``, the best one
+    whose allowed values (if it has some) are of the kind of the value the cluster names (`new_value`,
+    ``VALUE_KIN``); only when there is none, the best one whose values are not (the cluster says an
+    existing value in other words: the refinement widens its description, it adds no value).
+    """
     for item in existing:
         if item.key.key_name == candidate.key.key_name:
             return Conflict(item, "name", 1.0)
-    best: Conflict | None = None
+    fitting: list[Conflict] = []  # the key's meaning fits, and its allowed values (if any) too
+    restating: list[Conflict] = []  # the meaning fits, the values do not: other words for existing values
     for item in existing:
         if item.key.key_name == OTHER_KEY:
             continue
         score = meaning_score(vectors, item.key, embedder)
-        if score >= threshold and (best is None or score > best.similarity):
-            best = Conflict(item, "meaning", score)
-    return best
+        if score < threshold:
+            continue
+        if not item.key.constraints.enum:
+            fitting.append(Conflict(item, "meaning", score))
+            continue
+        value, fit = new_value(item.key, candidate, vectors, embedder)
+        if fit >= VALUE_KIN:
+            fitting.append(Conflict(item, "meaning", score, value))
+        else:
+            restating.append(Conflict(item, "meaning", score))
+    # A key whose allowed values do not fit the cluster's value is chosen (and only its description
+    # widened) when no other key fits: a suspected cause goes to the cause key, not to fault_type.
+    for group in (fitting, restating):
+        if group:
+            return max(group, key=lambda c: c.similarity)
+    return None
+
+
+def new_value(key: KeyDef, candidate: InducedKey, vectors: Vectors, embedder: Embedder) -> tuple[str, float]:
+    """(the value the cluster names, in the style of ``key``'s allowed values; its kinship with them).
+
+    Candidates are the cluster's phrase and alternatives and, when the allowed values share a head word
+    (``hardware_failure``, ``power_failure``), each content word of those phrases with that head
+    (``software failure``); the one closest to the cluster's centroid is the value. Kinship is its best
+    similarity to an allowed value, both in words.
+    """
+    values = [v.replace("_", " ") for v in key.constraints.enum]
+    heads = [h for h, n in Counter(v.split()[-1] for v in values if " " in v).items() if n >= 2]
+    phrases = [candidate.phrase, *candidate.alternatives]
+    words = [w for w in dict.fromkeys(" ".join(phrases).lower().split()) if w.isalpha() and w not in STOP_WORDS]
+    styled = [f"{w} {h}" for w in words for h in heads if w != h]
+    candidates = list(dict.fromkeys(styled or phrases))
+    centroid = vectors.sum(axis=0)
+    centroid = centroid / (np.linalg.norm(centroid) or 1.0)
+    embedded = embedder.embed(candidates)
+    best = candidates[int(np.argmax(embedded @ centroid))]
+    # Kinship without the shared head: 'software failure' is kin to 'hardware failure' because software
+    # is kin to hardware, not because both end in 'failure'.
+    strip = _strip_heads(heads) if styled else (lambda text: text)
+    stripped_values = [strip(v) for v in values]
+    fit = float(np.max(embedder.embed(stripped_values) @ embedder.embed([strip(best)])[0]))
+    return snake_name(best), fit
+
+
+def _strip_heads(heads: Sequence[str]) -> Callable[[str], str]:
+    def strip(text: str) -> str:
+        words = text.split()
+        return " ".join(words[:-1]) if len(words) > 1 and words[-1] in heads else text
+
+    return strip
 
 
 _ACCEPTABLE = re.compile(r"Acceptable values:\s*([^.]+?)\.(?=\s|$)")
 
 
-def refine_key(existing: KeyDef, candidate: InducedKey, same_name: bool = False) -> KeyDef:
+def refine_key(existing: KeyDef, candidate: InducedKey, same_name: bool = False, value: str | None = None) -> KeyDef:
     """The existing key refined by the cluster: new allowed values when it has some, else a wider description.
 
     For a key with ``Acceptable values:`` the cluster is a new value of that idea: the values the
-    cluster names (its closed set, or its own phrase in snake_case) are appended to the list, with real
-    mapping examples, so validation and the JSON Schema projection accept them. A cluster that names the
-    key itself (``same_name``, or a value made of the key's own words) restates the key: its description
-    is widened instead. The type never changes.
+    cluster names (its closed set, else ``value`` from `new_value`, else its phrase in snake_case) are
+    appended to the list, with real mapping examples, so validation and the JSON Schema projection
+    accept them. A cluster that names the key itself (``same_name``, or a value made of the key's own
+    words) restates the key: its description is widened instead. The type never changes.
     """
     if same_name or not existing.constraints.enum or _ACCEPTABLE.search(existing.semantic_description) is None:
         return existing.with_description(refine_description(existing, candidate))
     spec = candidate.spec
-    proposed = list(spec.enum) if spec is not None and spec.enum else [snake_name(candidate.phrase)]
+    proposed = list(spec.enum) if spec is not None and spec.enum else [value or snake_name(candidate.phrase)]
     own_words = set(existing.key_name.split("_"))
     added = [v for v in proposed if v not in existing.constraints.enum and not set(v.split("_")) <= own_words]
     if not added:

@@ -9,9 +9,11 @@ over NETCONF) and accepts what `validate_payload` accepts for the template's bas
   absent; ``integer`` admits integral doubles (``1.0``), as JSON Schema and the validator both do;
 - the constraints its semantic description states (`an_agent.schemas.values.Constraints`):
   ``Acceptable values`` -> ``enum``, ``Range`` -> ``minimum``/``maximum``, ``Format: date-time`` /
-  ``date`` -> ``format`` plus an equivalent ``pattern`` (format assertion is optional in 2020-12, so the
-  pattern is what a generic validator enforces), an identifier format such as ``TT-<digits>`` ->
-  ``pattern``; ``Item format`` and an array's enumeration apply to each item;
+  ``date`` / ``duration`` -> ``format`` plus an equivalent ``pattern`` (format assertion is optional in
+  2020-12, so the pattern is what a generic validator enforces; for a duration it is the validator's
+  ISO 8601 pattern, `values.DURATION_PATTERN`, and examples use ``PT2H``), an identifier format such as
+  ``TT-<digits>`` -> ``pattern``; ``Item format`` and an array's enumeration apply to each item;
+  ``Unit`` -> an ``x-unit`` annotation, and the description states it;
 - ``description`` = the semantic description, ``default`` = ``default_value``; keys from a schema patch
   say so in their description, and deprecated ones carry ``deprecated: true``;
 - ``other`` accepts anything (the validator sanitises whatever it holds); it should be a string or an
@@ -34,18 +36,23 @@ import re
 from typing import Any
 
 from an_agent.schemas.template import OTHER_KEY, KeyDef, Template
-from an_agent.schemas.values import Constraints, check_value
+from an_agent.schemas.values import DURATION_PATTERN, Constraints, check_value
 
 JSON_SCHEMA_DIALECT = "https://json-schema.org/draft/2020-12/schema"
 
 # ECMA-262 patterns (the JSON Schema regex dialect): [0-9] rather than \d, which is Unicode-wide in Python.
 _DATE = r"[0-9]{4}-(0[1-9]|1[0-2])-(0[1-9]|[12][0-9]|3[01])"
 _DATE_TIME = _DATE + r"T([01][0-9]|2[0-3]):[0-5][0-9]:[0-5][0-9](\.[0-9]+)?(Z|[+-]([01][0-9]|2[0-3]):[0-5][0-9])"
-_KNOWN_FORMATS = {"date-time": f"^{_DATE_TIME}$", "date": f"^{_DATE}$"}
+# The validator's ISO 8601 duration pattern, spelt in ASCII classes: ``\d`` is Unicode-wide in Python's re.
+_KNOWN_FORMATS = {
+    "date-time": f"^{_DATE_TIME}$",
+    "date": f"^{_DATE}$",
+    "duration": DURATION_PATTERN.replace(r"\d", "[0-9]"),
+}
 _PLACEHOLDERS = {"<digits>": ("[0-9]+", "1"), "<letters>": ("[A-Za-z]+", "a"), "<alnum>": ("[A-Za-z0-9]+", "a1")}
 _ECMA_SPECIAL = set("\\^$.|?*+()[]{}/")
 _EXAMPLE_MAPPING = re.compile(r"->\s*('[^']*'|\"[^\"]*\"|\[[^\]]*\]|-?\d+(?:\.\d+)?|true|false)")
-_EXAMPLE_TIMES = {"date-time": "2026-01-01T00:00:00Z", "date": "2026-01-01"}
+_EXAMPLE_TIMES = {"date-time": "2026-01-01T00:00:00Z", "date": "2026-01-01", "duration": "PT2H"}
 _OTHER_EXAMPLE = "free-text detail that no key of the template holds"
 
 
@@ -93,6 +100,8 @@ def _key_schema(key: KeyDef) -> dict[str, Any]:
     description = key.semantic_description
     if key.experimental:
         description = f"{description} (Experimental key from a schema patch, on trial.)"
+    if key.constraints.unit is not None and "Unit:" not in description:
+        description = f"{description} Unit: {key.constraints.unit}."
     schema: dict[str, Any] = {"description": description}
     if key.key_name == OTHER_KEY:
         schema["description"] = f"{description} (A string or an array of strings; any content is accepted.)"
@@ -114,6 +123,9 @@ def _typed(key_type: str, c: Constraints) -> dict[str, Any]:
     if key_type == "string":
         schema.update(_string_constraints(c.enum, c.value_format))
     elif key_type in ("integer", "number"):
+        if c.unit is not None:
+            # An annotation (2020-12 ignores unknown keywords when validating): the unit for tools and people.
+            schema["x-unit"] = c.unit
         if c.minimum is not None:
             schema["minimum"] = _number(c.minimum)
         if c.maximum is not None:
