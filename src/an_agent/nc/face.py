@@ -81,6 +81,9 @@ class NetconfFace:
     def session_closed(self, session: Session) -> None:
         self.operations.close_session(session.session_id)
 
+    def keeps_alive(self, session: Session) -> bool:
+        return self.operations.sessions.watched_by(session.session_id)
+
     def handle(self, session: Session, operation: etree._Element) -> Reply:
         state = self.operations.sessions.get(session.session_id)
         principal = state.principal if state is not None else self._principal_of(session.username)

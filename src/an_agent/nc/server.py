@@ -62,7 +62,8 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 _RECV_BYTES = 65536
 
 # As netconfd: a connection must finish SSH and the NETCONF <hello> within
-# this time, and a session that exchanges nothing for the idle time is closed.
+# this time, and a session that exchanges nothing for the idle time is closed
+# unless it (or its user) holds a notification subscription (`RpcHandler.keeps_alive`).
 DEFAULT_HELLO_TIMEOUT = 600.0
 DEFAULT_IDLE_TIMEOUT = 3600.0
 
@@ -125,6 +126,16 @@ class RpcHandler(Protocol):
 
     def session_closed(self, session: Session) -> None:
         """Release whatever the session held (locks, subscriptions); called exactly once."""
+        ...
+
+    def keeps_alive(self, session: Session) -> bool:
+        """True when ``session`` must not be closed for idleness (it, or its user, holds a subscription).
+
+        A subscriber may legitimately hear nothing for hours (netconfd exempts
+        sessions with subscriptions from its idle timeout too), and so may the
+        request session of a client that keeps a subscription open beside it
+        (a lab agent's session to its peer).
+        """
         ...
 
 
@@ -714,9 +725,11 @@ class NetconfSshServer:
                 late = [t for t, deadline in self._pending.items() if deadline <= now]
                 for transport in late:
                     del self._pending[transport]
-                idle = []
+                quiet = []
                 if self.idle_timeout:
-                    idle = [s for s in self._sessions.values() if now - s.last_activity >= self.idle_timeout]
+                    quiet = [s for s in self._sessions.values() if now - s.last_activity >= self.idle_timeout]
+            # Asked outside our lock: the handler takes its own session table's lock.
+            idle = [s for s in quiet if not self.handler.keeps_alive(s)]
             for transport in late:
                 peer = transport.getpeername() if transport.sock is not None else ("?", 0)
                 log.info("closing connection from %s: no NETCONF hello within %g s", peer[0], self.hello_timeout)
