@@ -153,6 +153,14 @@ class SshCredentials:
     authorized_keys: list[paramiko.PKey] = field(default_factory=list)
     user_keys: dict[str, list[paramiko.PKey]] = field(default_factory=dict)
 
+    def check_password(self, name: str, password: str) -> bool:
+        """Whether ``password`` is user ``name``'s (`an_agent.access.users.verify_password`; ~50 ms per hash).
+
+        An unknown user costs a hash check too, so timing does not tell which names exist.
+        """
+        expected = self.users.get(name)
+        return verify_password(expected if expected is not None else _DUMMY_HASH, password) and expected is not None
+
     @staticmethod
     def parse_key(line: str, where: str) -> paramiko.PKey:
         """One OpenSSH public key line (``<type> <base64> [comment]``); `ConfigError` naming ``where``."""
@@ -268,9 +276,7 @@ class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
         return ",".join(methods)
 
     def check_auth_password(self, username: str, password: str) -> int:
-        expected = self._credentials.users.get(username)
-        # An unknown user costs a hash check too, so timing does not tell which names exist.
-        if verify_password(expected if expected is not None else _DUMMY_HASH, password) and expected is not None:
+        if self._credentials.check_password(username, password):
             self.username = username
             return int(paramiko.AUTH_SUCCESSFUL)
         delay = self._throttle.failed(self._source)
