@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -73,15 +74,25 @@ def _delete(task_id: str) -> str:
     )
 
 
+@contextmanager
+def logged_in(server: AgentServer, *users: str) -> Iterator[tuple[RawSession, ...]]:
+    """A session per user name (password ``pw``), all closed at the end."""
+    sessions: list[RawSession] = []
+    try:
+        for user in users:
+            sessions.append(RawSession(server.port, user=user, password="pw"))
+        yield tuple(sessions)
+    finally:
+        for session in sessions:
+            session.close()
+
+
 def _ok(reply: object) -> bool:
     return reply.find("nc:ok", NS) is not None  # type: ignore[attr-defined]
 
 
 def test_owner_and_admin_versus_other_operator(server: AgentServer) -> None:
-    alice = RawSession(server.port, user="alice", password="pw")
-    bob = RawSession(server.port, user="bob", password="pw")
-    root = RawSession(server.port, user="root", password="pw")
-    try:
+    with logged_in(server, "alice", "bob", "root") as (alice, bob, root):
         assert _ok(alice.rpc(_task("t1", "svc-a")))
         for attempt in (_cancel("t1"), _delete("t1"), _task("t1", "svc-b", "replace")):
             fields = error_fields(bob.rpc(attempt))
@@ -89,28 +100,19 @@ def test_owner_and_admin_versus_other_operator(server: AgentServer) -> None:
             assert "t1" in (fields["message"] or "") or "svc" in (fields["message"] or "")
         assert _ok(alice.rpc(_cancel("t1")))
         assert _ok(root.rpc(_delete("t1")))
-    finally:
-        for session in (alice, bob, root):
-            session.close()
 
 
 def test_sending_as_another_agent_is_refused(server: AgentServer) -> None:
-    alice = RawSession(server.port, user="alice", password="pw")
-    try:
+    with logged_in(server, "alice") as (alice,):
         fields = error_fields(alice.rpc(_task("t2", "svc-b")))
         assert fields["tag"] == "access-denied" and "svc-b" in (fields["message"] or "")
         assert fields["path"] and fields["path"].endswith("task-sendFrom")
-    finally:
-        alice.close()
 
 
 def test_a_user_in_no_group_may_read_but_not_write(server: AgentServer) -> None:
-    carol = RawSession(server.port, user="carol", password="pw")
-    try:
+    with logged_in(server, "carol") as (carol,):
         assert carol.rpc("<get/>").find("nc:data", NS) is not None
         assert error_fields(carol.rpc(_task("t3", "anything")))["tag"] == "access-denied"
-    finally:
-        carol.close()
 
 
 def _kill(session: RawSession) -> str:
@@ -118,33 +120,21 @@ def _kill(session: RawSession) -> str:
 
 
 def test_kill_session_of_another_users_session_needs_admin(server: AgentServer) -> None:
-    alice = RawSession(server.port, user="alice", password="pw")
-    bob = RawSession(server.port, user="bob", password="pw")
-    root = RawSession(server.port, user="root", password="pw")
-    try:
+    with logged_in(server, "alice", "bob", "root") as (alice, bob, root):
         fields = error_fields(bob.rpc(_kill(alice)))
         assert fields["tag"] == "access-denied" and "alice" in (fields["message"] or "")
         assert alice.is_open()
         assert _ok(root.rpc(_kill(alice)))
         assert wait_closed(alice)
-    finally:
-        for session in (alice, bob, root):
-            session.close()
 
 
 def test_kill_session_of_ones_own_other_session_needs_no_admin(server: AgentServer) -> None:
-    first = RawSession(server.port, user="alice", password="pw")
-    second = RawSession(server.port, user="alice", password="pw")
-    carol, carol2 = (RawSession(server.port, user="carol", password="pw") for _ in range(2))
-    try:
+    with logged_in(server, "alice", "alice", "carol", "carol") as (first, second, carol, carol2):
         assert _ok(second.rpc(_kill(first)))
         assert wait_closed(first) and second.is_open()
         # RFC 8341 3.4.4: a user in no group reaches the defaults, and kill-session is default-deny-all.
         refused = error_fields(carol.rpc(_kill(carol2)))
         assert refused["tag"] == "access-denied" and "default-deny-all" in (refused["message"] or "")
-    finally:
-        for session in (first, second, carol, carol2):
-            session.close()
 
 
 def wait_closed(session: RawSession) -> bool:
@@ -168,8 +158,7 @@ def _counters(session: RawSession) -> dict[str, int]:
 
 
 def test_ietf_netconf_acm_is_advertised_and_served(server: AgentServer) -> None:
-    root = RawSession(server.port, user="root", password="pw")
-    try:
+    with logged_in(server, "root") as (root,):
         caps = [c.text or "" for c in root.server_hello.iterfind("nc:capabilities/nc:capability", NS)]
         assert any(c.startswith(NACM_NS + "?module=ietf-netconf-acm&revision=2018-02-14") for c in caps)
         schema = root.rpc(
@@ -193,15 +182,10 @@ def test_ietf_netconf_acm_is_advertised_and_served(server: AgentServer) -> None:
         in_running = config.find("nc:data/acm:nacm", ACM)
         assert in_running is not None and in_running.find("acm:denied-operations", ACM) is None
         assert in_running.findtext("acm:enable-nacm", namespaces=ACM) == "true"
-    finally:
-        root.close()
 
 
 def test_nacm_counts_denials_and_is_hidden_from_non_admins(server: AgentServer) -> None:
-    root = RawSession(server.port, user="root", password="pw")
-    alice = RawSession(server.port, user="alice", password="pw")
-    bob = RawSession(server.port, user="bob", password="pw")
-    try:
+    with logged_in(server, "root", "alice", "bob") as (root, alice, bob):
         before = _counters(root)
         assert error_fields(bob.rpc(_kill(alice)))["tag"] == "access-denied"
         assert error_fields(bob.rpc(_task("t9", "svc-a")))["tag"] == "access-denied"
@@ -209,21 +193,17 @@ def test_nacm_counts_denials_and_is_hidden_from_non_admins(server: AgentServer) 
         assert after["denied-operations"] == before["denied-operations"] + 1
         assert after["denied-data-writes"] == before["denied-data-writes"] + 1
         # default-deny-all on /nacm: an operator's read of it is empty, and the full <get> leaves it out.
-        assert not list(alice.rpc(_nacm_get()).find("nc:data", NS))  # type: ignore[arg-type]
+        data = alice.rpc(_nacm_get()).find("nc:data", NS)
+        assert data is not None and len(data) == 0
         assert alice.rpc("<get/>").find("nc:data/acm:nacm", ACM) is None
-    finally:
-        for session in (root, alice, bob):
-            session.close()
 
 
 def test_edits_of_nacm_are_refused_precisely(server: AgentServer) -> None:
-    root = RawSession(server.port, user="root", password="pw")
-    alice = RawSession(server.port, user="alice", password="pw")
     edit = (
         f'<edit-config><target><running/></target><config><nacm xmlns="{NACM_NS}">'
         "<write-default>permit</write-default></nacm></config></edit-config>"
     )
-    try:
+    with logged_in(server, "root", "alice") as (root, alice):
         denied = error_fields(alice.rpc(edit))
         assert (denied["tag"], denied["path"]) == ("access-denied", "/ietf-netconf-acm:nacm")
         refused = error_fields(root.rpc(edit))
@@ -231,6 +211,3 @@ def test_edits_of_nacm_are_refused_precisely(server: AgentServer) -> None:
         assert "--nacm" in (refused["message"] or "")
         nacm = root.rpc(_nacm_get()).find("nc:data/acm:nacm", ACM)
         assert nacm is not None and nacm.findtext("acm:write-default", namespaces=ACM) == "deny"
-    finally:
-        for session in (root, alice):
-            session.close()

@@ -366,22 +366,19 @@ def _permit(name: str, **fields: Any) -> Rule:
     return Rule(name, "permit", **fields)
 
 
+def _exec_rule(action: Literal["permit", "deny"], name: str, module: str, rpc: str) -> Rule:
+    return Rule(name, action, module_name=module, kind="rpc", target=rpc, operations=frozenset({"exec"}))
+
+
+_SCHEMA_DECISIONS = ("approve-schema-patch", "reject-schema-patch", "withdraw-schema-key")
+
 DEFAULT_NACM = Nacm(
     rule_lists=(
         RuleList("admin", frozenset({"admin"}), (_permit("permit-all"),)),
         RuleList(
             "schema-admin",
             frozenset({"schema-admin"}),
-            tuple(
-                _permit(
-                    f"permit-{rpc}",
-                    module_name="an-agent-schema",
-                    kind="rpc",
-                    target=rpc,
-                    operations=frozenset({"exec"}),
-                )
-                for rpc in ("approve-schema-patch", "reject-schema-patch", "withdraw-schema-key")
-            ),
+            tuple(_exec_rule("permit", f"permit-{rpc}", "an-agent-schema", rpc) for rpc in _SCHEMA_DECISIONS),
         ),
         RuleList(
             "operators",
@@ -401,25 +398,9 @@ DEFAULT_NACM = Nacm(
             "everyone",
             frozenset({"*"}),
             (
-                *(
-                    Rule(
-                        f"deny-{rpc}",
-                        "deny",
-                        module_name="an-agent-schema",
-                        kind="rpc",
-                        target=rpc,
-                        operations=frozenset({"exec"}),
-                    )
-                    for rpc in ("approve-schema-patch", "reject-schema-patch", "withdraw-schema-key")
-                ),
+                *(_exec_rule("deny", f"deny-{rpc}", "an-agent-schema", rpc) for rpc in _SCHEMA_DECISIONS),
                 # Ownership narrows it: another user's session needs an admin (runtime.authorization).
-                _permit(
-                    "permit-kill-own-session",
-                    module_name="ietf-netconf",
-                    kind="rpc",
-                    target="kill-session",
-                    operations=frozenset({"exec"}),
-                ),
+                _exec_rule("permit", "permit-kill-own-session", "ietf-netconf", "kill-session"),
             ),
         ),
     )
