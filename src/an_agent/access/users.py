@@ -139,18 +139,25 @@ class UserDb:
         return {name: user.password for name, user in self.users.items() if user.password is not None}
 
 
-def agent_users(names: Iterable[str], group: str = "operators") -> tuple[UserDb, dict[str, str]]:
+def agent_users(
+    names: Iterable[str], group: str = "operators", speaks_for: Mapping[str, Iterable[str]] | None = None
+) -> tuple[UserDb, dict[str, str]]:
     """One user per agent of a lab, and their passwords by name.
 
     Each user is named after its agent, is in ``group`` and may send as that
-    agent only (``agents: [name]``), so task ownership and ``task-sendFrom``
-    checks hold between lab agents. Passwords are fresh random secrets for
-    this run, kept in memory (stored as given: a random 32-byte secret needs
-    no slow hash, and is never written anywhere).
+    agent only (``agents: [name]``, plus the client names ``speaks_for``
+    gives it), so task ownership and ``task-sendFrom`` checks hold between
+    lab agents. Passwords are fresh random secrets for this run, kept in
+    memory (stored as given: a random 32-byte secret needs no slow hash, and
+    is never written anywhere).
     """
+    extra = speaks_for or {}
     passwords = {name: secrets.token_urlsafe(32) for name in dict.fromkeys(names)}
-    db = UserDb({name: User(name, pw, frozenset({group}), frozenset({name})) for name, pw in passwords.items()})
-    return db, passwords
+    users = {
+        name: User(name, pw, frozenset({group}), frozenset({name, *extra.get(name, ())}))
+        for name, pw in passwords.items()
+    }
+    return UserDb(users), passwords
 
 
 def load_users(path: Path) -> UserDb:

@@ -28,6 +28,7 @@ from typing import Any
 
 from an_agent.access.users import agent_users
 from an_agent.agents.base import LabBehaviour
+from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.peers import Exchange, Peers
 from an_agent.errors import AnAgentError
 from an_agent.lab.agent import HOST, TASK_CAPACITY, build_profile, lab_host_key, make_behaviour
@@ -113,7 +114,9 @@ class Lab:
         # (a user per agent, an operator that may send as that agent only, a password made for this run),
         # so task ownership and task-sendFrom are checked between agents as between people.
         users = {"admin": "admin"}
-        agent_db, self._logins = agent_users(a.name for a in self.topology.agents)
+        # The field engineers the lab plays are clients of their copilot, run with its login (`engineer_sessions`).
+        engineers = {a.name: [ENGINEER] for a in self.topology.agents if a.role == Role.FME_COPILOT}
+        agent_db, self._logins = agent_users((a.name for a in self.topology.agents), speaks_for=engineers)
         try:
             for spec in self.topology.agents:
                 agent_dir = self.state_dir / "agents" / spec.name
