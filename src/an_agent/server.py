@@ -78,6 +78,8 @@ class ServerConfig:
     authorized_keys: Path | None = None
     users_file: Path | None = None
     """The users file (`an_agent.access.users`): hashed passwords, groups, agent names, per-user keys."""
+    user_db: UserDb | None = None
+    """Users given in code besides the users file (a lab's agents: `an_agent.access.users.agent_users`)."""
     nacm_file: Path | None = None
     """NACM rules (RFC 7951 JSON of ietf-netconf-acm); default `an_agent.access.nacm.DEFAULT_NACM`."""
     profile: AgentProfile | None = None
@@ -110,20 +112,25 @@ class ServerConfig:
     """Also serve the A2A v1 face (JSON-RPC, same users and tasks) on this port (0: a free one); None: NETCONF only."""
     """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
 
-    def resolve_credentials(self) -> tuple[SshCredentials, str | None]:
+    def load_user_db(self) -> UserDb:
+        """The users file's users and `user_db`'s; `ConfigError` for a bad file or a name given twice."""
+        from_file = load_users(self.users_file) if self.users_file is not None else UserDb()
+        return from_file.merged(self.user_db or UserDb(), f"{self.users_file} and the built-in users")
+
+    def resolve_credentials(self, user_db: UserDb | None = None) -> tuple[SshCredentials, str | None]:
         """The credentials to serve with, and a notice for the operator when defaults were applied.
 
+        ``user_db`` is `load_user_db`'s result when the caller has it already.
         Raises `ConfigError` when a non-loopback address has no credentials.
         """
         keys = SshCredentials.load_authorized_keys(self.authorized_keys) if self.authorized_keys else []
         users = dict(self.users)
         user_keys: dict[str, list[paramiko.PKey]] = {}
-        if self.users_file is not None:
-            for user in load_users(self.users_file).users.values():
-                if user.password is not None:
-                    users[user.name] = user.password
-                where = f"{self.users_file}: user {user.name!r} authorized-keys"
-                user_keys[user.name] = [SshCredentials.parse_key(line, where) for line in user.authorized_keys]
+        for user in (self.load_user_db() if user_db is None else user_db).users.values():
+            if user.password is not None:
+                users[user.name] = user.password
+            where = f"{self.users_file}: user {user.name!r} authorized-keys"
+            user_keys[user.name] = [SshCredentials.parse_key(line, where) for line in user.authorized_keys]
         notice = None
         if not users and not keys and not any(user_keys.values()):
             if not is_loopback(self.host):
@@ -141,7 +148,8 @@ class AgentServer:
 
     def __init__(self, config: ServerConfig, yang: YangContext | None = None) -> None:
         self.config = config
-        self.credentials, self.notice = config.resolve_credentials()
+        self.users = config.load_user_db()
+        self.credentials, self.notice = config.resolve_credentials(self.users)
         self.profile = config.profile or example_profile()
         if config.behaviour is None:
             from an_agent.agents.default import DefaultBehaviour
@@ -153,7 +161,6 @@ class AgentServer:
             raise ConfigError("templates were given but --schemas off serves none")
         # Read before any state is opened: a bad operator template stops the start, listing every problem.
         registry = TemplateRegistry.default(config.templates) if config.schemas != "off" else None
-        self.users = load_users(config.users_file) if config.users_file is not None else UserDb()
         nacm = load_nacm(config.nacm_file) if config.nacm_file is not None else DEFAULT_NACM
         yang = yang or YangContext.default()
         self.store = AgentStore(config.state_dir, durable=config.durable)

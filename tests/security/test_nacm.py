@@ -11,6 +11,9 @@ from lxml import etree
 
 from an_agent.access.nacm import DEFAULT_NACM, Nacm, Notification, Rpc, load_nacm, nacm_from_json
 from an_agent.errors import ConfigError
+from an_agent.runtime.authorization import NacmAuthorizer
+from an_agent.runtime.principal import Principal
+from an_agent.yang.context import YangContext
 
 IF = "/ietf-interfaces:interfaces"
 
@@ -166,7 +169,8 @@ def test_users_with_no_group_fall_to_the_defaults(nacm: Nacm) -> None:
         (["operators"], "exec", Rpc("irtf-agent", "task-negotiate"), True),
         (["operators"], "exec", Rpc("notifications", "create-subscription"), True),
         (["operators"], "exec", Rpc("an-agent-schema", "approve-schema-patch"), False),
-        (["operators"], "exec", Rpc("ietf-netconf", "kill-session"), False),
+        (["operators"], "exec", Rpc("ietf-netconf", "kill-session"), True),  # own sessions: ownership check
+        ([], "exec", Rpc("ietf-netconf", "kill-session"), False),
         (["schema-admin"], "exec", Rpc("an-agent-schema", "approve-schema-patch"), True),
         (["schema-admin"], "exec", Rpc("an-agent-schema", "withdraw-schema-key"), True),
         ([], "create", "/irtf-agent:tasks/task[task-id='t1']", False),
@@ -221,3 +225,33 @@ def test_nacm_file_is_validated_against_ietf_netconf_acm(tmp_path: Path) -> None
     broken.write_text('{\n  "ietf-netconf-acm:nacm": {\n    "enable-nacm": tru\n')
     with pytest.raises(ConfigError, match=r"broken\.json:3: not valid JSON"):
         load_nacm(broken)
+
+
+def test_authorizer_counts_denied_notifications() -> None:
+    rules = nacm_from_json(
+        {
+            "ietf-netconf-acm:nacm": {
+                "rule-list": [
+                    {
+                        "name": "quiet",
+                        "group": ["quiet"],
+                        "rule": [
+                            {
+                                "name": "no-status",
+                                "module-name": "irtf-agent",
+                                "notification-name": "condition-notifications",
+                                "access-operations": "read",
+                                "action": "deny",
+                            }
+                        ],
+                    }
+                ]
+            }
+        }
+    )
+    authorizer = NacmAuthorizer(rules, YangContext.default())
+    event = etree.Element("{urn:ietf:params:xml:ns:yang:irtf-agent}condition-notifications")
+    assert authorizer.may_receive(Principal("ops", frozenset({"ops"})), event)
+    assert not authorizer.may_receive(Principal("q", frozenset({"quiet"})), event)
+    state = authorizer.nacm_state()
+    assert (state.denied_notifications, state.denied_operations, state.denied_data_writes) == (1, 0, 0)

@@ -114,6 +114,38 @@ def test_idle_session_is_closed_after_idle_timeout(timed_server: AgentServer) ->
         session.close()
 
 
+def test_a_session_holding_a_subscription_is_exempt_from_the_idle_timeout(timed_server: AgentServer) -> None:
+    subscriber = RawSession(timed_server.port)
+    try:
+        reply = subscriber.rpc('<create-subscription xmlns="urn:ietf:params:xml:ns:netconf:notification:1.0"/>')
+        assert reply.find(f"{{{NC_NS}}}ok") is not None
+        time.sleep(3.0)  # twice the idle timeout, without a single message either way
+        assert timed_server.session_count() == 1 and subscriber.is_open()
+        assert subscriber.rpc("<get/>").find(f"{{{NC_NS}}}data") is not None
+    finally:
+        subscriber.close()
+
+
+def test_a_quiet_session_beside_its_users_subscription_stays(tmp_path: Path, profile: AgentProfile) -> None:
+    """A lab peer's pair: one session subscribed, one for requests that may be quiet for hours."""
+    users = tmp_path / "users.yaml"
+    users.write_text("users:\n  - {name: peer, password: pw, groups: [operators]}\n  - {name: other, password: pw}\n")
+    users.chmod(0o600)
+    with _server(tmp_path, profile, idle_timeout=1.0, users_file=users) as server:
+        watcher = RawSession(server.port, user="peer", password="pw")
+        requests = RawSession(server.port, user="peer", password="pw")
+        stranger = RawSession(server.port, user="other", password="pw")
+        try:
+            watcher.rpc('<create-subscription xmlns="urn:ietf:params:xml:ns:netconf:notification:1.0"/>')
+            wait_for(lambda: server.session_count() == 2, timeout=6)  # another user's quiet session went
+            wait_for(lambda: not stranger.is_open(), timeout=3)
+            time.sleep(1.5)
+            assert requests.rpc("<get/>").find(f"{{{NC_NS}}}data") is not None
+        finally:
+            for session in (watcher, requests, stranger):
+                session.close()
+
+
 def test_failed_logins_are_logged_and_slowed_per_source(
     agent_server: AgentServer, caplog: pytest.LogCaptureFixture
 ) -> None:

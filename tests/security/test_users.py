@@ -10,7 +10,7 @@ from pathlib import Path
 import paramiko
 import pytest
 
-from an_agent.access.users import hash_password, is_hash, load_users, verify_password
+from an_agent.access.users import agent_users, hash_password, is_hash, load_users, verify_password
 from an_agent.cli import main
 from an_agent.cli.serve import parse_users
 from an_agent.errors import ConfigError
@@ -134,3 +134,16 @@ def test_users_hash_cli(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureF
     assert '"password": "hash"' in capsys.readouterr().out
     bad = _write(tmp_path, "users:\n  - name: ann\n")
     assert main(["users", "check", str(bad)]) == 2
+
+
+def test_agent_users_are_operators_that_speak_for_themselves(tmp_path: Path) -> None:
+    db, passwords = agent_users(["ran", "ip", "ran"])
+    assert sorted(passwords) == ["ip", "ran"] and passwords["ran"] != passwords["ip"]
+    assert len(passwords["ran"]) >= 40  # 32 random bytes
+    identity = db.identity("ran")
+    assert identity is not None and identity.groups == {"operators"} and identity.agents == {"ran"}
+    users = tmp_path / "users.yaml"
+    users.write_text(f"users:\n  - {{name: ran, password: '{hash_password('x')}'}}\n")
+    users.chmod(0o600)
+    with pytest.raises(ConfigError, match="ran defined twice"):
+        ServerConfig(state_dir=tmp_path, users_file=users, user_db=db).load_user_db()

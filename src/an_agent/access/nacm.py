@@ -24,7 +24,6 @@ The operation layer calls it through its authorizer hook (see README,
 from __future__ import annotations
 
 import copy
-import functools
 import json
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
@@ -39,13 +38,14 @@ from an_agent.errors import AnAgentError, ConfigError
 from an_agent.yang.context import YangContext
 
 AccessOp = Literal["read", "create", "update", "delete", "exec"]
-_ALL_OPS = frozenset({"read", "create", "update", "delete", "exec"})
-NACM_MODULES_DIR = Path(__file__).resolve().parents[1] / "yang" / "modules" / "nacm"
+ALL_OPERATIONS = frozenset({"read", "create", "update", "delete", "exec"})
 NACM_MODULE = "ietf-netconf-acm"
+NACM_NS = "urn:ietf:params:xml:ns:yang:ietf-netconf-acm"
+NACM_PATH = f"/{NACM_MODULE}:nacm"
 
 # RFC 8341 3.4.4 step 9 (ietf-netconf marks them nacm:default-deny-all) and 3.4.5.
 _DENY_ALL_RPCS = frozenset({("ietf-netconf", "kill-session"), ("ietf-netconf", "delete-config")})
-_DENY_ALL_DATA = (f"/{NACM_MODULE}:nacm",)
+_DENY_ALL_DATA = (NACM_PATH,)
 _ALWAYS_NOTIFICATIONS = frozenset({"replayComplete", "notificationComplete"})
 
 
@@ -83,7 +83,7 @@ class Rule:
     module_name: str = "*"
     kind: Literal["any", "rpc", "notification", "data"] = "any"
     target: str | None = None
-    operations: frozenset[str] = _ALL_OPS
+    operations: frozenset[str] = ALL_OPERATIONS
 
 
 @dataclass(frozen=True)
@@ -213,6 +213,21 @@ def _deepcopy(element: etree._Element) -> etree._Element:
     return copy.deepcopy(element)
 
 
+@dataclass(frozen=True)
+class NacmState:
+    """``/nacm`` as a server reports it: the configuration in force and RFC 8341's denial counters.
+
+    The counters count since the agent started: RPCs refused (``denied_operations``),
+    edits of running refused (``denied_data_writes``) and notifications withheld
+    from a subscriber (``denied_notifications``).
+    """
+
+    nacm: Nacm
+    denied_operations: int = 0
+    denied_data_writes: int = 0
+    denied_notifications: int = 0
+
+
 # -- paths ------------------------------------------------------------------------------------------
 _STEP = re.compile(r"/([^/\[\]]+)((?:\[[^\]]*\])*)")
 _PREDICATE = re.compile(r"\[\s*([^=\]\s]+)\s*=\s*(?:'([^']*)'|\"([^\"]*)\")\s*\]")
@@ -276,16 +291,15 @@ def _matches(rule: Rule, access: AccessOp, target: Target, steps: tuple[Step, ..
 _PATH = re.compile(r"(?:/(?:[A-Za-z_][\w.-]*:)?(?:[A-Za-z_][\w.-]*|\*)(?:\[[^\]]+\])*)+|/")
 
 
-@functools.cache
 def _nacm_context() -> YangContext:
-    return YangContext(NACM_MODULES_DIR)
+    return YangContext.default()  # ietf-netconf-acm is one of the agent's modules
 
 
 def nacm_from_json(data: Mapping[str, Any], where: str = "NACM rules") -> Nacm:
     """Build a `Nacm` from RFC 7951 JSON (``{"ietf-netconf-acm:nacm": {...}}``), validated with libyang."""
     body = data.get(f"{NACM_MODULE}:nacm", {})
-    # libyang resolves a rule's path against the modules of its context, which here is NACM alone:
-    # paths are checked by our own parser instead, so rules may name any module the agent serves.
+    # A rule's path is checked by our own parser (libyang would resolve it against the modules of its
+    # context), so rules may name any module, also one a later version of the agent serves.
     structure = copy.deepcopy(dict(data))
     for rule_list in structure.get(f"{NACM_MODULE}:nacm", {}).get("rule-list", []):
         for rule in rule_list.get("rule", []):
@@ -326,7 +340,7 @@ def nacm_from_json(data: Mapping[str, Any], where: str = "NACM rules") -> Nacm:
 
 def _rule(data: Mapping[str, Any]) -> Rule:
     ops_text = str(data.get("access-operations", "*"))
-    operations = _ALL_OPS if ops_text.strip() == "*" else frozenset(ops_text.split())
+    operations = ALL_OPERATIONS if ops_text.strip() == "*" else frozenset(ops_text.split())
     kind: Literal["any", "rpc", "notification", "data"] = "any"
     target = None
     for leaf, name in (("rpc-name", "rpc"), ("notification-name", "notification"), ("path", "data")):
@@ -352,22 +366,19 @@ def _permit(name: str, **fields: Any) -> Rule:
     return Rule(name, "permit", **fields)
 
 
+def _exec_rule(action: Literal["permit", "deny"], name: str, module: str, rpc: str) -> Rule:
+    return Rule(name, action, module_name=module, kind="rpc", target=rpc, operations=frozenset({"exec"}))
+
+
+_SCHEMA_DECISIONS = ("approve-schema-patch", "reject-schema-patch", "withdraw-schema-key")
+
 DEFAULT_NACM = Nacm(
     rule_lists=(
         RuleList("admin", frozenset({"admin"}), (_permit("permit-all"),)),
         RuleList(
             "schema-admin",
             frozenset({"schema-admin"}),
-            tuple(
-                _permit(
-                    f"permit-{rpc}",
-                    module_name="an-agent-schema",
-                    kind="rpc",
-                    target=rpc,
-                    operations=frozenset({"exec"}),
-                )
-                for rpc in ("approve-schema-patch", "reject-schema-patch", "withdraw-schema-key")
-            ),
+            tuple(_exec_rule("permit", f"permit-{rpc}", "an-agent-schema", rpc) for rpc in _SCHEMA_DECISIONS),
         ),
         RuleList(
             "operators",
@@ -386,16 +397,10 @@ DEFAULT_NACM = Nacm(
         RuleList(
             "everyone",
             frozenset({"*"}),
-            tuple(
-                Rule(
-                    f"deny-{rpc}",
-                    "deny",
-                    module_name="an-agent-schema",
-                    kind="rpc",
-                    target=rpc,
-                    operations=frozenset({"exec"}),
-                )
-                for rpc in ("approve-schema-patch", "reject-schema-patch", "withdraw-schema-key")
+            (
+                *(_exec_rule("deny", f"deny-{rpc}", "an-agent-schema", rpc) for rpc in _SCHEMA_DECISIONS),
+                # Ownership narrows it: another user's session needs an admin (runtime.authorization).
+                _exec_rule("permit", "permit-kill-own-session", "ietf-netconf", "kill-session"),
             ),
         ),
     )
@@ -403,4 +408,6 @@ DEFAULT_NACM = Nacm(
 """What ships: ``admin`` may do everything; ``schema-admin`` may decide schema patches (nobody else);
 ``operators`` may create, change and delete tasks and data-params (task ownership narrows change and
 delete to the owner); everyone may read (but not ``/nacm``), negotiate, subscribe and fetch templates;
-``write-default`` deny, so a user in no group is read-only; ``kill-session`` needs a permit (admin)."""
+``write-default`` deny, so a user in no group is read-only; every group member may ``kill-session``
+(their own sessions: another user's needs an admin, checked on top of NACM; a user in no group reaches
+the defaults, where kill-session is default-deny-all)."""

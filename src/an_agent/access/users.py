@@ -25,7 +25,8 @@ import hmac
 import logging
 import os
 import re
-from collections.abc import Mapping
+import secrets
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -126,9 +127,37 @@ class UserDb:
         user = self.users.get(name)
         return None if user is None else Identity(user.name, user.groups, user.agents)
 
+    def merged(self, other: UserDb, where: str = "users") -> UserDb:
+        """Both sets of users; `ConfigError` when a name is in both."""
+        both = sorted(set(self.users) & set(other.users))
+        if both:
+            raise ConfigError(f"{where}: user(s) {', '.join(both)} defined twice")
+        return UserDb({**self.users, **other.users})
+
     def passwords(self) -> Mapping[str, str]:
         """Stored passwords (hashes or plain text) by user name, for the SSH transport."""
         return {name: user.password for name, user in self.users.items() if user.password is not None}
+
+
+def agent_users(
+    names: Iterable[str], group: str = "operators", speaks_for: Mapping[str, Iterable[str]] | None = None
+) -> tuple[UserDb, dict[str, str]]:
+    """One user per agent of a lab, and their passwords by name.
+
+    Each user is named after its agent, is in ``group`` and may send as that
+    agent only (``agents: [name]``, plus the client names ``speaks_for``
+    gives it), so task ownership and ``task-sendFrom`` checks hold between
+    lab agents. Passwords are fresh random secrets for this run, kept in
+    memory (stored as given: a random 32-byte secret needs no slow hash, and
+    is never written anywhere).
+    """
+    extra = speaks_for or {}
+    passwords = {name: secrets.token_urlsafe(32) for name in dict.fromkeys(names)}
+    users = {
+        name: User(name, pw, frozenset({group}), frozenset({name, *extra.get(name, ())}))
+        for name, pw in passwords.items()
+    }
+    return UserDb(users), passwords
 
 
 def load_users(path: Path) -> UserDb:

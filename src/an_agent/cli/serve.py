@@ -89,7 +89,8 @@ def register(subparsers: Any) -> None:
         type=_seconds,
         default=3600.0,
         metavar="SECONDS",
-        help="close a session that sent no message and received no notification in this time; 0 never (default: 3600)",
+        help="close a session that sent no message and received no notification in this time, unless it or "
+        "another session of its user holds a notification subscription; 0 never (default: 3600)",
     )
     parser.add_argument(
         "--notification-retention",

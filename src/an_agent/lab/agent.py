@@ -106,8 +106,12 @@ def make_behaviour(
     journal: Journal,
     address_of: AddressOf,
     task_capacity: int = TASK_CAPACITY,
+    credentials: tuple[str, str] | None = None,
 ) -> tuple[LabBehaviour, Peers]:
-    """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses."""
+    """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses.
+
+    ``credentials`` are the agent's login on its peers (default: the topology's `peer_login`).
+    """
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
     peers = Peers(
@@ -116,7 +120,7 @@ def make_behaviour(
         address_of,
         topology.talks_to.get(spec.name, ()),
         journal.record,
-        credentials=peer_login(topology),
+        credentials=credentials or peer_login(topology),
     )
     env = AgentEnvironment(
         name=spec.name,

@@ -26,10 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from an_agent.access.users import agent_users
 from an_agent.agents.base import LabBehaviour
+from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.peers import Exchange, Peers
 from an_agent.errors import AnAgentError
-from an_agent.lab.agent import HOST, TASK_CAPACITY, build_profile, lab_host_key, make_behaviour, peer_login
+from an_agent.lab.agent import HOST, TASK_CAPACITY, build_profile, lab_host_key, make_behaviour
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
@@ -76,6 +78,7 @@ class Lab:
         self.agents: dict[str, RunningAgent] = {}
         self._bss: Peers | None = None
         self._ports: dict[str, int] = {}
+        self._logins: dict[str, str] = {}
         self.end_reason: str | None = None
         self.wall_seconds = 0.0
         """Real seconds from `start` to the end of `stop`."""
@@ -84,6 +87,10 @@ class Lab:
         self._threads_before: set[threading.Thread] = set()
 
     # ---- lifecycle -------------------------------------------------------------------------------------
+    def login_of(self, name: str) -> tuple[str, str]:
+        """The ``(user, password)`` agent ``name`` logs in to its peers with (made by `start`, for this run)."""
+        return name, self._logins[name]
+
     def address_of(self, name: str) -> tuple[str, int] | None:
         port = self._ports.get(name)
         return None if port is None else (HOST, port)
@@ -103,9 +110,13 @@ class Lab:
         key_file = self.state_dir / "ssh_host_rsa_key"
         lab_host_key(key_file)
         self.network.sample(self.kernel.now())
-        # The lab itself (read-back, bss) logs in as admin; the agents log in to each other as the
-        # topology's peer login says.
-        users = dict([("admin", "admin"), peer_login(self.topology)])
+        # The lab itself (read-back, bss) logs in as admin; each agent logs in to its peers as itself
+        # (a user per agent, an operator that may send as that agent only, a password made for this run),
+        # so task ownership and task-sendFrom are checked between agents as between people.
+        users = {"admin": "admin"}
+        # The field engineers the lab plays are clients of their copilot, run with its login (`engineer_sessions`).
+        engineers = {a.name: [ENGINEER] for a in self.topology.agents if a.role == Role.FME_COPILOT}
+        agent_db, self._logins = agent_users((a.name for a in self.topology.agents), speaks_for=engineers)
         try:
             for spec in self.topology.agents:
                 agent_dir = self.state_dir / "agents" / spec.name
@@ -114,7 +125,13 @@ class Lab:
                 if not (agent_dir / "ssh_host_rsa_key").exists():
                     shutil.copy2(key_file, agent_dir / "ssh_host_rsa_key")
                 behaviour, peers = make_behaviour(
-                    self.topology, spec, self.kernel, self.network, self.journal, self.address_of
+                    self.topology,
+                    spec,
+                    self.kernel,
+                    self.network,
+                    self.journal,
+                    self.address_of,
+                    credentials=self.login_of(spec.name),
                 )
                 port = spec.port if self.use_topology_ports else 0
                 server = AgentServer(
@@ -123,6 +140,7 @@ class Lab:
                         host=HOST,
                         port=port,
                         users=users,
+                        user_db=agent_db,
                         profile=build_profile(spec),
                         behaviour=behaviour,
                         clock=self.kernel.clock,

@@ -19,6 +19,7 @@ from typing import cast
 from lxml import etree
 
 from an_agent._lxml import default_ns
+from an_agent.access.nacm import NACM_NS
 from an_agent.clock import from_rfc3339
 from an_agent.errors import RpcError
 from an_agent.model import (
@@ -66,6 +67,7 @@ class NetconfFace:
         """``principal_of`` maps an authenticated user name to its principal (default: an administrator)."""
         self.operations = operations
         self._principal_of = principal_of or Principal.authenticated
+        self._namespaces = {m.name: m.namespace for m in operations.modules()}
         self._monitoring = nc_state.netconf_state([*_BASE_VERSIONS, *self.capabilities()], operations.modules())
 
     # -- RpcHandler -----------------------------------------------------------
@@ -78,6 +80,9 @@ class NetconfFace:
 
     def session_closed(self, session: Session) -> None:
         self.operations.close_session(session.session_id)
+
+    def keeps_alive(self, session: Session) -> bool:
+        return self.operations.sessions.watched_by(session.session_id)
 
     def handle(self, session: Session, operation: etree._Element) -> Reply:
         state = self.operations.sessions.get(session.session_id)
@@ -131,6 +136,8 @@ class NetconfFace:
         extra = [self._monitoring]
         if scope.wants_name(NETMOD_NOTIFICATION_NS, "netconf"):
             extra.append(nc_state.streams(self.operations.log_created))
+        if scope.wants_name(NACM_NS, "nacm"):
+            extra.append(nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces))
         data = self.operations.read(principal, scope, extra=extra)
         return Reply([nc_state.data_reply(nc_state.filtered(flt, data, self.operations.keys_of))])
 
@@ -138,7 +145,8 @@ class NetconfFace:
         _check_params(operation, {"source", "filter", "with-defaults"})
         _datastore_name(operation, "source")
         flt = operation.find(_NC + "filter")
-        data = self.operations.read(principal, nc_state.read_scope(flt), config_only=True)
+        extra = [nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces, config_only=True)]
+        data = self.operations.read(principal, nc_state.read_scope(flt), config_only=True, extra=extra)
         return Reply([nc_state.data_reply(nc_state.filtered(flt, data, self.operations.keys_of))])
 
     def _edit_config(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:

@@ -62,7 +62,8 @@ DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 _RECV_BYTES = 65536
 
 # As netconfd: a connection must finish SSH and the NETCONF <hello> within
-# this time, and a session that exchanges nothing for the idle time is closed.
+# this time, and a session that exchanges nothing for the idle time is closed
+# unless it (or its user) holds a notification subscription (`RpcHandler.keeps_alive`).
 DEFAULT_HELLO_TIMEOUT = 600.0
 DEFAULT_IDLE_TIMEOUT = 3600.0
 
@@ -127,6 +128,16 @@ class RpcHandler(Protocol):
         """Release whatever the session held (locks, subscriptions); called exactly once."""
         ...
 
+    def keeps_alive(self, session: Session) -> bool:
+        """True when ``session`` must not be closed for idleness (it, or its user, holds a subscription).
+
+        A subscriber may legitimately hear nothing for hours (netconfd exempts
+        sessions with subscriptions from its idle timeout too), and so may the
+        request session of a client that keeps a subscription open beside it
+        (a lab agent's session to its peer).
+        """
+        ...
+
 
 @dataclass
 class SshCredentials:
@@ -141,6 +152,14 @@ class SshCredentials:
     users: dict[str, str] = field(default_factory=dict)
     authorized_keys: list[paramiko.PKey] = field(default_factory=list)
     user_keys: dict[str, list[paramiko.PKey]] = field(default_factory=dict)
+
+    def check_password(self, name: str, password: str) -> bool:
+        """Whether ``password`` is user ``name``'s (`an_agent.access.users.verify_password`; ~50 ms per hash).
+
+        An unknown user costs a hash check too, so timing does not tell which names exist.
+        """
+        expected = self.users.get(name)
+        return verify_password(expected if expected is not None else _DUMMY_HASH, password) and expected is not None
 
     @staticmethod
     def parse_key(line: str, where: str) -> paramiko.PKey:
@@ -257,9 +276,7 @@ class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
         return ",".join(methods)
 
     def check_auth_password(self, username: str, password: str) -> int:
-        expected = self._credentials.users.get(username)
-        # An unknown user costs a hash check too, so timing does not tell which names exist.
-        if verify_password(expected if expected is not None else _DUMMY_HASH, password) and expected is not None:
+        if self._credentials.check_password(username, password):
             self.username = username
             return int(paramiko.AUTH_SUCCESSFUL)
         delay = self._throttle.failed(self._source)
@@ -714,9 +731,11 @@ class NetconfSshServer:
                 late = [t for t, deadline in self._pending.items() if deadline <= now]
                 for transport in late:
                     del self._pending[transport]
-                idle = []
+                quiet = []
                 if self.idle_timeout:
-                    idle = [s for s in self._sessions.values() if now - s.last_activity >= self.idle_timeout]
+                    quiet = [s for s in self._sessions.values() if now - s.last_activity >= self.idle_timeout]
+            # Asked outside our lock: the handler takes its own session table's lock.
+            idle = [s for s in quiet if not self.handler.keeps_alive(s)]
             for transport in late:
                 peer = transport.getpeername() if transport.sock is not None else ("?", 0)
                 log.info("closing connection from %s: no NETCONF hello within %g s", peer[0], self.hello_timeout)

@@ -1,4 +1,4 @@
-"""NETCONF-only data and filters of the NETCONF face: RFC 6022 monitoring, RFC 5277 streams, filters.
+"""NETCONF-only data and filters of the NETCONF face: RFC 6022 monitoring, RFC 5277 streams, RFC 8341 /nacm, filters.
 
 Pure functions from the operation layer's values to XML and from filter
 elements to predicates; `an_agent.nc.face` calls them.
@@ -6,11 +6,13 @@ elements to predicates; `an_agent.nc.face` calls them.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import re
+from collections.abc import Callable, Iterable, Mapping
 
 from lxml import etree
 
 from an_agent._lxml import default_ns
+from an_agent.access.nacm import ALL_OPERATIONS, NACM_NS, NacmState, Rule
 from an_agent.clock import to_rfc3339
 from an_agent.errors import RpcError
 from an_agent.model import IRTF_AGENT_NS, NETCONF_BASE_NS, NETCONF_MONITORING_NS, NETMOD_NOTIFICATION_NS
@@ -22,6 +24,9 @@ _NC = f"{{{NETCONF_BASE_NS}}}"
 _NCM = f"{{{NETCONF_MONITORING_NS}}}"
 _NETMOD = f"{{{NETMOD_NOTIFICATION_NS}}}"
 _TASK_ID = f"{{{IRTF_AGENT_NS}}}task-id"
+_ACM = f"{{{NACM_NS}}}"
+_RULE_TYPE_LEAF = {"rpc": "rpc-name", "notification": "notification-name"}
+_PATH_MODULE = re.compile(r"([A-Za-z_][\w.-]*):")
 
 KeysOf = Callable[[etree._Element], tuple[str, ...]]
 
@@ -41,6 +46,60 @@ def netconf_state(capabilities: Iterable[str], modules: Iterable[ModuleInfo]) ->
         etree.SubElement(schema, _NCM + "namespace").text = module.namespace
         etree.SubElement(schema, _NCM + "location").text = "NETCONF"
     return state
+
+
+def nacm(state: NacmState, namespaces: Mapping[str, str], config_only: bool = False) -> etree._Element:
+    """RFC 8341 ``/nacm``: the rules in force (groups, rule-lists) and, unless ``config_only``, the counters.
+
+    ``namespaces`` maps module names to namespaces: a rule's ``path`` is
+    written with each module name as an XML prefix, declared on the element.
+    """
+    rules = state.nacm
+    root = etree.Element(_ACM + "nacm", nsmap=default_ns(NACM_NS))
+
+    def leaf(parent: etree._Element, name: str, text: str) -> None:
+        etree.SubElement(parent, _ACM + name).text = text
+
+    leaf(root, "enable-nacm", str(rules.enable_nacm).lower())
+    leaf(root, "read-default", rules.read_default)
+    leaf(root, "write-default", rules.write_default)
+    leaf(root, "exec-default", rules.exec_default)
+    leaf(root, "enable-external-groups", str(rules.enable_external_groups).lower())
+    if not config_only:
+        leaf(root, "denied-operations", str(state.denied_operations))
+        leaf(root, "denied-data-writes", str(state.denied_data_writes))
+        leaf(root, "denied-notifications", str(state.denied_notifications))
+    if rules.groups:
+        groups = etree.SubElement(root, _ACM + "groups")
+        for name, users in rules.groups.items():
+            group = etree.SubElement(groups, _ACM + "group")
+            leaf(group, "name", name)
+            for user in sorted(users):
+                leaf(group, "user-name", user)
+    for rule_list in rules.rule_lists:
+        entry = etree.SubElement(root, _ACM + "rule-list")
+        leaf(entry, "name", rule_list.name)
+        for group_name in sorted(rule_list.groups):
+            leaf(entry, "group", group_name)
+        for rule in rule_list.rules:
+            entry.append(_nacm_rule(rule, namespaces))
+    return root
+
+
+def _nacm_rule(rule: Rule, namespaces: Mapping[str, str]) -> etree._Element:
+    element = etree.Element(_ACM + "rule")
+    etree.SubElement(element, _ACM + "name").text = rule.name
+    etree.SubElement(element, _ACM + "module-name").text = rule.module_name
+    if rule.kind == "data":
+        # An XPath in XML: its prefixes are XML namespace prefixes in scope (RFC 7950 9.13.2).
+        prefixes = {m: namespaces[m] for m in _PATH_MODULE.findall(rule.target or "") if m in namespaces}
+        etree.SubElement(element, _ACM + "path", nsmap=prefixes).text = rule.target
+    elif rule.kind != "any":
+        etree.SubElement(element, _ACM + _RULE_TYPE_LEAF[rule.kind]).text = rule.target or "*"
+    operations = "*" if rule.operations >= ALL_OPERATIONS else " ".join(sorted(rule.operations))
+    etree.SubElement(element, _ACM + "access-operations").text = operations
+    etree.SubElement(element, _ACM + "action").text = rule.action
+    return element
 
 
 def streams(log_created: float) -> etree._Element:

@@ -1,4 +1,4 @@
-"""The one authorization hook of the operation layer (filled by the access-control issue).
+"""The one authorization hook of the operation layer (`an_agent.runtime.authorization` fills it with NACM).
 
 Every operation asks `Authorizer.authorize` before it changes or executes
 anything, with an `Access` naming the principal, the kind of access, the data
@@ -6,8 +6,9 @@ nodes touched and (for an RPC) its name. Every read goes through
 `Authorizer.read_view`, which may prune the reply tree per principal, and every
 notification a subscriber would receive through `Authorizer.may_receive`.
 
-`PermitAll` is the default: every authenticated user is an administrator for
-now. A denying authorizer raises ``RpcError.access_denied`` with the path.
+`PermitAll` is the default of a bare `Operations` (unit tests, embedding):
+every authenticated user may do everything. A denying authorizer raises
+``RpcError.access_denied`` with the path.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from typing import Literal, Protocol
 
 from lxml import etree
 
+from an_agent.access.nacm import Nacm, NacmState
 from an_agent.model import Task
 from an_agent.runtime.principal import Principal
 
@@ -57,6 +59,8 @@ class Access:
     kind: AccessKind
     touched: tuple[Touched, ...] = ()
     rpc: str | None = None
+    owner: str | None = None
+    """For an RPC that acts on something a user owns (``kill-session``: the user of the session to kill)."""
 
 
 class Authorizer(Protocol):
@@ -74,6 +78,10 @@ class Authorizer(Protocol):
         """Whether a notification with content ``event`` may be sent to ``principal``."""
         ...
 
+    def nacm_state(self) -> NacmState:
+        """The ``/nacm`` a ``<get>`` reports: the rules in force and the denial counters."""
+        ...
+
 
 class PermitAll:
     """The default authorizer: every authenticated principal may do and read everything."""
@@ -86,3 +94,6 @@ class PermitAll:
 
     def may_receive(self, principal: Principal, event: etree._Element) -> bool:
         return True
+
+    def nacm_state(self) -> NacmState:
+        return NacmState(Nacm(enable_nacm=False))  # NACM is off: nothing is ever denied

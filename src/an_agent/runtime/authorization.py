@@ -6,7 +6,12 @@ On top of the NACM decision for every node an operation touches:
   change, cancel or delete it (``access-denied`` otherwise);
 - ``task-sendFrom`` must be one of the principal's agent names (when the
   principal has any; an admin may send as anyone), so evolution's
-  distinct-client counts cannot be faked.
+  distinct-client counts cannot be faked;
+- an RPC acting on something another user owns (``kill-session`` of another
+  user's session) needs an admin; of one's own, NACM's exec permit suffices.
+
+Every denial is counted, as RFC 8341 asks (``/nacm/denied-operations``,
+``denied-data-writes``, ``denied-notifications``; see `nacm_state`).
 
 Denials are ``access-denied`` with the path and never say whether a node
 the user may not read exists. Reads are pruned per principal
@@ -15,11 +20,13 @@ the user may not read exists. Reads are pruned per principal
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Sequence
+from dataclasses import replace
 
 from lxml import etree
 
-from an_agent.access.nacm import Nacm, Notification, Rpc
+from an_agent.access.nacm import Nacm, NacmState, Notification, Rpc
 from an_agent.errors import RpcError
 from an_agent.runtime.access import Access, Touched
 from an_agent.runtime.principal import Principal
@@ -33,6 +40,8 @@ class NacmAuthorizer:
         self.nacm = nacm
         self._yang = yang
         self._module_of = {info.namespace: info.name for info in yang.modules()}
+        self._counted = threading.Lock()
+        self._state = NacmState(nacm)
 
     # -- Authorizer -------------------------------------------------------------------------------
     def authorize(self, access: Access) -> None:
@@ -40,11 +49,21 @@ class NacmAuthorizer:
         if access.rpc is not None:
             decision = self.nacm.decide(principal.name, principal.groups, "exec", Rpc.parse(access.rpc))
             if not decision:
+                self._count("denied_operations")
                 raise RpcError.access_denied(
                     f"user {principal.name!r} may not execute {access.rpc} (NACM {decision.rule})"
                 )
-        for touched in access.touched:
-            self._authorize_node(principal, touched)
+            if access.owner is not None and access.owner != principal.name and not principal.is_admin:
+                self._count("denied_operations")
+                raise RpcError.access_denied(
+                    f"{access.rpc} acts on what {access.owner!r} owns: only that user or an admin may do it"
+                )
+        try:
+            for touched in access.touched:
+                self._authorize_node(principal, touched)
+        except RpcError:
+            self._count("denied_data_writes")
+            raise
 
     def read_view(self, principal: Principal, elements: Sequence[etree._Element]) -> list[etree._Element]:
         if principal.is_admin and self.nacm.decide(principal.name, principal.groups, "read", "/").permitted:
@@ -54,7 +73,18 @@ class NacmAuthorizer:
     def may_receive(self, principal: Principal, event: etree._Element) -> bool:
         q = etree.QName(event)
         module = self._module_of.get(q.namespace or "", "")
-        return self.nacm.decide(principal.name, principal.groups, "read", Notification(module, q.localname)).permitted
+        decision = self.nacm.decide(principal.name, principal.groups, "read", Notification(module, q.localname))
+        if not decision:
+            self._count("denied_notifications")
+        return decision.permitted
+
+    def nacm_state(self) -> NacmState:
+        with self._counted:
+            return self._state
+
+    def _count(self, counter: str) -> None:
+        with self._counted:
+            self._state = replace(self._state, **{counter: getattr(self._state, counter) + 1})
 
     # -- internals ----------------------------------------------------------------------------------
     def _authorize_node(self, principal: Principal, touched: Touched) -> None:

@@ -24,6 +24,7 @@ from dataclasses import replace
 
 from lxml import etree
 
+from an_agent.access.nacm import NACM_NS, NACM_PATH
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
 from an_agent.model import (
@@ -38,12 +39,12 @@ from an_agent.model import (
     TaskStatus,
     tasks_element,
 )
-from an_agent.runtime.access import Access, Authorizer, PermitAll
+from an_agent.runtime.access import Access, AccessKind, Authorizer, PermitAll, Touched
 from an_agent.runtime.admission import DATA_PARAMS_TAG, TASK_ID_TAG, TASK_TAG, TASKS_TAG, TaskAdmission
 from an_agent.runtime.behaviour import AgentInfo, Behaviour
 from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore
-from an_agent.runtime.edit import YangSchema
+from an_agent.runtime.edit import NC_OPERATION, YangSchema, elements
 from an_agent.runtime.large_data import DataPolicy, DataResolver
 from an_agent.runtime.notifications import NotificationBus, Subscription
 from an_agent.runtime.principal import Principal
@@ -178,7 +179,10 @@ class Operations:
         self.sessions.unlock(session_id)
 
     def kill_session(self, principal: Principal, session_id: int, target: int) -> None:
-        self._exec(principal, "ietf-netconf:kill-session")
+        """Close session ``target``: one's own other sessions, or (admins) anyone's."""
+        victim = self.sessions.get(target)
+        owner = victim.principal.name if victim is not None else None
+        self.authorizer.authorize(Access(principal, "exec", rpc="ietf-netconf:kill-session", owner=owner))
         self.sessions.kill(session_id, target)
 
     # -- reads ------------------------------------------------------------------
@@ -234,7 +238,12 @@ class Operations:
         stays committed and the task goes on, and `RpcError` operation-failed
         says so (app-tag ``task-still-running`` / ``task-input-required``),
         naming the task in its error-path.
+
+        An edit of ``/nacm`` is refused: NACM first (``access-denied`` but for
+        admins), then ``operation-not-supported`` -- the rules come from
+        ``--nacm FILE`` and change with a restart, never silently in running.
         """
+        self._refuse_nacm_edit(principal, request)
         with self.sessions.editing(session_id):
             committed = self.admission.run(principal, request.config, request.default_operation)
         for task_id, state in self._settle(committed.added).items():
@@ -262,6 +271,22 @@ class Operations:
         states = self.tasks.settle(sync, self.sync_wait)
         ended = {i for i, s in states.items() if TaskStatus(s.status).terminal}
         return {i: states.get(i) for i in sync if i not in ended}
+
+    def _refuse_nacm_edit(self, principal: Principal, request: EditConfig) -> None:
+        for element in elements(request.config):
+            if etree.QName(element).namespace != NACM_NS:
+                continue
+            operation = element.get(NC_OPERATION, request.default_operation)
+            kinds: dict[str, AccessKind] = {"create": "create", "delete": "delete", "remove": "delete"}
+            kind = kinds.get(operation, "update")
+            self.authorizer.authorize(Access(principal, kind, (Touched(kind, NACM_PATH, element),)))
+            raise RpcError(
+                "application",
+                "operation-not-supported",
+                "the NACM rules cannot be edited over NETCONF: change the file given to --nacm "
+                "(RFC 7951 JSON of ietf-netconf-acm) and restart the agent",
+                NACM_PATH,
+            )
 
     def assign_task(self, principal: Principal, request: AssignTask, session_id: int = 0) -> Task:
         """taskAssign: create the task (and its data-params); returns it with its current status.

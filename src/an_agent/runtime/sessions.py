@@ -61,6 +61,20 @@ class SessionTable:
         with self._cond:
             return self._sessions.get(session_id)
 
+    def watched_by(self, session_id: int) -> bool:
+        """True when the session, or another session of the same user, holds a notification subscription.
+
+        The idle timeout spares such sessions: a client that listens for
+        notifications is present, and its request session (a lab peer's) may
+        be quiet for as long as it has nothing to ask.
+        """
+        with self._cond:
+            state = self._sessions.get(session_id)
+            if state is None:
+                return False
+            user = state.principal.name
+            return any(s.subscription is not None and s.principal.name == user for s in self._sessions.values())
+
     @property
     def lock_owner(self) -> int:
         with self._cond:

@@ -191,6 +191,9 @@ class YangContext:
         With ``partial`` (a filtered reply), only what is present is checked:
         element names, values and patterns, but not mandatory nodes, list
         cardinality or leafref targets, which a filter may have left out.
+        Either way a module none of whose data is in the document is not
+        checked for mandatory nodes (``/nacm`` of ietf-netconf-acm, which
+        NACM hides from all but administrators, has mandatory counters).
         """
         self._check_data(_unwrap(xml), "xml", "data", partial=partial)
 
@@ -353,6 +356,10 @@ class YangContext:
         if kind == "config":
             parse_opts |= lib.LYD_PARSE_NO_STATE
             valid_opts |= lib.LYD_VALIDATE_NO_STATE
+        else:
+            # Only the modules the document has data of: a reply a read view pruned of /nacm (or a
+            # profile on its own) need not carry ietf-netconf-acm's mandatory state counters.
+            valid_opts |= lib.LYD_VALIDATE_PRESENT
         if partial:
             parse_opts |= lib.LYD_PARSE_ONLY
         tree = ffi.new("struct lyd_node **")

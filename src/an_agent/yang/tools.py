@@ -47,13 +47,14 @@ _DRAFT_NAMES = frozenset(
 _STANDARD_MODULES = {
     "ietf-netconf": "rfc-verbatim",
     "ietf-netconf-monitoring": "rfc-verbatim",
+    "ietf-netconf-acm": "rfc-verbatim",
     "notifications": "rfc5277-names",
     "nc-notifications": "rfc5277-names",
 }
 
 KEPT_FINDINGS: dict[str, str] = {
     "draft-name": "camelCase / upper-case name of draft-wang-nmrg-magent-im-00, kept for interoperability",
-    "rfc-verbatim": "IETF module (RFC 6241 / RFC 6022) shipped verbatim; its text is the standard's",
+    "rfc-verbatim": "IETF module (RFC 6241 / RFC 6022 / RFC 8341) shipped verbatim; its text is the standard's",
     "rfc5277-names": "module name and camelCase names of the RFC 5277 XML Schema, which NETCONF clients expect",
 }
 """Why a lint finding is kept, by kind (see `_why_kept`)."""
