@@ -100,12 +100,15 @@ class Session(Protocol):
 class Reply:
     """A handler's answer: the children of ``<rpc-reply>`` (None means ``<ok/>``).
 
-    ``after_send`` runs once the reply is on the wire, on the session's reader
-    thread; RFC 5277 needs it, because replayed notifications must follow the
-    ``<create-subscription>`` reply.
+    ``serialized`` is the same as ``content`` already turned into XML text (a
+    memo of replies, `an_agent.nc.reply_cache`); when set, ``content`` is
+    ignored. ``after_send`` runs once the reply is on the wire, on the
+    session's reader thread; RFC 5277 needs it, because replayed
+    notifications must follow the ``<create-subscription>`` reply.
     """
 
     content: list[etree._Element] | None = None
+    serialized: str | None = None
     after_send: Callable[[], None] | None = None
     close_session: bool = False
 
@@ -566,7 +569,10 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             log.exception("session %s: handler failed on <%s>", self._sid, operations[0].tag)
             self._send_error_reply(root, RpcError.operation_failed(f"internal error while handling the request: {exc}"))
             return
-        self._send_reply(root, reply.content)
+        if reply.serialized is not None:
+            self._send_serialized_reply(root, reply.serialized)
+        else:
+            self._send_reply(root, reply.content)
         if reply.after_send is not None:
             reply.after_send()
         if reply.close_session:
@@ -587,6 +593,14 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         else:
             reply.extend(content)
         self.send_message(etree.tostring(reply, encoding="unicode"))
+
+    def _send_serialized_reply(self, rpc: etree._Element, children: str) -> None:
+        # The empty <rpc-reply .../> carries the rpc's attributes, escaped by
+        # lxml; the children (self-contained, with their own namespace
+        # declarations) go between its tags without being parsed again.
+        empty = etree.tostring(self._reply_element(rpc), encoding="unicode")
+        assert empty.endswith("/>")
+        self.send_message(f"{empty[:-2]}>{children}</rpc-reply>")
 
     def _send_error_reply(self, rpc: etree._Element | None, error: RpcError) -> None:
         reply = self._reply_element(rpc)

@@ -190,6 +190,19 @@ class Operations:
         top.extend(e for e in extra if scope.wants(e))
         return self.authorizer.read_view(principal, top)
 
+    def data_version(self) -> tuple[int, int, int]:
+        """A value that changes whenever what `read` returns may change (for a face's reply memo).
+
+        Covers config commits (the datastore), task state (status and result,
+        ``config false``, which change without a commit) and the schema
+        templates. Each part is bumped after its change is visible, so a
+        reply built after reading version v holds data at least as new as v.
+        The profile and the face's own extra trees do not change while the
+        agent runs.
+        """
+        schemas = self.schemas.version if self.schemas is not None else -1
+        return (self.datastore.version, self.tasks.version, schemas)
+
     def keys_of(self, element: etree._Element) -> tuple[str, ...]:
         """List key names when ``element`` is a list entry of the data tree, else () (for filters)."""
         return self.datastore.keys_of(element)
