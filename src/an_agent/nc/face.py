@@ -227,8 +227,10 @@ class NetconfFace:
             nc_state.event_filter(flt, self.operations.keys_of),
             _time_param(operation, "startTime"),
             _time_param(operation, "stopTime"),
+            # Equal filter elements (with the prefixes in scope) select the same events.
+            filter_key=("no filter",) if flt is None else request_key(flt),
         )
-        subscription = self.operations.subscribe(principal, session.session_id, request, session.send_notification)
+        subscription = self.operations.subscribe(principal, session.session_id, request, session)
         return Reply(after_send=subscription.start)
 
     # -- an-agent-schema --------------------------------------------------------

@@ -91,6 +91,19 @@ class Session(Protocol):
         """Send one ``<notification>`` message (already serialised) on this session."""
         ...
 
+    @property
+    def encoding(self) -> str:
+        """The session's framing, "1.0" or "1.1" (sessions with equal framing encode alike)."""
+        ...
+
+    def encode(self, message: str) -> bytes:
+        """One message as the framed bytes `send_encoded` writes (XML declaration and framing)."""
+        ...
+
+    def send_encoded(self, data: bytes) -> None:
+        """Write bytes made by `encode` (of this or any session with the same `encoding`)."""
+        ...
+
     def close(self) -> None:
         """Close the session (its transport); idempotent."""
         ...
@@ -409,6 +422,14 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
         return bytes(chunk)
 
 
+def frame(message: str, chunked: bool) -> bytes:
+    """``message`` framed for the wire: one RFC 6242 chunk (base:1.1) or the ``]]>]]>`` end marker (1.0)."""
+    data = message.encode("utf-8")
+    if chunked:
+        return b"\n#%d\n%s\n##\n" % (len(data), data)
+    return data + b"]]>]]>"
+
+
 def rpc_error_element(error: RpcError) -> etree._Element:
     """Serialise one `RpcError` as ``<rpc-error>`` with RFC 6241's child order."""
     err = etree.Element(_NC + "rpc-error", nsmap=default_ns(NC_NS))
@@ -474,6 +495,25 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
     def send_notification(self, xml: str) -> None:
         self.last_activity = time.monotonic()
         self.send_message(xml)
+
+    @property
+    def encoding(self) -> str:
+        return "1.1" if self.new_framing else "1.0"
+
+    def encode(self, message: str) -> bytes:
+        return frame(nc_base.XML_HEADER + message, self.new_framing)
+
+    def send_encoded(self, data: bytes) -> None:
+        self.last_activity = time.monotonic()
+        with self._send_lock:
+            stream = self.pkt_stream
+            if stream is None or stream.stream is None:
+                return
+            try:
+                stream.stream.sendall(data)
+            except (OSError, EOFError, paramiko.SSHException) as exc:
+                log.info("session %s: send failed (%r); closing", self._sid, exc)
+                threading.Thread(target=self.close, daemon=True).start()
 
     def close(self) -> None:
         # The peer or the transport may already be gone: nothing left to tell it then.

@@ -40,7 +40,7 @@ from an_agent.runtime.admission import DATA_PARAMS_TAG, TASK_ID_TAG, TASK_TAG, T
 from an_agent.runtime.behaviour import AgentInfo, Behaviour
 from an_agent.runtime.datastore import Datastore
 from an_agent.runtime.edit import YangSchema
-from an_agent.runtime.notifications import NotificationBus, Subscription
+from an_agent.runtime.notifications import EventSink, NotificationBus, Subscription
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
     AssignTask,
@@ -260,9 +260,13 @@ class Operations:
         return self.behaviour.negotiate(request, task)
 
     def subscribe(
-        self, principal: Principal, session_id: int, request: Subscribe, send: Callable[[str], None]
+        self, principal: Principal, session_id: int, request: Subscribe, send: EventSink | Callable[[str], None]
     ) -> Subscription:
         """taskResultSubscribe: events of the durable log from ``start_time``, then live ones, to ``send``.
+
+        ``send`` is the session's `EventSink` or a function taking each
+        notification as text. Subscribers with the same principal and
+        ``request.filter_key`` share one filter decision per live event.
 
         One subscription per session; it ends with the session. Call
         `Subscription.start` once the caller has answered the request (replay
@@ -282,8 +286,10 @@ class Operations:
         def event_filter(event: etree._Element) -> bool:
             return self.authorizer.may_receive(principal, event) and (wanted is None or wanted(event))
 
+        # The read view is the principal's: NACM decides per user and group.
+        view = None if request.filter_key is None else (principal, request.filter_key)
         return self.sessions.subscribe(
-            session_id, lambda ended: self.bus.subscribe(send, event_filter, start, stop, ended)
+            session_id, lambda ended: self.bus.subscribe(send, event_filter, start, stop, ended, view)
         )
 
     def _schema_service(self) -> SchemaService:
