@@ -109,6 +109,24 @@ class Session(Protocol):
         ...
 
 
+class ByteStream(Protocol):
+    """A session's duplex byte stream: a paramiko channel, or one handed over by sshd (`an_agent.nc.sshd`)."""
+
+    def recv(self, size: int) -> bytes:
+        """Up to ``size`` bytes; b"" at the end of the stream."""
+        ...
+
+    def sendall(self, data: bytes) -> None: ...
+
+    def close(self) -> None:
+        """Close both directions; idempotent."""
+        ...
+
+
+class _Closeable(Protocol):
+    def close(self) -> None: ...
+
+
 @dataclass
 class Reply:
     """A handler's answer: the children of ``<rpc-reply>`` (None means ``<ok/>``).
@@ -337,7 +355,7 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
 
     rbuffer: bytes
 
-    def __init__(self, stream: paramiko.Channel, max_message: int) -> None:
+    def __init__(self, stream: ByteStream, max_message: int) -> None:
         super().__init__(stream, nc_base.MAXSSHBUF, False)
         self.max_message = max_message
         self._chunk_overflow = False
@@ -457,11 +475,12 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
 
     def __init__(
         self,
-        channel: paramiko.Channel,
+        channel: ByteStream,
         server: NetconfSshServer,
         session_id: int,
         username: str,
         peer: str,
+        release: Callable[[], None],
     ) -> None:
         self.server = server
         self.handler = server.handler
@@ -472,6 +491,7 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self._closed_once = threading.Event()
         self._sid = session_id
         self._channel = channel
+        self._release = release  # closes what carries the stream (the SSH transport), after the session
         self.last_activity = time.monotonic()
         """Monotonic time of the last message received or notification sent (for the idle timeout)."""
         super().__init__(channel, False, session_id)
@@ -677,7 +697,8 @@ class NetconfSshServer:
         self.hello_timeout = hello_timeout
         self.idle_timeout = idle_timeout  # 0 disables it
         self.login_throttle = LoginThrottle()
-        self._pending: dict[paramiko.Transport, float] = {}  # connections before their session, by deadline
+        # Connections before their session: deadline and peer, by what to close when it passes.
+        self._pending: dict[_Closeable, tuple[float, str]] = {}
         self._lock = threading.Lock()
         self._sessions: dict[int, NetconfSession] = {}
         self._transports: set[paramiko.Transport] = set()
@@ -765,15 +786,14 @@ class NetconfSshServer:
         while not self._stopping.wait(period):
             now = time.monotonic()
             with self._lock:
-                late = [t for t, deadline in self._pending.items() if deadline <= now]
-                for transport in late:
+                late = [(t, peer) for t, (deadline, peer) in self._pending.items() if deadline <= now]
+                for transport, _ in late:
                     del self._pending[transport]
                 idle = []
                 if self.idle_timeout:
                     idle = [s for s in self._sessions.values() if now - s.last_activity >= self.idle_timeout]
-            for transport in late:
-                peer = transport.getpeername() if transport.sock is not None else ("?", 0)
-                log.info("closing connection from %s: no NETCONF hello within %g s", peer[0], self.hello_timeout)
+            for transport, peer in late:
+                log.info("closing connection from %s: no NETCONF hello within %g s", peer, self.hello_timeout)
                 transport.close()
             for session in idle:
                 log.info(
@@ -793,7 +813,14 @@ class NetconfSshServer:
         auth = _SshAuth(self.credentials, peer, self.login_throttle)
         with self._lock:
             self._transports.add(transport)
-            self._pending[transport] = time.monotonic() + self.hello_timeout
+            self._pending[transport] = (time.monotonic() + self.hello_timeout, peer)
+
+        def release() -> None:
+            transport.close()
+            with self._lock:
+                self._transports.discard(transport)
+                self._pending.pop(transport, None)
+
         try:
             transport.start_server(server=auth)
             channel = transport.accept(timeout=30)
@@ -801,12 +828,31 @@ class NetconfSshServer:
                 raise EOFError("client opened no channel within 30 s")
             if not auth.subsystem_requested.wait(timeout=30):
                 raise EOFError("client did not request the netconf subsystem")
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            log.info("connection from %s ended before a session opened: %s", peer, exc)
+            release()
+            return
+        self.serve_stream(channel, auth.username, peer, transport, release)
+
+    def serve_stream(
+        self, stream: ByteStream, username: str, peer: str, pending: _Closeable, release: Callable[[], None]
+    ) -> None:
+        """Run a NETCONF session for ``username`` (already authenticated) on ``stream``; returns after the hello.
+
+        ``pending`` is closed if the hello has not completed within the hello
+        timeout (it must be in the pending table already, or is put there
+        now); ``release`` runs once when the session or the attempt ends.
+        Called on a thread of the caller's, one per connection.
+        """
+        with self._lock:
+            self._pending.setdefault(pending, (time.monotonic() + self.hello_timeout, peer))
+        try:
             with self._lock:
                 if len(self._sessions) >= self.max_sessions:
                     raise EOFError(f"session limit {self.max_sessions} reached")
                 session_id = self._next_session_id
                 self._next_session_id += 1
-            session = NetconfSession(channel, self, session_id, auth.username, peer)
+            session = NetconfSession(stream, self, session_id, username, peer, release)
             with self._lock:
                 self._sessions[session_id] = session
             # Known to the handler before the hello goes out: a client may send
@@ -814,13 +860,12 @@ class NetconfSshServer:
             self.handler.session_opened(session)
             session._open_session(True)  # on failure it closes, which tells the handler
             with self._lock:
-                self._pending.pop(transport, None)
+                self._pending.pop(pending, None)
         except (paramiko.SSHException, EOFError, OSError, SessionError, ChannelClosed, etree.XMLSyntaxError) as exc:
             log.info("connection from %s ended before a session opened: %s", peer, exc)
-            transport.close()
             with self._lock:
-                self._transports.discard(transport)
-                self._pending.pop(transport, None)
+                self._pending.pop(pending, None)
+            release()
 
     def _session_ended(self, session: NetconfSession) -> None:
         with self._lock:
@@ -829,8 +874,4 @@ class NetconfSshServer:
             try:
                 self.handler.session_closed(session)
             finally:
-                transport = session._channel.get_transport()
-                if transport is not None:
-                    transport.close()
-                    with self._lock:
-                        self._transports.discard(transport)
+                session._release()
