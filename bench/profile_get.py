@@ -26,11 +26,12 @@ from pathlib import Path
 
 from bench import data
 from bench.ours import AgentProcess
+from bench.target import Target
 
 TASKS = 100
 
 
-def _loop(agent: AgentProcess, body: str, stop: threading.Event, counter: list[int]) -> None:
+def _loop(agent: Target, body: str, stop: threading.Event, counter: list[int]) -> None:
     with agent.connect() as session:
         while not stop.is_set():
             session.request(body)
@@ -66,18 +67,22 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seconds", type=float, default=15.0, help="how long to sample (default 15)")
     parser.add_argument("--request", choices=("profile", "tasks"), default="profile", help="which request to loop")
     parser.add_argument("--top", type=int, default=25, help="functions to list (default 25)")
+    parser.add_argument(
+        "--path", choices=("paramiko", "sshd"), default="paramiko", help="SSH in the agent, or the agent's sshd"
+    )
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
         print("profile_get: py-spy not found (pip install py-spy==0.4.3)", file=sys.stderr)
         return 2
     body = data.GET_PROFILE if args.request == "profile" else data.GET_CONFIG_TASKS
-    with AgentProcess(data.profile_json()) as agent, tempfile.TemporaryDirectory() as tmp:
+    with AgentProcess(data.profile_json(), sshd=args.path == "sshd") as agent, tempfile.TemporaryDirectory() as tmp:
         if args.request == "tasks":
             with agent.connect() as session:
                 session.request(data.edit_config(data.tasks_xml(TASKS)))
         stop, counter = threading.Event(), [0]
-        client = threading.Thread(target=_loop, args=(agent, body, stop, counter), daemon=True)
+        target: Target = agent.sshd_target() if args.path == "sshd" else agent
+        client = threading.Thread(target=_loop, args=(target, body, stop, counter), daemon=True)
         client.start()
         time.sleep(1.0)  # warm-up
         raw = Path(tmp) / "raw.txt"
@@ -92,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
         rate = (counter[0] - done) / (time.monotonic() - began)
         stop.set()
         client.join(timeout=10)
-        print(f"{args.request}: {rate:.0f} requests/s while sampled (one session)")
+        print(f"{args.request} over {args.path}: {rate:.0f} requests/s while sampled (one session)")
         print(_summarise(raw, args.top))
     return 0
 

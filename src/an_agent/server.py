@@ -33,7 +33,7 @@ from an_agent.errors import ConfigError
 from an_agent.model import AgentProfile
 from an_agent.nc.face import NetconfFace
 from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_host_key
-from an_agent.nc.sshd import SshdTransport
+from an_agent.nc.sshd import SshdTransport, service_account
 from an_agent.runtime.authorization import NacmAuthorizer
 from an_agent.runtime.behaviour import Behaviour
 from an_agent.runtime.operations import Operations
@@ -207,14 +207,12 @@ class AgentServer:
 
     def _keys_by_user(self) -> dict[str, list[str]]:
         """Public key lines per user for the sshd path; ``--authorized-keys`` keys log in as the agent's account."""
-        import getpass
-
         keys = {
             user: [f"{k.get_name()} {k.get_base64()}" for k in pkeys]
             for user, pkeys in self.credentials.user_keys.items()
         }
         if self.credentials.authorized_keys:
-            keys.setdefault(getpass.getuser(), []).extend(
+            keys.setdefault(service_account(), []).extend(
                 f"{k.get_name()} {k.get_base64()}" for k in self.credentials.authorized_keys
             )
         return {user: lines for user, lines in keys.items() if lines}

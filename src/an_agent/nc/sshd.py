@@ -23,6 +23,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import pwd
 import re
 import select
 import shutil
@@ -136,7 +137,7 @@ class SshdTransport:
         self.dir = state_dir / "sshd"
         self.host = host
         self.port = port
-        self.account = _account()
+        self.account = service_account()
         self._keys_by_user = keys_by_user
         self.socket_path = self.dir / "netconf.sock"
         self._listener: socket.socket | None = None
@@ -296,9 +297,8 @@ class SshdTransport:
         return config
 
 
-def _account() -> str:
-    import pwd
-
+def service_account() -> str:
+    """The system account every sshd-path user logs in as: the one the agent runs as."""
     return pwd.getpwuid(os.geteuid()).pw_name
 
 
