@@ -9,6 +9,8 @@ brings up many at once for the agents-per-machine benchmark.
 
 from __future__ import annotations
 
+import os
+import pwd
 import re
 import shutil
 import subprocess
@@ -26,14 +28,18 @@ USER, PASSWORD = "admin", "admin"
 # The CLI is a package without __main__: call its entry point the way the console script does.
 _CLI = [sys.executable, "-c", "import sys; from an_agent.cli import main; sys.exit(main())"]
 _SERVING = re.compile(r"serving .* on [^ ]+:(\d+)")
+_SSHD = re.compile(r"NETCONF by sshd at [^ ]+:(\d+)")
 
 
 class AgentProcess:
     """One `an-agent serve` process on 127.0.0.1 with its own temporary state directory."""
 
-    def __init__(self, profile_json: str | None = None, start_timeout: float = 60.0) -> None:
+    def __init__(self, profile_json: str | None = None, start_timeout: float = 60.0, sshd: bool = False) -> None:
+        """``sshd``: also serve through the agent's own OpenSSH sshd (`sshd_target`), with a generated key."""
         self.host = "127.0.0.1"
         self.port = 0
+        self.sshd = sshd
+        self.sshd_port = 0
         self.profile_json = profile_json
         self.start_timeout = start_timeout
         self._credentials = Credentials(USER, password=PASSWORD)
@@ -61,6 +67,14 @@ class AgentProcess:
             "--schemas",
             "off",
         ]
+        if self.sshd:
+            key = self.workdir / "client_key"
+            subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(key)], check=True)
+            users = self.workdir / "users.yaml"
+            public = key.with_suffix(".pub").read_text().strip()
+            users.write_text(f"users:\n  - name: {USER}\n    groups: [admin]\n    authorized-keys: ['{public}']\n")
+            users.chmod(0o600)
+            argv += ["--users", str(users), "--sshd-port", "0"]
         if self.profile_json is not None:
             profile = self.workdir / "profile.json"
             profile.write_text(self.profile_json)
@@ -80,6 +94,8 @@ class AgentProcess:
                 raise BenchError(f"an-agent serve exited ({self._proc.returncode}): {self.log_tail()}")
             if not self.port:
                 self.port = self._announced_port()
+                if self.sshd:
+                    self.sshd_port = self._announced_port(_SSHD)
                 if not self.port:
                     time.sleep(0.05)
                     continue
@@ -90,11 +106,19 @@ class AgentProcess:
                 time.sleep(0.05)
         raise BenchError(f"an-agent serve did not answer within {self.start_timeout} s: {self.log_tail()}")
 
-    def _announced_port(self) -> int:
+    def _announced_port(self, pattern: re.Pattern[str] = _SERVING) -> int:
         # `an-agent serve --port 0` picks a free port and says "serving NAME on HOST:PORT" on stderr.
         assert self.workdir is not None
-        match = _SERVING.search((self.workdir / "serve.log").read_text(errors="replace"))
+        match = pattern.search((self.workdir / "serve.log").read_text(errors="replace"))
         return int(match.group(1)) if match else 0
+
+    def sshd_target(self) -> SshdPath:
+        """The same agent reached through its sshd (key login as this account, mapped to user admin)."""
+        if not self.sshd or not self.sshd_port or self.workdir is None:
+            raise BenchError("the agent was not started with its sshd")
+        # sshd logs in the account the agent runs as (ours); the key says which agent user it is.
+        account = pwd.getpwuid(os.geteuid()).pw_name
+        return SshdPath(self, self.sshd_port, Credentials(account, key_file=self.workdir / "client_key"))
 
     def start(self) -> AgentProcess:
         """Launch and wait until ready; stops the process if that fails."""
@@ -150,6 +174,27 @@ class AgentProcess:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+
+class SshdPath:
+    """An `AgentProcess` as reached through its sshd: another port and key login, the same processes."""
+
+    def __init__(self, agent: AgentProcess, port: int, credentials: Credentials) -> None:
+        self.agent = agent
+        self.host = agent.host
+        self.port = port
+        self._credentials = credentials
+
+    @property
+    def credentials(self) -> Credentials:
+        return self._credentials
+
+    def connect(self, timeout: float = 30.0) -> Session:
+        return Session.connect(self.host, self.port, self._credentials, timeout=timeout)
+
+    def pids(self) -> list[int]:
+        """The agent, its sshd and every per-connection sshd process and bridge."""
+        return self.agent.pids()
 
 
 def start_fleet(count: int, profile_json: str | None = None) -> tuple[list[AgentProcess], float]:

@@ -33,6 +33,7 @@ from an_agent.errors import ConfigError
 from an_agent.model import AgentProfile
 from an_agent.nc.face import NetconfFace
 from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_host_key
+from an_agent.nc.sshd import SshdTransport, service_account
 from an_agent.runtime.authorization import NacmAuthorizer
 from an_agent.runtime.behaviour import Behaviour
 from an_agent.runtime.large_data import DataPolicy
@@ -110,6 +111,8 @@ class ServerConfig:
     """Directories of operators' own templates (``*.json``), served beside the shipped ones; checked at start."""
     a2a_port: int | None = None
     """Also serve the A2A v1 face (JSON-RPC, same users and tasks) on this port (0: a free one); None: NETCONF only."""
+    sshd_port: int | None = None
+    """Also serve NETCONF through a private OpenSSH sshd on this port (0: a free one; key login only); None: off."""
     """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
 
     def load_user_db(self) -> UserDb:
@@ -201,6 +204,11 @@ class AgentServer:
             hello_timeout=config.hello_timeout,
             idle_timeout=config.idle_timeout,
         )
+        self.sshd: SshdTransport | None = None
+        if config.sshd_port is not None:
+            self.sshd = SshdTransport(
+                self._listener, config.state_dir, config.host, config.sshd_port, self._keys_by_user()
+            )
         self._started = False
         self.a2a: A2AServer | None = None
 
@@ -210,6 +218,18 @@ class AgentServer:
         if identity is None:
             return Principal.authenticated(user)
         return Principal(user, identity.groups, identity.agents)
+
+    def _keys_by_user(self) -> dict[str, list[str]]:
+        """Public key lines per user for the sshd path; ``--authorized-keys`` keys log in as the agent's account."""
+        keys = {
+            user: [f"{k.get_name()} {k.get_base64()}" for k in pkeys]
+            for user, pkeys in self.credentials.user_keys.items()
+        }
+        if self.credentials.authorized_keys:
+            keys.setdefault(service_account(), []).extend(
+                f"{k.get_name()} {k.get_base64()}" for k in self.credentials.authorized_keys
+            )
+        return {user: lines for user, lines in keys.items() if lines}
 
     def _schema_admins(self) -> list[str]:
         """Users who may decide schema patches: ``--user`` logins and users-file members of admin/schema-admin."""
@@ -228,6 +248,12 @@ class AgentServer:
 
     def start(self) -> AgentServer:
         self._listener.start()
+        if self.sshd is not None:
+            try:
+                self.sshd.start()
+            except BaseException:
+                self._listener.stop()
+                raise
         self.operations.start()
         if self.config.a2a_port is not None:
             from an_agent.a2a.server import A2AServer  # a2a-sdk and uvicorn only when the face is wanted
@@ -253,6 +279,8 @@ class AgentServer:
         self._started = False
         if self.a2a is not None:
             self.a2a.stop()
+        if self.sshd is not None:
+            self.sshd.stop()
         self._listener.stop()
         self.operations.close()
         self.store.close()

@@ -138,6 +138,14 @@ def register(subparsers: Any) -> None:
         help="also serve the A2A v1 face (JSON-RPC, agent card at /.well-known/agent-card.json, HTTP Basic with "
         "the same users) on this port of --host (0 picks a free one)",
     )
+    parser.add_argument(
+        "--sshd-port",
+        type=int,
+        metavar="PORT",
+        help="also serve NETCONF through a private OpenSSH sshd on this port of --host (0 picks a free one): "
+        "SSH in C, a process per connection, faster with many sessions; public-key login only (users-file "
+        "authorized-keys), every user mapped onto the account the agent runs as; needs /usr/sbin/sshd",
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.set_defaults(handler=run)
 
@@ -240,6 +248,7 @@ def run(args: argparse.Namespace) -> int:
         schema_approval=args.schema_approval,
         templates=args.templates,
         a2a_port=args.a2a_port,
+        sshd_port=args.sshd_port,
     )
     server = AgentServer(config)
     if server.notice:
@@ -249,8 +258,10 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     server.start()
     a2a = f", A2A on http://{server.host}:{server.a2a.port}/" if server.a2a is not None else ""
+    # No " on " before the sshd address: scripts read the NETCONF port from the first "on HOST:PORT".
+    sshd = f", NETCONF by sshd at {server.host}:{server.sshd.port}" if server.sshd is not None else ""
     print(
-        f"an-agent: serving {server.profile.name} on {server.host}:{server.port}{a2a} "
+        f"an-agent: serving {server.profile.name} on {server.host}:{server.port}{a2a}{sshd} "
         f"(state in {args.state_dir}); Ctrl-C to stop",
         file=sys.stderr,
         flush=True,

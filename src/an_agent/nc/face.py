@@ -32,6 +32,7 @@ from an_agent.model import (
     NegotiationRequest,
 )
 from an_agent.nc import state as nc_state
+from an_agent.nc.reply_cache import ReplyCache, request_key
 from an_agent.nc.server import Reply, Session
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
@@ -69,6 +70,8 @@ class NetconfFace:
         self._principal_of = principal_of or Principal.authenticated
         self._namespaces = {m.name: m.namespace for m in operations.modules()}
         self._monitoring = nc_state.netconf_state([*_BASE_VERSIONS, *self.capabilities()], operations.modules())
+        self.replies = ReplyCache()
+        """Serialised ``<get>``/``<get-config>`` replies by data version, read view and request."""
 
     # -- RpcHandler -----------------------------------------------------------
     def capabilities(self) -> list[str]:
@@ -131,23 +134,48 @@ class NetconfFace:
     # -- data -----------------------------------------------------------------
     def _get(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"filter", "with-defaults"})
-        flt = operation.find(_NC + "filter")
-        scope = nc_state.read_scope(flt)
-        extra = [self._monitoring]
-        if scope.wants_name(NETMOD_NOTIFICATION_NS, "netconf"):
-            extra.append(nc_state.streams(self.operations.log_created))
-        if scope.wants_name(NACM_NS, "nacm"):
-            extra.append(nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces))
-        data = self.operations.read(principal, scope, extra=extra)
-        return Reply([nc_state.data_reply(nc_state.filtered(flt, data, self.operations.keys_of))])
+
+        def build() -> list[etree._Element]:
+            flt = operation.find(_NC + "filter")
+            scope = nc_state.read_scope(flt)
+            extra = [self._monitoring]
+            if scope.wants_name(NETMOD_NOTIFICATION_NS, "netconf"):
+                extra.append(nc_state.streams(self.operations.log_created))
+            if scope.wants_name(NACM_NS, "nacm"):
+                extra.append(nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces))
+            data = self.operations.read(principal, scope, extra=extra)
+            return nc_state.filtered(flt, data, self.operations.keys_of)
+
+        # /nacm carries denial counters that change without a data version: never memoised.
+        if nc_state.read_scope(operation.find(_NC + "filter")).wants_name(NACM_NS, "nacm"):
+            return Reply([nc_state.data_reply(build())])
+        return self._memo(principal, operation, build)
 
     def _get_config(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"source", "filter", "with-defaults"})
         _datastore_name(operation, "source")
-        flt = operation.find(_NC + "filter")
-        extra = [nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces, config_only=True)]
-        data = self.operations.read(principal, nc_state.read_scope(flt), config_only=True, extra=extra)
-        return Reply([nc_state.data_reply(nc_state.filtered(flt, data, self.operations.keys_of))])
+
+        def build() -> list[etree._Element]:
+            flt = operation.find(_NC + "filter")
+            extra = [nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces, config_only=True)]
+            data = self.operations.read(principal, nc_state.read_scope(flt), config_only=True, extra=extra)
+            return nc_state.filtered(flt, data, self.operations.keys_of)
+
+        return self._memo(principal, operation, build)
+
+    def _memo(
+        self, principal: Principal, operation: etree._Element, build: Callable[[], list[etree._Element]]
+    ) -> Reply:
+        """The ``<data>`` reply from the memo, or built by ``build`` (read, NACM view, filter) and kept."""
+        # The version is read before the data (see ReplyCache.get_or_build).
+        version = self.operations.data_version()
+        text = self.replies.get_or_build(
+            version,
+            principal,
+            request_key(operation),
+            lambda: etree.tostring(nc_state.data_reply(build()), encoding="unicode"),
+        )
+        return Reply(serialized=text)
 
     def _edit_config(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"target", "default-operation", "test-option", "error-option", "config", "url"})
@@ -210,8 +238,10 @@ class NetconfFace:
             nc_state.event_filter(flt, self.operations.keys_of),
             _time_param(operation, "startTime"),
             _time_param(operation, "stopTime"),
+            # Equal filter elements (with the prefixes in scope) select the same events.
+            filter_key=("no filter",) if flt is None else request_key(flt),
         )
-        subscription = self.operations.subscribe(principal, session.session_id, request, session.send_notification)
+        subscription = self.operations.subscribe(principal, session.session_id, request, session)
         return Reply(after_send=subscription.start)
 
     # -- an-agent-schema --------------------------------------------------------

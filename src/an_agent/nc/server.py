@@ -92,21 +92,55 @@ class Session(Protocol):
         """Send one ``<notification>`` message (already serialised) on this session."""
         ...
 
+    @property
+    def encoding(self) -> str:
+        """The session's framing, "1.0" or "1.1" (sessions with equal framing encode alike)."""
+        ...
+
+    def encode(self, message: str) -> bytes:
+        """One message as the framed bytes `send_encoded` writes (XML declaration and framing)."""
+        ...
+
+    def send_encoded(self, data: bytes) -> None:
+        """Write bytes made by `encode` (of this or any session with the same `encoding`)."""
+        ...
+
     def close(self) -> None:
         """Close the session (its transport); idempotent."""
         ...
+
+
+class ByteStream(Protocol):
+    """A session's duplex byte stream: a paramiko channel, or one handed over by sshd (`an_agent.nc.sshd`)."""
+
+    def recv(self, size: int) -> bytes:
+        """Up to ``size`` bytes; b"" at the end of the stream."""
+        ...
+
+    def sendall(self, data: bytes) -> None: ...
+
+    def close(self) -> None:
+        """Close both directions; idempotent."""
+        ...
+
+
+class _Closeable(Protocol):
+    def close(self) -> None: ...
 
 
 @dataclass
 class Reply:
     """A handler's answer: the children of ``<rpc-reply>`` (None means ``<ok/>``).
 
-    ``after_send`` runs once the reply is on the wire, on the session's reader
-    thread; RFC 5277 needs it, because replayed notifications must follow the
-    ``<create-subscription>`` reply.
+    ``serialized`` is the same as ``content`` already turned into XML text (a
+    memo of replies, `an_agent.nc.reply_cache`); when set, ``content`` is
+    ignored. ``after_send`` runs once the reply is on the wire, on the
+    session's reader thread; RFC 5277 needs it, because replayed
+    notifications must follow the ``<create-subscription>`` reply.
     """
 
     content: list[etree._Element] | None = None
+    serialized: str | None = None
     after_send: Callable[[], None] | None = None
     close_session: bool = False
 
@@ -338,7 +372,7 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
 
     rbuffer: bytes
 
-    def __init__(self, stream: paramiko.Channel, max_message: int) -> None:
+    def __init__(self, stream: ByteStream, max_message: int) -> None:
         super().__init__(stream, nc_base.MAXSSHBUF, False)
         self.max_message = max_message
         self._chunk_overflow = False
@@ -423,6 +457,14 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
         return bytes(chunk)
 
 
+def frame(message: str, chunked: bool) -> bytes:
+    """``message`` framed for the wire: one RFC 6242 chunk (base:1.1) or the ``]]>]]>`` end marker (1.0)."""
+    data = message.encode("utf-8")
+    if chunked:
+        return b"\n#%d\n%s\n##\n" % (len(data), data)
+    return data + b"]]>]]>"
+
+
 def rpc_error_element(error: RpcError) -> etree._Element:
     """Serialise one `RpcError` as ``<rpc-error>`` with RFC 6241's child order."""
     err = etree.Element(_NC + "rpc-error", nsmap=default_ns(NC_NS))
@@ -450,11 +492,12 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
 
     def __init__(
         self,
-        channel: paramiko.Channel,
+        channel: ByteStream,
         server: NetconfSshServer,
         session_id: int,
         username: str,
         peer: str,
+        release: Callable[[], None],
     ) -> None:
         self.server = server
         self.handler = server.handler
@@ -465,6 +508,7 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self._closed_once = threading.Event()
         self._sid = session_id
         self._channel = channel
+        self._release = release  # closes what carries the stream (the SSH transport), after the session
         self.last_activity = time.monotonic()
         """Monotonic time of the last message received or notification sent (for the idle timeout)."""
         super().__init__(channel, False, session_id)
@@ -488,6 +532,25 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
     def send_notification(self, xml: str) -> None:
         self.last_activity = time.monotonic()
         self.send_message(xml)
+
+    @property
+    def encoding(self) -> str:
+        return "1.1" if self.new_framing else "1.0"
+
+    def encode(self, message: str) -> bytes:
+        return frame(nc_base.XML_HEADER + message, self.new_framing)
+
+    def send_encoded(self, data: bytes) -> None:
+        self.last_activity = time.monotonic()
+        with self._send_lock:
+            stream = self.pkt_stream
+            if stream is None or stream.stream is None:
+                return
+            try:
+                stream.stream.sendall(data)
+            except (OSError, EOFError, paramiko.SSHException) as exc:
+                log.info("session %s: send failed (%r); closing", self._sid, exc)
+                threading.Thread(target=self.close, daemon=True).start()
 
     def close(self) -> None:
         # The peer or the transport may already be gone: nothing left to tell it then.
@@ -583,7 +646,10 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             log.exception("session %s: handler failed on <%s>", self._sid, operations[0].tag)
             self._send_error_reply(root, RpcError.operation_failed(f"internal error while handling the request: {exc}"))
             return
-        self._send_reply(root, reply.content)
+        if reply.serialized is not None:
+            self._send_serialized_reply(root, reply.serialized)
+        else:
+            self._send_reply(root, reply.content)
         if reply.after_send is not None:
             reply.after_send()
         if reply.close_session:
@@ -604,6 +670,14 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         else:
             reply.extend(content)
         self.send_message(etree.tostring(reply, encoding="unicode"))
+
+    def _send_serialized_reply(self, rpc: etree._Element, children: str) -> None:
+        # The empty <rpc-reply .../> carries the rpc's attributes, escaped by
+        # lxml; the children (self-contained, with their own namespace
+        # declarations) go between its tags without being parsed again.
+        empty = etree.tostring(self._reply_element(rpc), encoding="unicode")
+        assert empty.endswith("/>")
+        self.send_message(f"{empty[:-2]}>{children}</rpc-reply>")
 
     def _send_error_reply(self, rpc: etree._Element | None, error: RpcError) -> None:
         reply = self._reply_element(rpc)
@@ -640,7 +714,8 @@ class NetconfSshServer:
         self.hello_timeout = hello_timeout
         self.idle_timeout = idle_timeout  # 0 disables it
         self.login_throttle = LoginThrottle()
-        self._pending: dict[paramiko.Transport, float] = {}  # connections before their session, by deadline
+        # Connections before their session: deadline and peer, by what to close when it passes.
+        self._pending: dict[_Closeable, tuple[float, str]] = {}
         self._lock = threading.Lock()
         self._sessions: dict[int, NetconfSession] = {}
         self._transports: set[paramiko.Transport] = set()
@@ -728,17 +803,16 @@ class NetconfSshServer:
         while not self._stopping.wait(period):
             now = time.monotonic()
             with self._lock:
-                late = [t for t, deadline in self._pending.items() if deadline <= now]
-                for transport in late:
+                late = [(t, peer) for t, (deadline, peer) in self._pending.items() if deadline <= now]
+                for transport, _ in late:
                     del self._pending[transport]
                 quiet = []
                 if self.idle_timeout:
                     quiet = [s for s in self._sessions.values() if now - s.last_activity >= self.idle_timeout]
             # Asked outside our lock: the handler takes its own session table's lock.
             idle = [s for s in quiet if not self.handler.keeps_alive(s)]
-            for transport in late:
-                peer = transport.getpeername() if transport.sock is not None else ("?", 0)
-                log.info("closing connection from %s: no NETCONF hello within %g s", peer[0], self.hello_timeout)
+            for transport, peer in late:
+                log.info("closing connection from %s: no NETCONF hello within %g s", peer, self.hello_timeout)
                 transport.close()
             for session in idle:
                 log.info(
@@ -758,7 +832,14 @@ class NetconfSshServer:
         auth = _SshAuth(self.credentials, peer, self.login_throttle)
         with self._lock:
             self._transports.add(transport)
-            self._pending[transport] = time.monotonic() + self.hello_timeout
+            self._pending[transport] = (time.monotonic() + self.hello_timeout, peer)
+
+        def release() -> None:
+            transport.close()
+            with self._lock:
+                self._transports.discard(transport)
+                self._pending.pop(transport, None)
+
         try:
             transport.start_server(server=auth)
             channel = transport.accept(timeout=30)
@@ -766,12 +847,31 @@ class NetconfSshServer:
                 raise EOFError("client opened no channel within 30 s")
             if not auth.subsystem_requested.wait(timeout=30):
                 raise EOFError("client did not request the netconf subsystem")
+        except (paramiko.SSHException, EOFError, OSError) as exc:
+            log.info("connection from %s ended before a session opened: %s", peer, exc)
+            release()
+            return
+        self.serve_stream(channel, auth.username, peer, transport, release)
+
+    def serve_stream(
+        self, stream: ByteStream, username: str, peer: str, pending: _Closeable, release: Callable[[], None]
+    ) -> None:
+        """Run a NETCONF session for ``username`` (already authenticated) on ``stream``; returns after the hello.
+
+        ``pending`` is closed if the hello has not completed within the hello
+        timeout (it must be in the pending table already, or is put there
+        now); ``release`` runs once when the session or the attempt ends.
+        Called on a thread of the caller's, one per connection.
+        """
+        with self._lock:
+            self._pending.setdefault(pending, (time.monotonic() + self.hello_timeout, peer))
+        try:
             with self._lock:
                 if len(self._sessions) >= self.max_sessions:
                     raise EOFError(f"session limit {self.max_sessions} reached")
                 session_id = self._next_session_id
                 self._next_session_id += 1
-            session = NetconfSession(channel, self, session_id, auth.username, peer)
+            session = NetconfSession(stream, self, session_id, username, peer, release)
             with self._lock:
                 self._sessions[session_id] = session
             # Known to the handler before the hello goes out: a client may send
@@ -779,13 +879,12 @@ class NetconfSshServer:
             self.handler.session_opened(session)
             session._open_session(True)  # on failure it closes, which tells the handler
             with self._lock:
-                self._pending.pop(transport, None)
+                self._pending.pop(pending, None)
         except (paramiko.SSHException, EOFError, OSError, SessionError, ChannelClosed, etree.XMLSyntaxError) as exc:
             log.info("connection from %s ended before a session opened: %s", peer, exc)
-            transport.close()
             with self._lock:
-                self._transports.discard(transport)
-                self._pending.pop(transport, None)
+                self._pending.pop(pending, None)
+            release()
 
     def _session_ended(self, session: NetconfSession) -> None:
         with self._lock:
@@ -794,8 +893,4 @@ class NetconfSshServer:
             try:
                 self.handler.session_closed(session)
             finally:
-                transport = session._channel.get_transport()
-                if transport is not None:
-                    transport.close()
-                    with self._lock:
-                        self._transports.discard(transport)
+                session._release()

@@ -7,6 +7,14 @@ blocks: each subscription has a bounded queue (`DEFAULT_MAX_BACKLOG` events)
 and its own writer thread, so a subscriber that stops reading its session
 stalls only itself, never other subscribers nor the edit that published.
 
+Fan-out: an event is parsed, filtered, wrapped in ``<notification>`` and
+encoded once per distinct *view*, not once per subscriber. Subscriptions
+that declare the same view (the face's key for "same filter, same principal")
+share one filter decision per event, and sinks with the same ``encoding``
+(NETCONF 1.0 or 1.1 framing) share the encoded bytes; each subscriber's queue
+then holds bytes ready for its writer thread. A subscription without a view
+key gets its own decision (the A2A face filters per stream).
+
 Policy for a subscriber that falls behind: when its queue is full, the
 subscription is ended. Its queued events are dropped, a ``notificationComplete``
 (RFC 5277) is sent as soon as its session takes it, and a warning is logged
@@ -29,8 +37,9 @@ from __future__ import annotations
 import logging
 import threading
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
+from typing import Protocol
 
 from lxml import etree
 
@@ -61,6 +70,93 @@ class _Event:
     xml: str  # content element only
 
 
+@dataclass
+class _Queued:
+    """A live event as one subscriber will send it: already filtered, wrapped and encoded."""
+
+    seq: int
+    event_time: float
+    data: bytes
+
+
+class EventSink(Protocol):
+    """Where one subscription's messages go (a session of a face).
+
+    Sinks with equal ``encoding`` must turn a message into the same bytes
+    with `encode`, so that the bus encodes an event once for all of them.
+    """
+
+    @property
+    def encoding(self) -> Hashable:
+        """What `encode` depends on (e.g. the session's framing)."""
+        ...
+
+    def encode(self, message: str) -> bytes:
+        """``message`` (one serialised ``<notification>``) as the bytes `send_encoded` writes."""
+        ...
+
+    def send_encoded(self, data: bytes) -> None:
+        """Write bytes made by `encode` (called from the subscription's writer thread only)."""
+        ...
+
+
+class TextSink:
+    """An `EventSink` over a function that takes each message as text (faces without framing)."""
+
+    encoding: Hashable = "text/utf-8"
+
+    def __init__(self, send: Callable[[str], None]) -> None:
+        self._send = send
+
+    def encode(self, message: str) -> bytes:
+        return message.encode("utf-8")
+
+    def send_encoded(self, data: bytes) -> None:
+        self._send(data.decode("utf-8"))
+
+
+def _passes(event_filter: EventFilter | None, element: etree._Element) -> bool:
+    if event_filter is None:
+        return True
+    try:
+        return event_filter(element)
+    except Exception:  # a filter that cannot evaluate an event does not select it
+        log.debug("subscription filter failed on an event", exc_info=True)
+        return False
+
+
+class _Rendering:
+    """One live event on its way to every subscriber: parsed, filtered and encoded once per view.
+
+    Used only under the bus lock, by one thread; the parsed element is shared
+    read-only by the filters (which copy what they keep).
+    """
+
+    def __init__(self, event: _Event) -> None:
+        self.event = event
+        self._element: etree._Element | None = None
+        self._envelope: str | None = None
+        self._decisions: dict[Hashable, bool] = {}
+        self._encoded: dict[Hashable, bytes] = {}
+
+    def for_subscriber(self, view: Hashable, event_filter: EventFilter | None, sink: EventSink) -> bytes | None:
+        """The bytes to queue for a subscriber with this view and sink; None when its filter drops the event."""
+        passed = self._decisions.get(view)
+        if passed is None:
+            if self._element is None:
+                self._element = etree.fromstring(self.event.xml)
+            passed = self._decisions[view] = _passes(event_filter, self._element)
+        if not passed:
+            return None
+        key = sink.encoding
+        data = self._encoded.get(key)
+        if data is None:
+            if self._envelope is None:
+                self._envelope = envelope(self.event.event_time, self.event.xml)
+            data = self._encoded[key] = sink.encode(self._envelope)
+        return data
+
+
 def envelope(event_time: float, content_xml: str) -> str:
     """The ``<notification>`` message for one event."""
     return (
@@ -73,11 +169,16 @@ def _marker(event_time: float, name: str) -> str:
 
 
 class Subscription:
-    """One session's RFC 5277 subscription: a bounded queue and its own writer thread."""
+    """One session's RFC 5277 subscription: a bounded queue of encoded events and its own writer thread.
+
+    ``view`` identifies its filter and read view for sharing work across
+    subscribers (see the module docstring); subscriptions with equal views
+    must pass the same events.
+    """
 
     def __init__(
         self,
-        send: Callable[[str], None],
+        sink: EventSink,
         store: AgentStore,
         clock: Clock,
         event_filter: EventFilter | None,
@@ -86,8 +187,10 @@ class Subscription:
         replay_upto_seq: int,
         on_end: Callable[[Subscription], None],
         max_backlog: int = 1000,
+        view: Hashable = None,
     ) -> None:
-        self._send = send
+        self._sink = sink
+        self.view: Hashable = view if view is not None else object()  # None: a view of its own
         self._store = store
         self._clock = clock
         self._filter = event_filter
@@ -96,7 +199,7 @@ class Subscription:
         self._replay_upto = replay_upto_seq
         self._on_end = on_end
         self._max_backlog = max_backlog
-        self._queue: deque[_Event] = deque()
+        self._queue: deque[_Queued] = deque()
         self._wake = threading.Condition()
         self._ended = False
         self._overflowed = False
@@ -107,8 +210,17 @@ class Subscription:
         """Start the writer (after the ``<create-subscription>`` reply is on the wire)."""
         self._thread.start()
 
-    def offer(self, event: _Event) -> None:
-        """Queue ``event`` for this subscriber without ever blocking (called in log order)."""
+    def offer(self, rendering: _Rendering) -> None:
+        """Queue the event's bytes for this subscriber without ever blocking (called in log order).
+
+        Events its filter drops are not queued and do not count against the backlog.
+        """
+        if self._ended:
+            return
+        data = rendering.for_subscriber(self.view, self._filter, self._sink)
+        if data is None:
+            return
+        event = rendering.event
         with self._wake:
             if self._ended:
                 return
@@ -117,7 +229,7 @@ class Subscription:
                 self._ended = True
                 self._queue.clear()
             else:
-                self._queue.append(event)
+                self._queue.append(_Queued(event.seq, event.event_time, data))
             self._wake.notify()
 
     def end(self) -> None:
@@ -134,20 +246,15 @@ class Subscription:
         with self._wake:
             return len(self._queue)
 
-    def _passes(self, xml: str) -> bool:
-        if self._filter is None:
-            return True
-        try:
-            return self._filter(etree.fromstring(xml))
-        except Exception:  # a filter that cannot evaluate an event does not select it
-            log.debug("subscription filter failed on an event", exc_info=True)
-            return False
+    def _send(self, message: str) -> None:
+        self._sink.send_encoded(self._sink.encode(message))
 
-    def _deliver(self, event: _Event) -> None:
-        if self._passes(event.xml):
+    def _replay(self, event: _Event) -> None:
+        # Replayed events are this subscriber's alone: filtered and encoded here, on its writer thread.
+        if _passes(self._filter, etree.fromstring(event.xml)):
             self._send(envelope(event.event_time, event.xml))
 
-    def _next(self) -> _Event | None:
+    def _next(self) -> _Queued | None:
         """The next live event; None when the subscription ended or stopTime passed."""
         with self._wake:
             while not self._queue and not self._ended:
@@ -168,7 +275,7 @@ class Subscription:
                     for logged in page:
                         if self._ended:
                             break
-                        self._deliver(_Event(logged.seq, logged.event_time, logged.xml))
+                        self._replay(_Event(logged.seq, logged.event_time, logged.xml))
                 if not self._ended:
                     self._send(_marker(self._clock.now(), "replayComplete"))
             while True:
@@ -178,7 +285,7 @@ class Subscription:
                 if self._stop is not None and event.event_time > self._stop:
                     break
                 if event.seq > self._replay_upto:
-                    self._deliver(event)
+                    self._sink.send_encoded(event.data)
             if self._overflowed:
                 log.warning(
                     "a subscriber fell more than %d notifications behind and was dropped; "
@@ -250,13 +357,20 @@ class NotificationBus:
 
     def subscribe(
         self,
-        send: Callable[[str], None],
+        send: EventSink | Callable[[str], None],
         event_filter: EventFilter | None,
         start_time: float | None,
         stop_time: float | None,
         on_end: Callable[[Subscription], None],
+        view: Hashable = None,
     ) -> Subscription:
-        """Register a subscription; call `Subscription.start` once the rpc-reply is sent."""
+        """Register a subscription; call `Subscription.start` once the rpc-reply is sent.
+
+        ``send`` is an `EventSink` or a function taking each message as text.
+        ``view`` (None: its own) lets subscriptions with the same filter and
+        read view share one filter decision per event.
+        """
+        sink: EventSink = TextSink(send) if callable(send) else send
 
         def ended(sub: Subscription) -> None:
             with self._lock:
@@ -269,7 +383,7 @@ class NotificationBus:
             # either replayed (seq <= upto) or offered live, never both or neither.
             upto = self._store.last_notification_seq()
             sub = Subscription(
-                send, self._store, self._clock, event_filter, start_time, stop_time, upto, ended, self.max_backlog
+                sink, self._store, self._clock, event_filter, start_time, stop_time, upto, ended, self.max_backlog, view
             )
             self._subscriptions.append(sub)
         return sub
@@ -278,15 +392,16 @@ class NotificationBus:
         """Run ``log_event`` (which writes the event durably and returns (seq, time, xml)) and fan it out.
 
         Logging and offering happen under one lock so subscribers see events in
-        sequence order; offering only appends to bounded queues.
+        sequence order; offering filters and encodes once per distinct view and
+        encoding (`_Rendering`) and appends bytes to bounded queues.
         """
         with self._lock:
             logged = log_event()
             if logged is None:
                 return
-            event = _Event(*logged)
+            rendering = _Rendering(_Event(*logged))
             for sub in self._subscriptions:
-                sub.offer(event)
+                sub.offer(rendering)
 
     def subscriber_count(self) -> int:
         with self._lock:

@@ -46,7 +46,7 @@ from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore
 from an_agent.runtime.edit import NC_OPERATION, YangSchema, elements
 from an_agent.runtime.large_data import DataPolicy, DataResolver
-from an_agent.runtime.notifications import NotificationBus, Subscription
+from an_agent.runtime.notifications import EventSink, NotificationBus, Subscription
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
     AssignTask,
@@ -216,6 +216,19 @@ class Operations:
         top.extend(e for e in extra if scope.wants(e))
         return self.authorizer.read_view(principal, top)
 
+    def data_version(self) -> tuple[int, int, int]:
+        """A value that changes whenever what `read` returns may change (for a face's reply memo).
+
+        Covers config commits (the datastore), task state (status and result,
+        ``config false``, which change without a commit) and the schema
+        templates. Each part is bumped after its change is visible, so a
+        reply built after reading version v holds data at least as new as v.
+        The profile and the face's own extra trees do not change while the
+        agent runs.
+        """
+        schemas = self.schemas.version if self.schemas is not None else -1
+        return (self.datastore.version, self.tasks.version, schemas)
+
     def keys_of(self, element: etree._Element) -> tuple[str, ...]:
         """List key names when ``element`` is a list entry of the data tree, else () (for filters)."""
         return self.datastore.keys_of(element)
@@ -359,9 +372,13 @@ class Operations:
         return result
 
     def subscribe(
-        self, principal: Principal, session_id: int, request: Subscribe, send: Callable[[str], None]
+        self, principal: Principal, session_id: int, request: Subscribe, send: EventSink | Callable[[str], None]
     ) -> Subscription:
         """taskResultSubscribe: events of the durable log from ``start_time``, then live ones, to ``send``.
+
+        ``send`` is the session's `EventSink` or a function taking each
+        notification as text. Subscribers with the same principal and
+        ``request.filter_key`` share one filter decision per live event.
 
         One subscription per session; it ends with the session. Call
         `Subscription.start` once the caller has answered the request (replay
@@ -381,8 +398,10 @@ class Operations:
         def event_filter(event: etree._Element) -> bool:
             return self.authorizer.may_receive(principal, event) and (wanted is None or wanted(event))
 
+        # The read view is the principal's: NACM decides per user and group.
+        view = None if request.filter_key is None else (principal, request.filter_key)
         return self.sessions.subscribe(
-            session_id, lambda ended: self.bus.subscribe(send, event_filter, start, stop, ended)
+            session_id, lambda ended: self.bus.subscribe(send, event_filter, start, stop, ended, view)
         )
 
     def _schema_service(self) -> SchemaService:

@@ -8,7 +8,7 @@ representation of its datastore.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 from typing import Literal
 
@@ -90,11 +90,17 @@ EventFilter = Callable[[etree._Element], bool]
 
 @dataclass(frozen=True)
 class Subscribe:
-    """taskResultSubscribe: events from the durable log (replayed from ``start_time``), then live ones."""
+    """taskResultSubscribe: events from the durable log (replayed from ``start_time``), then live ones.
+
+    ``filter_key`` names the filter for sharing work between subscribers:
+    requests with equal keys must have filters that select the same events
+    (None: this filter is not compared with others).
+    """
 
     event_filter: EventFilter | None = None
     start_time: float | None = None
     stop_time: float | None = None
+    filter_key: Hashable = None
 
 
 @dataclass(frozen=True)

@@ -80,6 +80,8 @@ class SchemaService:
         self.engine = engine
         self.learn = learn
         self._state_cache: etree._Element | None = None
+        self.version = 0
+        """Increases whenever templates, patches or key states may have changed (for reply caches)."""
         self._clock = clock
         self._publish = publish
         self._unsubscribe = engine.on_event(self._on_event)
@@ -353,6 +355,7 @@ class SchemaService:
     def _on_event(self, event: EvolutionEvent) -> None:
         with self._lock:
             self._state_cache = None  # templates, patches or key states may have changed
+            self.version += 1
         if event.kind not in _NOTIFIED:
             return
         note = etree.Element(_S + "schema-update", nsmap=default_ns(SCHEMA_NS))

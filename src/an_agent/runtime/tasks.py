@@ -65,12 +65,24 @@ class TaskEngine:
         self._input_slots: dict[str, _InputSlot] = {}
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="task")
         self._closed = False
+        self._version = 0
         # Set by the runtime: a last look at a finished task's result (schema_update_suggestion).
         self.result_hook: Callable[[str, TaskResult], TaskResult] | None = None
         # Set by the runtime: told (holding no lock of ours) when a task reached an end state.
         self.ended_hook: Callable[[str], None] | None = None
 
     # -- reading --------------------------------------------------------------
+    @property
+    def version(self) -> int:
+        """Increases after every change of task state (status, result): caches of replies key on it.
+
+        Task state is ``config false`` and changes without a datastore commit,
+        so the datastore's version alone does not cover it. Bumped after the
+        new state is visible, so a reader that saw version v reads data at
+        least as new as v.
+        """
+        return self._version
+
     def state(self, task_id: str) -> TaskState | None:
         with self._lock:
             return self._states.get(task_id)
@@ -205,6 +217,7 @@ class TaskEngine:
             self._tasks.pop(task_id, None)
             self._payloads.pop(task_id, None)
             self._input_slots.pop(task_id, None)
+            self._version += 1
         self._store.delete_task_state(task_id)
 
     # -- lifecycle ------------------------------------------------------------
@@ -361,6 +374,7 @@ class TaskEngine:
             # The bus lock orders events; our lock makes the state and its event one step.
             self._bus.publish(log_event)
             self._states[task_id] = state
+            self._version += 1
             return True
 
 

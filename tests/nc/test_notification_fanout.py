@@ -1,0 +1,167 @@
+"""Notification fan-out: one filter decision per view and one encoding per framing, not per subscriber."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Hashable, Iterator
+from pathlib import Path
+
+import pytest
+from lxml import etree
+
+from an_agent.access.users import hash_password
+from an_agent.clock import SystemClock
+from an_agent.model import AgentProfile
+from an_agent.nc.server import frame
+from an_agent.runtime.notifications import NotificationBus
+from an_agent.server import AgentServer, ServerConfig
+from an_agent.store.agent_store import AgentStore
+from rawnc import NS, RawSession, wait_for
+from support import IRTF
+
+
+class CountingSink:
+    """An EventSink that records what it is sent and counts encodings per framing."""
+
+    encodes: dict[Hashable, int]
+
+    def __init__(self, encoding: str, encodes: dict[Hashable, int]) -> None:
+        self.encoding = encoding
+        self.encodes = encodes
+        self.sent: list[bytes] = []
+
+    def encode(self, message: str) -> bytes:
+        self.encodes[self.encoding] = self.encodes.get(self.encoding, 0) + 1
+        return frame(message, self.encoding == "1.1")
+
+    def send_encoded(self, data: bytes) -> None:
+        self.sent.append(data)
+
+
+def _publish(bus: NotificationBus, store: AgentStore, body: str) -> None:
+    def log_event() -> tuple[int, float, str]:
+        now = time.time()
+        return store.append_notification(now, body), now, body
+
+    bus.publish(log_event)
+
+
+def test_filter_runs_once_per_view_and_encoding_once_per_framing(tmp_path: Path) -> None:
+    store = AgentStore(tmp_path)
+    bus = NotificationBus(store, SystemClock())
+    calls: dict[str, int] = {"shared": 0, "own": 0}
+    lock = threading.Lock()
+
+    def counted(name: str, wanted: str) -> object:
+        def event_filter(event: etree._Element) -> bool:
+            with lock:
+                calls[name] += 1
+            return event.text == wanted
+
+        return event_filter
+
+    encodes: dict[Hashable, int] = {}
+    shared = [CountingSink("1.1" if i % 2 else "1.0", encodes) for i in range(20)]
+    own = CountingSink("1.1", encodes)
+    texts: list[str] = []
+    try:
+        for sink in shared:
+            bus.subscribe(sink, counted("shared", "a"), None, None, lambda _: None, view="same").start()  # type: ignore[arg-type]
+        bus.subscribe(own, counted("own", "b"), None, None, lambda _: None).start()  # type: ignore[arg-type]
+        bus.subscribe(texts.append, None, None, None, lambda _: None).start()
+        for text in ("a", "b", "a"):
+            _publish(bus, store, f'<e xmlns="urn:x">{text}</e>')
+        wait_for(lambda: all(len(s.sent) == 2 for s in shared) and len(own.sent) == 1 and len(texts) == 3)
+        assert calls == {"shared": 3, "own": 3}  # per event and view, not per subscriber
+        # Two passing events for the 20 shared subscribers in two framings (+1 for `own`, +3 text).
+        assert encodes == {"1.0": 2, "1.1": 3}
+        chunked, eom = shared[1].sent[0], shared[0].sent[0]
+        assert chunked.startswith(b"\n#") and chunked.endswith(b"\n##\n") and eom.endswith(b"]]>]]>")
+        assert b"<eventTime>" in eom and b'<e xmlns="urn:x">a</e>' in eom
+        assert "<e" in texts[1] and texts[1].startswith("<notification")
+    finally:
+        bus.close()
+        store.close()
+
+
+# `limited` users may not receive condition-notifications; operators may.
+NACM_RULES = {
+    "ietf-netconf-acm:nacm": {
+        "enable-nacm": True,
+        "read-default": "permit",
+        "write-default": "permit",
+        "exec-default": "permit",
+        "rule-list": [
+            {
+                "name": "limited",
+                "group": ["limited"],
+                "rule": [
+                    {
+                        "name": "no-conditions",
+                        "module-name": "irtf-agent",
+                        "notification-name": "condition-notifications",
+                        "access-operations": "read",
+                        "action": "deny",
+                    }
+                ],
+            }
+        ],
+    }
+}
+USERS = """users:
+  - name: alice
+    password: "{pw}"
+    groups: [operators]
+  - name: lim
+    password: "{pw}"
+    groups: [limited]
+"""
+
+
+@pytest.fixture
+def server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]:
+    users = tmp_path / "users.yaml"
+    users.write_text(USERS.format(pw=hash_password("pw")))
+    users.chmod(0o600)
+    nacm = tmp_path / "nacm.json"
+    nacm.write_text(json.dumps(NACM_RULES))
+    config = ServerConfig(
+        state_dir=tmp_path / "state", port=0, profile=profile, users_file=users, nacm_file=nacm, schemas="off"
+    )
+    with AgentServer(config) as srv:
+        yield srv
+
+
+def test_same_filter_different_nacm_views_are_not_shared(server: AgentServer) -> None:
+    subscribers = [
+        RawSession(server.port, user=user, password="pw", base=base)
+        for user, base in (("alice", "1.1"), ("lim", "1.1"), ("alice", "1.0"), ("lim", "1.0"))
+    ]
+    worker = RawSession(server.port, user="alice", password="pw")
+    try:
+        for session in subscribers:
+            assert (
+                session.rpc("<create-subscription xmlns='urn:ietf:params:xml:ns:netconf:notification:1.0'/>").find(
+                    "nc:ok", NS
+                )
+                is not None
+            )
+        edit = (
+            f'<edit-config><target><running/></target><config><tasks xmlns="{IRTF}"><task><task-id>f1</task-id>'
+            "<task-sendFrom>svc</task-sendFrom><commuType>taskAssign</commuType>"
+            "<content>## target object\nX\n## task description\ny</content></task></tasks></config></edit-config>"
+        )
+        assert worker.rpc(edit).find("nc:ok", NS) is not None
+        for session in (subscribers[0], subscribers[2]):  # both framings get the event
+            note = session.receive()
+            assert note.find(f".//{{{IRTF}}}task-id") is not None
+        # The limited users get nothing: check that their sessions still answer first
+        # with no notification queued ahead of the reply.
+        for session in (subscribers[1], subscribers[3]):
+            reply = session.rpc("<get><filter type='subtree'><nothing xmlns='urn:none'/></filter></get>")
+            assert etree.QName(reply).localname == "rpc-reply"
+    finally:
+        for session in (*subscribers, worker):
+            session.close()
