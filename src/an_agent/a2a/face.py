@@ -1,6 +1,6 @@
 """The A2A v1 face: JSON-RPC and HTTP+JSON (a2a-sdk's routes) over the operation layer.
 
-The only module of the server side that imports the ``a2a`` SDK.
+Takes the ``a2a`` SDK's names from `an_agent.a2a.sdk`, the one module that imports the SDK.
 
 Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes out (DESIGN.md):
 
@@ -37,46 +37,44 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Collection
 from typing import Any
 
-from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers import RequestHandler
-from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
-from a2a.types import (
-    AgentCard,
-    CancelTaskRequest,
-    DeleteTaskPushNotificationConfigRequest,
-    GetExtendedAgentCardRequest,
-    GetTaskPushNotificationConfigRequest,
-    GetTaskRequest,
-    ListTaskPushNotificationConfigsRequest,
-    ListTaskPushNotificationConfigsResponse,
-    ListTasksRequest,
-    ListTasksResponse,
-    Message,
-    SendMessageRequest,
-    SubscribeToTaskRequest,
-    Task,
-    TaskArtifactUpdateEvent,
-    TaskPushNotificationConfig,
-    TaskState,
-    TaskStatusUpdateEvent,
-)
-from a2a.utils.errors import (
-    A2AError,
-    ExtendedAgentCardNotConfiguredError,
-    InternalError,
-    InvalidParamsError,
-    InvalidRequestError,
-    PushNotificationNotSupportedError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
-    UnsupportedOperationError,
-)
-from google.protobuf.json_format import MessageToDict, ParseDict
 from lxml import etree
 from starlette.routing import BaseRoute
 
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
 from an_agent.a2a.inbound import part_schema, read_message
+from an_agent.a2a.sdk import (
+    AgentCard,
+    CancelTaskRequest,
+    DeleteTaskPushNotificationConfigRequest,
+    ExtendedAgentCardNotConfiguredError,
+    GetExtendedAgentCardRequest,
+    GetTaskPushNotificationConfigRequest,
+    GetTaskRequest,
+    InvalidParamsError,
+    InvalidRequestError,
+    ListTaskPushNotificationConfigsRequest,
+    ListTaskPushNotificationConfigsResponse,
+    ListTasksRequest,
+    ListTasksResponse,
+    Message,
+    PushNotificationNotSupportedError,
+    RequestHandler,
+    SendMessageRequest,
+    ServerCallContext,
+    SubscribeToTaskRequest,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskNotCancelableError,
+    TaskPushNotificationConfig,
+    TaskState,
+    TaskStatusUpdateEvent,
+    UnsupportedOperationError,
+    create_jsonrpc_routes,
+    create_rest_routes,
+    json_to_protobuf,
+    protobuf_to_json,
+    to_a2a_error,
+)
 from an_agent.errors import RpcError, SchemaError
 from an_agent.model import IRTF_AGENT_NS, CommuType, ConditionNotification, DataParam, DataType, build_prompt
 from an_agent.model import Task as DraftTask
@@ -104,22 +102,7 @@ def _principal(context: ServerCallContext) -> Principal:
 
 
 def _a2a_task(task: DraftTask) -> Task:
-    out = Task()
-    ParseDict(task_json(task), out)
-    return out
-
-
-def _translate(exc: RpcError) -> A2AError:
-    """The A2A error for an operation's refusal (the one place that maps them)."""
-    message = exc.message + (f" (at {exc.path})" if exc.path else "")
-    data = {"error-tag": exc.error_tag, "error-type": exc.error_type, "error-path": exc.path, "app-tag": exc.app_tag}
-    if exc.error_tag == "data-missing":
-        return TaskNotFoundError(message=message, data=data)
-    if exc.error_tag in ("invalid-value", "missing-element", "bad-element", "unknown-element", "data-exists"):
-        return InvalidParamsError(message=message, data=data)
-    if exc.error_tag == "access-denied":
-        return InvalidRequestError(message=f"access denied: {message}", data=data)
-    return InternalError(message=message, data=data)
+    return json_to_protobuf(task_json(task), Task())
 
 
 async def _call(work: Callable[[], Any]) -> Any:
@@ -127,7 +110,7 @@ async def _call(work: Callable[[], Any]) -> Any:
     try:
         return await asyncio.to_thread(work)
     except RpcError as exc:
-        raise _translate(exc) from None
+        raise to_a2a_error(exc) from None
 
 
 class OperationsRequestHandler(RequestHandler):
@@ -140,7 +123,7 @@ class OperationsRequestHandler(RequestHandler):
     # -- messages ---------------------------------------------------------------------------------
     def _admit(self, principal: Principal, message: Message) -> tuple[str, float]:
         """Create the task a new message asks for; returns its id and a log time before it existed."""
-        parts = MessageToDict(message)
+        parts = protobuf_to_json(message)
         if message.task_id:
             if any(part_schema(p) is not None for p in parts.get("parts", []) if "data" in p):
                 raise InvalidParamsError(
@@ -230,7 +213,7 @@ class OperationsRequestHandler(RequestHandler):
         except RpcError as exc:
             if exc.error_tag == "operation-failed":
                 raise TaskNotCancelableError(message=exc.message) from None
-            raise _translate(exc) from None
+            raise to_a2a_error(exc) from None
         return _a2a_task(task)
 
     async def on_subscribe_to_task(
@@ -273,11 +256,11 @@ class OperationsRequestHandler(RequestHandler):
                     task = await _call(lambda: self.operations.get_task(principal, task_id))
                     artifact = artifact_json(task)
                     if artifact is not None:
-                        yield ParseDict(
+                        yield json_to_protobuf(
                             {"taskId": task_id, "contextId": task_id, "artifact": artifact, "lastChunk": True},
                             TaskArtifactUpdateEvent(),
                         )
-                status = ParseDict(status_event_json(event), TaskStatusUpdateEvent())
+                status = json_to_protobuf(status_event_json(event), TaskStatusUpdateEvent())
                 yield status
                 if status.status.state in _ENDED:
                     return
