@@ -212,7 +212,7 @@ class OperationsRequestHandler(RequestHandler):
             task = await asyncio.to_thread(self.operations.cancel_task, principal, CancelTask(params.id))
         except RpcError as exc:
             if exc.error_tag == "operation-failed":
-                raise TaskNotCancelableError(message=exc.message) from None
+                raise TaskNotCancelableError(message=exc.message, data=to_a2a_error(exc).data) from None
             raise to_a2a_error(exc) from None
         return _a2a_task(task)
 
