@@ -7,7 +7,9 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
 - ``SendMessage`` reads the message per the schemas extension (`an_agent.a2a.inbound`): a structured
   part becomes a data-param ``application/json;schema=<name>`` of a new task, text becomes its prompt;
   `Operations.assign_task` admits it (validation once, in the operation layer: a payload that fails is
-  refused naming each key, and no task exists). An undeclared schema is refused before that. A message
+  refused naming each key, and no task exists). Text alone that is not a draft prompt is mapped to a
+  payload of an accepted input schema when the mapping fills every required key (`an_agent.a2a.textmap`);
+  else it stays the task's prompt. An undeclared schema is refused before that. A message
   to an existing task carrying structured data is refused ("task already running"); other follow-ups
   are not supported. Without ``returnImmediately`` the call returns once the task is terminal or
   interrupted.
@@ -41,7 +43,7 @@ from lxml import etree
 from starlette.routing import BaseRoute
 
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
-from an_agent.a2a.inbound import part_schema, read_message
+from an_agent.a2a.inbound import StructuredInput, part_schema, read_message
 from an_agent.a2a.sdk import (
     AgentCard,
     CancelTaskRequest,
@@ -82,6 +84,7 @@ from an_agent.model.prompt import parse_prompt
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import AssignTask, CancelTask, ReadScope, Subscribe
+from an_agent.schemas.mapping import MappingResult
 from an_agent.schemas.validate import media_type
 
 log = logging.getLogger(__name__)
@@ -116,9 +119,15 @@ async def _call(work: Callable[[], Any]) -> Any:
 class OperationsRequestHandler(RequestHandler):
     """The SDK's request-handler interface, implemented on `Operations` (module docstring)."""
 
-    def __init__(self, operations: Operations, declared_schemas: Callable[[], Collection[str]]) -> None:
+    def __init__(
+        self,
+        operations: Operations,
+        declared_schemas: Callable[[], Collection[str]],
+        mapper: Callable[[str], MappingResult | None] | None = None,
+    ) -> None:
         self.operations = operations
         self._declared = declared_schemas
+        self._mapper = mapper
 
     # -- messages ---------------------------------------------------------------------------------
     def _admit(self, principal: Principal, message: Message) -> tuple[str, float]:
@@ -140,14 +149,21 @@ class OperationsRequestHandler(RequestHandler):
             ) from None
         task_id = str(uuid.uuid4())
         params: list[DataParam] = []
-        if inbound.structured is not None:
-            envelope = json.dumps({"schema_id": inbound.structured.schema_id, "payload": inbound.structured.payload})
+        structured, source = inbound.structured, "A2A data part"
+        if structured is None and inbound.text and not parse_prompt(inbound.text).complete and self._mapper:
+            mapped = self._mapper(inbound.text)
+            if mapped is not None and not mapped.missing_required:
+                structured, source = StructuredInput(mapped.schema_id, mapped.payload), "mapped from the message text"
+            elif mapped is not None:
+                log.info("text of a message maps to %s without %s", mapped.schema_id, mapped.missing_required)
+        if structured is not None:
+            envelope = json.dumps({"schema_id": structured.schema_id, "payload": structured.payload})
             params.append(
                 DataParam(
                     id=f"{task_id}-payload",
                     data_type=DataType.TEXT,
-                    description=f"{inbound.structured.schema_id} payload (A2A data part)",
-                    format=media_type(inbound.structured.schema_id),
+                    description=f"{structured.schema_id} payload ({source})",
+                    format=media_type(structured.schema_id),
                     data=envelope,
                 )
             )
@@ -317,7 +333,14 @@ def _content(text: str, params: list[DataParam]) -> str:
     return build_prompt(text, text)
 
 
-def sdk_routes(operations: Operations, declared_schemas: Callable[[], Collection[str]]) -> list[BaseRoute]:
-    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`."""
-    handler = OperationsRequestHandler(operations, declared_schemas)
+def sdk_routes(
+    operations: Operations,
+    declared_schemas: Callable[[], Collection[str]],
+    mapper: Callable[[str], MappingResult | None] | None = None,
+) -> list[BaseRoute]:
+    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`.
+
+    ``mapper`` maps a text-only message to a payload (`an_agent.a2a.textmap`); None: text stays a prompt.
+    """
+    handler = OperationsRequestHandler(operations, declared_schemas, mapper)
     return [*create_jsonrpc_routes(handler, JSONRPC_PATH), *create_rest_routes(handler, path_prefix=REST_PREFIX)]

@@ -25,9 +25,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from an_agent.a2a.card import CardOptions, build_card
+from an_agent.a2a.card import CardOptions, build_card, input_templates
 from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
+from an_agent.a2a.textmap import TextMapper
 from an_agent.runtime.operations import Operations
+from an_agent.schemas.mapping import MappingResult
 from an_agent.schemas.template import Template
 
 CARD_PATH = "/.well-known/agent-card.json"
@@ -97,6 +99,17 @@ class LiveCard:
         """The schema_ids the agent serves now (what a data part may name)."""
         return frozenset(t.schema_id for t in served_templates(self.operations))
 
+    def mapper(self) -> TextMapper | None:
+        """The text mapping onto the templates the skills accept (None when the agent serves no schemas)."""
+        service = self.operations.schemas
+        if service is None:
+            return None
+        return TextMapper(
+            lambda: input_templates(self.operations.profile, served_templates(self.operations)),
+            service.engine.embedder,
+            self.operations.clock.now,
+        )
+
     def card(self, options: CardOptions) -> dict[str, Any]:
         """The card for ``options`` and the templates served now (~1 ms to build, so built on change)."""
         templates = served_templates(self.operations)
@@ -133,7 +146,7 @@ class A2AServer:
             )
             return lambda: live.card(options)
 
-        return cls(operations, card, live.declared, users, host, port)
+        return cls(operations, card, live.declared, users, host, port, mapper=live.mapper())
 
     def __init__(
         self,
@@ -143,6 +156,7 @@ class A2AServer:
         users: Mapping[str, str],
         host: str = "127.0.0.1",
         port: int = 0,
+        mapper: Callable[[str], MappingResult | None] | None = None,
     ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.create_server((host, port), family=family)  # only the address asked for
@@ -153,7 +167,7 @@ class A2AServer:
         self.card = card(self.port)
         routes = [
             Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}
-            *sdk_routes(operations, declared_schemas),
+            *sdk_routes(operations, declared_schemas, mapper),
         ]
         app = BasicAuth(Starlette(routes=routes), users, public={CARD_PATH})
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
