@@ -22,11 +22,13 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
 - The caller is the authenticated user of the request (HTTP Basic, `an_agent.a2a.server`); push
   notifications are not implemented (the card says so).
 
-Why not the SDK's ``DefaultRequestHandler`` + ``AgentExecutor`` + ``TaskStore``: that handler keeps
-each task's state in its in-memory ``ActiveTaskRegistry`` and writes it to the ``TaskStore`` itself,
-which makes a second task store beside ours, and its resubscription serves only tasks it is still
-running in memory, never our durable log. This handler implements the SDK's ``RequestHandler``
-interface directly on `Operations` instead; routes, JSON-RPC framing, SSE and error codes are the SDK's.
+Why not the SDK's ``DefaultRequestHandler`` (checked against 1.3.0; docs/architecture.md has the
+function-by-function account): its ``ActiveTask`` consumer writes every executor event to the
+``TaskStore`` itself (a second writer beside our task engine), its single-process resubscription serves
+only tasks running in its in-memory ``ActiveTaskRegistry`` (never our durable log), and its cluster mode
+cancels a task by writing ``TASK_STATE_CANCELED`` into the store, bypassing the operation layer. This
+handler implements the SDK's ``RequestHandler`` interface directly on `Operations` instead; routes,
+JSON-RPC framing, SSE and error codes are the SDK's.
 """
 
 from __future__ import annotations
