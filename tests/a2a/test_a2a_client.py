@@ -37,7 +37,7 @@ def server(tmp_path: Path) -> Iterator[AgentServer]:
         a2a_port=0,
         users={"admin": "admin"},
         profile=AgentProfile.from_dict(document),
-        behaviour=DefaultBehaviour(0.3),
+        behaviour=DefaultBehaviour(1.0),  # long enough to cancel a running task on a loaded machine
         embedder=FakeEmbedder(),
         clock=ManualClock(from_rfc3339("2026-10-05T00:00:00Z")),
     )
