@@ -175,6 +175,7 @@ class OperationsRequestHandler(RequestHandler):
             task_id,
             send_from=principal.name,
             commu_type=CommuType.TASK_ASSIGN,
+            task_async=True,  # A2A answers at once (or streams): the assignment must not wait for the end
             content=_content(inbound.text, params),
             msg_data=[p.id for p in params],
         )
