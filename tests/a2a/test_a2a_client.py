@@ -90,7 +90,9 @@ def test_a_payload_refused_client_side_sends_nothing(server: AgentServer, client
 
 
 def test_structured_message_streams_and_is_the_netconf_task(server: AgentServer, client: A2AAgentClient) -> None:
-    events = list(client.stream(scenario=ENERGY, payload={"cell_ids": ["CELL-0401"], "action": "reduce"}))
+    events = list(
+        client.stream(scenario=ENERGY, payload={"cell_ids": ["CELL-0401"], "action": "reduce"}, sender="site-agent-9")
+    )
     assert isinstance(events[0], Task)
     changes = [e.status for e in events[1:] if isinstance(e, ConditionNotification)]
     assert changes == [TaskStatus.CREATED, TaskStatus.PROCESSING, TaskStatus.FINISHED], events
@@ -101,6 +103,7 @@ def test_structured_message_streams_and_is_the_netconf_task(server: AgentServer,
     with _netconf(server) as nc:
         stored = nc.get_task(task_id)
     assert stored.status == TaskStatus.FINISHED and stored.msg_data == [f"{task_id}-payload"]
+    assert (stored.send_from, stored.send_to) == ("site-agent-9", "IETF-TestLab-RAN-1.0")  # sent for that agent
     assert json.loads(stored.result.data or "") == json.loads(done.result.data or "")  # type: ignore[union-attr]
 
 

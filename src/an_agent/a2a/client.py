@@ -55,6 +55,7 @@ from an_agent.a2a.sdk import (
     parse_card,
     protobuf_to_json,
 )
+from an_agent.a2a.states import SENDER_KEY
 from an_agent.errors import AnAgentError, ConnectError, RequestTimeout, SchemaError
 from an_agent.model import ConditionNotification, Task
 from an_agent.schemas.registry import parse_version
@@ -273,6 +274,7 @@ class A2AAgentClient:
         supported_versions: Collection[str],
         task_id: str | None,
         wait: bool,
+        sender: str | None = None,
     ) -> SendMessageRequest:
         parts: list[dict[str, Any]] = []
         if text:
@@ -287,6 +289,8 @@ class A2AAgentClient:
         message: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
         if task_id:
             message["taskId"] = task_id
+        if sender:
+            message["metadata"] = {SENDER_KEY: sender}
         request = {"message": message, "configuration": {"returnImmediately": not wait}}
         return json_to_protobuf(request, SendMessageRequest())
 
@@ -298,12 +302,14 @@ class A2AAgentClient:
         text: str | None = None,
         supported_versions: Collection[str] = (),
         task_id: str | None = None,
+        sender: str | None = None,
     ) -> Iterator[TaskEvent]:
         """Send a message and stream its task: the task first, then every status change until it ends.
 
         With ``scenario`` the payload is negotiated and validated here first (nothing is sent when it
         fails); ``text`` alone is a text message (the agent maps it to a payload, or asks for input).
-        ``task_id`` addresses an existing task (a follow-up message).
+        ``task_id`` addresses an existing task (a follow-up message); ``sender`` names the agent the
+        message is sent for (its ``task-sendFrom``; the agent checks that the user may speak for it).
         """
         request = self._request(
             scenario=scenario,
@@ -312,6 +318,7 @@ class A2AAgentClient:
             supported_versions=supported_versions,
             task_id=task_id,
             wait=False,
+            sender=sender,
         )
         return self._events(self._client.send_message(request))
 

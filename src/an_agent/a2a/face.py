@@ -79,6 +79,7 @@ from an_agent.a2a.sdk import (
     protobuf_to_json,
     to_a2a_error,
 )
+from an_agent.a2a.states import SENDER_KEY
 from an_agent.errors import RpcError, SchemaError
 from an_agent.model import IRTF_AGENT_NS, CommuType, ConditionNotification, DataParam, DataType, build_prompt
 from an_agent.model import Task as DraftTask
@@ -173,7 +174,8 @@ class OperationsRequestHandler(RequestHandler):
             raise InvalidParamsError(message="the message has neither text nor a structured data part")
         task = DraftTask(
             task_id,
-            send_from=principal.name,
+            send_from=_sender(principal, message),
+            send_to=self.operations.profile.name,
             commu_type=CommuType.TASK_ASSIGN,
             task_async=True,  # A2A answers at once (or streams): the assignment must not wait for the end
             content=_content(inbound.text, params),
@@ -324,6 +326,18 @@ _ENDED = frozenset(
         "TASK_STATE_AUTH_REQUIRED",
     )
 )
+
+
+def _sender(principal: Principal, message: Message) -> str:
+    """``task-sendFrom``: the agent named in the message metadata (`SENDER_KEY`) when the caller may
+    speak for it, else the caller's user name."""
+    named = message.metadata.fields.get(SENDER_KEY) if message.HasField("metadata") else None
+    agent = named.string_value if named is not None else ""
+    if not agent:
+        return principal.name
+    if not principal.may_speak_for(agent):
+        raise InvalidRequestError(message=f"access denied: {principal.name} may not send tasks as {agent}")
+    return agent
 
 
 def _content(text: str, params: list[DataParam]) -> str:
