@@ -55,7 +55,7 @@ from an_agent.a2a.sdk import (
     parse_card,
     protobuf_to_json,
 )
-from an_agent.a2a.states import SENDER_KEY
+from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
 from an_agent.errors import AnAgentError, ConnectError, RequestTimeout, SchemaError
 from an_agent.model import ConditionNotification, Task
 from an_agent.schemas.registry import parse_version
@@ -275,6 +275,7 @@ class A2AAgentClient:
         task_id: str | None,
         wait: bool,
         sender: str | None = None,
+        new_task_id: str | None = None,
     ) -> SendMessageRequest:
         parts: list[dict[str, Any]] = []
         if text:
@@ -289,8 +290,9 @@ class A2AAgentClient:
         message: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
         if task_id:
             message["taskId"] = task_id
-        if sender:
-            message["metadata"] = {SENDER_KEY: sender}
+        metadata = {k: v for k, v in ((SENDER_KEY, sender), (TASK_ID_KEY, new_task_id)) if v}
+        if metadata:
+            message["metadata"] = metadata
         request = {"message": message, "configuration": {"returnImmediately": not wait}}
         return json_to_protobuf(request, SendMessageRequest())
 
@@ -303,13 +305,15 @@ class A2AAgentClient:
         supported_versions: Collection[str] = (),
         task_id: str | None = None,
         sender: str | None = None,
+        new_task_id: str | None = None,
     ) -> Iterator[TaskEvent]:
         """Send a message and stream its task: the task first, then every status change until it ends.
 
         With ``scenario`` the payload is negotiated and validated here first (nothing is sent when it
         fails); ``text`` alone is a text message (the agent maps it to a payload, or asks for input).
         ``task_id`` addresses an existing task (a follow-up message); ``sender`` names the agent the
-        message is sent for (its ``task-sendFrom``; the agent checks that the user may speak for it).
+        message is sent for (its ``task-sendFrom``; the agent checks that the user may speak for it);
+        ``new_task_id`` proposes the new task's id (the agent refuses one in use), else the agent picks.
         """
         request = self._request(
             scenario=scenario,
@@ -319,6 +323,7 @@ class A2AAgentClient:
             task_id=task_id,
             wait=False,
             sender=sender,
+            new_task_id=new_task_id,
         )
         return self._events(self._client.send_message(request))
 

@@ -79,7 +79,7 @@ from an_agent.a2a.sdk import (
     protobuf_to_json,
     to_a2a_error,
 )
-from an_agent.a2a.states import SENDER_KEY
+from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
 from an_agent.errors import RpcError, SchemaError
 from an_agent.model import IRTF_AGENT_NS, CommuType, ConditionNotification, DataParam, DataType, build_prompt
 from an_agent.model import Task as DraftTask
@@ -150,7 +150,7 @@ class OperationsRequestHandler(RequestHandler):
             raise InvalidParamsError(
                 message=f"{exc}: {'; '.join(exc.problems)}", data={"problems": list(exc.problems)}
             ) from None
-        task_id = str(uuid.uuid4())
+        task_id = _metadata(message, TASK_ID_KEY) or str(uuid.uuid4())
         params: list[DataParam] = []
         structured, source = inbound.structured, "A2A data part"
         if structured is None and inbound.text and not parse_prompt(inbound.text).complete and self._mapper:
@@ -328,11 +328,16 @@ _ENDED = frozenset(
 )
 
 
+def _metadata(message: Message, key: str) -> str:
+    """A string of the message's metadata ("" when absent)."""
+    value = message.metadata.fields.get(key) if message.HasField("metadata") else None
+    return value.string_value if value is not None else ""
+
+
 def _sender(principal: Principal, message: Message) -> str:
     """``task-sendFrom``: the agent named in the message metadata (`SENDER_KEY`) when the caller may
     speak for it, else the caller's user name."""
-    named = message.metadata.fields.get(SENDER_KEY) if message.HasField("metadata") else None
-    agent = named.string_value if named is not None else ""
+    agent = _metadata(message, SENDER_KEY)
     if not agent:
         return principal.name
     if not principal.may_speak_for(agent):
