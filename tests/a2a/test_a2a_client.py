@@ -5,6 +5,7 @@ translated to ours, and a card that follows published schema patches."""
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -14,7 +15,7 @@ import pytest
 from an_agent.a2a.client import A2AAgentClient, scenario_version
 from an_agent.agents.default import DefaultBehaviour
 from an_agent.clock import ManualClock, from_rfc3339
-from an_agent.errors import AuthError, ConnectError, RpcError, SchemaError
+from an_agent.errors import AnAgentError, AuthError, ConnectError, RpcError, SchemaError, TransportError
 from an_agent.model import AgentProfile, ConditionNotification, Task, TaskStatus
 from an_agent.nc.agent_client import AgentClient
 from an_agent.schemas.suggestion import schema_update_suggestions
@@ -179,3 +180,22 @@ def test_the_card_follows_published_patches(server: AgentServer, client: A2AAgen
         pass
     assert schema_update_suggestions(client.get_task("after"))  # the result names the patch ...
     assert differs(client.negotiate(ENERGY).json_schema["properties"])  # ... and the card was fetched again
+
+
+def test_closing_the_client_ends_a_stream_read_elsewhere(server: AgentServer) -> None:
+    client = A2AAgentClient.connect(_url(server), "admin", "admin", timeout=10)
+    stream = client.stream(text=PROMPT)
+    next(stream)
+    ended: list[BaseException] = []
+
+    def read() -> None:
+        try:
+            list(stream)
+        except AnAgentError as exc:
+            ended.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    client.close()  # while the task still runs (1 s)
+    reader.join(timeout=5)
+    assert not reader.is_alive() and isinstance(ended[0], TransportError), ended

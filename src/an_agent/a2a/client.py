@@ -26,10 +26,12 @@ read through `an_agent.a2a.states`. Errors are ours (`an_agent.a2a.sdk.from_a2a_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import re
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping
+from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from types import TracebackType
@@ -56,7 +58,7 @@ from an_agent.a2a.sdk import (
     protobuf_to_json,
 )
 from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
-from an_agent.errors import AnAgentError, ConnectError, RequestTimeout, SchemaError
+from an_agent.errors import AnAgentError, ConnectError, RequestTimeout, SchemaError, TransportError
 from an_agent.model import ConditionNotification, Task
 from an_agent.schemas.registry import parse_version
 from an_agent.schemas.suggestion import schema_update_suggestions
@@ -104,6 +106,8 @@ class A2AAgentClient:
         self._negotiated: dict[tuple[str, tuple[int, ...]], NegotiatedSchema] = {}
         self._stale = False  # a result suggested a schema update: fetch the card before negotiating
         self._lock = threading.Lock()
+        self._pending: set[Future[Any]] = set()
+        self._closed = False
 
     @classmethod
     def connect(
@@ -125,20 +129,33 @@ class A2AAgentClient:
         return client
 
     # -- plumbing: the SDK's asyncio client on our loop ---------------------------------------------
-    def _run(self, work: Awaitable[T]) -> T:
-        future = asyncio.run_coroutine_threadsafe(_translated(work), self._loop)
+    def _run(self, work: Awaitable[T], bounded: bool = True) -> T:
+        """Run ``work`` on the client's loop and wait for it: at most the timeout, or (a stream's next
+        event, ``bounded`` False) until it comes or the client is closed."""
+        with self._lock:
+            if self._closed:
+                if asyncio.iscoroutine(work):
+                    work.close()  # never scheduled
+                raise TransportError(f"the A2A client of {self.url} was closed")
+            future = asyncio.run_coroutine_threadsafe(_translated(work), self._loop)
+            self._pending.add(future)
         try:
-            return future.result(self.timeout + 5)
+            return future.result(self.timeout + 5 if bounded else None)
         except FutureTimeout:
             future.cancel()
             raise RequestTimeout(f"the A2A agent at {self.url} did not answer in {self.timeout:g} s") from None
+        except CancelledError:
+            raise TransportError(f"the A2A client of {self.url} was closed") from None
+        finally:
+            with self._lock:
+                self._pending.discard(future)
 
     def _events(self, stream: AsyncIterator[StreamResponse]) -> Iterator[TaskEvent]:
         """A sync iterator over an SDK stream: our model for each task snapshot and status change."""
         try:
             while True:
                 try:
-                    response = self._run(_next(stream))
+                    response = self._run(_next(stream), bounded=False)  # a task may be quiet for long
                 except StopAsyncIteration:
                     return
                 kind = response.WhichOneof("payload")
@@ -150,11 +167,14 @@ class A2AAgentClient:
                         yield event
                 # artifact updates: the result is read with the finished task (get_task)
         finally:
-            self._run(_close(stream))
+            with contextlib.suppress(AnAgentError):
+                self._run(_close(stream))
 
     async def _open(self) -> None:
         if self._http is None:
-            self._http = httpx.AsyncClient(auth=self._auth, timeout=self.timeout)
+            # No read timeout: a stream waits for a task's next change as long as it takes; every other
+            # call is bounded by `_run`.
+            self._http = httpx.AsyncClient(auth=self._auth, timeout=httpx.Timeout(self.timeout, read=None))
 
     def refresh_card(self) -> dict[str, Any]:
         """Fetch the card again (and rebuild the SDK client from it); forget negotiated schemas."""
@@ -192,13 +212,21 @@ class A2AAgentClient:
             if self._http is not None:
                 await self._http.aclose()
 
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            pending, self._pending = list(self._pending), set()
+        for future in pending:  # streams being read in other threads end with TransportError
+            future.cancel()
         if self._loop.is_running():
             try:
                 asyncio.run_coroutine_threadsafe(shut(), self._loop).result(5)
             finally:
                 self._loop.call_soon_threadsafe(self._loop.stop)
                 self._thread.join(5)
-        self._loop.close()
+        if not self._loop.is_running():
+            self._loop.close()
 
     def __enter__(self) -> A2AAgentClient:
         return self
