@@ -13,7 +13,8 @@ SDK's asyncio client runs on an event loop in a thread of its own, and every cal
 - `send` sends a structured message (data part ``application/json;schema=<schema_id>``), a text
   message, or both, and streams the task (`stream`) or waits for it (`send_and_wait`); `resubscribe`
   follows a task again (the agent replays its status changes from its log), `get_task`,
-  `list_tasks`, `cancel` do what they say; `provide_input` answers a task's ``input-required``;
+  `list_tasks`, `cancel` do what they say; `provide_input` sends a follow-up message to a task (the
+  input a task in ``input-required`` asks for; an agent may refuse follow-ups);
 - a finished task's ``schema_update_suggestion`` (`schema_update_suggestions`) means the agent's
   templates changed: the card is fetched again before the next negotiation.
 
@@ -338,7 +339,7 @@ class A2AAgentClient:
         """Send a message and stream its task: the task first, then every status change until it ends.
 
         With ``scenario`` the payload is negotiated and validated here first (nothing is sent when it
-        fails); ``text`` alone is a text message (the agent maps it to a payload, or asks for input).
+        fails); ``text`` alone is a text message (the agent maps it to a payload, or takes it as prompt).
         ``task_id`` addresses an existing task (a follow-up message); ``sender`` names the agent the
         message is sent for (its ``task-sendFrom``; the agent checks that the user may speak for it);
         ``new_task_id`` proposes the new task's id (the agent refuses one in use), else the agent picks.

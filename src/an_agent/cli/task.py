@@ -91,12 +91,12 @@ def register(subparsers: Any) -> None:
     assign.add_argument(
         "--input-for",
         metavar="TASK",
-        help="with --a2a: send the message to TASK, answering its input-required (structured or text)",
+        help="with --a2a: send the message to the existing task TASK (a follow-up, e.g. the input it asks for)",
     )
     assign.add_argument(
         "--text",
-        help="with --a2a: a plain-language request sent as a text part (the agent maps it to a payload of "
-        "one of its schemas, or asks for what is missing with input-required)",
+        help="with --a2a: a plain-language request sent as a text part (an an-agent agent maps it to a payload "
+        "of a schema its skills accept when every required key is found, else takes it as the prompt)",
     )
     assign.add_argument("--wait", action="store_true", help="wait until the task ends and print its result")
     assign.add_argument("--json", action="store_true", help="print JSON")

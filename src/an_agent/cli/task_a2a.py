@@ -5,8 +5,8 @@ The same commands and output as over NETCONF (`an_agent.cli.task`), with the A2A
 =================================  ==============================================================
 assign --a2a URL --schema S ...    negotiate S from the card's ``schemas``, build and validate the
                                    payload here, send it as a data part (SendMessage / streaming)
-assign --a2a URL --text TEXT       a text message (the agent maps it to a payload or asks for input)
-assign --a2a URL --input-for T     a follow-up message to task T (answers its ``input-required``)
+assign --a2a URL --text TEXT       a text message (the agent maps it to a payload, or takes it as prompt)
+assign --a2a URL --input-for T     a follow-up message to task T (e.g. the input it asks for)
 get --a2a URL [TASK]               GetTask / ListTasks
 cancel --a2a URL TASK              CancelTask
 watch --a2a URL TASK               SubscribeToTask: the task now, then every change (a replay, so a
