@@ -11,17 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from a2asupport import energy_agent_config
 
 from an_agent.a2a.client import A2AAgentClient, scenario_version
-from an_agent.agents.default import DefaultBehaviour
-from an_agent.clock import ManualClock, from_rfc3339
 from an_agent.errors import AnAgentError, AuthError, ConnectError, RpcError, SchemaError, TransportError
-from an_agent.model import AgentProfile, ConditionNotification, Task, TaskStatus
+from an_agent.model import ConditionNotification, Task, TaskStatus
 from an_agent.nc.agent_client import AgentClient
 from an_agent.schemas.suggestion import schema_update_suggestions
-from an_agent.server import AgentServer, ServerConfig
-from fake_embedder import FakeEmbedder
-from support import TEST_PROFILE
+from an_agent.server import AgentServer
 
 ENERGY = "energy_saving_adjust"
 PROMPT = "## target object\nSITE-07\n## task description\ndiagnose the outage"
@@ -29,20 +26,9 @@ PROMPT = "## target object\nSITE-07\n## task description\ndiagnose the outage"
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[AgentServer]:
-    document = json.loads(json.dumps(TEST_PROFILE))
-    skill = document["irtf-agent:agent"]["skills"]["skill"][0]
-    skill["input-modes"] = ["text", "application/json;schema=energy_saving_adjust"]
-    config = ServerConfig(
-        state_dir=tmp_path / "state",
-        port=0,
-        a2a_port=0,
-        users={"admin": "admin"},
-        profile=AgentProfile.from_dict(document),
-        behaviour=DefaultBehaviour(1.0),  # long enough to cancel a running task on a loaded machine
-        embedder=FakeEmbedder(),
-        clock=ManualClock(from_rfc3339("2026-10-05T00:00:00Z")),
-    )
-    with AgentServer(config) as running:
+    with AgentServer(
+        energy_agent_config(tmp_path / "state", 1.0)
+    ) as running:  # long enough to cancel a running task on a loaded machine
         yield running
 
 
