@@ -12,7 +12,10 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
   else it stays the task's prompt. An undeclared schema is refused before that. A message
   to an existing task carrying structured data is refused ("task already running"); other follow-ups
   are not supported. Without ``returnImmediately`` the call returns once the task is terminal or
-  interrupted.
+  interrupted. The message metadata may name the agent it is sent for (``an-agent/task-sendFrom``,
+  refused unless the caller may speak for it; default: the caller) and propose the new task's id
+  (``an-agent/task-id``, as a NETCONF client chooses it; an id in use is refused); tasks made over
+  A2A are ``task-async`` (the reply never waits on the behaviour).
 - ``SendStreamingMessage`` and ``SubscribeToTask`` stream the task from the durable notification log
   (`Operations.subscribe` with ``start_time``): the current task first, then every status change, the
   result artifact before ``completed``. A resubscription replays the task's log from its start, so a
