@@ -128,6 +128,9 @@ def test_errors_are_ours(server: AgentServer, client: A2AAgentClient) -> None:
         task = next(client.stream(text=PROMPT))
         next(client.stream(scenario=ENERGY, payload={"cell_ids": ["CELL-1"], "action": "reduce"}, task_id=task.task_id))
     assert "already running" in running.value.message
+    with pytest.raises(RpcError) as taken:  # a proposed task id that is in use
+        next(client.stream(text=PROMPT, new_task_id=task.task_id))
+    assert taken.value.error_tag == "data-exists", taken.value
     with pytest.raises(AuthError), A2AAgentClient.connect(_url(server), "admin", "wrong") as bad:
         bad.get_task("x")
     with pytest.raises(ConnectError):
