@@ -18,7 +18,7 @@ def test_the_link_and_the_a2a_port_load() -> None:
     assert topology.a2a_links == frozenset({("service-fault", "ip-fault")})
     assert topology.over_a2a("service-fault") == frozenset({"ip-fault"})
     assert topology.agent("ip-fault").a2a_port == 18843 and topology.agent("ran-fault").a2a_port is None
-    assert topology.talks_to["service-fault"] == ("ip-fault", "ran-fault")
+    assert topology.talks_to["service-fault"] == ("ip-fault", "ran-fault", "fme-copilot")
 
 
 def test_an_a2a_link_needs_the_receivers_a2a_port(tmp_path: Path) -> None:
