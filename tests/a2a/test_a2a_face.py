@@ -4,7 +4,6 @@ resubscription, cancel, and the same task over NETCONF."""
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Awaitable, Callable, Iterator
 from pathlib import Path
 from typing import Any, TypeVar
@@ -25,17 +24,14 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import A2AError
+from a2asupport import energy_agent_config
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 from jsonschema import Draft202012Validator
 
-from an_agent.agents.default import DefaultBehaviour
-from an_agent.clock import ManualClock, from_rfc3339
-from an_agent.model import AgentProfile, TaskStatus
+from an_agent.model import TaskStatus
 from an_agent.nc.agent_client import AgentClient
-from an_agent.server import AgentServer, ServerConfig
-from fake_embedder import FakeEmbedder
-from support import TEST_PROFILE
+from an_agent.server import AgentServer
 
 T = TypeVar("T")
 ENERGY = "application/json;schema=energy_saving_adjust_v1"
@@ -43,20 +39,7 @@ ENERGY = "application/json;schema=energy_saving_adjust_v1"
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[AgentServer]:
-    document = json.loads(json.dumps(TEST_PROFILE))
-    skill = document["irtf-agent:agent"]["skills"]["skill"][0]
-    skill["input-modes"] = ["text", "application/json;schema=energy_saving_adjust"]
-    config = ServerConfig(
-        state_dir=tmp_path / "state",
-        port=0,
-        a2a_port=0,
-        users={"admin": "admin"},
-        profile=AgentProfile.from_dict(document),
-        behaviour=DefaultBehaviour(0.3),
-        embedder=FakeEmbedder(),
-        clock=ManualClock(from_rfc3339("2026-10-05T00:00:00Z")),
-    )
-    with AgentServer(config) as running:
+    with AgentServer(energy_agent_config(tmp_path / "state", 0.3)) as running:
         yield running
 
 

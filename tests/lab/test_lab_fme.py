@@ -111,7 +111,10 @@ def test_without_copilots_field_maintenance_takes_the_ticket(tmp_path: Path, sta
     path = variant(
         tmp_path,
         NAME,
-        ("  service-fault: [ip-fault, ran-fault, fme-copilot]", "  service-fault: [ip-fault, ran-fault]"),
+        (
+            "  service-fault: [{agent: ip-fault, transport: a2a}, ran-fault, fme-copilot]",
+            "  service-fault: [{agent: ip-fault, transport: a2a}, ran-fault]",
+        ),
     )
     result = run(path, state_dir)
     assert result["outcome"]["closed_loop"]

@@ -101,6 +101,17 @@ def build_card(profile: AgentProfile, templates: Sequence[Template], options: Ca
     return card
 
 
+def input_templates(profile: AgentProfile, templates: Sequence[Template]) -> list[Template]:
+    """The templates the profile's skills accept as input (their ``application/json;schema=`` modes)."""
+    by_name = _template_index(templates)
+    out: list[Template] = []
+    for skill in profile.skills:
+        for template in _modes(skill.input_modes, by_name)[1]:
+            if template not in out:
+                out.append(template)
+    return out
+
+
 def _interfaces(options: CardOptions) -> list[dict[str, str]]:
     out = [{"url": options.jsonrpc_url, "protocolBinding": "JSONRPC", "protocolVersion": A2A_PROTOCOL_VERSION}]
     if options.http_json_url:

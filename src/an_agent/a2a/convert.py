@@ -8,6 +8,11 @@ parses them into the SDK's protobuf types).
 - A finished task's result becomes one artifact ``result``: a data part when the result is JSON (its
   ``metadata.mimeType`` is the result's format, e.g. ``application/json;schema=<result schema>``, as
   the schemas extension's section 4 asks), else a text part; its summary is the artifact description.
+
+The other direction, for our A2A client (`an_agent.a2a.client`): `task_from_json` and
+`status_from_json` read an A2A ``Task`` / ``TaskStatusUpdateEvent`` of any agent back into our model,
+the exact draft status when the metadata carries it (an agent of ours), else the table's
+(`an_agent.a2a.states.draft_status`); a task in a state the draft has no word for has no status.
 """
 
 from __future__ import annotations
@@ -15,9 +20,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from an_agent.a2a.states import DRAFT_STATUS_KEY, a2a_state
-from an_agent.clock import to_rfc3339
-from an_agent.model import ConditionNotification, Task, TaskStatus
+from an_agent.a2a.states import DRAFT_STATUS_KEY, a2a_state, draft_status
+from an_agent.clock import from_rfc3339, to_rfc3339
+from an_agent.model import ConditionNotification, Task, TaskResult, TaskStatus
 
 ARTIFACT_ID = "result"
 
@@ -88,3 +93,67 @@ def status_event_json(event: ConditionNotification) -> dict[str, Any]:
         "status": _status(event.status, event.reason, event.event_time, event.task_id),
         "metadata": {DRAFT_STATUS_KEY: event.status.value},
     }
+
+
+def _status_text(status: dict[str, Any]) -> str | None:
+    message = status.get("message")
+    parts = message.get("parts", []) if isinstance(message, dict) else []
+    texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return "\n".join(texts) or None
+
+
+def _time(status: dict[str, Any]) -> float | None:
+    stamp = status.get("timestamp")
+    try:
+        return from_rfc3339(stamp) if isinstance(stamp, str) else None
+    except ValueError:
+        return None
+
+
+def _artifact_result(artifact: dict[str, Any]) -> TaskResult | None:
+    for part in artifact.get("parts", []):
+        if not isinstance(part, dict):
+            continue
+        metadata = part.get("metadata")
+        media = (metadata.get("mimeType") if isinstance(metadata, dict) else None) or part.get("mediaType")
+        if "data" in part:
+            return TaskResult(
+                summary=artifact.get("description"),
+                format=media or "application/json",
+                data=json.dumps(part["data"], sort_keys=True),
+            )
+        if isinstance(part.get("text"), str):
+            return TaskResult(summary=artifact.get("description"), format=media or "text/plain", data=part["text"])
+    return None
+
+
+def task_from_json(value: dict[str, Any]) -> Task:
+    """Our `Task` for an A2A ``Task`` in ProtoJSON form (module docstring); the result from its artifacts."""
+    status_json = value.get("status") or {}
+    metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else None
+    status = draft_status(str(status_json.get("state", "")), metadata)
+    result: TaskResult | None = None
+    for artifact in value.get("artifacts") or []:
+        if isinstance(artifact, dict) and (result := _artifact_result(artifact)) is not None:
+            break
+    reason = _status_text(status_json)
+    if reason or result is not None:
+        result = result or TaskResult()
+        result.reason = reason if status != TaskStatus.FINISHED else result.reason
+        result.updated_time = _time(status_json)
+    return Task(str(value.get("id", "")), status=status, result=result)
+
+
+def status_from_json(value: dict[str, Any]) -> ConditionNotification | None:
+    """A ``condition-notifications`` equivalent of an A2A ``TaskStatusUpdateEvent`` (None: no draft status)."""
+    status_json = value.get("status") or {}
+    metadata = value.get("metadata") if isinstance(value.get("metadata"), dict) else None
+    status = draft_status(str(status_json.get("state", "")), metadata)
+    if status is None:
+        return None
+    return ConditionNotification(
+        task_id=str(value.get("taskId", "")),
+        status=status,
+        reason=_status_text(status_json),
+        event_time=_time(status_json),
+    )

@@ -1,16 +1,21 @@
 """The A2A v1 face: JSON-RPC and HTTP+JSON (a2a-sdk's routes) over the operation layer.
 
-The only module of the server side that imports the ``a2a`` SDK.
+Takes the ``a2a`` SDK's names from `an_agent.a2a.sdk`, the one module that imports the SDK.
 
 Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes out (DESIGN.md):
 
 - ``SendMessage`` reads the message per the schemas extension (`an_agent.a2a.inbound`): a structured
   part becomes a data-param ``application/json;schema=<name>`` of a new task, text becomes its prompt;
   `Operations.assign_task` admits it (validation once, in the operation layer: a payload that fails is
-  refused naming each key, and no task exists). An undeclared schema is refused before that. A message
+  refused naming each key, and no task exists). Text alone that is not a draft prompt is mapped to a
+  payload of an accepted input schema when the mapping fills every required key (`an_agent.a2a.textmap`);
+  else it stays the task's prompt. An undeclared schema is refused before that. A message
   to an existing task carrying structured data is refused ("task already running"); other follow-ups
   are not supported. Without ``returnImmediately`` the call returns once the task is terminal or
-  interrupted.
+  interrupted. The message metadata may name the agent it is sent for (``an-agent/task-sendFrom``,
+  refused unless the caller may speak for it; default: the caller) and propose the new task's id
+  (``an-agent/task-id``, as a NETCONF client chooses it; an id in use is refused); tasks made over
+  A2A are ``task-async`` (the reply never waits on the behaviour).
 - ``SendStreamingMessage`` and ``SubscribeToTask`` stream the task from the durable notification log
   (`Operations.subscribe` with ``start_time``): the current task first, then every status change, the
   result artifact before ``completed``. A resubscription replays the task's log from its start, so a
@@ -20,11 +25,13 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
 - The caller is the authenticated user of the request (HTTP Basic, `an_agent.a2a.server`); push
   notifications are not implemented (the card says so).
 
-Why not the SDK's ``DefaultRequestHandler`` + ``AgentExecutor`` + ``TaskStore``: that handler keeps
-each task's state in its in-memory ``ActiveTaskRegistry`` and writes it to the ``TaskStore`` itself,
-which makes a second task store beside ours, and its resubscription serves only tasks it is still
-running in memory, never our durable log. This handler implements the SDK's ``RequestHandler``
-interface directly on `Operations` instead; routes, JSON-RPC framing, SSE and error codes are the SDK's.
+Why not the SDK's ``DefaultRequestHandler`` (checked against 1.3.0; docs/architecture.md has the
+function-by-function account): its ``ActiveTask`` consumer writes every executor event to the
+``TaskStore`` itself (a second writer beside our task engine), its single-process resubscription serves
+only tasks running in its in-memory ``ActiveTaskRegistry`` (never our durable log), and its cluster mode
+cancels a task by writing ``TASK_STATE_CANCELED`` into the store, bypassing the operation layer. This
+handler implements the SDK's ``RequestHandler`` interface directly on `Operations` instead; routes,
+JSON-RPC framing, SSE and error codes are the SDK's.
 """
 
 from __future__ import annotations
@@ -37,46 +44,45 @@ import uuid
 from collections.abc import AsyncGenerator, Callable, Collection
 from typing import Any
 
-from a2a.server.context import ServerCallContext
-from a2a.server.request_handlers import RequestHandler
-from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
-from a2a.types import (
+from lxml import etree
+from starlette.routing import BaseRoute
+
+from an_agent.a2a.convert import artifact_json, status_event_json, task_json
+from an_agent.a2a.inbound import StructuredInput, part_schema, read_message
+from an_agent.a2a.sdk import (
     AgentCard,
     CancelTaskRequest,
     DeleteTaskPushNotificationConfigRequest,
+    ExtendedAgentCardNotConfiguredError,
     GetExtendedAgentCardRequest,
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
+    InvalidParamsError,
+    InvalidRequestError,
     ListTaskPushNotificationConfigsRequest,
     ListTaskPushNotificationConfigsResponse,
     ListTasksRequest,
     ListTasksResponse,
     Message,
+    PushNotificationNotSupportedError,
+    RequestHandler,
     SendMessageRequest,
+    ServerCallContext,
     SubscribeToTaskRequest,
     Task,
     TaskArtifactUpdateEvent,
+    TaskNotCancelableError,
     TaskPushNotificationConfig,
     TaskState,
     TaskStatusUpdateEvent,
-)
-from a2a.utils.errors import (
-    A2AError,
-    ExtendedAgentCardNotConfiguredError,
-    InternalError,
-    InvalidParamsError,
-    InvalidRequestError,
-    PushNotificationNotSupportedError,
-    TaskNotCancelableError,
-    TaskNotFoundError,
     UnsupportedOperationError,
+    create_jsonrpc_routes,
+    create_rest_routes,
+    json_to_protobuf,
+    protobuf_to_json,
+    to_a2a_error,
 )
-from google.protobuf.json_format import MessageToDict, ParseDict
-from lxml import etree
-from starlette.routing import BaseRoute
-
-from an_agent.a2a.convert import artifact_json, status_event_json, task_json
-from an_agent.a2a.inbound import part_schema, read_message
+from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
 from an_agent.errors import RpcError, SchemaError
 from an_agent.model import IRTF_AGENT_NS, CommuType, ConditionNotification, DataParam, DataType, build_prompt
 from an_agent.model import Task as DraftTask
@@ -84,6 +90,7 @@ from an_agent.model.prompt import parse_prompt
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import AssignTask, CancelTask, ReadScope, Subscribe
+from an_agent.schemas.mapping import MappingResult
 from an_agent.schemas.validate import media_type
 
 log = logging.getLogger(__name__)
@@ -104,22 +111,7 @@ def _principal(context: ServerCallContext) -> Principal:
 
 
 def _a2a_task(task: DraftTask) -> Task:
-    out = Task()
-    ParseDict(task_json(task), out)
-    return out
-
-
-def _translate(exc: RpcError) -> A2AError:
-    """The A2A error for an operation's refusal (the one place that maps them)."""
-    message = exc.message + (f" (at {exc.path})" if exc.path else "")
-    data = {"error-tag": exc.error_tag, "error-type": exc.error_type, "error-path": exc.path, "app-tag": exc.app_tag}
-    if exc.error_tag == "data-missing":
-        return TaskNotFoundError(message=message, data=data)
-    if exc.error_tag in ("invalid-value", "missing-element", "bad-element", "unknown-element", "data-exists"):
-        return InvalidParamsError(message=message, data=data)
-    if exc.error_tag == "access-denied":
-        return InvalidRequestError(message=f"access denied: {message}", data=data)
-    return InternalError(message=message, data=data)
+    return json_to_protobuf(task_json(task), Task())
 
 
 async def _call(work: Callable[[], Any]) -> Any:
@@ -127,20 +119,26 @@ async def _call(work: Callable[[], Any]) -> Any:
     try:
         return await asyncio.to_thread(work)
     except RpcError as exc:
-        raise _translate(exc) from None
+        raise to_a2a_error(exc) from None
 
 
 class OperationsRequestHandler(RequestHandler):
     """The SDK's request-handler interface, implemented on `Operations` (module docstring)."""
 
-    def __init__(self, operations: Operations, declared_schemas: Callable[[], Collection[str]]) -> None:
+    def __init__(
+        self,
+        operations: Operations,
+        declared_schemas: Callable[[], Collection[str]],
+        mapper: Callable[[str], MappingResult | None] | None = None,
+    ) -> None:
         self.operations = operations
         self._declared = declared_schemas
+        self._mapper = mapper
 
     # -- messages ---------------------------------------------------------------------------------
     def _admit(self, principal: Principal, message: Message) -> tuple[str, float]:
         """Create the task a new message asks for; returns its id and a log time before it existed."""
-        parts = MessageToDict(message)
+        parts = protobuf_to_json(message)
         if message.task_id:
             if any(part_schema(p) is not None for p in parts.get("parts", []) if "data" in p):
                 raise InvalidParamsError(
@@ -155,16 +153,23 @@ class OperationsRequestHandler(RequestHandler):
             raise InvalidParamsError(
                 message=f"{exc}: {'; '.join(exc.problems)}", data={"problems": list(exc.problems)}
             ) from None
-        task_id = str(uuid.uuid4())
+        task_id = _metadata(message, TASK_ID_KEY) or str(uuid.uuid4())
         params: list[DataParam] = []
-        if inbound.structured is not None:
-            envelope = json.dumps({"schema_id": inbound.structured.schema_id, "payload": inbound.structured.payload})
+        structured, source = inbound.structured, "A2A data part"
+        if structured is None and inbound.text and not parse_prompt(inbound.text).complete and self._mapper:
+            mapped = self._mapper(inbound.text)
+            if mapped is not None and not mapped.missing_required:
+                structured, source = StructuredInput(mapped.schema_id, mapped.payload), "mapped from the message text"
+            elif mapped is not None:
+                log.info("text of a message maps to %s without %s", mapped.schema_id, mapped.missing_required)
+        if structured is not None:
+            envelope = json.dumps({"schema_id": structured.schema_id, "payload": structured.payload})
             params.append(
                 DataParam(
                     id=f"{task_id}-payload",
                     data_type=DataType.TEXT,
-                    description=f"{inbound.structured.schema_id} payload (A2A data part)",
-                    format=media_type(inbound.structured.schema_id),
+                    description=f"{structured.schema_id} payload ({source})",
+                    format=media_type(structured.schema_id),
                     data=envelope,
                 )
             )
@@ -172,8 +177,10 @@ class OperationsRequestHandler(RequestHandler):
             raise InvalidParamsError(message="the message has neither text nor a structured data part")
         task = DraftTask(
             task_id,
-            send_from=principal.name,
+            send_from=_sender(principal, message),
+            send_to=self.operations.profile.name,
             commu_type=CommuType.TASK_ASSIGN,
+            task_async=True,  # A2A answers at once (or streams): the assignment must not wait for the end
             content=_content(inbound.text, params),
             msg_data=[p.id for p in params],
         )
@@ -229,8 +236,8 @@ class OperationsRequestHandler(RequestHandler):
             task = await asyncio.to_thread(self.operations.cancel_task, principal, CancelTask(params.id))
         except RpcError as exc:
             if exc.error_tag == "operation-failed":
-                raise TaskNotCancelableError(message=exc.message) from None
-            raise _translate(exc) from None
+                raise TaskNotCancelableError(message=exc.message, data=to_a2a_error(exc).data) from None
+            raise to_a2a_error(exc) from None
         return _a2a_task(task)
 
     async def on_subscribe_to_task(
@@ -273,11 +280,11 @@ class OperationsRequestHandler(RequestHandler):
                     task = await _call(lambda: self.operations.get_task(principal, task_id))
                     artifact = artifact_json(task)
                     if artifact is not None:
-                        yield ParseDict(
+                        yield json_to_protobuf(
                             {"taskId": task_id, "contextId": task_id, "artifact": artifact, "lastChunk": True},
                             TaskArtifactUpdateEvent(),
                         )
-                status = ParseDict(status_event_json(event), TaskStatusUpdateEvent())
+                status = json_to_protobuf(status_event_json(event), TaskStatusUpdateEvent())
                 yield status
                 if status.status.state in _ENDED:
                     return
@@ -324,6 +331,23 @@ _ENDED = frozenset(
 )
 
 
+def _metadata(message: Message, key: str) -> str:
+    """A string of the message's metadata ("" when absent)."""
+    value = message.metadata.fields.get(key) if message.HasField("metadata") else None
+    return value.string_value if value is not None else ""
+
+
+def _sender(principal: Principal, message: Message) -> str:
+    """``task-sendFrom``: the agent named in the message metadata (`SENDER_KEY`) when the caller may
+    speak for it, else the caller's user name."""
+    agent = _metadata(message, SENDER_KEY)
+    if not agent:
+        return principal.name
+    if not principal.may_speak_for(agent):
+        raise InvalidRequestError(message=f"access denied: {principal.name} may not send tasks as {agent}")
+    return agent
+
+
 def _content(text: str, params: list[DataParam]) -> str:
     """The task's prompt: the message's text when it is already a draft prompt, else one built around it."""
     if text and parse_prompt(text).complete:
@@ -334,7 +358,14 @@ def _content(text: str, params: list[DataParam]) -> str:
     return build_prompt(text, text)
 
 
-def sdk_routes(operations: Operations, declared_schemas: Callable[[], Collection[str]]) -> list[BaseRoute]:
-    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`."""
-    handler = OperationsRequestHandler(operations, declared_schemas)
+def sdk_routes(
+    operations: Operations,
+    declared_schemas: Callable[[], Collection[str]],
+    mapper: Callable[[str], MappingResult | None] | None = None,
+) -> list[BaseRoute]:
+    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`.
+
+    ``mapper`` maps a text-only message to a payload (`an_agent.a2a.textmap`); None: text stays a prompt.
+    """
+    handler = OperationsRequestHandler(operations, declared_schemas, mapper)
     return [*create_jsonrpc_routes(handler, JSONRPC_PATH), *create_rest_routes(handler, path_prefix=REST_PREFIX)]

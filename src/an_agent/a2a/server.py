@@ -11,6 +11,7 @@ import asyncio
 import base64
 import binascii
 import hmac
+import json
 import socket
 import threading
 from collections.abc import Callable, Collection, Mapping
@@ -24,9 +25,11 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from an_agent.a2a.card import CardOptions, build_card
+from an_agent.a2a.card import CardOptions, build_card, input_templates
 from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
+from an_agent.a2a.textmap import TextMapper
 from an_agent.runtime.operations import Operations
+from an_agent.schemas.mapping import MappingResult
 from an_agent.schemas.template import Template
 
 CARD_PATH = "/.well-known/agent-card.json"
@@ -84,6 +87,42 @@ def served_templates(operations: Operations) -> list[Template]:
     return [engine.template(t.schema_id, None, record_delivery=False) for t in engine.registry.templates()]
 
 
+class LiveCard:
+    """The card of an agent as its templates are now: rebuilt when they changed (a patch), else reused."""
+
+    def __init__(self, operations: Operations) -> None:
+        self.operations = operations
+        self._lock = threading.Lock()
+        self._built: tuple[tuple[str, ...], CardOptions, dict[str, Any]] | None = None
+
+    def declared(self) -> frozenset[str]:
+        """The schema_ids the agent serves now (what a data part may name)."""
+        return frozenset(t.schema_id for t in served_templates(self.operations))
+
+    def mapper(self) -> TextMapper | None:
+        """The text mapping onto the templates the skills accept (None when the agent serves no schemas)."""
+        service = self.operations.schemas
+        if service is None:
+            return None
+        return TextMapper(
+            lambda: input_templates(self.operations.profile, served_templates(self.operations)),
+            service.engine.embedder,
+            self.operations.clock.now,
+        )
+
+    def card(self, options: CardOptions) -> dict[str, Any]:
+        """The card for ``options`` and the templates served now (~1 ms to build, so built on change)."""
+        templates = served_templates(self.operations)
+        version = tuple(json.dumps(t.to_dict(), sort_keys=True) for t in templates)
+        with self._lock:
+            if self._built is not None and self._built[0] == version and self._built[1] == options:
+                return self._built[2]
+        built = build_card(self.operations.profile, templates, options)
+        with self._lock:
+            self._built = (version, options, built)
+        return built
+
+
 class A2AServer:
     """The A2A face of one agent on ``host:port`` (uvicorn in a thread of its own)."""
 
@@ -93,31 +132,31 @@ class A2AServer:
     ) -> A2AServer:
         """The face of ``operations`` with its card: the profile, the served templates, both faces' URLs.
 
-        The card is built once, at start: schema patches published later show in ``get-schema-template``
-        and the NETCONF state, and in the card after a restart.
+        The card and the declared schemas follow the templates: a schema patch published while the agent
+        runs (schema-update) shows in the next card served, with no restart (`LiveCard`).
         """
-        templates = served_templates(operations)
-        declared = frozenset(t.schema_id for t in templates)
+        live = LiveCard(operations)
 
-        def card(bound: int) -> dict[str, Any]:
+        def card(bound: int) -> Callable[[], dict[str, Any]]:
             options = CardOptions(
                 jsonrpc_url=f"http://{_url_host(host)}:{bound}{JSONRPC_PATH}",
                 http_json_url=f"http://{_url_host(host)}:{bound}{REST_PREFIX}",
                 netconf_url=f"ssh://{_url_host(host)}:{netconf_port}",
                 basic_auth=True,
             )
-            return build_card(operations.profile, templates, options)
+            return lambda: live.card(options)
 
-        return cls(operations, card, lambda: declared, users, host, port)
+        return cls(operations, card, live.declared, users, host, port, mapper=live.mapper())
 
     def __init__(
         self,
         operations: Operations,
-        card: Callable[[int], dict[str, Any]],
+        card: Callable[[int], Callable[[], dict[str, Any]]],
         declared_schemas: Callable[[], Collection[str]],
         users: Mapping[str, str],
         host: str = "127.0.0.1",
         port: int = 0,
+        mapper: Callable[[str], MappingResult | None] | None = None,
     ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.create_server((host, port), family=family)  # only the address asked for
@@ -128,7 +167,7 @@ class A2AServer:
         self.card = card(self.port)
         routes = [
             Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}
-            *sdk_routes(operations, declared_schemas),
+            *sdk_routes(operations, declared_schemas, mapper),
         ]
         app = BasicAuth(Starlette(routes=routes), users, public={CARD_PATH})
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
@@ -136,7 +175,7 @@ class A2AServer:
         self._thread = threading.Thread(target=self._run, name=f"a2a-{self.port}", daemon=True)
 
     async def _card(self, request: Request) -> JSONResponse:
-        return JSONResponse(self.card)
+        return JSONResponse(self.card())
 
     def _run(self) -> None:
         asyncio.run(self._server.serve(sockets=[self._socket]))

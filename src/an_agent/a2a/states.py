@@ -33,6 +33,11 @@ from an_agent.model import TaskStatus
 
 DRAFT_STATUS_KEY = "an-agent/task-status"
 """Status-metadata key that carries the exact draft task-status next to the A2A state."""
+SENDER_KEY = "an-agent/task-sendFrom"
+"""Message-metadata key naming the agent a message is sent for (the draft's ``task-sendFrom``)."""
+TASK_ID_KEY = "an-agent/task-id"
+"""Message-metadata key of a new task's id proposed by the client (as a NETCONF client chooses it);
+without it the agent chooses one."""
 
 TO_A2A: Mapping[TaskStatus, str] = MappingProxyType(
     {

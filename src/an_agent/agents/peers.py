@@ -1,4 +1,4 @@
-"""An agent's NETCONF sessions to the agents it may talk to.
+"""An agent's NETCONF sessions to the agents it may talk to (and A2A links, `an_agent.agents.a2a_peer`).
 
 `Peers` opens, on first use, two sessions per peer with `AgentClient`: one for requests (serialised by a
 lock, reused for the whole run) and one holding the RFC 5277 subscription to the peer's
@@ -8,20 +8,23 @@ comes as a notification, then its result is read once (taskResultQuery).
 Every exchange is reported to a ``record`` callback as an `Exchange` (the lab's timeline and its
 operation counts come from here), and the end-of-task hand-off is registered with the `Scheduler` so
 simulated time cannot move while a result is on its way (see `an_agent.lab.kernel`).
+
+A peer on a link the topology marks ``transport: a2a`` is an `A2APeer`: the same operations, tasks over
+the peer's A2A face, negotiations over these NETCONF sessions.
 """
 
 from __future__ import annotations
 
 import contextlib
-import itertools
 import json
 import logging
 import threading
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
-from an_agent.agents.environment import Scheduler, SimFuture
+from an_agent.agents.a2a_peer import A2APeer
+from an_agent.agents.environment import Scheduler
+from an_agent.agents.exchange import Exchange, Recorder, TaskHandle, next_order, param_payload
 from an_agent.errors import AnAgentError, ConfigError, TransportError
 from an_agent.model import (
     ConditionNotification,
@@ -34,73 +37,15 @@ from an_agent.model import (
 )
 from an_agent.nc.agent_client import AgentClient
 
+__all__ = [
+    "A2APeer", "AddressBook", "Exchange", "Peer", "Peers", "Recorder", "TaskHandle", "UrlBook", "next_order",
+    "param_payload", "prompt_payload",
+]  # fmt: skip
+
 log = logging.getLogger(__name__)
 
-_ORDER = itertools.count(1)
-
-
-def next_order() -> int:
-    """A process-wide sequence number: what happened first at the same simulated instant comes first."""
-    return next(_ORDER)
-
-
-@dataclass(frozen=True)
-class Exchange:
-    """One NETCONF exchange between two agents, as the sender saw it (or a notification it received)."""
-
-    time: float
-    sender: str
-    receiver: str
-    operation: str
-    """The NETCONF operation: ``get``, ``edit-config``, ``task-negotiate``, ``create-subscription``,
-    ``notification``."""
-    commu_type: str
-    """The draft's commuType: CapabilityRequest, taskAssign, FeasibilityNegotiate, taskResultNotify, ..."""
-    task_id: str | None = None
-    summary: str = ""
-    status: str | None = None
-    payload: dict[str, Any] | None = None
-    ok: bool = True
-    error: str | None = None
-    order: int = 0
-    """`next_order` when the operation started (a notification: when it was received)."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "time": self.time,
-            "from": self.sender,
-            "to": self.receiver,
-            "operation": self.operation,
-            "commuType": self.commu_type,
-            "task_id": self.task_id,
-            "summary": self.summary,
-            "status": self.status,
-            "payload": self.payload,
-            "ok": self.ok,
-            "error": self.error,
-            "order": self.order,
-        }
-
-
-Recorder = Callable[[Exchange], None]
 AddressBook = Callable[[str], "tuple[str, int] | None"]
-
-
-@dataclass
-class TaskHandle:
-    """A task assigned to a peer; `result` waits (in simulated time) for its end and reads it."""
-
-    peer: Peer
-    task_id: str
-    _ended: SimFuture[ConditionNotification]
-    _task: Task | None = field(default=None, init=False)
-
-    def result(self) -> Task:
-        """The task as the peer holds it after its end (status, reason, result)."""
-        if self._task is None:
-            self._ended.wait()
-            self._task = self.peer.get_task(self.task_id)
-        return self._task
+UrlBook = Callable[[str], "str | None"]
 
 
 class Peer:
@@ -113,6 +58,12 @@ class Peer:
         self._client: AgentClient | None = None
         self._watcher: AgentClient | None = None
         self._thread: threading.Thread | None = None
+        self._elsewhere: set[str] = set()
+
+    def followed_elsewhere(self, task_id: str) -> None:
+        """``task_id`` is followed over A2A (`A2APeer`): its notifications here are not the hand-off."""
+        with self._lock:
+            self._elsewhere.add(task_id)
 
     def _connect(self) -> AgentClient:
         with self._lock:
@@ -160,6 +111,9 @@ class Peer:
             for event in events:
                 if event.send_to != peers.me:
                     continue  # a task someone else assigned
+                with self._lock:
+                    if event.task_id in self._elsewhere:
+                        continue  # assigned over A2A: its stream reports it
                 previous = f"{event.previous_status}->" if event.previous_status else ""
                 peers.record(
                     Exchange(
@@ -237,7 +191,7 @@ class Peer:
         scheduler = self._peers.scheduler
         key = (self.name, task.task_id)
         ended = scheduler.expect(key)
-        payload = next((p for p in (_param_payload(p) for p in params) if p is not None), None)
+        payload = next((p for p in (param_payload(p) for p in params) if p is not None), None)
         summary = (parse_prompt(task.content or "").task_description or "").split("\n")[0]
         order = next_order()
         try:
@@ -293,8 +247,12 @@ class Peers:
         record: Recorder,
         credentials: tuple[str, str] = ("admin", "admin"),
         timeout: float = 30.0,
+        over_a2a: Iterable[str] = (),
+        a2a_url_of: UrlBook = lambda name: None,
     ) -> None:
         self.me = me
+        self.over_a2a = frozenset(over_a2a)
+        self.a2a_url_of = a2a_url_of
         self.scheduler = scheduler
         self.address_of = address_of
         self.allowed = frozenset(allowed)
@@ -302,15 +260,16 @@ class Peers:
         self.credentials = credentials
         self.timeout = timeout
         self._lock = threading.Lock()
-        self._peers: dict[str, Peer] = {}
+        self._peers: dict[str, Peer | A2APeer] = {}
 
-    def peer(self, name: str) -> Peer:
-        """The sessions to ``name``; `ConfigError` when the topology does not let ``me`` talk to it."""
+    def peer(self, name: str) -> Peer | A2APeer:
+        """The link to ``name``; `ConfigError` when the topology does not let ``me`` talk to it."""
         if name not in self.allowed:
             raise ConfigError(f"the topology does not let {self.me} talk to {name}")
         with self._lock:
             if name not in self._peers:
-                self._peers[name] = Peer(self, name)
+                netconf = Peer(self, name)
+                self._peers[name] = A2APeer(self, name, netconf) if name in self.over_a2a else netconf
             return self._peers[name]
 
     def record_exchange(
@@ -354,16 +313,6 @@ class Peers:
             for thread in threads:
                 thread.join(5.0)
         return threads
-
-
-def _param_payload(param: DataParam) -> dict[str, Any] | None:
-    if not param.format or "schema=" not in param.format or param.data is None:
-        return None
-    try:
-        value = json.loads(param.data)
-    except json.JSONDecodeError:
-        return None
-    return value if isinstance(value, dict) else None
 
 
 def prompt_payload(content: list[str]) -> dict[str, Any] | None:

@@ -20,7 +20,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -62,14 +62,32 @@ def read_payload_file(name: str) -> dict[str, Any]:
 
 def parse_sets(template: Template, sets: Sequence[str]) -> dict[str, Any]:
     """``key=value`` arguments as payload members, typed by the template (module docstring)."""
+    return parse_typed_sets({k.key_name: k.key_type for k in template.keys}, sets)
+
+
+def json_schema_key_types(schema: Mapping[str, Any]) -> dict[str, str]:
+    """The key types of a payload's JSON Schema (an A2A card's ``schemas`` entry), as template key types."""
+    out: dict[str, str] = {}
+    properties = schema.get("properties")
+    for name, prop in (properties if isinstance(properties, dict) else {}).items():
+        kind = prop.get("type") if isinstance(prop, dict) else None
+        kinds = [kind] if isinstance(kind, str) else [k for k in kind or [] if isinstance(k, str)]
+        real = [k for k in kinds if k != "null"]
+        if real:
+            out[name] = real[0]
+    return out
+
+
+def parse_typed_sets(key_types: Mapping[str, str], sets: Sequence[str]) -> dict[str, Any]:
+    """``key=value`` arguments as payload members, each typed by ``key_types[key]`` when known."""
     out: dict[str, Any] = {}
     for item in sets:
         name, sep, raw = item.partition("=")
         name = name.strip()
         if not sep or not name:
             raise ConfigError(f"--set {item!r}: expected KEY=VALUE")
-        key = template.key(name)
-        out[name] = raw if key is None else coerce(key.key_type, raw)
+        key_type = key_types.get(name)
+        out[name] = raw if key_type is None else coerce(key_type, raw)
     return out
 
 

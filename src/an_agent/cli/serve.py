@@ -215,6 +215,7 @@ def run(args: argparse.Namespace) -> int:
     profile = None
     behaviour = None
     schemas: SchemaMode = args.schemas or "evolve"
+    a2a_port, templates = args.a2a_port, list(args.templates)
     if args.profile is not None:
         profile = AgentProfile.load(args.profile)
     elif args.topology is not None:
@@ -225,6 +226,11 @@ def run(args: argparse.Namespace) -> int:
         lab_profile, lab_behaviour = load_agent(args.topology, args.agent, schemas=args.schemas)
         profile, behaviour = lab_profile, lab_behaviour
         schemas = lab_behaviour.env.schemas  # the behaviour and the server must agree on it
+        from an_agent.lab.topology import load_topology
+
+        spec = load_topology(args.topology).agent(args.agent)  # its A2A face and templates, unless given here
+        a2a_port = spec.a2a_port if a2a_port is None else a2a_port
+        templates = templates or list(spec.templates)
     elif args.agent:
         raise ConfigError("--agent is only meaningful with --topology FILE")
 
@@ -246,8 +252,8 @@ def run(args: argparse.Namespace) -> int:
         notification_retention=args.notification_retention,
         schema_admins=args.schema_admin,
         schema_approval=args.schema_approval,
-        templates=args.templates,
-        a2a_port=args.a2a_port,
+        templates=templates,
+        a2a_port=a2a_port,
         sshd_port=args.sshd_port,
     )
     server = AgentServer(config)

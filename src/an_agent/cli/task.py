@@ -1,4 +1,6 @@
-"""``an-agent task assign|get|cancel|negotiate|watch``: tasks on another agent, over NETCONF.
+"""``an-agent task assign|get|cancel|negotiate|watch``: tasks on another agent, over NETCONF (or A2A).
+
+With ``--a2a URL`` assign/get/cancel/watch use the agent's A2A v1 face instead (`an_agent.cli.task_a2a`).
 
 ``task assign --schema NAME`` carries a structured payload (draft-zhou): the CLI negotiates the
 template with the agent (``get-schema-template``, stating ``--schema-version``), builds the payload from
@@ -18,8 +20,10 @@ from typing import TYPE_CHECKING, Any
 
 from lxml import etree
 
+from an_agent.cli import task_a2a
 from an_agent.cli._common import add_connection_options, connect, print_json, print_table
 from an_agent.cli.payload import add_version_option, parse_sets, read_payload_file
+from an_agent.cli.task_output import print_cancelled, print_result, print_task, task_dict
 from an_agent.clock import from_rfc3339, to_rfc3339
 from an_agent.errors import ConfigError, RequestTimeout, RpcError
 from an_agent.model import (
@@ -29,7 +33,6 @@ from an_agent.model import (
     NegotiationResult,
     NegotiationType,
     Task,
-    TaskStatus,
     build_prompt,
 )
 
@@ -52,6 +55,7 @@ def register(subparsers: Any) -> None:
         "assign", help="assign a new task (taskAssign)", description="Create a task entry on the agent."
     )
     add_connection_options(assign)
+    _add_a2a_option(assign)
     _add_prompt_options(assign)
     assign.add_argument("--id", dest="task_id", help="task id (default: a new UUID)")
     assign.add_argument(
@@ -87,9 +91,19 @@ def register(subparsers: Any) -> None:
     )
     structured.add_argument("--payload", metavar="FILE", help="payload JSON object (or envelope) to start from")
     assign.add_argument(
+        "--input-for",
+        metavar="TASK",
+        help="with --a2a: send the message to the existing task TASK (a follow-up, e.g. the input it asks for)",
+    )
+    assign.add_argument(
+        "--text",
+        help="with --a2a: a plain-language request sent as a text part (an an-agent agent maps it to a payload "
+        "of a schema its skills accept when every required key is found, else takes it as the prompt)",
+    )
+    assign.add_argument(
         "--wait",
         action="store_true",
-        help="send task-async false and wait until the task ends (following its notifications); print its result",
+        help="wait until the task ends (NETCONF: send task-async false and follow its notifications); print its result",
     )
     assign.add_argument("--json", action="store_true", help="print JSON")
     assign.set_defaults(handler=run_assign)
@@ -98,6 +112,7 @@ def register(subparsers: Any) -> None:
         "get", help="show one task, or list all (taskResultQuery)", description="Read tasks with <get>."
     )
     add_connection_options(get)
+    _add_a2a_option(get)
     get.add_argument("task_id", nargs="?", help="task id (omit to list every task)")
     fmt = get.add_mutually_exclusive_group()
     fmt.add_argument("--json", action="store_true", help="print JSON")
@@ -108,6 +123,7 @@ def register(subparsers: Any) -> None:
         "cancel", help="cancel a task (taskCancel)", description="Set the task's commuType to taskCancel."
     )
     add_connection_options(cancel)
+    _add_a2a_option(cancel)
     cancel.add_argument("task_id")
     cancel.add_argument("--json", action="store_true", help="print JSON")
     cancel.set_defaults(handler=run_cancel)
@@ -134,6 +150,7 @@ def register(subparsers: Any) -> None:
         "--since replays logged events from that time first.",
     )
     add_connection_options(watch)
+    _add_a2a_option(watch)
     watch.add_argument("task_id", nargs="?", help="only this task")
     watch.add_argument("--since", help="replay from this RFC 3339 time, or 'all' for the whole log")
     watch.add_argument("--until-done", action="store_true", help="stop when the watched task ends (needs a task id)")
@@ -141,6 +158,15 @@ def register(subparsers: Any) -> None:
     watch.add_argument("--duration", type=float, help="stop after this many seconds")
     watch.add_argument("--json", action="store_true", help="print one JSON object per line")
     watch.set_defaults(handler=run_watch)
+
+
+def _add_a2a_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--a2a",
+        metavar="URL",
+        help="talk to the agent's A2A v1 face at URL (e.g. http://127.0.0.1:8080) instead of NETCONF; "
+        "--user/--password are its users (HTTP Basic)",
+    )
 
 
 def _add_prompt_options(parser: argparse.ArgumentParser, required: bool = True) -> None:
@@ -169,54 +195,16 @@ def _prompt(args: argparse.Namespace) -> str | None:
     return None
 
 
-def _task_dict(task: Task) -> dict[str, Any]:
-    result = task.result
-    return {
-        "task-id": task.task_id,
-        "task-sendFrom": task.send_from,
-        "task-sendTo": task.send_to,
-        "commuType": task.commu_type,
-        "task-status": task.status,
-        "content": task.content,
-        "expected-response": task.expected_response,
-        "msg-data": task.msg_data,
-        "result": None
-        if result is None
-        else {
-            "summary": result.summary,
-            "reason": result.reason,
-            "format": result.format,
-            "data": result.data,
-            "updated-time": to_rfc3339(result.updated_time) if result.updated_time else None,
-        },
-    }
-
-
-def _print_task(task: Task) -> None:
-    result = task.result
-    print_table(
-        ["field", "value"],
-        [
-            ["task-id", task.task_id],
-            ["status", task.status],
-            ["from", task.send_from],
-            ["to", task.send_to],
-            ["commuType", task.commu_type],
-            ["summary", result.summary if result else None],
-            ["reason", result.reason if result else None],
-            ["result format", result.format if result else None],
-            ["result data", result.data if result else None],
-            ["updated", to_rfc3339(result.updated_time) if result and result.updated_time else None],
-        ],
-    )
-
-
 def run_assign(args: argparse.Namespace) -> int:
     if (args.sets or args.payload or args.schema_versions) and not args.schema:
         raise ConfigError("--set, --payload and --schema-version need --schema NAME")
-    if args.schema:
+    if args.schema or args.text:
         args.prompt_required = False
+    if (args.text or args.input_for) and not args.a2a:
+        raise ConfigError("--text and --input-for are A2A messages: use them with --a2a URL (NETCONF takes a prompt)")
     content = _prompt(args)
+    if args.a2a:
+        return task_a2a.run_assign(args, content)
     task = Task(
         task_id=args.task_id or str(uuid.uuid4()),
         send_from=args.send_from,
@@ -251,21 +239,7 @@ def run_assign(args: argparse.Namespace) -> int:
         else:
             send()
         stored = client.get_task(task.task_id)
-    from an_agent.nc.agent_client import schema_update_suggestions
-
-    suggestions = schema_update_suggestions(stored)
-    if args.json:
-        print_json({**_task_dict(stored), "schema_update_suggestion": suggestions})
-    else:
-        _print_task(stored)
-        for suggestion in suggestions:
-            patches = ", ".join(p.get("patch_id", "?") for p in suggestion.get("patches", []))
-            print(
-                f"schema update suggested for {suggestion['schema_id']}: patches {patches} "
-                f"(an-agent schema get {suggestion['schema_id']} shows the keys)",
-                file=sys.stderr,
-            )
-    return 0 if stored.status != TaskStatus.FAILED else 1
+    return print_result(stored, args.json)
 
 
 def _build_payload(client: AgentClient, task: Task, args: argparse.Namespace) -> dict[str, Any]:
@@ -286,15 +260,17 @@ def _assign_structured(client: AgentClient, task: Task, args: argparse.Namespace
 
 
 def run_get(args: argparse.Namespace) -> int:
+    if args.a2a:
+        return task_a2a.run_get(args)
     with connect(args) as client:
         tasks = [client.get_task(args.task_id)] if args.task_id else client.list_tasks()
     if args.json:
-        print_json(_task_dict(tasks[0]) if args.task_id else [_task_dict(t) for t in tasks])
+        print_json(task_dict(tasks[0]) if args.task_id else [task_dict(t) for t in tasks])
     elif args.xml:
         for task in tasks:
             print(etree.tostring(task.to_xml(include_state=True), pretty_print=True, encoding="unicode"), end="")
     elif args.task_id:
-        _print_task(tasks[0])
+        print_task(tasks[0])
     else:
         print_table(
             ["task-id", "status", "from", "summary"],
@@ -304,17 +280,12 @@ def run_get(args: argparse.Namespace) -> int:
 
 
 def run_cancel(args: argparse.Namespace) -> int:
+    if args.a2a:
+        return task_a2a.run_cancel(args)
     with connect(args) as client:
         client.cancel_task(args.task_id)
         task = client.get_task(args.task_id)
-    if args.json:
-        print_json(_task_dict(task))
-    else:
-        print(
-            f"{task.task_id}: {task.status}"
-            + (f" ({task.result.reason})" if task.result and task.result.reason else "")
-        )
-    return 0
+    return print_cancelled(task, args.json)
 
 
 def _negotiation_dict(result: NegotiationResult) -> dict[str, Any]:
@@ -375,6 +346,8 @@ def _event_dict(event: ConditionNotification) -> dict[str, Any]:
 
 
 def run_watch(args: argparse.Namespace) -> int:
+    if args.a2a:
+        return task_a2a.run_watch(args)
     if args.until_done and not args.task_id:
         raise ConfigError("--until-done needs a task id")
     start_time = None

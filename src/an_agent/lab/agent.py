@@ -34,6 +34,7 @@ TASK_CAPACITY = 200
 NEGOTIATION_TYPES = ["acp-task-feasibility-negotiation-v1.0", "acp-task-fulfillment-negotiation-v1.0"]
 
 AddressOf = Callable[[str], "tuple[str, int] | None"]
+UrlOf = Callable[[str], "str | None"]
 
 
 def lab_host_key(path: Path) -> None:
@@ -107,10 +108,12 @@ def make_behaviour(
     address_of: AddressOf,
     task_capacity: int = TASK_CAPACITY,
     credentials: tuple[str, str] | None = None,
+    a2a_url_of: UrlOf = lambda name: None,
 ) -> tuple[LabBehaviour, Peers]:
     """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses.
 
     ``credentials`` are the agent's login on its peers (default: the topology's `peer_login`).
+    ``a2a_url_of`` gives the A2A URL of the peers it reaches over A2A (links marked ``transport: a2a``).
     """
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
@@ -121,6 +124,8 @@ def make_behaviour(
         topology.talks_to.get(spec.name, ()),
         journal.record,
         credentials=credentials or peer_login(topology),
+        over_a2a=topology.over_a2a(spec.name),
+        a2a_url_of=a2a_url_of,
     )
     env = AgentEnvironment(
         name=spec.name,
@@ -149,6 +154,7 @@ def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBe
     kernel = SimKernel(topology.start_time, peers_elsewhere=True)
     network = SimNetwork(topology.network, topology.seed, kernel.now, kernel.call_at)
     addresses = {a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}
+    urls = {a.name: f"http://{a.address or HOST}:{a.a2a_port}" for a in topology.agents if a.a2a_port}
 
     def address_of(peer: str) -> tuple[str, int] | None:
         return addresses.get(peer)
@@ -158,7 +164,9 @@ def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBe
 
     journal = Journal(kernel.now, on_note=log_note)
     # `an-agent serve` gives the server its default 8 task workers.
-    behaviour, _ = make_behaviour(topology, spec, kernel, network, journal, address_of, task_capacity=8)
+    behaviour, _ = make_behaviour(
+        topology, spec, kernel, network, journal, address_of, task_capacity=8, a2a_url_of=urls.get
+    )
     threading.Thread(target=kernel.run, kwargs={"forever": True}, name=f"lab-clock:{name}", daemon=True).start()
     return build_profile(spec), behaviour
 

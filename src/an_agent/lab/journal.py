@@ -75,10 +75,10 @@ class Journal:
             return sorted(self._exchanges, key=lambda e: (e.time, e.order))
 
     def operation_counts(self) -> dict[str, dict[str, Any]]:
-        """Per agent: NETCONF requests it sent (by operation) and notifications it received."""
+        """Per agent: requests it sent (by operation) and notifications it received (NETCONF or A2A)."""
         counts: dict[str, dict[str, Any]] = {}
         for exchange in self.exchanges():
-            if exchange.operation == "notification":
+            if exchange.is_notification:
                 entry = counts.setdefault(exchange.receiver, _empty())
                 entry["notifications_received"] += 1
             else:

@@ -128,7 +128,7 @@ def build_result(lab: Lab, tasks: dict[str, list[Task]], leftovers: list[str], o
             )
         )
     external = {name: _counts(c) for name, c in counts.items() if name not in {a.name for a in topology.agents}}
-    requests = sum(1 for e in exchanges if e.operation != "notification")
+    requests = sum(1 for e in exchanges if not e.is_notification)
     return LabResult(
         topology=TopologySummary(
             name=topology.name,

@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent.agents.engineer import ENGINEER
+from an_agent.agents.exchange import NOTIFICATIONS
 from an_agent.lab.result import LabResult
 from an_agent.lab.text import clock_of, duration
 
@@ -24,6 +25,10 @@ _COLOURS = {
     "get": "#6b7280",
     "create-subscription": "#7c3aed",
     "notification": "#16a34a",
+    "TaskStatusUpdateEvent": "#16a34a",
+    "SendStreamingMessage": "#0891b2",
+    "GetTask": "#6b7280",
+    "GET agent-card": "#6b7280",
 }
 
 
@@ -226,9 +231,10 @@ def _sequence(result: LabResult) -> str:
         m = item
         x1, x2 = xs[m["from"]], xs[m["to"]]
         colour = _COLOURS.get(m["operation"], "#111")
-        dash = " stroke-dasharray='5 3'" if m["operation"] == "notification" else ""
-        label = m["commuType"] if m["operation"] == "notification" else f"{m['operation']} {m['commuType']}"
-        if m["status"] and m["operation"] in ("notification", "task-negotiate"):
+        notified = m["operation"] in NOTIFICATIONS
+        dash = " stroke-dasharray='5 3'" if notified else ""
+        label = m["commuType"] if notified else f"{m['operation']} {m['commuType']}"
+        if m["status"] and (notified or m["operation"] == "task-negotiate"):
             label += f" [{m['status']}]"
         detail = f"{m['from']} -> {m['to']}: {m['operation']} {m['commuType']} {m['task_id'] or ''}\n{m['summary']}"
         svg.append(

@@ -79,6 +79,7 @@ class Lab:
         self._bss: Peers | None = None
         self._ports: dict[str, int] = {}
         self._logins: dict[str, str] = {}
+        self._a2a_ports: dict[str, int] = {}
         self.end_reason: str | None = None
         self.wall_seconds = 0.0
         """Real seconds from `start` to the end of `stop`."""
@@ -94,6 +95,11 @@ class Lab:
     def address_of(self, name: str) -> tuple[str, int] | None:
         port = self._ports.get(name)
         return None if port is None else (HOST, port)
+
+    def a2a_url_of(self, name: str) -> str | None:
+        """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology)."""
+        port = self._a2a_ports.get(name)
+        return None if port is None else f"http://{HOST}:{port}"
 
     def start(self) -> None:
         """Start every agent's NETCONF server (a free port each, or the topology's with use_topology_ports).
@@ -132,8 +138,10 @@ class Lab:
                     self.journal,
                     self.address_of,
                     credentials=self.login_of(spec.name),
+                    a2a_url_of=self.a2a_url_of,
                 )
                 port = spec.port if self.use_topology_ports else 0
+                a2a_port = None if spec.a2a_port is None else spec.a2a_port if self.use_topology_ports else 0
                 server = AgentServer(
                     ServerConfig(
                         state_dir=agent_dir,
@@ -148,12 +156,16 @@ class Lab:
                         # The agent's setting, as under `an-agent serve --topology` (default validate:
                         # learning from "other" loads the embedding model and is not deterministic).
                         schemas=spec.schemas,
+                        a2a_port=a2a_port,
+                        templates=list(spec.templates),
                     ),
                     yang=yang,
                 )
                 server.start()
                 self.agents[spec.name] = RunningAgent(spec, behaviour, peers, server)
                 self._ports[spec.name] = server.port
+                if server.a2a is not None:
+                    self._a2a_ports[spec.name] = server.a2a.port
         except BaseException:
             self.stop()
             raise

@@ -80,6 +80,10 @@ class AgentSpec:
     layer: Layer | None = None
     """An ``fme-copilot``'s layer (required for that role, refused for the others); the behaviour also
     finds it in its ``options`` as ``layer``."""
+    a2a_port: int | None = None
+    """Also serve the A2A v1 face on this port (0: a free one under lab run); None: NETCONF only."""
+    templates: tuple[Path, ...] = ()
+    """Directories of the operator's own templates, served beside the shipped ones."""
 
 
 @dataclass(frozen=True)
@@ -208,6 +212,8 @@ class Topology:
     source: Path | None = None
     peer_login_file: Path | None = None
     """A file holding ``user:password``, the login each agent uses on its peers (None: admin/admin)."""
+    a2a_links: frozenset[tuple[str, str]] = frozenset()
+    """(sender, receiver) pairs of ``talks_to`` marked ``transport: a2a``: tasks go over the receiver's A2A face."""
 
     def agent(self, name: str) -> AgentSpec:
         for agent in self.agents:
@@ -216,6 +222,10 @@ class Topology:
         raise ConfigError(
             f"{self.source or self.name}: no agent named {name!r}; agents: {', '.join(a.name for a in self.agents)}"
         )
+
+    def over_a2a(self, sender: str) -> frozenset[str]:
+        """The peers ``sender`` sends tasks to over A2A."""
+        return frozenset(receiver for who, receiver in self.a2a_links if who == sender)
 
     def may_talk(self, sender: str, receiver: str) -> bool:
         return receiver in self.talks_to.get(sender, ())

@@ -170,17 +170,31 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                     SkillSpec(s["name"], s.get("description"), tuple(s.get("tags", ())), tuple(s.get("examples", ())))
                     for s in raw.get("skills", ())
                 ),
+                a2a_port=raw.get("a2a_port"),
+                templates=(path.parent / raw["templates"],) if "templates" in raw else (),
             )
         )
     talks_to: dict[str, tuple[str, ...]] = {}
-    for sender, receivers in data["talks_to"].items():
+    a2a_links: set[tuple[str, str]] = set()
+    a2a_ports = {a.name: a.a2a_port for a in agents}
+    for sender, links in data["talks_to"].items():
         if sender not in names:
             problems.add(["talks_to", sender], f"unknown agent {sender!r}; agents: {_list(names)}", key=True)
-        for j, receiver in enumerate(receivers):
+        receivers = []
+        for j, link in enumerate(links):
+            receiver = link if isinstance(link, str) else link["agent"]
+            receivers.append(receiver)
             if receiver not in names:
                 problems.add(["talks_to", sender, j], f"unknown agent {receiver!r}; agents: {_list(names)}")
             elif receiver == sender:
                 problems.add(["talks_to", sender, j], "an agent does not talk to itself")
+            elif isinstance(link, dict) and link.get("transport") == "a2a":
+                if a2a_ports.get(receiver) is None:
+                    problems.add(
+                        ["talks_to", sender, j, "transport"],
+                        f"a2a needs {receiver} to serve A2A: give agent {receiver} an a2a_port",
+                    )
+                a2a_links.add((sender, receiver))
         talks_to[sender] = tuple(receivers)
 
     network = _network(data["network"], problems, region_names)
@@ -210,6 +224,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         baseline=baseline,
         source=path,
         peer_login_file=None if "peer_login_file" not in data else path.parent / data["peer_login_file"],
+        a2a_links=frozenset(a2a_links),
     )
 
 

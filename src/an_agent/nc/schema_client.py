@@ -29,12 +29,14 @@ from an_agent.model._xml import root
 from an_agent.model.ns import AN_AGENT_SCHEMA_NS
 from an_agent.nc.client import NetconfClient, NotificationKind
 from an_agent.schemas.registry import parse_version
+from an_agent.schemas.suggestion import schema_update_suggestions
 from an_agent.schemas.template import Template
 from an_agent.schemas.validate import ValidatedPayload, media_type, validate_payload
 
 _S = f"{{{AN_AGENT_SCHEMA_NS}}}"
 _A = f"{{{IRTF_AGENT_NS}}}"
 PatchDecision = Literal["approve", "reject", "withdraw"]
+__all__ = ["NegotiatedTemplate", "PatchDecision", "SchemaClient", "SchemaUpdate", "schema_update_suggestions"]
 
 
 @dataclass(frozen=True)
@@ -74,19 +76,6 @@ class SchemaUpdate:
             state=text("state"),
             client_id=text("client-id"),
         )
-
-
-def schema_update_suggestions(task: Task) -> list[dict[str, Any]]:
-    """The ``schema_update_suggestion`` entries of a task's JSON result (``{"schema_id", "patches"}`` each)."""
-    if task.result is None or not task.result.data:
-        return []
-    try:
-        data = json.loads(task.result.data)
-    except json.JSONDecodeError:
-        return []
-    found = data.get("schema_update_suggestion") if isinstance(data, dict) else None
-    items = found if isinstance(found, list) else [found] if found else []
-    return [s for s in items if isinstance(s, dict) and isinstance(s.get("schema_id"), str)]
 
 
 class SchemaClient:

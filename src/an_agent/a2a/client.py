@@ -1,0 +1,446 @@
+"""`A2AAgentClient`: our client of an A2A v1 agent (the counterpart of `an_agent.nc.agent_client`).
+
+Built on the a2a-sdk client (taken from `an_agent.a2a.sdk`), synchronous for the CLI and the lab: the
+SDK's asyncio client runs on an event loop in a thread of its own, and every call waits for it.
+
+- `connect` resolves the agent card (``/.well-known/agent-card.json``, public) and keeps the raw card,
+  whose root ``schemas`` (the input/output-schemas extension) the SDK's protobuf card has no field for;
+- `negotiate` chooses the schema for a scenario from the card: the agent's versions of it
+  (``<scenario>_v<N>``) against the versions this client supports, the highest common one, or a
+  `SchemaError` listing both sides; the choice is cached until the card is fetched again;
+- `validate` checks a payload against the negotiated JSON Schema 2020-12 before anything is sent
+  (`SchemaError`, one problem per offending key);
+- `send` sends a structured message (data part ``application/json;schema=<schema_id>``), a text
+  message, or both, and streams the task (`stream`) or waits for it (`send_and_wait`); `resubscribe`
+  follows a task again (the agent replays its status changes from its log), `get_task`,
+  `list_tasks`, `cancel` do what they say; `provide_input` sends a follow-up message to a task (the
+  input a task in ``input-required`` asks for; an agent may refuse follow-ups);
+- a finished task's ``schema_update_suggestion`` (`schema_update_suggestions`) means the agent's
+  templates changed: the card is fetched again before the next negotiation.
+
+Tasks and status changes come back as our model (`Task`, `ConditionNotification`), the draft status
+read through `an_agent.a2a.states`. Errors are ours (`an_agent.a2a.sdk.from_a2a_error`): `RpcError`
+(the agent's refusal, with the RFC 6241 fields an agent of ours sends), `ConnectError`, `AuthError`,
+`RequestTimeout`, and `SchemaError` for a payload refused client side.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import re
+import threading
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping
+from concurrent.futures import CancelledError, Future
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, TypeVar
+
+import httpx
+from jsonschema import Draft202012Validator
+
+from an_agent.a2a.convert import status_from_json, task_from_json
+from an_agent.a2a.inbound import integral_numbers
+from an_agent.a2a.sdk import (
+    CancelTaskRequest,
+    ClientConfig,
+    ClientFactory,
+    GetTaskRequest,
+    ListTasksRequest,
+    SdkClient,
+    SendMessageRequest,
+    StreamResponse,
+    SubscribeToTaskRequest,
+    from_a2a_error,
+    json_to_protobuf,
+    parse_card,
+    protobuf_to_json,
+)
+from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
+from an_agent.errors import AnAgentError, ConnectError, RequestTimeout, SchemaError, TransportError
+from an_agent.model import ConditionNotification, Task
+from an_agent.schemas.registry import parse_version
+from an_agent.schemas.suggestion import schema_update_suggestions
+from an_agent.schemas.validate import media_type
+
+CARD_PATH = "/.well-known/agent-card.json"
+_VERSION = re.compile(r"^(.*)_v(\d+)$")
+T = TypeVar("T")
+TaskEvent = Task | ConditionNotification
+"""What a stream yields: the task as it is when the stream starts, then each status change."""
+
+
+@dataclass(frozen=True)
+class NegotiatedSchema:
+    """The schema chosen for a scenario: its id, its JSON Schema from the card, and what the agent offers."""
+
+    schema_id: str
+    scenario: str
+    json_schema: dict[str, Any]
+    offered: tuple[str, ...]
+
+
+class A2AAgentClient:
+    """One A2A agent, by its base URL (module docstring). Use as a context manager, or call `close`."""
+
+    def __init__(
+        self,
+        url: str,
+        username: str | None = None,
+        password: str | None = None,
+        *,
+        timeout: float = 30.0,
+        binding: str = "JSONRPC",
+    ) -> None:
+        self.url = url.rstrip("/")
+        self.timeout = timeout
+        self._auth = (username, password or "") if username else None
+        self._binding = binding
+        self._loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self._loop.run_forever, name="a2a-client", daemon=True)
+        self._thread.start()
+        self._http: httpx.AsyncClient | None = None
+        self._sdk: SdkClient | None = None
+        self.card: dict[str, Any] = {}
+        self._negotiated: dict[tuple[str, tuple[int, ...]], NegotiatedSchema] = {}
+        self._stale = False  # a result suggested a schema update: fetch the card before negotiating
+        self._lock = threading.Lock()
+        self._pending: set[Future[Any]] = set()
+        self._closed = False
+
+    @classmethod
+    def connect(
+        cls,
+        url: str,
+        username: str | None = None,
+        password: str | None = None,
+        *,
+        timeout: float = 30.0,
+        binding: str = "JSONRPC",
+    ) -> A2AAgentClient:
+        """A client with the agent's card resolved (`ConnectError` when there is no A2A agent at ``url``)."""
+        client = cls(url, username, password, timeout=timeout, binding=binding)
+        try:
+            client.refresh_card()
+        except BaseException:
+            client.close()
+            raise
+        return client
+
+    # -- plumbing: the SDK's asyncio client on our loop ---------------------------------------------
+    def _run(self, work: Awaitable[T], bounded: bool = True) -> T:
+        """Run ``work`` on the client's loop and wait for it: at most the timeout, or (a stream's next
+        event, ``bounded`` False) until it comes or the client is closed."""
+        with self._lock:
+            if self._closed:
+                if asyncio.iscoroutine(work):
+                    work.close()  # never scheduled
+                raise TransportError(f"the A2A client of {self.url} was closed")
+            future = asyncio.run_coroutine_threadsafe(_translated(work), self._loop)
+            self._pending.add(future)
+        try:
+            return future.result(self.timeout + 5 if bounded else None)
+        except FutureTimeout:
+            future.cancel()
+            raise RequestTimeout(f"the A2A agent at {self.url} did not answer in {self.timeout:g} s") from None
+        except CancelledError:
+            raise TransportError(f"the A2A client of {self.url} was closed") from None
+        finally:
+            with self._lock:
+                self._pending.discard(future)
+
+    def _events(self, stream: AsyncIterator[StreamResponse]) -> Iterator[TaskEvent]:
+        """A sync iterator over an SDK stream: our model for each task snapshot and status change."""
+        try:
+            while True:
+                try:
+                    response = self._run(_next(stream), bounded=False)  # a task may be quiet for long
+                except StopAsyncIteration:
+                    return
+                kind = response.WhichOneof("payload")
+                if kind == "task":
+                    yield task_from_json(protobuf_to_json(response.task))
+                elif kind == "status_update":
+                    event = status_from_json(protobuf_to_json(response.status_update))
+                    if event is not None:
+                        yield event
+                # artifact updates: the result is read with the finished task (get_task)
+        finally:
+            with contextlib.suppress(AnAgentError):
+                self._run(_close(stream))
+
+    async def _open(self) -> None:
+        if self._http is None:
+            # No read timeout: a stream waits for a task's next change as long as it takes; every other
+            # call is bounded by `_run`.
+            self._http = httpx.AsyncClient(auth=self._auth, timeout=httpx.Timeout(self.timeout, read=None))
+
+    def refresh_card(self) -> dict[str, Any]:
+        """Fetch the card again (and rebuild the SDK client from it); forget negotiated schemas."""
+
+        async def fetch() -> dict[str, Any]:
+            await self._open()
+            assert self._http is not None
+            reply = await self._http.get(self.url + CARD_PATH)
+            reply.raise_for_status()
+            document = reply.json()
+            if not isinstance(document, dict):
+                raise ConnectError(f"{self.url}{CARD_PATH} is not an agent card (not a JSON object)")
+            config = ClientConfig(httpx_client=self._http, streaming=True, supported_protocol_bindings=[self._binding])
+            self._sdk = ClientFactory(config).create(parse_card(document))
+            return document
+
+        card = self._run(fetch())
+        with self._lock:
+            self.card = card
+            self._negotiated.clear()
+            self._stale = False
+        return card
+
+    @property
+    def _client(self) -> SdkClient:
+        if self._sdk is None:
+            self.refresh_card()
+        assert self._sdk is not None
+        return self._sdk
+
+    def close(self) -> None:
+        """Close the HTTP connections and stop the client's event loop."""
+
+        async def shut() -> None:
+            if self._http is not None:
+                await self._http.aclose()
+
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            pending, self._pending = list(self._pending), set()
+        for future in pending:  # streams being read in other threads end with TransportError
+            future.cancel()
+        if self._loop.is_running():
+            try:
+                asyncio.run_coroutine_threadsafe(shut(), self._loop).result(5)
+            finally:
+                self._loop.call_soon_threadsafe(self._loop.stop)
+                self._thread.join(5)
+        if not self._loop.is_running():
+            self._loop.close()
+
+    def __enter__(self) -> A2AAgentClient:
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.close()
+
+    # -- schemas ------------------------------------------------------------------------------------
+    @property
+    def schemas(self) -> dict[str, dict[str, Any]]:
+        """The card's root ``schemas`` (name -> JSON Schema)."""
+        found = self.card.get("schemas")
+        return dict(found) if isinstance(found, dict) else {}
+
+    def negotiate(self, scenario: str, supported_versions: Collection[str] = ()) -> NegotiatedSchema:
+        """The schema to use for ``scenario`` (a scenario name or a schema_id), from the card.
+
+        ``supported_versions`` (2, v2, or schema_ids; empty: any) are matched against the agent's
+        versions of the scenario; the highest common one wins. `SchemaError` when the agent has no such
+        scenario or no common version, naming what it has.
+        """
+        if self._stale:
+            self.refresh_card()
+        wanted = tuple(sorted({parse_version(v) for v in supported_versions}))
+        name, pinned = scenario_version(scenario)
+        if pinned is not None and not wanted:
+            wanted = (pinned,)
+        with self._lock:
+            cached = self._negotiated.get((name, wanted))
+        if cached is not None:
+            return cached
+        schemas = self.schemas
+        offered = sorted((scenario_version(s)[1] or 0, s) for s in schemas if scenario_version(s)[0] == name)
+        if not offered:
+            raise SchemaError(
+                f"the agent {self.card.get('name', self.url)} declares no schema for {scenario!r}",
+                [f"schemas: the agent declares {', '.join(sorted(schemas)) or 'none'}"],
+            )
+        common = [(v, s) for v, s in offered if not wanted or v in wanted]
+        if not common:
+            raise SchemaError(
+                f"no common version of scenario {name!r}: the client supports " + ", ".join(f"v{v}" for v in wanted),
+                [f"schemas: the agent has {', '.join(s for _, s in offered)}"],
+            )
+        schema_id = common[-1][1]
+        answer = NegotiatedSchema(schema_id, name, schemas[schema_id], tuple(s for _, s in offered))
+        with self._lock:
+            self._negotiated[(name, wanted)] = answer
+        return answer
+
+    def validate(self, negotiated: NegotiatedSchema, payload: Mapping[str, Any]) -> dict[str, Any]:
+        """``payload`` checked against the negotiated JSON Schema; `SchemaError` names each failing key."""
+        value = integral_numbers(dict(payload))
+        problems = []
+        validator = Draft202012Validator(negotiated.json_schema)
+        for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
+            where = ".".join(str(p) for p in error.absolute_path) or "payload"
+            problems.append(f"{where}: {error.message}")
+        if problems:
+            raise SchemaError(f"the payload does not fit {negotiated.schema_id} (checked before sending)", problems)
+        out: dict[str, Any] = value
+        return out
+
+    # -- messages and tasks -------------------------------------------------------------------------
+    def _request(
+        self,
+        *,
+        scenario: str | None,
+        payload: Mapping[str, Any] | None,
+        text: str | None,
+        supported_versions: Collection[str],
+        task_id: str | None,
+        wait: bool,
+        sender: str | None = None,
+        new_task_id: str | None = None,
+    ) -> SendMessageRequest:
+        parts: list[dict[str, Any]] = []
+        if text:
+            parts.append({"text": text})
+        if scenario is not None:
+            negotiated = self.negotiate(scenario, supported_versions)
+            mode = media_type(negotiated.schema_id)
+            data = self.validate(negotiated, payload or {})
+            parts.append({"data": data, "mediaType": "application/json", "metadata": {"mimeType": mode}})
+        if not parts:
+            raise SchemaError("a message needs text or a structured payload", ["parts: empty"])
+        message: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
+        if task_id:
+            message["taskId"] = task_id
+        metadata = {k: v for k, v in ((SENDER_KEY, sender), (TASK_ID_KEY, new_task_id)) if v}
+        if metadata:
+            message["metadata"] = metadata
+        request = {"message": message, "configuration": {"returnImmediately": not wait}}
+        return json_to_protobuf(request, SendMessageRequest())
+
+    def stream(
+        self,
+        *,
+        scenario: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        text: str | None = None,
+        supported_versions: Collection[str] = (),
+        task_id: str | None = None,
+        sender: str | None = None,
+        new_task_id: str | None = None,
+    ) -> Iterator[TaskEvent]:
+        """Send a message and stream its task: the task first, then every status change until it ends.
+
+        With ``scenario`` the payload is negotiated and validated here first (nothing is sent when it
+        fails); ``text`` alone is a text message (the agent maps it to a payload, or takes it as prompt).
+        ``task_id`` addresses an existing task (a follow-up message); ``sender`` names the agent the
+        message is sent for (its ``task-sendFrom``; the agent checks that the user may speak for it);
+        ``new_task_id`` proposes the new task's id (the agent refuses one in use), else the agent picks.
+        """
+        request = self._request(
+            scenario=scenario,
+            payload=payload,
+            text=text,
+            supported_versions=supported_versions,
+            task_id=task_id,
+            wait=False,
+            sender=sender,
+            new_task_id=new_task_id,
+        )
+        return self._events(self._client.send_message(request))
+
+    def send_and_wait(
+        self,
+        *,
+        scenario: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        text: str | None = None,
+        supported_versions: Collection[str] = (),
+        task_id: str | None = None,
+    ) -> Task:
+        """Send a message and return its task once it ended or waits for input (`stream`'s arguments)."""
+        last: Task | None = None
+        for event in self.stream(
+            scenario=scenario, payload=payload, text=text, supported_versions=supported_versions, task_id=task_id
+        ):
+            if isinstance(event, Task):
+                last = event
+        if last is None:
+            raise ConnectError("the A2A agent answered the message without a task")
+        return self.get_task(last.task_id)
+
+    def provide_input(
+        self,
+        task_id: str,
+        *,
+        scenario: str | None = None,
+        payload: Mapping[str, Any] | None = None,
+        text: str | None = None,
+        supported_versions: Collection[str] = (),
+    ) -> Iterator[TaskEvent]:
+        """Answer a task's ``input-required`` with a follow-up message, and stream the task on."""
+        return self.stream(
+            scenario=scenario, payload=payload, text=text, supported_versions=supported_versions, task_id=task_id
+        )
+
+    def resubscribe(self, task_id: str) -> Iterator[TaskEvent]:
+        """Follow a task again: the task now, then its status changes until it ends (none missed)."""
+        return self._events(self._client.subscribe(SubscribeToTaskRequest(id=task_id)))
+
+    def get_task(self, task_id: str) -> Task:
+        """The task with its result (`RpcError` data-missing for an unknown id)."""
+        task = self._run(self._client.get_task(GetTaskRequest(id=task_id)))
+        found = task_from_json(protobuf_to_json(task))
+        if schema_update_suggestions(found):
+            self._forget()  # the agent's templates changed: negotiate from a fresh card next time
+        return found
+
+    def list_tasks(self) -> list[Task]:
+        """Every task the agent lets this user see."""
+        listed = self._run(self._client.list_tasks(ListTasksRequest(include_artifacts=True)))
+        return [task_from_json(protobuf_to_json(t)) for t in listed.tasks]
+
+    def cancel(self, task_id: str) -> Task:
+        """Cancel a task; returns it (`RpcError` operation-failed when it already ended)."""
+        task = self._run(self._client.cancel_task(CancelTaskRequest(id=task_id)))
+        return task_from_json(protobuf_to_json(task))
+
+    def _forget(self) -> None:
+        with self._lock:
+            self._negotiated.clear()
+            self._stale = True
+
+
+def scenario_version(name: str) -> tuple[str, int | None]:
+    """``fault_diagnosis_v2`` -> (``fault_diagnosis``, 2); a bare scenario name has no version."""
+    match = _VERSION.match(name)
+    return (match.group(1), int(match.group(2))) if match else (name, None)
+
+
+async def _translated(work: Awaitable[T]) -> T:
+    try:
+        return await work
+    except (AnAgentError, StopAsyncIteration):
+        raise
+    except Exception as exc:  # the SDK's and httpx's, translated at the one boundary
+        translated = from_a2a_error(exc)
+        if translated is exc:
+            raise
+        raise translated from None
+
+
+async def _next(stream: AsyncIterator[StreamResponse]) -> StreamResponse:
+    return await anext(stream)
+
+
+async def _close(stream: AsyncIterator[StreamResponse]) -> None:
+    closer = getattr(stream, "aclose", None)
+    if closer is not None:
+        await closer()

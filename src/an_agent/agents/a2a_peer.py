@@ -1,0 +1,200 @@
+"""A peer reached over its A2A face: a topology link marked ``transport: a2a`` (`an_agent.agents.peers`).
+
+Tasks go as A2A messages (`an_agent.a2a.client.A2AAgentClient`): the card is resolved on first use
+(recorded as the CapabilityRequest), the structured payload is negotiated from the card's ``schemas``
+and validated before it is sent as a data part with the task's prompt as text, the message names the
+sending agent (its ``task-sendFrom``) and proposes the task id the behaviour chose (as over NETCONF:
+the A2A task id is the NETCONF task-id), and the task is streamed: each status change is recorded as
+the notification it is, and its end completes the hand-off registered with the `Scheduler`, as a
+NETCONF notification does.
+
+Negotiation (FEASIBILITY, FULFILLMENT) has no A2A counterpart: it stays on the NETCONF sessions of the
+same peer (`Peer`), which see the same tasks.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+from collections.abc import Iterable, Iterator
+from typing import TYPE_CHECKING, Any, Protocol
+
+from an_agent.agents.environment import Scheduler
+from an_agent.agents.exchange import Exchange, TaskHandle, next_order, param_payload
+from an_agent.errors import AnAgentError, ConfigError
+from an_agent.model import (
+    ConditionNotification,
+    DataParam,
+    NegotiationRequest,
+    NegotiationResult,
+    Task,
+    TaskStatus,
+    parse_prompt,
+)
+
+if TYPE_CHECKING:
+    from an_agent.a2a.client import A2AAgentClient
+
+log = logging.getLogger(__name__)
+
+
+class Links(Protocol):
+    """What an `A2APeer` uses of its agent's `an_agent.agents.peers.Peers`."""
+
+    me: str
+    scheduler: Scheduler
+    credentials: tuple[str, str]
+    timeout: float
+
+    def a2a_url_of(self, name: str) -> str | None: ...
+
+    def record(self, exchange: Exchange) -> None: ...
+
+    def record_exchange(
+        self,
+        receiver: str,
+        operation: str,
+        commu_type: str,
+        task_id: str | None,
+        summary: str,
+        *,
+        status: str | None = None,
+        payload: dict[str, Any] | None = None,
+        ok: bool = True,
+        error: str | None = None,
+        order: int | None = None,
+    ) -> None: ...
+
+
+class Negotiator(Protocol):
+    """The NETCONF link to the same peer (`an_agent.agents.peers.Peer`): negotiations, then closing."""
+
+    def negotiate(self, request: NegotiationRequest) -> NegotiationResult: ...
+
+    def followed_elsewhere(self, task_id: str) -> None: ...
+
+    def close(self) -> threading.Thread | None: ...
+
+
+class A2APeer:
+    """``me``'s link to one peer over A2A (module docstring); the same operations as `Peer`."""
+
+    def __init__(self, peers: Links, name: str, netconf: Negotiator) -> None:
+        self._peers = peers
+        self.name = name
+        self._netconf = netconf
+        self._lock = threading.Lock()
+        self._client: A2AAgentClient | None = None
+
+    def _connect(self) -> A2AAgentClient:
+        from an_agent.a2a.client import A2AAgentClient  # the SDK only where a topology uses A2A
+
+        with self._lock:
+            if self._client is not None:
+                return self._client
+            peers = self._peers
+            url = peers.a2a_url_of(self.name)
+            if url is None:
+                raise ConfigError(f"{peers.me} has no A2A address for agent {self.name!r} (no a2a_port?)")
+            user, password = peers.credentials
+            client = A2AAgentClient.connect(url, user, password, timeout=peers.timeout)
+            card = client.card
+            peers.record_exchange(
+                self.name,
+                "GET agent-card",
+                "CapabilityRequest",
+                None,
+                f"A2A card of {card.get('name')}: {len(card.get('skills', []))} skill(s), "
+                f"{len(client.schemas)} schema(s)",
+            )
+            self._client = client
+            return client
+
+    def negotiate(self, request: NegotiationRequest) -> NegotiationResult:
+        """``task-negotiate`` over NETCONF (A2A has no negotiation), with the peer's id of the task."""
+        return self._netconf.negotiate(request)
+
+    def assign(self, task: Task, params: Iterable[DataParam] = ()) -> TaskHandle:
+        """taskAssign as an A2A message; the handle waits for the task's end (streamed) and reads it."""
+        client = self._connect()
+        peers = self._peers
+        key = (self.name, task.task_id)
+        ended = peers.scheduler.expect(key)
+        self._netconf.followed_elsewhere(task.task_id)  # not twice in the timeline
+        envelope = next((p for p in (param_payload(p) for p in params) if p is not None), None)
+        summary = (parse_prompt(task.content or "").task_description or "").split("\n")[0]
+        order = next_order()
+        try:
+            stream = client.stream(
+                scenario=envelope.get("schema_id") if envelope else None,
+                payload=envelope.get("payload") if envelope else None,
+                text=task.content,
+                sender=peers.me,
+                new_task_id=task.task_id,
+            )
+            first = next(stream)
+        except AnAgentError as exc:
+            peers.scheduler.forget(key)
+            peers.record_exchange(
+                self.name, "SendStreamingMessage", "taskAssign", task.task_id, summary,
+                payload=envelope, ok=False, error=str(exc), order=order,
+            )  # fmt: skip
+            raise
+        peers.record_exchange(
+            self.name, "SendStreamingMessage", "taskAssign", first.task_id, summary, payload=envelope, order=order
+        )
+        threading.Thread(
+            target=self._follow, args=(stream, key, first.task_id), name=f"a2a:{peers.me}<-{self.name}", daemon=True
+        ).start()
+        return TaskHandle(self, task.task_id, ended)
+
+    def _follow(self, stream: Iterator[Task | ConditionNotification], key: tuple[str, str], task_id: str) -> None:
+        """Record the streamed status changes; the end (or a broken stream) completes the hand-off."""
+        peers = self._peers
+        try:
+            for event in stream:
+                if not isinstance(event, ConditionNotification):
+                    continue
+                peers.record(
+                    Exchange(
+                        time=event.event_time if event.event_time is not None else peers.scheduler.now(),
+                        sender=self.name,
+                        receiver=peers.me,
+                        operation="TaskStatusUpdateEvent",
+                        commu_type="taskResultNotify",
+                        task_id=task_id,
+                        summary=f"{event.status}" + (f": {event.reason}" if event.reason else ""),
+                        status=str(event.status),
+                        order=next_order(),
+                    )
+                )
+                if event.status.terminal or event.status == TaskStatus.INPUT_REQUIRED:
+                    peers.scheduler.complete(key, event)
+                    return
+        except AnAgentError as exc:
+            log.debug("A2A stream %s<-%s ended: %s", peers.me, self.name, exc)
+        # The stream ended without an end state (the lab is stopping, or the connection broke): let the
+        # waiting behaviour read the task as it is.
+        peers.scheduler.complete(key, ConditionNotification(task_id, TaskStatus.FAILED, reason="A2A stream ended"))
+
+    def get_task(self, task_id: str) -> Task:
+        """taskResultQuery as A2A GetTask."""
+        client = self._connect()
+        order = next_order()
+        task = client.get_task(task_id)
+        reason = task.result.reason if task.result and task.result.reason else ""
+        self._peers.record_exchange(
+            self.name, "GetTask", "taskResultQuery", task_id,
+            f"{task.status}" + (f": {reason}" if reason else ""), status=str(task.status), order=order,
+        )  # fmt: skip
+        return task
+
+    def close(self) -> threading.Thread | None:
+        """Close the A2A client and the NETCONF sessions; returns the NETCONF dispatcher thread to join."""
+        with self._lock:
+            client, self._client = self._client, None
+        if client is not None:
+            with contextlib.suppress(AnAgentError):
+                client.close()
+        return self._netconf.close()

@@ -1,0 +1,107 @@
+"""What every link between agents shares, over NETCONF (`an_agent.agents.peers`) or A2A
+(`an_agent.agents.a2a_peer`): the recorded `Exchange`, its ordering, the `TaskHandle` of an assigned
+task, and the structured payload of a data-param.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from an_agent.agents.environment import SimFuture
+from an_agent.model import ConditionNotification, DataParam, Task
+
+_ORDER = itertools.count(1)
+
+
+def next_order() -> int:
+    """A process-wide sequence number: what happened first at the same simulated instant comes first."""
+    return next(_ORDER)
+
+
+NOTIFICATIONS = frozenset({"notification", "TaskStatusUpdateEvent"})
+"""The operations that are status changes sent to the assigner (over NETCONF, over A2A)."""
+
+
+@dataclass(frozen=True)
+class Exchange:
+    """One exchange between two agents, as the sender saw it (or a notification it received)."""
+
+    time: float
+    sender: str
+    receiver: str
+    operation: str
+    """The NETCONF operation: ``get``, ``edit-config``, ``task-negotiate``, ``create-subscription``,
+    ``notification``; or the A2A one: ``GET agent-card``, ``SendStreamingMessage``,
+    ``TaskStatusUpdateEvent``, ``GetTask``."""
+    commu_type: str
+    """The draft's commuType: CapabilityRequest, taskAssign, FeasibilityNegotiate, taskResultNotify, ..."""
+    task_id: str | None = None
+    summary: str = ""
+    status: str | None = None
+    payload: dict[str, Any] | None = None
+    ok: bool = True
+    error: str | None = None
+    order: int = 0
+    """`next_order` when the operation started (a notification: when it was received)."""
+
+    @property
+    def is_notification(self) -> bool:
+        """A status change the receiver was told of (a NETCONF notification or an A2A status update)."""
+        return self.operation in NOTIFICATIONS
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "time": self.time,
+            "from": self.sender,
+            "to": self.receiver,
+            "operation": self.operation,
+            "commuType": self.commu_type,
+            "task_id": self.task_id,
+            "summary": self.summary,
+            "status": self.status,
+            "payload": self.payload,
+            "ok": self.ok,
+            "error": self.error,
+            "order": self.order,
+        }
+
+
+Recorder = Callable[[Exchange], None]
+
+
+class TaskReader(Protocol):
+    """A link that reads a task back (taskResultQuery)."""
+
+    def get_task(self, task_id: str) -> Task: ...
+
+
+@dataclass
+class TaskHandle:
+    """A task assigned to a peer; `result` waits (in simulated time) for its end and reads it."""
+
+    peer: TaskReader
+    task_id: str
+    _ended: SimFuture[ConditionNotification]
+    _task: Task | None = field(default=None, init=False)
+
+    def result(self) -> Task:
+        """The task as the peer holds it after its end (status, reason, result)."""
+        if self._task is None:
+            self._ended.wait()
+            self._task = self.peer.get_task(self.task_id)
+        return self._task
+
+
+def param_payload(param: DataParam) -> dict[str, Any] | None:
+    """The envelope ``{"schema_id", "payload"}`` of a structured data-param, else None."""
+    if not param.format or "schema=" not in param.format or param.data is None:
+        return None
+    try:
+        value = json.loads(param.data)
+    except json.JSONDecodeError:
+        return None
+    return value if isinstance(value, dict) else None
