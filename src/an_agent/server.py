@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Literal
 import paramiko
 
 from an_agent.access.nacm import DEFAULT_NACM, load_nacm
-from an_agent.access.users import UserDb, is_hash, load_users
+from an_agent.access.users import UserDb, load_users
 from an_agent.clock import Clock, SystemClock
 from an_agent.errors import ConfigError
 from an_agent.model import AgentProfile
@@ -256,12 +256,12 @@ class AgentServer:
                 raise
         self.operations.start()
         if self.config.a2a_port is not None:
-            from an_agent.a2a.server import A2AServer  # a2a-sdk and uvicorn only when the face is wanted
+            from an_agent.a2a.server import A2AServer, Logins  # a2a-sdk and uvicorn only when the face is wanted
 
             self.a2a = A2AServer.for_agent(
-                # The A2A face compares plain passwords: users-file hashes must not become passwords there.
                 self.operations,
-                {name: pw for name, pw in self.credentials.users.items() if not is_hash(pw)},
+                # The same users, password check, principals (NACM) and login throttle as NETCONF.
+                Logins(self.credentials.check_password, self.principal_of, self._listener.login_throttle),
                 self.host,
                 self.config.a2a_port,
                 netconf_port=self.port,

@@ -104,10 +104,8 @@ _session_ids = itertools.count(-1, -1)  # A2A streams are sessions of the operat
 Event = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message
 
 
-def _principal(context: ServerCallContext) -> Principal:
-    if not context.user.is_authenticated:
-        raise InvalidRequestError(message="authentication required (HTTP Basic, the agent's users)")
-    return Principal.authenticated(context.user.user_name)
+PrincipalOf = Callable[[str], Principal]
+"""The principal of an authenticated user name (groups, agents it may speak for): NACM applies to it."""
 
 
 def _a2a_task(task: DraftTask) -> Task:
@@ -129,11 +127,18 @@ class OperationsRequestHandler(RequestHandler):
         self,
         operations: Operations,
         declared_schemas: Callable[[], Collection[str]],
+        principal_of: PrincipalOf,
         mapper: Callable[[str], MappingResult | None] | None = None,
     ) -> None:
         self.operations = operations
         self._declared = declared_schemas
+        self._principal_of = principal_of
         self._mapper = mapper
+
+    def _principal(self, context: ServerCallContext) -> Principal:
+        if not context.user.is_authenticated:
+            raise InvalidRequestError(message="authentication required (HTTP Basic, the agent's users)")
+        return self._principal_of(context.user.user_name)
 
     # -- messages ---------------------------------------------------------------------------------
     def _admit(self, principal: Principal, message: Message) -> tuple[str, float]:
@@ -189,7 +194,7 @@ class OperationsRequestHandler(RequestHandler):
         return task_id, since
 
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
-        principal = _principal(context)
+        principal = self._principal(context)
         task_id, since = await _call(lambda: self._admit(principal, params.message))
         if not params.configuration.return_immediately:
             async for _ in self._follow(principal, task_id, since):
@@ -199,7 +204,7 @@ class OperationsRequestHandler(RequestHandler):
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
-        principal = _principal(context)
+        principal = self._principal(context)
         task_id, since = await _call(lambda: self._admit(principal, params.message))
         yield await self._task(principal, task_id)
         async for event in self._follow(principal, task_id, since):
@@ -211,10 +216,10 @@ class OperationsRequestHandler(RequestHandler):
         return _a2a_task(task)
 
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
-        return await self._task(_principal(context), params.id)
+        return await self._task(self._principal(context), params.id)
 
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
-        principal = _principal(context)
+        principal = self._principal(context)
         scope = ReadScope(frozenset({(IRTF_AGENT_NS, "tasks")}), None, False)
         elements = await _call(lambda: self.operations.read(principal, scope))
         tasks = [
@@ -231,7 +236,7 @@ class OperationsRequestHandler(RequestHandler):
         return out
 
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
-        principal = _principal(context)
+        principal = self._principal(context)
         try:
             task = await asyncio.to_thread(self.operations.cancel_task, principal, CancelTask(params.id))
         except RpcError as exc:
@@ -243,7 +248,7 @@ class OperationsRequestHandler(RequestHandler):
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
-        principal = _principal(context)
+        principal = self._principal(context)
         snapshot = await self._task(principal, params.id)
         yield snapshot
         if snapshot.status.state in _ENDED:
@@ -339,10 +344,16 @@ def _metadata(message: Message, key: str) -> str:
 
 def _sender(principal: Principal, message: Message) -> str:
     """``task-sendFrom``: the agent named in the message metadata (`SENDER_KEY`) when the caller may
-    speak for it, else the caller's user name."""
+    speak for it, else the caller's default (`Principal.default_sender`)."""
     agent = _metadata(message, SENDER_KEY)
     if not agent:
-        return principal.name
+        default = principal.default_sender()
+        if default is None:
+            raise InvalidRequestError(
+                message=f"{principal.name} sends as one of {', '.join(sorted(principal.agent_names))}: "
+                f"name it in the message metadata {SENDER_KEY!r}"
+            )
+        return default
     if not principal.may_speak_for(agent):
         raise InvalidRequestError(message=f"access denied: {principal.name} may not send tasks as {agent}")
     return agent
@@ -361,11 +372,12 @@ def _content(text: str, params: list[DataParam]) -> str:
 def sdk_routes(
     operations: Operations,
     declared_schemas: Callable[[], Collection[str]],
+    principal_of: PrincipalOf,
     mapper: Callable[[str], MappingResult | None] | None = None,
 ) -> list[BaseRoute]:
     """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`.
 
     ``mapper`` maps a text-only message to a payload (`an_agent.a2a.textmap`); None: text stays a prompt.
     """
-    handler = OperationsRequestHandler(operations, declared_schemas, mapper)
+    handler = OperationsRequestHandler(operations, declared_schemas, principal_of, mapper)
     return [*create_jsonrpc_routes(handler, JSONRPC_PATH), *create_rest_routes(handler, path_prefix=REST_PREFIX)]

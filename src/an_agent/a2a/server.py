@@ -12,9 +12,13 @@ import base64
 import binascii
 import hmac
 import json
+import logging
+import secrets
 import socket
 import threading
-from collections.abc import Callable, Collection, Mapping
+import time
+from collections import OrderedDict
+from collections.abc import Callable, Collection
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,26 +32,48 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from an_agent.a2a.card import CardOptions, build_card, input_templates
 from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
 from an_agent.a2a.textmap import TextMapper
+from an_agent.access.logins import LoginThrottle
 from an_agent.runtime.operations import Operations
+from an_agent.runtime.principal import Principal
 from an_agent.schemas.mapping import MappingResult
 from an_agent.schemas.template import Template
 
 CARD_PATH = "/.well-known/agent-card.json"
 
+log = logging.getLogger(__name__)
+
+
+PasswordCheck = Callable[[str, str], bool]
+"""Whether a (user, password) pair is valid: the agent's one password check (hash or plain, constant time)."""
+
 
 class BasicAuth:
-    """ASGI middleware: HTTP Basic against the agent's users; the card path stays public."""
+    """ASGI middleware: HTTP Basic against the agent's users (the NETCONF ones); the card path stays public.
 
-    def __init__(self, app: ASGIApp, users: Mapping[str, str], public: Collection[str]) -> None:
+    Passwords are checked by ``check_password`` (the same check as SSH logins: scrypt hashes from the
+    users file or plain ones). A hash check costs ~50 ms, and an HTTP client sends the credentials with
+    every request, so a pair that passed is remembered as a keyed digest (never the password) for
+    `remember_for` seconds. Failures are logged with user and source, and answered after the delay of
+    the agent's `LoginThrottle` (shared with the SSH face).
+    """
+
+    remember_for = 300.0
+
+    def __init__(
+        self, app: ASGIApp, check_password: PasswordCheck, public: Collection[str], throttle: LoginThrottle
+    ) -> None:
         self.app = app
-        self.users = dict(users)
+        self.check_password = check_password
         self.public = frozenset(public)
+        self.throttle = throttle
+        self._key = secrets.token_bytes(32)  # per process: digests are useless outside it
+        self._verified: OrderedDict[tuple[str, bytes], float] = OrderedDict()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope["path"] in self.public:
             await self.app(scope, receive, send)
             return
-        user = self._user(dict(scope["headers"]).get(b"authorization", b""))
+        user = await self._user(dict(scope["headers"]).get(b"authorization", b""), _source(scope))
         if user is None:
             response = Response(
                 "authentication required", status_code=401, headers={"WWW-Authenticate": 'Basic realm="an-agent"'}
@@ -57,18 +83,57 @@ class BasicAuth:
         scope["user"] = _User(user)
         await self.app(scope, receive, send)
 
-    def _user(self, header: bytes) -> str | None:
+    async def _user(self, header: bytes, source: str) -> str | None:
         scheme, _, value = header.decode("latin-1").partition(" ")
         if scheme.lower() != "basic":
             return None
         try:
             name, sep, password = base64.b64decode(value.strip(), validate=True).decode("utf-8").partition(":")
         except (binascii.Error, UnicodeDecodeError):
-            return None
-        expected = self.users.get(name)
-        if not sep or expected is None or not hmac.compare_digest(expected.encode(), password.encode()):
-            return None
-        return name
+            name, sep, password = "", "", ""
+        if sep:
+            if self._remembered(name, password):
+                return name
+            # The hash check runs in a thread: the event loop serves other requests meanwhile.
+            valid: bool = await asyncio.to_thread(self.check_password, name, password)
+            if valid:
+                self._remember(name, password)
+                return name
+        delay = self.throttle.failed(source)
+        log.warning("failed A2A login for user %r from %s (HTTP Basic); answered after %.2f s", name, source, delay)
+        await asyncio.sleep(delay)
+        return None
+
+    def _digest(self, name: str, password: str) -> tuple[str, bytes]:
+        return name, hmac.digest(self._key, f"{name}\0{password}".encode(), "sha256")
+
+    def _remembered(self, name: str, password: str) -> bool:
+        key = self._digest(name, password)
+        until = self._verified.get(key)
+        if until is None or until < time.monotonic():
+            self._verified.pop(key, None)
+            return False
+        return True
+
+    def _remember(self, name: str, password: str) -> None:
+        self._verified[self._digest(name, password)] = time.monotonic() + self.remember_for
+        while len(self._verified) > 1024:  # bounded: a flood of valid users cannot grow memory
+            self._verified.popitem(last=False)
+
+
+@dataclass(frozen=True)
+class Logins:
+    """Who may use the A2A face, and as whom: the same users, check and throttle as the NETCONF face."""
+
+    check_password: PasswordCheck
+    principal_of: Callable[[str], Principal]
+    """The principal (groups, agents it may speak for) of an authenticated user: NACM applies to it."""
+    throttle: LoginThrottle
+
+
+def _source(scope: Scope) -> str:
+    client = scope.get("client")
+    return str(client[0]) if client else "?"
 
 
 @dataclass(frozen=True)
@@ -127,9 +192,7 @@ class A2AServer:
     """The A2A face of one agent on ``host:port`` (uvicorn in a thread of its own)."""
 
     @classmethod
-    def for_agent(
-        cls, operations: Operations, users: Mapping[str, str], host: str, port: int, netconf_port: int
-    ) -> A2AServer:
+    def for_agent(cls, operations: Operations, logins: Logins, host: str, port: int, netconf_port: int) -> A2AServer:
         """The face of ``operations`` with its card: the profile, the served templates, both faces' URLs.
 
         The card and the declared schemas follow the templates: a schema patch published while the agent
@@ -146,14 +209,14 @@ class A2AServer:
             )
             return lambda: live.card(options)
 
-        return cls(operations, card, live.declared, users, host, port, mapper=live.mapper())
+        return cls(operations, card, live.declared, logins, host, port, mapper=live.mapper())
 
     def __init__(
         self,
         operations: Operations,
         card: Callable[[int], Callable[[], dict[str, Any]]],
         declared_schemas: Callable[[], Collection[str]],
-        users: Mapping[str, str],
+        logins: Logins,
         host: str = "127.0.0.1",
         port: int = 0,
         mapper: Callable[[str], MappingResult | None] | None = None,
@@ -167,9 +230,9 @@ class A2AServer:
         self.card = card(self.port)
         routes = [
             Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}
-            *sdk_routes(operations, declared_schemas, mapper),
+            *sdk_routes(operations, declared_schemas, logins.principal_of, mapper),
         ]
-        app = BasicAuth(Starlette(routes=routes), users, public={CARD_PATH})
+        app = BasicAuth(Starlette(routes=routes), logins.check_password, {CARD_PATH}, logins.throttle)
         config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name=f"a2a-{self.port}", daemon=True)

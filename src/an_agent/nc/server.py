@@ -27,7 +27,6 @@ import socket
 import tempfile
 import threading
 import time
-from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -39,6 +38,7 @@ from netconf import base as nc_base
 from netconf.error import ChannelClosed, FramingError, SessionError
 
 from an_agent._lxml import default_ns
+from an_agent.access.logins import LoginThrottle
 from an_agent.access.users import hash_password, verify_password
 from an_agent.errors import ConfigError, RpcError
 from an_agent.model.ns import NETCONF_BASE_NS
@@ -249,45 +249,6 @@ def load_or_create_host_key(path: Path) -> paramiko.PKey:
             os.unlink(tmp)
         raise
     return key
-
-
-class LoginThrottle:
-    """Slows password guessing down per source address, with bounded memory.
-
-    Each failed login from a source doubles the delay before its next failure
-    is answered (0.25 s, 0.5 s, ... up to `max_delay`); a source with no
-    failure for `forget_after` seconds starts again from zero. At most
-    `max_sources` sources are remembered (the least recently failing are
-    forgotten first), so a flood of addresses cannot grow memory. Wall clock
-    (monotonic), never the lab's simulated clock.
-    """
-
-    def __init__(
-        self, base_delay: float = 0.25, max_delay: float = 10.0, forget_after: float = 900.0, max_sources: int = 4096
-    ) -> None:
-        self.base_delay = base_delay
-        self.max_delay = max_delay
-        self.forget_after = forget_after
-        self.max_sources = max_sources
-        self._lock = threading.Lock()
-        self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
-
-    def failed(self, source: str) -> float:
-        """Record a failure from ``source``; returns how long to wait before answering it."""
-        now = time.monotonic()
-        with self._lock:
-            count, last = self._failures.pop(source, (0, now))
-            if now - last > self.forget_after:
-                count = 0
-            count += 1
-            self._failures[source] = (count, now)
-            while len(self._failures) > self.max_sources:
-                self._failures.popitem(last=False)
-        return float(min(self.base_delay * 2 ** (count - 1), self.max_delay))
-
-    def tracked_sources(self) -> int:
-        with self._lock:
-            return len(self._failures)
 
 
 class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]

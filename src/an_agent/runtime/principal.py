@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 ADMIN_GROUP = "admin"
-"""Members may do everything (until access control lands, every authenticated user is one)."""
+"""Members may do everything (users not in a users file, e.g. ``--user``, are members)."""
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class Principal:
 
     @classmethod
     def authenticated(cls, name: str) -> Principal:
-        """The principal of a user the transport authenticated (for now: an administrator)."""
+        """The principal of a user known to no users file (``--user``, ``--authorized-keys``): an administrator."""
         return cls(name, frozenset({ADMIN_GROUP}))
 
     @property
@@ -32,3 +32,12 @@ class Principal:
     def may_speak_for(self, agent_name: str) -> bool:
         """True when ``agent_name`` may appear as this principal's ``task-sendFrom``."""
         return self.is_admin or not self.agent_names or agent_name in self.agent_names
+
+    def default_sender(self) -> str | None:
+        """The ``task-sendFrom`` of a request that names none: the user's own name when it may use it,
+        else its only agent; None when it has several and must choose."""
+        if self.may_speak_for(self.name):
+            return self.name
+        if len(self.agent_names) == 1:
+            return next(iter(self.agent_names))
+        return None
