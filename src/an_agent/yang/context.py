@@ -23,14 +23,14 @@ from typing import Any, ClassVar, Literal
 import libyang
 import libyang.log
 from _libyang import ffi, lib  # type: ignore[import-not-found]
-from libyang.schema import SNotif
 from libyang.util import c2str, str2c
 from lxml import etree
 
 from an_agent.errors import RpcError, YangError
 from an_agent.model.ns import NETCONF_BASE_NS
-from an_agent.yang.info import ModuleInfo, NodeKind, SchemaNodeInfo
+from an_agent.yang.info import ModuleInfo, SchemaNodeInfo
 from an_agent.yang.lyerrors import LyErrorItem, to_rpc_error
+from an_agent.yang.schema_index import SchemaIndex
 
 __all__ = ["DEFAULT_FEATURES", "MODULES_DIR", "DocumentKind", "YangContext", "builtin_modules"]
 
@@ -46,15 +46,6 @@ DocumentKind = Literal["data", "config", "rpc", "reply", "notification"]
 """What a document is: a ``<get>`` reply (``data``), the running datastore
 (``config``), an RPC input, an RPC output (``reply``), or a notification."""
 
-_KINDS: dict[int, NodeKind] = {
-    lib.LYS_CONTAINER: "container",
-    lib.LYS_LIST: "list",
-    lib.LYS_LEAF: "leaf",
-    lib.LYS_LEAFLIST: "leaf-list",
-    lib.LYS_ANYDATA: "anydata",
-    lib.LYS_ANYXML: "anyxml",
-}
-_DATA_TYPES = tuple(_KINDS)
 _OP_TYPES: dict[DocumentKind, int] = {
     "rpc": lib.LYD_TYPE_RPC_YANG,
     "reply": lib.LYD_TYPE_REPLY_YANG,
@@ -116,17 +107,7 @@ class YangContext:
         if not names:
             raise YangError(f"no YANG modules (*.yang) in {self._dir}")
         shipped = [self._load(name, features.get(name, ())) for name in names]
-        self._modules = self._describe(shipped)
-        self._nodes: dict[tuple[tuple[str, str], ...], SchemaNodeInfo] = {}
-        self._by_path: dict[str, SchemaNodeInfo] = {}
-        # RPC input/output and notification nodes, by schema path without
-        # input/output steps (as libyang writes them in error locations).
-        self._op_by_path: dict[str, SchemaNodeInfo] = {}
-        self._pattern_app_tags: set[str] = set()
-        for mod in shipped:
-            self._index(mod)
-        for info in self._modules:
-            self._collect_typedef_app_tags(self._ctx.get_module(info.name))
+        self._schema = SchemaIndex(self._ctx, shipped)
 
     @classmethod
     def default(cls) -> YangContext:
@@ -146,11 +127,11 @@ class YangContext:
         all of them in the hello and serve all of them by ``<get-schema>``:
         a client needs the imports to compile the implemented modules.
         """
-        return list(self._modules)
+        return list(self._schema.modules)
 
     def module(self, name: str, revision: str | None = None) -> ModuleInfo | None:
         """The module called ``name`` (and of ``revision`` when given), or None."""
-        for info in self._modules:
+        for info in self._schema.modules:
             if info.name == name and (revision is None or revision == info.revision):
                 return info
         return None
@@ -162,7 +143,7 @@ class YangContext:
         data nodes (not RPC or notification contents) are indexed. A
         dictionary lookup: safe to call for every element of a request.
         """
-        return self._nodes.get(tuple(path))
+        return self._schema.nodes.get(tuple(path))
 
     def schema_node_by_path(self, path: str) -> SchemaNodeInfo | None:
         """Like `schema_node`, by a JSON-style schema path, e.g. ``/irtf-agent:tasks/task``.
@@ -170,7 +151,7 @@ class YangContext:
         Steps carry the module name only where the module changes, as in
         libyang's schema paths and RFC 7951.
         """
-        return self._by_path.get(path)
+        return self._schema.by_path.get(path)
 
     # -------------------------------------------------------------- validation
 
@@ -255,77 +236,6 @@ class YangContext:
             raise YangError(f"YANG module {name} in {self._dir} does not load: {problems or 'unknown reason'}")
         return libyang.Module(self._ctx, mod)
 
-    def _describe(self, shipped: list[libyang.Module]) -> tuple[ModuleInfo, ...]:
-        infos: list[ModuleInfo] = []
-        seen: set[str] = set()
-        queue = [(m, True) for m in shipped]
-        while queue:
-            mod, implemented = queue.pop(0)
-            if mod.name() in seen:
-                continue
-            seen.add(mod.name())
-            infos.append(self._module_info(mod, implemented))
-            for imp in mod.imports():
-                queue.append((libyang.Module(self._ctx, imp.cdata.module), False))
-        return tuple(infos)
-
-    def _module_info(self, mod: libyang.Module, implemented: bool) -> ModuleInfo:
-        path = mod.filepath()
-        if path:
-            text = Path(path).read_text(encoding="utf-8")
-        else:
-            printed = mod.print_mem("yang")
-            text = printed if isinstance(printed, str) else printed.decode("utf-8")
-        revisions = [r.date() for r in mod.revisions()]
-        return ModuleInfo(
-            name=mod.name(),
-            revision=revisions[0] if revisions else None,
-            namespace=c2str(mod.cdata.ns),
-            prefix=mod.prefix(),
-            features=tuple(f.name() for f in mod.features() if f.state()),
-            path=path,
-            text=text,
-            implemented=implemented and mod.implemented(),
-        )
-
-    def _index(self, mod: libyang.Module) -> None:
-        for node in mod.children(types=_DATA_TYPES):
-            self._index_node(node, (), "", op=False)
-        for op in mod.children(types=(lib.LYS_RPC, lib.LYS_NOTIF)):
-            path = f"/{mod.name()}:{op.name()}"
-            parts = [op.input(), op.output()] if isinstance(op, libyang.SRpc) else [op]
-            for part in parts:
-                if isinstance(part, libyang.SRpcInOut | SNotif):
-                    for node in part.children(types=_DATA_TYPES):
-                        self._index_node(node, (), path, op=True)
-
-    def _index_node(self, node: libyang.SNode, parent: tuple[tuple[str, str], ...], parent_path: str, op: bool) -> None:
-        module = node.module()
-        namespace = c2str(module.cdata.ns)
-        key = (*parent, (namespace, node.name()))
-        same_module = parent_path and _parent_module(node) == module.name()
-        step = node.name() if same_module else f"{module.name()}:{node.name()}"
-        path = f"{parent_path}/{step}"
-        info = _node_info(self._ctx, node, namespace, module.name())
-        if op:
-            self._op_by_path.setdefault(path, info)
-        else:
-            self._nodes[key] = info
-            self._by_path[path] = info
-        self._collect_leaf_app_tags(node)
-        if isinstance(node, libyang.SContainer | libyang.SList):
-            for child in node.children(types=_DATA_TYPES):
-                self._index_node(child, key, path, op)
-
-    def _collect_leaf_app_tags(self, node: libyang.SNode) -> None:
-        if isinstance(node, libyang.SLeaf | libyang.SLeafList):
-            parsed = node.cdata_leaf_parsed if isinstance(node, libyang.SLeaf) else node.cdata_leaflist_parsed
-            self._pattern_app_tags.update(_pattern_app_tags(parsed.type))
-
-    def _collect_typedef_app_tags(self, mod: libyang.Module) -> None:
-        for typedef in mod.typedefs():
-            self._pattern_app_tags.update(_pattern_app_tags(typedef.cdata.type))
-
     def _take_errors(self) -> list[LyErrorItem]:
         items: list[LyErrorItem] = []
         err = lib.ly_err_first(self._ctx.cdata)
@@ -345,7 +255,7 @@ class YangContext:
         def find_ns(namespace: str) -> str | None:
             return _element_in_namespace(text, namespace) if fmt == "xml" else None
 
-        return to_rpc_error(items, resolve, find_ns, frozenset(self._pattern_app_tags))
+        return to_rpc_error(items, resolve, find_ns, frozenset(self._schema.pattern_app_tags))
 
     def _check_data(self, text: str, fmt: str, kind: DocumentKind, partial: bool) -> None:
         self._free(self._parse_data(text, fmt, kind, partial))
@@ -432,7 +342,7 @@ class YangContext:
         list (or presence container) above the node, and the first instance
         of it lacking the node, in the document re-parsed without validation.
         """
-        known = self._op_by_path if kind in _OP_TYPES else self._by_path
+        known = self._schema.op_by_path if kind in _OP_TYPES else self._schema.by_path
         schema_path = item.schema_path
         if schema_path is None and item.data_path:
             base = _PREDICATES.sub("", item.data_path)
@@ -537,66 +447,8 @@ def _strip_implicit(first: Any) -> Any:
     return head
 
 
-def _parent_module(node: libyang.SNode) -> str | None:
-    parent = node.cdata.parent
-    return c2str(parent.module.name) if parent != ffi.NULL else None
-
-
 def _format(name: str) -> int:
     return int({"xml": lib.LYD_XML, "json": lib.LYD_JSON}[name])
-
-
-def _node_info(ctx: libyang.Context, node: libyang.SNode, namespace: str, module: str) -> SchemaNodeInfo:
-    kind = _KINDS[node.nodetype()]
-    keys: tuple[str, ...] = ()
-    ordered = presence = is_key = False
-    default: str | None = None
-    if isinstance(node, libyang.SList):
-        keys = tuple(k.name() for k in node.keys())  # noqa: SIM118 (SList.keys(), not a dict)
-        ordered = node.ordered()
-    elif isinstance(node, libyang.SLeafList):
-        ordered = node.ordered()
-    elif isinstance(node, libyang.SContainer):
-        presence = node.presence() is not None
-    elif isinstance(node, libyang.SLeaf):
-        is_key = node.is_key()
-        if node.cdata_leaf.dflt:
-            value = lib.lyd_value_get_canonical(ctx.cdata, node.cdata_leaf.dflt)
-            default = c2str(value) if value else None
-    return SchemaNodeInfo(
-        kind=kind,
-        name=node.name(),
-        namespace=namespace,
-        module=module,
-        keys=keys,
-        config=not node.config_false(),
-        presence=presence,
-        ordered_by_user=ordered,
-        default=default,
-        mandatory=node.mandatory(),
-        is_key=is_key,
-    )
-
-
-def _pattern_app_tags(parsed_type: Any) -> Iterator[str]:
-    """error-app-tags of the pattern statements of a parsed (lysp) type, unions included."""
-    if parsed_type == ffi.NULL:
-        return
-    if parsed_type.patterns != ffi.NULL:
-        for restr in _sized_array(parsed_type.patterns):
-            if restr.eapptag:
-                yield c2str(restr.eapptag)
-    if parsed_type.types != ffi.NULL:
-        for member in _sized_array(parsed_type.types):
-            yield from _pattern_app_tags(ffi.addressof(member))
-
-
-def _sized_array(cdata: Any) -> list[Any]:
-    """Items of a libyang "sized array" (its count is stored just before the first item)."""
-    if cdata == ffi.NULL:
-        return []
-    count = int(ffi.cast("uint64_t *", cdata)[-1])
-    return [cdata[i] for i in range(count)]
 
 
 def _unwrap(xml: str) -> str:
