@@ -22,6 +22,8 @@ def test_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
         "coverage_compensation_v1",
         "energy_saving_adjust_v1",
         "fault_diagnosis_v1",
+        "intent_task_v1",
+        "service_intent_v1",
         "trouble_ticket_v1",
     ]
     assert main(["schema", "show", "energy_saving_adjust", "--json"]) == 0

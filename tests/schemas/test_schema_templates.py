@@ -20,6 +20,8 @@ SHIPPED = {
     "energy_saving_adjust_v1",
     "complaint_ticket_v1",
     "trouble_ticket_v1",
+    "service_intent_v1",
+    "intent_task_v1",
 }
 DRAFT_KEY_FIELDS = ["key_name", "key_type", "required", "default_value", "semantic_description"]
 

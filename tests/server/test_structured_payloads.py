@@ -111,6 +111,8 @@ def test_get_schema_template_and_templates_as_state(schema_server: AgentServer) 
             "coverage_compensation_v1",
             "energy_saving_adjust_v1",
             "fault_diagnosis_v1",
+            "intent_task_v1",
+            "service_intent_v1",
             "trouble_ticket_v1",
         ]
         data = state.find("nc:data", NS)

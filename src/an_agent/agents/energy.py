@@ -4,17 +4,31 @@
 comes first. A cell suspended by two requests resumes when the last of them ends. FEASIBILITY refuses
 cells outside the agent's regions and cells without an energy-saving function, with a counter-proposal
 for the cells that have one.
+
+Under a service intent (`an_agent.agents.mandate`) the agent takes the ``energy_saving`` share: an
+``energy_kwh_per_day`` target for an area. A suspension (or reduction) that would take the area's draw
+above the target's rate (target / 24 h) is not feasible; the counter-proposal keeps saving suspended on
+the cells that fit, those serving most users first (per cell). ``relax`` (``intent_task_v1``, from the
+intent agent: the target loosened to keep a higher-priority expectation) is feasible when the new value
+leaves room to suspend saving on the cells it names, else the counter-proposal states the value that
+would; once assigned, saving is suspended on those cells until ``until``. ``restore`` puts the intent's
+own target back and resumes saving on the cells the relaxation suspended (those another adjustment
+still holds stay suspended).
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp
 from an_agent.agents.environment import RoleName, Timer
+from an_agent.agents.intent import Target
+from an_agent.agents.mandate import INTENT_TASK, Mandate, Mandates, read_mandate
+from an_agent.errors import SchemaError
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
@@ -34,8 +48,13 @@ class EnergySavingBehaviour(LabBehaviour):
     def start(self) -> None:
         self._active: dict[str, _Adjustment] = {}
         self._state = threading.Lock()
+        self.mandates = Mandates(self, "energy_saving")
+        self._relaxed: dict[str, tuple[Mandate, str]] = {}
+        """intent id -> (its own mandate, the adjustment that suspended saving for the relaxation)"""
 
     def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
+        if payload is not None and payload.schema_id == INTENT_TASK:
+            return self._intent_feasibility(payload, requester)
         if payload is None or payload.schema_id != "energy_saving_adjust_v1":
             raise NotFeasible(f"{self.name} takes energy_saving_adjust_v1 tasks")
         cells = list(payload.values["cell_ids"])
@@ -61,9 +80,146 @@ class EnergySavingBehaviour(LabBehaviour):
             raise NotFeasible(f"{short(without)} have no energy-saving function", counter)
         if payload.values["action"] == "reduce" and payload.values.get("energy_saving_target_percent") is None:
             raise NotFeasible("reduce needs energy_saving_target_percent (the new saving target)")
-        return f"energy saving can be {payload.values['action']}d on {len(cells)} cells"
+        if payload.values["action"] in ("suspend", "reduce"):
+            self._within_budget(payload)
+        done = {"suspend": "suspended", "reduce": "reduced", "resume": "resumed"}[payload.values["action"]]
+        return f"energy saving can be {done} on {len(cells)} cells"
+
+    # ---- under a service intent -----------------------------------------------------------------------
+    def _budget(self) -> tuple[Mandate, Target] | None:
+        return self.mandates.target("energy_kwh_per_day", self.env.scheduler.now())
+
+    def _within_budget(self, payload: ValidatedPayload) -> None:
+        """`NotFeasible` (counter-proposal: the cells that fit) when the change breaks the intent's energy target."""
+        held = self._budget()
+        if held is None:
+            return
+        mandate, target = held
+        network = self.env.network
+        cells = [c for c in payload.values["cell_ids"] if network.cell(c).region == mandate.area]
+        percent = float(payload.values.get("energy_saving_target_percent") or 0)
+        room = target.value / 24.0 - network.area_kpis([mandate.area]).energy_kw
+        fits: list[str] = []
+        used = 0.0
+        for cell_id in sorted(cells, key=lambda c: (-network.cell(c).users, c)):
+            cell = network.cell(cell_id)
+            share = 1.0  # suspend: all of the saving given up; reduce: the part above the new percentage
+            if payload.values["action"] == "reduce":
+                share = max(0.0, cell.saving_percent - percent) / max(cell.saving_percent, 1e-9)
+            cost = network.saving_cost_kw([cell_id]) * share
+            if used + cost <= room + 1e-9:
+                fits.append(cell_id)
+                used += cost
+        if len(fits) == len(cells):
+            return
+        total = network.area_kpis([mandate.area]).energy_kw + network.saving_cost_kw(cells)
+        reason = (
+            f"saving {payload.values['action']}ed on {len(cells)} cells would take {mandate.area} to "
+            f"{total * 24:.0f} kWh/day, above the {target.value:g} kWh/day target of {mandate.intent_id} "
+            f"({', '.join(mandate.expectation_ids)}); {len(fits)} cells fit"
+        )
+        counter = None
+        if fits:
+            others = [c for c in payload.values["cell_ids"] if c not in cells]
+            counter = payloads.envelope(
+                "energy_saving_adjust_v1", {**payload.values, "cell_ids": sorted(fits + others)}
+            )
+        raise NotFeasible(reason, counter)
+
+    def _intent_feasibility(self, payload: ValidatedPayload, requester: str | None) -> str:
+        action = payload.values["action"]
+        if action == "assure":
+            mandate = self.mandates.feasibility(payload, requester)
+            return f"{self.name} saves energy in {mandate.area} for {mandate.intent_id}"
+        try:
+            wanted = read_mandate(payload, requester)
+        except SchemaError as exc:
+            raise NotFeasible(f"{exc}: {'; '.join(exc.problems)}") from None
+        held = self.mandates.get(wanted.intent_id)
+        if held is None:
+            raise NotFeasible(f"{self.name} holds no share of intent {wanted.intent_id}")
+        if action == "restore":
+            if wanted.intent_id not in self._relaxed:
+                raise NotFeasible(f"the energy target of {wanted.intent_id} is not relaxed")
+            return f"the energy target of {wanted.intent_id} can be restored"
+        cells = list(payload.values.get("cell_ids") or [])
+        target = next((t for t in wanted.targets if t.name == "energy_kwh_per_day"), None)
+        if target is None or not cells:
+            raise NotFeasible("a relaxation names the cells and the new energy_kwh_per_day target")
+        network = self.env.network
+        now_kw = network.area_kpis([wanted.area]).energy_kw
+        needed = math.ceil((now_kw + network.saving_cost_kw(cells)) * 24.0 / 10.0) * 10.0
+        if target.value + 1e-9 < needed:
+            counter = dict(payload.values)
+            counter["targets"] = [
+                {**t.to_dict(), "value": needed} if t is target else t.to_dict() for t in wanted.targets
+            ]
+            counter["other"] = f"suspending saving on {len(cells)} cells takes {wanted.area} to {needed:g} kWh/day"
+            raise NotFeasible(
+                f"{target.value:g} kWh/day leaves no room to suspend saving on {len(cells)} cells in {wanted.area}: "
+                f"{needed:g} kWh/day needed",
+                payloads.envelope(INTENT_TASK, counter),
+            )
+        return f"{target.value:g} kWh/day leaves room to suspend saving on {len(cells)} cells"
+
+    def _intent_task(self, task: Task, payload: ValidatedPayload, run: TaskRun) -> None:
+        self._intent_feasibility(payload, task.send_from)  # the network may have changed since
+        action = payload.values["action"]
+        mandate = read_mandate(payload, task.send_from)
+        if action == "assure":
+            self.mandates.accept(task, mandate, run)
+            return
+        self.env.scheduler.sleep(self.env.timing.energy_saving_adjust)
+        if action == "relax":
+            self._relax(task, mandate, payload, run)
+        else:
+            self._restore(task, mandate, run)
+
+    def _relax(self, task: Task, mandate: Mandate, payload: ValidatedPayload, run: TaskRun) -> None:
+        """Hold the relaxed targets and suspend saving on the relaxation's cells until its ``until``."""
+        scheduler = self.env.scheduler
+        own = self.mandates.get(mandate.intent_id)
+        assert own is not None  # checked by _intent_feasibility
+        before = self._relaxed.get(mandate.intent_id)
+        original = before[0] if before else own
+        self.mandates.replace(replace(own, targets=mandate.targets, until=original.until))
+        cells = sorted(c for c in payload.values["cell_ids"] if self.env.network.cell(c).energy_saving != "suspended")
+        for cell_id in cells:
+            self.env.network.set_energy_saving(cell_id, "suspended", self.name)
+        until = mandate.until if mandate.until is not None else scheduler.now() + 60 * 60.0
+        adjustment = _Adjustment(task.task_id, set(cells))
+        adjustment.timer = scheduler.call_at(
+            until, f"{self.name} end of {task.task_id}", functools.partial(self._expire, task.task_id)
+        )
+        with self._state:
+            self._active[task.task_id] = adjustment
+        self._relaxed[mandate.intent_id] = (original, task.task_id)
+        if cells:
+            self.note(
+                "energy_saving_suspended",
+                f"energy saving suspended on {len(cells)} cells for intent {mandate.intent_id}",
+                cells=cells,
+            )
+        self.mandates.record(task, mandate, run, "intent_relaxed", "relaxes")
+
+    def _restore(self, task: Task, mandate: Mandate, run: TaskRun) -> None:
+        """The intent's own targets back; saving resumed on the cells only the relaxation held."""
+        original, adjustment_id = self._relaxed.pop(mandate.intent_id)
+        self.mandates.replace(original)
+        with self._state:
+            held = self._active.get(adjustment_id)
+            cells = sorted(held.cells) if held else []
+            if held is not None:
+                held.cells = set()
+        resumed = self._settle(cells)
+        if resumed:
+            self.note("energy_saving_resumed", f"energy saving resumed on {len(resumed)} cells", cells=resumed)
+        self.mandates.record(task, original, run, "intent_restored", "restores")
 
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
+        if payload is not None and payload.schema_id == INTENT_TASK:
+            self._intent_task(task, payload, run)
+            return
         if payload is None or payload.schema_id != "energy_saving_adjust_v1":
             raise TaskFailure("the task carries no energy_saving_adjust_v1 payload")
         self.feasibility("", payload, task.send_from)

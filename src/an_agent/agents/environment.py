@@ -32,6 +32,7 @@ class RoleName(StrEnum):
     COMPLAINT = "complaint"
     FME_COPILOT = "fme-copilot"
     TROUBLE_TICKET = "trouble-ticket"
+    SERVICE_INTENT = "service-intent"
 
 
 class Layer(StrEnum):
@@ -242,6 +243,30 @@ class FaultLocation:
 
 
 @dataclass(frozen=True)
+class AreaKpis:
+    """The service KPIs of an area (one or more regions) at one instant, as a service intent watches them."""
+
+    users_total: int
+    users_without_service: float
+    """Users of the area's cells without coverage (out-of-service sites not recovered by neighbours,
+    misconfigured cells)."""
+    energy_kw: float
+    """What the area's cells draw now."""
+
+    @property
+    def coverage_percent(self) -> float:
+        """Share of the area's users with coverage, in percent (100 for an area without users)."""
+        if self.users_total <= 0:
+            return 100.0
+        return 100.0 * (1.0 - self.users_without_service / self.users_total)
+
+    @property
+    def energy_kwh_per_day(self) -> float:
+        """The energy the area would use in a day at the current draw."""
+        return self.energy_kw * 24.0
+
+
+@dataclass(frozen=True)
 class Place:
     """A named place of the network (road segment, district) for locating complaints."""
 
@@ -278,6 +303,14 @@ class ManagedNetwork(Protocol):
     def active_alarms(self, regions: Sequence[str] | None = None, domain: str | None = None) -> list[Alarm]: ...
     def subscribe(self, listener: Callable[[NetworkEvent], None]) -> None:
         """Call ``listener`` (quickly: it runs in the acting thread) for every event."""
+        ...
+
+    def area_kpis(self, regions: Sequence[str]) -> AreaKpis:
+        """The service KPIs of the cells of ``regions`` now."""
+        ...
+
+    def saving_cost_kw(self, cell_ids: Sequence[str]) -> float:
+        """How much more the cells would draw with their energy saving suspended (0 for those already so)."""
         ...
 
     # diagnostics

@@ -15,6 +15,11 @@ extended when the energy-saving agent's answer (its ``until``) still ends before
 expiry. Its own end is thus only a safety net; saving resumes when the compensation ends, by the
 explicit ``resume`` sent after the cancellation or expiry.
 
+A counter-proposal of the energy-saving agent for some of the cells (an intent's energy target leaves
+room for no more) is accepted: saving is suspended on those only, and the service-intent agent, which
+watches the coverage, negotiates the rest (`an_agent.agents.service_intent`). Under a service intent the
+agent takes the ``performance_optimization`` share (``intent_task_v1`` ``assure``).
+
 ``Cancel`` (coverage_compensation_v1 naming the target cells, the compensation id in ``other``, which
 has no key for it): the planned power and tilt come back and energy saving is resumed on the cells no
 other compensation still needs.
@@ -26,10 +31,12 @@ import functools
 import math
 import threading
 from dataclasses import dataclass, field
+from typing import Any
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
 from an_agent.agents.environment import RoleName, Timer
+from an_agent.agents.mandate import INTENT_TASK, Mandates
 from an_agent.clock import from_rfc3339
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
@@ -57,11 +64,15 @@ class OptimizationBehaviour(LabBehaviour):
     description = "Experience-optimization agent: coverage compensation with neighbour cells' power and tilt"
 
     def start(self) -> None:
+        self.mandates = Mandates(self, "performance_optimization")
         self._active: dict[str, _Compensation] = {}
         self._state = threading.Lock()
 
     # ---- feasibility ----------------------------------------------------------------------------------
     def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
+        if payload is not None and payload.schema_id == INTENT_TASK:
+            mandate = self.mandates.feasibility(payload, requester)
+            return f"{self.name} keeps the coverage of {mandate.area} for {mandate.intent_id}"
         if payload is None or payload.schema_id != "coverage_compensation_v1":
             raise NotFeasible(f"{self.name} takes coverage_compensation_v1 tasks")
         targets = list(payload.values["target_cell_ids"])
@@ -118,6 +129,9 @@ class OptimizationBehaviour(LabBehaviour):
 
     # ---- tasks ----------------------------------------------------------------------------------------
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
+        if payload is not None and payload.schema_id == INTENT_TASK:
+            self.mandates.accept(task, self.mandates.feasibility(payload, task.send_from), run)
+            return
         if payload is None or payload.schema_id != "coverage_compensation_v1":
             raise TaskFailure("the task carries no coverage_compensation_v1 payload")
         if verb_of(task) == "cancel":
@@ -140,7 +154,7 @@ class OptimizationBehaviour(LabBehaviour):
         suspended_until: float | None = None
         if saving and savers:
             apply_minutes = math.ceil(self.env.timing.compensation_apply / 60.0)
-            suspended_until = self._suspend(
+            suspended_until, comp.es_cells = self._suspend(
                 savers[0],
                 f"suspend.{task.task_id}",
                 saving,
@@ -148,8 +162,6 @@ class OptimizationBehaviour(LabBehaviour):
                 f"Suspend energy saving on {len(saving)} neighbour cells while they compensate the "
                 f"coverage of {short(targets)}",
             )
-            if suspended_until is not None:
-                comp.es_cells = saving
         scheduler.sleep(self.env.timing.compensation_apply)
         with self._state:
             self._active[comp.compensation_id] = comp
@@ -187,8 +199,11 @@ class OptimizationBehaviour(LabBehaviour):
             },
         )
 
-    def _suspend(self, saver: str, slug: str, cells: list[str], minutes: int, description: str) -> float | None:
-        """Have ``saver`` suspend energy saving on ``cells``; when it ends by itself (None: refused)."""
+    def _suspend(
+        self, saver: str, slug: str, cells: list[str], minutes: int, description: str
+    ) -> tuple[float | None, list[str]]:
+        """Have ``saver`` suspend energy saving on ``cells``: when it ends by itself (None: refused), and on
+        which cells (a counter-proposal for some of them, e.g. within an intent's energy target, is taken)."""
         value = payloads.envelope(
             "energy_saving_adjust_v1",
             {
@@ -198,15 +213,28 @@ class OptimizationBehaviour(LabBehaviour):
                 "reason": "coverage_compensation",
             },
         )
-        outcome = self.ask(saver, slug, ", ".join(cells), description, value)
+
+        def some_of_them(counter: dict[str, Any]) -> bool:
+            offered = counter.get("payload", {})
+            kept = offered.get("cell_ids") or []
+            return offered.get("action") == "suspend" and bool(kept) and set(kept) <= set(cells)
+
+        outcome = self.ask(saver, slug, ", ".join(cells), description, value, some_of_them)
         if not outcome.finished:
             self.note("energy_saving_refused", f"energy saving stays on: {outcome.reason}")
-            return None
+            return None, []
+        agreed = sorted((outcome.agreed or value)["payload"]["cell_ids"])
+        if len(agreed) < len(cells):
+            self.note(
+                "energy_saving_partial",
+                f"energy saving suspended on {len(agreed)} of {len(cells)} compensating cells: {outcome.refusals[0]}",
+                cells=agreed,
+            )
         until = outcome.result().get("until")
         try:
-            return from_rfc3339(until) if isinstance(until, str) else math.inf
+            return (from_rfc3339(until) if isinstance(until, str) else math.inf), agreed
         except ValueError:
-            return math.inf  # an agent that does not say when: trust it to hold until the resume
+            return math.inf, agreed  # an agent that does not say when: trust it to hold until the resume
 
     def _apply(self, cells: list[str]) -> None:
         """Set each cell to its planned values plus the strongest compensation still active on it."""

@@ -11,6 +11,9 @@ On its own initiative (alarms of its regions, batched over ``batch_window`` afte
    (remote restart) or opens a trouble ticket;
 3. waits until the sites are back in service, then has the compensation cancelled.
 
+Under a service intent it takes the ``fault_management`` share (``intent_task_v1`` ``assure``,
+`an_agent.agents.mandate`): the area's service is its to restore.
+
 Tasks it executes (by the first word of the task description, payload ``fault_diagnosis_v1``):
 ``Diagnose`` the radio side of sites or cells, ``Repair`` (remote base-station restart, planned cell
 configuration), ``Verify`` that sites/cells are back in service (finishes when they are).
@@ -29,6 +32,7 @@ from an_agent.agents.base import NotFeasible, TaskFailure, short, stamp, verb_of
 from an_agent.agents.environment import NetworkEvent, RoleName, SimFuture
 from an_agent.agents.field import FieldRepair, ticket_id
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding
+from an_agent.agents.mandate import INTENT_TASK, Mandates
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
@@ -52,6 +56,7 @@ class RanFaultBehaviour(FieldRepair):
     description = "Mobile network (RAN) fault agent: base-station outage detection, diagnosis and repair"
 
     def start(self) -> None:
+        self.mandates = Mandates(self, "fault_management")
         self._waiters: list[_Waiter] = []
         self._open: set[str] = set()
         self._state_lock = threading.Lock()
@@ -318,6 +323,9 @@ class RanFaultBehaviour(FieldRepair):
 
     # ---- tasks from other agents ----------------------------------------------------------------------
     def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
+        if payload is not None and payload.schema_id == INTENT_TASK:
+            mandate = self.mandates.feasibility(payload, requester)
+            return f"{self.name} restores the service of {mandate.area}: fault management for {mandate.intent_id}"
         if payload is None or payload.schema_id != "fault_diagnosis_v1":
             raise NotFeasible(f"{self.name} takes fault_diagnosis_v1 tasks (diagnose, repair, verify)")
         network = self.env.network
@@ -338,6 +346,9 @@ class RanFaultBehaviour(FieldRepair):
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
         if payload is None:
             raise TaskFailure("the task carries no fault_diagnosis_v1 payload")
+        if payload.schema_id == INTENT_TASK:
+            self.mandates.accept(task, self.mandates.feasibility(payload, task.send_from), run)
+            return
         verb = verb_of(task)
         sites = list(payload.values.get("affected_site_ids") or [])
         cells = list(payload.values.get("affected_cell_ids") or [])

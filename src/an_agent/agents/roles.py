@@ -13,6 +13,7 @@ from an_agent.agents.ip import IpFaultBehaviour
 from an_agent.agents.optimization import OptimizationBehaviour
 from an_agent.agents.ran import RanFaultBehaviour
 from an_agent.agents.service import CrossDomainFaultBehaviour
+from an_agent.agents.service_intent import ServiceIntentBehaviour
 from an_agent.agents.trouble_ticket import TroubleTicketBehaviour
 from an_agent.model import Skill
 
@@ -71,7 +72,7 @@ ROLES: dict[RoleName, Role] = {
                     "ran-fault-diagnosis",
                     "diagnose base-station and cell faults",
                     ["diagnose", "fault", "alarm"],
-                    ["fault_diagnosis_v1"],
+                    ["fault_diagnosis_v1", "intent_task_v1"],
                     ["Diagnose the radio side of SITE-07"],
                 ),
                 _skill(
@@ -114,7 +115,7 @@ ROLES: dict[RoleName, Role] = {
                     "coverage-compensation",
                     "compensate a coverage hole with neighbour cells' power and tilt, within the cells' limits",
                     ["compensate", "coverage", "power", "tilt"],
-                    ["coverage_compensation_v1"],
+                    ["coverage_compensation_v1", "intent_task_v1"],
                     ["Compensate the coverage of CELL-0701"],
                 ),
             ),
@@ -128,8 +129,24 @@ ROLES: dict[RoleName, Role] = {
                     "energy-saving-adjust",
                     "suspend, reduce or resume cell energy saving",
                     ["energy", "saving", "suspend", "resume"],
-                    ["energy_saving_adjust_v1"],
+                    ["energy_saving_adjust_v1", "intent_task_v1"],
                     ["Suspend energy saving on CELL-0801"],
+                ),
+            ),
+        ),
+        Role(
+            RoleName.SERVICE_INTENT,
+            ServiceIntentBehaviour,
+            "Service",
+            (
+                _skill(
+                    "intent-assurance",
+                    "hold a CSS service intent (expectations with targets on coverage, users without service and "
+                    "energy per day), decompose it into tasks for the fault, optimization and energy-saving agents, "
+                    "watch the KPIs against the targets, negotiate conflicting targets, report fulfilment",
+                    ["intent", "assurance", "expectation", "negotiation"],
+                    ["service_intent_v1", "intent_task_v1"],
+                    ["Keep coverage of the metro area above 97 % at no more than 1000 kWh a day"],
                 ),
             ),
         ),

@@ -22,6 +22,7 @@ from typing import Any
 
 from an_agent.agents.environment import (
     Alarm,
+    AreaKpis,
     CellView,
     FaultLocation,
     LinkView,
@@ -66,6 +67,14 @@ class Kpis:
             "compensating_cells": self.compensating_cells,
             "energy_saving_suspended": self.energy_saving_suspended,
         }
+
+
+def _record(samples: list[tuple[float, Any]], now: float, value: Any) -> None:
+    """Append ``value`` at ``now`` to a step series (replace a sample of the same instant; skip no change)."""
+    if samples and samples[-1][0] == now:
+        samples[-1] = (now, value)
+    elif not samples or samples[-1][1] != value:
+        samples.append((now, value))
 
 
 def field_repair_seconds(seed: int, element: str, occurrence: int, minutes: float) -> float:
@@ -121,6 +130,7 @@ class SimNetwork:
             self._s.sites[site.id].neighbours = site.neighbors if site.neighbors is not None else self._near(site.id)
         self._places = [Place(p.name, self._s.sites[p.sites[0]].region, p.aliases, p.sites) for p in spec.places]
         self._samples: list[tuple[float, Kpis]] = []
+        self._area_samples: dict[str, list[tuple[float, AreaKpis]]] = {}
         self._tickets: list[dict[str, Any]] = []
 
     def _near(self, site_id: str) -> tuple[str, ...]:
@@ -174,6 +184,22 @@ class SimNetwork:
 
     def subscribe(self, listener: Callable[[NetworkEvent], None]) -> None:
         self._s.subscribe(listener)
+
+    def area_kpis(self, regions: Sequence[str]) -> AreaKpis:
+        with self._s.lock:
+            sites = self._s.sites
+            cells = [c for c in self._s.cells.values() if sites[c.site_id].region in regions]
+            return AreaKpis(
+                users_total=sum(c.users for c in cells),
+                users_without_service=self.radio.users_without_coverage(regions),
+                energy_kw=sum(self.energy.cell_kw(c, sites[c.site_id]) for c in cells),
+            )
+
+    def saving_cost_kw(self, cell_ids: Sequence[str]) -> float:
+        with self._s.lock:
+            return sum(
+                self.energy.saving_cost_kw(self._s.cell(c), self._s.sites[self._s.cell(c).site_id]) for c in cell_ids
+            )
 
     def radio_diagnostics(self, site_id: str) -> RadioDiagnostics:
         return self.radio.diagnostics(site_id)
@@ -288,17 +314,25 @@ class SimNetwork:
             )
 
     def sample(self, now: float) -> None:
-        """Record the KPIs as they are at ``now`` (one sample per instant: a later call replaces it)."""
+        """Record the KPIs as they are at ``now`` (one sample per instant: a later call replaces it).
+
+        The service KPIs of each region are recorded beside them (`area_samples`).
+        """
         kpis = self.kpis()
+        areas = {r.name: self.area_kpis([r.name]) for r in self._spec.regions}
         with self._s.lock:
-            if self._samples and self._samples[-1][0] == now:
-                self._samples[-1] = (now, kpis)
-            elif not self._samples or self._samples[-1][1] != kpis:
-                self._samples.append((now, kpis))
+            _record(self._samples, now, kpis)
+            for region, area in areas.items():
+                _record(self._area_samples.setdefault(region, []), now, area)
 
     def samples(self) -> list[tuple[float, Kpis]]:
         with self._s.lock:
             return list(self._samples)
+
+    def area_samples(self, region: str) -> list[tuple[float, AreaKpis]]:
+        """The service KPIs of ``region`` as `sample` recorded them (time-ordered step samples)."""
+        with self._s.lock:
+            return list(self._area_samples.get(region, []))
 
     def faults(self) -> list[FaultRecord]:
         with self._s.lock:

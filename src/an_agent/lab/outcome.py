@@ -9,7 +9,9 @@ and the agents' notes. `checks` are the closed-loop conditions a run must meet:
 - nothing is left changed in the network: no compensation, no energy-saving adjustment;
 - every task ended finished, or failed with a reason;
 - the run ended because nothing was left to do (not at max_duration), without activity errors;
-- after stop: no agent port still open, no lab thread still alive.
+- after stop: no agent port still open, no lab thread still alive;
+- under a service intent: each expectation fulfilled, as measured and as the intent agent reported
+  (`an_agent.lab.intent_outcome`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from an_agent.agents.environment import Layer
 from an_agent.agents.guidance import region_of
 from an_agent.clock import to_rfc3339
 from an_agent.lab.baseline import run_baseline
+from an_agent.lab.intent_outcome import intent_checks, intent_view
 from an_agent.lab.kpis import KpiSeries
 from an_agent.lab.network import FaultRecord
 from an_agent.lab.result import (
@@ -56,6 +59,10 @@ ACTION_KINDS = (
     "boundary",
     "sub_tasks",
     "restored",
+    "intent_decomposed",
+    "intent_negotiated",
+    "intent_restored",
+    "intent_report",
 )
 
 
@@ -104,6 +111,9 @@ def build_result(lab: Lab, tasks: dict[str, list[Task]], leftovers: list[str], o
         "energy_kwh": round(series.integral("energy_kw", start, horizon) / 3600, 2),
         "series": [{"t": rel(t), **k.to_dict()} for t, k in series.samples],
     }
+    intent = intent_view(topology, lab.network, notes)
+    if intent:
+        kpis["intent"] = intent
     baseline = {
         "time_to_restore_s": _max(base_restore),
         "per_fault": [
@@ -354,6 +364,7 @@ def _checks(
     )
     _field_checks(lab, faults, check)
     _ticket_checks(lab, faults, check)
+    checks.extend(intent_checks(lab.topology, lab.network, lab.journal.notes()))
     errors = lab.kernel.stats.errors
     check(
         "closed loop completed",

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, Layer, SchemaMode, Timing
+from an_agent.agents.intent import intent_problems
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
 from an_agent.lab.spec import (
@@ -151,6 +152,12 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         elif raw["role"] != Role.FME_COPILOT and layer is not None:
             problems.add(["agents", i, "layer"], f"layer is for fme-copilot agents, not {raw['role']}", key=True)
         options = dict(raw.get("options", {}))
+        if raw["role"] == Role.SERVICE_INTENT and "intent" in options:
+            for problem in intent_problems(options["intent"]):
+                problems.add(["agents", i, "options", "intent"], problem)
+            area = options["intent"].get("area") if isinstance(options["intent"], dict) else None
+            if isinstance(area, str) and area not in region_names:
+                problems.add(["agents", i, "options", "intent"], f"area: unknown region {area!r}")
         if layer is not None:
             options["layer"] = str(layer)
         agents.append(

@@ -46,6 +46,14 @@ class Energy:
         return (BASE_CELL_KW + KW_PER_TX_WATT * 10 ** ((cell.power - 30.0) / 10.0)) * factor
 
     @staticmethod
+    def saving_cost_kw(cell: Cell, site: Site) -> float:
+        """How much more ``cell`` would draw with its energy saving suspended (0 when nothing is saved now)."""
+        if not site.in_service or cell.es_state not in ("enabled", "reduced") or cell.saving <= 0:
+            return 0.0
+        full = BASE_CELL_KW + KW_PER_TX_WATT * 10 ** ((cell.power - 30.0) / 10.0)
+        return full * cell.saving / 100.0
+
+    @staticmethod
     def adjusted(cell: Cell) -> bool:
         """True when the cell's energy saving is not as planned (suspended or reduced)."""
         return cell.es_configured and cell.es_state != "enabled"

@@ -5,8 +5,9 @@
   recover: on average ``POWER_GAIN_PER_DB`` per dB of extra power and ``TILT_GAIN_PER_DEG`` per degree
   of uptilt (scaled down when fewer than ``FULL_NEIGHBOURHOOD`` neighbour cells are in service), up to
   ``RECOVERY_CAP``;
-- a neighbour cell still in energy saving transmits ``ES_POWER_PENALTY_DB`` below its setting, which is
-  why the optimization agent asks the energy-saving agent to suspend saving before compensating;
+- a neighbour cell still in energy saving transmits ``ES_POWER_PENALTY_DB`` below its setting at its
+  planned saving (proportionally less at a reduced saving, nothing when suspended), which is why the
+  optimization agent asks the energy-saving agent to suspend saving before compensating;
 - a misconfigured cell (wrong tilt, no alarm) leaves ``coverage_loss`` of its users without coverage.
 """
 
@@ -25,6 +26,13 @@ FULL_NEIGHBOURHOOD = 6
 ES_POWER_PENALTY_DB = 3.0
 SITE_FAULTS = {"site_power_failure": "mains_power_lost", "site_software_fault": "software_hang"}
 """Fault type -> the cause a radio diagnosis finds."""
+
+
+def es_penalty_db(cell: Cell) -> float:
+    """How much below its power setting a cell in energy saving transmits (module docstring)."""
+    if cell.es_state not in ("enabled", "reduced") or cell.base_saving <= 0:
+        return 0.0
+    return ES_POWER_PENALTY_DB * min(1.0, cell.saving / cell.base_saving)
 
 
 class Radio:
@@ -165,7 +173,7 @@ class Radio:
                 continue
             for cell_id in other.cell_ids:
                 cell = self._s.cells[cell_id]
-                penalty = ES_POWER_PENALTY_DB if cell.es_state == "enabled" else 0.0
+                penalty = es_penalty_db(cell)
                 extra_db = max(0.0, cell.power - cell.base_power - penalty)
                 uptilt = max(0.0, cell.base_tilt - cell.tilt) if cell.coverage_loss == 0 else 0.0
                 gains.append(POWER_GAIN_PER_DB * extra_db + TILT_GAIN_PER_DEG * uptilt)
@@ -174,10 +182,17 @@ class Radio:
         scale = min(1.0, len(gains) / FULL_NEIGHBOURHOOD)
         return min(RECOVERY_CAP, sum(gains) / len(gains) * scale)
 
-    def users_without_coverage(self) -> float:
-        """Users lost to misconfigurations, plus those of out-of-service sites not recovered by neighbours."""
-        sites = self._s.sites
-        without = sum(c.users * c.coverage_loss for c in self._s.cells.values() if sites[c.site_id].in_service)
+    def users_without_coverage(self, regions: Sequence[str] | None = None) -> float:
+        """Users lost to misconfigurations, plus those of out-of-service sites not recovered by neighbours.
+
+        With ``regions``: only the users of those regions' sites.
+        """
+        sites = {k: s for k, s in self._s.sites.items() if regions is None or s.region in regions}
+        without = sum(
+            c.users * c.coverage_loss
+            for c in self._s.cells.values()
+            if c.site_id in sites and sites[c.site_id].in_service
+        )
         for site in sites.values():
             if not site.in_service:
                 users = sum(self._s.cells[c].users for c in site.cell_ids)
