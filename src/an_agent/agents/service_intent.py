@@ -7,7 +7,8 @@ performance optimization, energy saving". This agent holds that intent (its ``op
 1. decomposes it: each of the fault, optimization and energy-saving agents it may talk to gets an
    ``intent_task_v1`` ``assure`` task with its share (``duty``), the expectations it serves and their
    targets, until the end of the observation window (FEASIBILITY first, then taskAssign);
-2. watches the area's KPIs against the targets every ``watch_minutes`` of simulated time, noting
+2. watches the area's KPIs against the targets every ``watch_minutes`` of simulated time (at the
+   start, then `WATCH_OFFSET_S` after each mark), noting
    when an expectation is missed and when it is met again;
 3. negotiates when targets conflict: while a coverage expectation is missed and compensating
    neighbour cells are still saving energy (the energy-saving agent kept within the energy target),
@@ -37,6 +38,10 @@ from an_agent.schemas.validate import ValidatedPayload
 
 FIRST_RELAX_STEP = 0.05
 """The first relaxation the agent proposes: the target loosened by 5 % (the least it may need)."""
+WATCH_OFFSET_S = 7.0
+"""The watches fall this long after each ``watch_minutes`` mark: off the whole and half minutes at which
+the scenario and the other agents act, so that a watch never shares an instant with them (activities
+woken at one simulated instant run in any order; the run must be the same every time)."""
 DUTIES: tuple[tuple[RoleName, str, frozenset[str]], ...] = (
     (RoleName.RAN_FAULT, "fault_management", COVERAGE_KPIS),
     (RoleName.OPTIMIZATION, "performance_optimization", COVERAGE_KPIS),
@@ -87,7 +92,7 @@ class ServiceIntentBehaviour(LabBehaviour):
         )
         self._decompose(intent, end)
         missed: set[str] = set()
-        tick = start
+        tick = start + WATCH_OFFSET_S - self._watch
         while True:
             now = scheduler.now()
             kpis = self.env.network.area_kpis([intent.area])
