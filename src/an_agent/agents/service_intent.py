@@ -64,6 +64,8 @@ class ServiceIntentBehaviour(LabBehaviour):
         self._watch = max(60.0, float(options["watch_minutes"]) * 60.0)
         self._samples: list[tuple[float, AreaKpis]] = []
         self._relaxed: tuple[Expectation, list[str]] | None = None
+        self._refused: list[str] = []
+        """The cells of the last relaxation the energy-saving agent and this one could not agree on."""
         self.env.scheduler.spawn(f"{self.name} intent {self.intent.intent_id}", self._run)
 
     # ---- it takes no tasks ----------------------------------------------------------------------------
@@ -177,8 +179,8 @@ class ServiceIntentBehaviour(LabBehaviour):
             c for c in self._compensating(intent) if self.env.network.cell(c).energy_saving in ("enabled", "reduced")
         ]
         savers = self.env.peers_with_role(RoleName.ENERGY_SAVING, intent.area)
-        if not energy or not cells or not savers:
-            return
+        if not energy or not cells or not savers or cells == self._refused:
+            return  # nothing to negotiate, or the same request was refused already
         self._relax(intent, first, energy[0], cells, savers[0], end)
 
     def _relax(
@@ -220,6 +222,7 @@ class ServiceIntentBehaviour(LabBehaviour):
             within_limit,
         )
         if not outcome.finished:
+            self._refused = cells
             self.note(
                 "intent_conflict",
                 f"{keep.expectation_id} missed and {relax.expectation_id} cannot be relaxed within "
