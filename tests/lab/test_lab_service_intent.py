@@ -9,12 +9,18 @@ relaxation; an intent that cannot be relaxed enough is reported and checked as n
 from __future__ import annotations
 
 import math
+import re
+import threading
 from pathlib import Path
 from typing import Any
+from xml.etree import ElementTree
 
 import pytest
 from labsupport import TOPOLOGIES, run, variant
 
+from an_agent.lab.report import render
+from an_agent.lab.result import LabResult
+from an_agent.lab.run import run_topology
 from an_agent.lab.topology import load_topology
 
 LAB = "service-intent.yaml"
@@ -53,8 +59,16 @@ def compensated(result: dict[str, Any]) -> set[str]:
     return set(applied["details"]["cells"])
 
 
+def run_with_report(path: Path, state_dir: Path) -> tuple[dict[str, Any], LabResult]:
+    """As `labsupport.run`, also giving the `LabResult` (for the HTML report)."""
+    before = set(threading.enumerate())
+    lab_result = run_topology(load_topology(path), state_dir, stall_timeout=30.0)
+    assert not [t.name for t in threading.enumerate() if t not in before and t.is_alive()]
+    return lab_result.to_json(), lab_result
+
+
 def test_the_intent_is_decomposed_watched_negotiated_restored_and_reported(tmp_path: Path) -> None:
-    result = run(TOPOLOGIES / LAB, tmp_path / "state")
+    result, lab_result = run_with_report(TOPOLOGIES / LAB, tmp_path / "state")
     failed = [c for c in result["outcome"]["checks"] if not c["ok"]]
     assert not failed and result["outcome"]["closed_loop"], failed
     assert {a["name"]: a["role"] for a in result["agents"]}["service-intent"] == "service-intent"
@@ -126,6 +140,23 @@ def test_the_intent_is_decomposed_watched_negotiated_restored_and_reported(tmp_p
     assert view["intent_id"] == "INT-METRO1" and view["window"] == [0.0, 7200.0]
     assert min(p["coverage_percent"] for p in view["series"]) < 92 < view["series"][-1]["coverage_percent"]
     assert [e["measured"]["fulfilled"] for e in view["expectations"]] == [True, True, True]
+
+    # the HTML report: the expectations and their checks, one chart per target (inline SVG, no network assets)
+    page = render(lab_result)
+    section = page[page.index("<h2>Service intent INT-METRO1") : page.index("<h2>Agent interactions")]
+    for name in checks:
+        assert name in section
+    charts = re.findall(r"<svg .*?</svg>", section, re.S)
+    titles = [ElementTree.fromstring(svg).get("aria-label") for svg in charts]  # each chart is well-formed SVG
+    assert titles == [
+        "EXP-COVERAGE: Coverage of the area (%)",
+        "EXP-USERS: Users without service",
+        "EXP-ENERGY: Energy (kWh/day at the current draw)",
+    ]
+    assert "EXP-COVERAGE target 92" in charts[0] and "EXP-ENERGY target 940" in charts[2]
+    assert f"relaxed to {negotiated['details']['value']:g}" in charts[2]
+    assert set(re.findall(r"https?://[^'\" ]+", page)) == {"http://www.w3.org/2000/svg"}
+    assert "<script" not in page and "<link" not in page
 
 
 @pytest.mark.slow

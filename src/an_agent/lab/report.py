@@ -1,7 +1,8 @@
 """``--report DIR``: one self-contained HTML file per run (no scripts, no external resources).
 
 It shows the outcome and the closed-loop checks, the KPIs over simulated time next to the baseline
-without collaboration (inline SVG step charts), trouble tickets sent to field engineers with their
+without collaboration (inline SVG step charts), a service intent's targets against the area's KPIs
+with its checks (`an_agent.lab.report_intent`), trouble tickets sent to field engineers with their
 copilot dialogue, a sequence diagram of every NETCONF exchange between the agents (inline SVG), the
 agents' notes, and every task with its structured payload and result.
 """
@@ -15,7 +16,9 @@ from typing import Any
 
 from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.exchange import NOTIFICATIONS
+from an_agent.lab.report_intent import intent_section
 from an_agent.lab.result import LabResult
+from an_agent.lab.svgchart import Line, step_chart
 from an_agent.lab.text import clock_of, duration
 
 MAX_DIAGRAM_MESSAGES = 800
@@ -74,6 +77,7 @@ def render(result: LabResult) -> str:
         _chart(result, "cells_in_service", "Cells in service"),
         _chart(result, "energy_kw", "Energy use (kW)"),
         "</div>",
+        intent_section(result),
         _field_tickets(result),
         "<h2>Agent interactions</h2>",
         "<p>Every NETCONF operation between agents (hover for the task and detail); red dots are what an agent "
@@ -132,54 +136,8 @@ def _chart(result: LabResult, field: str, title: str) -> str:
     if not series:
         return ""
     t_end = max([series[-1][0], baseline[-1][0] if baseline else 0.0, result.run.simulated_seconds]) or 1.0
-    t_end *= 1.05
-    y_max = max(v for _, v in series + baseline) or 1.0
-    y_min = min(0.0, *(v for _, v in series + baseline))
-    w, h, left, bottom, top, right = 460, 220, 56, 30, 24, 26
-    pw, ph = w - left - right, h - top - bottom
-
-    def x(t: float) -> float:
-        return left + pw * t / t_end
-
-    def y(v: float) -> float:
-        return top + ph * (1 - (v - y_min) / ((y_max - y_min) or 1.0))
-
-    def steps(points: list[tuple[float, float]]) -> str:
-        coords: list[str] = []
-        for i, (t, v) in enumerate(points):
-            if i:
-                coords.append(f"{x(t):.1f},{y(points[i - 1][1]):.1f}")
-            coords.append(f"{x(t):.1f},{y(v):.1f}")
-        coords.append(f"{x(t_end):.1f},{y(points[-1][1]):.1f}")
-        return " ".join(coords)
-
-    ticks = []
-    for i in range(6):
-        t = t_end * i / 5
-        ticks.append(
-            f"<line x1='{x(t):.1f}' y1='{top + ph}' x2='{x(t):.1f}' y2='{top + ph + 4}' stroke='#555'/>"
-            f"<text x='{x(t):.1f}' y='{h - 8}' text-anchor='middle'>{_e(clock_of(result, t)[:5])}</text>"
-        )
-        v = y_min + (y_max - y_min) * i / 5
-        ticks.append(
-            f"<line x1='{left - 4}' y1='{y(v):.1f}' x2='{left + pw}' y2='{y(v):.1f}' stroke='#eee'/>"
-            f"<text x='{left - 6}' y='{y(v) + 4:.1f}' text-anchor='end'>{v:,.0f}</text>"
-        )
-    base_line = (
-        (f"<polyline fill='none' stroke='#9ca3af' stroke-width='2' stroke-dasharray='6 4' points='{steps(baseline)}'/>")
-        if baseline
-        else ""
-    )
-    return (
-        f"<figure><svg xmlns='http://www.w3.org/2000/svg' width='{w}' height='{h}' viewBox='0 0 {w} {h}' "
-        f"role='img' aria-label='{_e(title)}'>"
-        f"<text x='{left}' y='16' class='title'>{_e(title)}</text>"
-        + "".join(ticks)
-        + f"<line x1='{left}' y1='{top + ph}' x2='{left + pw}' y2='{top + ph}' stroke='#555'/>"
-        + base_line
-        + f"<polyline fill='none' stroke='#1f6feb' stroke-width='2' points='{steps(series)}'/>"
-        + "</svg></figure>"
-    )
+    lines = [Line(baseline, "#9ca3af", "6 4", "baseline"), Line(series, label="with the agents")]
+    return step_chart(title, lines, t_end, lambda t: clock_of(result, t))
 
 
 def _legend() -> str:
@@ -343,7 +301,7 @@ th{background:#f3f4f6}
 .checks li.ok{color:#166534}.checks li.fail{color:#991b1b}
 .charts{display:flex;flex-wrap:wrap;gap:12px}
 figure{margin:0;border:1px solid #eee;padding:4px}
-svg text{font-size:11px;fill:#333}svg .title{font-size:13px;font-weight:600}
+svg text{font-size:11px;fill:#333}svg .title{font-size:13px;font-weight:600}svg .level{font-size:10px}
 .seq .actor{font-size:12px;font-weight:600}.seq .msg{font-size:10px}.seq .time{font-size:10px;fill:#666}
 .seq .note{font-size:10px;font-style:italic;fill:#b91c1c}
 .scroll{overflow:auto;max-height:900px;border:1px solid #eee}
