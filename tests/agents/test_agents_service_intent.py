@@ -135,7 +135,10 @@ def test_energy_per_day_is_judged_on_its_average_over_the_window() -> None:
 @pytest.fixture
 def energy(tmp_path: Path) -> Iterator[tuple[AgentClient, LabBehaviour, int]]:
     profile, behaviour = load_agent(INTENT_LAB, "energy-saving")
-    server = AgentServer(ServerConfig(state_dir=tmp_path / "es", port=0, profile=profile, behaviour=behaviour))
+    config = ServerConfig(
+        state_dir=tmp_path / "es", port=0, profile=profile, behaviour=behaviour, schemas=behaviour.env.schemas
+    )
+    server = AgentServer(config)
     server.start()
     client = AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin")
     try:

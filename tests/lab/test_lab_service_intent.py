@@ -158,6 +158,43 @@ def test_the_intent_is_decomposed_watched_negotiated_restored_and_reported(tmp_p
     assert set(re.findall(r"https?://[^'\" ]+", page)) == {"http://www.w3.org/2000/svg"}
     assert "<script" not in page and "<link" not in page
 
+    assert_readme_steps_are_in_the_timeline(result)
+
+
+def timeline_lines(result: dict[str, Any]) -> list[str]:
+    """The run as `lab run` prints it, one line per note (``agent  text``) and per message."""
+    lines = [f"{n['agent']}  {n['text']}" for n in result["notes"]]
+    lines += [f"{m['from']} -> {m['to']} {m['operation']} {m['commuType']} {m['summary']}" for m in result["messages"]]
+    return lines
+
+
+def readme_steps(title: str) -> list[tuple[str, str]]:
+    """(step, snippet) for every timeline snippet in topologies/README.md's table of the draft's steps ``title``."""
+    text = (TOPOLOGIES / "README.md").read_text(encoding="utf-8")
+    table = text[text.index(f"| use case, step | {title} |") :].split("\n\n")[0]
+    out = []
+    for row in table.splitlines()[2:]:
+        step, cell = row.strip("|").split("|", 1)
+        for snippet in re.findall(r"`([^`]+)`", cell):
+            if "  " in snippet or " -> " in snippet or re.match(r"(not )?feasible:", snippet):
+                out.append((step.strip(), snippet))
+    return out
+
+
+def assert_readme_steps_are_in_the_timeline(result: dict[str, Any]) -> None:
+    """topologies/README.md lists the draft's 2.2 steps next to timeline entries this run has."""
+    lines = timeline_lines(result)
+    steps = readme_steps("`service-intent.yaml` (2.2 under a CSS service intent)")
+    assert {s for s, _ in steps} >= {
+        "1 fault agent -> optimization agent: compensate with neighbour power",
+        "2 optimization agent -> energy-saving agent: reduce or suspend saving",
+        "3 diagnosis with the IP agent, repair",
+        "4 cancel compensation, resume energy saving (in order)",
+    }
+    for step, snippet in steps:
+        parts = [p.strip() for p in snippet.split("...") if p.strip()]
+        assert any(all(p in line for p in parts) for line in lines), f"{step}: {snippet!r} is not in the timeline"
+
 
 @pytest.mark.slow
 def test_a_fault_elsewhere_is_compensated_by_its_own_neighbours(tmp_path: Path) -> None:
