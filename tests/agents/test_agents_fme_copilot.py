@@ -7,14 +7,11 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from agentsupport import served
 
 from an_agent.agents import payloads
-from an_agent.agents.base import LabBehaviour
-from an_agent.lab.agent import load_agent
-from an_agent.lab.kernel import SimKernel
 from an_agent.model import CommuType, NegotiationRequest, NegotiationType, Task, TaskStatus, build_prompt
 from an_agent.nc.agent_client import AgentClient
-from an_agent.server import AgentServer, ServerConfig
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "cross-domain-fault.yaml"
 
@@ -25,19 +22,8 @@ Copilot = tuple[AgentClient, int]
 
 @pytest.fixture
 def copilot(tmp_path: Path) -> Iterator[Copilot]:
-    profile, behaviour = load_agent(TOPOLOGY, "network-copilot")
-    assert isinstance(behaviour, LabBehaviour)
-    server = AgentServer(ServerConfig(state_dir=tmp_path / "copilot", port=0, profile=profile, behaviour=behaviour))
-    server.start()
-    client = AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin")
-    try:
-        yield client, server.port
-    finally:
-        client.close()
-        server.stop()
-        kernel = behaviour.env.scheduler
-        assert isinstance(kernel, SimKernel)
-        assert kernel.close() == []
+    with served(TOPOLOGY, "network-copilot", tmp_path / "copilot") as (client, _, port):
+        yield client, port
 
 
 def ticket(device: str, fault: str = "fibre_cut") -> dict[str, object]:

@@ -14,19 +14,17 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from agentsupport import served
 
 from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour
 from an_agent.agents.environment import AreaKpis
 from an_agent.agents.intent import Expectation, Target, fulfilment, intent_problems, parse_intent
 from an_agent.errors import ConfigError, SchemaError
-from an_agent.lab.agent import load_agent
-from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.topology import load_topology
 from an_agent.model import CommuType, NegotiationRequest, NegotiationType, Task, TaskStatus, build_prompt
 from an_agent.nc.agent_client import AgentClient
-from an_agent.server import AgentServer, ServerConfig
 
 TOPOLOGIES = Path(__file__).resolve().parents[2] / "topologies"
 INTENT_LAB = TOPOLOGIES / "service-intent.yaml"
@@ -134,21 +132,8 @@ def test_energy_per_day_is_judged_on_its_average_over_the_window() -> None:
 
 @pytest.fixture
 def energy(tmp_path: Path) -> Iterator[tuple[AgentClient, LabBehaviour, int]]:
-    profile, behaviour = load_agent(INTENT_LAB, "energy-saving")
-    config = ServerConfig(
-        state_dir=tmp_path / "es", port=0, profile=profile, behaviour=behaviour, schemas=behaviour.env.schemas
-    )
-    server = AgentServer(config)
-    server.start()
-    client = AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin")
-    try:
-        yield client, behaviour, server.port
-    finally:
-        client.close()
-        server.stop()
-        kernel = behaviour.env.scheduler
-        assert isinstance(kernel, SimKernel)
-        assert kernel.close() == []
+    with served(INTENT_LAB, "energy-saving", tmp_path / "es") as agent:
+        yield agent
 
 
 def intent_task(
