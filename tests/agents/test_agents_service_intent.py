@@ -214,6 +214,13 @@ def test_the_energy_agent_keeps_within_its_share_of_the_intent(
     kw = network.area_kpis(["metro"]).energy_kw + network.saving_cost_kw(kept)
     assert kw * 24 <= 940
     assert negotiate(client, "s1", counter).feasible is True
+    # a reduction gives up only part of the saving: more cells fit than for a suspension
+    reduce = payloads.envelope(
+        "energy_saving_adjust_v1",
+        {"cell_ids": NEIGHBOURS_OF_SITE_06, "action": "reduce", "energy_saving_target_percent": 10},
+    )
+    reduced = payloads.prompt_payload(negotiate(client, "s1r", reduce).counter_proposal or "")
+    assert reduced is not None and len(kept) < len(reduced["payload"]["cell_ids"]) < len(NEIGHBOURS_OF_SITE_06)
 
     # a relaxation too small to suspend the rest: counter-proposal with the value that leaves room
     rest = sorted(set(NEIGHBOURS_OF_SITE_06) - set(kept))

@@ -1,9 +1,10 @@
 """What a lab behaviour sees of the world around its agent: time, the managed network, the inventory.
 
 The behaviours of this package (RAN fault, IP fault, cross-domain fault, optimization, energy saving,
-complaint) run inside NETCONF agents, and act on a network. The lab (``an_agent.lab``) provides the
-network as a deterministic simulation on a simulated clock; these protocols are the contract, so the
-behaviours never import the lab (it sits above them) and could be wired to another implementation.
+complaint, trouble ticket, FME copilots, service intent) run inside NETCONF agents, and act on a
+network. The lab (``an_agent.lab``) provides the network as a deterministic simulation on a simulated
+clock; these protocols are the contract, so the behaviours never import the lab (it sits above them)
+and could be wired to another implementation.
 
 Talking to *other agents* is not part of the environment: that is NETCONF, through `an_agent.agents.peers`.
 

@@ -32,6 +32,7 @@ from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, 
 from an_agent.agents.environment import AreaKpis, RoleName
 from an_agent.agents.intent import COVERAGE_KPIS, Expectation, Intent, fulfilment, kpi_value, load_intent
 from an_agent.agents.mandate import INTENT_TASK
+from an_agent.errors import AnAgentError
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
@@ -129,14 +130,18 @@ class ServiceIntentBehaviour(LabBehaviour):
                     "until": stamp(end),
                 },
             )
-            outcome = self.ask(
-                peers[0],
-                f"{duty.replace('_', '-')}.{intent.intent_id}",
-                intent.area,
-                f"Assure {duty.replace('_', ' ')} in {intent.area} for intent {intent.intent_id}",
-                value,
-                expected_response="the share of the intent taken on",
-            )
+            try:
+                outcome = self.ask(
+                    peers[0],
+                    f"{duty.replace('_', '-')}.{intent.intent_id}",
+                    intent.area,
+                    f"Assure {duty.replace('_', ' ')} in {intent.area} for intent {intent.intent_id}",
+                    value,
+                    expected_response="the share of the intent taken on",
+                )
+            except AnAgentError as exc:  # e.g. served on its own before its peers are up: watch all the same
+                self.note("intent_refused", f"{peers[0]} not reached for {duty}: {exc}", peer=peers[0])
+                continue
             if outcome.finished:
                 self.note(
                     "intent_decomposed",
