@@ -161,7 +161,15 @@ def negotiate(client: AgentClient, task_id: str, value: dict[str, Any]) -> Any:
 
 
 def assign(client: AgentClient, port: int, task_id: str, value: dict[str, Any]) -> dict[str, Any]:
-    """taskAssign ``value``; the task's JSON result once finished (watched on a second session)."""
+    """taskAssign ``value``; the task's JSON result once finished."""
+    task = assign_task(client, port, task_id, value, TaskStatus.FINISHED)
+    assert task.result is not None and task.result.data is not None
+    result: dict[str, Any] = json.loads(task.result.data)
+    return result
+
+
+def assign_task(client: AgentClient, port: int, task_id: str, value: dict[str, Any], ends: TaskStatus) -> Task:
+    """taskAssign ``value`` and wait (on a second session) for its end, which must be ``ends``; the task."""
     param = payloads.data_param(f"{task_id}.payload", value, "intent share")
     with AgentClient.connect("127.0.0.1", port, username="admin", password="admin") as watcher:
         events = watcher.watch(task_id, timeout=120)
@@ -175,11 +183,8 @@ def assign(client: AgentClient, port: int, task_id: str, value: dict[str, Any]) 
             ),
             [param],
         )
-        assert [e.status for e in events][-1] == TaskStatus.FINISHED
-    task = client.get_task(task_id)
-    assert task.result is not None and task.result.data is not None
-    result: dict[str, Any] = json.loads(task.result.data)
-    return result
+        assert [e.status for e in events][-1] == ends
+    return client.get_task(task_id)
 
 
 def test_the_energy_agent_keeps_within_its_share_of_the_intent(
@@ -246,10 +251,14 @@ def test_the_energy_agent_keeps_within_its_share_of_the_intent(
 
 
 def test_a_share_that_is_not_the_agents_is_refused(energy: tuple[AgentClient, LabBehaviour, int]) -> None:
-    client, _, _ = energy
+    client, _, port = energy
     answer = negotiate(client, "x", intent_task("assure", 940, duty="fault_management"))
     assert answer.feasible is False and "serves energy_saving in an intent, not fault_management" in (
         answer.reason or ""
     )
     answer = negotiate(client, "y", intent_task("relax", 2000, ["CELL-0101"]))
     assert answer.feasible is False and "holds no share of intent INT-METRO1" in (answer.reason or "")
+    # assigned without asking first: the task fails, with the reason
+    value = intent_task("assure", 940, duty="performance_optimization")
+    task = assign_task(client, port, "z", value, TaskStatus.FAILED)
+    assert task.result is not None and "not performance_optimization" in (task.result.reason or "")

@@ -189,7 +189,7 @@ class LabBehaviour(Behaviour):
             if not checked:  # resumed after a restart: check_assignment did not run in this process
                 payload = self._task_payload(task)
             self.handle(task, payload, run)
-        except TaskFailure as exc:
+        except (TaskFailure, NotFeasible) as exc:  # NotFeasible: re-checked at the start, no longer feasible
             run.fail(str(exc))
         except Shutdown:
             run.fail("the lab stopped before the task ended")

@@ -105,9 +105,9 @@ class ServiceIntentBehaviour(LabBehaviour):
                 break
             self._resolve(intent, kpis, missed, end)
             # Watch on a fixed grid from the start (a negotiation takes simulated time: do not drift).
-            while tick <= scheduler.now():
+            while tick <= scheduler.now() and tick < end:
                 tick = min(end, tick + self._watch)
-            scheduler.sleep(tick - scheduler.now())
+            scheduler.sleep(max(0.0, tick - scheduler.now()))
         if self._relaxed is not None:
             self._restore(intent)
         self._report(intent, start, end)
