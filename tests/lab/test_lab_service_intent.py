@@ -229,3 +229,18 @@ def test_an_intent_that_cannot_be_kept_is_reported_and_checked_as_missed(tmp_pat
     assert not result["outcome"]["closed_loop"]
     report = next(n for n in notes(result, "intent_fulfilment") if n["details"]["expectation_id"] == "EXP-COVERAGE")
     assert report["details"]["fulfilled"] is False
+
+
+@pytest.mark.slow
+def test_the_intent_run_is_the_same_every_time(tmp_path: Path) -> None:
+    def comparable(result: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "notes": sorted((n["t"], n["agent"], n["text"]) for n in result["notes"]),
+            "messages": sorted((m["t"], m["from"], m["to"], m["operation"], m["summary"]) for m in result["messages"]),
+            "intent": result["kpis"]["intent"],
+            "checks": result["outcome"]["checks"],
+        }
+
+    first = run(TOPOLOGIES / LAB, tmp_path / "one")
+    second = run(TOPOLOGIES / LAB, tmp_path / "two")
+    assert comparable(first) == comparable(second)
