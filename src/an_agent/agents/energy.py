@@ -206,14 +206,7 @@ class EnergySavingBehaviour(LabBehaviour):
         """The intent's own targets back; saving resumed on the cells only the relaxation held."""
         original, adjustment_id = self._relaxed.pop(mandate.intent_id)
         self.mandates.replace(original)
-        with self._state:
-            held = self._active.get(adjustment_id)
-            cells = sorted(held.cells) if held else []
-            if held is not None:
-                held.cells = set()
-        resumed = self._settle(cells)
-        if resumed:
-            self.note("energy_saving_resumed", f"energy saving resumed on {len(resumed)} cells", cells=resumed)
+        self._end(adjustment_id, f"the target of {mandate.intent_id} restored")
         self.mandates.record(task, original, run, "intent_restored", "restores")
 
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
@@ -259,6 +252,10 @@ class EnergySavingBehaviour(LabBehaviour):
         )
 
     def _expire(self, adjustment_id: str) -> None:
+        self._end(adjustment_id, f"{adjustment_id} ended")
+
+    def _end(self, adjustment_id: str, why: str) -> None:
+        """End an adjustment: saving resumes on its cells that no other adjustment holds."""
         with self._state:
             adjustment = self._active.get(adjustment_id)
             cells = sorted(adjustment.cells) if adjustment else []
@@ -268,7 +265,7 @@ class EnergySavingBehaviour(LabBehaviour):
         if resumed:
             self.note(
                 "energy_saving_resumed",
-                f"energy saving resumed on {len(resumed)} cells ({adjustment_id} ended)",
+                f"energy saving resumed on {len(resumed)} cells ({why})",
                 cells=resumed,
             )
 
