@@ -115,6 +115,19 @@ class Mandates:
         with self._lock:
             return self._held.get(intent_id)
 
+    def in_force(self, area: str, now: float) -> list[Mandate]:
+        """The mandates for ``area`` in force at ``now``."""
+        with self._lock:
+            held = sorted(self._held.values(), key=lambda m: m.intent_id)
+        return [m for m in held if m.area == area and (m.until is None or now < m.until)]
+
+    def describe(self, area: str, now: float) -> str:
+        """`` for intent INT-..., (EXP-..., EXP-...)`` naming the mandates in force for ``area`` ('' if none)."""
+        held = self.in_force(area, now)
+        if not held:
+            return ""
+        return " for " + "; ".join(f"intent {m.intent_id} ({', '.join(m.expectation_ids)})" for m in held)
+
     def target(self, name: str, now: float) -> tuple[Mandate, Target] | None:
         """The mandate in force at ``now`` with a target on KPI ``name``, and that target."""
         with self._lock:

@@ -225,9 +225,12 @@ class OptimizationBehaviour(LabBehaviour):
             return None, []
         agreed = sorted((outcome.agreed or value)["payload"]["cell_ids"])
         if len(agreed) < len(cells):
+            region = self.env.network.cell(cells[0]).region
+            served = self.mandates.describe(region, self.env.scheduler.now())
             self.note(
                 "energy_saving_partial",
-                f"energy saving suspended on {len(agreed)} of {len(cells)} compensating cells: {outcome.refusals[0]}",
+                f"energy saving suspended on {len(agreed)} of {len(cells)} compensating cells: {outcome.refusals[0]}"
+                + (f"; coverage{served} may stay short: the intent's owner arbitrates" if served else ""),
                 cells=agreed,
             )
         until = outcome.result().get("until")

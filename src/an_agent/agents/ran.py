@@ -97,9 +97,11 @@ class RanFaultBehaviour(FieldRepair):
         sites = sorted(a.element for a in alarms)
         cells = [c for s in sites for c in network.site(s).cell_ids]
         first = min(a.raised_at for a in alarms)
+        served = self.mandates.describe(network.site(sites[0]).region, self.env.scheduler.now())
         self.note(
             "incident",
-            f"{len(sites)} base station(s) out of service: {short(sites)}",
+            f"{len(sites)} base station(s) out of service: {short(sites)}"
+            + (f"; restoring the service{served}" if served else ""),
             sites=sites,
             alarm_ids=sorted(a.alarm_id for a in alarms),
         )
