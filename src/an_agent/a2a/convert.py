@@ -4,7 +4,8 @@ parses them into the SDK's protobuf types).
 - A task keeps its id (the A2A task id IS the NETCONF task-id) and uses it as its ``contextId``, since
   the draft's task has no conversation context; its state comes from `an_agent.a2a.states`, the exact
   draft status rides in ``metadata`` under `DRAFT_STATUS_KEY`; a failure or cancellation reason is the
-  status message.
+  status message. An ``input-required`` status message says what is missing: the reason, one text part
+  per required item, and a data part ``{"input-required": [{"required", "task-async", "start-time"}]}``.
 - A finished task's result becomes one artifact ``result``: a data part when the result is JSON (its
   ``metadata.mimeType`` is the result's format, e.g. ``application/json;schema=<result schema>``, as
   the schemas extension's section 4 asks), else a text part; its summary is the artifact description.
@@ -18,27 +19,50 @@ the exact draft status when the metadata carries it (an agent of ours), else the
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 from an_agent.a2a.states import DRAFT_STATUS_KEY, a2a_state, draft_status
 from an_agent.clock import from_rfc3339, to_rfc3339
-from an_agent.model import ConditionNotification, Task, TaskResult, TaskStatus
+from an_agent.model import ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
 
 ARTIFACT_ID = "result"
+INPUT_REQUIRED_KEY = "input-required"
+"""Key of the data part of an ``input-required`` status message: the task's ``input-required`` list."""
 
 
-def _status(status: TaskStatus, reason: str | None, when: float | None, task_id: str) -> dict[str, Any]:
+def _status(
+    status: TaskStatus,
+    reason: str | None,
+    when: float | None,
+    task_id: str,
+    required: Sequence[InputRequired] = (),
+) -> dict[str, Any]:
     out: dict[str, Any] = {"state": a2a_state(status)}
-    if reason:
+    parts: list[dict[str, Any]] = [{"text": reason}] if reason else []
+    if status == TaskStatus.INPUT_REQUIRED and required:
+        # What is missing, for people (one text part per item) and programs (one data part, the YANG's names).
+        parts.extend({"text": item.required} for item in required)
+        parts.append({"data": {INPUT_REQUIRED_KEY: [_required_json(item) for item in required]}})
+    if parts:
         out["message"] = {
             "messageId": f"{task_id}-{status.value}",
             "role": "ROLE_AGENT",
             "taskId": task_id,
             "contextId": task_id,
-            "parts": [{"text": reason}],
+            "parts": parts,
         }
     if when is not None:
         out["timestamp"] = to_rfc3339(when)
+    return out
+
+
+def _required_json(item: InputRequired) -> dict[str, Any]:
+    out: dict[str, Any] = {"required": item.required}
+    if item.task_async is not None:
+        out["task-async"] = item.task_async
+    if item.start_time is not None:
+        out["start-time"] = to_rfc3339(item.start_time)
     return out
 
 
@@ -54,6 +78,7 @@ def task_json(task: Task) -> dict[str, Any]:
             result.reason if result and status != TaskStatus.FINISHED else None,
             result.updated_time if result else None,
             task.task_id,
+            task.input_required,
         ),
         "metadata": {DRAFT_STATUS_KEY: status.value},
     }
@@ -90,24 +115,52 @@ def status_event_json(event: ConditionNotification) -> dict[str, Any]:
     return {
         "taskId": event.task_id,
         "contextId": event.task_id,
-        "status": _status(event.status, event.reason, event.event_time, event.task_id),
+        "status": _status(event.status, event.reason, event.event_time, event.task_id, event.input_required),
         "metadata": {DRAFT_STATUS_KEY: event.status.value},
     }
 
 
-def _status_text(status: dict[str, Any]) -> str | None:
+def _status_parts(status: dict[str, Any]) -> list[dict[str, Any]]:
     message = status.get("message")
     parts = message.get("parts", []) if isinstance(message, dict) else []
-    texts = [p["text"] for p in parts if isinstance(p, dict) and isinstance(p.get("text"), str)]
+    return [p for p in parts if isinstance(p, dict)]
+
+
+def _required_from(status: dict[str, Any]) -> list[InputRequired]:
+    """The ``input-required`` list of a status message (module docstring); empty when it has none."""
+    out: list[InputRequired] = []
+    for part in _status_parts(status):
+        data = part.get("data")
+        items = data.get(INPUT_REQUIRED_KEY) if isinstance(data, dict) else None
+        for item in items if isinstance(items, list) else []:
+            if isinstance(item, dict) and isinstance(item.get("required"), str):
+                start = item.get("start-time")
+                out.append(
+                    InputRequired(
+                        item["required"],
+                        task_async=item.get("task-async") if isinstance(item.get("task-async"), bool) else None,
+                        status=TaskStatus.INPUT_REQUIRED.value,
+                        start_time=_stamp(start),
+                    )
+                )
+    return out
+
+
+def _status_text(status: dict[str, Any], required: Sequence[InputRequired] = ()) -> str | None:
+    asked = {item.required for item in required}
+    texts = [p["text"] for p in _status_parts(status) if isinstance(p.get("text"), str) and p["text"] not in asked]
     return "\n".join(texts) or None
 
 
-def _time(status: dict[str, Any]) -> float | None:
-    stamp = status.get("timestamp")
+def _stamp(stamp: object) -> float | None:
     try:
         return from_rfc3339(stamp) if isinstance(stamp, str) else None
     except ValueError:
         return None
+
+
+def _time(status: dict[str, Any]) -> float | None:
+    return _stamp(status.get("timestamp"))
 
 
 def _artifact_result(artifact: dict[str, Any]) -> TaskResult | None:
@@ -136,12 +189,13 @@ def task_from_json(value: dict[str, Any]) -> Task:
     for artifact in value.get("artifacts") or []:
         if isinstance(artifact, dict) and (result := _artifact_result(artifact)) is not None:
             break
-    reason = _status_text(status_json)
+    required = _required_from(status_json)
+    reason = _status_text(status_json, required)
     if reason or result is not None:
         result = result or TaskResult()
         result.reason = reason if status != TaskStatus.FINISHED else result.reason
         result.updated_time = _time(status_json)
-    return Task(str(value.get("id", "")), status=status, result=result)
+    return Task(str(value.get("id", "")), status=status, result=result, input_required=required)
 
 
 def status_from_json(value: dict[str, Any]) -> ConditionNotification | None:
@@ -151,9 +205,11 @@ def status_from_json(value: dict[str, Any]) -> ConditionNotification | None:
     status = draft_status(str(status_json.get("state", "")), metadata)
     if status is None:
         return None
+    required = _required_from(status_json)
     return ConditionNotification(
         task_id=str(value.get("taskId", "")),
         status=status,
-        reason=_status_text(status_json),
+        reason=_status_text(status_json, required),
         event_time=_time(status_json),
+        input_required=required,
     )

@@ -9,13 +9,16 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
   `Operations.assign_task` admits it (validation once, in the operation layer: a payload that fails is
   refused naming each key, and no task exists). Text alone that is not a draft prompt is mapped to a
   payload of an accepted input schema when the mapping fills every required key (`an_agent.a2a.textmap`);
-  else it stays the task's prompt. An undeclared schema is refused before that. A message
-  to an existing task carrying structured data is refused ("task already running"); other follow-ups
-  are not supported. Without ``returnImmediately`` the call returns once the task is terminal or
-  interrupted. The message metadata may name the agent it is sent for (``an-agent/task-sendFrom``,
-  refused unless the caller may speak for it; default: the caller) and propose the new task's id
-  (``an-agent/task-id``, as a NETCONF client chooses it; an id in use is refused); tasks made over
-  A2A are ``task-async`` (the reply never waits on the behaviour).
+  else it stays the task's prompt. An undeclared schema is refused before that. A message to an existing
+  task (its ``taskId``) answers the task's ``input-required`` (`Operations.provide_input`, the same edit a
+  NETCONF assigner makes): its structured part and text become data-params of the task's ``msg-data``
+  (a draft prompt becomes the new content) and the task resumes; a task that asks for no input refuses
+  it (structured data: "already running"). While it waits, the task's ``TASK_STATE_INPUT_REQUIRED``
+  status message says what is missing (`an_agent.a2a.convert`). Without ``returnImmediately`` the call
+  returns once the task is terminal or interrupted. The message metadata may name the agent it is sent
+  for (``an-agent/task-sendFrom``, refused unless the caller may speak for it; default: the caller)
+  and propose the new task's id (``an-agent/task-id``, as a NETCONF client chooses it; an id in use is
+  refused); tasks made over A2A are ``task-async`` (the reply never waits on the behaviour).
 - ``SendStreamingMessage`` and ``SubscribeToTask`` stream the task from the durable notification log
   (`Operations.subscribe` with ``start_time``): the current task first, then every status change, the
   result artifact before ``completed``. A resubscription replays the task's log from its start, so a
@@ -48,7 +51,7 @@ from lxml import etree
 from starlette.routing import BaseRoute
 
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
-from an_agent.a2a.inbound import StructuredInput, part_schema, read_message
+from an_agent.a2a.inbound import InboundMessage, StructuredInput, read_message
 from an_agent.a2a.sdk import (
     AgentCard,
     CancelTaskRequest,
@@ -75,7 +78,6 @@ from an_agent.a2a.sdk import (
     TaskPushNotificationConfig,
     TaskState,
     TaskStatusUpdateEvent,
-    UnsupportedOperationError,
     create_jsonrpc_routes,
     create_rest_routes,
     json_to_protobuf,
@@ -84,12 +86,20 @@ from an_agent.a2a.sdk import (
 )
 from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
 from an_agent.errors import RpcError, SchemaError
-from an_agent.model import IRTF_AGENT_NS, CommuType, ConditionNotification, DataParam, DataType, build_prompt
+from an_agent.model import (
+    IRTF_AGENT_NS,
+    CommuType,
+    ConditionNotification,
+    DataParam,
+    DataType,
+    TaskStatus,
+    build_prompt,
+)
 from an_agent.model import Task as DraftTask
 from an_agent.model.prompt import parse_prompt
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
-from an_agent.runtime.requests import AssignTask, CancelTask, ReadScope, Subscribe
+from an_agent.runtime.requests import AssignTask, CancelTask, ProvideInput, ReadScope, Subscribe
 from an_agent.schemas.mapping import MappingResult
 from an_agent.schemas.validate import media_type
 
@@ -141,23 +151,17 @@ class OperationsRequestHandler(RequestHandler):
         return self._principal_of(context.user.user_name)
 
     # -- messages ---------------------------------------------------------------------------------
-    def _admit(self, principal: Principal, message: Message) -> tuple[str, float]:
-        """Create the task a new message asks for; returns its id and a log time before it existed."""
-        parts = protobuf_to_json(message)
-        if message.task_id:
-            if any(part_schema(p) is not None for p in parts.get("parts", []) if "data" in p):
-                raise InvalidParamsError(
-                    message=f"task {message.task_id} is already running: structured data is rejected for it"
-                )
-            raise UnsupportedOperationError(
-                message="messages to an existing task are not supported; cancel it and send a new message"
-            )
+    def _read(self, message: Message) -> InboundMessage:
         try:
-            inbound = read_message(parts, self._declared())
+            return read_message(protobuf_to_json(message), self._declared())
         except SchemaError as exc:
             raise InvalidParamsError(
                 message=f"{exc}: {'; '.join(exc.problems)}", data={"problems": list(exc.problems)}
             ) from None
+
+    def _admit(self, principal: Principal, message: Message) -> tuple[str, float]:
+        """Create the task a new message asks for; returns its id and a log time before it existed."""
+        inbound = self._read(message)
         task_id = _metadata(message, TASK_ID_KEY) or str(uuid.uuid4())
         params: list[DataParam] = []
         structured, source = inbound.structured, "A2A data part"
@@ -168,16 +172,7 @@ class OperationsRequestHandler(RequestHandler):
             elif mapped is not None:
                 log.info("text of a message maps to %s without %s", mapped.schema_id, mapped.missing_required)
         if structured is not None:
-            envelope = json.dumps({"schema_id": structured.schema_id, "payload": structured.payload})
-            params.append(
-                DataParam(
-                    id=f"{task_id}-payload",
-                    data_type=DataType.TEXT,
-                    description=f"{structured.schema_id} payload ({source})",
-                    format=media_type(structured.schema_id),
-                    data=envelope,
-                )
-            )
+            params.append(_structured_param(f"{task_id}-payload", structured, source))
         elif not inbound.text:
             raise InvalidParamsError(message="the message has neither text nor a structured data part")
         task = DraftTask(
@@ -193,9 +188,38 @@ class OperationsRequestHandler(RequestHandler):
         self.operations.assign_task(principal, AssignTask(task, tuple(params)))
         return task_id, since
 
+    def _answer(self, principal: Principal, message: Message) -> Callable[[], object]:
+        """A message on an existing task answers its ``input-required`` through `Operations.provide_input`
+        (the returned work, run once the caller follows the task).
+
+        The structured part becomes a data-param ``application/json;schema=<name>`` (validated by the
+        operation layer against the template, like an assignment's); text that is a draft prompt becomes
+        the task's new content, other text a ``text/plain`` data-param; both are added to ``msg-data``.
+        A task that asks for no input refuses the message (operation-failed, app-tag no-input-requested).
+        """
+        task_id = message.task_id
+
+        def work() -> object:
+            current = self.operations.get_task(principal, task_id)
+            inbound = self._read(message)
+            if current.status != TaskStatus.INPUT_REQUIRED and inbound.structured is not None:
+                raise InvalidParamsError(
+                    message=f"task {task_id} is already running ({current.status or 'created'}): it asks for no "
+                    "input, structured data is rejected for it"
+                )
+            return self.operations.provide_input(principal, ProvideInput(task_id, *_answer_parts(task_id, inbound)))
+
+        return work
+
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         principal = self._principal(context)
-        task_id, since = await _call(lambda: self._admit(principal, params.message))
+        message = params.message
+        if message.task_id:
+            async for _ in self._follow(principal, message.task_id, None, self._answer(principal, message)):
+                if params.configuration.return_immediately:
+                    break  # the first event is the answered task
+            return await self._task(principal, message.task_id)
+        task_id, since = await _call(lambda: self._admit(principal, message))
         if not params.configuration.return_immediately:
             async for _ in self._follow(principal, task_id, since):
                 pass
@@ -205,7 +229,12 @@ class OperationsRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         principal = self._principal(context)
-        task_id, since = await _call(lambda: self._admit(principal, params.message))
+        message = params.message
+        if message.task_id:
+            async for event in self._follow(principal, message.task_id, None, self._answer(principal, message)):
+                yield event
+            return
+        task_id, since = await _call(lambda: self._admit(principal, message))
         yield await self._task(principal, task_id)
         async for event in self._follow(principal, task_id, since):
             yield event
@@ -256,8 +285,15 @@ class OperationsRequestHandler(RequestHandler):
         async for event in self._follow(principal, params.id, self.operations.log_created):
             yield event
 
-    async def _follow(self, principal: Principal, task_id: str, since: float) -> AsyncGenerator[Event, None]:
-        """The task's status changes from the durable log since ``since``, until it ends or is interrupted."""
+    async def _follow(
+        self, principal: Principal, task_id: str, since: float | None, answer: Callable[[], object] | None = None
+    ) -> AsyncGenerator[Event, None]:
+        """The task's status changes from the durable log since ``since``, until it ends or is interrupted.
+
+        ``answer`` (with ``since`` None) changes the task once the live subscription is in place, so the
+        stream holds exactly what follows it (a simulated clock may give earlier events the same time):
+        the task as answered first, then its changes.
+        """
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | None] = asyncio.Queue()
 
@@ -276,6 +312,9 @@ class OperationsRequestHandler(RequestHandler):
                 )
             )
             subscription.start()
+            if answer is not None:
+                await _call(answer)
+                yield await self._task(principal, task_id)
             while (xml := await queue.get()) is not None:
                 note = etree.fromstring(xml.encode("utf-8"))
                 if note.find(f".//{_CONDITION}") is None:
@@ -357,6 +396,38 @@ def _sender(principal: Principal, message: Message) -> str:
     if not principal.may_speak_for(agent):
         raise InvalidRequestError(message=f"access denied: {principal.name} may not send tasks as {agent}")
     return agent
+
+
+def _answer_parts(task_id: str, inbound: InboundMessage) -> tuple[tuple[DataParam, ...], str | None]:
+    """The data-params and new content of a message answering ``input-required`` (`_answer`)."""
+    stamp = uuid.uuid4().hex[:12]  # message ids are the client's and may repeat
+    params: list[DataParam] = []
+    if inbound.structured is not None:
+        params.append(_structured_param(f"{task_id}-input-{stamp}-payload", inbound.structured, "A2A data part"))
+    content = inbound.text if inbound.text and parse_prompt(inbound.text).complete else None
+    if inbound.text and content is None:
+        params.append(
+            DataParam(
+                id=f"{task_id}-input-{stamp}-text",
+                data_type=DataType.TEXT,
+                description="text of an A2A message answering input-required",
+                format="text/plain",
+                data=inbound.text,
+            )
+        )
+    return tuple(params), content
+
+
+def _structured_param(param_id: str, structured: StructuredInput, source: str) -> DataParam:
+    """The data-param ``application/json;schema=<name>`` carrying a structured part's envelope."""
+    envelope = json.dumps({"schema_id": structured.schema_id, "payload": structured.payload})
+    return DataParam(
+        id=param_id,
+        data_type=DataType.TEXT,
+        description=f"{structured.schema_id} payload ({source})",
+        format=media_type(structured.schema_id),
+        data=envelope,
+    )
 
 
 def _content(text: str, params: list[DataParam]) -> str:
