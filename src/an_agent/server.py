@@ -46,6 +46,7 @@ from an_agent.yang.context import YangContext
 
 if TYPE_CHECKING:
     from an_agent.a2a.server import A2AServer
+    from an_agent.a2a.tls import TlsFiles
 
 log = logging.getLogger(__name__)
 
@@ -111,6 +112,13 @@ class ServerConfig:
     """Directories of operators' own templates (``*.json``), served beside the shipped ones; checked at start."""
     a2a_port: int | None = None
     """Also serve the A2A v1 face (JSON-RPC, same users and tasks) on this port (0: a free one); None: NETCONF only."""
+    a2a_tls: bool = False
+    """Serve the A2A face over HTTPS: with `a2a_cert`/`a2a_key`, else a certificate generated on first start
+    in the state directory (`an_agent.a2a.tls`). ``an-agent serve`` turns it on; off here because a lab's
+    agents reach each other's A2A faces by plain URLs on loopback (no agent holds its peers' certificates)."""
+    a2a_cert: Path | None = None
+    """The A2A face's certificate (PEM, with `a2a_key`) instead of the generated one."""
+    a2a_key: Path | None = None
     sshd_port: int | None = None
     """Also serve NETCONF through a private OpenSSH sshd on this port (0: a free one; key login only); None: off."""
     """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
@@ -219,6 +227,17 @@ class AgentServer:
             return Principal.authenticated(user)
         return Principal(user, identity.groups, identity.agents)
 
+    def _a2a_tls(self) -> TlsFiles | None:
+        """The A2A face's certificate: the given one, else the generated one (`ServerConfig.a2a_tls`)."""
+        from an_agent.a2a.tls import given_certificate, load_or_create_certificate
+
+        config = self.config
+        if (config.a2a_cert is None) != (config.a2a_key is None):
+            raise ConfigError("give the A2A certificate and its key together (--a2a-cert and --a2a-key)")
+        if config.a2a_cert is not None and config.a2a_key is not None:
+            return given_certificate(config.a2a_cert, config.a2a_key)
+        return load_or_create_certificate(config.state_dir, config.host) if config.a2a_tls else None
+
     def _keys_by_user(self) -> dict[str, list[str]]:
         """Public key lines per user for the sshd path; ``--authorized-keys`` keys log in as the agent's account."""
         keys = {
@@ -261,10 +280,16 @@ class AgentServer:
             self.a2a = A2AServer.for_agent(
                 self.operations,
                 # The same users, password check, principals (NACM) and login throttle as NETCONF.
-                Logins(self.credentials.check_password, self.principal_of, self._listener.login_throttle),
+                Logins(
+                    self.credentials.check_password,
+                    self.principal_of,
+                    self._listener.login_throttle,
+                    token_owner=self.users.token_owner if any(u.tokens for u in self.users.users.values()) else None,
+                ),
                 self.host,
                 self.config.a2a_port,
                 netconf_port=self.port,
+                tls=self._a2a_tls(),
             )
             self.a2a.start()
         self._started = True

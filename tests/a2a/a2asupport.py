@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import json
+import ssl
 from pathlib import Path
 
 from an_agent.agents.default import DefaultBehaviour
 from an_agent.clock import ManualClock, from_rfc3339
 from an_agent.model import AgentProfile
-from an_agent.server import ServerConfig
+from an_agent.server import AgentServer, ServerConfig
 from fake_embedder import FakeEmbedder
 from support import TEST_PROFILE
 
@@ -21,12 +22,21 @@ def energy_profile() -> AgentProfile:
     return AgentProfile.from_dict(document)
 
 
+def verify(server: AgentServer) -> ssl.SSLContext | bool:
+    """What an httpx client of ``server``'s A2A face verifies against: its own certificate, explicitly."""
+    assert server.a2a is not None
+    if server.a2a.certificate is None:
+        return True
+    return ssl.create_default_context(cafile=str(server.a2a.certificate))
+
+
 def energy_agent_config(state_dir: Path, work_seconds: float) -> ServerConfig:
-    """NETCONF and A2A on free ports, admin/admin, tasks that take ``work_seconds`` (real time)."""
+    """NETCONF and A2A (HTTPS) on free ports, admin/admin, tasks that take ``work_seconds`` (real time)."""
     return ServerConfig(
         state_dir=state_dir,
         port=0,
         a2a_port=0,
+        a2a_tls=True,  # HTTPS with the certificate generated in the state directory
         users={"admin": "admin"},
         profile=energy_profile(),
         behaviour=DefaultBehaviour(work_seconds),

@@ -18,7 +18,7 @@ import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import CancelTaskRequest, Message, Part, Role, SendMessageRequest, TaskState
 from a2a.utils.errors import A2AError
-from a2asupport import energy_agent_config
+from a2asupport import energy_agent_config, verify
 from google.protobuf.struct_pb2 import Struct
 
 from an_agent.access.users import hash_password
@@ -66,7 +66,7 @@ async def _client(http: httpx.AsyncClient, base: str) -> Any:
 
 def _base(server: AgentServer) -> str:
     assert server.a2a is not None
-    return f"http://127.0.0.1:{server.a2a.port}"
+    return server.a2a.url
 
 
 def test_hashed_user_sends_and_owner_rules_hold(server: AgentServer) -> None:
@@ -74,8 +74,8 @@ def test_hashed_user_sends_and_owner_rules_hold(server: AgentServer) -> None:
 
     async def main() -> tuple[str, str, A2AError | None, A2AError | None]:
         async with (
-            httpx.AsyncClient(auth=("alice", "s3cret"), timeout=30) as alice_http,
-            httpx.AsyncClient(auth=("bob", "s3cret"), timeout=30) as bob_http,
+            httpx.AsyncClient(auth=("alice", "s3cret"), timeout=30, verify=verify(server)) as alice_http,
+            httpx.AsyncClient(auth=("bob", "s3cret"), timeout=30, verify=verify(server)) as bob_http,
         ):
             alice, bob = await _client(alice_http, base), await _client(bob_http, base)
             sent = [event async for event in alice.send_message(_message())]
@@ -107,7 +107,7 @@ def test_wrong_password_is_refused_logged_and_slowed(server: AgentServer, caplog
     base = _base(server)
 
     async def main() -> list[int]:
-        async with httpx.AsyncClient(timeout=30) as http:
+        async with httpx.AsyncClient(timeout=30, verify=verify(server)) as http:
             codes = []
             for password in ("wrong", "wrong again", "s3cret"):
                 reply = await http.post(base + "/", auth=("alice", password), json={"jsonrpc": "2.0", "id": 1})

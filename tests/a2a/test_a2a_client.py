@@ -34,12 +34,17 @@ def server(tmp_path: Path) -> Iterator[AgentServer]:
 
 def _url(server: AgentServer) -> str:
     assert server.a2a is not None
-    return f"http://127.0.0.1:{server.a2a.port}"
+    return server.a2a.url
+
+
+def _trust(server: AgentServer) -> Path | None:
+    assert server.a2a is not None
+    return server.a2a.certificate
 
 
 @pytest.fixture
 def client(server: AgentServer) -> Iterator[A2AAgentClient]:
-    with A2AAgentClient.connect(_url(server), "admin", "admin", timeout=10) as running:
+    with A2AAgentClient.connect(_url(server), "admin", "admin", timeout=10, trust=_trust(server)) as running:
         yield running
 
 
@@ -131,7 +136,7 @@ def test_errors_are_ours(server: AgentServer, client: A2AAgentClient) -> None:
     with pytest.raises(RpcError) as taken:  # a proposed task id that is in use
         next(client.stream(text=PROMPT, new_task_id=task.task_id))
     assert taken.value.error_tag == "data-exists", taken.value
-    with pytest.raises(AuthError), A2AAgentClient.connect(_url(server), "admin", "wrong") as bad:
+    with pytest.raises(AuthError), A2AAgentClient.connect(_url(server), "admin", "wrong", trust=_trust(server)) as bad:
         bad.get_task("x")
     with pytest.raises(ConnectError):
         A2AAgentClient.connect(f"http://127.0.0.1:{server.port}", "admin", "admin", timeout=3)  # NETCONF, not A2A
@@ -157,7 +162,7 @@ def test_the_card_follows_published_patches(server: AgentServer, client: A2AAgen
         return all(key not in before or properties.get(key) != before[key] for key in changed)
 
     # A client that connects now sees the patched schema in the card (no restart) ...
-    with A2AAgentClient.connect(_url(server), "admin", "admin", timeout=10) as fresh:
+    with A2AAgentClient.connect(_url(server), "admin", "admin", timeout=10, trust=_trust(server)) as fresh:
         assert differs(fresh.negotiate(ENERGY).json_schema["properties"])
     # ... and one that negotiated earlier keeps its cache until a result suggests the update.
     assert client.negotiate(ENERGY).json_schema["properties"] == before
@@ -172,7 +177,7 @@ def test_the_card_follows_published_patches(server: AgentServer, client: A2AAgen
 
 
 def test_closing_the_client_ends_a_stream_read_elsewhere(server: AgentServer) -> None:
-    client = A2AAgentClient.connect(_url(server), "admin", "admin", timeout=10)
+    client = A2AAgentClient.connect(_url(server), "admin", "admin", timeout=10, trust=_trust(server))
     stream = client.stream(text=PROMPT)
     next(stream)
     ended: list[BaseException] = []

@@ -24,7 +24,7 @@ from a2a.types import (
     TaskState,
 )
 from a2a.utils.errors import A2AError
-from a2asupport import energy_agent_config
+from a2asupport import energy_agent_config, verify
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct
 from jsonschema import Draft202012Validator
@@ -48,10 +48,11 @@ def run(
 ) -> T:
     """Resolve the card and build the SDK client (streaming, over ``binding``), then run ``test``."""
     assert server.a2a is not None
-    base = f"http://127.0.0.1:{server.a2a.port}"
+    base = server.a2a.url
+    assert base.startswith("https://")
 
     async def main() -> T:
-        async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30) as http:
+        async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30, verify=verify(server)) as http:
             card = await A2ACardResolver(http, base).get_agent_card()
             config = ClientConfig(httpx_client=http, streaming=True, supported_protocol_bindings=[binding])
             client = ClientFactory(config).create(card)
@@ -91,7 +92,7 @@ def _states(events: list[StreamResponse]) -> list[str]:
 
 def test_card_resolves_with_schemas_and_netconf_binding(server: AgentServer) -> None:
     async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> dict[str, Any]:
-        raw = (await http.get(f"http://127.0.0.1:{server.a2a.port}/.well-known/agent-card.json", auth=None)).json()  # type: ignore[union-attr]
+        raw = (await http.get(f"{server.a2a.url}/.well-known/agent-card.json", auth=None)).json()  # type: ignore[union-attr]
         return {"card": MessageToDict(card), "raw": raw}
 
     got = run(server, test)
@@ -196,8 +197,9 @@ def test_resubscribe_after_disconnect_misses_nothing_and_cancel(server: AgentSer
 def test_wrong_password_is_refused(server: AgentServer) -> None:
     assert server.a2a is not None
     reply = httpx.post(
-        f"http://127.0.0.1:{server.a2a.port}/",
+        f"{server.a2a.url}/",
         json={"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}},
         auth=("admin", "wrong"),
+        verify=verify(server),
     )
     assert reply.status_code == 401

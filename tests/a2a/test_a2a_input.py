@@ -13,7 +13,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from a2asupport import energy_agent_config
+from a2asupport import energy_agent_config, verify
 
 from an_agent.a2a.client import A2AAgentClient
 from an_agent.agents.default import DefaultBehaviour
@@ -59,7 +59,7 @@ def server(tmp_path: Path) -> Iterator[AgentServer]:
 @pytest.fixture
 def client(server: AgentServer) -> Iterator[A2AAgentClient]:
     assert server.a2a is not None
-    with A2AAgentClient.connect(f"http://127.0.0.1:{server.a2a.port}", "admin", "admin", timeout=30) as running:
+    with A2AAgentClient.connect(server.a2a.url, "admin", "admin", timeout=30, trust=server.a2a.certificate) as running:
         yield running
 
 
@@ -102,10 +102,11 @@ def test_answers_are_validated_and_only_for_tasks_that_ask(server: AgentServer, 
     part = {"data": {"cell_ids": ["C"], "action": "explode"}, "metadata": {"mimeType": f"{MEDIA}_v1"}}
     message = {"messageId": "m1", "role": "ROLE_USER", "taskId": waiting.task_id, "parts": [part]}
     reply = httpx.post(
-        f"http://127.0.0.1:{server.a2a.port}/",
+        f"{server.a2a.url}/",
         json={"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": {"message": message}},
         auth=("admin", "admin"),
         headers={"A2A-Version": "1.0"},
+        verify=verify(server),
         timeout=30,
     ).json()
     assert "action" in reply["error"]["message"], reply

@@ -46,7 +46,7 @@ def test_operator_template_served_over_both_faces(tmp_path: Path) -> None:
 
         async def over_a2a() -> tuple[dict[str, object], str]:
             async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30) as http:
-                base = f"http://127.0.0.1:{server.a2a.port}"  # type: ignore[union-attr]
+                base = server.a2a.url  # type: ignore[union-attr]
                 raw = (await http.get(base + "/.well-known/agent-card.json")).json()
                 card = await A2ACardResolver(http, base).get_agent_card()
                 client = ClientFactory(ClientConfig(httpx_client=http, streaming=False)).create(card)

@@ -43,7 +43,7 @@ def _params(server: AgentServer) -> dict[str, DataParam]:
 
 def test_text_that_maps_completely_becomes_a_structured_task(server: AgentServer) -> None:
     assert server.a2a is not None
-    with A2AAgentClient.connect(f"http://127.0.0.1:{server.a2a.port}", "admin", "admin", timeout=120) as client:
+    with A2AAgentClient.connect(server.a2a.url, "admin", "admin", timeout=120) as client:
         task = client.send_and_wait(
             text="Reduce power on CELL-0401 and CELL-0402 for 30 minutes because traffic is low at night"
         )

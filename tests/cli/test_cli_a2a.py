@@ -23,6 +23,7 @@ def server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]:
         state_dir=tmp_path / "state",
         port=0,
         a2a_port=0,
+        a2a_tls=True,
         users={"admin": "admin"},
         profile=profile,
         behaviour=DefaultBehaviour(0.5),  # long enough to cancel a running task
@@ -35,7 +36,9 @@ def server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]:
 
 def cli(capsys: pytest.CaptureFixture[str], server: AgentServer, *argv: str) -> tuple[int, str, str]:
     assert server.a2a is not None
-    code = main([*argv, "--a2a", f"http://127.0.0.1:{server.a2a.port}", "--user", "admin", "--password", "admin"])
+    assert server.a2a.url.startswith("https://") and server.a2a.certificate is not None
+    trust = ["--a2a-trust", str(server.a2a.certificate)]
+    code = main([*argv, "--a2a", server.a2a.url, *trust, "--user", "admin", "--password", "admin"])
     out, err = capsys.readouterr()
     return code, out, err
 

@@ -61,7 +61,7 @@ def test_users_file_loads_groups_agents_and_keys(tmp_path: Path) -> None:
         ("users:\n  - name: alice\n    password: x\n    role: admin\n", 4, "unknown field 'role'"),
         ("users:\n  - name: alice\n    password: x\n  - name: alice\n    password: y\n", 4, "listed twice"),
         ("users:\n  - name: alice\n    password: scrypt$1$2\n", 3, "malformed scrypt hash"),
-        ("users:\n  - name: alice\n", 2, "neither a password nor authorized-keys"),
+        ("users:\n  - name: alice\n", 2, "neither a password, authorized-keys nor tokens"),
         ("users:\n  - name: alice\n    password: x\n    groups: operators\n", 4, "groups must be a list"),
         ("users:\n  - password: x\n", 2, "user name None"),
         ("users: [\n", 2, "not valid YAML"),

@@ -55,6 +55,8 @@ class CardOptions:
     streaming: bool = True
     push_notifications: bool = False
     basic_auth: bool = False
+    bearer_auth: bool = False
+    """Bearer tokens of the users file (``tokens:``) are accepted: they log in as their user."""
     provider_url: str | None = None
 
 
@@ -88,17 +90,34 @@ def build_card(profile: AgentProfile, templates: Sequence[Template], options: Ca
     }
     if options.provider_url:
         card["provider"] = {"organization": profile.provider, "url": options.provider_url}
+    schemes = _security_schemes(options)
+    if schemes:
+        card["securitySchemes"] = schemes
+        # Alternatives, as in OpenAPI: any one requirement of the list satisfies it.
+        card["securityRequirements"] = [{"schemes": {name: {"list": []}}} for name in schemes]
+    return card
+
+
+def _security_schemes(options: CardOptions) -> dict[str, Any]:
+    """The HTTP schemes the face accepts (draft-zhou 7: protection in transit; both map to the same users)."""
+    schemes: dict[str, Any] = {}
     if options.basic_auth:
-        card["securitySchemes"] = {
-            "basic": {
-                "httpAuthSecurityScheme": {
-                    "scheme": "Basic",
-                    "description": "The agent's NETCONF users and passwords (same access rules as NETCONF).",
-                }
+        schemes["basic"] = {
+            "httpAuthSecurityScheme": {
+                "scheme": "Basic",
+                "description": "The agent's NETCONF users and passwords (same access rules as NETCONF).",
             }
         }
-        card["securityRequirements"] = [{"schemes": {"basic": {"list": []}}}]
-    return card
+    if options.bearer_auth:
+        schemes["bearer"] = {
+            "httpAuthSecurityScheme": {
+                "scheme": "Bearer",
+                "bearerFormat": "opaque (an-agent users token)",
+                "description": "A token of a user of the agent (users file 'tokens'): the same user, groups and "
+                "NACM rules as that user's password.",
+            }
+        }
+    return schemes
 
 
 def input_templates(profile: AgentProfile, templates: Sequence[Template]) -> list[Template]:

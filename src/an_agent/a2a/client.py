@@ -18,6 +18,11 @@ SDK's asyncio client runs on an event loop in a thread of its own, and every cal
 - a finished task's ``schema_update_suggestion`` (`schema_update_suggestions`) means the agent's
   templates changed: the card is fetched again before the next negotiation.
 
+HTTPS: an ``https://`` URL is verified (certificate chain and host name), against ``trust`` (a PEM file:
+the agent's own certificate, e.g. its generated ``a2a-cert.pem``, or a CA) when given, else the system's
+CAs; there is no switch to skip verification. Credentials: a user and password (HTTP Basic), or
+``token`` (a bearer token of the agent's users file).
+
 Tasks and status changes come back as our model (`Task`, `ConditionNotification`), the draft status
 read through `an_agent.a2a.states`. Errors are ours (`an_agent.a2a.sdk.from_a2a_error`): `RpcError`
 (the agent's refusal, with the RFC 6241 fields an agent of ours sends), `ConnectError`, `AuthError`,
@@ -29,12 +34,14 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
+import ssl
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping
 from concurrent.futures import CancelledError, Future
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
@@ -59,7 +66,7 @@ from an_agent.a2a.sdk import (
     protobuf_to_json,
 )
 from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
-from an_agent.errors import AnAgentError, ConnectError, RequestTimeout, SchemaError, TransportError
+from an_agent.errors import AnAgentError, ConfigError, ConnectError, RequestTimeout, SchemaError, TransportError
 from an_agent.model import ConditionNotification, Task
 from an_agent.schemas.registry import parse_version
 from an_agent.schemas.suggestion import schema_update_suggestions
@@ -93,10 +100,14 @@ class A2AAgentClient:
         *,
         timeout: float = 30.0,
         binding: str = "JSONRPC",
+        trust: Path | None = None,
+        token: str | None = None,
     ) -> None:
         self.url = url.rstrip("/")
         self.timeout = timeout
         self._auth = (username, password or "") if username else None
+        self._headers = {"Authorization": f"Bearer {token}"} if token else {}
+        self._verify = _verification(trust)
         self._binding = binding
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="a2a-client", daemon=True)
@@ -119,9 +130,11 @@ class A2AAgentClient:
         *,
         timeout: float = 30.0,
         binding: str = "JSONRPC",
+        trust: Path | None = None,
+        token: str | None = None,
     ) -> A2AAgentClient:
         """A client with the agent's card resolved (`ConnectError` when there is no A2A agent at ``url``)."""
-        client = cls(url, username, password, timeout=timeout, binding=binding)
+        client = cls(url, username, password, timeout=timeout, binding=binding, trust=trust, token=token)
         try:
             client.refresh_card()
         except BaseException:
@@ -175,7 +188,12 @@ class A2AAgentClient:
         if self._http is None:
             # No read timeout: a stream waits for a task's next change as long as it takes; every other
             # call is bounded by `_run`.
-            self._http = httpx.AsyncClient(auth=self._auth, timeout=httpx.Timeout(self.timeout, read=None))
+            self._http = httpx.AsyncClient(
+                auth=self._auth,
+                headers=self._headers,
+                verify=self._verify,
+                timeout=httpx.Timeout(self.timeout, read=None),
+            )
 
     def refresh_card(self) -> dict[str, Any]:
         """Fetch the card again (and rebuild the SDK client from it); forget negotiated schemas."""
@@ -416,6 +434,16 @@ class A2AAgentClient:
         with self._lock:
             self._negotiated.clear()
             self._stale = True
+
+
+def _verification(trust: Path | None) -> ssl.SSLContext | bool:
+    """How HTTPS peers are verified: against ``trust`` only when given, else the system's CAs (always verified)."""
+    if trust is None:
+        return True
+    try:
+        return ssl.create_default_context(cafile=str(trust))
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"cannot trust {trust}: {exc}") from None
 
 
 def scenario_version(name: str) -> tuple[str, int | None]:

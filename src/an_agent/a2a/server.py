@@ -1,8 +1,10 @@
-"""The HTTP side of the A2A face: the card route, HTTP Basic with the agent's users, uvicorn in a thread.
+"""The HTTP side of the A2A face: the card route, authentication, TLS, uvicorn in a thread.
 
 The A2A routes themselves come from `an_agent.a2a.face` (the SDK's); this module needs no SDK import.
 Every request but the card's carries HTTP Basic credentials checked against the agent's users (the
-NETCONF ones); the card at ``/.well-known/agent-card.json`` is public.
+NETCONF ones) or a bearer token of one of those users (`BasicAuth`, `Logins.token_owner`); the card at
+``/.well-known/agent-card.json`` is public and declares both schemes. With a certificate
+(`an_agent.a2a.tls`) the face serves HTTPS only.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Callable, Collection
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import uvicorn
@@ -32,6 +35,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from an_agent.a2a.card import CardOptions, build_card, input_templates
 from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
 from an_agent.a2a.textmap import TextMapper
+from an_agent.a2a.tls import TlsFiles
 from an_agent.access.logins import LoginThrottle
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
@@ -48,7 +52,8 @@ PasswordCheck = Callable[[str, str], bool]
 
 
 class BasicAuth:
-    """ASGI middleware: HTTP Basic against the agent's users (the NETCONF ones); the card path stays public.
+    """ASGI middleware: HTTP Basic against the agent's users (the NETCONF ones), or a bearer token of one of
+    them (``token_owner``, None: no tokens); the card path stays public.
 
     Passwords are checked by ``check_password`` (the same check as SSH logins: scrypt hashes from the
     users file or plain ones). A hash check costs ~50 ms, and an HTTP client sends the credentials with
@@ -60,10 +65,16 @@ class BasicAuth:
     remember_for = 300.0
 
     def __init__(
-        self, app: ASGIApp, check_password: PasswordCheck, public: Collection[str], throttle: LoginThrottle
+        self,
+        app: ASGIApp,
+        check_password: PasswordCheck,
+        public: Collection[str],
+        throttle: LoginThrottle,
+        token_owner: Callable[[str], str | None] | None = None,
     ) -> None:
         self.app = app
         self.check_password = check_password
+        self.token_owner = token_owner
         self.public = frozenset(public)
         self.throttle = throttle
         self._key = secrets.token_bytes(32)  # per process: digests are useless outside it
@@ -75,8 +86,9 @@ class BasicAuth:
             return
         user = await self._user(dict(scope["headers"]).get(b"authorization", b""), _source(scope))
         if user is None:
+            challenges = ['Basic realm="an-agent"'] + (['Bearer realm="an-agent"'] if self.token_owner else [])
             response = Response(
-                "authentication required", status_code=401, headers={"WWW-Authenticate": 'Basic realm="an-agent"'}
+                "authentication required", status_code=401, headers={"WWW-Authenticate": ", ".join(challenges)}
             )
             await response(scope, receive, send)
             return
@@ -85,6 +97,14 @@ class BasicAuth:
 
     async def _user(self, header: bytes, source: str) -> str | None:
         scheme, _, value = header.decode("latin-1").partition(" ")
+        if scheme.lower() == "bearer" and self.token_owner is not None and value.strip():
+            owner = self.token_owner(value.strip())  # a SHA-256 and a lookup: no thread needed
+            if owner is not None:
+                return owner
+            delay = self.throttle.failed(source)
+            log.warning("failed A2A login with a bearer token from %s; answered after %.2f s", source, delay)
+            await asyncio.sleep(delay)
+            return None
         if scheme.lower() != "basic":
             return None
         try:
@@ -129,6 +149,8 @@ class Logins:
     principal_of: Callable[[str], Principal]
     """The principal (groups, agents it may speak for) of an authenticated user: NACM applies to it."""
     throttle: LoginThrottle
+    token_owner: Callable[[str], str | None] | None = None
+    """The user a bearer token belongs to (users file ``tokens``); None: the face takes no tokens."""
 
 
 def _source(scope: Scope) -> str:
@@ -158,7 +180,7 @@ class LiveCard:
     def __init__(self, operations: Operations) -> None:
         self.operations = operations
         self._lock = threading.Lock()
-        self._built: tuple[tuple[str, ...], CardOptions, dict[str, Any]] | None = None
+        self._built: dict[str, tuple[tuple[str, ...], CardOptions, dict[str, Any]]] = {}
 
     def declared(self) -> frozenset[str]:
         """The schema_ids the agent serves now (what a data part may name)."""
@@ -175,51 +197,65 @@ class LiveCard:
             self.operations.clock.now,
         )
 
-    def card(self, options: CardOptions) -> dict[str, Any]:
-        """The card for ``options`` and the templates served now (~1 ms to build, so built on change)."""
+    def card(self, options: CardOptions, language: str = "en") -> dict[str, Any]:
+        """The card for ``options`` and the templates served now, their descriptions in ``language`` (a
+        shipped one, `an_agent.schemas.languages`); ~1 ms to build, so built on change, per language."""
         templates = served_templates(self.operations)
         version = tuple(json.dumps(t.to_dict(), sort_keys=True) for t in templates)
         with self._lock:
-            if self._built is not None and self._built[0] == version and self._built[1] == options:
-                return self._built[2]
-        built = build_card(self.operations.profile, templates, options)
+            built = self._built.get(language)
+            if built is not None and built[0] == version and built[1] == options:
+                return built[2]
+        card = build_card(self.operations.profile, templates, options)
         with self._lock:
-            self._built = (version, options, built)
-        return built
+            self._built[language] = (version, options, card)
+        return card
 
 
 class A2AServer:
     """The A2A face of one agent on ``host:port`` (uvicorn in a thread of its own)."""
 
     @classmethod
-    def for_agent(cls, operations: Operations, logins: Logins, host: str, port: int, netconf_port: int) -> A2AServer:
+    def for_agent(
+        cls,
+        operations: Operations,
+        logins: Logins,
+        host: str,
+        port: int,
+        netconf_port: int,
+        tls: TlsFiles | None = None,
+    ) -> A2AServer:
         """The face of ``operations`` with its card: the profile, the served templates, both faces' URLs.
 
-        The card and the declared schemas follow the templates: a schema patch published while the agent
-        runs (schema-update) shows in the next card served, with no restart (`LiveCard`).
+        ``tls`` serves HTTPS with that certificate (None: plain HTTP, for a lab's loopback links). The card
+        and the declared schemas follow the templates: a schema patch published while the agent runs
+        (schema-update) shows in the next card served, with no restart (`LiveCard`).
         """
         live = LiveCard(operations)
+        scheme = "https" if tls is not None else "http"
 
-        def card(bound: int) -> Callable[[], dict[str, Any]]:
+        def card(bound: int) -> Callable[[str], dict[str, Any]]:
             options = CardOptions(
-                jsonrpc_url=f"http://{_url_host(host)}:{bound}{JSONRPC_PATH}",
-                http_json_url=f"http://{_url_host(host)}:{bound}{REST_PREFIX}",
+                jsonrpc_url=f"{scheme}://{_url_host(host)}:{bound}{JSONRPC_PATH}",
+                http_json_url=f"{scheme}://{_url_host(host)}:{bound}{REST_PREFIX}",
                 netconf_url=f"ssh://{_url_host(host)}:{netconf_port}",
                 basic_auth=True,
+                bearer_auth=logins.token_owner is not None,
             )
-            return lambda: live.card(options)
+            return lambda language: live.card(options, language)
 
-        return cls(operations, card, live.declared, logins, host, port, mapper=live.mapper())
+        return cls(operations, card, live.declared, logins, host, port, mapper=live.mapper(), tls=tls)
 
     def __init__(
         self,
         operations: Operations,
-        card: Callable[[int], Callable[[], dict[str, Any]]],
+        card: Callable[[int], Callable[[str], dict[str, Any]]],
         declared_schemas: Callable[[], Collection[str]],
         logins: Logins,
         host: str = "127.0.0.1",
         port: int = 0,
         mapper: Callable[[str], MappingResult | None] | None = None,
+        tls: TlsFiles | None = None,
     ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.create_server((host, port), family=family)  # only the address asked for
@@ -227,18 +263,33 @@ class A2AServer:
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.host = host
         self.port: int = self._socket.getsockname()[1]
+        self.certificate: Path | None = tls.cert if tls is not None else None
+        """The certificate served (what a client trusts), None over plain HTTP."""
+        self.url = f"{'https' if tls is not None else 'http'}://{_url_host(host)}:{self.port}"
+        """The base URL of the face (the card is at ``url + CARD_PATH``)."""
         self.card = card(self.port)
         routes = [
             Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}
             *sdk_routes(operations, declared_schemas, logins.principal_of, mapper),
         ]
-        app = BasicAuth(Starlette(routes=routes), logins.check_password, {CARD_PATH}, logins.throttle)
-        config = uvicorn.Config(app, log_level="warning", lifespan="off", timeout_graceful_shutdown=2)
+        app = BasicAuth(
+            Starlette(routes=routes), logins.check_password, {CARD_PATH}, logins.throttle, logins.token_owner
+        )
+        config = uvicorn.Config(
+            app,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=2,
+            ssl_certfile=str(tls.cert) if tls is not None else None,
+            ssl_keyfile=str(tls.key) if tls is not None else None,
+        )
         self._server = uvicorn.Server(config)
         self._thread = threading.Thread(target=self._run, name=f"a2a-{self.port}", daemon=True)
 
     async def _card(self, request: Request) -> JSONResponse:
-        return JSONResponse(self.card())
+        """The public card, its schema descriptions in the language the client prefers (Accept-Language)."""
+        language = "en"
+        return JSONResponse(self.card(language), headers={"Content-Language": language, "Vary": "Accept-Language"})
 
     def _run(self) -> None:
         asyncio.run(self._server.serve(sockets=[self._socket]))

@@ -9,12 +9,18 @@ Format (YAML)::
         agents: [service-agent]          # task-sendFrom values alice may use
         authorized-keys:                 # OpenSSH public key lines (optional)
           - ssh-ed25519 AAAA... alice@laptop
+        tokens:                          # A2A bearer tokens, hashed (an-agent users token)
+          - "sha256$<hex>"
 
 Passwords are stored as scrypt hashes (stdlib `hashlib.scrypt`, a random
 16-byte salt per user, parameters in the string so they can be raised later).
 A password that is not such a string is taken as plain text, with a warning:
-acceptable for a lab, never for a shared machine. Every problem is a
-`ConfigError` naming the file and line.
+acceptable for a lab, never for a shared machine. Bearer tokens for the
+A2A face (`new_token`) are random 256-bit secrets: they are stored as their
+SHA-256 (``sha256$<hex>``, `hash_token`), which is enough for a secret that
+cannot be guessed and lets a request be checked without a slow hash. A token
+logs in as its user: same groups, agent names and NACM rules as a password.
+Every problem is a `ConfigError` naming the file and line.
 """
 
 from __future__ import annotations
@@ -42,7 +48,21 @@ _N, _R, _P = 2**14, 8, 1  # OWASP's minimum for scrypt; ~50 ms and 16 MiB per ch
 _SALT_BYTES = 16
 _HASH_BYTES = 32
 _NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.@-]{0,63}")
-_FIELDS = frozenset({"name", "password", "groups", "agents", "authorized-keys"})
+_FIELDS = frozenset({"name", "password", "groups", "agents", "authorized-keys", "tokens"})
+_TOKEN_SCHEME = "sha256"
+_TOKEN_PREFIX = "an1_"
+_TOKEN_HASH = re.compile(r"sha256\$[0-9a-f]{64}")
+
+
+def new_token() -> tuple[str, str]:
+    """A fresh bearer token and the hash to store in the users file (``tokens:``)."""
+    token = _TOKEN_PREFIX + secrets.token_urlsafe(32)
+    return token, hash_token(token)
+
+
+def hash_token(token: str) -> str:
+    """The stored form of a bearer token: ``sha256$<hex>``."""
+    return f"{_TOKEN_SCHEME}${hashlib.sha256(token.encode('utf-8')).hexdigest()}"
 
 
 def hash_password(password: str, *, n: int = _N, r: int = _R, p: int = _P) -> str:
@@ -106,6 +126,8 @@ class User:
     agents: frozenset[str] = frozenset()
     authorized_keys: tuple[str, ...] = ()
     """OpenSSH public key lines (``<type> <base64> [comment]``), parsed by the transport."""
+    tokens: tuple[str, ...] = ()
+    """Hashes of the user's A2A bearer tokens (`hash_token`)."""
 
 
 @dataclass(frozen=True)
@@ -133,6 +155,14 @@ class UserDb:
         if both:
             raise ConfigError(f"{where}: user(s) {', '.join(both)} defined twice")
         return UserDb({**self.users, **other.users})
+
+    def token_owner(self, token: str) -> str | None:
+        """The user a bearer token belongs to, or None."""
+        stored = hash_token(token)
+        for user in self.users.values():
+            if any(hmac.compare_digest(stored, known) for known in user.tokens):
+                return user.name
+        return None
 
     def passwords(self) -> Mapping[str, str]:
         """Stored passwords (hashes or plain text) by user name, for the SSH transport."""
@@ -233,14 +263,21 @@ def _users_from(path: Path, root: yaml.Node | None) -> UserDb:
         for key_line in keys:
             if len(key_line.split()) < 2:
                 raise fail(fields["authorized-keys"][0], f"user {name!r}: expected '<key-type> <base64-key> [comment]'")
-        if password is None and not keys:
-            raise fail(entry, f"user {name!r} has neither a password nor authorized-keys: nobody could log in")
+        tokens = _strings(fields, "tokens", name, fail)
+        for token in tokens:
+            if not _TOKEN_HASH.fullmatch(token):
+                raise fail(
+                    fields["tokens"][0], f"user {name!r}: tokens hold 'sha256$<hex>' hashes (an-agent users token)"
+                )
+        if password is None and not keys and not tokens:
+            raise fail(entry, f"user {name!r} has neither a password, authorized-keys nor tokens: nobody could log in")
         db.users[name] = User(
             name,
             password,
             frozenset(_strings(fields, "groups", name, fail)),
             frozenset(_strings(fields, "agents", name, fail)),
             tuple(keys),
+            tuple(tokens),
         )
     return db
 

@@ -136,8 +136,18 @@ def register(subparsers: Any) -> None:
         type=int,
         metavar="PORT",
         help="also serve the A2A v1 face (JSON-RPC, agent card at /.well-known/agent-card.json, HTTP Basic with "
-        "the same users) on this port of --host (0 picks a free one)",
+        "the same users, or their bearer tokens) on this port of --host (0 picks a free one); HTTPS unless "
+        "--a2a-tls off",
     )
+    parser.add_argument(
+        "--a2a-tls",
+        choices=["on", "off"],
+        help="HTTPS for the A2A face (default on; off with --topology, whose peers use plain lab URLs): with "
+        "--a2a-cert/--a2a-key, else a self-signed certificate made on first start in the state directory "
+        "(a2a-cert.pem, mode 0600; clients trust that file, e.g. 'task --a2a-trust')",
+    )
+    parser.add_argument("--a2a-cert", type=Path, metavar="PEM", help="the A2A face's certificate (with --a2a-key)")
+    parser.add_argument("--a2a-key", type=Path, metavar="PEM", help="the private key of --a2a-cert")
     parser.add_argument(
         "--sshd-port",
         type=int,
@@ -254,6 +264,10 @@ def run(args: argparse.Namespace) -> int:
         schema_approval=args.schema_approval,
         templates=templates,
         a2a_port=a2a_port,
+        # A topology's agents address their A2A peers by plain lab URLs (no agent holds its peers' certificates).
+        a2a_tls=(args.a2a_tls or ("off" if args.topology is not None else "on")) == "on",
+        a2a_cert=args.a2a_cert,
+        a2a_key=args.a2a_key,
         sshd_port=args.sshd_port,
     )
     server = AgentServer(config)
@@ -263,7 +277,13 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
-    a2a = f", A2A on http://{server.host}:{server.a2a.port}/" if server.a2a is not None else ""
+    a2a = ""
+    if server.a2a is not None:
+        a2a = f", A2A on {server.a2a.url}/"
+        if server.a2a.certificate is not None:
+            from an_agent.a2a.tls import fingerprint
+
+            a2a += f" (certificate {server.a2a.certificate}, SHA-256 {fingerprint(server.a2a.certificate)})"
     # No " on " before the sshd address: scripts read the NETCONF port from the first "on HOST:PORT".
     sshd = f", NETCONF by sshd at {server.host}:{server.sshd.port}" if server.sshd is not None else ""
     print(

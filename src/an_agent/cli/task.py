@@ -164,8 +164,21 @@ def _add_a2a_option(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--a2a",
         metavar="URL",
-        help="talk to the agent's A2A v1 face at URL (e.g. http://127.0.0.1:8080) instead of NETCONF; "
-        "--user/--password are its users (HTTP Basic)",
+        help="talk to the agent's A2A v1 face at URL (e.g. https://127.0.0.1:8080) instead of NETCONF; "
+        "--user/--password are its users (HTTP Basic), or give --token",
+    )
+    parser.add_argument(
+        "--a2a-trust",
+        type=Path,
+        metavar="PEM",
+        help="with an https --a2a URL: verify the agent against this certificate (its a2a-cert.pem, or a CA) "
+        "instead of the system's CAs; the agent is always verified",
+    )
+    parser.add_argument(
+        "--token",
+        metavar="TOKEN",
+        help="with --a2a: a bearer token ('an-agent users token') instead of --user/--password; "
+        "default: the AN_AGENT_TOKEN environment variable",
     )
 
 

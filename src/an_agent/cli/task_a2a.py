@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Iterator
 from typing import TYPE_CHECKING, Any, TextIO
@@ -39,7 +40,9 @@ def connect(args: argparse.Namespace) -> A2AAgentClient:
     """A client of the agent at ``--a2a URL`` with its card resolved."""
     from an_agent.a2a.client import A2AAgentClient  # the SDK only for A2A commands
 
-    return A2AAgentClient.connect(args.a2a, args.user, args.password, timeout=args.timeout)
+    token = args.token or os.environ.get("AN_AGENT_TOKEN")
+    user, password = (None, None) if token else (args.user, args.password)
+    return A2AAgentClient.connect(args.a2a, user, password, timeout=args.timeout, trust=args.a2a_trust, token=token)
 
 
 def _print_event(event: ConditionNotification, as_json: bool, stream: TextIO) -> None:

@@ -19,9 +19,12 @@ Manage the users file of `an-agent serve --users FILE`:
       groups: [operators]          # admin, operators, schema-admin or your own NACM groups
       agents: [service-agent]      # the task-sendFrom values alice may use
       authorized-keys: ["ssh-ed25519 AAAA... alice@laptop"]
+      tokens: ["sha256$..."]       # A2A bearer tokens: the hash 'an-agent users token' prints
 
 'hash' reads the password from the terminal (twice) or, with --stdin, from the
 first line of standard input, so it never appears in the process list.
+'token' makes a bearer token for the A2A face (Authorization: Bearer TOKEN): it prints
+the token once (give it to the user) and the hash to add to the user's 'tokens'.
 'check' loads a users file and lists its users, or says what is wrong and where.
 """
 
@@ -38,6 +41,9 @@ def register(subparsers: Any) -> None:
     hashing.add_argument("--stdin", action="store_true", help="read the password from the first line of stdin")
     hashing.add_argument("--json", action="store_true", help='print {"password": "<hash>"}')
     hashing.set_defaults(handler=run_hash)
+    token = commands.add_parser("token", help="make an A2A bearer token and the hash for the users file")
+    token.add_argument("--json", action="store_true", help='print {"token": ..., "hash": ...}')
+    token.set_defaults(handler=run_token)
     check = commands.add_parser("check", help="validate a users file and list its users")
     check.add_argument("file", type=Path, help="the users file (YAML)")
     check.add_argument("--json", action="store_true", help="print the users (without passwords) as JSON")
@@ -65,6 +71,20 @@ def run_hash(args: argparse.Namespace) -> int:
     return 0
 
 
+def run_token(args: argparse.Namespace) -> int:
+    from an_agent.access.users import new_token
+
+    token, hashed = new_token()
+    if args.json:
+        from an_agent.cli._common import print_json
+
+        print_json({"token": token, "hash": hashed})
+    else:
+        print(f"token (give it to the user; it is not stored): {token}")
+        print(f"add to the user's tokens in the users file:    {hashed}")
+    return 0
+
+
 def run_check(args: argparse.Namespace) -> int:
     from an_agent.access.users import is_hash, load_users
 
@@ -85,6 +105,7 @@ def run_check(args: argparse.Namespace) -> int:
                     "groups": sorted(u.groups),
                     "agents": sorted(u.agents),
                     "keys": len(u.authorized_keys),
+                    "tokens": len(u.tokens),
                 }
                 for u in users
             ]
@@ -93,7 +114,7 @@ def run_check(args: argparse.Namespace) -> int:
         from an_agent.cli._common import print_table
 
         print_table(
-            ["user", "password", "groups", "agents", "keys"],
+            ["user", "password", "groups", "agents", "keys", "tokens"],
             [
                 [
                     u.name,
@@ -101,6 +122,7 @@ def run_check(args: argparse.Namespace) -> int:
                     ",".join(sorted(u.groups)),
                     ",".join(sorted(u.agents)),
                     len(u.authorized_keys),
+                    len(u.tokens),
                 ]
                 for u in users
             ],
