@@ -205,7 +205,8 @@ class Operations:
         if not config_only and scope.wants(self._profile_xml):
             agent = copy.deepcopy(self._profile_xml)
             if self.schemas is not None and scope.templates:
-                agent.append(self.schemas.templates_state())
+                # Personal patches only to their client (the reader or an agent it speaks for) or an admin.
+                agent.append(self.schemas.templates_state(principal.may_read_client))
             top.append(agent)
         top.extend(self.datastore.top_level(scope.wants, scope.task_keys))
         if not config_only:
@@ -420,7 +421,7 @@ class Operations:
         """
         self._exec(principal, "an-agent-schema:get-schema-template")
         client_id = request.client_id or principal.name
-        if client_id != principal.name and not principal.is_admin and client_id not in principal.agent_names:
+        if not principal.may_read_client(client_id):
             raise RpcError.access_denied(
                 f"{principal.name} may not read the template as client {client_id!r}: personal schema patches are "
                 "served only to their client or an administrator",

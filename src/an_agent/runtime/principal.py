@@ -29,6 +29,11 @@ class Principal:
     def is_admin(self) -> bool:
         return ADMIN_GROUP in self.groups
 
+    def may_read_client(self, client_id: str) -> bool:
+        """Whether ``client_id``'s personal schema patches may be served to this principal: its own (its
+        name, or an agent name it is given explicitly) or an administrator's (draft-zhou 6)."""
+        return self.is_admin or client_id == self.name or client_id in self.agent_names
+
     def may_speak_for(self, agent_name: str) -> bool:
         """True when ``agent_name`` may appear as this principal's ``task-sendFrom``."""
         return self.is_admin or not self.agent_names or agent_name in self.agent_names

@@ -240,11 +240,12 @@ class SchemaService:
         served = "en" if not language or not language.lower().startswith("en") else language
         return SchemaTemplate(template.schema_id, served, json.dumps(template.to_dict(), indent=2), tuple(applied))
 
-    def templates_state(self) -> etree._Element:
-        """``schema-templates`` (augmenting /agent): every template with its global patches.
+    def templates_state(self, sees_client: Callable[[str], bool] = lambda client: False) -> etree._Element:
+        """``schema-templates`` (augmenting /agent): every template with its global patches, and the
+        personal patches of the clients ``sees_client`` accepts (the reader's own; all for an admin).
 
-        Built once and kept until the engine reports a change, because every
-        ``<get>`` of the profile includes it.
+        The global part is built once and kept until the engine reports a
+        change, because every ``<get>`` of the profile includes it.
         """
         with self._lock:
             cached = self._state_cache
@@ -252,7 +253,21 @@ class SchemaService:
             cached = self._build_templates_state()
             with self._lock:
                 self._state_cache = cached
-        return copy.deepcopy(cached)
+        state = copy.deepcopy(cached)
+        personal = [
+            p
+            for p in self.engine.patches(include_unpublished=True)
+            if p.get("client_id") is not None
+            and p.get("state") in ("active", "pending")
+            and sees_client(p["client_id"])
+        ]
+        if personal:
+            entries = {e.findtext(_S + "schema-id"): e for e in state.iterchildren(_S + "template")}
+            for patch in personal:
+                entry = entries.get(patch["parent_schema_id"])
+                if entry is not None:
+                    _patch_element(entry, patch)
+        return state
 
     def _build_templates_state(self) -> etree._Element:
         root = etree.Element(_S + "schema-templates", nsmap=default_ns(SCHEMA_NS))
@@ -281,18 +296,7 @@ class SchemaService:
                 )
                 etree.SubElement(item, _S + "state").text = state
             for patch in patches_by_schema.get(base.schema_id, []):
-                item = etree.SubElement(entry, _S + "patch")
-                etree.SubElement(item, _S + "patch-id").text = patch["patch_id"]
-                etree.SubElement(item, _S + "timestamp").text = patch["timestamp"]
-                if patch.get("expiration"):
-                    etree.SubElement(item, _S + "expiration").text = patch["expiration"]
-                experimental = any(k.get("experimental") for k in patch.get("new_keys", []))
-                etree.SubElement(item, _S + "experimental").text = "true" if experimental else "false"
-                for key in patch.get("new_keys", []):
-                    etree.SubElement(item, _S + "new-key").text = key["key_name"]
-                for key in patch.get("modified_keys", []):
-                    etree.SubElement(item, _S + "modified-key").text = key["key_name"]
-                etree.SubElement(item, _S + "state").text = "proposed" if patch["state"] == "pending" else "active"
+                _patch_element(entry, patch)
         return root
 
     def _key_states(self) -> dict[tuple[str, str], str]:
@@ -375,6 +379,24 @@ class SchemaService:
         detail["time"] = to_rfc3339(event.time)
         etree.SubElement(note, _S + "detail").text = json.dumps(detail, sort_keys=True)
         self._publish(note)
+
+
+def _patch_element(entry: etree._Element, patch: dict[str, Any]) -> None:
+    """Append a ``patch`` entry (YANG ``schema-templates/template/patch``) for an engine patch to ``entry``."""
+    item = etree.SubElement(entry, _S + "patch")
+    etree.SubElement(item, _S + "patch-id").text = patch["patch_id"]
+    etree.SubElement(item, _S + "timestamp").text = patch["timestamp"]
+    if patch.get("expiration"):
+        etree.SubElement(item, _S + "expiration").text = patch["expiration"]
+    experimental = any(k.get("experimental") for k in patch.get("new_keys", []))
+    etree.SubElement(item, _S + "experimental").text = "true" if experimental else "false"
+    if patch.get("client_id") is not None:
+        etree.SubElement(item, _S + "client-id").text = patch["client_id"]
+    for key in patch.get("new_keys", []):
+        etree.SubElement(item, _S + "new-key").text = key["key_name"]
+    for key in patch.get("modified_keys", []):
+        etree.SubElement(item, _S + "modified-key").text = key["key_name"]
+    etree.SubElement(item, _S + "state").text = "proposed" if patch["state"] == "pending" else "active"
 
 
 @dataclass
