@@ -39,6 +39,7 @@ from an_agent.a2a.tls import TlsFiles
 from an_agent.access.logins import LoginThrottle
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
+from an_agent.schemas.languages import DEFAULT_LANGUAGE, localize, pick_language
 from an_agent.schemas.mapping import MappingResult
 from an_agent.schemas.template import Template
 
@@ -197,7 +198,7 @@ class LiveCard:
             self.operations.clock.now,
         )
 
-    def card(self, options: CardOptions, language: str = "en") -> dict[str, Any]:
+    def card(self, options: CardOptions, language: str = DEFAULT_LANGUAGE) -> dict[str, Any]:
         """The card for ``options`` and the templates served now, their descriptions in ``language`` (a
         shipped one, `an_agent.schemas.languages`); ~1 ms to build, so built on change, per language."""
         templates = served_templates(self.operations)
@@ -206,7 +207,7 @@ class LiveCard:
             built = self._built.get(language)
             if built is not None and built[0] == version and built[1] == options:
                 return built[2]
-        card = build_card(self.operations.profile, templates, options)
+        card = build_card(self.operations.profile, [localize(t, language) for t in templates], options)
         with self._lock:
             self._built[language] = (version, options, card)
         return card
@@ -288,7 +289,7 @@ class A2AServer:
 
     async def _card(self, request: Request) -> JSONResponse:
         """The public card, its schema descriptions in the language the client prefers (Accept-Language)."""
-        language = "en"
+        language = pick_language(request.headers.get("accept-language"))
         return JSONResponse(self.card(language), headers={"Content-Language": language, "Vary": "Accept-Language"})
 
     def _run(self) -> None:

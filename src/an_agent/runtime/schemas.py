@@ -46,6 +46,7 @@ from an_agent.model import AN_AGENT_SCHEMA_NS, DataParam, Task, TaskResult
 from an_agent.runtime.requests import GetSchemaTemplate, PatchDecided, PatchDecision, SchemaTemplate
 from an_agent.schemas import schema_id_from_media_type
 from an_agent.schemas.embedding import Embedder
+from an_agent.schemas.languages import localize, pick_language
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.validate import ValidatedPayload, parse_envelope
 
@@ -235,10 +236,10 @@ class SchemaService:
             p["patch_id"]
             for p in (self.engine.schema_update_suggestion(client_id, template.schema_id) or {}).get("patches", [])
         ]
-        language = request.preferred_language or ""
-        # Descriptions exist in English only; say so instead of pretending (draft 5: the language served).
-        served = "en" if not language or not language.lower().startswith("en") else language
-        return SchemaTemplate(template.schema_id, served, json.dumps(template.to_dict(), indent=2), tuple(applied))
+        # The language served is said, never pretended (draft 5): a language we do not ship gets English.
+        served = pick_language(request.preferred_language)
+        text = json.dumps(localize(template, served).to_dict(), indent=2, ensure_ascii=False)
+        return SchemaTemplate(template.schema_id, served, text, tuple(applied))
 
     def templates_state(self, sees_client: Callable[[str], bool] = lambda client: False) -> etree._Element:
         """``schema-templates`` (augmenting /agent): every template with its global patches, and the
