@@ -29,13 +29,15 @@ import paramiko
 from an_agent.access.nacm import DEFAULT_NACM, load_nacm
 from an_agent.access.users import UserDb, load_users
 from an_agent.clock import Clock, SystemClock
-from an_agent.errors import ConfigError
+from an_agent.errors import AnAgentError, ConfigError
 from an_agent.model import AgentProfile
+from an_agent.nc.directory_client import DirectoryLogin
 from an_agent.nc.face import NetconfFace
 from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_host_key
 from an_agent.nc.sshd import SshdTransport, service_account
 from an_agent.runtime.authorization import NacmAuthorizer
 from an_agent.runtime.behaviour import Behaviour
+from an_agent.runtime.directory import Directory, entry_of_profile
 from an_agent.runtime.large_data import DataPolicy
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import ADMIN_GROUP, Principal
@@ -119,6 +121,10 @@ class ServerConfig:
     a2a_cert: Path | None = None
     """The A2A face's certificate (PEM, with `a2a_key`) instead of the generated one."""
     a2a_key: Path | None = None
+    directory: bool = False
+    """Play the directory role: serve ``an-agent-directory`` (registrations kept in the state directory)."""
+    register_with: DirectoryLogin | None = None
+    """Register this agent's profile with that directory on start, deregister it on stop."""
     sshd_port: int | None = None
     """Also serve NETCONF through a private OpenSSH sshd on this port (0: a free one; key login only); None: off."""
     """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
@@ -187,6 +193,8 @@ class AgentServer:
             data_policy=DataPolicy(allow=tuple(config.data_url_allow)),
         )
         self.operations.bus.set_retention(config.notification_retention)
+        if config.directory:
+            self.operations.attach_directory(Directory(config.state_dir, config.clock.now))
         if config.schemas != "off":
             from an_agent.runtime.schemas import SchemaService
 
@@ -293,6 +301,7 @@ class AgentServer:
             )
             self.a2a.start()
         self._started = True
+        self._register()
         log.info("agent %s listening on %s:%d", self.profile.name, self.host, self.port)
         return self
 
@@ -302,6 +311,7 @@ class AgentServer:
             self.store.close()
             return
         self._started = False
+        self._deregister()
         if self.a2a is not None:
             self.a2a.stop()
         if self.sshd is not None:
@@ -309,6 +319,32 @@ class AgentServer:
         self._listener.stop()
         self.operations.close()
         self.store.close()
+
+    def _register(self) -> None:
+        """Register with `ServerConfig.register_with` (a failure is logged: the agent serves anyway)."""
+        login = self.config.register_with
+        if login is None:
+            return
+        entry = entry_of_profile(self.profile, self.host, self.port, self.a2a.url if self.a2a is not None else None)
+        try:
+            with login.connect() as directory:
+                directory.register(entry)
+        except AnAgentError as exc:
+            log.warning(
+                "agent %s could not register with the directory %s:%d: %s", entry.name, login.host, login.port, exc
+            )
+        else:
+            log.info("agent %s registered with the directory %s:%d", entry.name, login.host, login.port)
+
+    def _deregister(self) -> None:
+        login = self.config.register_with
+        if login is None:
+            return
+        try:
+            with login.connect() as directory:
+                directory.deregister(self.profile.name)
+        except AnAgentError as exc:
+            log.warning("agent %s could not deregister from %s:%d: %s", self.profile.name, login.host, login.port, exc)
 
     def session_count(self) -> int:
         return self._listener.session_count()

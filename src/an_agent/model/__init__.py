@@ -20,6 +20,7 @@ from an_agent.model.negotiation import NegotiationRequest, NegotiationResult
 from an_agent.model.notification import ConditionNotification
 from an_agent.model.ns import (
     AGENT_MESSAGE_NS,
+    AN_AGENT_DIRECTORY_NS,
     AN_AGENT_SCHEMA_NS,
     IRTF_AGENT_NS,
     NETCONF_BASE_NS,
@@ -33,6 +34,7 @@ from an_agent.model.task import Task, TaskResult, TaskSubscription, tasks_elemen
 
 __all__ = [
     "AGENT_MESSAGE_NS",
+    "AN_AGENT_DIRECTORY_NS",
     "AN_AGENT_SCHEMA_NS",
     "IRTF_AGENT_NS",
     "NETCONF_BASE_NS",

@@ -22,3 +22,6 @@ NETMOD_NOTIFICATION_NS = "urn:ietf:params:xml:ns:netmod:notification"
 
 AN_AGENT_SCHEMA_NS = "urn:an-agent:params:xml:ns:yang:an-agent-schema"
 """Namespace of module ``an-agent-schema`` (scenario schema templates, patch decisions, ``schema-update``)."""
+
+AN_AGENT_DIRECTORY_NS = "urn:an-agent:params:xml:ns:yang:an-agent-directory"
+"""Namespace of module ``an-agent-directory`` (registration and discovery of agent profiles)."""

@@ -156,6 +156,13 @@ class AgentClient:
         commu_type.set(f"{{{NETCONF_BASE_NS}}}operation", "merge")
         self.netconf.edit_config(change, default_operation="none")
 
+    def provide_input(self, task_id: str, data_params: Iterable[DataParam] = (), content: str | None = None) -> None:
+        """Answer the task's ``input-required``: add ``data_params`` to its ``msg-data`` and/or set a new
+        ``content``, in one edit (the agent refuses it, operation-failed, when the task asks for no input)."""
+        params = list(data_params)
+        edit = tasks_element([Task(task_id, content=content, msg_data=[p.id for p in params])])
+        self.netconf.edit_config([*(p.to_xml(operation="merge") for p in params), edit])
+
     def put_data_param(self, param: DataParam) -> None:
         """Create or update a ``data-params`` entry (merge)."""
         self.netconf.edit_config(param.to_xml(operation="merge"))

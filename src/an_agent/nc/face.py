@@ -23,6 +23,7 @@ from an_agent.access.nacm import NACM_NS
 from an_agent.clock import from_rfc3339
 from an_agent.errors import RpcError
 from an_agent.model import (
+    AN_AGENT_DIRECTORY_NS,
     AN_AGENT_SCHEMA_NS,
     IRTF_AGENT_NS,
     NETCONF_BASE_NS,
@@ -31,9 +32,11 @@ from an_agent.model import (
     NETMOD_NOTIFICATION_NS,
     NegotiationRequest,
 )
+from an_agent.model.directory import AgentQuery, DirectoryEntry, entries_to
 from an_agent.nc import state as nc_state
 from an_agent.nc.reply_cache import ReplyCache, request_key
 from an_agent.nc.server import Reply, Session
+from an_agent.runtime.directory import DirectoryOperations
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
@@ -120,6 +123,8 @@ class NetconfFace:
             return self._get_schema_template(principal, operation)
         if q.namespace == AN_AGENT_SCHEMA_NS and q.localname in _SCHEMA_DECISIONS:
             return self._decide(principal, operation)
+        if q.namespace == AN_AGENT_DIRECTORY_NS and self.operations.directory is not None:
+            return self._directory(principal, operation, self.operations.directory)
         known = {m.namespace for m in self.operations.modules()}
         if q.namespace in known:
             raise RpcError.operation_not_supported(f"RPC {q.localname} of module {q.namespace} is not implemented")
@@ -243,6 +248,23 @@ class NetconfFace:
         )
         subscription = self.operations.subscribe(principal, session.session_id, request, session)
         return Reply(after_send=subscription.start)
+
+    # -- an-agent-directory -----------------------------------------------------
+    def _directory(self, principal: Principal, operation: etree._Element, directory: DirectoryOperations) -> Reply:
+        """register-agent, deregister-agent, find-agents of a directory agent (input checked by libyang)."""
+        self._validate_rpc(operation)
+        name = etree.QName(operation).localname
+        if name == "register-agent":
+            directory.register(principal, DirectoryEntry.from_xml(operation))
+            return Reply()
+        if name == "deregister-agent":
+            directory.deregister(principal, (operation.findtext(f"{{{AN_AGENT_DIRECTORY_NS}}}name") or "").strip())
+            return Reply()
+        if name == "find-agents":
+            holder = etree.Element(f"{{{AN_AGENT_DIRECTORY_NS}}}output", nsmap=default_ns(AN_AGENT_DIRECTORY_NS))
+            entries_to(holder, "agent", directory.find(principal, AgentQuery.from_xml(operation)))
+            return Reply(list(holder))
+        raise RpcError.operation_not_supported(f"RPC {name} of module an-agent-directory is not implemented")
 
     # -- an-agent-schema --------------------------------------------------------
     def _get_schema_template(self, principal: Principal, operation: etree._Element) -> Reply:

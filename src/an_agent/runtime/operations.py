@@ -28,6 +28,7 @@ from an_agent.access.nacm import NACM_NS, NACM_PATH
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
 from an_agent.model import (
+    AN_AGENT_DIRECTORY_NS,
     IRTF_AGENT_NS,
     AgentProfile,
     CommuType,
@@ -44,6 +45,7 @@ from an_agent.runtime.admission import DATA_PARAMS_TAG, TASK_ID_TAG, TASK_TAG, T
 from an_agent.runtime.behaviour import AgentInfo, Behaviour
 from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore
+from an_agent.runtime.directory import Directory, DirectoryOperations
 from an_agent.runtime.edit import NC_OPERATION, YangSchema, elements
 from an_agent.runtime.large_data import DataPolicy, DataResolver
 from an_agent.runtime.notifications import EventSink, NotificationBus, Subscription
@@ -104,6 +106,8 @@ class Operations:
         self.tasks.ended_hook = self.context.answered
         self.sessions = SessionTable()
         self.schemas: SchemaService | None = None
+        self.directory: DirectoryOperations | None = None
+        """The directory role's registry (`attach_directory`), None for other agents."""
         self._profile_xml = profile.to_xml()
         created = store.get_meta("log-created")
         if created is None:
@@ -118,6 +122,10 @@ class Operations:
         self.schemas = service
         self.admission.schemas = service
         self.tasks.result_hook = self._finished_result
+
+    def attach_directory(self, directory: Directory) -> None:
+        """Play the directory role: serve ``an-agent-directory`` (register, deregister, find, state)."""
+        self.directory = DirectoryOperations(directory, self._exec)
 
     def _finished_result(self, task_id: str, result: TaskResult) -> TaskResult:
         """A finished task's result: labelled with its skill's response schema, then decorated with suggestions."""
@@ -209,6 +217,8 @@ class Operations:
                 agent.append(self.schemas.templates_state(principal.may_read_client))
             top.append(agent)
         top.extend(self.datastore.top_level(scope.wants, scope.task_keys))
+        if not config_only and self.directory is not None and scope.wants_name(AN_AGENT_DIRECTORY_NS, "directory"):
+            top.append(self.directory.registry.state())
         if not config_only:
             for element in top:
                 if element.tag == TASKS_TAG:
@@ -217,18 +227,19 @@ class Operations:
         top.extend(e for e in extra if scope.wants(e))
         return self.authorizer.read_view(principal, top)
 
-    def data_version(self) -> tuple[int, int, int]:
+    def data_version(self) -> tuple[int, int, int, int]:
         """A value that changes whenever what `read` returns may change (for a face's reply memo).
 
         Covers config commits (the datastore), task state (status and result,
         ``config false``, which change without a commit) and the schema
-        templates. Each part is bumped after its change is visible, so a
+        templates, and the directory's registrations. Each part is bumped after its change is visible, so a
         reply built after reading version v holds data at least as new as v.
         The profile and the face's own extra trees do not change while the
         agent runs.
         """
         schemas = self.schemas.version if self.schemas is not None else -1
-        return (self.datastore.version, self.tasks.version, schemas)
+        directory = self.directory.registry.version if self.directory is not None else -1
+        return (self.datastore.version, self.tasks.version, schemas, directory)
 
     def keys_of(self, element: etree._Element) -> tuple[str, ...]:
         """List key names when ``element`` is a list entry of the data tree, else () (for filters)."""

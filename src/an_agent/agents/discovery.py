@@ -1,0 +1,179 @@
+"""Finding peers through a directory (draft-wang 4.1/5.1, draft-zhou 3.2 step 2) instead of wiring them by name.
+
+`Discovery` asks a directory agent (`an_agent.nc.directory_client`) for the agents that fit a query
+(skill, domain, schema, provider). ``allowed`` is the caller's policy of whom it may talk to (a lab's
+``talks_to``): the directory finds, the policy filters; it never adds a peer. When no agent fits,
+`choose` raises `NoPeerFits` whose message says what was asked, where, and what the policy allowed,
+so the caller's task fails with that reason ("SHOULD report the failure", draft-zhou 3.2 step 2).
+
+`BrokerBehaviour` is an agent that does nothing itself: each task goes to a peer it finds in the
+directory, by the schema of the task's structured payload (an agent that accepts it) or else by the
+broker's skill. The peer's ``input-required`` is relayed to the broker's assigner (the broker's own task
+asks for the same items), and the answer relayed back, so an input round trip works across the two hops;
+the peer's result or failure ends the broker's task.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+from dataclasses import replace
+
+from an_agent.errors import AnAgentError
+from an_agent.model import (
+    DataParam,
+    NegotiationRequest,
+    NegotiationResult,
+    NegotiationType,
+    Task,
+    TaskResult,
+    TaskStatus,
+)
+from an_agent.model.directory import AgentQuery, DirectoryEntry
+from an_agent.nc.agent_client import AgentClient
+from an_agent.nc.directory_client import DirectoryLogin
+from an_agent.runtime.behaviour import Behaviour, TaskRun
+from an_agent.schemas.validate import schema_id_from_media_type
+
+
+class NoPeerFits(AnAgentError):
+    """No registered agent fits the query (and the policy); the message says what and where."""
+
+
+class Discovery:
+    """Peers found in the directory at ``login``, filtered by the ``allowed`` names (None: no policy)."""
+
+    def __init__(self, login: DirectoryLogin, allowed: Collection[str] | None = None) -> None:
+        self.login = login
+        self.allowed = None if allowed is None else frozenset(allowed)
+
+    def find(self, query: AgentQuery) -> list[DirectoryEntry]:
+        """The agents that fit ``query`` and the policy, by name."""
+        with self.login.connect() as directory:
+            found = directory.find(query)
+        return [e for e in found if self.allowed is None or e.name in self.allowed]
+
+    def choose(self, query: AgentQuery, exclude: str = "") -> DirectoryEntry:
+        """The first fitting agent other than ``exclude`` (the caller itself); `NoPeerFits` when none."""
+        fitting = [e for e in self.find(query) if e.name != exclude and e.port is not None]
+        if not fitting:
+            policy = (
+                ""
+                if self.allowed is None
+                else f" among the agents it may talk to ({', '.join(sorted(self.allowed)) or 'none'})"
+            )
+            raise NoPeerFits(
+                f"no agent registered in the directory at {self.login.host}:{self.login.port} fits "
+                f"{query.describe()}{policy}"
+            )
+        return fitting[0]
+
+
+class BrokerBehaviour(Behaviour):
+    """Delegates every task to a peer found through the directory (module docstring).
+
+    ``login`` is the broker's user on its peers (user, password); ``skill`` what to look for when a
+    task carries no structured payload; ``input_seconds`` how long the relayed question waits.
+    """
+
+    def __init__(
+        self,
+        discovery: Discovery,
+        login: tuple[str, str],
+        skill: str | None = None,
+        input_seconds: float = 300.0,
+        timeout: float = 30.0,
+    ) -> None:
+        self.discovery = discovery
+        self.login = login
+        self.skill = skill
+        self.input_seconds = input_seconds
+        self.timeout = timeout
+
+    def execute(self, task: Task, run: TaskRun) -> None:
+        run.set_status(TaskStatus.PROCESSING)
+        params = self.agent.data_params(task.msg_data)
+        schema = next((s for p in params if p.format and (s := schema_id_from_media_type(p.format))), None)
+        query = AgentQuery(schema=schema) if schema else AgentQuery(skill=self.skill)
+        try:
+            peer = self.discovery.choose(query, exclude=self.agent.profile.name)
+        except AnAgentError as exc:  # NoPeerFits, or the directory cannot be reached
+            run.fail(str(exc))
+            return
+        run.block(f"delegated to {peer.name}, found in the directory by {query.describe()}")
+        try:
+            self._delegate(task, run, peer, params)
+        except AnAgentError as exc:
+            run.fail(f"the delegation to {peer.name} failed: {exc}")
+
+    def _connect(self, peer: DirectoryEntry) -> AgentClient:
+        assert peer.port is not None
+        user, password = self.login
+        return AgentClient.connect(
+            peer.address or "127.0.0.1", peer.port, username=user, password=password, timeout=self.timeout
+        )
+
+    def _delegate(self, task: Task, run: TaskRun, peer: DirectoryEntry, params: list[DataParam]) -> None:
+        sub_id = f"{task.task_id}.{peer.name}"
+        forwarded = [_renamed(p, f"{sub_id}.{p.id}") for p in params]
+        with self._connect(peer) as watcher, self._connect(peer) as client:
+            events = watcher.watch(sub_id, timeout=None)  # subscribed before the task exists: nothing missed
+            client.assign_task(
+                Task(
+                    sub_id, send_to=peer.name, task_async=True, content=task.content, msg_data=[p.id for p in forwarded]
+                ),
+                forwarded,
+            )
+            for event in events:
+                if run.cancelled:
+                    client.cancel_task(sub_id)
+                    return
+                if event.status == TaskStatus.INPUT_REQUIRED:
+                    if not self._relay_input(
+                        run, client, peer, sub_id, event.reason, [i.required for i in event.input_required]
+                    ):
+                        client.cancel_task(sub_id)
+                        return
+                elif event.status == TaskStatus.FINISHED:
+                    result = client.get_task(sub_id).result or TaskResult()
+                    summary = f"{peer.name}: {result.summary or 'finished'}"
+                    run.finish(TaskResult(summary=summary, format=result.format, data=result.data))
+                    return
+                elif event.status.terminal:
+                    run.fail(
+                        f"{peer.name} ended the delegated task {event.status.value}: {event.reason or 'no reason'}"
+                    )
+                    return
+
+    def _relay_input(
+        self, run: TaskRun, client: AgentClient, peer: DirectoryEntry, sub_id: str, reason: str | None, asked: list[str]
+    ) -> bool:
+        """Ask the assigner what ``peer`` asks, pass its answer on; False when none came."""
+        before = run.task.content
+        provided = run.request_input(asked, f"{peer.name} asks: {reason or 'input required'}", self.input_seconds)
+        if provided is None:
+            if not run.cancelled:
+                run.fail(f"{peer.name} asked for input and none came within {self.input_seconds:g} s")
+            return False
+        content = provided.task.content if provided.task.content != before else None
+        client.provide_input(sub_id, [_renamed(p, f"{sub_id}.{p.id}") for p in provided.data_params], content)
+        run.block(f"input passed on to {peer.name}")
+        return True
+
+    def negotiate(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
+        """FEASIBILITY: feasible when some agent in the directory fits the broker's skill; else why not."""
+        if request.type != NegotiationType.FEASIBILITY:
+            return NegotiationResult(
+                type=request.type, fulfilled=task is not None and task.status == TaskStatus.FINISHED
+            )
+        try:
+            peer = self.discovery.choose(AgentQuery(skill=self.skill), exclude=self.agent.profile.name)
+        except AnAgentError as exc:
+            return NegotiationResult(type=request.type, feasible=False, reason=str(exc))
+        return NegotiationResult(
+            type=request.type, feasible=True, reason=f"{peer.name} (found in the directory) can do it"
+        )
+
+
+def _renamed(param: DataParam, new_id: str) -> DataParam:
+    """``param`` under ``new_id`` (ids are the assigner's; on the peer they must not collide)."""
+    return replace(param, id=new_id)
