@@ -168,12 +168,17 @@ class AgentServer:
         self.users = config.load_user_db()
         self.credentials, self.notice = config.resolve_credentials(self.users)
         self.profile = config.profile or example_profile()
-        if config.behaviour is None:
+        directory = Directory(config.state_dir, config.clock.now) if config.directory else None
+        if config.behaviour is not None:
+            behaviour: Behaviour = config.behaviour
+        elif directory is not None:
+            from an_agent.agents.directory import DirectoryBehaviour  # the directory answers queries as tasks too
+
+            behaviour = DirectoryBehaviour(directory)
+        else:
             from an_agent.agents.default import DefaultBehaviour
 
-            behaviour: Behaviour = DefaultBehaviour()
-        else:
-            behaviour = config.behaviour
+            behaviour = DefaultBehaviour()
         if config.templates and config.schemas == "off":
             raise ConfigError("templates were given but --schemas off serves none")
         # Read before any state is opened: a bad operator template stops the start, listing every problem.
@@ -193,8 +198,8 @@ class AgentServer:
             data_policy=DataPolicy(allow=tuple(config.data_url_allow)),
         )
         self.operations.bus.set_retention(config.notification_retention)
-        if config.directory:
-            self.operations.attach_directory(Directory(config.state_dir, config.clock.now))
+        if directory is not None:
+            self.operations.attach_directory(directory)
         if config.schemas != "off":
             from an_agent.runtime.schemas import SchemaService
 

@@ -18,6 +18,7 @@ def test_list_and_show(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["schema", "list", "--json"]) == 0
     listed = json.loads(capsys.readouterr().out)
     assert [t["schema_id"] for t in listed] == [
+        "agent_query_v1",
         "complaint_ticket_v1",
         "coverage_compensation_v1",
         "energy_saving_adjust_v1",

@@ -15,6 +15,7 @@ from an_agent.schemas.template import Template
 from an_agent.schemas.values import check_value, parse_constraints
 
 SHIPPED = {
+    "agent_query_v1",
     "fault_diagnosis_v1",
     "coverage_compensation_v1",
     "energy_saving_adjust_v1",

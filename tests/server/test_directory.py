@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from an_agent.a2a.client import A2AAgentClient
 from an_agent.agents.default import DefaultBehaviour
 from an_agent.agents.discovery import BrokerBehaviour, Discovery
 from an_agent.cli import main
@@ -45,7 +46,7 @@ def _config(state: Path, **more: object) -> ServerConfig:
 
 @pytest.fixture
 def directory(tmp_path: Path) -> Iterator[AgentServer]:
-    with AgentServer(_config(tmp_path / "directory", directory=True)) as running:
+    with AgentServer(_config(tmp_path / "directory", directory=True, a2a_port=0, a2a_tls=True)) as running:
         yield running
 
 
@@ -207,3 +208,24 @@ def test_the_callers_task_fails_with_the_reason_when_no_agent_fits(broker: Agent
     assert failed.status == TaskStatus.FAILED
     reason = failed.result.reason if failed.result else ""
     assert "no agent registered in the directory" in (reason or "") and "fault_diagnosis_v1" in (reason or ""), reason
+
+
+def test_the_directory_answers_queries_as_tasks_over_a2a_and_netconf(
+    directory: AgentServer, worker: AgentServer
+) -> None:
+    assert directory.a2a is not None
+    with A2AAgentClient.connect(
+        directory.a2a.url, "admin", "admin", timeout=30, trust=directory.a2a.certificate
+    ) as client:
+        task = client.send_and_wait(scenario="agent_query", payload={"schema": "energy_saving_adjust"})
+        assert task.status == TaskStatus.FINISHED and task.result is not None
+        (agent,) = json.loads(task.result.data or "{}")["agents"]
+        assert agent["name"] == "energy-worker" and agent["port"] == worker.port
+        none = client.send_and_wait(scenario="agent_query", payload={"skill": "teleport"})
+        assert json.loads(none.result.data or "{}")["agents"] == []  # type: ignore[union-attr]
+    with AgentClient.connect("127.0.0.1", directory.port, username="admin", password="admin") as nc:
+        nc.assign_task(
+            Task("q1", task_async=True, content="## target object\nsaving\n## task description\nfind agents")
+        )
+    done = _wait_end(directory, "q1")
+    assert [a["name"] for a in json.loads(done.result.data or "{}")["agents"]] == ["energy-worker"]  # type: ignore[union-attr]

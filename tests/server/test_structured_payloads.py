@@ -107,6 +107,7 @@ def test_get_schema_template_and_templates_as_state(schema_server: AgentServer) 
         )
         ids = [e.text for e in state.iter(f"{{{SCHEMA}}}schema-id")]
         assert sorted(ids) == [
+            "agent_query_v1",
             "complaint_ticket_v1",
             "coverage_compensation_v1",
             "energy_saving_adjust_v1",
