@@ -16,6 +16,7 @@ from an_agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from an_agent.agents.environment import SchemaMode
+    from an_agent.runtime.behaviour import Behaviour
 
 _DESCRIPTION = """\
 Serve one autonomous-network agent over NETCONF (SSH, base 1.0 and 1.1).
@@ -146,6 +147,31 @@ def register(subparsers: Any) -> None:
         "--a2a-cert/--a2a-key, else a self-signed certificate made on first start in the state directory "
         "(a2a-cert.pem, mode 0600; clients trust that file, e.g. 'task --a2a-trust')",
     )
+    discovery = parser.add_argument_group("discovery (module an-agent-directory)")
+    discovery.add_argument(
+        "--directory-role",
+        action="store_true",
+        help="play the directory role: serve the registry of agent profiles (register/deregister/find-agents "
+        "RPCs, /directory state) and answer agent_query_v1 tasks on both faces",
+    )
+    discovery.add_argument(
+        "--register-with",
+        metavar="HOST:PORT",
+        help="register this agent with the directory agent at HOST:PORT on start, deregister on stop",
+    )
+    discovery.add_argument(
+        "--register-login",
+        metavar="USER:PASSWORD",
+        default=os.environ.get("AN_AGENT_DIRECTORY_LOGIN", "admin:admin"),
+        help="the login on the directory (a user who may speak for this agent's name; default admin:admin "
+        "or $AN_AGENT_DIRECTORY_LOGIN); a broker also uses it on the peers it finds",
+    )
+    discovery.add_argument(
+        "--broker",
+        metavar="SKILL",
+        help="serve a broker: each task goes to a peer found in the --register-with directory (by the task's "
+        "payload schema, else by SKILL); no agent fits -> the task fails saying so",
+    )
     parser.add_argument("--a2a-cert", type=Path, metavar="PEM", help="the A2A face's certificate (with --a2a-key)")
     parser.add_argument("--a2a-key", type=Path, metavar="PEM", help="the private key of --a2a-cert")
     parser.add_argument(
@@ -223,7 +249,7 @@ def run(args: argparse.Namespace) -> int:
         stream=sys.stderr,
     )
     profile = None
-    behaviour = None
+    behaviour: Behaviour | None = None
     schemas: SchemaMode = args.schemas or "evolve"
     a2a_port, templates = args.a2a_port, list(args.templates)
     if args.profile is not None:
@@ -244,6 +270,24 @@ def run(args: argparse.Namespace) -> int:
     elif args.agent:
         raise ConfigError("--agent is only meaningful with --topology FILE")
 
+    register_with = None
+    if args.register_with:
+        from an_agent.cli.agents import parse_address
+        from an_agent.nc.directory_client import DirectoryLogin
+
+        host, port = parse_address(args.register_with)
+        user, sep, password = args.register_login.partition(":")
+        if not sep or not user:
+            raise ConfigError("--register-login expects USER:PASSWORD")
+        register_with = DirectoryLogin(host, port, user, password)
+    if args.broker:
+        if register_with is None or behaviour is not None:
+            raise ConfigError("--broker needs --register-with HOST:PORT (its directory) and no --topology")
+        from an_agent.agents.discovery import BrokerBehaviour, Discovery
+
+        behaviour = BrokerBehaviour(
+            Discovery(register_with), (register_with.username, register_with.password or ""), skill=args.broker
+        )
     config = ServerConfig(
         state_dir=args.state_dir,
         host=args.host,
@@ -269,6 +313,8 @@ def run(args: argparse.Namespace) -> int:
         a2a_cert=args.a2a_cert,
         a2a_key=args.a2a_key,
         sshd_port=args.sshd_port,
+        directory=args.directory_role,
+        register_with=register_with,
     )
     server = AgentServer(config)
     if server.notice:
