@@ -13,11 +13,8 @@ for readability; renewing it is the operator's.
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import ipaddress
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +23,7 @@ from cryptography.hazmat.primitives import hashes, serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
+from an_agent._files import write_private
 from an_agent.errors import ConfigError
 
 CERT_FILE = "a2a-cert.pem"
@@ -86,11 +84,11 @@ def load_or_create_certificate(state_dir: Path, host: str) -> TlsFiles:
         .sign(key, hashes.SHA256())
     )
     state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
-    _write_private(
+    write_private(
         files.key,
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),
     )
-    _write_private(files.cert, cert.public_bytes(serialization.Encoding.PEM))
+    write_private(files.cert, cert.public_bytes(serialization.Encoding.PEM))
     return files
 
 
@@ -117,16 +115,3 @@ def _general_name(name: str) -> x509.GeneralName:
         return x509.IPAddress(ipaddress.ip_address(name))
     except ValueError:
         return x509.DNSName(name)
-
-
-def _write_private(path: Path, data: bytes) -> None:
-    """Write ``data`` to ``path`` with mode 0600 (a fresh O_EXCL temporary file renamed into place)."""
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise

@@ -9,10 +9,7 @@ then an entry may only be written by a principal that may speak for that agent n
 
 from __future__ import annotations
 
-import contextlib
 import json
-import os
-import tempfile
 import threading
 from collections.abc import Callable
 from dataclasses import asdict, replace
@@ -20,6 +17,7 @@ from pathlib import Path
 
 from lxml import etree
 
+from an_agent._files import write_private
 from an_agent._lxml import default_ns
 from an_agent.errors import ConfigError, RpcError
 from an_agent.model import AN_AGENT_DIRECTORY_NS, AgentProfile
@@ -98,16 +96,7 @@ class Directory:
         return root
 
     def _save(self) -> None:
-        data = json.dumps([asdict(e) for e in self._entries.values()], indent=1)
-        fd, tmp = tempfile.mkstemp(prefix=f".{FILE}.", dir=self._path.parent)  # mode 0600
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as fh:
-                fh.write(data)
-            os.replace(tmp, self._path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_private(self._path, json.dumps([asdict(e) for e in self._entries.values()], indent=1).encode("utf-8"))
 
 
 class DirectoryOperations:
