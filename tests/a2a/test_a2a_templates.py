@@ -12,6 +12,7 @@ import httpx
 import pytest
 from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import Message, Part, Role, SendMessageRequest, TaskState
+from a2asupport import verify
 from google.protobuf.struct_pb2 import Struct
 
 from an_agent.errors import ConfigError
@@ -36,7 +37,7 @@ def test_operator_template_served_over_both_faces(tmp_path: Path) -> None:
     templates.mkdir()
     (templates / "probe_v1.json").write_text(json.dumps(PROBE))
     config = ServerConfig(
-        state_dir=tmp_path / "state", port=0, a2a_port=0, templates=[templates], embedder=FakeEmbedder()
+        state_dir=tmp_path / "state", port=0, a2a_port=0, a2a_tls=True, templates=[templates], embedder=FakeEmbedder()
     )
     with AgentServer(config) as server:
         assert server.a2a is not None
@@ -45,7 +46,7 @@ def test_operator_template_served_over_both_faces(tmp_path: Path) -> None:
             assert "probe_v1" in [t["schema_id"] for t in nc.schemas.live_templates()]
 
         async def over_a2a() -> tuple[dict[str, object], str]:
-            async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30) as http:
+            async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30, verify=verify(server)) as http:
                 base = server.a2a.url  # type: ignore[union-attr]
                 raw = (await http.get(base + "/.well-known/agent-card.json")).json()
                 card = await A2ACardResolver(http, base).get_agent_card()

@@ -26,6 +26,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
         state_dir=tmp_path_factory.mktemp("textmap") / "state",
         port=0,
         a2a_port=0,
+        a2a_tls=True,
         users={"admin": "admin"},
         profile=AgentProfile.from_dict(document),
         schemas="validate",  # the shared MiniLM model, no learning in the background
@@ -43,7 +44,7 @@ def _params(server: AgentServer) -> dict[str, DataParam]:
 
 def test_text_that_maps_completely_becomes_a_structured_task(server: AgentServer) -> None:
     assert server.a2a is not None
-    with A2AAgentClient.connect(server.a2a.url, "admin", "admin", timeout=120) as client:
+    with A2AAgentClient.connect(server.a2a.url, "admin", "admin", timeout=120, trust=server.a2a.certificate) as client:
         task = client.send_and_wait(
             text="Reduce power on CELL-0401 and CELL-0402 for 30 minutes because traffic is low at night"
         )
