@@ -11,7 +11,7 @@ import pytest
 from an_agent.agents.default import DefaultBehaviour
 from an_agent.cli import main
 from an_agent.clock import ManualClock, from_rfc3339
-from an_agent.model import AgentProfile, TaskStatus
+from an_agent.model import AgentProfile, Task, TaskStatus
 from an_agent.nc.agent_client import AgentClient
 from an_agent.server import AgentServer, ServerConfig
 from fake_embedder import FakeEmbedder
@@ -85,3 +85,17 @@ def test_bad_payload_text_and_cancel(capsys, server: AgentServer) -> None:  # ty
     assert [t["task-id"] for t in json.loads(out)] == [task_id]
     assert main(["task", "assign", "--text", "x", "--port", "1"]) == 2
     assert "--a2a" in capsys.readouterr().err
+
+
+def test_input_for_answers_a_task_waiting_for_input(capsys, server: AgentServer) -> None:  # type: ignore[no-untyped-def]
+    with AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin") as nc:
+        # No target object: the default behaviour asks its assigner for one (input-required).
+        nc.assign_task(Task("needs-target", task_async=True, content="## task description\nsave energy tonight"))
+        for event in nc.watch("needs-target", start_time=0, timeout=60, until_terminal=False):
+            if event.status == TaskStatus.INPUT_REQUIRED:
+                break
+    code, out, err = cli(capsys, server, "task", "assign", "--input-for", "needs-target", "--text", "CELL-0401",
+                         "--wait", "--json")  # fmt: skip
+    assert code == 0, err
+    task = json.loads(out)
+    assert task["task-status"] == "finished" and json.loads(task["result"]["data"])["target_object"] == "CELL-0401"

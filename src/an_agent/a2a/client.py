@@ -14,7 +14,8 @@ SDK's asyncio client runs on an event loop in a thread of its own, and every cal
   message, or both, and streams the task (`stream`) or waits for it (`send_and_wait`); `resubscribe`
   follows a task again (the agent replays its status changes from its log), `get_task`,
   `list_tasks`, `cancel` do what they say; `provide_input` sends a follow-up message to a task (the
-  input a task in ``input-required`` asks for; an agent may refuse follow-ups);
+  input a task in ``input-required`` asks for; an agent of ours takes it as the NETCONF edit answering
+  the task, other agents may refuse follow-ups), and a task's ``input_required`` says what it waits for;
 - a finished task's ``schema_update_suggestion`` (`schema_update_suggestions`) means the agent's
   templates changed: the card is fetched again before the next negotiation.
 

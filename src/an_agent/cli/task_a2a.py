@@ -13,7 +13,9 @@ watch --a2a URL TASK               SubscribeToTask: the task now, then every cha
                                    watcher that reconnects misses nothing)
 =================================  ==============================================================
 
-``--user``/``--password`` are the agent's users (HTTP Basic); ``--timeout`` bounds each call.
+``--user``/``--password`` are the agent's users (HTTP Basic) or ``--token`` a bearer token; an ``https`` URL is
+verified against ``--a2a-trust PEM`` (e.g. the agent's ``a2a-cert.pem``) or the system's CAs; ``--timeout``
+bounds each call.
 """
 
 from __future__ import annotations
