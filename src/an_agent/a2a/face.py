@@ -147,7 +147,7 @@ class OperationsRequestHandler(RequestHandler):
 
     def _principal(self, context: ServerCallContext) -> Principal:
         if not context.user.is_authenticated:
-            raise InvalidRequestError(message="authentication required (HTTP Basic, the agent's users)")
+            raise InvalidRequestError(message="authentication required (HTTP Basic or Bearer, the agent's users)")
         return self._principal_of(context.user.user_name)
 
     # -- messages ---------------------------------------------------------------------------------
