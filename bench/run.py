@@ -518,21 +518,18 @@ class Bench:
         rate = float(e2e["fragments_per_s"])
         self.rows.append(
             Row(
-                "6. evolution ingest incl. embedding",
+                "6. evolution ingest incl. embedding and synthesis",
                 "frag/s",
                 rate,
                 None,
                 ">= 300 frag/s",
                 at_least(rate, 300.0),
-                f"{e2e['fragments']} fragments in batches of {e2e['batch']}: embedding "
-                f"{e2e['embedding_per_fragment_ms']} ms + pool {e2e['pool_per_fragment_ms']} ms per fragment"
-                + (
-                    f"; synthesis off the ingest path: {e2e['patches_synthesised']} patches synthesised, "
-                    f"{e2e['fragments_per_s_including_synthesis']} frag/s including it"
-                    if "fragments_per_s_including_synthesis" in e2e
-                    else ""
-                )
-                + "; bench/evolution_ingest.py",
+                f"{e2e['fragments']} payloads through accept_payloads in batches of {e2e['batch']} (the agent's "
+                f"learner), per fragment: embedding {e2e['embedding_per_fragment_ms']} ms + validation and pool "
+                f"{e2e['rest_per_fragment_ms']} ms + synthesis {e2e['synthesis_per_fragment_ms']} ms "
+                f"({e2e['patches_synthesised']} patches); {e2e['fragments_per_s_without_synthesis']} frag/s "
+                f"without synthesis; torch threads {e2e['torch_threads']}; load average "
+                f"{e2e['load_average'][0]} -> {e2e['load_average'][1]}; bench/evolution_ingest.py",
                 runs=1,
             )
         )

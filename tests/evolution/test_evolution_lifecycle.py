@@ -14,7 +14,7 @@ import pytest
 
 from an_agent.clock import ManualClock, to_rfc3339
 from an_agent.errors import SchemaError
-from an_agent.evolution.engine import EvolutionEngine
+from an_agent.evolution.engine import Acceptance, EvolutionEngine
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.policy import DefaultUpdatePolicy
 from an_agent.store.evolution import EvolutionStore
@@ -353,3 +353,20 @@ def test_bulk_ingest_leaves_synthesis_off_the_ingest_path(engine: EvolutionEngin
     assert patch["timestamp"] == to_rfc3339(triggered_at)  # the patch carries the time of its trigger
     engine.ingest([("c", ENERGY, HOT)])
     assert engine.synthesise_due() == 0 and len(engine.patches()) == 1  # a patched cluster does not re-trigger
+
+
+def test_accept_payloads_learns_a_batch_and_refuses_items_one_by_one(
+    engine: EvolutionEngine, fake: FakeEmbedder
+) -> None:
+    good = envelope("battery backup low", "fault_diagnosis_v1")
+    bad = {"schema_id": "fault_diagnosis_v1", "payload": {"other": "no fault type"}}  # a required key is missing
+    calls = fake.calls
+    results = engine.accept_payloads(
+        [("a", good), ("b", bad), ("c", envelope("battery backup is low", "fault_diagnosis_v1"))]
+    )
+    assert fake.calls == calls + 1  # one embedding call for the batch
+    assert isinstance(results[1], SchemaError) and "fault_type" in " ".join(results[1].problems)
+    first, third = results[0], results[2]
+    assert isinstance(first, Acceptance) and isinstance(third, Acceptance)
+    assert first.cluster_ids == third.cluster_ids  # the two paraphrases ended in one cluster
+    assert [c.size for c in engine.clusters()] == [2]  # nothing stored for the refused one

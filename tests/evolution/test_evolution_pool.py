@@ -190,3 +190,33 @@ def test_config_overrides_are_checked() -> None:
         EvolutionConfig(half_life_hours=0)
     with pytest.raises(ConfigError, match="expected int"):
         EvolutionConfig().with_overrides({"min_occurrences": "many"})
+
+
+def test_screened_choices_are_the_unscreened_ones() -> None:
+    # A batch compared with the centroids in one product must decide exactly as one fragment at a time,
+    # although the clusters it joins and starts change the centroids while the batch is placed.
+    rng = np.random.default_rng(5)
+    config = EvolutionConfig(assign_threshold=0.5, member_threshold=0.45)
+    anchors = rng.normal(size=(6, 16)).astype(np.float32)
+    batch = [anchors[int(i)] + rng.normal(scale=0.5, size=16).astype(np.float32) for i in rng.integers(0, 6, 120)]
+    batch += [rng.normal(size=16).astype(np.float32) for _ in range(20)]  # one-offs: they start clusters
+    rng.shuffle(batch)
+    batch = [(v / np.linalg.norm(v)).astype(np.float32) for v in batch]
+    plain, screened = SchemaPool("s", 16, config), SchemaPool("s", 16, config)
+    for pool in (plain, screened):  # some clusters before the batch
+        for i, v in enumerate(batch[:20]):
+            chosen = pool.choose(v)
+            pool.join(chosen, v, i, "a") if chosen is not None else pool.start(f"c{i}", v, i, "a")
+    screened.open_screen(np.stack(batch[20:]))
+    decisions: dict[str, list[str | None]] = {"plain": [], "screened": []}
+    for column, v in enumerate(batch[20:]):
+        for name, pool, col in (("plain", plain, None), ("screened", screened, column)):
+            chosen = pool.choose(v, col)
+            decisions[name].append(chosen.cluster_id if chosen is not None else None)
+            if chosen is not None:
+                pool.join(chosen, v, 100 + column, "b")
+            else:
+                pool.start(f"n{column}", v, 100 + column, "b")
+    screened.close_screen()
+    assert decisions["plain"] == decisions["screened"]
+    assert None in decisions["plain"] and len(set(decisions["plain"])) > 3  # both kinds of decision happened

@@ -39,7 +39,7 @@ from an_agent.clock import Clock, SystemClock
 from an_agent.errors import SchemaError
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.events import EvolutionEvent
-from an_agent.evolution.ingest import PoolKeeper
+from an_agent.evolution.ingest import Entry, PoolKeeper
 from an_agent.evolution.lifecycle import KeyMetrics
 from an_agent.evolution.patches import Patch, PatchKey, effective_template
 from an_agent.evolution.patching import PatchMaker
@@ -224,25 +224,59 @@ class EvolutionEngine:
         suggestion.
         """
         validated = self.validate(client_id, envelope)
-        vectors = self.embedder.embed(list(validated.other.fragments))
+        acceptance = self._accept([(client_id, validated, ref)])[0]
+        if not suggest:
+            return acceptance
+        suggestion = self.schema_update_suggestion(client_id, validated.schema_id)
+        return Acceptance(acceptance.payload, acceptance.cluster_ids, suggestion)
+
+    def accept_payloads(
+        self, items: Sequence[tuple[str, Any]], refs: Sequence[int | None] | None = None
+    ) -> list[Acceptance | SchemaError]:
+        """`accept_payload` for a batch of ``(client_id, envelope)``: one embedding call, one transaction.
+
+        What a server's learner does with the payloads that queued up meanwhile: embedding 100 short
+        fragments in one call costs a fraction of 100 calls. Returns, per item and in order, its
+        `Acceptance` (no suggestion) or the `SchemaError` that refused it (nothing stored for it). The
+        triggers the batch causes are synthesised after it, as `accept_payload` does.
+        """
+        out: list[Acceptance | SchemaError | None] = []
+        valid: list[tuple[str, ValidatedPayload, int | None]] = []
+        for i, (client_id, envelope) in enumerate(items):
+            try:
+                valid.append((client_id, self.validate(client_id, envelope), refs[i] if refs else None))
+                out.append(None)  # filled in below, in order
+            except SchemaError as exc:
+                out.append(exc)
+        accepted = iter(self._accept(valid))
+        return [next(accepted) if o is None else o for o in out]
+
+    def _accept(self, valid: Sequence[tuple[str, ValidatedPayload, int | None]]) -> list[Acceptance]:
+        texts = [text for _, validated, _ in valid for text in validated.other.fragments]
+        vectors = iter(self.embedder.embed(texts))
         with self._lock:
             now = self.clock.now()
             with self.store.transaction():
                 self._steward.due(now)
-                # Keys published before this payload arrived; one it makes appear was unknown to its sender.
-                measured = self._steward.measured_keys(validated.schema_id, client_id)
-                cluster_ids = [
-                    self._pool.ingest_one(validated.schema_id, client_id, text, vector, now, ref)
-                    for text, vector in zip(validated.other.fragments, vectors, strict=True)
+                # Keys published before a payload arrived; one it makes appear was unknown to its sender.
+                measured = [self._steward.measured_keys(v.schema_id, client_id) for client_id, v, _ in valid]
+                entries = [
+                    Entry(v.schema_id, client_id, text, next(vectors), ref)
+                    for client_id, v, ref in valid
+                    for text in v.other.fragments
                 ]
-                self._steward.record_metrics(validated, client_id, measured, set(cluster_ids), now)
-                self._steward.warn_compat(validated, client_id, now)
+                landed = iter(self._pool.ingest_many(entries, now))
+                out = []
+                for (client_id, validated, _), keys in zip(valid, measured, strict=True):
+                    cluster_ids = tuple(next(landed) for _ in validated.other.fragments)
+                    self._steward.record_metrics(validated, client_id, keys, set(cluster_ids), now)
+                    self._steward.warn_compat(validated, client_id, now)
+                    out.append(Acceptance(validated, cluster_ids, None))
                 self._pool.maybe_sweep(now)
             # Synthesis is rare and slow (it embeds phrases): its own transaction, after the ingest one.
             self._synthesise_due()
-            suggestion = self.schema_update_suggestion(client_id, validated.schema_id) if suggest else None
         self._flush()
-        return Acceptance(validated, tuple(cluster_ids), suggestion)
+        return out
 
     def ingest(self, items: Sequence[tuple[str, str, str]]) -> list[str]:
         """Put raw ``(client_id, schema_id, text)`` fragments into the pool at the clock's time.
@@ -258,18 +292,17 @@ class EvolutionEngine:
             self.registry.get(schema_id)
             fragments = sanitize_other(text, self.config.max_other_chars, 1).fragments
             cleaned.append((client_id, schema_id, fragments[0] if fragments else ""))
-        vectors = self.embedder.embed([t for _, _, t in cleaned if t])
-        out: list[str] = []
+        kept = [(client_id, schema_id, text) for client_id, schema_id, text in cleaned if text]
+        vectors = self.embedder.embed([text for _, _, text in kept])
         with self._lock:
             now = self.clock.now()
             with self.store.transaction():
                 self._steward.due(now)
-                rows = iter(vectors)
-                for client_id, schema_id, text in cleaned:
-                    out.append(self._pool.ingest_one(schema_id, client_id, text, next(rows), now, None) if text else "")
+                entries = [Entry(s, c, t, v) for (c, s, t), v in zip(kept, vectors, strict=True)]
+                landed = iter(self._pool.ingest_many(entries, now))
                 self._pool.maybe_sweep(now)
         self._flush()
-        return out
+        return [next(landed) if text else "" for _, _, text in cleaned]
 
     def tick(self) -> None:
         """Do the work that fell due (lifecycle decisions, queue, eviction, due synthesis); call periodically."""

@@ -12,9 +12,13 @@ that retention is what keeps the per-fragment cost flat (docs/evolution.md, "Ret
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.pool import Cluster, SchemaPool, Vector
@@ -25,6 +29,34 @@ SWEEP_EVERY = 256  # fragments between two eviction sweeps
 ClusterGrown = Callable[[Cluster, float], None]
 
 
+@dataclass(frozen=True)
+class Entry:
+    """One sanitised, embedded fragment on its way into the pool (``ref``: the caller's reference)."""
+
+    schema_id: str
+    client_id: str
+    text: str
+    vector: Vector
+    ref: int | None = None
+
+
+_BLAS: list[Any] = []  # the ThreadpoolController, built on first use (it scans the loaded libraries)
+
+
+def single_threaded_blas() -> AbstractContextManager[object]:
+    """A context in which numpy's BLAS runs on one thread."""
+    if not _BLAS:
+        _BLAS.append(ThreadpoolController())
+    limit: AbstractContextManager[object] = _BLAS[0].limit(limits=1, user_api="blas")
+    return limit
+
+
+def _follow(merged_into: dict[str, str], cluster_id: str) -> str:
+    while cluster_id in merged_into:
+        cluster_id = merged_into[cluster_id]
+    return cluster_id
+
+
 class PoolKeeper:
     """The Differential Semantic Pool side of the engine (module docstring)."""
 
@@ -33,33 +65,107 @@ class PoolKeeper:
         self._on_grown = on_grown
         self._since_sweep = 0
 
-    def ingest_one(self, schema_id: str, client_id: str, text: str, vector: Vector, now: float, ref: int | None) -> str:
-        """Put one fragment into the pool; returns the id of the cluster it ended in."""
-        s = self._s
-        pool = s.pool(schema_id)
-        unit = np.asarray(vector, dtype=np.float32)
-        cluster = pool.choose(unit)
-        if cluster is not None:
-            pool.join(cluster, unit, now, client_id)
-        else:
-            cluster_id = f"c{s.store.next_number('cluster'):05d}"
-            cluster = pool.start(cluster_id, unit, now, client_id)
-        s.store.add_fragment(cluster.cluster_id, schema_id, now, client_id, text, ref)
-        cluster = self._merge_around(pool, cluster, now)
-        s.save_cluster(cluster)
-        self._on_grown(cluster, now)
-        self._since_sweep += 1
-        return cluster.cluster_id
+    def ingest_many(self, entries: Sequence[Entry], now: float) -> list[str]:
+        """Put a batch of embedded fragments into the pool; returns the cluster each one ended in.
 
-    def _merge_around(self, pool: SchemaPool, cluster: Cluster, now: float) -> Cluster:
+        Per scenario, the batch is compared with every centroid in one matrix product (`SchemaPool.
+        open_screen`); fragments then join or start clusters one by one, in order. Merges are checked
+        once per grown cluster after the batch, again with one product (`_merge_pass`), and the trigger
+        of each grown cluster is evaluated after its merges. A batch of one fragment behaves exactly as
+        the one-at-a-time rule of the pool's docstring.
+        """
+        if len(entries) < 2:
+            return self._ingest_many(entries, now)
+        # The batch's products are small: BLAS threads cost more in hand-offs than they save, and on a
+        # busy machine a thread that waits for its preempted sibling makes a product 5-10x slower.
+        with single_threaded_blas():
+            return self._ingest_many(entries, now)
+
+    def _ingest_many(self, entries: Sequence[Entry], now: float) -> list[str]:
         s = self._s
-        if cluster.size == 1 and s.config.merge_threshold >= s.config.assign_threshold:
-            return cluster  # a new one-fragment cluster was below the join threshold to every centroid
+        by_schema: dict[str, list[int]] = {}
+        for i, entry in enumerate(entries):
+            by_schema.setdefault(entry.schema_id, []).append(i)
+        columns: dict[int, int] = {}
+        for schema_id, positions in by_schema.items():
+            units = np.stack([np.asarray(entries[i].vector, dtype=np.float32) for i in positions])
+            s.pool(schema_id).open_screen(units)
+            columns.update((i, col) for col, i in enumerate(positions))
+        grown: dict[str, Cluster] = {}
+        landed: list[str] = []
+        try:
+            for i, entry in enumerate(entries):
+                pool = s.pool(entry.schema_id)
+                unit = np.asarray(entry.vector, dtype=np.float32)
+                cluster = pool.choose(unit, columns[i])
+                if cluster is not None:
+                    pool.join(cluster, unit, now, entry.client_id)
+                else:
+                    cluster_id = f"c{s.store.next_number('cluster'):05d}"
+                    cluster = pool.start(cluster_id, unit, now, entry.client_id)
+                s.store.add_fragment(cluster.cluster_id, entry.schema_id, now, entry.client_id, entry.text, entry.ref)
+                grown[cluster.cluster_id] = cluster
+                landed.append(cluster.cluster_id)
+        finally:
+            for schema_id in by_schema:
+                s.pool(schema_id).close_screen()
+        merged_into: dict[str, str] = {}
+        for schema_id in by_schema:
+            pool = s.pool(schema_id)
+            mine = [c for c in grown.values() if c.schema_id == schema_id]
+            merged_into.update(self._merge_pass(pool, mine, now))
+        # Survivors of merges may be clusters the batch did not touch: they grew too.
+        final = {_follow(merged_into, c.cluster_id): c.schema_id for c in grown.values()}
+        for cluster_id, schema_id in final.items():
+            cluster = s.pool(schema_id).clusters[cluster_id]
+            s.save_cluster(cluster)
+            self._on_grown(cluster, now)
+        self._since_sweep += len(entries)
+        return [_follow(merged_into, cluster_id) for cluster_id in landed]
+
+    def _merge_pass(self, pool: SchemaPool, grown: list[Cluster], now: float) -> dict[str, str]:
+        """Merge each grown cluster as `_merge_around` would; returns {absorbed id: survivor id}.
+
+        One matrix product gives every grown centroid's similarity to all centroids; only a cluster
+        with a partner at ``merge_threshold`` there (or near a cluster that changed by a merge since)
+        goes through `_merge_around`, whose own search then decides: merges are rare, the product is
+        what most clusters cost.
+        """
+        s = self._s
+        skip_new = s.config.merge_threshold >= s.config.assign_threshold
+        todo = [c for c in grown if not (skip_new and c.size == 1)]
+        if not todo:
+            return {}
+        ids, sims = pool.merge_screen(todo)
+        threshold = s.config.merge_threshold
+        merged_into: dict[str, str] = {}
+        changed: list[str] = []  # survivors of merges in this pass: their screened similarities are stale
+        for j, cluster in enumerate(todo):
+            if cluster.cluster_id not in pool.clusters:
+                continue  # absorbed by an earlier merge of this pass
+            column = sims[:, j]
+            hits = [ids[int(i)] for i in np.flatnonzero(column >= threshold) if ids[int(i)] != cluster.cluster_id]
+            live = [c for c in changed if c in pool.clusters and c != cluster.cluster_id]
+            near_changed = live and bool(np.any(pool.centroid_similarities(live, cluster.centroid()) >= threshold))
+            if cluster.cluster_id not in changed and not near_changed and not [h for h in hits if h in pool.clusters]:
+                continue
+            survivor, absorbed = self._merge_around(pool, cluster, now)
+            for gone in absorbed:
+                merged_into[gone] = survivor.cluster_id
+            if absorbed:
+                changed.append(survivor.cluster_id)
+        return merged_into
+
+    def _merge_around(self, pool: SchemaPool, cluster: Cluster, now: float) -> tuple[Cluster, list[str]]:
+        """Merge ``cluster`` with its partners until none is left; (survivor, ids of the absorbed)."""
+        s = self._s
+        absorbed: list[str] = []
         while True:
             partner, similarity = pool.merge_partner(cluster)
             if partner is None:
-                return cluster
+                return cluster, absorbed
             keep, gone = pool.merge(cluster, partner, now)
+            absorbed.append(gone.cluster_id)
             s.store.move_fragments(gone.cluster_id, keep.cluster_id)
             s.store.delete_cluster(gone.cluster_id, with_fragments=False)
             queued_ids = {q.cluster_id for q in s.store.queue()}

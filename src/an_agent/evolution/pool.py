@@ -21,9 +21,9 @@ Heat: +``heat_increment`` per fragment, exponential decay with ``half_life_hours
 
 from __future__ import annotations
 
-import heapq
 import math
 from collections import Counter, deque
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -38,6 +38,20 @@ _CANDIDATES = 4  # nearest centroids tried, best first
 
 ClusterState = Literal["collecting", "queued", "pending", "patched", "rejected", "evicted"]
 Vector = npt.NDArray[np.float32]
+Matrix = npt.NDArray[np.float32]
+
+
+@dataclass
+class _Screen:
+    """Similarities of a batch of fragments to the centroids as they were when the batch began.
+
+    ``dirty`` names the clusters changed (started, joined, merged, removed) since: their column entries
+    are stale and are recomputed; every other entry is exact, so screening changes no decision.
+    """
+
+    ids: list[str]
+    sims: Matrix  # (clusters, fragments)
+    dirty: set[str] = field(default_factory=set)
 
 
 def decayed(heat: float, since: float, now: float, half_life_s: float) -> float:
@@ -164,6 +178,15 @@ class CentroidIndex:
         top = np.argpartition(-sims, k - 1)[:k]
         return sorted(((self._ids[int(i)], float(sims[int(i)])) for i in top), key=lambda t: -t[1])
 
+    def screen(self, units: Matrix) -> tuple[list[str], Matrix]:
+        """(cluster ids, similarity of each centroid (rows) to each of ``units`` (columns)): one product."""
+        count = len(self._ids)
+        return list(self._ids), self._m[:count] @ units.T
+
+    def similarities_of(self, cluster_ids: Sequence[str], unit: Vector) -> Matrix:
+        """Similarity of ``unit`` to the centroids of ``cluster_ids`` (all in the index)."""
+        return self._m[[self._row[c] for c in cluster_ids]] @ unit
+
     def nearest(self, unit: Vector, exclude: str | None = None) -> tuple[str | None, float]:
         """The most similar centroid and its similarity (None, -inf when there is none)."""
         count = len(self._ids)
@@ -184,16 +207,62 @@ class SchemaPool:
         self.config = config
         self.clusters: dict[str, Cluster] = {}
         self._index = CentroidIndex(dimension)
+        self._screen: _Screen | None = None
 
-    def choose(self, unit: Vector) -> Cluster | None:
-        """The cluster ``unit`` joins (both conditions of the module docstring), or None to start one."""
-        for cluster_id, sim in self._index.nearest_k(unit, _CANDIDATES):
+    # -- batches: one matrix product for a batch instead of one per fragment ---------------------
+    def open_screen(self, units: Matrix) -> None:
+        """Compare a batch of fragments (rows of ``units``) with every centroid at once.
+
+        Until `close_screen`, ``choose(unit, column=i)`` for the batch's i-th fragment reads the
+        similarities from this product (recomputing those of clusters changed since), which is what
+        keeps the cost per fragment flat when a scenario holds ``max_clusters_per_schema`` clusters.
+        """
+        ids, sims = self._index.screen(units)
+        self._screen = _Screen(ids, sims)
+
+    def close_screen(self) -> None:
+        self._screen = None
+
+    def _touch(self, cluster_id: str) -> None:
+        if self._screen is not None:
+            self._screen.dirty.add(cluster_id)
+
+    def _nearest(self, unit: Vector, column: int | None) -> list[tuple[str, float]]:
+        screen = self._screen
+        if screen is None or column is None:
+            return self._index.nearest_k(unit, _CANDIDATES)
+        sims = screen.sims[:, column]
+        ranked: list[tuple[str, float]] = []
+        if len(sims):
+            k = min(len(sims), _CANDIDATES + len(screen.dirty))
+            top = np.argpartition(-sims, k - 1)[:k]
+            ranked = [(screen.ids[int(i)], float(sims[int(i)])) for i in top if screen.ids[int(i)] not in screen.dirty]
+        live = [c for c in screen.dirty if c in self.clusters]
+        if live:
+            ranked.extend(zip(live, (float(x) for x in self._index.similarities_of(live, unit)), strict=True))
+        ranked.sort(key=lambda t: -t[1])
+        return ranked[:_CANDIDATES]
+
+    def choose(self, unit: Vector, column: int | None = None) -> Cluster | None:
+        """The cluster ``unit`` joins (both conditions of the module docstring), or None to start one.
+
+        ``column``: the fragment's position in the batch given to `open_screen` (same decision, cheaper).
+        """
+        for cluster_id, sim in self._nearest(unit, column):
             if sim < self.config.assign_threshold:
                 break
             cluster = self.clusters[cluster_id]
             if cluster.member_affinity(unit) >= self.config.member_threshold:
                 return cluster
         return None
+
+    def centroid_similarities(self, cluster_ids: Sequence[str], unit: Vector) -> Matrix:
+        """Similarity of ``unit`` to the centroids of ``cluster_ids`` (live clusters of this pool)."""
+        return self._index.similarities_of(cluster_ids, unit)
+
+    def merge_screen(self, clusters: Sequence[Cluster]) -> tuple[list[str], Matrix]:
+        """(cluster ids, similarity of every centroid (rows) to each of ``clusters``' centroids (columns))."""
+        return self._index.screen(np.stack([c.centroid() for c in clusters]))
 
     def start(self, cluster_id: str, unit: Vector, when: float, client_id: str) -> Cluster:
         """A new cluster holding one fragment."""
@@ -211,6 +280,7 @@ class SchemaPool:
         cluster.members.append(cluster.vector_sum.copy())
         self.clusters[cluster_id] = cluster
         self._index.put(cluster_id, cluster.centroid())
+        self._touch(cluster_id)
         return cluster
 
     def join(self, cluster: Cluster, unit: Vector, when: float, client_id: str) -> None:
@@ -224,6 +294,7 @@ class SchemaPool:
         cluster.note(when, client_id)
         cluster.members.append(unit)
         self._index.put(cluster.cluster_id, cluster.centroid())
+        self._touch(cluster.cluster_id)
 
     def merge_partner(self, cluster: Cluster) -> tuple[Cluster | None, float]:
         """The cluster that ``cluster`` should merge with now, if any (never two clusters with patches).
@@ -276,16 +347,19 @@ class SchemaPool:
             keep.state = "queued"
         self.remove(gone)
         self._index.put(keep.cluster_id, keep.centroid())
+        self._touch(keep.cluster_id)
         return keep, gone
 
     def add_loaded(self, cluster: Cluster) -> None:
         """Put back a cluster restored from the store."""
         self.clusters[cluster.cluster_id] = cluster
         self._index.put(cluster.cluster_id, cluster.centroid())
+        self._touch(cluster.cluster_id)
 
     def remove(self, cluster: Cluster) -> None:
         self.clusters.pop(cluster.cluster_id, None)
         self._index.remove(cluster.cluster_id)
+        self._touch(cluster.cluster_id)
 
     def evictable(self, now: float) -> list[Cluster]:
         """Clusters to drop from the index: cold and still collecting.
@@ -300,5 +374,10 @@ class SchemaPool:
         if excess > 0:
             gone = {c.cluster_id for c in out}
             rest = [c for c in self.clusters.values() if c.state == "collecting" and c.cluster_id not in gone]
-            out.extend(heapq.nsmallest(excess, rest, key=lambda c: c.heat_now(now, self.config.half_life_s)))
+            # heat_now for every cluster, as one array expression (this runs on every sweep of a full pool)
+            heat = np.array([c.heat for c in rest]) * np.power(
+                0.5, np.maximum(0.0, now - np.array([c.heat_at for c in rest])) / self.config.half_life_s
+            )
+            order = np.argsort(heat, kind="stable")[:excess]
+            out.extend(rest[int(i)] for i in order)
         return out

@@ -56,6 +56,7 @@ SCHEMA_NS = AN_AGENT_SCHEMA_NS
 _S = f"{{{SCHEMA_NS}}}"
 _NOTIFIED = {"patch-published", "key-state-changed"}
 _TICK_SECONDS = 60.0
+_LEARN_BATCH = 256  # payloads learnt from in one embedding call
 
 _shared_embedder: Embedder | None = None
 _shared_lock = threading.Lock()
@@ -341,14 +342,29 @@ class SchemaService:
             except queue.Empty:
                 self._safely(self.engine.tick)
                 continue
+            # Learn from every payload that queued up meanwhile in one batch (one embedding call: a
+            # fraction of the cost of one call per payload), stopping at a barrier or the stop mark.
+            batch: list[tuple[str, Any]] = []
+            while item is not None and item[0] == "accept":
+                batch.append(item[1])
+                if len(batch) >= _LEARN_BATCH:
+                    item = ("idle", None)  # the rest waits in the queue for the next batch
+                    break
+                try:
+                    item = self._work.get_nowait()
+                except queue.Empty:
+                    item = ("idle", None)
+            if batch:
+                self._safely(functools.partial(self._learn, batch))
             if item is None:
                 return
-            kind, value = item
-            if kind == "barrier":
-                value.set()
-                continue
-            client_id, envelope = value
-            self._safely(functools.partial(self.engine.accept_payload, client_id, envelope, suggest=False))
+            if item[0] == "barrier":
+                item[1].set()
+
+    def _learn(self, batch: list[tuple[str, Any]]) -> None:
+        for result in self.engine.accept_payloads(batch):
+            if isinstance(result, SchemaError):  # admitted against an older template: nothing learnt
+                log.info("schema evolution skipped a payload: %s", result)
 
     @staticmethod
     def _safely(work: Callable[[], object]) -> None:

@@ -173,6 +173,7 @@ class EvolutionStore:
         self._db = open_database(path, _SCHEMA, "evolution database", durable, pragmas=["cache_size=-32000"])
         self._lock = threading.RLock()
         self._depth = 0
+        self._counters: dict[str, int] = {}
 
     def close(self) -> None:
         with self._lock:
@@ -224,8 +225,12 @@ class EvolutionStore:
     def next_number(self, counter: str) -> int:
         """1, 2, 3, ... per counter name, durable (for cluster and patch ids)."""
         with self.transaction():
-            value = int(self.get_meta(counter, "0") or "0") + 1
+            # The last value is kept in memory (one read per counter and process, not one per id); after
+            # a rolled-back transaction it is ahead of the database, which only skips numbers.
+            last = self._counters.get(counter)
+            value = (int(self.get_meta(counter, "0") or "0") if last is None else last) + 1
             self.set_meta(counter, str(value))
+            self._counters[counter] = value
             return value
 
     # -- clusters and fragments ------------------------------------------------------------------
