@@ -11,7 +11,7 @@ from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import find_alternatives
-from an_agent.evolution.naming import STOP_WORDS, snake_name
+from an_agent.evolution.naming import STOP_WORDS, clause_like, main_clause, snake_name
 from an_agent.evolution.synthesis import (
     ExistingKey,
     find_conflict,
@@ -301,3 +301,12 @@ def test_value_carrying_fragments_give_typed_well_named_keys_that_project(minilm
         for example in schema["examples"]:
             validator.validate(example)
             validate_payload(template, {"schema_id": template.schema_id, "payload": example})
+
+
+def test_names_come_from_the_request_not_its_condition() -> None:
+    assert main_clause("restore full capacity if throughput falls") == "restore full capacity "
+    assert main_clause("if traffic rises, roll back at once").strip() == "roll back at once"
+    assert main_clause("text me when it is diagnosed") == "text me "
+    assert main_clause("keep it for the scheduled maintenance window") == "keep it for the scheduled maintenance window"
+    assert clause_like("sensors rely") and clause_like("visitors roaming") and clause_like("throughput falls")
+    assert not clause_like("roaming users") and not clause_like("call drop") and not clause_like("smart meters")

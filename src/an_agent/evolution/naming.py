@@ -100,6 +100,41 @@ _CATEGORIES = (
 
 
 _CAUSAL = _words("because due caused cause causes causing reason blame blamed")
+# Words that open a condition: "roll back if KPIs drop" asks for a rollback; "if KPIs drop" only says
+# when. A key names what is asked, so names come from the main clause.
+_CONDITION = re.compile(r"\b(?:if|when|whenever|once|unless|in case)\b", re.IGNORECASE)
+# Verbs that end a clause rather than a noun phrase ("sensors rely", "throughput falls"): unambiguous
+# ones only ("drop", "report", "change" are nouns as often as verbs).
+_VERBS = _words(
+    """rely relies relied fall falls fell go goes went run runs ran rise rises rose increase increases
+    decrease decreases hit hits say says said lose loses lost attach attaches attached affect affects
+    complain complains fail fails failed stop stops come comes become becomes want wants ask asks seem
+    seems look looks stay stays remain remains happen happens occur occurs get gets got drop_off"""
+)
+
+
+def main_clause(text: str) -> str:
+    """``text`` without its conditional clause ("restore capacity if throughput falls" -> "restore capacity").
+
+    A condition that opens the text ("if traffic rises, roll back") leaves what follows its comma.
+    """
+    match = _CONDITION.search(text)
+    if match is None:
+        return text
+    before = text[: match.start()]
+    if len([w for w in tokens(before) if w not in _STOP]) >= 1:
+        return before
+    after = text[match.end() :].split(",", 1)
+    return after[1] if len(after) == 2 and tokens(after[1]) else text
+
+
+def clause_like(phrase: str) -> bool:
+    """True when ``phrase`` reads as subject + verb ("sensors rely", "visitors roaming"), not as a name."""
+    words = phrase.split()
+    if len(words) < 2:
+        return False
+    last, before = words[-1], words[-2]
+    return last in _VERBS or (before.endswith("s") and last.endswith(("ing", "ed")) and len(last) > 4)
 
 
 def tokens(text: str) -> list[str]:
@@ -146,8 +181,8 @@ def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
 
 
 def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) -> list[tuple[float, str]]:
-    """Candidate phrases of the fragments, best name first."""
-    counts = candidate_phrases(texts)
+    """Candidate phrases of the fragments' main clauses, best name first (clause-like phrases last)."""
+    counts = candidate_phrases([main_clause(t) for t in texts])
     phrases = [p for p, _ in counts.most_common(_MAX_PHRASES)]
     if not phrases:
         return []
@@ -161,7 +196,7 @@ def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) ->
         # Similarity to the centroid says "means the cluster"; coverage says "is how clients say it";
         # one word alone is rarely a name for an idea, so two- and three-word phrases get a small bonus.
         score = float(sim) * (0.6 + 0.4 * coverage) + (0.05 if words > 1 else 0.0) - 0.02 * max(0, words - 2)
-        ranked.append((score, phrase))
+        ranked.append((score - (0.2 if clause_like(phrase) else 0.0), phrase))
     ranked.sort(key=lambda t: (-t[0], t[1]))
     return ranked
 

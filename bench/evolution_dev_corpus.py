@@ -1,0 +1,90 @@
+"""The tables of docs/evolution-dev-corpus.md, from a replay of a labelled corpus with the shipped defaults.
+
+Runs `an_agent.evolution.replay.replay` (what `an-agent schema replay FILE --json` runs) with the real
+model and prints Markdown: the summary line, one row per recurring intent (its patch, key, type and
+constraints, and its cluster's size, purity against the corpus's ``label`` field and cohesion), and the
+patches that no intent explains (spurious ones). The product never reads ``label``; only this report does.
+
+    python -m bench.evolution_dev_corpus [FILE]     # default: tests/evolution/data/dev_other_corpus.jsonl
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from an_agent.evolution.embedder import MiniLMEmbedder
+from an_agent.evolution.replay import replay
+from an_agent.schemas.values import parse_constraints
+
+DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "evolution" / "data" / "dev_other_corpus.jsonl"
+
+
+def constraints_text(key: dict[str, Any]) -> str:
+    """The key's value constraints as the description states them (allowed values, format, unit, range)."""
+    c = parse_constraints(key["semantic_description"])
+    parts = []
+    if c.enum:
+        parts.append("values " + ", ".join(c.enum))
+    if c.value_format:
+        parts.append(f"format {c.value_format}")
+    if c.unit:
+        parts.append(f"unit {c.unit}")
+    if c.minimum is not None or c.maximum is not None:
+        parts.append(f"range {c.describe_range()}")
+    return "; ".join(parts) or "-"
+
+
+def report(path: Path) -> str:
+    lines = path.read_text(encoding="utf-8").splitlines()
+    labels = [json.loads(line).get("label", "") if line.strip() else "" for line in lines]
+    result = replay(lines, MiniLMEmbedder()).to_dict()
+    members = {c["cluster_id"]: c for c in result["clusters"]}
+    out = [
+        f"{result['accepted']} lines accepted, {len(result['rejected'])} refused, {len(result['clusters'])} clusters, "
+        f"{len(result['patches'])} patches ({sum(1 for p in result['patches'] if p['client_id'] is None)} global, "
+        f"{sum(1 for p in result['patches'] if p['client_id'] is not None)} per-client).",
+        "",
+        "| intent (label) | patch | key | type | constraints | cluster: size, purity, cohesion |",
+        "|---|---|---|---|---|---|",
+    ]
+    explained: set[str] = set()
+    intents = sorted({lab for lab in labels if lab.startswith(("cluster:", "conflict:"))})
+    for label in intents:
+        rows = []
+        for patch in result["patches"]:
+            cluster = members[patch["cluster_id"]]
+            votes = Counter(labels[m] for m in cluster["members"])
+            top, count = votes.most_common(1)[0]
+            if top != label:
+                continue
+            explained.add(patch["patch_id"])
+            for key in patch["new_keys"] + patch["modified_keys"]:
+                kind = "new" if key in patch["new_keys"] else "modified"
+                scope = "" if patch["client_id"] is None else f", {patch['client_id']} only"
+                rows.append(
+                    f"| {label.removeprefix('cluster:')} | {patch['patch_id']}{scope} | `{key['key_name']}` ({kind}) | "
+                    f"{key['key_type']} | {constraints_text(key)} | {cluster['size']}, "
+                    f"{100 * count // cluster['size']} %, {cluster['cohesion']:.2f} |"
+                )
+        out.extend(rows or [f"| {label.removeprefix('cluster:')} | **none** | | | | |"])
+    spurious = [p["patch_id"] for p in result["patches"] if p["patch_id"] not in explained]
+    out += ["", f"Patches no intent explains: {', '.join(spurious) if spurious else 'none'}."]
+    return "\n".join(out)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("file", nargs="?", type=Path, default=DEFAULT, help="labelled corpus (replay format)")
+    args = parser.parse_args(argv)
+    print(report(args.file))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
