@@ -1,0 +1,49 @@
+"""The agent's background learner (runtime/schemas.py) learns from the payloads that queued up in batches."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+from an_agent.clock import ManualClock
+from an_agent.evolution.engine import EvolutionEngine
+from an_agent.runtime.schemas import PayloadCheck, SchemaService
+from an_agent.schemas.embedding import Vectors
+from an_agent.store.evolution import EvolutionStore
+from conftest import FakeEmbedder
+
+
+class GatedEmbedder(FakeEmbedder):
+    """Holds its first call until the test opens the gate; records the batch sizes."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.gate = threading.Event()
+        self.sizes: list[int] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.gate.wait(60)
+        self.sizes.append(len(texts))
+        return super().embed(texts)
+
+
+def test_payloads_that_queue_up_are_learnt_in_one_embedding_call(tmp_path: Path, clock: ManualClock) -> None:
+    embedder = GatedEmbedder()
+    engine = EvolutionEngine(EvolutionStore(tmp_path / "evolution.db"), embedder, clock=clock)
+    service = SchemaService(engine, clock, lambda _: None)
+    try:
+        texts = [f"the battery backup of site {i} is low" for i in range(40)]
+        for i, text in enumerate(texts):
+            envelope = {"schema_id": "fault_diagnosis_v1", "payload": {"fault_type": "power_failure", "other": text}}
+            service.accept(PayloadCheck(f"task-{i}", f"client-{i % 7}", envelopes=[envelope]))
+        # The learner holds at most the first payloads in the gated call; the rest queue up meanwhile.
+        embedder.gate.set()
+        service.drain()
+        # The learner's calls come first (synthesis embeds phrases after them): all 40 fragments in the
+        # first call or the first two, not in 40 calls.
+        sizes = embedder.sizes
+        assert sizes[0] == len(texts) or sizes[0] + sizes[1] == len(texts), sizes
+        assert sum(c.size for c in engine.clusters()) == len(texts)
+    finally:
+        service.close()
