@@ -4,10 +4,11 @@ Fragments are stored as text (no vectors: a 1.5 KB embedding per row would multi
 make the write-through cost grow with it). A restored cluster therefore starts with an empty member
 sample and is checked against its centroid only until its next fragments refill the sample.
 
-`PoolKeeper` puts each embedded fragment into its scenario's `SchemaPool` (join or start a cluster,
-then merge around it), stores the fragment, and hands the grown cluster to the trigger (a callback, so
-this module does not know about patches). `sweep` evicts cold clusters and prunes old fragments:
-that retention is what keeps the per-fragment cost flat (docs/evolution.md, "Retention").
+`PoolKeeper.ingest_many` puts a batch of embedded fragments into their scenarios' `SchemaPool`s (each
+joins or starts a cluster, in order; then the grown clusters merge where they meet), stores the
+fragments, and hands each grown cluster to the trigger (a callback, so this module does not know about
+patches). `sweep` evicts cold clusters and prunes old fragments: with the batch products, that
+retention is what keeps the per-fragment cost flat (docs/evolution.md, "Retention").
 """
 
 from __future__ import annotations

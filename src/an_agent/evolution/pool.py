@@ -11,9 +11,10 @@ others of its scenario and two clusters whose centroids reach ``merge_threshold`
 paraphrases which arrived before their cluster had a stable centroid still end up together. Why this
 method and these thresholds: docs/evolution.md (calibration).
 
-Cost per fragment is one matrix-vector product against the centroids of one scenario, and the number
-of clusters is bounded (cold clusters are evicted, see `SchemaPool.evictable`), so ingest cost stays
-flat as the pool grows.
+Cost per fragment is one matrix-vector product against the centroids of one scenario — for a batch,
+one matrix product for all its fragments (`SchemaPool.open_screen`) — and the number of clusters is
+bounded (cold clusters are evicted, see `SchemaPool.evictable`), so ingest cost stays flat as the pool
+grows.
 
 Heat: +``heat_increment`` per fragment, exponential decay with ``half_life_hours``. The trigger's counts
 (occurrences, distinct clients) are kept over a sliding window of ``window_days``.
