@@ -165,7 +165,10 @@ class QueueRow:
 
 
 class EvolutionStore:
-    """SQLite persistence of the evolution engine; thread-safe, one connection."""
+    """SQLite persistence of the evolution engine; thread-safe, one connection.
+
+    One store per database file at a time: it keeps the last id of each counter in memory.
+    """
 
     def __init__(self, path: Path | str, durable: bool = False) -> None:
         self.path = str(path)
