@@ -70,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--path", choices=("paramiko", "sshd"), default="paramiko", help="SSH in the agent, or the agent's sshd"
     )
+    parser.add_argument(
+        "--gil", action="store_true", help="sample only the thread holding the interpreter lock (Python CPU)"
+    )
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
     if not Path(spy).exists():
@@ -88,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
         raw = Path(tmp) / "raw.txt"
         began, done = time.monotonic(), counter[0]
         record = [spy, "record", "--pid", str(agent.pid), "--duration", str(int(args.seconds)), "--rate", "250"]
+        if args.gil:
+            record.append("--gil")
         subprocess.run(
             [*record, "--format", "raw", "--output", str(raw), "--nonblocking"],
             check=True,
