@@ -40,7 +40,14 @@ NACM_RULES = {
                         "path": "/irtf-agent:tasks",
                         "access-operations": "*",
                         "action": "deny",
-                    }
+                    },
+                    {
+                        "name": "no-conditions",
+                        "module-name": "irtf-agent",
+                        "notification-name": "condition-notifications",
+                        "access-operations": "read",
+                        "action": "deny",
+                    },
                 ],
             }
         ],
@@ -204,3 +211,37 @@ def test_state_files_are_private(server: AgentServer) -> None:
         mode = stat.S_IMODE(os.stat(server.sshd.dir / name).st_mode)
         assert mode & 0o077 == 0, (name, oct(mode))
     assert stat.S_IMODE(os.stat(server.sshd.dir).st_mode) == 0o700
+
+
+def test_notifications_over_the_sshd_path_keep_order_and_nacm(
+    server: AgentServer, keys: dict[str, tuple[paramiko.PKey, str]]
+) -> None:
+    """Events reach an up-to-date subscriber straight from the publisher (a pipe write): in order, per view."""
+    assert server.sshd is not None
+    alice = StreamSession(server.sshd.port, keys["alice"][0])
+    guest = StreamSession(server.sshd.port, keys["guest"][0])
+    worker = StreamSession(server.sshd.port, keys["alice"][0])
+    subscribe = "<create-subscription xmlns='urn:ietf:params:xml:ns:netconf:notification:1.0'/>"
+    try:
+        for session in (alice, guest):
+            assert session.rpc(subscribe).find("nc:ok", NS) is not None
+        ids = [f"n{i}" for i in range(5)]
+        for task_id in ids:
+            assert (
+                worker.rpc(ASSIGN.replace("<task-id>s1</task-id>", f"<task-id>{task_id}</task-id>")).find("nc:ok", NS)
+                is not None
+            )
+        created: list[str] = []
+        while len(created) < len(ids):
+            note = etree.fromstring(alice._read())
+            status = note.findtext(f".//{{{IRTF}}}task-status") or note.findtext(f".//{{{IRTF}}}status")
+            task_id = note.findtext(f".//{{{IRTF}}}task-id")
+            if task_id is not None and task_id not in created and status in (None, "created"):
+                created.append(task_id)
+        assert created == ids  # the order of the commits
+        # guests may not read tasks: nothing about them was queued ahead of this reply.
+        reply = guest.rpc(GET_TASKS)
+        assert etree.QName(reply).localname == "rpc-reply" and list(reply.iter(f"{{{IRTF}}}task-id")) == []
+    finally:
+        for session in (alice, guest, worker):
+            session.close()
