@@ -65,6 +65,8 @@ class _FdStream:
         self._bridge = bridge
         self._closed = False
         self._lock = threading.Lock()
+        self._poller = select.poll()  # used by the session's reader thread only
+        self._poller.register(read_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         # Only a pipe writes small messages all or nothing; then its write end is made
         # non-blocking for `try_sendall` (sendall waits for room itself).
         self._atomic = stat.S_ISFIFO(os.fstat(write_fd).st_mode)
@@ -72,10 +74,8 @@ class _FdStream:
             os.set_blocking(write_fd, False)
 
     def recv(self, size: int) -> bytes:
-        poller = select.poll()
-        poller.register(self._read_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         while not self._closed:
-            if poller.poll(self._POLL_MS):
+            if self._poller.poll(self._POLL_MS):
                 try:
                     return os.read(self._read_fd, size)
                 except BlockingIOError:
