@@ -36,7 +36,7 @@ class _Replay:
     def __init__(self, message: bytes, count: int) -> None:
         self._message = message
         self.left = count
-        self.replies = 0
+        self.replies = 0  # writes
 
     def recv(self, size: int) -> bytes:
         if self.left <= 0:
@@ -69,8 +69,8 @@ def cpu_per_request(server: AgentServer, body: str, requests: int, session_id: i
     began = time.process_time()
     session._read_message_thread()
     spent = time.process_time() - began
-    if stream.replies != requests:
-        raise RuntimeError(f"{stream.replies} replies to {requests} requests")
+    if stream.replies < requests:  # a large reply may take several writes
+        raise RuntimeError(f"{stream.replies} writes for {requests} requests")
     return spent / requests
 
 
