@@ -216,7 +216,7 @@ def test_state_files_are_private(server: AgentServer) -> None:
 def test_notifications_over_the_sshd_path_keep_order_and_nacm(
     server: AgentServer, keys: dict[str, tuple[paramiko.PKey, str]]
 ) -> None:
-    """Events reach an up-to-date subscriber straight from the publisher (a pipe write): in order, per view."""
+    """Notifications over the sshd path: in the order of the commits, and only to those NACM lets read them."""
     assert server.sshd is not None
     alice = StreamSession(server.sshd.port, keys["alice"][0])
     guest = StreamSession(server.sshd.port, keys["guest"][0])

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol
 
 import paramiko
 from lxml import etree
@@ -105,10 +105,6 @@ class Session(Protocol):
         """Write bytes made by `encode` (of this or any session with the same `encoding`)."""
         ...
 
-    def try_send_encoded(self, data: bytes) -> bool:
-        """Like `send_encoded` when that cannot block; False (nothing written) otherwise."""
-        ...
-
     def close(self) -> None:
         """Close the session (its transport); idempotent."""
         ...
@@ -125,15 +121,6 @@ class ByteStream(Protocol):
 
     def close(self) -> None:
         """Close both directions; idempotent."""
-        ...
-
-
-@runtime_checkable
-class NonBlockingStream(Protocol):
-    """A `ByteStream` that can also write without blocking (the sshd path's pipe)."""
-
-    def try_sendall(self, data: bytes) -> bool:
-        """Write all of ``data`` if that cannot block; False means nothing was written."""
         ...
 
 
@@ -546,27 +533,6 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
     def send_encoded(self, data: bytes) -> None:
         self._write(data)
         self.last_activity = time.monotonic()
-
-    def try_send_encoded(self, data: bytes) -> bool:
-        # Never waits: not for a reply being written (the lock), nor for the peer (the stream).
-        if not self._send_lock.acquire(blocking=False):
-            return False
-        try:
-            stream = self.pkt_stream
-            channel = stream.stream if stream is not None else None
-            if not isinstance(channel, NonBlockingStream):
-                return False
-            try:
-                sent = channel.try_sendall(data)
-            except (OSError, EOFError) as exc:
-                log.info("session %s: send failed (%r); closing", self._sid, exc)
-                threading.Thread(target=self.close, daemon=True).start()
-                return True  # the session is going: nothing to queue for it
-        finally:
-            self._send_lock.release()
-        if sent:
-            self.last_activity = time.monotonic()
-        return sent
 
     def _write(self, data: bytes) -> None:
         with self._send_lock:

@@ -29,7 +29,6 @@ import select
 import shutil
 import signal
 import socket
-import stat
 import subprocess
 import sys
 import threading
@@ -67,19 +66,12 @@ class _FdStream:
         self._lock = threading.Lock()
         self._poller = select.poll()  # used by the session's reader thread only
         self._poller.register(read_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
-        # Only a pipe writes small messages all or nothing; then its write end is made
-        # non-blocking for `try_sendall` (sendall waits for room itself).
-        self._atomic = stat.S_ISFIFO(os.fstat(write_fd).st_mode)
-        if self._atomic:
-            os.set_blocking(write_fd, False)
 
     def recv(self, size: int) -> bytes:
         while not self._closed:
             if self._poller.poll(self._POLL_MS):
                 try:
                     return os.read(self._read_fd, size)
-                except BlockingIOError:
-                    continue  # woken without data after all
                 except OSError:
                     return b""
         return b""
@@ -90,27 +82,8 @@ class _FdStream:
         while view:
             if self._closed:
                 raise EOFError("stream closed")
-            try:
-                written = os.write(self._write_fd, view)
-            except BlockingIOError:
-                # The pipe is full (the write end is non-blocking for `try_sendall`): wait for room.
-                select.select([], [self._write_fd], [], self._POLL_MS / 1000)
-                continue
+            written = os.write(self._write_fd, view)
             view = view[written:]
-
-    def try_sendall(self, data: bytes) -> bool:
-        """Write ``data`` at once if the pipe has room for all of it; False (nothing written) if not.
-
-        Up to ``PIPE_BUF`` bytes a pipe write is atomic: all or, on a full
-        pipe, nothing (EAGAIN). Larger data is never tried here.
-        """
-        if not self._atomic or len(data) > select.PIPE_BUF or self._closed:
-            return False
-        try:
-            os.write(self._write_fd, data)
-        except BlockingIOError:
-            return False
-        return True
 
     def close(self) -> None:
         with self._lock:

@@ -13,11 +13,7 @@ that declare the same view (the face's key for "same filter, same principal")
 share one filter decision per event, and sinks with the same ``encoding``
 (NETCONF 1.0 or 1.1 framing) share the encoded bytes; each subscriber's queue
 then holds bytes ready for its writer thread. A subscription without a view
-key gets its own decision (the A2A face filters per stream). A subscriber
-that is up to date (its writer idle, nothing queued) is written to directly
-by the publishing thread when its sink can take the bytes without blocking
-(`EventSink.try_send_encoded`: the sshd path's pipe has room): waking fifty
-writer threads for one event costs more than the fifty writes.
+key gets its own decision (the A2A face filters per stream).
 
 Policy for a subscriber that falls behind: when its queue is full, the
 subscription is ended. Its queued events are dropped, a ``notificationComplete``
@@ -103,15 +99,6 @@ class EventSink(Protocol):
         """Write bytes made by `encode` (called from the subscription's writer thread only)."""
         ...
 
-    def try_send_encoded(self, data: bytes) -> bool:
-        """Write all of ``data`` now if that cannot block, and say so; False: nothing was written.
-
-        Called by the publishing thread for a subscriber whose writer is idle,
-        so that a live event reaches an up-to-date subscriber without waking
-        its writer thread; a sink that cannot tell returns False.
-        """
-        ...
-
 
 class TextSink:
     """An `EventSink` over a function that takes each message as text (faces without framing)."""
@@ -126,9 +113,6 @@ class TextSink:
 
     def send_encoded(self, data: bytes) -> None:
         self._send(data.decode("utf-8"))
-
-    def try_send_encoded(self, data: bytes) -> bool:
-        return False  # the function may block: always through the writer thread
 
 
 def _passes(event_filter: EventFilter | None, element: etree._Element) -> bool:
@@ -217,7 +201,6 @@ class Subscription:
         self._max_backlog = max_backlog
         self._queue: deque[_Queued] = deque()
         self._wake = threading.Condition()
-        self._idle = False  # the writer waits for live events with nothing queued or being sent
         self._ended = False
         self._overflowed = False
         self._finished = threading.Event()
@@ -240,11 +223,6 @@ class Subscription:
         event = rendering.event
         with self._wake:
             if self._ended:
-                return
-            # Up to date and idle: write from here if the sink can take it without
-            # blocking (one write instead of a thread wake-up per subscriber);
-            # under the lock, so the writer cannot start sending meanwhile.
-            if self._idle and not self._queue and self._stop is None and self._sink.try_send_encoded(data):
                 return
             if len(self._queue) >= self._max_backlog:
                 self._overflowed = True
@@ -279,20 +257,16 @@ class Subscription:
     def _next(self) -> _Queued | None:
         """The next live event; None when the subscription ended or stopTime passed."""
         with self._wake:
-            self._idle = True
-            try:
-                while not self._queue and not self._ended:
-                    timeout = None
-                    if self._stop is not None:
-                        timeout = max(0.0, min(self._stop - self._clock.now(), 1.0))
-                        if self._clock.now() >= self._stop:
-                            return None
-                    self._wake.wait(timeout)
-                if self._ended:
-                    return None
-                return self._queue.popleft()
-            finally:
-                self._idle = False
+            while not self._queue and not self._ended:
+                timeout = None
+                if self._stop is not None:
+                    timeout = max(0.0, min(self._stop - self._clock.now(), 1.0))
+                    if self._clock.now() >= self._stop:
+                        return None
+                self._wake.wait(timeout)
+            if self._ended:
+                return None
+            return self._queue.popleft()
 
     def _run(self) -> None:
         try:
