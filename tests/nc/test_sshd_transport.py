@@ -126,6 +126,12 @@ def server(tmp_path: Path, profile: AgentProfile, keys: dict[str, tuple[paramiko
         yield srv
 
 
+def _login(server: AgentServer, keys: dict[str, tuple[paramiko.PKey, str]], user: str) -> StreamSession:
+    """A session through the agent's sshd with ``user``'s key."""
+    assert server.sshd is not None
+    return StreamSession(server.sshd.port, keys[user][0])
+
+
 GET_TASKS = f'<get><filter type="subtree"><tasks xmlns="{IRTF}"/></filter></get>'
 ASSIGN = (
     f'<edit-config><target><running/></target><config><tasks xmlns="{IRTF}"><task><task-id>s1</task-id>'
@@ -137,9 +143,7 @@ ASSIGN = (
 def test_the_key_names_the_user_and_nacm_applies(
     server: AgentServer, keys: dict[str, tuple[paramiko.PKey, str]]
 ) -> None:
-    assert server.sshd is not None
-    alice = StreamSession(server.sshd.port, keys["alice"][0])
-    guest = StreamSession(server.sshd.port, keys["guest"][0])
+    alice, guest = (_login(server, keys, user) for user in ("alice", "guest"))
     try:
         assert alice.hello.find("nc:session-id", NS) is not None
         assert alice.rpc(ASSIGN).find("nc:ok", NS) is not None
@@ -217,10 +221,7 @@ def test_notifications_over_the_sshd_path_keep_order_and_nacm(
     server: AgentServer, keys: dict[str, tuple[paramiko.PKey, str]]
 ) -> None:
     """Notifications over the sshd path: in the order of the commits, and only to those NACM lets read them."""
-    assert server.sshd is not None
-    alice = StreamSession(server.sshd.port, keys["alice"][0])
-    guest = StreamSession(server.sshd.port, keys["guest"][0])
-    worker = StreamSession(server.sshd.port, keys["alice"][0])
+    alice, guest, worker = (_login(server, keys, user) for user in ("alice", "guest", "alice"))
     subscribe = "<create-subscription xmlns='urn:ietf:params:xml:ns:netconf:notification:1.0'/>"
     try:
         for session in (alice, guest):
