@@ -443,16 +443,21 @@ def reply_start_tag(rpc: etree._Element) -> str:
     """
     attrib = rpc.attrib
     if any(name[0] == "{" for name in attrib):
-        empty = etree.Element(_NC + "rpc-reply", nsmap=default_ns(NC_NS))
-        for name, value in attrib.items():
-            empty.set(name, value)
-        text = etree.tostring(empty, encoding="unicode")
-        return text[:-2] + ">"
+        return etree.tostring(reply_element(rpc), encoding="unicode")[:-2] + ">"
     parts = [_REPLY_OPEN]
     for name, value in attrib.items():
         parts.append(f' {name!s}="{str(value).translate(_ATTR_ESCAPES)}"')
     parts.append(">")
     return "".join(parts)
+
+
+def reply_element(rpc: etree._Element | None) -> etree._Element:
+    """An empty ``<rpc-reply>`` carrying ``rpc``'s attributes (none for a message that was no rpc)."""
+    reply = etree.Element(_NC + "rpc-reply", nsmap=default_ns(NC_NS))
+    if rpc is not None:
+        for name, value in rpc.attrib.items():
+            reply.set(name, value)
+    return reply
 
 
 def rpc_error_element(error: RpcError) -> etree._Element:
@@ -642,15 +647,8 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             self.close()
 
     # -- replies --------------------------------------------------------------
-    def _reply_element(self, rpc: etree._Element | None) -> etree._Element:
-        reply = etree.Element(_NC + "rpc-reply", nsmap=default_ns(NC_NS))
-        if rpc is not None:
-            for name, value in rpc.attrib.items():
-                reply.set(name, value)
-        return reply
-
     def _send_reply(self, rpc: etree._Element, content: Iterable[etree._Element] | None) -> None:
-        reply = self._reply_element(rpc)
+        reply = reply_element(rpc)
         if content is None:
             etree.SubElement(reply, _NC + "ok")
         else:
@@ -664,7 +662,7 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self.send_message(f"{reply_start_tag(rpc)}{children}</rpc-reply>")
 
     def _send_error_reply(self, rpc: etree._Element | None, error: RpcError) -> None:
-        reply = self._reply_element(rpc)
+        reply = reply_element(rpc)
         reply.append(rpc_error_element(error))
         self.send_message(etree.tostring(reply, encoding="unicode"))
 
