@@ -221,11 +221,17 @@ def test_notifications_over_the_sshd_path_keep_order_and_nacm(
     server: AgentServer, keys: dict[str, tuple[paramiko.PKey, str]]
 ) -> None:
     """Notifications over the sshd path: in the order of the commits, and only to those NACM lets read them."""
-    alice, guest, worker = (_login(server, keys, user) for user in ("alice", "guest", "alice"))
     subscribe = "<create-subscription xmlns='urn:ietf:params:xml:ns:netconf:notification:1.0'/>"
+    sessions: list[StreamSession] = []
     try:
-        for session in (alice, guest):
-            assert session.rpc(subscribe).find("nc:ok", NS) is not None
+        # Each subscribes at once: this server closes sessions idle for 3 s, subscribers
+        # and their user's other sessions excepted, and a loaded machine logs in slowly.
+        for user in ("alice", "guest"):
+            sessions.append(_login(server, keys, user))
+            assert sessions[-1].rpc(subscribe).find("nc:ok", NS) is not None
+        alice, guest = sessions
+        worker = _login(server, keys, "alice")
+        sessions.append(worker)
         ids = [f"n{i}" for i in range(5)]
         for task_id in ids:
             assert (
@@ -244,5 +250,5 @@ def test_notifications_over_the_sshd_path_keep_order_and_nacm(
         reply = guest.rpc(GET_TASKS)
         assert etree.QName(reply).localname == "rpc-reply" and list(reply.iter(f"{{{IRTF}}}task-id")) == []
     finally:
-        for session in (alice, guest, worker):
+        for session in sessions:
             session.close()
