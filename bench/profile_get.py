@@ -38,7 +38,7 @@ def _loop(agent: Target, body: str, stop: threading.Event, counter: list[int]) -
             counter[0] += 1
 
 
-def _summarise(raw: Path, top: int) -> str:
+def _summarise(raw: Path, top: int, gil: bool = False) -> str:
     """Self and total shares per function from py-spy's collapsed-stack output."""
     own: collections.Counter[str] = collections.Counter()
     total: collections.Counter[str] = collections.Counter()
@@ -55,7 +55,8 @@ def _summarise(raw: Path, top: int) -> str:
         own[frames[-1]] += count
         for frame in set(frames):
             total[frame] += count
-    lines = [f"{samples} samples (active threads only)", "", "self %  function"]
+    which = "the thread holding the interpreter lock" if gil else "active threads only"
+    lines = [f"{samples} samples ({which})", "", "self %  function"]
     lines += [f"{100 * n / samples:6.1f}  {name}" for name, n in own.most_common(top)]
     lines += ["", "total %  function"]
     lines += [f"{100 * n / samples:6.1f}  {name}" for name, n in total.most_common(top)]
@@ -69,6 +70,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--top", type=int, default=25, help="functions to list (default 25)")
     parser.add_argument(
         "--path", choices=("paramiko", "sshd"), default="paramiko", help="SSH in the agent, or the agent's sshd"
+    )
+    parser.add_argument(
+        "--gil", action="store_true", help="sample only the thread holding the interpreter lock (Python CPU)"
     )
     args = parser.parse_args(argv)
     spy = shutil.which("py-spy") or str(Path(sys.executable).parent / "py-spy")
@@ -88,6 +92,8 @@ def main(argv: list[str] | None = None) -> int:
         raw = Path(tmp) / "raw.txt"
         began, done = time.monotonic(), counter[0]
         record = [spy, "record", "--pid", str(agent.pid), "--duration", str(int(args.seconds)), "--rate", "250"]
+        if args.gil:
+            record.append("--gil")
         subprocess.run(
             [*record, "--format", "raw", "--output", str(raw), "--nonblocking"],
             check=True,
@@ -98,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
         stop.set()
         client.join(timeout=10)
         print(f"{args.request} over {args.path}: {rate:.0f} requests/s while sampled (one session)")
-        print(_summarise(raw, args.top))
+        print(_summarise(raw, args.top, args.gil))
     return 0
 
 

@@ -101,6 +101,7 @@ FULL = Plan(
 )
 TASKS = 100
 NOTIFY_TASK_BASE = 10_000
+PHASES = ("requests", "setup", "notifications", "concurrency", "agents", "evolution", "client_rtt")
 FLAT_GROWTH = 2.0  # "flat": per-fragment cost at the largest pool at most this many times the cost at the smallest
 
 
@@ -112,6 +113,13 @@ def main(argv: list[str] | None = None) -> int:
     mode.add_argument("--quick", action="store_true", help="reduced run, under two minutes")
     mode.add_argument("--full", action="store_true", help="every benchmark at full size")
     parser.add_argument("--json", type=Path, metavar="FILE", help="also write the JSON document here")
+    parser.add_argument(
+        "--only",
+        metavar="PHASE[,PHASE]",
+        type=_phases,
+        default=PHASES,
+        help=f"run only these benchmarks, to iterate on one number ({', '.join(PHASES)}; default: all)",
+    )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     # 1,000 sessions need more than the usual 1,024 descriptors, here and in the servers (they inherit it).
@@ -120,7 +128,7 @@ def main(argv: list[str] | None = None) -> int:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     began = time.time()
     try:
-        rows, raw = Bench(plan).run()
+        rows, raw = Bench(plan, args.only).run()
     except BenchError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
@@ -142,11 +150,22 @@ def main(argv: list[str] | None = None) -> int:
     return 0
 
 
-class Bench:
-    """One benchmark run: both servers up, every benchmark, rows and raw numbers out."""
+def _phases(text: str) -> tuple[str, ...]:
+    chosen = tuple(name.strip() for name in text.split(",") if name.strip())
+    unknown = [name for name in chosen if name not in PHASES]
+    if unknown or not chosen:
+        raise argparse.ArgumentTypeError(
+            f"unknown benchmark {', '.join(unknown) or '(none)'}; choose from {', '.join(PHASES)}"
+        )
+    return chosen
 
-    def __init__(self, plan: Plan) -> None:
+
+class Bench:
+    """One benchmark run: both servers up, the chosen benchmarks (default all), rows and raw numbers out."""
+
+    def __init__(self, plan: Plan, phases: tuple[str, ...] = PHASES) -> None:
         self.plan = plan
+        self.phases = phases
         self.rows: list[Row] = []
         self.raw: dict[str, Any] = {}
 
@@ -154,20 +173,25 @@ class Bench:
         profile_json = data.profile_json()
         config_xml = data.profile_xml() + data.tasks_xml(TASKS)
         # The agent also serves through its own sshd: the request rows are measured on both paths.
-        with ours.AgentProcess(profile_json, sshd=True) as agent:
-            with agent.connect() as session:
-                session.request(data.edit_config(data.tasks_xml(TASKS)))
-            started = time.monotonic()
-            with NetconfdReference(MODULES_DIR, ["irtf-agent"], config_xml) as ref:
-                self.raw["netconfd_start_s"] = time.monotonic() - started
-                self._check_same_data(agent, ref)
-                self.raw["netconfd_idle_pss"] = procs.pss_bytes(ref.pids())
-                for phase in (self._requests, self._setup, self._notifications, self._concurrency):
-                    self._timed(phase.__name__, partial(phase, agent, ref))
-        self._timed("_agents", self._agents)
-        self._timed("_evolution", self._evolution)
-        self._timed("_client_rtt", self._client_rtt)
+        paired = [p for p in (self._requests, self._setup, self._notifications, self._concurrency) if self._chosen(p)]
+        if paired:
+            with ours.AgentProcess(profile_json, sshd=True) as agent:
+                with agent.connect() as session:
+                    session.request(data.edit_config(data.tasks_xml(TASKS)))
+                started = time.monotonic()
+                with NetconfdReference(MODULES_DIR, ["irtf-agent"], config_xml) as ref:
+                    self.raw["netconfd_start_s"] = time.monotonic() - started
+                    self._check_same_data(agent, ref)
+                    self.raw["netconfd_idle_pss"] = procs.pss_bytes(ref.pids())
+                    for phase in paired:
+                        self._timed(phase.__name__, partial(phase, agent, ref))
+        for alone in (self._agents, self._evolution, self._client_rtt):
+            if self._chosen(alone):
+                self._timed(alone.__name__, alone)
         return self.rows, self.raw
+
+    def _chosen(self, phase: Callable[..., None]) -> bool:
+        return phase.__name__.strip("_") in self.phases
 
     # -- helpers ----------------------------------------------------------
 

@@ -14,6 +14,7 @@ from an_agent.access.users import hash_password
 from an_agent.model import AgentProfile
 from an_agent.nc.face import NetconfFace
 from an_agent.nc.reply_cache import ReplyCache, request_key
+from an_agent.nc.server import reply_start_tag
 from an_agent.server import AgentServer, ServerConfig
 from rawnc import NS, RawSession, wait_for
 from support import IRTF
@@ -194,3 +195,51 @@ def test_concurrent_readers_see_their_own_views(server: AgentServer) -> None:
     for thread in threads:
         thread.join(timeout=60)
     assert wrong == []
+
+
+@pytest.mark.parametrize(
+    "attributes",
+    [
+        'message-id="1"',
+        'message-id="a&amp;b&lt;c&gt;d&quot;e\'f"',
+        'message-id="tab&#9;nl&#10;cr&#13;sp x" other="é ✓"',
+        'xmlns:ex="urn:example" message-id="7" ex:trace="t-1"',
+    ],
+)
+def test_the_reply_start_tag_is_what_lxml_writes(attributes: str) -> None:
+    """The hit path writes <rpc-reply ...> itself; it must equal lxml's serialisation of the same attributes."""
+    rpc = etree.fromstring(f'<rpc xmlns="urn:ietf:params:xml:ns:netconf:base:1.0" {attributes}><get/></rpc>')
+    reply = etree.Element("{urn:ietf:params:xml:ns:netconf:base:1.0}rpc-reply", nsmap={None: NS["nc"]})
+    for name, value in rpc.attrib.items():
+        reply.set(name, value)
+    empty = etree.tostring(reply, encoding="unicode")  # <rpc-reply .../>, as the slow path writes it
+    assert reply_start_tag(rpc) == empty[:-2] + ">"
+    written = reply_start_tag(rpc) + "</rpc-reply>"
+    assert dict(etree.fromstring(written).attrib) == dict(rpc.attrib)
+
+
+def test_lookup_finds_only_the_same_version_view_and_request() -> None:
+    cache = ReplyCache()
+    assert cache.lookup(1, "alice", "q") is None
+    cache.get_or_build(1, "alice", "q", lambda: "v1")
+    assert cache.lookup(1, "alice", "q") == "v1"
+    assert cache.lookup(1, "bob", "q") is None
+    assert cache.lookup(1, "alice", "other") is None
+    assert cache.lookup(2, "alice", "q") is None
+    assert cache.hits == 1
+
+
+def test_a_memo_hit_skips_no_check_a_different_request_needs(server: AgentServer) -> None:
+    """The hit path trusts only requests kept before: any other text is checked and refused as usual."""
+    alice = RawSession(server.port, user="alice", password="pw")
+    try:
+        alice.rpc(GET_TASKS)
+        bad = GET_TASKS.replace("<get>", "<get><source><running/></source>")
+        for _ in range(2):
+            reply = alice.rpc(bad)
+            assert reply.findtext("nc:rpc-error/nc:error-tag", namespaces=NS) == "unknown-element"
+        bad_source = f'<get-config><source><candidate/></source><filter type="subtree"><tasks xmlns="{IRTF}"/></filter></get-config>'
+        assert alice.rpc(bad_source).findtext("nc:rpc-error/nc:error-tag", namespaces=NS) == "invalid-value"
+        assert _task_ids(alice.rpc(GET_TASKS)) == []  # the kept request still answers
+    finally:
+        alice.close()

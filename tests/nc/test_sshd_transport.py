@@ -40,7 +40,14 @@ NACM_RULES = {
                         "path": "/irtf-agent:tasks",
                         "access-operations": "*",
                         "action": "deny",
-                    }
+                    },
+                    {
+                        "name": "no-conditions",
+                        "module-name": "irtf-agent",
+                        "notification-name": "condition-notifications",
+                        "access-operations": "read",
+                        "action": "deny",
+                    },
                 ],
             }
         ],
@@ -119,6 +126,12 @@ def server(tmp_path: Path, profile: AgentProfile, keys: dict[str, tuple[paramiko
         yield srv
 
 
+def _login(server: AgentServer, keys: dict[str, tuple[paramiko.PKey, str]], user: str) -> StreamSession:
+    """A session through the agent's sshd with ``user``'s key."""
+    assert server.sshd is not None
+    return StreamSession(server.sshd.port, keys[user][0])
+
+
 GET_TASKS = f'<get><filter type="subtree"><tasks xmlns="{IRTF}"/></filter></get>'
 ASSIGN = (
     f'<edit-config><target><running/></target><config><tasks xmlns="{IRTF}"><task><task-id>s1</task-id>'
@@ -130,9 +143,7 @@ ASSIGN = (
 def test_the_key_names_the_user_and_nacm_applies(
     server: AgentServer, keys: dict[str, tuple[paramiko.PKey, str]]
 ) -> None:
-    assert server.sshd is not None
-    alice = StreamSession(server.sshd.port, keys["alice"][0])
-    guest = StreamSession(server.sshd.port, keys["guest"][0])
+    alice, guest = (_login(server, keys, user) for user in ("alice", "guest"))
     try:
         assert alice.hello.find("nc:session-id", NS) is not None
         assert alice.rpc(ASSIGN).find("nc:ok", NS) is not None
@@ -204,3 +215,40 @@ def test_state_files_are_private(server: AgentServer) -> None:
         mode = stat.S_IMODE(os.stat(server.sshd.dir / name).st_mode)
         assert mode & 0o077 == 0, (name, oct(mode))
     assert stat.S_IMODE(os.stat(server.sshd.dir).st_mode) == 0o700
+
+
+def test_notifications_over_the_sshd_path_keep_order_and_nacm(
+    server: AgentServer, keys: dict[str, tuple[paramiko.PKey, str]]
+) -> None:
+    """Notifications over the sshd path: in the order of the commits, and only to those NACM lets read them."""
+    subscribe = "<create-subscription xmlns='urn:ietf:params:xml:ns:netconf:notification:1.0'/>"
+    sessions: list[StreamSession] = []
+    try:
+        # Each subscribes at once: this server closes sessions idle for 3 s, subscribers
+        # and their user's other sessions excepted, and a loaded machine logs in slowly.
+        for user in ("alice", "guest"):
+            sessions.append(_login(server, keys, user))
+            assert sessions[-1].rpc(subscribe).find("nc:ok", NS) is not None
+        alice, guest = sessions
+        worker = _login(server, keys, "alice")
+        sessions.append(worker)
+        ids = [f"n{i}" for i in range(5)]
+        for task_id in ids:
+            assert (
+                worker.rpc(ASSIGN.replace("<task-id>s1</task-id>", f"<task-id>{task_id}</task-id>")).find("nc:ok", NS)
+                is not None
+            )
+        created: list[str] = []
+        while len(created) < len(ids):
+            note = etree.fromstring(alice._read())
+            status = note.findtext(f".//{{{IRTF}}}task-status") or note.findtext(f".//{{{IRTF}}}status")
+            task_id = note.findtext(f".//{{{IRTF}}}task-id")
+            if task_id is not None and task_id not in created and status in (None, "created"):
+                created.append(task_id)
+        assert created == ids  # the order of the commits
+        # guests may not read tasks: nothing about them was queued ahead of this reply.
+        reply = guest.rpc(GET_TASKS)
+        assert etree.QName(reply).localname == "rpc-reply" and list(reply.iter(f"{{{IRTF}}}task-id")) == []
+    finally:
+        for session in sessions:
+            session.close()

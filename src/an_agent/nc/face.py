@@ -13,7 +13,7 @@ are refused with ``operation-not-supported``.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import cast
 
 from lxml import etree
@@ -98,8 +98,9 @@ class NetconfFace:
             # Many clients (ncclient users among them) send <config>/<filter>
             # without a namespace; they can only mean the base ones.
             for child in operation:
-                if isinstance(child.tag, str) and etree.QName(child).namespace is None:
-                    child.tag = _NC + child.tag
+                tag = child.tag
+                if isinstance(tag, str) and not tag.startswith("{"):
+                    child.tag = _NC + tag
             method = _BASE_OPERATIONS.get(q.localname)
             if method is not None:
                 return method(self, principal, session, operation)
@@ -138,11 +139,15 @@ class NetconfFace:
 
     # -- data -----------------------------------------------------------------
     def _get(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
+        version, key = self._memo_key(operation)
+        kept = self.replies.lookup(version, principal, key)
+        if kept is not None:
+            return Reply(serialized=kept)
         _check_params(operation, {"filter", "with-defaults"})
+        flt = operation.find(_NC + "filter")
+        scope = nc_state.read_scope(flt)
 
         def build() -> list[etree._Element]:
-            flt = operation.find(_NC + "filter")
-            scope = nc_state.read_scope(flt)
             extra = [self._monitoring]
             if scope.wants_name(NETMOD_NOTIFICATION_NS, "netconf"):
                 extra.append(nc_state.streams(self.operations.log_created))
@@ -152,11 +157,15 @@ class NetconfFace:
             return nc_state.filtered(flt, data, self.operations.keys_of)
 
         # /nacm carries denial counters that change without a data version: never memoised.
-        if nc_state.read_scope(operation.find(_NC + "filter")).wants_name(NACM_NS, "nacm"):
+        if scope.wants_name(NACM_NS, "nacm"):
             return Reply([nc_state.data_reply(build())])
-        return self._memo(principal, operation, build)
+        return self._memo(version, principal, key, build)
 
     def _get_config(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
+        version, key = self._memo_key(operation)
+        kept = self.replies.lookup(version, principal, key)
+        if kept is not None:
+            return Reply(serialized=kept)
         _check_params(operation, {"source", "filter", "with-defaults"})
         _datastore_name(operation, "source")
 
@@ -166,19 +175,24 @@ class NetconfFace:
             data = self.operations.read(principal, nc_state.read_scope(flt), config_only=True, extra=extra)
             return nc_state.filtered(flt, data, self.operations.keys_of)
 
-        return self._memo(principal, operation, build)
+        return self._memo(version, principal, key, build)
+
+    def _memo_key(self, operation: etree._Element) -> tuple[Hashable, Hashable]:
+        """The data version and the request key a read is memoised under.
+
+        The version is read before any data (see `ReplyCache.get_or_build`).
+        The memo is looked up before the request is checked: a kept reply
+        was built from the same request text, which passed the checks then
+        (errors are never kept), so the hit path skips them.
+        """
+        return self.operations.data_version(), request_key(operation)
 
     def _memo(
-        self, principal: Principal, operation: etree._Element, build: Callable[[], list[etree._Element]]
+        self, version: Hashable, principal: Principal, key: Hashable, build: Callable[[], list[etree._Element]]
     ) -> Reply:
         """The ``<data>`` reply from the memo, or built by ``build`` (read, NACM view, filter) and kept."""
-        # The version is read before the data (see ReplyCache.get_or_build).
-        version = self.operations.data_version()
         text = self.replies.get_or_build(
-            version,
-            principal,
-            request_key(operation),
-            lambda: etree.tostring(nc_state.data_reply(build()), encoding="unicode"),
+            version, principal, key, lambda: etree.tostring(nc_state.data_reply(build()), encoding="unicode")
         )
         return Reply(serialized=text)
 

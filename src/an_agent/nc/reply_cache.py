@@ -55,6 +55,23 @@ class ReplyCache:
         self._entries: OrderedDict[tuple[Hashable, Hashable], str] = OrderedDict()
         self._bytes = 0
 
+    def lookup(self, version: Hashable, view: Hashable, request: Hashable) -> str | None:
+        """The kept reply for ``request`` seen through ``view`` at ``version``, or None (counted as a hit only).
+
+        A hit means the same request text built a reply before: the caller
+        may skip every check that depends on the request alone (errors are
+        never kept, so a kept request passed them).
+        """
+        key = (view, request)
+        with self._lock:
+            if version != self._version:
+                return None
+            found = self._entries.get(key)
+            if found is not None:
+                self._entries.move_to_end(key)
+                self.hits += 1
+            return found
+
     def get_or_build(self, version: Hashable, view: Hashable, request: Hashable, build: Callable[[], str]) -> str:
         """The reply for ``request`` seen through ``view`` at ``version``; ``build`` makes it on a miss.
 

@@ -426,6 +426,40 @@ def frame(message: str, chunked: bool) -> bytes:
     return data + b"]]>]]>"
 
 
+_REPLY_OPEN = f'<rpc-reply xmlns="{NC_NS}"'
+# What an attribute value must escape (as lxml does): markup, the quote, and
+# the whitespace characters that attribute-value normalisation would turn into spaces.
+_ATTR_ESCAPES = str.maketrans(
+    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
+)
+
+
+def reply_start_tag(rpc: etree._Element) -> str:
+    """``<rpc-reply ...>`` carrying ``rpc``'s attributes (RFC 6241 4.2), as lxml would serialise it.
+
+    Attributes without a namespace (``message-id`` and the like) are written
+    here directly; any namespaced attribute needs its prefix declared, so
+    lxml writes the tag then.
+    """
+    attrib = rpc.attrib
+    if any(name[0] == "{" for name in attrib):
+        return etree.tostring(reply_element(rpc), encoding="unicode")[:-2] + ">"
+    parts = [_REPLY_OPEN]
+    for name, value in attrib.items():
+        parts.append(f' {name!s}="{str(value).translate(_ATTR_ESCAPES)}"')
+    parts.append(">")
+    return "".join(parts)
+
+
+def reply_element(rpc: etree._Element | None) -> etree._Element:
+    """An empty ``<rpc-reply>`` carrying ``rpc``'s attributes (none for a message that was no rpc)."""
+    reply = etree.Element(_NC + "rpc-reply", nsmap=default_ns(NC_NS))
+    if rpc is not None:
+        for name, value in rpc.attrib.items():
+            reply.set(name, value)
+    return reply
+
+
 def rpc_error_element(error: RpcError) -> etree._Element:
     """Serialise one `RpcError` as ``<rpc-error>`` with RFC 6241's child order."""
     err = etree.Element(_NC + "rpc-error", nsmap=default_ns(NC_NS))
@@ -502,7 +536,10 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         return frame(nc_base.XML_HEADER + message, self.new_framing)
 
     def send_encoded(self, data: bytes) -> None:
+        self._write(data)
         self.last_activity = time.monotonic()
+
+    def _write(self, data: bytes) -> None:
         with self._send_lock:
             stream = self.pkt_stream
             if stream is None or stream.stream is None:
@@ -527,17 +564,10 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             etree.SubElement(capabilities, "capability").text = uri
 
     def send_message(self, msg: str) -> None:
-        # The base class has no lock around the write: a notification from a
-        # task thread could interleave with a reply. One lock per session.
-        with self._send_lock:
-            stream = self.pkt_stream
-            if stream is None or stream.stream is None:
-                return
-            try:
-                stream.send_pdu(nc_base.XML_HEADER + msg, self.new_framing)
-            except (OSError, EOFError, paramiko.SSHException) as exc:
-                log.info("session %s: send failed (%r); closing", self._sid, exc)
-                threading.Thread(target=self.close, daemon=True).start()
+        # The base class has no lock around the write (a notification from a
+        # task thread could interleave with a reply) and frames in several
+        # copies and writes: one lock per session, one framed buffer, one write.
+        self._write(self.encode(msg))
 
     def _reader_exits(self) -> None:
         self.close()
@@ -617,15 +647,8 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             self.close()
 
     # -- replies --------------------------------------------------------------
-    def _reply_element(self, rpc: etree._Element | None) -> etree._Element:
-        reply = etree.Element(_NC + "rpc-reply", nsmap=default_ns(NC_NS))
-        if rpc is not None:
-            for name, value in rpc.attrib.items():
-                reply.set(name, value)
-        return reply
-
     def _send_reply(self, rpc: etree._Element, content: Iterable[etree._Element] | None) -> None:
-        reply = self._reply_element(rpc)
+        reply = reply_element(rpc)
         if content is None:
             etree.SubElement(reply, _NC + "ok")
         else:
@@ -633,15 +656,13 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self.send_message(etree.tostring(reply, encoding="unicode"))
 
     def _send_serialized_reply(self, rpc: etree._Element, children: str) -> None:
-        # The empty <rpc-reply .../> carries the rpc's attributes, escaped by
-        # lxml; the children (self-contained, with their own namespace
-        # declarations) go between its tags without being parsed again.
-        empty = etree.tostring(self._reply_element(rpc), encoding="unicode")
-        assert empty.endswith("/>")
-        self.send_message(f"{empty[:-2]}>{children}</rpc-reply>")
+        # The <rpc-reply> start tag carries the rpc's attributes; the children
+        # (self-contained, with their own namespace declarations) go between
+        # its tags without being parsed again.
+        self.send_message(f"{reply_start_tag(rpc)}{children}</rpc-reply>")
 
     def _send_error_reply(self, rpc: etree._Element | None, error: RpcError) -> None:
-        reply = self._reply_element(rpc)
+        reply = reply_element(rpc)
         reply.append(rpc_error_element(error))
         self.send_message(etree.tostring(reply, encoding="unicode"))
 

@@ -64,12 +64,12 @@ class _FdStream:
         self._bridge = bridge
         self._closed = False
         self._lock = threading.Lock()
+        self._poller = select.poll()  # used by the session's reader thread only
+        self._poller.register(read_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
 
     def recv(self, size: int) -> bytes:
-        poller = select.poll()
-        poller.register(self._read_fd, select.POLLIN | select.POLLHUP | select.POLLERR)
         while not self._closed:
-            if poller.poll(self._POLL_MS):
+            if self._poller.poll(self._POLL_MS):
                 try:
                     return os.read(self._read_fd, size)
                 except OSError:

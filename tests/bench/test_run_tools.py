@@ -1,0 +1,39 @@
+"""bench.run --only and bench.reader_loop: the tools used to iterate on one number."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+import pytest
+from bench.reader_loop import cpu_per_request
+from bench.run import PHASES, _phases
+
+from an_agent.model import AgentProfile
+from an_agent.nc.face import NetconfFace
+from an_agent.server import AgentServer, ServerConfig
+from bench import data
+
+
+def test_only_takes_known_benchmarks_and_refuses_others() -> None:
+    assert _phases("requests, notifications") == ("requests", "notifications")
+    assert set(PHASES) >= {"requests", "notifications", "evolution"}
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown benchmark fanout"):
+        _phases("requests,fanout")
+    with pytest.raises(argparse.ArgumentTypeError):
+        _phases(" , ")
+
+
+def test_reader_loop_answers_every_request_from_the_memo_after_the_first(tmp_path: Path) -> None:
+    config = ServerConfig(
+        state_dir=tmp_path / "state",
+        port=0,
+        users={"admin": "admin"},
+        schemas="off",
+        profile=AgentProfile.from_json(data.profile_json()),
+    )
+    with AgentServer(config) as server:
+        face = server._listener.handler
+        assert isinstance(face, NetconfFace)
+        assert cpu_per_request(server, data.GET_PROFILE, 200, 1) >= 0.0
+        assert (face.replies.misses, face.replies.hits) == (1, 199)
