@@ -17,20 +17,30 @@ from an_agent.server import AgentServer, ServerConfig
 from fake_embedder import FakeEmbedder
 
 
-@pytest.fixture
-def server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]:
-    config = ServerConfig(
+def _config(tmp_path: Path, profile: AgentProfile, work_seconds: float) -> ServerConfig:
+    return ServerConfig(
         state_dir=tmp_path / "state",
         port=0,
         a2a_port=0,
         a2a_tls=True,
         users={"admin": "admin"},
         profile=profile,
-        behaviour=DefaultBehaviour(0.5),  # long enough to cancel a running task
+        behaviour=DefaultBehaviour(work_seconds),
         embedder=FakeEmbedder(),
         clock=ManualClock(from_rfc3339("2026-10-05T00:00:00Z")),
     )
-    with AgentServer(config) as running:
+
+
+@pytest.fixture
+def server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]:
+    with AgentServer(_config(tmp_path, profile, 0.5)) as running:
+        yield running
+
+
+@pytest.fixture
+def slow_server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]:
+    """Tasks run 60 s (cancelled well before): a cancel reaches a running task on any load."""
+    with AgentServer(_config(tmp_path, profile, 60)) as running:
         yield running
 
 
@@ -63,7 +73,7 @@ def test_assign_structured_over_a2a_and_read_it_over_netconf(capsys, server: Age
     assert code == 0 and [json.loads(line)["task-status"] for line in out.splitlines()][-1] == "finished"
 
 
-def test_bad_payload_text_and_cancel(capsys, server: AgentServer) -> None:  # type: ignore[no-untyped-def]
+def test_bad_payload_and_version_refused_before_sending(capsys, server: AgentServer) -> None:  # type: ignore[no-untyped-def]
     code, _, err = cli(
         capsys, server, "task", "assign", "--schema", "energy_saving_adjust",
         "--set", "cell_ids=CELL-0401", "--set", "action=explode", "--set", "colour=red",
@@ -74,6 +84,9 @@ def test_bad_payload_text_and_cancel(capsys, server: AgentServer) -> None:  # ty
     with AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin") as nc:
         assert nc.list_tasks() == []
 
+
+def test_cancel_of_a_running_task(capsys, slow_server: AgentServer) -> None:  # type: ignore[no-untyped-def]
+    server = slow_server
     code, out, err = cli(
         capsys, server, "task", "assign", "--target", "SITE-07", "--description", "diagnose the outage", "--json"
     )
