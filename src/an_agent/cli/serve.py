@@ -22,8 +22,14 @@ _DESCRIPTION = """\
 Serve one autonomous-network agent over NETCONF (SSH, base 1.0 and 1.1).
 
 The agent's profile (/irtf-agent:agent) comes from --profile FILE (RFC 7951
-JSON or YAML of the same shape), from --topology FILE --agent NAME, or, with
-neither, from the built-in example profile. Tasks, context, data-params and
+JSON or YAML of the same shape; the agent then runs the default behaviour:
+the task lifecycle without network work), from --topology FILE --agent NAME
+(the role's behaviour), or, with neither, it is the quick-tour agent: a RAN
+fault agent on a built-in simulated network of six base stations with three
+faults (SITE-02 software hang, SITE-05 power failure, CELL-0401 tilt off
+plan) that diagnoses them, recommends the recovery and recovers what may be
+done remotely (tasks 'Diagnose ...', 'Repair ...', 'Verify ...' with a
+fault_diagnosis_v1 payload or a prompt naming the sites/cells). Tasks, context, data-params and
 the notification log persist in SQLite under --state-dir, as does the SSH host
 key (generated on first start).
 
@@ -269,6 +275,11 @@ def run(args: argparse.Namespace) -> int:
         templates = templates or list(spec.templates)
     elif args.agent:
         raise ConfigError("--agent is only meaningful with --topology FILE")
+    elif not (args.directory_role or args.broker):  # those play their own behaviour
+        from an_agent.lab.tour import tour_agent
+
+        tour = tour_agent(schemas)
+        profile, behaviour = tour.profile, tour.behaviour
 
     register_with = None
     if args.register_with:
