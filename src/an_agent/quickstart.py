@@ -22,10 +22,13 @@ from an_agent.lab.journal import Note
 from an_agent.lab.tour import tour_agent
 from an_agent.model import CommuType, NegotiationRequest, NegotiationType, Task, build_prompt
 from an_agent.nc.agent_client import AgentClient
+from an_agent.schemas.fulfilment import Expectation
 from an_agent.server import AgentServer, ServerConfig
 
 SITE = "SITE-02"
 SCENARIO = "fault_diagnosis"
+DIAGNOSIS_EXPECTED = Expectation(keys=("root_cause", "recommendations"), covers={"explained_site_ids": (SITE,)})
+"""What we, the requester, expect of the diagnosis: sent as its expected-response, and judged by us."""
 
 
 def step(title: str, operation: str) -> None:
@@ -102,7 +105,7 @@ def run(state_dir: Path) -> int:
             print(f"feasible: {answer.feasible} - {answer.reason}")
 
             step("taskAssign Diagnose + taskResultSubscribe", "<create-subscription>, <edit-config> with data-param")
-            diagnosis = tour.run_task("tour-diagnose", description, payload, "root_cause, recommendations")
+            diagnosis = tour.run_task("tour-diagnose", description, payload, DIAGNOSIS_EXPECTED.to_text())
             finding = json.loads(diagnosis.result.data or "{}") if diagnosis.result else {}
             print(f"status {diagnosis.status}: root cause: {finding.get('root_cause')}")
             print(f"  recommended: {'; '.join(finding.get('recommendations', []))}")
@@ -116,13 +119,12 @@ def run(state_dir: Path) -> int:
             verify = tour.run_task("tour-verify", f"Verify that service is restored on {SITE}", payload, "restored_at")
             print(f"status {verify.status}: {verify.result.summary if verify.result else ''}")
 
-            step("FulfillmentNegotiate: is the result good?", "<task-negotiate> type FULFILLMENT")
-            verdict = client.negotiate(
-                NegotiationRequest(
-                    task_id="tour-diagnose", type=NegotiationType.FULFILLMENT, content=[], send_from="tour"
-                )
-            )
-            print(f"fulfilled: {verdict.fulfilled} - {verdict.reason}")
+            step("FulfillmentNegotiate: judged by us, the requester", "<get> the task, <task-negotiate> FULFILLMENT")
+            for criteria in (DIAGNOSIS_EXPECTED, Expectation(covers={"explained_site_ids": (SITE, "SITE-05")})):
+                verdict = client.fulfilment("tour-diagnose", criteria)
+                print(f"expecting {criteria.to_text()}")
+                print(f"  fulfilled: {verdict.fulfilled} - {verdict.judgement.reason}")
+                print(f"  (the agent says {verdict.executor_fulfilled}: {verdict.executor_reason})")
     print("\nagent stopped.")
     return 0
 

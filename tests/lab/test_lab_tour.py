@@ -147,3 +147,6 @@ def test_quickstart_shows_the_real_work(capsys: pytest.CaptureFixture[str], tmp_
     assert "status finished: SITE-02: restarted" in out
     assert "status finished: SITE-02 back in service" in out
     assert "executed:" not in out
+    # FULFILLMENT judged by the requester's criteria: met, then a stricter one the result misses.
+    assert "fulfilled: True - the result meets the expected response: root_cause, recommendations" in out
+    assert "fulfilled: False - explained_site_ids does not cover SITE-05" in out

@@ -9,7 +9,9 @@
   when the agent's schema setting accepts them (`AgentEnvironment.schemas`): the same under
   ``an-agent serve --topology`` and in a lab.
 - Negotiation: FEASIBILITY reads the proposed payload from the prompt and asks `feasibility`;
-  FULFILLMENT compares a finished task's JSON result with what the requester says it needs.
+  FULFILLMENT, answered, judges a finished task's JSON result by the criteria the requester sent
+  (`an_agent.schemas.fulfilment`); asked (`evaluate`), the requester judges the result itself and
+  only records the executor's answer.
 - Talking to other agents: `ask` runs the draft's section 5.3 sequence with a peer — FEASIBILITY,
   a second round on the peer's counter-proposal when the requester accepts it, then taskAssign — and
   waits for the result by notification.
@@ -28,7 +30,7 @@ from typing import Any, ClassVar
 from an_agent.agents import payloads
 from an_agent.agents.environment import AgentEnvironment, Shutdown
 from an_agent.agents.findings import Finding
-from an_agent.agents.peers import Peers, TaskHandle, prompt_payload
+from an_agent.agents.peers import Peers, TaskHandle
 from an_agent.clock import to_rfc3339
 from an_agent.errors import AnAgentError, RpcError, SchemaError
 from an_agent.model import (
@@ -43,6 +45,7 @@ from an_agent.model import (
     parse_prompt,
 )
 from an_agent.runtime.behaviour import AgentInfo, Behaviour, TaskRun
+from an_agent.schemas.fulfilment import Expectation, Fulfilment, fulfilment_request_content, request_expectation
 from an_agent.schemas.validate import ValidatedPayload
 
 log = logging.getLogger(__name__)
@@ -228,28 +231,17 @@ class LabBehaviour(Behaviour):
         return NegotiationResult(NegotiationType.FEASIBILITY, feasible=True, reason=reason)
 
     def _fulfillment(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
-        def answer(ok: bool, reason: str) -> NegotiationResult:
-            return NegotiationResult(NegotiationType.FULFILLMENT, fulfilled=ok, reason=reason)
-
+        """The executor's answer: its task judged by the criteria the requester sent (or its expected-response)."""
         if task is None:
-            return answer(False, f"{self.name} has no task {request.task_id!r}")
-        if task.status != TaskStatus.FINISHED:
-            return answer(False, f"task {task.task_id} is {task.status}, not finished")
-        result = Outcome(task, None).result()
-        required = prompt_payload(request.content) or {}
-        missing = [key for key in required.get("keys", []) if result.get(key) in (None, "", [])]
-        if missing:
-            return answer(False, f"the result has no {', '.join(missing)}")
-        for key, wanted in sorted(required.get("covers", {}).items()):
-            have = set(result.get(key) or [])
-            absent = sorted(set(wanted) - have)
-            if absent:
-                return answer(False, f"{key} does not cover {', '.join(absent)}")
-        return answer(
-            True,
-            f"task {task.task_id} finished; its result gives "
-            + ", ".join(required.get("keys", []) or ["what was asked"]),
-        )
+            return NegotiationResult(
+                NegotiationType.FULFILLMENT, fulfilled=False, reason=f"{self.name} has no task {request.task_id!r}"
+            )
+        expectation = request_expectation(request.content) or Expectation.parse(task.expected_response)
+        judgement = expectation.judge(task)
+        reason = judgement.reason
+        if judgement.fulfilled:
+            reason = f"task {task.task_id} finished; " + reason
+        return NegotiationResult(NegotiationType.FULFILLMENT, fulfilled=judgement.fulfilled, reason=reason)
 
     # ---- what roles implement -----------------------------------------------------------------------
     @abstractmethod
@@ -367,20 +359,35 @@ class LabBehaviour(Behaviour):
         return self.peers.peer(peer).assign(task, [param])
 
     def evaluate(self, peer: str, outcome: Outcome, keys: list[str], covers: dict[str, list[str]]) -> bool:
-        """FULFILLMENT negotiation on a finished task: does its result give ``keys`` and cover ``covers``?"""
+        """FULFILLMENT on a peer's task, judged by this agent (the requester): does the result give ``keys``
+        and cover ``covers``? The criteria go to the peer in the negotiation; the peer's answer is noted
+        (``fulfillment_disputed`` when it differs) but the verdict is this agent's own judgement.
+        """
         if outcome.task is None:
             return False
-        requirement = json.dumps({"keys": keys, "covers": covers}, sort_keys=True)
+        expectation = Expectation(keys=tuple(keys), covers={k: tuple(v) for k, v in covers.items()})
+        judgement = expectation.judge(outcome.task)
         answer = self.peers.peer(peer).negotiate(
             NegotiationRequest(
                 outcome.task.task_id,
                 NegotiationType.FULFILLMENT,
-                [build_prompt(outcome.task.task_id, "evaluate the result", requirement)],
+                [fulfilment_request_content(outcome.task.task_id, expectation)],
                 self.name,
                 peer,
             )
         )
-        return bool(answer.fulfilled)
+        verdict = Fulfilment(judgement, answer.fulfilled, answer.reason)
+        if verdict.disagrees:
+            self.note(
+                "fulfillment_disputed",
+                f"{peer} says task {outcome.task.task_id} is "
+                + ("fulfilled" if answer.fulfilled else "not fulfilled")
+                + f"; {self.name} judges it "
+                + ("fulfilled" if verdict.fulfilled else f"not fulfilled: {judgement.reason}"),
+                task_id=outcome.task.task_id,
+                fulfilled=verdict.fulfilled,
+            )
+        return verdict.fulfilled
 
 
 def stamp(t: float) -> str:
