@@ -12,7 +12,8 @@
   FULFILLMENT, answered, judges a finished task's JSON result by the criteria the requester sent
   (`an_agent.schemas.fulfilment`); asked (`evaluate`), the requester judges the result itself and
   only records the executor's answer.
-- Talking to other agents: `ask` runs the draft's section 5.3 sequence with a peer — FEASIBILITY,
+- Talking to other agents: `ask` negotiates the payload's schema with the peer (`negotiated_value`,
+  `an_agent.agents.schema_use`), then runs the draft's section 5.3 sequence — FEASIBILITY,
   a second round on the peer's counter-proposal when the requester accepts it, then taskAssign — and
   waits for the result by notification.
 """
@@ -31,6 +32,7 @@ from an_agent.agents import payloads
 from an_agent.agents.environment import AgentEnvironment, Shutdown
 from an_agent.agents.findings import Finding
 from an_agent.agents.peers import Peers, TaskHandle
+from an_agent.agents.schema_use import adopt_evolved_keys, supported_versions
 from an_agent.clock import to_rfc3339
 from an_agent.errors import AnAgentError, RpcError, SchemaError
 from an_agent.model import (
@@ -45,8 +47,9 @@ from an_agent.model import (
     parse_prompt,
 )
 from an_agent.runtime.behaviour import AgentInfo, Behaviour, TaskRun
+from an_agent.runtime.schemas import shared_embedder
 from an_agent.schemas.fulfilment import Expectation, Fulfilment, fulfilment_request_content, request_expectation
-from an_agent.schemas.validate import ValidatedPayload
+from an_agent.schemas.validate import ValidatedPayload, validate_payload
 
 log = logging.getLogger(__name__)
 
@@ -314,6 +317,7 @@ class LabBehaviour(Behaviour):
         """FEASIBILITY with ``peer``, and a second round on its counter-proposal when ``accept_counter`` takes it."""
         task_id = self.new_task_id(slug)
         link = self.peers.peer(peer)
+        value = self.negotiated_value(peer, value)
         refusals: list[str] = []
         proposal = value
         for _ in range(2):
@@ -334,6 +338,38 @@ class LabBehaviour(Behaviour):
                 break
             proposal = counter
         return Agreement(None, value, tuple(refusals))
+
+    def negotiated_value(self, peer: str, value: dict[str, Any]) -> dict[str, Any]:
+        """``value`` for the template ``peer`` serves this agent (`an_agent.agents.schema_use`).
+
+        Negotiates the version (``get-schema-template``), moves ``other`` content into the experimental
+        keys of that template when it maps (journal note ``evolved_keys_used``) and validates the result
+        client side. A peer that serves no templates (``schemas: off``) gets ``value`` as it is; no
+        common version ends the calling task (`TaskFailure`).
+        """
+        scenario = payloads.templates().get(value["schema_id"]).scenario
+        try:
+            agreed = self.peers.peer(peer).schema(scenario, supported_versions(value["schema_id"]))
+        except SchemaError as exc:
+            raise TaskFailure(f"{peer}: {exc}: " + "; ".join(exc.problems)) from None
+        except RpcError as exc:
+            if exc.error_tag in ("operation-not-supported", "unknown-element"):
+                return value  # no schema service on the peer: the shipped template is all there is
+            raise
+        payload = dict(value["payload"])
+        adopted = adopt_evolved_keys(agreed.template, payload, shared_embedder, self.env.scheduler.now())
+        if adopted.keys:
+            self.note(
+                "evolved_keys_used",
+                f"payload for {peer} uses experimental key(s) {', '.join(adopted.keys)} of {agreed.schema_id} "
+                "instead of 'other'",
+                keys=list(adopted.keys),
+                schema_id=agreed.schema_id,
+                peer=peer,
+            )
+        envelope = {"schema_id": agreed.schema_id, "payload": adopted.payload}
+        validate_payload(agreed.template, envelope)  # a bug of ours is found here, not by the peer
+        return envelope
 
     def assign(
         self,

@@ -16,6 +16,7 @@ from an_agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from an_agent.agents.environment import SchemaMode
+    from an_agent.lab.spec import SchemaApproval
     from an_agent.runtime.behaviour import Behaviour
 
 _DESCRIPTION = """\
@@ -125,9 +126,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--schema-approval",
         choices=["auto", "manual"],
-        default="auto",
+        default=None,
         help="auto: new keys are published as experimental by evolution itself; manual: each patch waits for "
-        "a schema admin (approve-schema-patch)",
+        "a schema admin (approve-schema-patch). Default: auto; with --topology, the agent's schema_approval",
     )
     parser.add_argument(
         "--templates",
@@ -258,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
     behaviour: Behaviour | None = None
     schemas: SchemaMode = args.schemas or "evolve"
     a2a_port, templates = args.a2a_port, list(args.templates)
+    approval: SchemaApproval = args.schema_approval or "auto"
     if args.profile is not None:
         profile = AgentProfile.load(args.profile)
     elif args.topology is not None:
@@ -273,6 +275,7 @@ def run(args: argparse.Namespace) -> int:
         spec = load_topology(args.topology).agent(args.agent)  # its A2A face and templates, unless given here
         a2a_port = spec.a2a_port if a2a_port is None else a2a_port
         templates = templates or list(spec.templates)
+        approval = args.schema_approval or spec.schema_approval
     elif args.agent:
         raise ConfigError("--agent is only meaningful with --topology FILE")
     elif not (args.directory_role or args.broker):  # those play their own behaviour
@@ -316,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
         idle_timeout=args.idle_timeout,
         notification_retention=args.notification_retention,
         schema_admins=args.schema_admin,
-        schema_approval=args.schema_approval,
+        schema_approval=approval,
         templates=templates,
         a2a_port=a2a_port,
         # A topology's agents address their A2A peers by plain lab URLs (no agent holds its peers' certificates).
