@@ -40,7 +40,11 @@ def assert_closed_loop(result: dict[str, Any]) -> None:
             assert task["reason"]
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize(
+    "name",
+    # schema-evolution learns with the real embedding model: seconds to load, so among the slow tests.
+    [pytest.param(n, marks=pytest.mark.slow) if n == "schema-evolution.yaml" else n for n in SHIPPED],
+)
 def test_shipped_topology_closes_the_loop(name: str, state_dir: Path) -> None:
     result = run(TOPOLOGIES / name, state_dir)
     assert_closed_loop(result)

@@ -133,10 +133,16 @@ class LabBehaviour(Behaviour):
 
     def bind(self, agent: AgentInfo) -> None:
         super().bind(agent)
+        self.warm_up()
         self.start()
 
     def start(self) -> None:
         """Start background activities (alarm monitoring); called once when bound to its agent."""
+
+    def warm_up(self) -> None:
+        """Load the embedding model now when this agent learns (``schemas: evolve``), not in its first task."""
+        if self.env.schemas == "evolve":
+            shared_embedder().embed(["warm up"])
 
     # ---- runtime hooks ------------------------------------------------------------------------------
     def check_assignment(self, task: Task) -> None:
@@ -194,6 +200,10 @@ class LabBehaviour(Behaviour):
                 payload = self._payloads.pop(task.task_id, None)
             if not checked:  # resumed after a restart: check_assignment did not run in this process
                 payload = self._task_payload(task)
+            if self.env.schemas == "evolve":
+                # Learning from the payload runs on real time: done before simulated time may move on, so
+                # a patch it triggers is there for this task's result, whatever the machine's speed.
+                self.agent.learned()
             self.handle(task, payload, run)
         except (TaskFailure, NotFeasible) as exc:  # NotFeasible: re-checked at the start, no longer feasible
             run.fail(str(exc))

@@ -9,7 +9,8 @@ When the template the peer serves this requester carries *experimental* keys (sc
 6.2: a patch learned from what clients kept putting in ``other``), the requester moves what its ``other``
 text says about them into those keys (`adopt_evolved_keys`): the offline NL mapping
 (`an_agent.schemas.mapping.map_text`) against the experimental keys only, with the embedding model, the
-same mapping the agent's own A2A face uses for text. What does not map stays in ``other``.
+same mapping the agent's own A2A face uses for text. ``other`` is dropped only when all of it mapped;
+otherwise it stays whole beside the keys (the mapping may take part of a clause; nothing is lost).
 """
 
 from __future__ import annotations
@@ -59,5 +60,6 @@ def adopt_evolved_keys(
     out = {k: v for k, v in payload.items() if k != OTHER_KEY}
     out.update(filled)
     if mapped.other:
-        out[OTHER_KEY] = " ".join(mapped.other)
+        # The mapping works by clauses and may take part of one: 'other' stays whole, so nothing is lost.
+        out[OTHER_KEY] = other
     return Adoption(out, tuple(sorted(filled)))
