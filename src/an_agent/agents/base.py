@@ -140,9 +140,15 @@ class LabBehaviour(Behaviour):
         """Start background activities (alarm monitoring); called once when bound to its agent."""
 
     def warm_up(self) -> None:
-        """Load the embedding model now when this agent learns (``schemas: evolve``), not in its first task."""
+        """Start loading the embedding model when this agent learns (``schemas: evolve``).
+
+        In the background: the server starts at once, and the model (seconds to load) is usually ready
+        before the first task needs it, so a lab's first learning step does not hold simulated time long.
+        """
         if self.env.schemas == "evolve":
-            shared_embedder().embed(["warm up"])
+            threading.Thread(
+                target=lambda: shared_embedder().embed(["warm up"]), name=f"{self.name} model load", daemon=True
+            ).start()
 
     # ---- runtime hooks ------------------------------------------------------------------------------
     def check_assignment(self, task: Task) -> None:
