@@ -4,8 +4,13 @@ Puts together the YANG context, the SQLite store, the operation layer with
 its behaviour (`an_agent.runtime.operations.Operations`), the NETCONF face
 (`an_agent.nc.face.NetconfFace`) and the SSH/NETCONF listener::
 
-    with AgentServer(ServerConfig(state_dir=Path("state"), port=0)) as server:
+    with AgentServer(ServerConfig(state_dir=Path("state"), port=0, profile=profile)) as server:
         print(server.port)
+
+Without a behaviour the agent runs `an_agent.agents.default.DefaultBehaviour` (the protocol's whole
+task lifecycle, no network work) under the profile given; without a profile *and* behaviour it
+refuses to start, since the built-in example profile describes the quick-tour agent, which only
+`an_agent.lab.tour.tour_agent` assembles (``an-agent serve`` with no profile does).
 
 Security defaults: the listener binds only the address asked for (default
 127.0.0.1). With no users configured on a loopback address it accepts
@@ -57,7 +62,7 @@ DEFAULT_USER = ("admin", "admin")
 
 
 def example_profile() -> AgentProfile:
-    """The built-in example agent profile (used when no profile is given)."""
+    """The built-in example profile: the quick-tour agent's (`an_agent.lab.tour`), a RAN fault agent."""
     text = resources.files("an_agent").joinpath("data/example-profile.json").read_text(encoding="utf-8")
     return AgentProfile.from_json(text, "built-in example profile")
 
@@ -167,7 +172,6 @@ class AgentServer:
         self.config = config
         self.users = config.load_user_db()
         self.credentials, self.notice = config.resolve_credentials(self.users)
-        self.profile = config.profile or example_profile()
         directory = Directory(config.state_dir, config.clock.now) if config.directory else None
         if config.behaviour is not None:
             behaviour: Behaviour = config.behaviour
@@ -183,6 +187,12 @@ class AgentServer:
             raise ConfigError("templates were given but --schemas off serves none")
         # Read before any state is opened: a bad operator template stops the start, listing every problem.
         registry = TemplateRegistry.default(config.templates) if config.schemas != "off" else None
+        if config.profile is None and config.behaviour is None and directory is None:
+            raise ConfigError(
+                "no profile and no behaviour: give a profile (it runs the default behaviour), or serve the "
+                "quick-tour agent (an_agent.lab.tour.tour_agent; 'an-agent serve' with no --profile)"
+            )
+        self.profile = config.profile or example_profile()
         nacm = load_nacm(config.nacm_file) if config.nacm_file is not None else DEFAULT_NACM
         yang = yang or YangContext.default()
         self.store = AgentStore(config.state_dir, durable=config.durable)

@@ -16,9 +16,11 @@ from a2asupport import verify
 from google.protobuf.struct_pb2 import Struct
 
 from an_agent.errors import ConfigError
+from an_agent.model import AgentProfile
 from an_agent.nc.agent_client import AgentClient
 from an_agent.server import AgentServer, ServerConfig
 from fake_embedder import FakeEmbedder
+from support import TEST_PROFILE
 
 PROBE = {
     "schema_id": "probe_v1",
@@ -37,7 +39,13 @@ def test_operator_template_served_over_both_faces(tmp_path: Path) -> None:
     templates.mkdir()
     (templates / "probe_v1.json").write_text(json.dumps(PROBE))
     config = ServerConfig(
-        state_dir=tmp_path / "state", port=0, a2a_port=0, a2a_tls=True, templates=[templates], embedder=FakeEmbedder()
+        state_dir=tmp_path / "state",
+        port=0,
+        a2a_port=0,
+        a2a_tls=True,
+        templates=[templates],
+        embedder=FakeEmbedder(),
+        profile=AgentProfile.from_dict(TEST_PROFILE),
     )
     with AgentServer(config) as server:
         assert server.a2a is not None

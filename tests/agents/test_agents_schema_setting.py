@@ -15,7 +15,7 @@ import pytest
 
 from an_agent.agents.base import LabBehaviour
 from an_agent.agents.environment import DEFAULT_SCHEMA_MODE
-from an_agent.errors import RpcError
+from an_agent.errors import ConfigError, RpcError
 from an_agent.lab.agent import load_agent
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.topology import load_topology
@@ -53,6 +53,20 @@ def test_one_documented_default_for_lab_and_serve(tmp_path: Path) -> None:
     for each in (behaviour, off, overridden):
         assert isinstance(each.env.scheduler, SimKernel)
         each.env.scheduler.close()
+
+
+def test_the_approval_policy_comes_from_the_topology(tmp_path: Path) -> None:
+    assert {a.schema_approval for a in load_topology(ENERGY_LAB).agents} == {"auto"}
+    path = _with(tmp_path, "provider: ExampleCSP\n", "provider: ExampleCSP\nschemas: evolve\nschema_approval: manual\n")
+    assert {a.schema_approval for a in load_topology(path).agents} == {"manual"}
+    text = path.read_text(encoding="utf-8").replace(
+        "{name: ip-fault, role: ip-fault,", "{name: ip-fault, role: ip-fault, schema_approval: auto,"
+    )
+    path.write_text(text, encoding="utf-8")
+    assert {a.name: a.schema_approval for a in load_topology(path).agents}["ip-fault"] == "auto"
+    path.write_text(text.replace("schema_approval: manual", "schema_approval: sometimes"), encoding="utf-8")
+    with pytest.raises(ConfigError, match="schema_approval"):
+        load_topology(path)
 
 
 @pytest.fixture

@@ -139,8 +139,13 @@ def test_schema_card_offline_and_operator_templates(capsys, tmp_path: Path) -> N
     assert card["name"] == "IRTF-AnLab-Wireless-1.0.0"  # the built-in example profile
     assert card["schemas"]["probe_v1"]["examples"] == [{"probe_id": "P-1"}]
     assert "application/json;schema=probe_v1" in card["defaultInputModes"]
-    # The example profile names schemas no template defines: the card leaves them out.
-    assert "ran-outage-report" not in json.dumps(card["skills"])
+    # The example profile (the quick-tour agent's) claims only the template its behaviour takes.
+    modes = {m for skill in card["skills"] for m in skill["inputModes"]}
+    assert modes == {
+        "text/plain",
+        "application/json;schema=fault_diagnosis_v1",
+        "application/json;schema=intent_task_v1",  # the RAN role's fault-management share of a service intent
+    }
     assert main(["schema", "show", "probe", "--templates", str(ops), "--json"]) == 0
     assert json.loads(capsys.readouterr().out)["schema_id"] == "probe_v1"
     (ops / "bad.json").write_text("[]")

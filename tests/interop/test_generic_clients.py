@@ -18,6 +18,7 @@ from pathlib import Path
 import pytest
 from lxml import etree
 
+from an_agent.lab.tour import tour_agent
 from an_agent.server import AgentServer, ServerConfig
 
 pytestmark = pytest.mark.interop
@@ -29,8 +30,12 @@ NCC = str(Path(sys.executable).parent / "netconf-console2")
 
 @pytest.fixture
 def served(tmp_path: Path) -> Iterator[AgentServer]:
-    # The built-in example profile: what a newcomer sees first.
-    with AgentServer(ServerConfig(state_dir=tmp_path / "state", port=0)) as server:
+    # The quick-tour agent: what a newcomer sees first.
+    tour = tour_agent(schemas="validate")
+    config = ServerConfig(
+        tmp_path / "state", port=0, profile=tour.profile, behaviour=tour.behaviour, schemas="validate"
+    )
+    with AgentServer(config) as server:
         yield server
 
 
@@ -120,7 +125,7 @@ def test_netconf_console2_discovers_reads_validates_assigns_negotiates_and_watch
         task_file = tmp_path / "task.xml"
         task_file.write_text(
             f'<tasks xmlns="{IRTF}"><task><task-id>ncc-1</task-id><task-sendFrom>netconf-console2</task-sendFrom>'
-            "<content>## target object\nSITE-01\n## task description\nbatch outage diagnosis</content></task></tasks>"
+            "<content>## target object\nSITE-02\n## task description\nDiagnose the radio side of SITE-02</content></task></tasks>"
         )
         assert "<ok" in ncc(served, "--edit-config", str(task_file))
         negotiate = tmp_path / "negotiate.xml"

@@ -40,7 +40,11 @@ def assert_closed_loop(result: dict[str, Any]) -> None:
             assert task["reason"]
 
 
-@pytest.mark.parametrize("name", SHIPPED)
+@pytest.mark.parametrize(
+    "name",
+    # schema-evolution learns with the real embedding model: seconds to load, so among the slow tests.
+    [pytest.param(n, marks=pytest.mark.slow) if n == "schema-evolution.yaml" else n for n in SHIPPED],
+)
 def test_shipped_topology_closes_the_loop(name: str, state_dir: Path) -> None:
     result = run(TOPOLOGIES / name, state_dir)
     assert_closed_loop(result)
@@ -99,6 +103,17 @@ def test_fault_energy_optimization_full_loop(state_dir: Path) -> None:
     assert assigned["tx_power_delta_db"] < 4 and assigned["antenna_tilt_delta_deg"] < -1
     assert messages(result, "optimization", "energy-saving", "taskAssign")
     assert messages(result, "ran-fault", "ip-fault", "taskAssign")  # diagnostic collaboration
+    # Schema negotiation before anything structured is sent, once per peer and scenario (cached).
+    for sender, receiver, schema in (
+        ("ran-fault", "optimization", "coverage_compensation_v1"),
+        ("optimization", "energy-saving", "energy_saving_adjust_v1"),
+        ("ran-fault", "ip-fault", "fault_diagnosis_v1"),
+    ):
+        (agreed,) = messages(result, sender, receiver, "SchemaNegotiate")
+        assert agreed["operation"] == "get-schema-template"
+        assert agreed["summary"] == f"{schema.removesuffix('_v1')} (supports v1) -> {schema}"
+        first = messages(result, sender, receiver, "FeasibilityNegotiate")[0]
+        assert result["messages"].index(agreed) < result["messages"].index(first)
     fault = only_fault(result)
     assert (fault["type"], fault["repaired_by"], fault["repair_kind"]) == ("site_software_fault", "ran-fault", "remote")
     during = result["kpis"]["series"]

@@ -59,7 +59,9 @@ def test_kill_dash_nine_loses_nothing_acknowledged(tmp_path: Path) -> None:
             raw.rpc(f"<edit-config><target><running/></target>{dp}</edit-config>", "dp").find("nc:ok", NS) is not None
         )
         for n in range(30):
-            reply = raw.rpc(f"<edit-config><target><running/></target>{task_xml(f'k{n}')}</edit-config>", f"e{n}")
+            reply = raw.rpc(
+                f"<edit-config><target><running/></target>{task_xml(f'k{n}', target='SITE-01')}</edit-config>", f"e{n}"
+            )
             if reply.find("nc:ok", NS) is not None:
                 acknowledged.append(f"k{n}")
         wait_for(lambda: all(s == "finished" for s in tasks_in(raw).values()))
@@ -67,7 +69,7 @@ def test_kill_dash_nine_loses_nothing_acknowledged(tmp_path: Path) -> None:
         # More work in flight at the moment of the kill.
         raw.send_raw(
             f'<rpc xmlns="{NS["nc"]}" message-id="late">'.encode()
-            + f"<edit-config><target><running/></target>{task_xml('late')}</edit-config></rpc>".encode()
+            + f"<edit-config><target><running/></target>{task_xml('late', target='SITE-01')}</edit-config></rpc>".encode()
         )
         os.kill(proc.pid, signal.SIGKILL)
         proc.wait(timeout=10)

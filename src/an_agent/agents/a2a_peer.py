@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from an_agent.agents.environment import Scheduler
@@ -35,6 +35,7 @@ from an_agent.model import (
 
 if TYPE_CHECKING:
     from an_agent.a2a.client import A2AAgentClient
+    from an_agent.nc.schema_client import NegotiatedTemplate
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +72,8 @@ class Negotiator(Protocol):
     """The NETCONF link to the same peer (`an_agent.agents.peers.Peer`): negotiations, then closing."""
 
     def negotiate(self, request: NegotiationRequest) -> NegotiationResult: ...
+
+    def schema(self, scenario: str, supported_versions: Sequence[str]) -> NegotiatedTemplate: ...
 
     def followed_elsewhere(self, task_id: str) -> None: ...
 
@@ -114,6 +117,10 @@ class A2APeer:
     def negotiate(self, request: NegotiationRequest) -> NegotiationResult:
         """``task-negotiate`` over NETCONF (A2A has no negotiation), with the peer's id of the task."""
         return self._netconf.negotiate(request)
+
+    def schema(self, scenario: str, supported_versions: Sequence[str]) -> NegotiatedTemplate:
+        """``get-schema-template`` over NETCONF, as the other negotiations (the card's schemas have no patches)."""
+        return self._netconf.schema(scenario, supported_versions)
 
     def assign(self, task: Task, params: Iterable[DataParam] = ()) -> TaskHandle:
         """taskAssign as an A2A message; the handle waits for the task's end (streamed) and reads it."""

@@ -9,8 +9,11 @@
   when the agent's schema setting accepts them (`AgentEnvironment.schemas`): the same under
   ``an-agent serve --topology`` and in a lab.
 - Negotiation: FEASIBILITY reads the proposed payload from the prompt and asks `feasibility`;
-  FULFILLMENT compares a finished task's JSON result with what the requester says it needs.
-- Talking to other agents: `ask` runs the draft's section 5.3 sequence with a peer — FEASIBILITY,
+  FULFILLMENT, answered, judges a finished task's JSON result by the criteria the requester sent
+  (`an_agent.schemas.fulfilment`); asked (`evaluate`), the requester judges the result itself and
+  only records the executor's answer.
+- Talking to other agents: `ask` negotiates the payload's schema with the peer (`negotiated_value`,
+  `an_agent.agents.schema_use`), then runs the draft's section 5.3 sequence — FEASIBILITY,
   a second round on the peer's counter-proposal when the requester accepts it, then taskAssign — and
   waits for the result by notification.
 """
@@ -28,7 +31,8 @@ from typing import Any, ClassVar
 from an_agent.agents import payloads
 from an_agent.agents.environment import AgentEnvironment, Shutdown
 from an_agent.agents.findings import Finding
-from an_agent.agents.peers import Peers, TaskHandle, prompt_payload
+from an_agent.agents.peers import Peers, TaskHandle
+from an_agent.agents.schema_use import adopt_evolved_keys, supported_versions
 from an_agent.clock import to_rfc3339
 from an_agent.errors import AnAgentError, RpcError, SchemaError
 from an_agent.model import (
@@ -43,7 +47,9 @@ from an_agent.model import (
     parse_prompt,
 )
 from an_agent.runtime.behaviour import AgentInfo, Behaviour, TaskRun
-from an_agent.schemas.validate import ValidatedPayload
+from an_agent.runtime.schemas import shared_embedder
+from an_agent.schemas.fulfilment import Expectation, Fulfilment, fulfilment_request_content, request_expectation
+from an_agent.schemas.validate import ValidatedPayload, validate_payload
 
 log = logging.getLogger(__name__)
 
@@ -127,10 +133,22 @@ class LabBehaviour(Behaviour):
 
     def bind(self, agent: AgentInfo) -> None:
         super().bind(agent)
+        self.warm_up()
         self.start()
 
     def start(self) -> None:
         """Start background activities (alarm monitoring); called once when bound to its agent."""
+
+    def warm_up(self) -> None:
+        """Start loading the embedding model when this agent learns (``schemas: evolve``).
+
+        In the background: the server starts at once, and the model (seconds to load) is usually ready
+        before the first task needs it, so a lab's first learning step does not hold simulated time long.
+        """
+        if self.env.schemas == "evolve":
+            threading.Thread(
+                target=lambda: shared_embedder().embed(["warm up"]), name=f"{self.name} model load", daemon=True
+            ).start()
 
     # ---- runtime hooks ------------------------------------------------------------------------------
     def check_assignment(self, task: Task) -> None:
@@ -188,6 +206,10 @@ class LabBehaviour(Behaviour):
                 payload = self._payloads.pop(task.task_id, None)
             if not checked:  # resumed after a restart: check_assignment did not run in this process
                 payload = self._task_payload(task)
+            if self.env.schemas == "evolve":
+                # Learning from the payload runs on real time: done before simulated time may move on, so
+                # a patch it triggers is there for this task's result, whatever the machine's speed.
+                self.agent.learned()
             self.handle(task, payload, run)
         except (TaskFailure, NotFeasible) as exc:  # NotFeasible: re-checked at the start, no longer feasible
             run.fail(str(exc))
@@ -228,28 +250,17 @@ class LabBehaviour(Behaviour):
         return NegotiationResult(NegotiationType.FEASIBILITY, feasible=True, reason=reason)
 
     def _fulfillment(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
-        def answer(ok: bool, reason: str) -> NegotiationResult:
-            return NegotiationResult(NegotiationType.FULFILLMENT, fulfilled=ok, reason=reason)
-
+        """The executor's answer: its task judged by the criteria the requester sent (or its expected-response)."""
         if task is None:
-            return answer(False, f"{self.name} has no task {request.task_id!r}")
-        if task.status != TaskStatus.FINISHED:
-            return answer(False, f"task {task.task_id} is {task.status}, not finished")
-        result = Outcome(task, None).result()
-        required = prompt_payload(request.content) or {}
-        missing = [key for key in required.get("keys", []) if result.get(key) in (None, "", [])]
-        if missing:
-            return answer(False, f"the result has no {', '.join(missing)}")
-        for key, wanted in sorted(required.get("covers", {}).items()):
-            have = set(result.get(key) or [])
-            absent = sorted(set(wanted) - have)
-            if absent:
-                return answer(False, f"{key} does not cover {', '.join(absent)}")
-        return answer(
-            True,
-            f"task {task.task_id} finished; its result gives "
-            + ", ".join(required.get("keys", []) or ["what was asked"]),
-        )
+            return NegotiationResult(
+                NegotiationType.FULFILLMENT, fulfilled=False, reason=f"{self.name} has no task {request.task_id!r}"
+            )
+        expectation = request_expectation(request.content) or Expectation.parse(task.expected_response)
+        judgement = expectation.judge(task)
+        reason = judgement.reason
+        if judgement.fulfilled:
+            reason = f"task {task.task_id} finished; " + reason
+        return NegotiationResult(NegotiationType.FULFILLMENT, fulfilled=judgement.fulfilled, reason=reason)
 
     # ---- what roles implement -----------------------------------------------------------------------
     @abstractmethod
@@ -322,6 +333,7 @@ class LabBehaviour(Behaviour):
         """FEASIBILITY with ``peer``, and a second round on its counter-proposal when ``accept_counter`` takes it."""
         task_id = self.new_task_id(slug)
         link = self.peers.peer(peer)
+        value = self.negotiated_value(peer, value)
         refusals: list[str] = []
         proposal = value
         for _ in range(2):
@@ -342,6 +354,38 @@ class LabBehaviour(Behaviour):
                 break
             proposal = counter
         return Agreement(None, value, tuple(refusals))
+
+    def negotiated_value(self, peer: str, value: dict[str, Any]) -> dict[str, Any]:
+        """``value`` for the template ``peer`` serves this agent (`an_agent.agents.schema_use`).
+
+        Negotiates the version (``get-schema-template``), moves ``other`` content into the experimental
+        keys of that template when it maps (journal note ``evolved_keys_used``) and validates the result
+        client side. A peer that serves no templates (``schemas: off``) gets ``value`` as it is; no
+        common version ends the calling task (`TaskFailure`).
+        """
+        scenario = payloads.templates().get(value["schema_id"]).scenario
+        try:
+            agreed = self.peers.peer(peer).schema(scenario, supported_versions(value["schema_id"]))
+        except SchemaError as exc:
+            raise TaskFailure(f"{peer}: {exc}: " + "; ".join(exc.problems)) from None
+        except RpcError as exc:
+            if exc.error_tag in ("operation-not-supported", "unknown-element"):
+                return value  # no schema service on the peer: the shipped template is all there is
+            raise
+        payload = dict(value["payload"])
+        adopted = adopt_evolved_keys(agreed.template, payload, shared_embedder, self.env.scheduler.now())
+        if adopted.keys:
+            self.note(
+                "evolved_keys_used",
+                f"payload for {peer} uses experimental key(s) {', '.join(adopted.keys)} of {agreed.schema_id} "
+                "instead of 'other'",
+                keys=list(adopted.keys),
+                schema_id=agreed.schema_id,
+                peer=peer,
+            )
+        envelope = {"schema_id": agreed.schema_id, "payload": adopted.payload}
+        validate_payload(agreed.template, envelope)  # a bug of ours is found here, not by the peer
+        return envelope
 
     def assign(
         self,
@@ -367,20 +411,35 @@ class LabBehaviour(Behaviour):
         return self.peers.peer(peer).assign(task, [param])
 
     def evaluate(self, peer: str, outcome: Outcome, keys: list[str], covers: dict[str, list[str]]) -> bool:
-        """FULFILLMENT negotiation on a finished task: does its result give ``keys`` and cover ``covers``?"""
+        """FULFILLMENT on a peer's task, judged by this agent (the requester): does the result give ``keys``
+        and cover ``covers``? The criteria go to the peer in the negotiation; the peer's answer is noted
+        (``fulfillment_disputed`` when it differs) but the verdict is this agent's own judgement.
+        """
         if outcome.task is None:
             return False
-        requirement = json.dumps({"keys": keys, "covers": covers}, sort_keys=True)
+        expectation = Expectation(keys=tuple(keys), covers={k: tuple(v) for k, v in covers.items()})
+        judgement = expectation.judge(outcome.task)
         answer = self.peers.peer(peer).negotiate(
             NegotiationRequest(
                 outcome.task.task_id,
                 NegotiationType.FULFILLMENT,
-                [build_prompt(outcome.task.task_id, "evaluate the result", requirement)],
+                [fulfilment_request_content(outcome.task.task_id, expectation)],
                 self.name,
                 peer,
             )
         )
-        return bool(answer.fulfilled)
+        verdict = Fulfilment(judgement, answer.fulfilled, answer.reason)
+        if verdict.disagrees:
+            self.note(
+                "fulfillment_disputed",
+                f"{peer} says task {outcome.task.task_id} is "
+                + ("fulfilled" if answer.fulfilled else "not fulfilled")
+                + f"; {self.name} judges it "
+                + ("fulfilled" if verdict.fulfilled else f"not fulfilled: {judgement.reason}"),
+                task_id=outcome.task.task_id,
+                fulfilled=verdict.fulfilled,
+            )
+        return verdict.fulfilled
 
 
 def stamp(t: float) -> str:

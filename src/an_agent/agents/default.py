@@ -14,8 +14,10 @@ lab can see the protocol work before real behaviours exist:
 - FEASIBILITY: feasible when the prompt has a target object and its task
   description mentions one of the agent's skills (name or tag); otherwise not,
   with the reason and a counter-proposal rewritten for the closest skill;
-- FULFILLMENT: fulfilled when the task exists and finished, and every term of
-  its expected-response appears in the result; otherwise not, saying what is missing.
+- FULFILLMENT: fulfilled when the task exists and finished, and the result meets the criteria the
+  requester sent (`an_agent.schemas.fulfilment`: in the request, or as JSON in the expected-response),
+  or else every term of its expected-response appears in the result; otherwise not, saying what is
+  missing. (The requester judges for itself anyway: `AgentClient.fulfilment`.)
   A FULFILLMENT about a task this agent does not hold is an executor's proposal
   about a task this agent assigned (draft-wang 5.3 (2)): accepted when it
   carries a proposal, refused when it carries none.
@@ -39,6 +41,7 @@ from an_agent.model import (
     parse_prompt,
 )
 from an_agent.runtime.behaviour import Behaviour, TaskRun
+from an_agent.schemas.fulfilment import Expectation, request_expectation
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -154,6 +157,14 @@ class DefaultBehaviour(Behaviour):
                 type=NegotiationType.FULFILLMENT,
                 fulfilled=False,
                 reason=f"task {task.task_id} is {task.status or 'unknown'}, not finished",
+            )
+        criteria = request_expectation(request.content)
+        if criteria is None and (task.expected_response or "").lstrip().startswith("{"):
+            criteria = Expectation.parse(task.expected_response)
+        if criteria is not None and not criteria.empty:
+            judgement = criteria.judge(task)
+            return NegotiationResult(
+                type=NegotiationType.FULFILLMENT, fulfilled=judgement.fulfilled, reason=judgement.reason
             )
         result_text = " ".join(filter(None, [task.result.summary, task.result.data])) if task.result else ""
         missing = sorted(_words(task.expected_response or "") - _words(result_text) - _STOP_WORDS)

@@ -19,7 +19,7 @@ import contextlib
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from an_agent.agents.a2a_peer import A2APeer
@@ -35,7 +35,8 @@ from an_agent.model import (
     Task,
     parse_prompt,
 )
-from an_agent.nc.agent_client import AgentClient
+from an_agent.nc.agent_client import AgentClient, NegotiatedTemplate
+from an_agent.schemas.registry import parse_version
 
 __all__ = [
     "A2APeer", "AddressBook", "Exchange", "Peer", "Peers", "Recorder", "TaskHandle", "UrlBook", "next_order",
@@ -148,6 +149,41 @@ class Peer:
         return thread
 
     # ---- operations ---------------------------------------------------------------------------------
+    def schema(self, scenario: str, supported_versions: Sequence[str]) -> NegotiatedTemplate:
+        """``get-schema-template`` for ``scenario``, stating the versions ``me`` supports (draft-zhou 5).
+
+        The template is asked for ``me`` as client (its patches apply) and cached by the session until a
+        result's ``schema_update_suggestion`` drops it (`AgentClient.get_task`); each fetch over the wire
+        is recorded (``get-schema-template``, ``SchemaNegotiate``), so the timeline shows what was agreed.
+        Raises `SchemaError` when there is no common version, `RpcError` for the peer's refusal.
+        """
+        client = self._connect()
+        peers = self._peers
+        wanted = ", ".join(f"v{parse_version(v)}" for v in supported_versions) or "any version"
+        with self._lock:
+            fresh = not client.schemas.is_cached(scenario, supported_versions, peers.me)
+            order = next_order()
+            try:
+                answer = client.schemas.template(scenario, supported_versions, client_id=peers.me)
+            except AnAgentError as exc:
+                peers.record_exchange(
+                    self.name, "get-schema-template", "SchemaNegotiate", None, f"{scenario} ({wanted})",
+                    ok=False, error=str(exc), order=order,
+                )  # fmt: skip
+                raise
+        if fresh:
+            experimental = [k.key_name for k in answer.template.keys if k.experimental]
+            peers.record_exchange(
+                self.name,
+                "get-schema-template",
+                "SchemaNegotiate",
+                None,
+                f"{scenario} (supports {wanted}) -> {answer.schema_id}"
+                + (f" with experimental key(s) {', '.join(experimental)}" if experimental else ""),
+                order=order,
+            )
+        return answer
+
     def negotiate(self, request: NegotiationRequest) -> NegotiationResult:
         """``task-negotiate`` (FEASIBILITY or FULFILLMENT)."""
         client = self._connect()

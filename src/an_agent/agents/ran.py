@@ -1,6 +1,8 @@
 """RAN (mobile network) fault agent: detects base-station outages, reports, compensates, diagnoses, repairs.
 
-On its own initiative (alarms of its regions, batched over ``batch_window`` after ``alarm_detection``):
+On its own initiative (alarms of its regions, batched over ``batch_window`` after ``alarm_detection``;
+option ``watch_alarms: false`` turns this off, as the quick-tour agent does, so the agent only works on
+the tasks it is given):
 
 1. reports the incident to the service-layer cross-domain agent when it may talk to one (use case 2.1);
 2. asks the optimization agent, when it may talk to one, to compensate the lost coverage with the
@@ -16,12 +18,15 @@ Under a service intent it takes the ``fault_management`` share (``intent_task_v1
 
 Tasks it executes (by the first word of the task description, payload ``fault_diagnosis_v1``):
 ``Diagnose`` the radio side of sites or cells, ``Repair`` (remote base-station restart, planned cell
-configuration), ``Verify`` that sites/cells are back in service (finishes when they are).
+configuration), ``Verify`` that sites/cells are back in service (finishes when they are). A task with
+a prompt only (``text/plain``, no payload) names its sites and cells in the prompt: every site or cell
+id of the managed network written in its target object or task description.
 """
 
 from __future__ import annotations
 
 import functools
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -36,6 +41,9 @@ from an_agent.agents.mandate import INTENT_TASK, Mandates
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
+
+_ELEMENT_ID = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
+"""What a site or cell id looks like in a prompt (``SITE-02``, ``CELL-0401``): compared with the inventory."""
 
 
 @dataclass
@@ -52,6 +60,7 @@ class RanFaultBehaviour(FieldRepair):
         "compensation_tilt_deg": 2.0,
         "compensation_minutes": 240,
         "min_power_delta_db": 1.0,
+        "watch_alarms": True,
     }
     description = "Mobile network (RAN) fault agent: base-station outage detection, diagnosis and repair"
 
@@ -62,7 +71,8 @@ class RanFaultBehaviour(FieldRepair):
         self._state_lock = threading.Lock()
         self._alarms = self.env.scheduler.queue(f"{self.name} alarms")
         self.env.network.subscribe(self._on_event)
-        self.env.scheduler.spawn(f"{self.name} alarm monitor", self._monitor)
+        if {**self.option_defaults, **self.env.options}["watch_alarms"]:
+            self.env.scheduler.spawn(f"{self.name} alarm monitor", self._monitor)
 
     # ---- alarms -----------------------------------------------------------------------------------
     def _on_event(self, event: NetworkEvent) -> None:
@@ -328,11 +338,20 @@ class RanFaultBehaviour(FieldRepair):
         if payload is not None and payload.schema_id == INTENT_TASK:
             mandate = self.mandates.feasibility(payload, requester)
             return f"{self.name} restores the service of {mandate.area}: fault management for {mandate.intent_id}"
-        if payload is None or payload.schema_id != "fault_diagnosis_v1":
+        if payload is not None and payload.schema_id != "fault_diagnosis_v1":
             raise NotFeasible(f"{self.name} takes fault_diagnosis_v1 tasks (diagnose, repair, verify)")
         network = self.env.network
+        if payload is None:
+            sites, cells = self._named_elements(description)
+            if not sites and not cells:
+                raise NotFeasible(
+                    f"{self.name} takes fault_diagnosis_v1 payloads, or a prompt naming its sites or cells "
+                    "(e.g. SITE-02, CELL-0401)"
+                )
+        else:
+            sites = list(payload.values.get("affected_site_ids", []))
         foreign = []
-        for site in payload.values.get("affected_site_ids", []):
+        for site in sites:
             try:
                 region = network.site(site).region
             except ValueError:
@@ -346,18 +365,24 @@ class RanFaultBehaviour(FieldRepair):
         return f"{self.name} manages these sites and cells"
 
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
-        if payload is None:
-            raise TaskFailure("the task carries no fault_diagnosis_v1 payload")
-        if payload.schema_id == INTENT_TASK:
+        if payload is not None and payload.schema_id == INTENT_TASK:
             self.mandates.accept(task, self.mandates.feasibility(payload, task.send_from), run)
             return
         verb = verb_of(task)
-        sites = list(payload.values.get("affected_site_ids") or [])
-        cells = list(payload.values.get("affected_cell_ids") or [])
+        if payload is None:
+            sites, cells = self._named_elements(task.content or "")
+            if not sites and not cells:
+                raise TaskFailure(
+                    "the task carries no fault_diagnosis_v1 payload and its prompt names no site or cell of "
+                    f"{self.name}'s network"
+                )
+        else:
+            sites = list(payload.values.get("affected_site_ids") or [])
+            cells = list(payload.values.get("affected_cell_ids") or [])
         if verb == "diagnose":
             self._task_diagnose(sites, cells, run)
         elif verb == "repair":
-            self._task_repair(sites, cells, payload, run)
+            self._task_repair(sites, cells, run)
         elif verb == "verify":
             restored = self.wait_restored(sites, cells)
             if restored is None:
@@ -428,7 +453,16 @@ class RanFaultBehaviour(FieldRepair):
             )
         self.finish(run, result.root_cause, result.to_dict())
 
-    def _task_repair(self, sites: list[str], cells: list[str], payload: ValidatedPayload, run: TaskRun) -> None:
+    def _named_elements(self, text: str) -> tuple[list[str], list[str]]:
+        """The site and cell ids of the managed network (in this agent's regions) that ``text`` names."""
+        words = set(_ELEMENT_ID.findall(text.upper()))
+        network = self.env.network
+        regions = list(self.env.regions) or None
+        sites = sorted(s.site_id for s in network.sites(regions) if s.site_id in words)
+        cells = sorted(c for s in network.sites(regions) for c in s.cell_ids if c in words)
+        return sites, cells
+
+    def _task_repair(self, sites: list[str], cells: list[str], run: TaskRun) -> None:
         network = self.env.network
         done = []
         for cell in cells:

@@ -16,14 +16,21 @@ from an_agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from an_agent.agents.environment import SchemaMode
+    from an_agent.lab.spec import SchemaApproval
     from an_agent.runtime.behaviour import Behaviour
 
 _DESCRIPTION = """\
 Serve one autonomous-network agent over NETCONF (SSH, base 1.0 and 1.1).
 
 The agent's profile (/irtf-agent:agent) comes from --profile FILE (RFC 7951
-JSON or YAML of the same shape), from --topology FILE --agent NAME, or, with
-neither, from the built-in example profile. Tasks, context, data-params and
+JSON or YAML of the same shape; the agent then runs the default behaviour:
+the task lifecycle without network work), from --topology FILE --agent NAME
+(the role's behaviour), or, with neither, it is the quick-tour agent: a RAN
+fault agent on a built-in simulated network of six base stations with three
+faults (SITE-02 software hang, SITE-05 power failure, CELL-0401 tilt off
+plan) that diagnoses them, recommends the recovery and recovers what may be
+done remotely (tasks 'Diagnose ...', 'Repair ...', 'Verify ...' with a
+fault_diagnosis_v1 payload or a prompt naming the sites/cells). Tasks, context, data-params and
 the notification log persist in SQLite under --state-dir, as does the SSH host
 key (generated on first start).
 
@@ -119,9 +126,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--schema-approval",
         choices=["auto", "manual"],
-        default="auto",
+        default=None,
         help="auto: new keys are published as experimental by evolution itself; manual: each patch waits for "
-        "a schema admin (approve-schema-patch)",
+        "a schema admin (approve-schema-patch). Default: auto; with --topology, the agent's schema_approval",
     )
     parser.add_argument(
         "--templates",
@@ -252,6 +259,7 @@ def run(args: argparse.Namespace) -> int:
     behaviour: Behaviour | None = None
     schemas: SchemaMode = args.schemas or "evolve"
     a2a_port, templates = args.a2a_port, list(args.templates)
+    approval: SchemaApproval = args.schema_approval or "auto"
     if args.profile is not None:
         profile = AgentProfile.load(args.profile)
     elif args.topology is not None:
@@ -267,8 +275,14 @@ def run(args: argparse.Namespace) -> int:
         spec = load_topology(args.topology).agent(args.agent)  # its A2A face and templates, unless given here
         a2a_port = spec.a2a_port if a2a_port is None else a2a_port
         templates = templates or list(spec.templates)
+        approval = args.schema_approval or spec.schema_approval
     elif args.agent:
         raise ConfigError("--agent is only meaningful with --topology FILE")
+    elif not (args.directory_role or args.broker):  # those play their own behaviour
+        from an_agent.lab.tour import tour_agent
+
+        tour = tour_agent(schemas)
+        profile, behaviour = tour.profile, tour.behaviour
 
     register_with = None
     if args.register_with:
@@ -305,7 +319,7 @@ def run(args: argparse.Namespace) -> int:
         idle_timeout=args.idle_timeout,
         notification_retention=args.notification_retention,
         schema_admins=args.schema_admin,
-        schema_approval=args.schema_approval,
+        schema_approval=approval,
         templates=templates,
         a2a_port=a2a_port,
         # A topology's agents address their A2A peers by plain lab URLs (no agent holds its peers' certificates).

@@ -22,6 +22,7 @@ from lxml import etree
 
 from an_agent.cli import task_a2a
 from an_agent.cli._common import add_connection_options, connect, print_json, print_table
+from an_agent.cli.expect import add_expect_options, expectation_from
 from an_agent.cli.payload import add_version_option, parse_sets, read_payload_file
 from an_agent.cli.task_output import print_cancelled, print_result, print_task, task_dict
 from an_agent.clock import from_rfc3339, to_rfc3339
@@ -65,7 +66,8 @@ def register(subparsers: Any) -> None:
     assign.add_argument(
         "--async", dest="task_async", action="store_true", help="set task-async true (the default unless --wait)"
     )
-    assign.add_argument("--expected-response", help="what the result must address")
+    assign.add_argument("--expected-response", help="what the result must address (or the --expect-* options)")
+    add_expect_options(assign)
     assign.add_argument(
         "--data",
         dest="msg_data",
@@ -132,7 +134,9 @@ def register(subparsers: Any) -> None:
         "negotiate",
         help="ask whether a task is feasible, or whether a result fulfils it (task-negotiate)",
         description="FEASIBILITY: before assigning, ask whether the agent can do the task; when it cannot, the "
-        "answer may carry a counter-proposal. FULFILLMENT: ask the agent to evaluate the result of task --id.",
+        "answer may carry a counter-proposal. FULFILLMENT: judge the result of task --id by the requester's "
+        "criteria (--expect-*, default the task's expected-response), then tell the agent and show its answer; "
+        "the verdict (and exit code) is the requester's, not the executor's.",
     )
     add_connection_options(negotiate)
     negotiate.add_argument("--type", choices=["feasibility", "fulfillment"], default="feasibility")
@@ -141,6 +145,7 @@ def register(subparsers: Any) -> None:
     negotiate.add_argument("--to", dest="send_to")
     _add_prompt_options(negotiate, required=False)
     negotiate.add_argument("--json", action="store_true", help="print JSON")
+    add_expect_options(negotiate)
     negotiate.set_defaults(handler=run_negotiate)
 
     watch = sub.add_parser(
@@ -225,7 +230,7 @@ def run_assign(args: argparse.Namespace) -> int:
         commu_type=CommuType.TASK_ASSIGN,
         content=content,
         task_async=None if args.wait and not args.task_async else True,  # nothing blocks by surprise
-        expected_response=args.expected_response,
+        expected_response=_expected_response(args),
         msg_data=list(args.msg_data),
     )
     with connect(args) as client:
@@ -311,10 +316,33 @@ def _negotiation_dict(result: NegotiationResult) -> dict[str, Any]:
     }
 
 
+def _expected_response(args: argparse.Namespace) -> str | None:
+    expectation = expectation_from(args)
+    if expectation is not None and args.expected_response:
+        raise ConfigError("give --expected-response or the --expect-* options, not both")
+    return expectation.to_text() if expectation is not None else args.expected_response
+
+
+def run_fulfilment(args: argparse.Namespace) -> int:
+    """FULFILLMENT judged here, by the requester's criteria; the agent's answer is shown beside it."""
+    with connect(args) as client:
+        verdict = client.fulfilment(args.task_id, expectation_from(args))
+    if args.json:
+        print_json(verdict.to_dict())
+    else:
+        word = "fulfilled" if verdict.fulfilled else "NOT fulfilled"
+        print(f"{word} (judged by the requester): {verdict.judgement.reason}")
+        said = "fulfilled" if verdict.executor_fulfilled else "not fulfilled"
+        print(f"the agent says: {said}: {verdict.executor_reason or ''}".rstrip(": "))
+    return 0 if verdict.fulfilled else 1
+
+
 def run_negotiate(args: argparse.Namespace) -> int:
     kind = NegotiationType.FEASIBILITY if args.type == "feasibility" else NegotiationType.FULFILLMENT
     if kind == NegotiationType.FULFILLMENT and not args.task_id:
         raise ConfigError("fulfillment negotiation needs --id TASK (the task whose result is evaluated)")
+    if kind == NegotiationType.FULFILLMENT:
+        return run_fulfilment(args)
     content = _prompt(args)
     if kind == NegotiationType.FEASIBILITY and content is None:
         raise ConfigError("feasibility negotiation needs the task: --target and --description, or --content-file")

@@ -86,6 +86,13 @@ class MiniLMEmbedder:
                     "sentence-transformers is not installed (pip install 'an-agent[embeddings]')"
                 ) from None
             try:
+                import tqdm  # type: ignore[import-untyped]
+
+                # No tqdm monitor thread: a lab counts threads left running after its agents stop.
+                tqdm.tqdm.monitor_interval = 0
+            except ImportError:
+                pass
+            try:
                 from transformers.utils import logging as hf_logging
 
                 hf_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # no "Loading weights" bar

@@ -11,7 +11,7 @@ import logging
 import os
 import threading
 from collections.abc import Callable
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from an_agent.agents.base import LabBehaviour
@@ -143,12 +143,29 @@ def make_behaviour(
     return ROLES[spec.role].behaviour(env, peers), peers
 
 
-def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBehaviour]:
-    """One agent for ``an-agent serve --topology``: its own idle copy of the network, peers at topology ports.
+@dataclass
+class StandaloneAgent:
+    """One topology agent assembled to be served on its own: its profile, behaviour and private world."""
 
-    The scenario is not played (another process's copy of the network would not see this one's
-    repairs); use ``an-agent lab up`` to run a whole topology with its scenario. Peers are reached at
-    their topology ``address`` (default 127.0.0.1) and ``port``, logged in as `peer_login` says.
+    profile: AgentProfile
+    behaviour: LabBehaviour
+    kernel: SimKernel
+    network: SimNetwork
+    journal: Journal
+
+    def start_clock(self) -> None:
+        """Play simulated time in a daemon thread, as fast as the agent's work allows, until the process ends."""
+        name = self.behaviour.name
+        threading.Thread(
+            target=self.kernel.run, kwargs={"forever": True}, name=f"lab-clock:{name}", daemon=True
+        ).start()
+
+
+def assemble_agent(topology: Topology, name: str, on_note: Callable[[Note], None] | None = None) -> StandaloneAgent:
+    """Agent ``name`` of ``topology`` with its own idle copy of the network; the clock is not started yet.
+
+    Peers are reached at their topology ``address`` (default 127.0.0.1) and ``port``, logged in as
+    `peer_login` says. ``on_note`` receives the journal's notes (default: logged at INFO).
     """
     spec = topology.agent(name)
     kernel = SimKernel(topology.start_time, peers_elsewhere=True)
@@ -162,13 +179,23 @@ def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBe
     def log_note(note: Note) -> None:
         log.info("%s %s: %s", note.agent, note.kind, note.text)
 
-    journal = Journal(kernel.now, on_note=log_note)
+    journal = Journal(kernel.now, on_note=on_note or log_note)
     # `an-agent serve` gives the server its default 8 task workers.
     behaviour, _ = make_behaviour(
         topology, spec, kernel, network, journal, address_of, task_capacity=8, a2a_url_of=urls.get
     )
-    threading.Thread(target=kernel.run, kwargs={"forever": True}, name=f"lab-clock:{name}", daemon=True).start()
-    return build_profile(spec), behaviour
+    return StandaloneAgent(build_profile(spec), behaviour, kernel, network, journal)
+
+
+def standalone_agent(topology: Topology, name: str) -> tuple[AgentProfile, LabBehaviour]:
+    """One agent for ``an-agent serve --topology``: its own idle copy of the network, peers at topology ports.
+
+    The scenario is not played (another process's copy of the network would not see this one's
+    repairs); use ``an-agent lab up`` to run a whole topology with its scenario.
+    """
+    agent = assemble_agent(topology, name)
+    agent.start_clock()
+    return agent.profile, agent.behaviour
 
 
 def load_agent(path: Path, name: str, schemas: SchemaMode | None = None) -> tuple[AgentProfile, LabBehaviour]:

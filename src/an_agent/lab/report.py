@@ -32,6 +32,7 @@ _COLOURS = {
     "SendStreamingMessage": "#0891b2",
     "GetTask": "#6b7280",
     "GET agent-card": "#6b7280",
+    "get-schema-template": "#be185d",
 }
 
 

@@ -156,6 +156,7 @@ class Lab:
                         # The agent's setting, as under `an-agent serve --topology` (default validate:
                         # learning from "other" loads the embedding model and is not deterministic).
                         schemas=spec.schemas,
+                        schema_approval=spec.schema_approval,
                         a2a_port=a2a_port,
                         templates=list(spec.templates),
                     ),

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from an_agent.agents.environment import (
     DEFAULT_SCHEMA_MODE,
@@ -53,6 +53,9 @@ DEFAULT_NEIGHBOR_RADIUS_KM = 1.5
 DEFAULT_MAX_DURATION_MINUTES = 24 * 60
 
 
+SchemaApproval = Literal["auto", "manual"]
+
+
 @dataclass(frozen=True)
 class SkillSpec:
     name: str
@@ -74,6 +77,8 @@ class AgentSpec:
     """Where its peers reach it (host name or IP); None: 127.0.0.1 (every agent on this machine)."""
     schemas: SchemaMode = DEFAULT_SCHEMA_MODE
     """Structured payloads (the agent's ``schemas``, else the topology's, else validate)."""
+    schema_approval: SchemaApproval = "auto"
+    """With ``schemas: evolve``: patches published as experimental by evolution (auto) or by an admin (manual)."""
     options: dict[str, Any] = field(default_factory=dict)
     skills: tuple[SkillSpec, ...] = ()
     """Empty: the role's skills."""

@@ -133,6 +133,7 @@ def _unexpected_keys(error: Any) -> list[str]:
 def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
     provider = data.get("provider", "an-agent lab")
     schemas = _schema_mode(data.get("schemas", DEFAULT_SCHEMA_MODE))
+    approval = data.get("schema_approval", "auto")
     agents: list[AgentSpec] = []
     names: dict[str, int] = {}
     regions = tuple(RegionSpec(r["name"], tuple(r.get("aliases", ()))) for r in data["network"]["regions"])
@@ -171,6 +172,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 port=raw.get("port", 0),
                 address=raw.get("address"),
                 schemas=_schema_mode(raw.get("schemas", schemas)),
+                schema_approval=raw.get("schema_approval", approval),
                 options=options,
                 layer=layer,
                 skills=tuple(

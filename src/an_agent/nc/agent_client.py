@@ -7,7 +7,8 @@ CapabilityRequest           `profile`: ``<get>`` of /irtf-agent:agent
 taskAssign                  `assign_task`: ``<edit-config>`` creating /tasks/task
 taskCancel                  `cancel_task`: ``<edit-config>`` merge of commuType=taskCancel
 taskResultQuery             `get_task` / `list_tasks`: ``<get>`` of /tasks
-Feasibility/Fulfillment     `negotiate`: the ``task-negotiate`` RPC
+Feasibility/Fulfillment     `negotiate`: the ``task-negotiate`` RPC; `fulfilment` judges the
+                            result by the requester's criteria before it negotiates
 taskResultSubscribe/Notify  `watch`: ``<create-subscription>``, condition-notifications
 ==========================  ============================================================
 
@@ -33,6 +34,7 @@ from an_agent.model import (
     DataParam,
     NegotiationRequest,
     NegotiationResult,
+    NegotiationType,
     Task,
     tasks_element,
 )
@@ -46,6 +48,7 @@ from an_agent.nc.schema_client import (
     SchemaUpdate,
     schema_update_suggestions,
 )
+from an_agent.schemas.fulfilment import Check, Expectation, Fulfilment, fulfilment_request_content
 
 __all__ = ["AgentClient", "NegotiatedTemplate", "SchemaClient", "SchemaUpdate", "schema_update_suggestions"]
 
@@ -172,6 +175,30 @@ class AgentClient:
     def negotiate(self, request: NegotiationRequest) -> NegotiationResult:
         """Run ``task-negotiate`` (FEASIBILITY or FULFILLMENT) and return the agent's answer."""
         return NegotiationResult.from_xml(self.netconf.call(request.to_xml()))
+
+    def fulfilment(
+        self, task_id: str, expectation: Expectation | None = None, check: Check | None = None
+    ) -> Fulfilment:
+        """FULFILLMENT judged by this requester: read the task, judge its result, tell the executor.
+
+        ``expectation`` defaults to the task's own ``expected-response`` (`Expectation.parse`); ``check``
+        is the requester's extra outcome criterion. The criteria go to the agent in a FULFILLMENT
+        ``task-negotiate`` (so it sees what it is judged by); its answer is recorded in the returned
+        `Fulfilment`, whose verdict is the requester's judgement, not the executor's.
+        """
+        task = self.get_task(task_id)
+        expectation = expectation if expectation is not None else Expectation.parse(task.expected_response)
+        judgement = expectation.judge(task, check)
+        answer = self.negotiate(
+            NegotiationRequest(
+                task_id,
+                NegotiationType.FULFILLMENT,
+                [fulfilment_request_content(task_id, expectation)],
+                send_from=task.send_from,
+                commu_type=CommuType.FULFILLMENT_NEGOTIATE,
+            )
+        )
+        return Fulfilment(judgement, answer.fulfilled, answer.reason)
 
     # ---- notifications ----------------------------------------------------------------------------
 

@@ -140,6 +140,11 @@ class SchemaClient:
             self._schemas[key] = answer
         return answer
 
+    def is_cached(self, scenario: str, supported_versions: Collection[str] = (), client_id: str | None = None) -> bool:
+        """Whether `template` would answer these arguments from the cache (no ``get-schema-template``)."""
+        with self._schemas_lock:
+            return (scenario, client_id, tuple(sorted(supported_versions))) in self._schemas
+
     @property
     def cached_ids(self) -> set[str]:
         """The schema_ids of the templates cached now."""

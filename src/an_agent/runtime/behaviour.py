@@ -37,6 +37,10 @@ def _no_payload(task_id: str) -> ValidatedPayload | None:
     return None
 
 
+def _nothing_to_learn() -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class AgentInfo:
     """What a behaviour may know of the agent it runs in.
@@ -53,12 +57,18 @@ class AgentInfo:
     layer validated it, once, on assignment against the template in force for
     its client (None when the task carries none, when structured payloads are
     off, or after a restart): a behaviour need not validate it again.
+
+    ``learned`` blocks until schema evolution has learned from every payload
+    accepted so far (patches it triggers are published by then); it returns at
+    once when the agent does not learn. A lab behaviour on simulated time calls
+    it so that learning, which runs on real time, cannot fall behind the clock.
     """
 
     profile: AgentProfile
     clock: Clock
     data_params: Callable[[Sequence[str]], list[DataParam]] = _no_data_params
     payload: Callable[[str], ValidatedPayload | None] = _no_payload
+    learned: Callable[[], None] = _nothing_to_learn
 
 
 @dataclass(frozen=True)

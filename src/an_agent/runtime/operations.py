@@ -97,7 +97,9 @@ class Operations:
         self.bus = NotificationBus(store, clock)
         self.behaviour = behaviour
         self.tasks = TaskEngine(behaviour, store, self.bus, clock, profile.name, workers=task_workers)
-        behaviour.bind(AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload))
+        behaviour.bind(
+            AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload, learned=self._learned)
+        )
         self.context = ContextRecorder(self.datastore, clock, profile.name)
         self.data = DataResolver(store.path.parent, data_policy)
         self.admission = TaskAdmission(
@@ -126,6 +128,11 @@ class Operations:
     def attach_directory(self, directory: Directory) -> None:
         """Play the directory role: serve ``an-agent-directory`` (register, deregister, find, state)."""
         self.directory = DirectoryOperations(directory, self._exec)
+
+    def _learned(self) -> None:
+        """`AgentInfo.learned`: wait for the schema service's learning queue (no service: nothing to wait for)."""
+        if self.schemas is not None and self.schemas.learn:
+            self.schemas.drain()
 
     def _finished_result(self, task_id: str, result: TaskResult) -> TaskResult:
         """A finished task's result: labelled with its skill's response schema, then decorated with suggestions."""
