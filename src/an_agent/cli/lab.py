@@ -34,6 +34,12 @@ fails, 2 for a bad topology file.
 """
 
 
+IN_PROCESS_HELP = (
+    "run every agent inside this one process (the default is a process per agent, as on separate hosts); "
+    "quicker to start, for tests and profiling"
+)
+
+
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "lab",
@@ -63,6 +69,7 @@ def register(subparsers: Any) -> None:
         help="keep the agents' databases in DIR (default: a temporary directory, removed)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
     run.add_argument(
         "--stall-timeout",
         type=float,
@@ -90,6 +97,7 @@ def register(subparsers: Any) -> None:
     up.add_argument("--idle", action="store_true", help="do not play the scenario (a healthy network)")
     up.add_argument("--json", action="store_true", help="print the agents' addresses as JSON")
     up.add_argument("--foreground", action="store_true", help="run in this process until SIGTERM or Ctrl-C")
+    up.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
     up.set_defaults(handler=cmd_up)
 
     down = sub.add_parser(
@@ -181,6 +189,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             on_note=None if args.quiet else on_note,
             on_phase=None if args.quiet else on_phase,
             stall_timeout=args.stall_timeout,
+            in_process=args.in_process,
         )
     finally:
         if args.state_dir is None:
@@ -210,8 +219,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     if args.foreground:
         _quiet_transport_logs()
-        return daemon.serve_foreground(topology, args.run_dir, play=not args.idle)
-    state = daemon.start_background(args.topology, args.run_dir, play=not args.idle)
+        return daemon.serve_foreground(topology, args.run_dir, play=not args.idle, in_process=args.in_process)
+    state = daemon.start_background(args.topology, args.run_dir, play=not args.idle, in_process=args.in_process)
     if args.json:
         print_json(state)
         return EXIT_OK

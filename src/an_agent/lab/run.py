@@ -21,14 +21,22 @@ def run_topology(
     on_exchange: Callable[[Exchange], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
     stall_timeout: float = 60.0,
+    in_process: bool = False,
 ) -> LabResult:
     """Run ``topology`` to the end of its closed loop and return the result (`build_result`).
 
     Every agent is stopped before this returns, whatever happens; `LabStall` and start-up errors
-    propagate after the stop.
+    propagate after the stop. Agents run as processes of their own unless ``in_process``.
     """
     phase = on_phase or (lambda _: None)
-    lab = Lab(topology, state_dir, on_note=on_note, on_exchange=on_exchange, stall_timeout=stall_timeout)
+    lab = Lab(
+        topology,
+        state_dir,
+        on_note=on_note,
+        on_exchange=on_exchange,
+        stall_timeout=stall_timeout,
+        in_process=in_process,
+    )
     try:
         phase(f"starting {len(topology.agents)} agents")
         lab.start()
