@@ -100,7 +100,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps(summary, indent=2))
     else:
         print(
-            f"{summary['topology']} ({rounds[0]['agents']} agents, {rounds[0]['processes']} process(es)), {summary['mode']}"
+            f"{summary['topology']} ({rounds[0]['agents']} agents, {rounds[0]['processes']} process(es)),"
+            f" {summary['mode']}"
         )
         for r in rounds:
             print(
