@@ -71,6 +71,15 @@ def register(subparsers: Any) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
     run.add_argument(
+        "--chaos",
+        action="append",
+        default=[],
+        metavar="kill:AGENT@SECONDS",
+        help="SIGKILL AGENT's process SECONDS (simulated) after the start; the lab restarts it from its state "
+        "directory and its tasks resume (repeatable). The result lists each event and the time to restore "
+        "with and without it (the run is played once more without chaos, in one process, to compare)",
+    )
+    run.add_argument(
         "--stall-timeout",
         type=float,
         default=60.0,
@@ -174,6 +183,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _quiet_transport_logs()
     topology = load_topology(args.topology)
+    from an_agent.lab.chaos import parse_chaos
+
+    chaos = [parse_chaos(text, topology) for text in args.chaos]
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="an-agent-lab-"))
 
     def on_note(note: Note) -> None:
@@ -190,6 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             on_phase=None if args.quiet else on_phase,
             stall_timeout=args.stall_timeout,
             in_process=args.in_process,
+            chaos=chaos,
         )
     finally:
         if args.state_dir is None:

@@ -216,6 +216,7 @@ class Conductor:
         self._ready: dict[str, dict[str, Any]] = {}
         self._ready_changed = threading.Condition(self._lock)
         self._listening: set[str] = set()
+        self._expecters: dict[tuple[str, str], str] = {}
 
     def handlers(self) -> dict[str, Handler]:
         return {
@@ -225,7 +226,7 @@ class Conductor:
             "a2a_url": lambda p: self._a2a_url_of(_name(p, "peer")),
             "status": lambda p: self.kernel.report(_name(p), int(p["seq"]), bool(p["busy"]), p.get("head")),
             "next": lambda p: self.kernel.next_for(_name(p), p),
-            "expect": lambda p: self.kernel.expect(_key(p)) and None,
+            "expect": self._expect,
             "is_expected": lambda p: self.kernel.is_expected(_key(p)),
             "arrive": lambda p: self.kernel.arrive(_key(p)),
             "complete": lambda p: self.kernel.complete(_key(p), None),
@@ -277,10 +278,21 @@ class Conductor:
             return {n: self._ready[n] for n in names}
 
     def forget_agent(self, name: str) -> None:
-        """Agent ``name``'s process is gone: stop counting it and forget its ports."""
+        """Agent ``name``'s process is gone: stop counting it, its ports and the task ends it awaited."""
         self.kernel.detach(name)
         with self._lock:
             self._ready.pop(name, None)
+            awaited = [key for key, who in self._expecters.items() if who == name]
+            for key in awaited:
+                del self._expecters[key]
+        for key in awaited:  # nobody in the new process waits for them: they must not hold time
+            self.kernel.forget(key)
+
+    def _expect(self, params: dict[str, Any]) -> None:
+        key = _key(params)
+        self.kernel.expect(key)
+        with self._lock:
+            self._expecters[key] = _name(params)
 
     # ---- journal --------------------------------------------------------------------------------
     def _exchange(self, params: dict[str, Any]) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from an_agent.errors import ConfigError
 from an_agent.lab.agent import HOST
@@ -95,6 +95,32 @@ class ProcessFleet:
                     f"agent {name} exited with code {process.process.returncode} before serving:\n" + process.log_tail()
                 )
         return None
+
+    def kill_and_restart(self, name: str) -> tuple[int, int]:
+        """SIGKILL agent ``name``'s process, forget what the lab counted for it, start it again.
+
+        The new process has the same state directory, port and A2A port (peers find it where it was);
+        returns once it serves, with the old and the new pid.
+        """
+        old = self._processes[name]
+        conductor = self.conductor
+        assert conductor is not None
+        old.kill()
+        conductor.forget_agent(name)
+        handle = self.agents[name]
+        a2a_port = handle.a2a_port if old.launch.a2a_port is not None else None
+        launch = replace(old.launch, port=handle.port, a2a_port=a2a_port)
+        self._processes[name] = start_agent(launch, self.prefix, self.env, append_log=True)
+        info = conductor.wait_ready({name}, READY_TIMEOUT, self._dead)[name]
+        self._serving(handle.spec, info["port"], info.get("a2a_port"))
+        return old.pid, self._processes[name].pid
+
+    def unfinished_tasks(self, name: str) -> list[str]:
+        from an_agent.nc.agent_client import AgentClient
+
+        admin = self.lab.admin
+        with AgentClient.connect(HOST, self.agents[name].port, username=admin[0], password=admin[1]) as client:
+            return sorted(t.task_id for t in client.list_tasks() if t.status is None or not t.status.terminal)
 
     def pids(self) -> dict[str, int]:
         return {name: p.pid for name, p in self._processes.items()}

@@ -19,6 +19,8 @@ class FleetOwner(Protocol):
     kernel: LabKernel
     network: SimNetwork
     journal: Journal
+    admin: tuple[str, str]
+    """The lab's own login on its agents."""
 
     def login_of(self, name: str) -> tuple[str, str]: ...
 

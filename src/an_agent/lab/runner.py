@@ -67,6 +67,7 @@ class Lab:
         self.topology = topology
         self.state_dir = state_dir
         self.use_topology_ports = use_topology_ports
+        self.admin = ADMIN
         self.in_process = in_process
         self.kernel = LabKernel(topology.start_time, stall_timeout=stall_timeout)
         self.network = SimNetwork(topology.network, topology.seed, self.kernel.now, self.kernel.call_at)
