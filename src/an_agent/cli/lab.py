@@ -107,6 +107,19 @@ def register(subparsers: Any) -> None:
     up.add_argument("--json", action="store_true", help="print the agents' addresses as JSON")
     up.add_argument("--foreground", action="store_true", help="run in this process until SIGTERM or Ctrl-C")
     up.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
+    up.add_argument(
+        "--host",
+        metavar="NAME",
+        help="a lab over several machines (the topology's hosts): start only this host's agents; the first "
+        "host also runs the lab's clock, network and scenario (start it first), the others join it",
+    )
+    up.add_argument(
+        "--lab-secret-file",
+        type=Path,
+        metavar="FILE",
+        help="the lab's control secret shared by its hosts (0600): the first host writes it if it is missing, "
+        "the other hosts need a copy",
+    )
     up.set_defaults(handler=cmd_up)
 
     down = sub.add_parser(
@@ -232,16 +245,33 @@ def cmd_up(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     if args.foreground:
         _quiet_transport_logs()
-        return daemon.serve_foreground(topology, args.run_dir, play=not args.idle, in_process=args.in_process)
-    state = daemon.start_background(args.topology, args.run_dir, play=not args.idle, in_process=args.in_process)
+        return daemon.serve_foreground(
+            topology,
+            args.run_dir,
+            play=not args.idle,
+            in_process=args.in_process,
+            host=args.host,
+            secret_file=args.lab_secret_file,
+        )
+    from an_agent.lab.placement import check_host
+
+    check_host(topology, args.host)
+    state = daemon.start_background(
+        args.topology,
+        args.run_dir,
+        play=not args.idle,
+        in_process=args.in_process,
+        host=args.host,
+        secret_file=args.lab_secret_file,
+    )
     if args.json:
         print_json(state)
         return EXIT_OK
     print(f"lab {topology.name} is up (pid {state['pid']}); state in {args.run_dir}, log {state['log']}")
     for agent in state["agents"]:
         print(
-            f"  {agent['name']:<18} {agent['role']:<19} {agent['host']}:{agent['port']}   "
-            f"an-agent profile --port {agent['port']}"
+            f"  {agent['name']:<18} {agent.get('role', ''):<19} {agent['host']}:{agent['port']}   "
+            f"an-agent profile --host {agent['host']} --port {agent['port']}"
         )
     print(
         "user admin, password admin. Stop with: an-agent lab down"

@@ -205,8 +205,10 @@ class Conductor:
         address_of: Callable[[str], tuple[str, int] | None],
         a2a_url_of: Callable[[str], str | None],
         logins: dict[str, Any],
+        on_ready: Callable[[str, int, int | None], None] = lambda name, port, a2a_port: None,
     ) -> None:
         self.kernel = kernel
+        self._on_ready_callback = on_ready
         self.network = network
         self.journal = journal
         self._address_of = address_of
@@ -248,8 +250,10 @@ class Conductor:
         return {"now": self.kernel.join(name), **self._logins}
 
     def _on_ready(self, params: dict[str, Any]) -> None:
+        name, port, a2a_port = _name(params), int(params["port"]), params.get("a2a_port")
+        self._on_ready_callback(name, port, a2a_port)  # before anyone may look the agent up
         with self._lock:
-            self._ready[_name(params)] = {"port": int(params["port"]), "a2a_port": params.get("a2a_port")}
+            self._ready[name] = {"port": port, "a2a_port": a2a_port}
             self._ready_changed.notify_all()
 
     def ready(self, name: str) -> dict[str, Any] | None:

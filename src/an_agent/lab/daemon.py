@@ -56,8 +56,29 @@ def _is_our_lab(pid: int, run_dir: Path) -> bool:
     return "an_agent.cli" in args and "--foreground" in args and str(run_dir.resolve()) in args
 
 
-def serve_foreground(topology: Topology, run_dir: Path, play: bool = True, in_process: bool = False) -> int:
-    """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file."""
+def serve_foreground(
+    topology: Topology,
+    run_dir: Path,
+    play: bool = True,
+    in_process: bool = False,
+    host: str | None = None,
+    secret_file: Path | None = None,
+) -> int:
+    """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file.
+
+    ``host``: only that host's agents (`an_agent.lab.placement`): on the first host with the lab's
+    clock, network and scenario (which starts once the other hosts' agents joined), on another host
+    only its agents, joined to the first one's lab with ``secret_file``.
+    """
+    from an_agent.lab.placement import check_host, lab_host, serve_member
+
+    check_host(topology, host)
+    first = lab_host(topology)
+    if host is not None and first is not None and host != first.name:
+        if secret_file is None:
+            raise ConfigError(f"--host {host} joins the lab on host {first.name}: give --lab-secret-file FILE")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return serve_member(topology, host, run_dir, secret_file, _state_path(run_dir))
     from an_agent.lab.agent import HOST
     from an_agent.lab.journal import Note
     from an_agent.lab.runner import Lab
@@ -72,11 +93,22 @@ def serve_foreground(topology: Topology, run_dir: Path, play: bool = True, in_pr
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    lab = Lab(topology, run_dir, use_topology_ports=True, on_note=on_note, in_process=in_process)
+    lab = Lab(
+        topology,
+        run_dir,
+        use_topology_ports=True,
+        on_note=on_note,
+        in_process=in_process,
+        host=host,
+        secret_file=secret_file,
+    )
     try:
         lab.start()
-        if play:
+        elsewhere = {a.name for a in topology.agents} - {a.name for a in lab.local_agents}
+        if play and not elsewhere:
             lab.schedule_scenario()
+        elif play:
+            threading.Thread(target=_scenario_once_joined, args=(lab, elsewhere), daemon=True).start()
         clock = threading.Thread(target=lab.play, kwargs={"forever": True}, name="lab-clock", daemon=True)
         clock.start()
         state: dict[str, Any] = {
@@ -91,7 +123,7 @@ def serve_foreground(topology: Topology, run_dir: Path, play: bool = True, in_pr
                 {
                     "name": a.spec.name,
                     "role": a.spec.role,
-                    "host": HOST,
+                    "host": a.spec.address or HOST,
                     "port": a.port,
                     "pid": getattr(a, "pid", os.getpid()),
                 }
@@ -121,7 +153,28 @@ def serve_foreground(topology: Topology, run_dir: Path, play: bool = True, in_pr
     return 0
 
 
-def start_background(topology_file: Path, run_dir: Path, play: bool = True, in_process: bool = False) -> dict[str, Any]:
+def _scenario_once_joined(lab: Any, names: set[str]) -> None:
+    """Schedule the scenario when the agents of the other hosts have joined (the first host of a lab)."""
+    from an_agent.lab.placement import JOIN_TIMEOUT
+
+    print(f"waiting for the agents of the other hosts: {', '.join(sorted(names))}", file=sys.stderr, flush=True)
+    try:
+        lab.fleet.conductor.wait_ready(names, JOIN_TIMEOUT, lambda: None)
+    except AnAgentError as exc:
+        print(f"scenario not played: {exc}", file=sys.stderr, flush=True)
+        return
+    print("every agent joined: playing the scenario", file=sys.stderr, flush=True)
+    lab.schedule_scenario()
+
+
+def start_background(
+    topology_file: Path,
+    run_dir: Path,
+    play: bool = True,
+    in_process: bool = False,
+    host: str | None = None,
+    secret_file: Path | None = None,
+) -> dict[str, Any]:
     """Start the lab process and wait for its state file; `ConfigError`/`AnAgentError` with its log if it fails."""
     run_dir.mkdir(parents=True, exist_ok=True)
     state = read_state(run_dir)
@@ -147,6 +200,10 @@ def start_background(topology_file: Path, run_dir: Path, play: bool = True, in_p
         command.append("--idle")
     if in_process:
         command.append("--in-process")
+    if host is not None:
+        command += ["--host", host]
+    if secret_file is not None:
+        command += ["--lab-secret-file", str(secret_file.resolve())]
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True

@@ -16,8 +16,9 @@ from dataclasses import dataclass, replace
 from an_agent.errors import ConfigError
 from an_agent.lab.agent import HOST
 from an_agent.lab.conductor import Conductor
-from an_agent.lab.control import ControlServer, create_secret
+from an_agent.lab.control import ControlServer, create_secret, read_secret
 from an_agent.lab.owner import FleetOwner
+from an_agent.lab.placement import lab_host
 from an_agent.lab.processes import AgentLaunch, AgentProcess, start_agent, stop_agents
 from an_agent.lab.spec import AgentSpec
 
@@ -62,25 +63,29 @@ class ProcessFleet:
         topology_file = lab.topology.source
         if topology_file is None:
             raise ConfigError("a lab of agent processes needs its topology in a file (each agent loads it)")
-        secret_file = lab.state_dir / SECRET_FILE
-        secret = create_secret(secret_file)
-        self.conductor = Conductor(lab.kernel, lab.network, lab.journal, lab.address_of, lab.a2a_url_of, logins)
-        self._server = ControlServer(secret, self.conductor.handlers(), host=HOST).start()
+        secret_file = lab.secret_file or lab.state_dir / SECRET_FILE
+        secret = read_secret(secret_file) if lab.secret_file and secret_file.exists() else create_secret(secret_file)
+        self.conductor = Conductor(
+            lab.kernel, lab.network, lab.journal, lab.address_of, lab.a2a_url_of, logins, on_ready=lab.serving
+        )
+        first = lab_host(lab.topology)  # a lab over several hosts: its channel where the other hosts reach it
+        where = (first.address, first.control_port) if first is not None else (HOST, 0)
+        self._server = ControlServer(secret, self.conductor.handlers(), host=where[0], port=where[1]).start()
         control = self._server.address
-        for spec in lab.topology.agents:
+        for spec in lab.local_agents:
             launch = AgentLaunch(
                 name=spec.name,
                 topology_file=topology_file,
                 control=control,
                 secret_file=secret_file,
                 state_dir=lab.agent_dir(spec.name),
-                host=HOST,
+                host=spec.address or HOST,
                 port=spec.port if lab.use_topology_ports and spec.port else 0,
                 a2a_port=None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0,
             )
             self._processes[spec.name] = start_agent(launch, self.prefix, self.env)
         ready = self.conductor.wait_ready(set(self._processes), READY_TIMEOUT, self._dead)
-        for spec in lab.topology.agents:
+        for spec in lab.local_agents:
             info = ready[spec.name]
             self._serving(spec, info["port"], info.get("a2a_port"))
 

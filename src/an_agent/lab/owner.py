@@ -9,7 +9,7 @@ from typing import Protocol
 from an_agent.lab.conductor import LabKernel
 from an_agent.lab.journal import Journal
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.spec import Topology
+from an_agent.lab.spec import AgentSpec, Topology
 
 
 class FleetOwner(Protocol):
@@ -20,6 +20,9 @@ class FleetOwner(Protocol):
     network: SimNetwork
     journal: Journal
     admin: tuple[str, str]
+    local_agents: tuple[AgentSpec, ...]
+    """The agents this lab process starts (all, or its host's)."""
+    secret_file: Path | None
     """The lab's own login on its agents."""
 
     def login_of(self, name: str) -> tuple[str, str]: ...

@@ -35,6 +35,7 @@ from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.inprocess import InProcessFleet, fresh_agent_dir
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.network import SimNetwork
+from an_agent.lab.placement import runs_here
 from an_agent.lab.spec import EventSpec, Role, Topology
 from an_agent.model import CommuType, Task, build_prompt
 
@@ -63,8 +64,16 @@ class Lab:
         in_process: bool = False,
         prefix: Sequence[str] = (),
         env: Mapping[str, str] | None = None,
+        host: str | None = None,
+        secret_file: Path | None = None,
     ) -> None:
         self.topology = topology
+        self.host = host
+        """With ``hosts`` in the topology: the host this lab process runs on (its agents only; the clock,
+        network and scenario when it is the first host)."""
+        self.secret_file = secret_file
+        """The control channel's secret, shared by the hosts of the lab (default: made in ``state_dir``)."""
+        self.local_agents = tuple(a for a in topology.agents if runs_here(topology, a, host))
         self.state_dir = state_dir
         self.use_topology_ports = use_topology_ports
         self.admin = ADMIN
@@ -99,12 +108,12 @@ class Lab:
 
     def address_of(self, name: str) -> tuple[str, int] | None:
         port = self._ports.get(name)
-        return None if port is None else (HOST, port)
+        return None if port is None else (self.topology.agent(name).address or HOST, port)
 
     def a2a_url_of(self, name: str) -> str | None:
         """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology)."""
         port = self._a2a_ports.get(name)
-        return None if port is None else f"http://{HOST}:{port}"
+        return None if port is None else f"http://{self.topology.agent(name).address or HOST}:{port}"
 
     def agent_dir(self, name: str) -> Path:
         """Agent ``name``'s state directory (databases, host key, log)."""
@@ -133,7 +142,7 @@ class Lab:
         engineers = {a.name: [ENGINEER] for a in self.topology.agents if a.role == Role.FME_COPILOT}
         agent_db, self._logins = agent_users((a.name for a in self.topology.agents), speaks_for=engineers)
         try:
-            for spec in self.topology.agents:
+            for spec in self.local_agents:
                 fresh_agent_dir(self, spec.name)  # a run starts from empty agents, never resumes
             if isinstance(self.fleet, InProcessFleet):
                 self.fleet.start(dict([ADMIN]), agent_db)
