@@ -15,8 +15,8 @@ from an_agent.cli._common import print_json
 DEFAULT_RUN_DIR = Path("state/lab")
 
 _DESCRIPTION = """\
-Multi-agent labs: every agent of a topology file is a NETCONF server on its own
-127.0.0.1 port, with a behaviour for its role (cross-domain fault, RAN fault, IP
+Multi-agent labs: every agent of a topology file is a process of its own and a
+NETCONF server on its own 127.0.0.1 port, with a behaviour for its role (cross-domain fault, RAN fault, IP
 fault, optimization, energy saving, complaint). The agents talk to each other only
 over NETCONF (task assignment, task-negotiate, <get>, notifications) while a
 deterministic simulated network plays the topology's scenario on a simulated clock.
@@ -91,7 +91,8 @@ def register(subparsers: Any) -> None:
     up = sub.add_parser(
         "up",
         help="start a topology's agents and keep them running (lab down stops them)",
-        description="Start the agents of TOPOLOGY in a background process, on the ports the "
+        description="Start the agents of TOPOLOGY from a background lab process (which keeps the simulated "
+        "clock and network; each agent a process of its own), on the ports the "
         "topology gives them (a free port where it gives none), play its scenario (unless --idle) "
         "and keep them running for exploration with an-agent profile/task, netconf-console2 or "
         "yangcli (user admin, password admin). Prints each agent's address.",
