@@ -21,6 +21,7 @@ from an_agent.access.users import User, UserDb
 from an_agent.agents.base import LabBehaviour
 from an_agent.agents.environment import (
     Alarm,
+    AreaKpis,
     CellView,
     FaultLocation,
     LinkView,
@@ -230,6 +231,13 @@ class RemoteNetwork:
     def active_alarms(self, regions: Sequence[str] | None = None, domain: str | None = None) -> list[Alarm]:
         result: list[Alarm] = self._call("active_alarms", None if regions is None else list(regions), domain)
         return result
+
+    def area_kpis(self, regions: Sequence[str]) -> AreaKpis:
+        result: AreaKpis = self._call("area_kpis", list(regions))
+        return result
+
+    def saving_cost_kw(self, cell_ids: Sequence[str]) -> float:
+        return float(self._call("saving_cost_kw", list(cell_ids)))
 
     def radio_diagnostics(self, site_id: str) -> RadioDiagnostics:
         result: RadioDiagnostics = self._call("radio_diagnostics", site_id)

@@ -72,6 +72,8 @@ NETWORK_READS: dict[str, Any] = {
     "places": list[env.Place],
     "active_alarms": list[env.Alarm],
     "radio_diagnostics": env.RadioDiagnostics,
+    "area_kpis": env.AreaKpis,
+    "saving_cost_kw": float,
     "alarm_log": list[env.Alarm],
     "fault_location": env.FaultLocation | None,
 }
