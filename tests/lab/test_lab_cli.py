@@ -74,6 +74,9 @@ def test_up_and_down(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     try:
         assert read_state(run_dir) == state
         assert [a["name"] for a in state["agents"]] == ["ran-fault", "ip-fault", "optimization", "energy-saving"]
+        pids = {a["pid"] for a in state["agents"]}  # a process per agent, none of them the lab's
+        assert len(pids) == len(state["agents"]) and state["pid"] not in pids
+        assert all(Path(f"/proc/{pid}").exists() for pid in pids)
         optimization = next(a for a in state["agents"] if a["name"] == "optimization")
         with AgentClient.connect("127.0.0.1", optimization["port"], username="admin", password="admin") as client:
             assert client.profile().name == "optimization"
@@ -91,6 +94,7 @@ def test_up_and_down(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None
     for agent in state["agents"]:
         with socket.socket() as probe:
             assert probe.connect_ex(("127.0.0.1", agent["port"])) != 0
+        assert not Path(f"/proc/{agent['pid']}").exists()
     assert main(["lab", "down", "--run-dir", str(run_dir)]) == 0
     assert "no lab is up" in capsys.readouterr().out
 

@@ -19,6 +19,7 @@ import contextlib
 import json
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
@@ -60,6 +61,9 @@ class Peer:
         self._watcher: AgentClient | None = None
         self._thread: threading.Thread | None = None
         self._elsewhere: set[str] = set()
+        self._seen: set[tuple[str, str]] = set()
+        self._replay_from: float | None = None
+        self._closed = False
 
     def followed_elsewhere(self, task_id: str) -> None:
         """``task_id`` is followed over A2A (`A2APeer`): its notifications here are not the hand-off."""
@@ -87,7 +91,8 @@ class Peer:
                     f"profile of {profile.name}: {len(profile.skills)} skill(s)",
                 )
                 watcher = AgentClient.connect(host, port, username=user, password=password, timeout=peers.timeout)
-                events = watcher.watch(until_terminal=False)
+                # After a lost session (the peer restarted), replay what was logged meanwhile.
+                events = watcher.watch(until_terminal=False, start_time=self._replay_from)
                 peers.record_exchange(
                     self.name,
                     "create-subscription",
@@ -115,6 +120,11 @@ class Peer:
                 with self._lock:
                     if event.task_id in self._elsewhere:
                         continue  # assigned over A2A: its stream reports it
+                    if (event.task_id, str(event.status)) in self._seen:
+                        continue  # replayed after a reconnection: handled already
+                    self._seen.add((event.task_id, str(event.status)))
+                    if event.event_time is not None:
+                        self._replay_from = event.event_time
                 previous = f"{event.previous_status}->" if event.previous_status else ""
                 peers.record(
                     Exchange(
@@ -132,14 +142,39 @@ class Peer:
                 if event.status.terminal:
                     peers.scheduler.complete((self.name, event.task_id), event)
         except TransportError:
-            # The watching session was closed: the lab is stopping, nothing is lost.
-            log.debug("notification dispatcher %s<-%s: session closed", peers.me, self.name)
+            with self._lock:
+                lost = not self._closed and self._thread is threading.current_thread()
+                if lost:  # the peer went away (killed, restarted): the next use connects again
+                    clients = [c for c in (self._client, self._watcher) if c is not None]
+                    self._client = self._watcher = self._thread = None
+            if not lost:  # closed by us: the lab is stopping, nothing is lost
+                log.debug("notification dispatcher %s<-%s: session closed", peers.me, self.name)
+                return
+            for client in clients:
+                with contextlib.suppress(AnAgentError):
+                    client.close()
+            self._reconnect()
         except Exception:
             log.exception("notification dispatcher %s<-%s failed", peers.me, self.name)
+
+    def _reconnect(self, attempts: int = 240, pause: float = 0.5) -> None:
+        """Open the sessions again (resubscribing with replay) until the peer answers or we are closed."""
+        for _ in range(attempts):
+            with self._lock:
+                if self._closed:
+                    return
+            try:
+                self._connect()
+                log.info("%s reconnected to %s", self._peers.me, self.name)
+                return
+            except AnAgentError:
+                time.sleep(pause)  # real time: the peer's process is starting again
+        log.warning("%s could not reconnect to %s", self._peers.me, self.name)
 
     def close(self) -> threading.Thread | None:
         """Close both sessions; returns the dispatcher thread, which ends within a second (join it)."""
         with self._lock:
+            self._closed = True
             clients = [c for c in (self._client, self._watcher) if c is not None]
             self._client = self._watcher = None
             thread, self._thread = self._thread, None

@@ -15,8 +15,8 @@ from an_agent.cli._common import print_json
 DEFAULT_RUN_DIR = Path("state/lab")
 
 _DESCRIPTION = """\
-Multi-agent labs: every agent of a topology file is a NETCONF server on its own
-127.0.0.1 port, with a behaviour for its role (cross-domain fault, RAN fault, IP
+Multi-agent labs: every agent of a topology file is a process of its own and a
+NETCONF server on its own 127.0.0.1 port, with a behaviour for its role (cross-domain fault, RAN fault, IP
 fault, optimization, energy saving, complaint). The agents talk to each other only
 over NETCONF (task assignment, task-negotiate, <get>, notifications) while a
 deterministic simulated network plays the topology's scenario on a simulated clock.
@@ -32,6 +32,12 @@ collaboration, NETCONF operation counts, closed-loop checks). Progress goes to
 stderr while it runs. Exit code 0 when the closed loop is complete, 1 when a check
 fails, 2 for a bad topology file.
 """
+
+
+IN_PROCESS_HELP = (
+    "run every agent inside this one process (the default is a process per agent, as on separate hosts); "
+    "quicker to start, for tests and profiling"
+)
 
 
 def register(subparsers: Any) -> None:
@@ -63,6 +69,16 @@ def register(subparsers: Any) -> None:
         help="keep the agents' databases in DIR (default: a temporary directory, removed)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
+    run.add_argument(
+        "--chaos",
+        action="append",
+        default=[],
+        metavar="kill:AGENT@SECONDS",
+        help="SIGKILL AGENT's process SECONDS (simulated) after the start; the lab restarts it from its state "
+        "directory and its tasks resume (repeatable). The result lists each event and the time to restore "
+        "with and without it (the run is played once more without chaos, in one process, to compare)",
+    )
     run.add_argument(
         "--stall-timeout",
         type=float,
@@ -75,7 +91,8 @@ def register(subparsers: Any) -> None:
     up = sub.add_parser(
         "up",
         help="start a topology's agents and keep them running (lab down stops them)",
-        description="Start the agents of TOPOLOGY in a background process, on the ports the "
+        description="Start the agents of TOPOLOGY from a background lab process (which keeps the simulated "
+        "clock and network; each agent a process of its own), on the ports the "
         "topology gives them (a free port where it gives none), play its scenario (unless --idle) "
         "and keep them running for exploration with an-agent profile/task, netconf-console2 or "
         "yangcli (user admin, password admin). Prints each agent's address.",
@@ -90,6 +107,20 @@ def register(subparsers: Any) -> None:
     up.add_argument("--idle", action="store_true", help="do not play the scenario (a healthy network)")
     up.add_argument("--json", action="store_true", help="print the agents' addresses as JSON")
     up.add_argument("--foreground", action="store_true", help="run in this process until SIGTERM or Ctrl-C")
+    up.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
+    up.add_argument(
+        "--host",
+        metavar="NAME",
+        help="a lab over several machines (the topology's hosts): start only this host's agents; the first "
+        "host also runs the lab's clock, network and scenario (start it first), the others join it",
+    )
+    up.add_argument(
+        "--lab-secret-file",
+        type=Path,
+        metavar="FILE",
+        help="the lab's control secret shared by its hosts (0600): the first host writes it if it is missing, "
+        "the other hosts need a copy",
+    )
     up.set_defaults(handler=cmd_up)
 
     down = sub.add_parser(
@@ -166,6 +197,9 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     _quiet_transport_logs()
     topology = load_topology(args.topology)
+    from an_agent.lab.chaos import parse_chaos
+
+    chaos = [parse_chaos(text, topology) for text in args.chaos]
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="an-agent-lab-"))
 
     def on_note(note: Note) -> None:
@@ -181,6 +215,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             on_note=None if args.quiet else on_note,
             on_phase=None if args.quiet else on_phase,
             stall_timeout=args.stall_timeout,
+            in_process=args.in_process,
+            chaos=chaos,
         )
     finally:
         if args.state_dir is None:
@@ -210,16 +246,33 @@ def cmd_up(args: argparse.Namespace) -> int:
     topology = load_topology(args.topology)
     if args.foreground:
         _quiet_transport_logs()
-        return daemon.serve_foreground(topology, args.run_dir, play=not args.idle)
-    state = daemon.start_background(args.topology, args.run_dir, play=not args.idle)
+        return daemon.serve_foreground(
+            topology,
+            args.run_dir,
+            play=not args.idle,
+            in_process=args.in_process,
+            host=args.host,
+            secret_file=args.lab_secret_file,
+        )
+    from an_agent.lab.placement import check_host
+
+    check_host(topology, args.host)
+    state = daemon.start_background(
+        args.topology,
+        args.run_dir,
+        play=not args.idle,
+        in_process=args.in_process,
+        host=args.host,
+        secret_file=args.lab_secret_file,
+    )
     if args.json:
         print_json(state)
         return EXIT_OK
     print(f"lab {topology.name} is up (pid {state['pid']}); state in {args.run_dir}, log {state['log']}")
     for agent in state["agents"]:
         print(
-            f"  {agent['name']:<18} {agent['role']:<19} {agent['host']}:{agent['port']}   "
-            f"an-agent profile --port {agent['port']}"
+            f"  {agent['name']:<18} {agent.get('role', ''):<19} {agent['host']}:{agent['port']}   "
+            f"an-agent profile --host {agent['host']} --port {agent['port']}"
         )
     print(
         "user admin, password admin. Stop with: an-agent lab down"

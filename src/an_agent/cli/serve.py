@@ -9,6 +9,7 @@ import signal
 import sys
 import threading
 from collections.abc import Mapping
+from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,7 @@ from an_agent.errors import ConfigError
 
 if TYPE_CHECKING:
     from an_agent.agents.environment import SchemaMode
+    from an_agent.lab.remote import LabMember
     from an_agent.lab.spec import SchemaApproval
     from an_agent.runtime.behaviour import Behaviour
 
@@ -62,6 +64,18 @@ def register(subparsers: Any) -> None:
     source.add_argument("--profile", type=Path, metavar="FILE", help="agent profile file (.json, .yaml)")
     source.add_argument("--topology", type=Path, metavar="FILE", help="lab topology file (needs --agent)")
     parser.add_argument("--agent", metavar="NAME", help="which agent of --topology to serve")
+    parser.add_argument(
+        "--lab-control",
+        metavar="HOST:PORT",
+        help="with --topology: join the running lab whose control channel is there (its clock, network and "
+        "scenario; 'an-agent lab run/up' start their agents this way) instead of playing an idle copy alone",
+    )
+    parser.add_argument(
+        "--lab-secret-file",
+        type=Path,
+        metavar="FILE",
+        help="the lab's control secret (a 0600 file written by the lab; needed with --lab-control)",
+    )
     parser.add_argument(
         "--user",
         action="append",
@@ -260,8 +274,31 @@ def run(args: argparse.Namespace) -> int:
     schemas: SchemaMode = args.schemas or "evolve"
     a2a_port, templates = args.a2a_port, list(args.templates)
     approval: SchemaApproval = args.schema_approval or "auto"
+    member: LabMember | None = None
+    lab_settings: dict[str, Any] = {}
+    if (args.lab_control is None) != (args.lab_secret_file is None):
+        raise ConfigError("--lab-control and --lab-secret-file go together")
+    if args.lab_control is not None and (args.topology is None or not args.agent):
+        raise ConfigError("--lab-control needs --topology FILE --agent NAME (which agent of the lab this is)")
     if args.profile is not None:
         profile = AgentProfile.load(args.profile)
+    elif args.lab_control is not None:
+        from an_agent.lab.remote import join_lab
+
+        member = join_lab(args.topology, args.agent, args.lab_control, args.lab_secret_file, args.schemas)
+        profile, behaviour, schemas = member.profile, member.behaviour, member.schemas
+        lab_settings = {
+            "clock": member.kernel.clock,
+            "task_workers": member.task_workers,
+            "user_db": member.user_db,
+            "users": member.users,
+        }
+        from an_agent.lab.topology import load_topology
+
+        spec = load_topology(args.topology).agent(args.agent)
+        a2a_port = spec.a2a_port if a2a_port is None else a2a_port
+        templates = templates or list(spec.templates)
+        approval = args.schema_approval or spec.schema_approval
     elif args.topology is not None:
         if not args.agent:
             raise ConfigError("--topology needs --agent NAME (which agent of the topology to serve)")
@@ -306,7 +343,7 @@ def run(args: argparse.Namespace) -> int:
         state_dir=args.state_dir,
         host=args.host,
         port=args.port,
-        users=parse_users(args.user),
+        users=parse_users(args.user) or lab_settings.get("users", {}),
         authorized_keys=args.authorized_keys,
         users_file=args.users,
         nacm_file=args.nacm,
@@ -330,6 +367,13 @@ def run(args: argparse.Namespace) -> int:
         directory=args.directory_role,
         register_with=register_with,
     )
+    if member is not None:
+        config = replace(
+            config,
+            clock=lab_settings["clock"],
+            task_workers=lab_settings["task_workers"],
+            user_db=lab_settings["user_db"],
+        )
     server = AgentServer(config)
     if server.notice:
         print(f"an-agent: {server.notice}", file=sys.stderr)
@@ -337,6 +381,15 @@ def run(args: argparse.Namespace) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
     server.start()
+    if member is not None:
+        member.ready(server.port, server.a2a.port if server.a2a is not None else None)
+        lab_closed = member.closed
+
+        def stop_when_the_lab_closes() -> None:
+            lab_closed.wait()
+            stop.set()
+
+        threading.Thread(target=stop_when_the_lab_closes, name="lab-closed", daemon=True).start()
     a2a = ""
     if server.a2a is not None:
         a2a = f", A2A on {server.a2a.url}/"
@@ -353,8 +406,13 @@ def run(args: argparse.Namespace) -> int:
         flush=True,
     )
     try:
-        stop.wait()
+        while not stop.wait(0.2):  # in slices: a signal between checks is handled within 0.2 s
+            pass
     finally:
+        if member is not None:
+            member.kernel.close()  # activities waiting on the lab's time end before the server stops
         server.stop()
+        if member is not None:
+            member.close()
         print("an-agent: stopped", file=sys.stderr)
     return 0

@@ -13,9 +13,11 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any, Protocol
 
 from an_agent.agents.base import LabBehaviour
-from an_agent.agents.environment import AgentEnvironment, SchemaMode
+from an_agent.agents.environment import AgentEnvironment, ManagedNetwork, SchemaMode
+from an_agent.agents.exchange import Exchange
 from an_agent.agents.peers import Peers
 from an_agent.agents.roles import ROLES
 from an_agent.errors import ConfigError
@@ -35,6 +37,14 @@ NEGOTIATION_TYPES = ["acp-task-feasibility-negotiation-v1.0", "acp-task-fulfillm
 
 AddressOf = Callable[[str], "tuple[str, int] | None"]
 UrlOf = Callable[[str], "str | None"]
+
+
+class LabJournal(Protocol):
+    """Where an agent's notes and exchanges go: the lab's `Journal`, or its proxy in an agent process."""
+
+    def note(self, agent: str, kind: str, text: str, **details: Any) -> None: ...
+
+    def record(self, exchange: Exchange) -> None: ...
 
 
 def lab_host_key(path: Path) -> None:
@@ -103,8 +113,8 @@ def make_behaviour(
     topology: Topology,
     spec: AgentSpec,
     kernel: SimKernel,
-    network: SimNetwork,
-    journal: Journal,
+    network: ManagedNetwork,
+    journal: LabJournal,
     address_of: AddressOf,
     task_capacity: int = TASK_CAPACITY,
     credentials: tuple[str, str] | None = None,

@@ -2,9 +2,11 @@
 
 ``lab up`` starts ``python -m an_agent.cli lab up TOPOLOGY --foreground --run-dir DIR`` in a new
 session, its output going to ``DIR/lab.log``, and waits until it has written ``DIR/lab.json``: its pid,
-the agents and their addresses. All agents run in that one process (they share the simulated network
-and clock). ``lab down`` reads ``lab.json``, checks that the pid is still that lab (its command line),
-sends SIGTERM, waits for the process to exit (SIGKILL after a grace period) and for the ports to close.
+the agents, their addresses and pids. That process owns the simulated network and clock; each agent is
+a process of its own, started by it (`an_agent.lab.fleet`; with ``--in-process`` all agents run inside
+it). ``lab down`` reads ``lab.json``, checks that the pid is still that lab (its command line), sends
+SIGTERM (the lab stops its agents), waits for the process to exit (after a grace period SIGKILL to its
+whole process group, agents included: they share the session ``lab up`` made) and for the ports to close.
 """
 
 from __future__ import annotations
@@ -54,8 +56,29 @@ def _is_our_lab(pid: int, run_dir: Path) -> bool:
     return "an_agent.cli" in args and "--foreground" in args and str(run_dir.resolve()) in args
 
 
-def serve_foreground(topology: Topology, run_dir: Path, play: bool = True) -> int:
-    """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file."""
+def serve_foreground(
+    topology: Topology,
+    run_dir: Path,
+    play: bool = True,
+    in_process: bool = False,
+    host: str | None = None,
+    secret_file: Path | None = None,
+) -> int:
+    """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file.
+
+    ``host``: only that host's agents (`an_agent.lab.placement`): on the first host with the lab's
+    clock, network and scenario (which starts once the other hosts' agents joined), on another host
+    only its agents, joined to the first one's lab with ``secret_file``.
+    """
+    from an_agent.lab.placement import check_host, lab_host, serve_member
+
+    check_host(topology, host)
+    first = lab_host(topology)
+    if host is not None and first is not None and host != first.name:
+        if secret_file is None:
+            raise ConfigError(f"--host {host} joins the lab on host {first.name}: give --lab-secret-file FILE")
+        run_dir.mkdir(parents=True, exist_ok=True)
+        return serve_member(topology, host, run_dir, secret_file, _state_path(run_dir))
     from an_agent.lab.agent import HOST
     from an_agent.lab.journal import Note
     from an_agent.lab.runner import Lab
@@ -70,11 +93,22 @@ def serve_foreground(topology: Topology, run_dir: Path, play: bool = True) -> in
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    lab = Lab(topology, run_dir, use_topology_ports=True, on_note=on_note)
+    lab = Lab(
+        topology,
+        run_dir,
+        use_topology_ports=True,
+        on_note=on_note,
+        in_process=in_process,
+        host=host,
+        secret_file=secret_file,
+    )
     try:
         lab.start()
-        if play:
+        elsewhere = {a.name for a in topology.agents} - {a.name for a in lab.local_agents}
+        if play and not elsewhere:
             lab.schedule_scenario()
+        elif play:
+            threading.Thread(target=_scenario_once_joined, args=(lab, elsewhere), daemon=True).start()
         clock = threading.Thread(target=lab.play, kwargs={"forever": True}, name="lab-clock", daemon=True)
         clock.start()
         state: dict[str, Any] = {
@@ -86,7 +120,14 @@ def serve_foreground(topology: Topology, run_dir: Path, play: bool = True) -> in
             "started": time.time(),
             "scenario": play,
             "agents": [
-                {"name": a.spec.name, "role": a.spec.role, "host": HOST, "port": a.port} for a in lab.agents.values()
+                {
+                    "name": a.spec.name,
+                    "role": a.spec.role,
+                    "host": a.spec.address or HOST,
+                    "port": a.port,
+                    "pid": getattr(a, "pid", os.getpid()),
+                }
+                for a in lab.agents.values()
             ],
         }
         tmp = _state_path(run_dir).with_suffix(".tmp")
@@ -112,7 +153,28 @@ def serve_foreground(topology: Topology, run_dir: Path, play: bool = True) -> in
     return 0
 
 
-def start_background(topology_file: Path, run_dir: Path, play: bool = True) -> dict[str, Any]:
+def _scenario_once_joined(lab: Any, names: set[str]) -> None:
+    """Schedule the scenario when the agents of the other hosts have joined (the first host of a lab)."""
+    from an_agent.lab.placement import JOIN_TIMEOUT
+
+    print(f"waiting for the agents of the other hosts: {', '.join(sorted(names))}", file=sys.stderr, flush=True)
+    try:
+        lab.fleet.conductor.wait_ready(names, JOIN_TIMEOUT, lambda: None)
+    except AnAgentError as exc:
+        print(f"scenario not played: {exc}", file=sys.stderr, flush=True)
+        return
+    print("every agent joined: playing the scenario", file=sys.stderr, flush=True)
+    lab.schedule_scenario()
+
+
+def start_background(
+    topology_file: Path,
+    run_dir: Path,
+    play: bool = True,
+    in_process: bool = False,
+    host: str | None = None,
+    secret_file: Path | None = None,
+) -> dict[str, Any]:
     """Start the lab process and wait for its state file; `ConfigError`/`AnAgentError` with its log if it fails."""
     run_dir.mkdir(parents=True, exist_ok=True)
     state = read_state(run_dir)
@@ -136,6 +198,12 @@ def start_background(topology_file: Path, run_dir: Path, play: bool = True) -> d
     ]
     if not play:
         command.append("--idle")
+    if in_process:
+        command.append("--in-process")
+    if host is not None:
+        command += ["--host", host]
+    if secret_file is not None:
+        command += ["--lab-secret-file", str(secret_file.resolve())]
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True
@@ -168,8 +236,11 @@ def stop_background(run_dir: Path) -> dict[str, Any]:
     os.kill(pid, signal.SIGTERM)
     killed = not _wait_gone(pid, run_dir, STOP_GRACE)
     if killed:
-        os.kill(pid, signal.SIGKILL)
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)  # the lab and its agent processes: one process group
         _wait_gone(pid, run_dir, 5.0)
+    agent_pids = {int(a["pid"]) for a in state.get("agents", []) if a.get("pid") and int(a["pid"]) != pid}
+    _wait_pids_gone(agent_pids, 10.0)
     _state_path(run_dir).unlink(missing_ok=True)
     ports = [a["port"] for a in state.get("agents", [])]
     open_ports = [p for p in ports if _port_open(p)]
@@ -198,6 +269,25 @@ def _wait_gone(pid: int, run_dir: Path, timeout: float) -> bool:
             return True
         time.sleep(0.1)
     return False
+
+
+def _wait_pids_gone(pids: set[int], timeout: float) -> None:
+    """Wait for the agent processes of a stopped lab to be gone; SIGKILL what is left after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    while pids and time.monotonic() < deadline:
+        pids = {p for p in pids if _running(p)}
+        time.sleep(0.1)
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(pid, signal.SIGKILL)
+
+
+def _running(pid: int) -> bool:
+    try:
+        state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    except (OSError, IndexError):
+        return False
+    return state != "Z"
 
 
 def _port_open(port: int) -> bool:

@@ -28,14 +28,15 @@ import itertools
 import logging
 import threading
 import time
-from collections import Counter, deque
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, TypeVar
 
 from an_agent.agents.environment import Shutdown
 from an_agent.clock import ManualClock
 from an_agent.errors import AnAgentError
+from an_agent.lab.waits import Future, Queue
 
 log = logging.getLogger(__name__)
 
@@ -72,97 +73,10 @@ class _Token:
 
 
 @dataclass(eq=False)
-class _Getter:
-    label: str
-    item: Any = None
-    granted: bool = False
-
-
-@dataclass(eq=False)
 class _Handoff:
-    future: _Future[Any]
+    future: Future[Any]
     arrivals: int = 0
     completed: bool = False
-
-
-class _Future(Generic[T]):
-    def __init__(self, kernel: SimKernel, label: str) -> None:
-        self._kernel = kernel
-        self.label = label
-        self._value: T | None = None
-        self._done = False
-        self._waiting: list[str] = []
-
-    @property
-    def done(self) -> bool:
-        with self._kernel._cond:
-            return self._done
-
-    def set(self, value: T) -> None:
-        with self._kernel._cond:
-            self._set_locked(value)
-
-    def _set_locked(self, value: T) -> None:
-        if self._done:
-            return
-        self._value = value
-        self._done = True
-        for label in self._waiting:  # each waiter resumes as a busy activity, counted before it wakes
-            self._kernel._inc(label)
-        self._waiting.clear()
-        self._kernel._cond.notify_all()
-
-    def wait(self) -> T:
-        kernel = self._kernel
-        label = kernel._current_label()
-        with kernel._cond:
-            if self._done:
-                return cast(T, self._value)
-            kernel._check_open()
-            self._waiting.append(label)
-            kernel._dec(label)
-            while not self._done and not kernel._closed:
-                kernel._cond.wait()
-            if not self._done:
-                raise Shutdown()
-            return cast(T, self._value)
-
-
-class _Queue(Generic[T]):
-    def __init__(self, kernel: SimKernel, label: str) -> None:
-        self._kernel = kernel
-        self.label = label
-        self._items: deque[T] = deque()
-        self._getters: deque[_Getter] = deque()
-
-    def put(self, item: T) -> None:
-        kernel = self._kernel
-        with kernel._cond:
-            if self._getters:
-                getter = self._getters.popleft()
-                getter.item = item
-                getter.granted = True
-                kernel._inc(getter.label)
-                kernel._cond.notify_all()
-            else:
-                self._items.append(item)
-
-    def get(self) -> T:
-        kernel = self._kernel
-        label = kernel._current_label()
-        with kernel._cond:
-            if self._items:
-                return self._items.popleft()
-            kernel._check_open()
-            getter = _Getter(label)
-            self._getters.append(getter)
-            kernel._dec(label)
-            while not getter.granted and not kernel._closed:
-                kernel._cond.wait()
-            if not getter.granted:
-                raise Shutdown()
-            item: T = getter.item
-            return item
 
 
 @dataclass
@@ -265,11 +179,18 @@ class SimKernel:
         except BaseException as exc:  # a behaviour bug: keep the lab going, report it at the end
             log.exception("lab activity %r failed", label)
             with self._cond:
-                self.stats.errors.append(f"{label}: {type(exc).__name__}: {exc}")
+                self._record_error(f"{label}: {type(exc).__name__}: {exc}")
         finally:
             self._local.label = None
             with self._cond:
                 self._dec(label)
+
+    def _record_error(self, text: str) -> None:
+        """An activity failed (caller holds _cond); a kernel in an agent process also tells its lab."""
+        self.stats.errors.append(text)
+
+    def _advanced(self, at: float) -> None:
+        """Time has just moved to ``at`` (caller holds _cond); the lab's kernel moves its agents' clocks."""
 
     def call_at(self, when: float, label: str, fn: Callable[[], None]) -> _TimerEntry:
         with self._cond:
@@ -278,11 +199,11 @@ class SimKernel:
             self._cond.notify_all()
             return entry
 
-    def future(self, label: str) -> _Future[Any]:
-        return _Future(self, label)
+    def future(self, label: str) -> Future[Any]:
+        return Future(self, label)
 
-    def queue(self, label: str) -> _Queue[Any]:
-        return _Queue(self, label)
+    def queue(self, label: str) -> Queue[Any]:
+        return Queue(self, label)
 
     def hold(self, label: str) -> _Token:
         with self._cond:
@@ -309,9 +230,9 @@ class SimKernel:
             with self._cond:
                 self._dec(label)
 
-    def expect(self, key: Key) -> _Future[Any]:
+    def expect(self, key: Key) -> Future[Any]:
         with self._cond:
-            handoff = _Handoff(_Future(self, f"result of {key[0]}/{key[1]}"))
+            handoff = _Handoff(Future(self, f"result of {key[0]}/{key[1]}"))
             self._handoffs[key] = handoff
             return handoff.future
 
@@ -392,15 +313,20 @@ class SimKernel:
                 if at > self.clock.now():
                     self.clock.set(at)
                 self.stats.instants += 1
-                while self._heap and self._heap[0][0] <= at:
-                    _, _, entry = heapq.heappop(self._heap)
-                    if isinstance(entry, _Sleeper):
-                        entry.woken = True
-                        self._inc(entry.label)
-                    elif not entry.cancelled:
-                        self._inc(entry.label)
-                        self._start_thread(entry.label, entry.fn)
+                self._wake_until(at)
+                self._advanced(at)
                 self._cond.notify_all()
+
+    def _wake_until(self, at: float) -> None:
+        """Wake the sleepers and start the timers due at ``at`` (caller holds _cond; the clock is at ``at``)."""
+        while self._heap and self._heap[0][0] <= at:
+            _, _, entry = heapq.heappop(self._heap)
+            if isinstance(entry, _Sleeper):
+                entry.woken = True
+                self._inc(entry.label)
+            elif not entry.cancelled:
+                self._inc(entry.label)
+                self._start_thread(entry.label, entry.fn)
 
     def _head(self) -> float | None:
         """The next scheduled instant (cancelled timers dropped), or None."""

@@ -16,6 +16,7 @@ from typing import Any
 
 from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.exchange import NOTIFICATIONS
+from an_agent.lab.chaos import chaos_html
 from an_agent.lab.report_intent import intent_section
 from an_agent.lab.result import LabResult
 from an_agent.lab.svgchart import Line, step_chart
@@ -80,6 +81,7 @@ def render(result: LabResult) -> str:
         "</div>",
         intent_section(result),
         _field_tickets(result),
+        chaos_html(result.chaos),
         "<h2>Agent interactions</h2>",
         "<p>Every NETCONF operation between agents (hover for the task and detail); red dots are what an agent "
         "decided or did.</p>",

@@ -129,10 +129,14 @@ class LabResult:
     run: RunInfo
     report: str | None = None
     """The HTML report's path, once written (``--report``)."""
+    chaos: list[JsonRow] = field(default_factory=list)
+    """Faults of the lab itself (``--chaos``), each with its cost (`an_agent.lab.chaos`)."""
 
     def to_json(self) -> dict[str, Any]:
-        """The ``lab run --json`` document (``report`` only when one was written)."""
+        """The ``lab run --json`` document (``report`` only when one was written, ``chaos`` when played)."""
         document = asdict(self)
         if self.report is None:
             del document["report"]
+        if not self.chaos:
+            del document["chaos"]
         return document

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from an_agent.agents.peers import Exchange
+from an_agent.errors import ConfigError
+from an_agent.lab.chaos import ChaosPlayer, ChaosSpec
+from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.journal import Note
 from an_agent.lab.outcome import build_result
 from an_agent.lab.result import LabResult
@@ -21,19 +24,39 @@ def run_topology(
     on_exchange: Callable[[Exchange], None] | None = None,
     on_phase: Callable[[str], None] | None = None,
     stall_timeout: float = 60.0,
+    in_process: bool = False,
+    chaos: Sequence[ChaosSpec] = (),
 ) -> LabResult:
     """Run ``topology`` to the end of its closed loop and return the result (`build_result`).
 
     Every agent is stopped before this returns, whatever happens; `LabStall` and start-up errors
-    propagate after the stop.
+    propagate after the stop. Agents run as processes of their own unless ``in_process``.
+
+    ``chaos``: faults of the lab itself (`an_agent.lab.chaos`), played at their instants; the result's
+    ``chaos`` lists each with the time to restore of this run and of the same run without them (played
+    first, in one process: it has the same outcome as with agent processes).
     """
+    if chaos and in_process:
+        raise ConfigError("--chaos kills agent processes: it cannot be combined with --in-process")
     phase = on_phase or (lambda _: None)
-    lab = Lab(topology, state_dir, on_note=on_note, on_exchange=on_exchange, stall_timeout=stall_timeout)
+    lab = Lab(
+        topology,
+        state_dir,
+        on_note=on_note,
+        on_exchange=on_exchange,
+        stall_timeout=stall_timeout,
+        in_process=in_process,
+    )
     try:
         phase(f"starting {len(topology.agents)} agents")
         lab.start()
         phase("playing the scenario: " + ", ".join(f"{a.spec.name} on {a.port}" for a in lab.agents.values()))
         lab.schedule_scenario()
+        players = []
+        for spec in chaos:
+            assert isinstance(lab.fleet, ProcessFleet)
+            players.append(ChaosPlayer(spec, lab.fleet))
+            lab.kernel.call_at(topology.start_time + spec.at, f"chaos {spec.kind} {spec.agent}", players[-1])
         lab.play()
         phase("reading back the tasks of every agent")
         tasks = lab.read_tasks()
@@ -41,4 +64,14 @@ def run_topology(
         lab.stop()
     threads, ports = lab.leftovers()
     phase("stopped")
-    return build_result(lab, tasks, threads, ports)
+    result = build_result(lab, tasks, threads, ports)
+    if chaos:
+        phase("the same run without chaos, for comparison")
+        reference = run_topology(topology, state_dir / "without-chaos", in_process=True, stall_timeout=stall_timeout)
+        with_chaos, without = result.outcome.time_to_restore_s, reference.outcome.time_to_restore_s
+        cost = None if with_chaos is None or without is None else round(with_chaos - without, 3)
+        result.chaos = [
+            {**p.event.to_dict(), "time_to_restore_s": {"with": with_chaos, "without": without, "cost_s": cost}}
+            for p in players
+        ]
+    return result

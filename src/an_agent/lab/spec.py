@@ -89,6 +89,19 @@ class AgentSpec:
     """Also serve the A2A v1 face on this port (0: a free one under lab run); None: NETCONF only."""
     templates: tuple[Path, ...] = ()
     """Directories of the operator's own templates, served beside the shipped ones."""
+    host: str | None = None
+    """The topology host it runs on (``hosts``); its ``address`` is then that host's."""
+
+
+@dataclass(frozen=True)
+class HostSpec:
+    """A machine of a lab that spans several (``hosts``); the first one runs the lab's clock and network."""
+
+    name: str
+    address: str
+    """Where the host's agents listen and are reached (and, on the first host, the control channel)."""
+    control_port: int = 7830
+    """The first host's control channel port (agents of the other hosts join the lab there)."""
 
 
 @dataclass(frozen=True)
@@ -219,6 +232,8 @@ class Topology:
     """A file holding ``user:password``, the login each agent uses on its peers (None: admin/admin)."""
     a2a_links: frozenset[tuple[str, str]] = frozenset()
     """(sender, receiver) pairs of ``talks_to`` marked ``transport: a2a``: tasks go over the receiver's A2A face."""
+    hosts: tuple[HostSpec, ...] = ()
+    """The machines the lab spans (empty: all on this one); see `HostSpec`."""
 
     def agent(self, name: str) -> AgentSpec:
         for agent in self.agents:

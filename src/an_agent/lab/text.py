@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from an_agent.clock import from_rfc3339, to_rfc3339
+from an_agent.lab.chaos import chaos_lines
 from an_agent.lab.result import LabResult
 
 
@@ -121,6 +122,7 @@ def outcome(result: LabResult) -> list[str]:
         f"  run: {duration(run.simulated_seconds)} simulated in {run.wall_seconds:.1f} s wall time "
         f"(ended: {run.end_reason})"
     )
+    lines += chaos_lines(result.chaos)
     lines.append("  checks:")
     for check in checks:
         lines.append(f"    [{'ok' if check.ok else 'FAIL'}] {check.name}: {check.detail}")

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from dataclasses import fields
+from dataclasses import fields, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ from an_agent.lab.spec import (
     EventSpec,
     FaultSpec,
     FaultType,
+    HostSpec,
     LinkSpec,
     NetworkSpec,
     PlaceSpec,
@@ -181,8 +182,20 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 ),
                 a2a_port=raw.get("a2a_port"),
                 templates=(path.parent / raw["templates"],) if "templates" in raw else (),
+                host=raw.get("host"),
             )
         )
+    hosts = _hosts(data.get("hosts", []), problems)
+    host_names = {h.name: h for h in hosts}
+    for i, agent in enumerate(agents):
+        if agent.host is None:
+            continue
+        if agent.host not in host_names:
+            problems.add(["agents", i, "host"], f"unknown host {agent.host!r}; hosts: {_list(set(host_names))}")
+        elif agent.address is not None:
+            problems.add(["agents", i, "address"], "an agent with a host is reached at the host's address", key=True)
+        else:
+            agents[i] = replace(agent, address=host_names[agent.host].address)
     talks_to: dict[str, tuple[str, ...]] = {}
     a2a_links: set[tuple[str, str]] = set()
     a2a_ports = {a.name: a.a2a_port for a in agents}
@@ -234,7 +247,17 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         source=path,
         peer_login_file=None if "peer_login_file" not in data else path.parent / data["peer_login_file"],
         a2a_links=frozenset(a2a_links),
+        hosts=hosts,
     )
+
+
+def _hosts(raw: list[dict[str, Any]], problems: _Problems) -> tuple[HostSpec, ...]:
+    hosts: list[HostSpec] = []
+    for i, entry in enumerate(raw):
+        if any(h.name == entry["name"] for h in hosts):
+            problems.add(["hosts", i, "name"], f"host {entry['name']!r} is listed twice")
+        hosts.append(HostSpec(entry["name"], entry["address"], int(entry.get("control_port", 7830))))
+    return tuple(hosts)
 
 
 def _network(raw: dict[str, Any], problems: _Problems, region_names: set[str]) -> NetworkSpec:

@@ -1,0 +1,351 @@
+"""The lab process's side of one-process-per-agent: the clock, the network and the journal, served to agents.
+
+Every agent of a lab runs in its own process (``an-agent serve --topology T --agent NAME --lab-control
+HOST:PORT --lab-secret-file F``, see `an_agent.lab.remote`); the lab process keeps what they share:
+
+- the simulated clock (`LabKernel`): time moves only when the lab's own activities (scenario events,
+  the ticket system) are idle, every agent process has reported itself idle, no network event is on its
+  way to an agent and no end-of-task hand-off is open. Then the kernel moves to the earliest instant any
+  of them has scheduled and tells every agent to move its clock there (a barrier: time moves again only
+  once each agent has acknowledged, with what it woke);
+- the network (`SimNetwork`): agents read and act on it by request; its events (alarms) are pushed to
+  the agents that subscribed, each counted as work in flight until the agent has queued it;
+- the journal (notes, exchanges) and the end-of-task hand-offs (`SimKernel.expect`/`arrive`/`complete`,
+  the same bookkeeping as in one process, with the table kept here).
+
+Methods of the control channel (`an_agent.lab.control`), all with ``agent`` the caller's name:
+
+=================  ===========================================================================
+``hello``          join: the lab's time, the logins of the lab (``logins``, ``speaks_for``, ``admin``)
+``ready``          the agent's NETCONF (and A2A) port: it serves
+``address``        ``[host, port]`` of a peer (``peer``), or null; ``a2a_url`` likewise
+``status``         ``seq``, ``busy``, ``head`` (next scheduled instant): sent when the agent turns busy
+                   or idle, synchronously (a task handed to an agent is counted before its sender idles)
+``next``           long poll of the agent's clock thread: acknowledges what it did (``epoch`` of an
+                   advance with its status, ``events`` handled) and waits for the next network events
+                   (``{"events": [...]}``), the next instant (``{"advance": t, "epoch": n}``) or the end
+                   (``{"closed": true}``)
+``expect`` ...     ``is_expected``, ``arrive``, ``complete``, ``forget``: the hand-off of ``key``
+``note``           a journal note; ``exchange``: a recorded NETCONF/A2A exchange; ``error``: a failed activity
+``network``        a `ManagedNetwork` call: ``op`` (its name), ``args``; ``{"value": ...}`` or ``{"refused": msg}``
+``subscribe``      push the network's events to this agent
+=================  ===========================================================================
+
+Ordering rule that makes this exact: a status report is answered before the agent goes on (under its
+kernel's lock), and a report carries a sequence number so that an older one never overrides a newer one
+that came on the other connection.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from an_agent.agents.environment import NetworkEvent
+from an_agent.errors import ControlError
+from an_agent.lab.control import Handler
+from an_agent.lab.journal import Journal
+from an_agent.lab.kernel import SimKernel
+from an_agent.lab.network import SimNetwork
+from an_agent.lab.wire import NETWORK_METHODS, decode_exchange, encode
+
+ADVANCE = "clock advance to the agents"
+
+
+@dataclass(eq=False)
+class _Remote:
+    name: str
+    seq: int = 0
+    busy: bool = False
+    head: float | None = None
+    events: deque[Any] = field(default_factory=deque)
+    subscribed: bool = False
+
+
+class LabKernel(SimKernel):
+    """A `SimKernel` whose quiescence and next instant also count agents in other processes (module docstring)."""
+
+    def __init__(self, start: float, stall_timeout: float = 60.0) -> None:
+        super().__init__(start, stall_timeout=stall_timeout)
+        self._remotes: dict[str, _Remote] = {}
+        self._epoch = 0
+        self._awaiting: set[str] = set()
+
+    # ---- membership -----------------------------------------------------------------------------
+    def join(self, name: str) -> float:
+        """Count agent ``name`` from now on (a restarted agent joins again, as new); returns the time."""
+        with self._cond:
+            self._drop(name)
+            self._remotes[name] = _Remote(name)
+            return self.clock.now()
+
+    def detach(self, name: str) -> None:
+        """Stop counting agent ``name`` (its process is gone): its busy unit, events and acknowledgement."""
+        with self._cond:
+            self._drop(name)
+
+    def _drop(self, name: str) -> None:
+        remote = self._remotes.pop(name, None)
+        if remote is None:
+            return
+        if remote.busy:
+            self._dec(f"agent {name}")
+        for _ in remote.events:
+            self._dec(f"network events to {name}")
+        self._ack(name)
+        self._cond.notify_all()
+
+    # ---- what agents report ---------------------------------------------------------------------
+    def report(self, name: str, seq: int, busy: bool, head: float | None) -> None:
+        """Agent ``name`` is busy or idle and its next instant is ``head`` (ignored when older than the last)."""
+        with self._cond:
+            remote = self._remotes.get(name)
+            if remote is None or seq <= remote.seq:
+                return
+            remote.seq = seq
+            if busy and not remote.busy:
+                self._inc(f"agent {name}")
+            elif remote.busy and not busy:
+                self._dec(f"agent {name}")
+            remote.busy, remote.head = busy, head
+            self._changes += 1
+            self._cond.notify_all()
+
+    def push_event(self, name: str, event: Any) -> None:
+        """Queue a network event for agent ``name``: in flight (time holds) until it acknowledges it."""
+        with self._cond:
+            remote = self._remotes.get(name)
+            if remote is None or self._closed:
+                return
+            remote.events.append(event)
+            self._inc(f"network events to {name}")
+            self._cond.notify_all()
+
+    def subscribe(self, name: str) -> bool:
+        """Mark ``name`` as a listener; False when it was one already (a restarted agent subscribes again)."""
+        with self._cond:
+            remote = self._remotes.get(name)
+            if remote is None:
+                raise ControlError(f"agent {name} has not joined")
+            first = not remote.subscribed
+            remote.subscribed = True
+            return first
+
+    def next_for(self, name: str, ack: dict[str, Any]) -> dict[str, Any]:
+        """The ``next`` long poll (module docstring)."""
+        with self._cond:
+            remote = self._remotes.get(name)
+            if remote is None:
+                return {"closed": True}
+            for _ in range(int(ack.get("events", 0))):
+                if remote.events:
+                    remote.events.popleft()
+                    self._dec(f"network events to {name}")
+            if "epoch" in ack and int(ack["epoch"]) == self._epoch:
+                self._ack(name)
+            if "seq" in ack:  # the lock is reentrant
+                self.report(name, int(ack["seq"]), bool(ack["busy"]), ack.get("head"))
+            while not self._closed and self._remotes.get(name) is remote:
+                # The advance first: events in the queue now were raised at the new instant (none can be
+                # left from before it: time moves only when none is in flight).
+                if name in self._awaiting:
+                    return {"advance": self.clock.now(), "epoch": self._epoch}
+                if remote.events:  # what was sent before is acknowledged above: these are all new
+                    return {"events": list(remote.events)}
+                self._cond.wait()
+            return {"closed": True}
+
+    def add_error(self, text: str) -> None:
+        """An activity of an agent process failed (it reports it, the result lists it)."""
+        with self._cond:
+            self.stats.errors.append(text)
+
+    def _ack(self, name: str) -> None:
+        if name in self._awaiting:
+            self._awaiting.discard(name)
+            if not self._awaiting:
+                self._dec(ADVANCE)
+
+    # ---- SimKernel hooks --------------------------------------------------------------------------
+    def _head(self) -> float | None:
+        local = super()._head()
+        heads = [r.head for r in self._remotes.values() if r.head is not None]
+        if local is not None:
+            heads.append(local)
+        return min(heads) if heads else None
+
+    def _advanced(self, at: float) -> None:
+        if not self._remotes:
+            return
+        self._epoch += 1
+        if not self._awaiting:
+            self._inc(ADVANCE)
+        self._awaiting = set(self._remotes)
+        for remote in self._remotes.values():  # their acknowledgements tell what they scheduled next
+            if remote.head is not None and remote.head <= at:
+                remote.head = None
+
+
+class Conductor:
+    """The control channel's handlers over a lab's kernel, network and journal (module docstring).
+
+    ``address_of``/``a2a_url_of`` answer the agents' look-ups of their peers; ``logins`` is what ``hello``
+    gives every agent (the lab's users and who may speak for whom).
+    """
+
+    def __init__(
+        self,
+        kernel: LabKernel,
+        network: SimNetwork,
+        journal: Journal,
+        address_of: Callable[[str], tuple[str, int] | None],
+        a2a_url_of: Callable[[str], str | None],
+        logins: dict[str, Any],
+        on_ready: Callable[[str, int, int | None], None] = lambda name, port, a2a_port: None,
+    ) -> None:
+        self.kernel = kernel
+        self._on_ready_callback = on_ready
+        self.network = network
+        self.journal = journal
+        self._address_of = address_of
+        self._a2a_url_of = a2a_url_of
+        self._logins = logins
+        self._lock = threading.Lock()
+        self._ready: dict[str, dict[str, Any]] = {}
+        self._ready_changed = threading.Condition(self._lock)
+        self._listening: set[str] = set()
+        self._expecters: dict[tuple[str, str], str] = {}
+
+    def handlers(self) -> dict[str, Handler]:
+        return {
+            "hello": self._hello,
+            "ready": self._on_ready,
+            "address": lambda p: self._address_of(_name(p, "peer")),
+            "a2a_url": lambda p: self._a2a_url_of(_name(p, "peer")),
+            "status": lambda p: self.kernel.report(_name(p), int(p["seq"]), bool(p["busy"]), p.get("head")),
+            "next": lambda p: self.kernel.next_for(_name(p), p),
+            "expect": self._expect,
+            "is_expected": lambda p: self.kernel.is_expected(_key(p)),
+            "arrive": lambda p: self.kernel.arrive(_key(p)),
+            "complete": lambda p: self.kernel.complete(_key(p), None),
+            "forget": lambda p: self.kernel.forget(_key(p)),
+            "note": lambda p: self.journal.note(
+                str(p["who"]), str(p["kind"]), str(p["text"]), **dict(p.get("details") or {})
+            ),
+            "exchange": self._exchange,
+            "error": self._error,
+            "network": self._network,
+            "subscribe": self._subscribe,
+        }
+
+    # ---- membership -----------------------------------------------------------------------------
+    def _hello(self, params: dict[str, Any]) -> dict[str, Any]:
+        name = _name(params)
+        with self._lock:
+            self._ready.pop(name, None)
+        return {"now": self.kernel.join(name), **self._logins}
+
+    def _on_ready(self, params: dict[str, Any]) -> None:
+        name, port, a2a_port = _name(params), int(params["port"]), params.get("a2a_port")
+        self._on_ready_callback(name, port, a2a_port)  # before anyone may look the agent up
+        with self._lock:
+            self._ready[name] = {"port": port, "a2a_port": a2a_port}
+            self._ready_changed.notify_all()
+
+    def ready(self, name: str) -> dict[str, Any] | None:
+        """What agent ``name`` said when it started serving (its ports), or None before."""
+        with self._lock:
+            return self._ready.get(name)
+
+    def wait_ready(self, names: set[str], timeout: float, alive: Callable[[], str | None]) -> dict[str, Any]:
+        """Wait until every agent of ``names`` is ready; `ControlError` naming the missing ones otherwise.
+
+        ``alive`` returns a message when an agent process has died meanwhile (no use waiting further).
+        """
+        import time
+
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            while not names <= set(self._ready):
+                dead = alive()
+                if dead:
+                    raise ControlError(dead)
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    missing = ", ".join(sorted(names - set(self._ready)))
+                    raise ControlError(f"agents not serving after {timeout:.0f} s: {missing}")
+                self._ready_changed.wait(min(remaining, 0.2))
+            return {n: self._ready[n] for n in names}
+
+    def forget_agent(self, name: str) -> None:
+        """Agent ``name``'s process is gone: stop counting it, its ports and the task ends it awaited."""
+        self.kernel.detach(name)
+        with self._lock:
+            self._ready.pop(name, None)
+            awaited = [key for key, who in self._expecters.items() if who == name]
+            for key in awaited:
+                del self._expecters[key]
+        for key in awaited:  # nobody in the new process waits for them: they must not hold time
+            self.kernel.forget(key)
+
+    def _expect(self, params: dict[str, Any]) -> None:
+        key = _key(params)
+        self.kernel.expect(key)
+        with self._lock:
+            self._expecters[key] = _name(params)
+
+    # ---- journal --------------------------------------------------------------------------------
+    def _exchange(self, params: dict[str, Any]) -> None:
+        exchange = decode_exchange(params["exchange"])
+        # Order numbers are per process; the lab's own sequence orders what arrives here.
+        from an_agent.agents.exchange import next_order
+
+        self.journal.record(dataclasses.replace(exchange, order=next_order()))
+
+    def _error(self, params: dict[str, Any]) -> None:
+        self.kernel.add_error(f"{_name(params)}: {params['text']}")
+
+    # ---- network --------------------------------------------------------------------------------
+    def _network(self, params: dict[str, Any]) -> dict[str, Any]:
+        method = params.get("op")
+        if not isinstance(method, str) or method not in NETWORK_METHODS:
+            raise ControlError(f"no network method {method!r}")
+        args = params.get("args") or []
+        try:
+            value = getattr(self.network, method)(*args)
+        except ValueError as exc:
+            return {"refused": str(exc)}
+        except KeyError as exc:
+            return {"refused": f"unknown element {exc}", "key_error": True}
+        return {"value": encode(value)}
+
+    def _subscribe(self, params: dict[str, Any]) -> None:
+        name = _name(params)
+        self.kernel.subscribe(name)
+        with self._lock:
+            if name in self._listening:
+                return
+            self._listening.add(name)
+
+        def deliver(event: NetworkEvent) -> None:
+            self.kernel.push_event(name, encode(event))
+
+        self.network.subscribe(deliver)
+
+
+def _name(params: dict[str, Any], key: str = "agent") -> str:
+    value = params.get(key)
+    if not isinstance(value, str) or not value:
+        raise ControlError(f"missing {key!r}")
+    return value
+
+
+def _key(params: dict[str, Any]) -> tuple[str, str]:
+    key = params.get("key")
+    if not isinstance(key, list) or len(key) != 2 or not all(isinstance(k, str) for k in key):
+        raise ControlError("key must be [agent, task_id]")
+    return (key[0], key[1])

@@ -1,0 +1,144 @@
+"""A lab's agents as processes of their own (the default): started, watched, killed, restarted, stopped.
+
+The lab process serves its clock, network and journal on the control channel (`an_agent.lab.control`,
+handlers of `an_agent.lab.conductor`), on 127.0.0.1 and a free port, authenticated by a secret in
+``STATE/control.secret`` (0600). Each agent is ``an-agent serve --topology ... --lab-control ...``
+(`an_agent.lab.processes`) with its own state directory ``STATE/agents/NAME`` (databases, host key,
+``agent.log``) and port; `start` returns once every agent serves.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+
+from an_agent.errors import ConfigError
+from an_agent.lab.agent import HOST
+from an_agent.lab.conductor import Conductor
+from an_agent.lab.control import ControlServer, create_secret, read_secret
+from an_agent.lab.owner import FleetOwner
+from an_agent.lab.placement import lab_host
+from an_agent.lab.processes import AgentLaunch, AgentProcess, start_agent, stop_agents
+from an_agent.lab.spec import AgentSpec
+
+log = logging.getLogger(__name__)
+
+READY_TIMEOUT = 180.0
+"""Real seconds for every agent process to start serving (a cold start imports the whole stack)."""
+SECRET_FILE = "control.secret"
+
+
+@dataclass
+class AgentHandle:
+    """An agent of the lab running in its own process."""
+
+    spec: AgentSpec
+    process: AgentProcess
+    port: int
+    a2a_port: int | None
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+
+class ProcessFleet:
+    """Starts the agents of ``lab`` as processes and keeps the control channel they talk to.
+
+    ``prefix``/``env``: what each agent's command runs behind and with (`start_agent`).
+    """
+
+    def __init__(self, lab: FleetOwner, prefix: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
+        self.lab = lab
+        self.prefix = tuple(prefix)
+        self.env = env
+        self.agents: dict[str, AgentHandle] = {}
+        self._processes: dict[str, AgentProcess] = {}
+        self._server: ControlServer | None = None
+        self.conductor: Conductor | None = None
+
+    def start(self, logins: dict[str, object]) -> None:
+        lab = self.lab
+        topology_file = lab.topology.source
+        if topology_file is None:
+            raise ConfigError("a lab of agent processes needs its topology in a file (each agent loads it)")
+        secret_file = lab.secret_file or lab.state_dir / SECRET_FILE
+        secret = read_secret(secret_file) if lab.secret_file and secret_file.exists() else create_secret(secret_file)
+        self.conductor = Conductor(
+            lab.kernel, lab.network, lab.journal, lab.address_of, lab.a2a_url_of, logins, on_ready=lab.serving
+        )
+        first = lab_host(lab.topology)  # a lab over several hosts: its channel where the other hosts reach it
+        where = (first.address, first.control_port) if first is not None else (HOST, 0)
+        self._server = ControlServer(secret, self.conductor.handlers(), host=where[0], port=where[1]).start()
+        control = self._server.address
+        for spec in lab.local_agents:
+            launch = AgentLaunch(
+                name=spec.name,
+                topology_file=topology_file,
+                control=control,
+                secret_file=secret_file,
+                state_dir=lab.agent_dir(spec.name),
+                host=spec.address or HOST,
+                port=spec.port if lab.use_topology_ports and spec.port else 0,
+                a2a_port=None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0,
+            )
+            self._processes[spec.name] = start_agent(launch, self.prefix, self.env)
+        ready = self.conductor.wait_ready(set(self._processes), READY_TIMEOUT, self._dead)
+        for spec in lab.local_agents:
+            info = ready[spec.name]
+            self._serving(spec, info["port"], info.get("a2a_port"))
+
+    def _serving(self, spec: AgentSpec, port: int, a2a_port: int | None) -> None:
+        self.agents[spec.name] = AgentHandle(spec, self._processes[spec.name], port, a2a_port)
+        self.lab.serving(spec.name, port, a2a_port)
+
+    def _dead(self) -> str | None:
+        for name, process in self._processes.items():
+            if not process.alive():
+                return (
+                    f"agent {name} exited with code {process.process.returncode} before serving:\n" + process.log_tail()
+                )
+        return None
+
+    def kill_and_restart(self, name: str) -> tuple[int, int]:
+        """SIGKILL agent ``name``'s process, forget what the lab counted for it, start it again.
+
+        The new process has the same state directory, port and A2A port (peers find it where it was);
+        returns once it serves, with the old and the new pid.
+        """
+        old = self._processes[name]
+        conductor = self.conductor
+        assert conductor is not None
+        old.kill()
+        conductor.forget_agent(name)
+        handle = self.agents[name]
+        a2a_port = handle.a2a_port if old.launch.a2a_port is not None else None
+        launch = replace(old.launch, port=handle.port, a2a_port=a2a_port)
+        self._processes[name] = start_agent(launch, self.prefix, self.env, append_log=True)
+        info = conductor.wait_ready({name}, READY_TIMEOUT, self._dead)[name]
+        self._serving(handle.spec, info["port"], info.get("a2a_port"))
+        return old.pid, self._processes[name].pid
+
+    def unfinished_tasks(self, name: str) -> list[str]:
+        from an_agent.nc.agent_client import AgentClient
+
+        admin = self.lab.admin
+        with AgentClient.connect(HOST, self.agents[name].port, username=admin[0], password=admin[1]) as client:
+            return sorted(t.task_id for t in client.list_tasks() if t.status is None or not t.status.terminal)
+
+    def pids(self) -> dict[str, int]:
+        return {name: p.pid for name, p in self._processes.items()}
+
+    def stop(self) -> list[str]:
+        """Stop every agent process (their clocks were closed by the lab's kernel), then the channel."""
+        killed = stop_agents(list(self._processes.values()))
+        if self._server is not None:
+            self._server.stop()
+        if killed:
+            log.warning("agents killed after the stop grace: %s", ", ".join(killed))
+        return killed
+
+    def leftovers(self) -> list[str]:
+        """Agent processes still running (none after a clean `stop`)."""
+        return [f"process of {name} (pid {p.pid})" for name, p in self._processes.items() if p.alive()]

@@ -1,0 +1,38 @@
+"""`FleetOwner`: what the two ways of running a lab's agents (`an_agent.lab.inprocess`, `an_agent.lab.fleet`)
+need from the lab that owns them (`an_agent.lab.runner.Lab` implements it)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Protocol
+
+from an_agent.lab.conductor import LabKernel
+from an_agent.lab.journal import Journal
+from an_agent.lab.network import SimNetwork
+from an_agent.lab.spec import AgentSpec, Topology
+
+
+class FleetOwner(Protocol):
+    topology: Topology
+    state_dir: Path
+    use_topology_ports: bool
+    kernel: LabKernel
+    network: SimNetwork
+    journal: Journal
+    admin: tuple[str, str]
+    local_agents: tuple[AgentSpec, ...]
+    """The agents this lab process starts (all, or its host's)."""
+    secret_file: Path | None
+    """The lab's own login on its agents."""
+
+    def login_of(self, name: str) -> tuple[str, str]: ...
+
+    def address_of(self, name: str) -> tuple[str, int] | None: ...
+
+    def a2a_url_of(self, name: str) -> str | None: ...
+
+    def agent_dir(self, name: str) -> Path: ...
+
+    def serving(self, name: str, port: int, a2a_port: int | None) -> None:
+        """Agent ``name`` serves on ``port`` (and A2A on ``a2a_port``)."""
+        ...

@@ -1,0 +1,141 @@
+"""Agent processes of a lab: the command line of one agent, starting it, killing it, stopping them all.
+
+An agent of a lab runs as ``python -m an_agent.cli serve --topology T --agent NAME --lab-control
+HOST:PORT --lab-secret-file F --state-dir DIR --host H --port P`` (`agent_argv`), its output in
+``DIR/agent.log``. `start_agent` runs that argv behind an optional ``prefix`` (e.g. ``ip netns exec NS``
+to put the agent in a network namespace) with an optional environment. Nothing here knows the lab's
+protocol: `an_agent.lab.conductor` and `an_agent.lab.remote` speak it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+LOG_FILE = "agent.log"
+STOP_GRACE = 20.0
+"""Real seconds an agent has to stop after SIGTERM before it is killed."""
+
+
+@dataclass(frozen=True)
+class AgentLaunch:
+    """What one agent process needs to be started (and started again after a kill)."""
+
+    name: str
+    topology_file: Path
+    control: tuple[str, int]
+    secret_file: Path
+    state_dir: Path
+    host: str
+    port: int
+    """0 for a free port (the agent reports the one it got)."""
+    a2a_port: int | None = None
+    """The A2A face's port (0 a free one), None without one."""
+    schemas: str | None = None
+
+
+def agent_argv(launch: AgentLaunch) -> list[str]:
+    """The command line of one lab agent (module docstring); secrets only by file, never on it."""
+    argv = [
+        sys.executable,
+        "-m",
+        "an_agent.cli",
+        "serve",
+        "--topology",
+        str(launch.topology_file.resolve()),
+        "--agent",
+        launch.name,
+        "--lab-control",
+        f"{launch.control[0]}:{launch.control[1]}",
+        "--lab-secret-file",
+        str(launch.secret_file.resolve()),
+        "--state-dir",
+        str(launch.state_dir.resolve()),
+        "--host",
+        launch.host,
+        "--port",
+        str(launch.port),
+    ]
+    if launch.a2a_port is not None:
+        argv += ["--a2a-port", str(launch.a2a_port)]
+    if launch.schemas is not None:
+        argv += ["--schemas", launch.schemas]
+    return argv
+
+
+@dataclass
+class AgentProcess:
+    """A started agent process."""
+
+    launch: AgentLaunch
+    process: subprocess.Popen[bytes]
+    log_path: Path
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def alive(self) -> bool:
+        return self.process.poll() is None
+
+    def kill(self) -> None:
+        """SIGKILL, and reap it (a chaos fault: no chance to clean up)."""
+        with contextlib.suppress(ProcessLookupError):
+            self.process.send_signal(signal.SIGKILL)
+        self.process.wait()
+
+    def log_tail(self, lines: int = 15) -> str:
+        try:
+            text = self.log_path.read_text(encoding="utf-8", errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
+
+
+def start_agent(
+    launch: AgentLaunch, prefix: Sequence[str] = (), env: Mapping[str, str] | None = None, append_log: bool = False
+) -> AgentProcess:
+    """Start one agent process: ``prefix + agent_argv(launch)``, output to ``state_dir/agent.log`` (0600).
+
+    ``env`` replaces the environment (default: this process's). The state directory is made 0700.
+    """
+    launch.state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    log_path = launch.state_dir / LOG_FILE
+    flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if append_log else os.O_TRUNC)
+    fd = os.open(log_path, flags, 0o600)
+    try:
+        process = subprocess.Popen(
+            [*prefix, *agent_argv(launch)],
+            stdin=subprocess.DEVNULL,
+            stdout=fd,
+            stderr=fd,
+            close_fds=True,
+            env=dict(env) if env is not None else None,
+        )
+    finally:
+        os.close(fd)
+    return AgentProcess(launch, process, log_path)
+
+
+def stop_agents(processes: Sequence[AgentProcess], grace: float = STOP_GRACE) -> list[str]:
+    """SIGTERM every process at once, SIGKILL those still running after ``grace``; returns those killed."""
+    for agent in processes:
+        if agent.alive():
+            with contextlib.suppress(ProcessLookupError):
+                agent.process.send_signal(signal.SIGTERM)
+    deadline = time.monotonic() + grace
+    killed = []
+    for agent in processes:
+        try:
+            agent.process.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
+            killed.append(f"{agent.launch.name} (pid {agent.pid})")
+            agent.kill()
+    return killed

@@ -1,0 +1,399 @@
+"""An agent process's side of one-process-per-agent: its kernel, network and journal are the lab's.
+
+``an-agent serve --topology T --agent NAME --lab-control HOST:PORT --lab-secret-file F`` calls
+`join_lab`: two authenticated connections to the lab's control channel (`an_agent.lab.control`), one for
+requests (status reports, hand-offs, network, journal) and one for the clock thread's long poll. The
+agent's behaviour runs on an `AgentKernel` — the same `SimKernel` bookkeeping of its own activities, but
+time moves only when the lab says so, and every turn between busy and idle is reported to the lab
+before the agent goes on (`an_agent.lab.conductor` describes the protocol and why it is exact).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from an_agent.access.users import User, UserDb
+from an_agent.agents.base import LabBehaviour
+from an_agent.agents.environment import (
+    Alarm,
+    AreaKpis,
+    CellView,
+    FaultLocation,
+    LinkView,
+    NetworkEvent,
+    Place,
+    RadioDiagnostics,
+    SchemaMode,
+    SiteView,
+)
+from an_agent.agents.exchange import Exchange
+from an_agent.agents.peers import Peers
+from an_agent.errors import AnAgentError, ControlError, TransportError
+from an_agent.lab.agent import TASK_CAPACITY, build_profile, make_behaviour
+from an_agent.lab.control import ControlClient, read_secret
+from an_agent.lab.kernel import Key, SimKernel
+from an_agent.lab.topology import load_topology
+from an_agent.lab.waits import Future
+from an_agent.lab.wire import NETWORK_METHODS, decode, decode_event, encode
+from an_agent.model import AgentProfile
+
+log = logging.getLogger(__name__)
+
+
+class AgentKernel(SimKernel):
+    """The simulated time of one agent process, driven by its lab (module docstring).
+
+    ``channel`` carries the status reports and hand-offs; `follow` runs the clock thread on another.
+    """
+
+    def __init__(self, start: float, name: str, channel: ControlClient) -> None:
+        # peers_elsewhere: the hand-off table is the lab's; the local entry only holds the future.
+        super().__init__(start, peers_elsewhere=True)
+        self.name = name
+        self._channel = channel
+        self._reported = 0
+        self._quiet = False  # applying an advance: its acknowledgement reports the status
+
+    # ---- reports (callers hold _cond) -----------------------------------------------------------
+    def _inc(self, label: str) -> None:
+        was = self._busy
+        super()._inc(label)
+        if was == 0 and self._busy > 0:
+            self._report()
+
+    def _dec(self, label: str) -> None:
+        was = self._busy
+        super()._dec(label)
+        if was > 0 and self._busy <= 0:
+            self._report()
+
+    def _report(self) -> None:
+        if self._quiet or self._closed:
+            return
+        try:
+            self._channel.call("status", agent=self.name, **self._status())
+        except (TransportError, ControlError) as exc:  # the lab is gone: it stops us, nothing to count
+            log.debug("status report to the lab: %s", exc)
+
+    def _status(self) -> dict[str, Any]:
+        self._reported += 1
+        return {"seq": self._reported, "busy": self._busy > 0, "head": self._head()}
+
+    def _record_error(self, text: str) -> None:
+        super()._record_error(text)
+        self._lab("error", text=text)
+
+    def call_at(self, when: float, label: str, fn: Callable[[], None]) -> Any:
+        with self._cond:
+            entry = super().call_at(when, label, fn)
+            if self._busy == 0:  # scheduled from outside an activity: the lab must see the new instant
+                self._report()
+            return entry
+
+    # ---- hand-offs: the table is the lab's ------------------------------------------------------
+    def expect(self, key: Key) -> Future[Any]:
+        future = super().expect(key)
+        self._lab("expect", key=list(key))
+        return future
+
+    def is_expected(self, key: Key) -> bool:
+        return bool(self._lab("is_expected", key=list(key)))
+
+    def arrive(self, key: Key) -> None:
+        self._lab("arrive", key=list(key))
+
+    def complete(self, key: Key, value: Any) -> None:
+        with self._cond:  # the waiter's turn to busy is reported before the lab closes the hand-off
+            super().complete(key, value)
+            self._lab("complete", key=list(key))
+
+    def forget(self, key: Key) -> None:
+        super().forget(key)
+        self._lab("forget", key=list(key))
+
+    def _lab(self, method: str, **params: Any) -> Any:
+        try:
+            return self._channel.call(method, agent=self.name, **params)
+        except (TransportError, ControlError) as exc:
+            log.debug("%s to the lab: %s", method, exc)
+            return None
+
+    # ---- the clock thread -----------------------------------------------------------------------
+    def follow(self, clock: ControlClient, deliver: Callable[[list[Any]], None]) -> None:
+        """Move time as the lab says and hand its network events to ``deliver``, until the lab closes."""
+        ack: dict[str, Any] = {}
+        while not self._closed:
+            try:
+                reply = clock.call("next", agent=self.name, **ack)
+            except (TransportError, ControlError) as exc:
+                log.info("the lab's clock ended: %s", exc)
+                break
+            if not isinstance(reply, dict) or reply.get("closed"):
+                break
+            if "events" in reply:
+                deliver(list(reply["events"]))
+                ack = {"events": len(reply["events"])}
+            elif "advance" in reply:
+                ack = self._advance(float(reply["advance"]), int(reply["epoch"]))
+        self.close()
+
+    def _advance(self, at: float, epoch: int) -> dict[str, Any]:
+        with self._cond:
+            self._quiet = True
+            try:
+                if at > self.clock.now():
+                    self.clock.set(at)
+                self._wake_until(at)
+            finally:
+                self._quiet = False
+            self._cond.notify_all()
+            return {"epoch": epoch, **self._status()}
+
+
+class RemoteNetwork:
+    """The lab's `ManagedNetwork`, by request over the control channel (same methods, same errors)."""
+
+    def __init__(self, name: str, channel: ControlClient) -> None:
+        self._name = name
+        self._channel = channel
+        self._listeners: list[Callable[[NetworkEvent], None]] = []
+        self._lock = threading.Lock()
+
+    def _call(self, method: str, *args: Any) -> Any:
+        reply = self._channel.call("network", agent=self._name, op=method, args=list(args))
+        if "refused" in reply:
+            if reply.get("key_error"):
+                raise KeyError(reply["refused"])
+            raise ValueError(reply["refused"])
+        return decode(NETWORK_METHODS[method], reply["value"])
+
+    def deliver(self, events: list[Any]) -> None:
+        """Network events pushed by the lab: to every listener, in order."""
+        with self._lock:
+            listeners = list(self._listeners)
+        for value in events:
+            event = decode_event(value)
+            for listener in listeners:
+                listener(event)
+
+    def subscribe(self, listener: Callable[[NetworkEvent], None]) -> None:
+        with self._lock:
+            first = not self._listeners
+            self._listeners.append(listener)
+        if first:
+            self._channel.call("subscribe", agent=self._name)
+
+    def regions(self) -> list[str]:
+        result: list[str] = self._call("regions")
+        return result
+
+    def region_aliases(self) -> dict[str, tuple[str, ...]]:
+        result: dict[str, tuple[str, ...]] = self._call("region_aliases")
+        return result
+
+    def site(self, site_id: str) -> SiteView:
+        result: SiteView = self._call("site", site_id)
+        return result
+
+    def sites(self, regions: Sequence[str] | None = None) -> list[SiteView]:
+        result: list[SiteView] = self._call("sites", None if regions is None else list(regions))
+        return result
+
+    def cell(self, cell_id: str) -> CellView:
+        result: CellView = self._call("cell", cell_id)
+        return result
+
+    def link(self, link_id: str) -> LinkView:
+        result: LinkView = self._call("link", link_id)
+        return result
+
+    def links(self, regions: Sequence[str] | None = None) -> list[LinkView]:
+        result: list[LinkView] = self._call("links", None if regions is None else list(regions))
+        return result
+
+    def sites_behind(self, link_id: str) -> list[str]:
+        result: list[str] = self._call("sites_behind", link_id)
+        return result
+
+    def neighbour_cells(self, cell_ids: Sequence[str]) -> list[str]:
+        result: list[str] = self._call("neighbour_cells", list(cell_ids))
+        return result
+
+    def places(self) -> list[Place]:
+        result: list[Place] = self._call("places")
+        return result
+
+    def active_alarms(self, regions: Sequence[str] | None = None, domain: str | None = None) -> list[Alarm]:
+        result: list[Alarm] = self._call("active_alarms", None if regions is None else list(regions), domain)
+        return result
+
+    def area_kpis(self, regions: Sequence[str]) -> AreaKpis:
+        result: AreaKpis = self._call("area_kpis", list(regions))
+        return result
+
+    def saving_cost_kw(self, cell_ids: Sequence[str]) -> float:
+        return float(self._call("saving_cost_kw", list(cell_ids)))
+
+    def radio_diagnostics(self, site_id: str) -> RadioDiagnostics:
+        result: RadioDiagnostics = self._call("radio_diagnostics", site_id)
+        return result
+
+    def set_cell_radio(self, cell_id: str, power_dbm: float, tilt_deg: float, by: str) -> None:
+        self._call("set_cell_radio", cell_id, power_dbm, tilt_deg, by)
+
+    def set_energy_saving(self, cell_id: str, state: str, by: str, saving_percent: float | None = None) -> None:
+        self._call("set_energy_saving", cell_id, state, by, saving_percent)
+
+    def reset_site(self, site_id: str, by: str) -> bool:
+        return bool(self._call("reset_site", site_id, by))
+
+    def restore_cell_config(self, cell_id: str, by: str) -> bool:
+        return bool(self._call("restore_cell_config", cell_id, by))
+
+    def reset_port(self, link_id: str, by: str) -> bool:
+        return bool(self._call("reset_port", link_id, by))
+
+    def dispatch_field_repair(self, element: str, ticket_id: str, by: str, note: str) -> float:
+        return float(self._call("dispatch_field_repair", element, ticket_id, by, note))
+
+    def open_trouble_ticket(self, element: str, ticket_id: str, by: str, note: str) -> float:
+        return float(self._call("open_trouble_ticket", element, ticket_id, by, note))
+
+    def repair_on_site(self, element: str, by: str, note: str) -> bool:
+        return bool(self._call("repair_on_site", element, by, note))
+
+    def alarm_log(self) -> list[Alarm]:
+        result: list[Alarm] = self._call("alarm_log")
+        return result
+
+    def fault_location(self, link_id: str) -> FaultLocation | None:
+        result: FaultLocation | None = self._call("fault_location", link_id)
+        return result
+
+
+class RemoteJournal:
+    """The lab's journal: notes and exchanges sent to it as they happen."""
+
+    def __init__(self, name: str, channel: ControlClient) -> None:
+        self._name = name
+        self._channel = channel
+
+    def note(self, agent: str, kind: str, text: str, **details: Any) -> None:
+        self._channel.call("note", agent=self._name, who=agent, kind=kind, text=text, details=encode(details))
+
+    def record(self, exchange: Exchange) -> None:
+        self._channel.call("exchange", agent=self._name, exchange=encode(exchange))
+
+
+@dataclass
+class LabMember:
+    """What `join_lab` gives ``an-agent serve``: the agent to serve and its link to the lab."""
+
+    name: str
+    profile: AgentProfile
+    behaviour: LabBehaviour
+    peers: Peers
+    kernel: AgentKernel
+    users: dict[str, str]
+    user_db: UserDb
+    task_workers: int
+    schemas: SchemaMode
+    closed: threading.Event
+    """Set when the lab ends the run (its clock closes): the process should stop serving."""
+    _channel: ControlClient
+    _clock: ControlClient
+
+    def ready(self, port: int, a2a_port: int | None) -> None:
+        """Tell the lab the agent serves (its ports), then start following the lab's clock."""
+        self._channel.call("ready", agent=self.name, port=port, a2a_port=a2a_port)
+        network = self.behaviour.env.network
+        assert isinstance(network, RemoteNetwork)
+        threading.Thread(target=self._follow, args=(network,), name=f"lab-clock:{self.name}", daemon=True).start()
+
+    def _follow(self, network: RemoteNetwork) -> None:
+        try:
+            self.kernel.follow(self._clock, network.deliver)
+        finally:
+            self.closed.set()
+
+    def close(self) -> None:
+        """After the server stopped: the kernel, the sessions to peers, the channels."""
+        self.kernel.close()
+        for thread in self.peers.close(join=False):
+            thread.join(5.0)
+        self._clock.close()
+        self._channel.close()
+
+
+def join_lab(topology_file: Path, name: str, control: str, secret_file: Path, schemas: SchemaMode | None) -> LabMember:
+    """Join the lab at ``control`` (``HOST:PORT``) as agent ``name`` of ``topology_file`` (module docstring).
+
+    `ConfigError` for a bad topology, agent or secret file; `TransportError` when the lab cannot be reached.
+    """
+    from an_agent.errors import ConfigError
+
+    host, sep, port = control.rpartition(":")
+    if not sep or not port.isdigit():
+        raise ConfigError(f"--lab-control expects HOST:PORT, got {control!r}")
+    topology = load_topology(topology_file)
+    spec = topology.agent(name)
+    if schemas is not None:
+        spec = replace(spec, schemas=schemas)
+    secret = read_secret(secret_file)
+    channel = ControlClient.connect(host, int(port), secret)
+    try:
+        clock = ControlClient.connect(host, int(port), secret)
+    except AnAgentError:
+        channel.close()
+        raise
+    hello = channel.call("hello", agent=name)
+    kernel = AgentKernel(float(hello["now"]), name, channel)
+    network = RemoteNetwork(name, channel)
+    journal = RemoteJournal(name, channel)
+    logins: dict[str, str] = dict(hello["logins"])
+    speaks_for: dict[str, list[str]] = dict(hello.get("speaks_for") or {})
+
+    def address_of(peer: str) -> tuple[str, int] | None:
+        value = channel.call("address", agent=name, peer=peer)
+        return None if value is None else (str(value[0]), int(value[1]))
+
+    def a2a_url_of(peer: str) -> str | None:
+        value = channel.call("a2a_url", agent=name, peer=peer)
+        return None if value is None else str(value)
+
+    behaviour, peers = make_behaviour(
+        topology,
+        spec,
+        kernel,
+        network,
+        journal,
+        address_of,
+        credentials=(name, logins[name]),
+        a2a_url_of=a2a_url_of,
+    )
+    user_db = UserDb(
+        {
+            user: User(user, password, frozenset({"operators"}), frozenset({user, *speaks_for.get(user, ())}))
+            for user, password in logins.items()
+        }
+    )
+    admin = hello.get("admin") or []
+    return LabMember(
+        name=name,
+        profile=build_profile(spec),
+        behaviour=behaviour,
+        peers=peers,
+        kernel=kernel,
+        users={str(admin[0]): str(admin[1])} if admin else {},
+        user_db=user_db,
+        task_workers=TASK_CAPACITY,
+        schemas=spec.schemas,
+        closed=threading.Event(),
+        _channel=channel,
+        _clock=clock,
+    )
