@@ -23,7 +23,8 @@ from pathlib import Path
 
 from an_agent.model import AgentProfile
 from an_agent.nc.face import NetconfFace
-from an_agent.nc.server import NetconfSession, frame
+from an_agent.nc.server import NetconfSession
+from an_agent.nc.wire import frame
 from an_agent.server import AgentServer, ServerConfig
 from bench import data
 

@@ -22,7 +22,7 @@ module boundary that calls the foreign library, never further up.
 
 `RpcError` carries the whole RFC 6241 error (type, tag, severity, app-tag,
 path, message, info) so that nothing is lost between server and client: the
-server raises it, nc/server.py serialises it, nc/client.py rebuilds it. It is
+server raises it, nc/wire.py serialises it, nc/client.py rebuilds it. It is
 complete at construction and immutable afterwards (derive a changed copy with
 `dataclasses.replace`).
 """
@@ -90,7 +90,7 @@ class ControlError(AnAgentError):
 class RpcError(AnAgentError):
     """One RFC 6241 ``<rpc-error>``.
 
-    Raised inside the server by any layer that rejects a request; nc/server.py
+    Raised inside the server by any layer that rejects a request; nc/wire.py
     turns it into the wire element. Raised by nc/client.py when an agent
     answers with ``<rpc-error>``, with every field the agent sent.
 

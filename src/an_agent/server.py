@@ -38,7 +38,8 @@ from an_agent.errors import AnAgentError, ConfigError
 from an_agent.model import AgentProfile
 from an_agent.nc.directory_client import DirectoryLogin
 from an_agent.nc.face import NetconfFace
-from an_agent.nc.server import NetconfSshServer, SshCredentials, load_or_create_host_key
+from an_agent.nc.server import NetconfSshServer
+from an_agent.nc.ssh_auth import SshCredentials, load_or_create_host_key
 from an_agent.nc.sshd import SshdTransport, service_account
 from an_agent.runtime.authorization import NacmAuthorizer
 from an_agent.runtime.behaviour import Behaviour

@@ -14,7 +14,7 @@ from lxml import etree
 from an_agent.access.users import hash_password
 from an_agent.clock import SystemClock
 from an_agent.model import AgentProfile
-from an_agent.nc.server import frame
+from an_agent.nc.wire import frame
 from an_agent.runtime.notifications import NotificationBus
 from an_agent.server import AgentServer, ServerConfig
 from an_agent.store.agent_store import AgentStore

@@ -14,7 +14,7 @@ from an_agent.access.users import hash_password
 from an_agent.model import AgentProfile
 from an_agent.nc.face import NetconfFace
 from an_agent.nc.reply_cache import ReplyCache, request_key
-from an_agent.nc.server import reply_start_tag
+from an_agent.nc.wire import reply_start_tag
 from an_agent.server import AgentServer, ServerConfig
 from rawnc import NS, RawSession, wait_for
 from support import IRTF

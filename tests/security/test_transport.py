@@ -14,7 +14,7 @@ import paramiko
 import pytest
 
 from an_agent.model import AgentProfile
-from an_agent.nc.server import load_or_create_host_key
+from an_agent.nc.ssh_auth import load_or_create_host_key
 from an_agent.server import AgentServer, ServerConfig
 from rawnc import NC_NS, RawSession, error_fields, wait_for
 

@@ -21,15 +21,12 @@ import contextlib
 import errno
 import hmac
 import logging
-import os
 import re
 import socket
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 import paramiko
@@ -37,12 +34,11 @@ from lxml import etree
 from netconf import base as nc_base
 from netconf.error import ChannelClosed, FramingError, SessionError
 
-from an_agent._lxml import default_ns
 from an_agent.access.logins import LoginThrottle
-from an_agent.access.users import hash_password, verify_password
 from an_agent.errors import ConfigError, RpcError
 from an_agent.model.ns import NETCONF_BASE_NS
-from an_agent.store.sqlite import private_directory
+from an_agent.nc.ssh_auth import SshCredentials, _SshAuth
+from an_agent.nc.wire import frame, reply_element, reply_start_tag, rpc_error_element
 
 log = logging.getLogger(__name__)
 
@@ -173,139 +169,6 @@ class RpcHandler(Protocol):
         ...
 
 
-@dataclass
-class SshCredentials:
-    """Who may log in.
-
-    ``users``: stored passwords by user name (an `an_agent.access.users` scrypt
-    hash, or plain text); ``authorized_keys``: public keys valid for any user
-    name (``--authorized-keys``); ``user_keys``: keys valid for one user only
-    (the users file).
-    """
-
-    users: dict[str, str] = field(default_factory=dict)
-    authorized_keys: list[paramiko.PKey] = field(default_factory=list)
-    user_keys: dict[str, list[paramiko.PKey]] = field(default_factory=dict)
-
-    def check_password(self, name: str, password: str) -> bool:
-        """Whether ``password`` is user ``name``'s (`an_agent.access.users.verify_password`; ~50 ms per hash).
-
-        An unknown user costs a hash check too, so timing does not tell which names exist.
-        """
-        expected = self.users.get(name)
-        return verify_password(expected if expected is not None else _DUMMY_HASH, password) and expected is not None
-
-    @staticmethod
-    def parse_key(line: str, where: str) -> paramiko.PKey:
-        """One OpenSSH public key line (``<type> <base64> [comment]``); `ConfigError` naming ``where``."""
-        parts = line.split()
-        if len(parts) < 2:
-            raise ConfigError(f"{where}: expected '<key-type> <base64-key> [comment]'")
-        try:
-            return paramiko.PKey.from_type_string(parts[0], _b64decode(parts[1]))
-        except (ValueError, paramiko.SSHException) as exc:
-            raise ConfigError(f"{where}: unusable {parts[0]} key: {exc}") from None
-
-    @staticmethod
-    def load_authorized_keys(path: Path) -> list[paramiko.PKey]:
-        """Parse an OpenSSH ``authorized_keys`` file (options before the key type are not supported)."""
-        keys: list[paramiko.PKey] = []
-        try:
-            lines = path.read_text().splitlines()
-        except OSError as exc:
-            raise ConfigError(f"cannot read authorized keys file {path}: {exc.strerror}") from None
-        for number, line in enumerate(lines, start=1):
-            line = line.strip()
-            if not line or line.startswith("#"):
-                continue
-            keys.append(SshCredentials.parse_key(line, f"{path}:{number}"))
-        return keys
-
-
-def _b64decode(text: str) -> bytes:
-    import base64
-
-    return base64.b64decode(text.encode("ascii"), validate=True)
-
-
-def load_or_create_host_key(path: Path) -> paramiko.PKey:
-    """The server's SSH host key, generated (RSA 3072) on first use and kept at ``path`` (mode 0600)."""
-    if path.exists():
-        try:
-            return paramiko.RSAKey.from_private_key_file(str(path))
-        except (OSError, paramiko.SSHException) as exc:
-            raise ConfigError(f"host key {path} is unreadable ({exc}); delete it to generate a new one") from None
-    key = paramiko.RSAKey.generate(3072)
-    private_directory(path.parent)
-    # mkstemp creates a fresh name with O_EXCL and mode 0600: a symlink planted
-    # at a predictable temporary name cannot redirect the private key.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            key.write_private_key(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return key
-
-
-class _SshAuth(paramiko.ServerInterface):  # type: ignore[misc]
-    """paramiko's view of our credentials; one instance per connection."""
-
-    def __init__(self, credentials: SshCredentials, peer: str, throttle: LoginThrottle) -> None:
-        self._credentials = credentials
-        self._peer = peer
-        self._source = peer.rsplit(":", 1)[0]
-        self._throttle = throttle
-        self.username = ""
-        self.subsystem_requested = threading.Event()
-
-    def get_allowed_auths(self, username: str) -> str:
-        methods = []
-        if self._credentials.users:
-            methods.append("password")
-        if self._credentials.authorized_keys or self._credentials.user_keys:
-            methods.append("publickey")
-        return ",".join(methods)
-
-    def check_auth_password(self, username: str, password: str) -> int:
-        if self._credentials.check_password(username, password):
-            self.username = username
-            return int(paramiko.AUTH_SUCCESSFUL)
-        delay = self._throttle.failed(self._source)
-        log.warning(
-            "failed login for user %r from %s (password); next answer delayed %.2f s", username, self._peer, delay
-        )
-        # Sleeping here holds only this connection's transport thread.
-        time.sleep(delay)
-        return int(paramiko.AUTH_FAILED)
-
-    def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
-        allowed_keys = [*self._credentials.authorized_keys, *self._credentials.user_keys.get(username, [])]
-        if any(key == allowed for allowed in allowed_keys):
-            self.username = username
-            return int(paramiko.AUTH_SUCCESSFUL)
-        # Clients offer every key they hold in turn: routine, so not throttled.
-        log.info("public key %s not accepted for user %r from %s", key.get_name(), username, self._peer)
-        return int(paramiko.AUTH_FAILED)
-
-    def check_channel_request(self, kind: str, chanid: int) -> int:
-        if kind == "session":
-            return int(paramiko.OPEN_SUCCEEDED)
-        return int(paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED)
-
-    def check_channel_subsystem_request(self, channel: paramiko.Channel, name: str) -> bool:
-        if name != "netconf":
-            return False
-        self.subsystem_requested.set()
-        return True
-
-
-_DUMMY_HASH = hash_password("not a password of anyone")
-
-
 class _TooBig(Exception):
     """A client message exceeded the limit; it has been read and dropped entirely."""
 
@@ -416,68 +279,6 @@ class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
         chunk = self.rbuffer[:length]
         self.rbuffer = self.rbuffer[length:]
         return bytes(chunk)
-
-
-def frame(message: str, chunked: bool) -> bytes:
-    """``message`` framed for the wire: one RFC 6242 chunk (base:1.1) or the ``]]>]]>`` end marker (1.0)."""
-    data = message.encode("utf-8")
-    if chunked:
-        return b"\n#%d\n%s\n##\n" % (len(data), data)
-    return data + b"]]>]]>"
-
-
-_REPLY_OPEN = f'<rpc-reply xmlns="{NC_NS}"'
-# What an attribute value must escape (as lxml does): markup, the quote, and
-# the whitespace characters that attribute-value normalisation would turn into spaces.
-_ATTR_ESCAPES = str.maketrans(
-    {"&": "&amp;", "<": "&lt;", ">": "&gt;", '"': "&quot;", "\t": "&#9;", "\n": "&#10;", "\r": "&#13;"}
-)
-
-
-def reply_start_tag(rpc: etree._Element) -> str:
-    """``<rpc-reply ...>`` carrying ``rpc``'s attributes (RFC 6241 4.2), as lxml would serialise it.
-
-    Attributes without a namespace (``message-id`` and the like) are written
-    here directly; any namespaced attribute needs its prefix declared, so
-    lxml writes the tag then.
-    """
-    attrib = rpc.attrib
-    if any(name[0] == "{" for name in attrib):
-        return etree.tostring(reply_element(rpc), encoding="unicode")[:-2] + ">"
-    parts = [_REPLY_OPEN]
-    for name, value in attrib.items():
-        parts.append(f' {name!s}="{str(value).translate(_ATTR_ESCAPES)}"')
-    parts.append(">")
-    return "".join(parts)
-
-
-def reply_element(rpc: etree._Element | None) -> etree._Element:
-    """An empty ``<rpc-reply>`` carrying ``rpc``'s attributes (none for a message that was no rpc)."""
-    reply = etree.Element(_NC + "rpc-reply", nsmap=default_ns(NC_NS))
-    if rpc is not None:
-        for name, value in rpc.attrib.items():
-            reply.set(name, value)
-    return reply
-
-
-def rpc_error_element(error: RpcError) -> etree._Element:
-    """Serialise one `RpcError` as ``<rpc-error>`` with RFC 6241's child order."""
-    err = etree.Element(_NC + "rpc-error", nsmap=default_ns(NC_NS))
-    etree.SubElement(err, _NC + "error-type").text = error.error_type
-    etree.SubElement(err, _NC + "error-tag").text = error.error_tag
-    etree.SubElement(err, _NC + "error-severity").text = error.severity
-    if error.app_tag:
-        etree.SubElement(err, _NC + "error-app-tag").text = error.app_tag
-    if error.path:
-        etree.SubElement(err, _NC + "error-path").text = error.path
-    message = etree.SubElement(err, _NC + "error-message")
-    message.text = error.message
-    message.set("{http://www.w3.org/XML/1998/namespace}lang", "en")
-    if error.info:
-        info = etree.SubElement(err, _NC + "error-info")
-        for name, value in error.info.items():
-            etree.SubElement(info, _NC + name).text = value
-    return err
 
 
 class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
