@@ -101,7 +101,7 @@ def ns_json(net: LabNetwork, agent: str, *args: str) -> list[dict[str, object]]:
 def test_layout_addresses_hosts_and_state_file(lab_network: Callable[..., LabNetwork], tmp_path: Path) -> None:
     net = lab_network("ran-fault", "ip-fault", "cross-domain")
     other = lab_network("x")
-    assert net.subnet.subnet_of(netns.SUPERNET) and net.subnet.prefixlen == 24
+    assert net.subnet in netns.SUBNETS and net.subnet.prefixlen == 24 and net.subnet.subnet_of(netns.SUPERNET)
     assert other.subnet != net.subnet  # two labs on one host never share a subnet
     addresses = [ipaddress.IPv4Address(net.address(a)) for a in net.slots]
     assert len(set(addresses)) == 3 and all(a in net.subnet for a in addresses)

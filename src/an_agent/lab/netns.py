@@ -14,10 +14,12 @@ hex digits) so that it can be found again after a crash:
   agent of the lab by name, and the lab itself as ``control.lab``;
 - a state file ``netns.json`` (0600) in the lab's run directory, written before anything is made.
 
-Address plan: the benchmarking range 198.18.0.0/15 (RFC 2544, never routed on the Internet) is cut into
-512 /24 subnets; a lab takes the lowest one that no address on the host uses yet (chosen under a host-wide
-lock, ``/run/an-agent/netns.lock``), so labs side by side never share a subnet. ``.1`` is the lab, agents
-get ``.2`` upwards in the order given: at most 253 agents per lab.
+Address plan: the benchmarking range 198.18.0.0/15 (RFC 2544, never routed on the Internet), as in the
+containerlab export, which takes 198.18.0.0/24 for management and 198.19.0.0/16 for its links; lab
+networks use the other 255 /24 subnets, 198.18.1.0/24 to 198.18.255.0/24, so that an exported lab can
+run next to them. A lab takes the lowest subnet that no address on the host uses yet (chosen under a
+host-wide lock, ``/run/an-agent/netns.lock``): labs side by side never share one. ``.1`` is the lab,
+agents get ``.2`` upwards in the order given: at most 253 agents per lab.
 
 Partitions (``partition``/``heal``) are blackhole routes to the other agent's address in both agents'
 namespaces: nothing passes between the two while the routes exist (a new connection fails at once with
@@ -56,6 +58,8 @@ LABEL = "anl-"
 """The prefix of every object a lab network makes; ``anl-<id>-`` is one lab's label."""
 SUPERNET = ipaddress.IPv4Network("198.18.0.0/15")
 SUBNET_PREFIX = 24
+SUBNETS = tuple(ipaddress.IPv4Network("198.18.0.0/16").subnets(new_prefix=SUBNET_PREFIX))[1:]
+"""Where lab networks live: 198.18.1.0/24 .. 198.18.255.0/24 (module docstring)."""
 MAX_AGENTS = 2 ** (32 - SUBNET_PREFIX) - 3
 """A /24 minus network, broadcast and the lab's own address."""
 STATE_FILE = "netns.json"
@@ -317,9 +321,11 @@ def create(run_dir: Path, agents: Sequence[str]) -> LabNetwork:
         while lab_id in taken:
             lab_id = secrets.token_hex(3)
         used = _used_subnets()
-        subnet = next((s for s in SUPERNET.subnets(new_prefix=SUBNET_PREFIX) if s not in used), None)
+        subnet = next((s for s in SUBNETS if s not in used), None)
         if subnet is None:
-            raise LabNetworkError(f"every /{SUBNET_PREFIX} of {SUPERNET} is in use on this host")
+            raise LabNetworkError(
+                f"all {len(SUBNETS)} lab subnets ({SUBNETS[0]} to {SUBNETS[-1]}) are in use on this host"
+            )
         net = _plan(lab_id, subnet, agents, run_dir)
         _write_state(net)
         try:
