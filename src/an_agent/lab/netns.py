@@ -67,6 +67,8 @@ CONTROL_NAME = "control.lab"
 """The lab's address by name inside every namespace (a dot: never an agent name)."""
 INNER_LINK = "eth0"
 NETNS_ETC = Path("/etc/netns")
+RUN_NETNS = Path("/run/netns")
+"""Where ``ip netns add`` mounts named namespaces."""
 LOCK_FILE = Path("/run/an-agent/netns.lock")
 IP_TIMEOUT = 60.0
 STOP_GRACE = 5.0
@@ -230,7 +232,7 @@ class LabNetwork:
 
     def pids(self, agent: str) -> list[int]:
         """The processes running in the agent's namespace."""
-        return [int(p) for p in _ip("netns", "pids", self.slot(agent).netns).split()]
+        return sorted(_pids_in([self.slot(agent).netns]))
 
     def hosts_text(self) -> str:
         """The hosts file of every namespace of the lab."""
@@ -410,14 +412,34 @@ def cleanup(run_dir: Path, grace: float = STOP_GRACE) -> Removed | None:
 
 
 # ---- teardown by label --------------------------------------------------------------------------
+def _pids_in(namespaces: Sequence[str]) -> set[int]:
+    """The processes whose network namespace is one of ``namespaces`` (one pass over /proc).
+
+    What ``ip netns pids`` does, for many namespaces at once: a namespace is the nsfs inode that
+    ``/run/netns/NAME`` is a bind mount of, and ``/proc/PID/ns/net`` of each process inside.
+    """
+    wanted = set()
+    for ns in namespaces:
+        with contextlib.suppress(OSError):
+            st = os.stat(RUN_NETNS / ns)
+            wanted.add((st.st_dev, st.st_ino))
+    pids: set[int] = set()
+    if not wanted:
+        return pids
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            with contextlib.suppress(OSError):  # gone meanwhile, or a zombie (it holds no namespace)
+                st = os.stat(f"/proc/{entry.name}/ns/net")
+                if (st.st_dev, st.st_ino) in wanted:
+                    pids.add(int(entry.name))
+    return pids
+
+
 def _stop_processes(namespaces: Sequence[str], grace: float) -> list[int]:
     """Stop every process in ``namespaces``: SIGTERM, then SIGKILL to what is left after ``grace`` s."""
 
     def running() -> set[int]:
-        pids: set[int] = set()
-        for ns in namespaces:
-            pids.update(int(p) for p in _ip("netns", "pids", ns, check=False).split())
-        return pids - {os.getpid()}
+        return _pids_in(namespaces) - {os.getpid()}
 
     seen = running()
     for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
@@ -447,10 +469,11 @@ def destroy_lab(lab_id: str, grace: float = STOP_GRACE) -> Removed:
     processes = _stop_processes(namespaces, grace)
     links = [n for n in _links() if n.startswith(label)]
     # the bridge last: deleting it first would only detach the veths
-    for name in sorted(links, key=lambda n: n.endswith("-br")):
-        _ip("link", "del", name, check=False)
-    for name in namespaces:
-        _ip("netns", "del", name, check=False)
+    # one `ip` for all; -force: go on past an object that vanished meanwhile (checked below)
+    batch = [f"link del {n}" for n in sorted(links, key=lambda n: n.endswith("-br"))]
+    batch += [f"netns del {n}" for n in namespaces]
+    if batch:
+        _ip("-force", batch=batch, check=False)
     etc = [n for n in _etc_dirs() if n.startswith(label)]
     for name in etc:
         shutil.rmtree(NETNS_ETC / name, ignore_errors=True)
