@@ -51,6 +51,32 @@ except OSError as exc:
 """
 
 
+# An echo server (argv[1]:argv[2]) for one connection at a time.
+ECHO = """
+import socket, sys
+s = socket.create_server((sys.argv[1], int(sys.argv[2])))
+print("ready", flush=True)
+while True:
+    c = s.accept()[0]
+    while data := c.recv(64):
+        c.sendall(data)
+"""
+# Connects to argv[1]:argv[2], then per line of stdin (a timeout in seconds) sends 4 bytes and prints
+# ``echo`` when 4 bytes come back within the timeout, else ``timeout``.
+PINGER = """
+import socket, sys
+c = socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=10)
+print("connected", flush=True)
+for line in sys.stdin:
+    c.settimeout(float(line))
+    c.sendall(b"ping")
+    try:
+        print("echo" if c.recv(4) else "closed", flush=True)
+    except TimeoutError:
+        print("timeout", flush=True)
+"""
+
+
 def connect_from(net: LabNetwork, agent: str, host: str, port: int = PORT) -> str:
     """``connected`` or ``failed ERRNO``: a TCP connect made inside ``agent``'s namespace."""
     done = subprocess.run(
@@ -63,10 +89,10 @@ def connect_from(net: LabNetwork, agent: str, host: str, port: int = PORT) -> st
     return done.stdout.strip()
 
 
-def serve_in(net: LabNetwork, agent: str) -> subprocess.Popen[str]:
+def serve_in(net: LabNetwork, agent: str, script: str = SERVER, port: int = PORT) -> subprocess.Popen[str]:
     """A listener in ``agent``'s namespace on its lab address; the caller (or destroy) ends it."""
     process = subprocess.Popen(
-        [*net.prefix(agent), sys.executable, "-c", SERVER, net.address(agent), str(PORT)],
+        [*net.prefix(agent), sys.executable, "-c", script, net.address(agent), str(port)],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -158,15 +184,36 @@ def test_partition_drops_traffic_between_two_agents_until_healed(lab_network: Ca
     servers = [serve_in(net, "b"), serve_in(net, "a")]
     try:
         assert connect_from(net, "a", "b") == "connected"
+        # an established connection: its traffic is dropped during the partition, and flows again after
+        servers.append(serve_in(net, "b", ECHO, PORT + 1))
+        pinger = subprocess.Popen(
+            [*net.prefix("a"), sys.executable, "-c", PINGER, "b", str(PORT + 1)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        servers.append(pinger)
+        assert pinger.stdin is not None and pinger.stdout is not None
+        assert pinger.stdout.readline().strip() == "connected"
+
+        def ping(timeout: float) -> str:
+            assert pinger.stdin is not None and pinger.stdout is not None
+            pinger.stdin.write(f"{timeout}\n")
+            pinger.stdin.flush()
+            return pinger.stdout.readline().strip()
+
+        assert ping(30) == "echo"
         net.partition("a", "b")
         net.partition("b", "a")  # idempotent
+        assert ping(1) == "timeout"
         assert net.partitions() == {frozenset({"a", "b"})}
-        assert connect_from(net, "a", "b").startswith("failed")
-        assert connect_from(net, "b", "a").startswith("failed")
+        assert connect_from(net, "a", "b") == f"failed {errno.EHOSTUNREACH}"
+        assert connect_from(net, "b", "a") == f"failed {errno.EHOSTUNREACH}"
         assert connect_from(net, "c", "b") == "connected"  # other pairs untouched
         net.heal("a", "b")
         net.heal("a", "b")  # healing twice is harmless
         assert net.partitions() == set()
+        assert ping(60) == "echo"  # TCP retransmitted what the partition dropped
         assert connect_from(net, "a", "b") == "connected"
         assert connect_from(net, "b", "a") == "connected"
         with pytest.raises(ConfigError, match="itself"):

@@ -21,10 +21,11 @@ run next to them. A lab takes the lowest subnet that no address on the host uses
 host-wide lock, ``/run/an-agent/netns.lock``): labs side by side never share one. ``.1`` is the lab,
 agents get ``.2`` upwards in the order given: at most 253 agents per lab.
 
-Partitions (``partition``/``heal``) are blackhole routes to the other agent's address in both agents'
-namespaces: nothing passes between the two while the routes exist (a new connection fails at once with
-EINVAL; segments of an established one are dropped and TCP retransmits them after ``heal``), every other
-pair is untouched.
+Partitions (``partition``/``heal``) are ``unreachable`` routes to the other agent's address in both
+agents' namespaces: nothing passes between the two while the routes exist (a new connection fails at once
+with "No route to host"; segments of an established one are dropped and TCP retransmits them after
+``heal``), every other pair is untouched. (A ``blackhole`` route drops the same but makes a connect fail
+with EINVAL, "Invalid argument", which tells the agent's operator nothing.)
 
 ``destroy``/`destroy_lab` remove everything that carries the label, not only what the state file lists
 (a crash half-way through ``create`` leaves objects the file never saw): first the processes still
@@ -251,20 +252,20 @@ class LabNetwork:
         """Drop all traffic between agents ``a`` and ``b`` (both directions) until `heal`; idempotent."""
         first, second = self._pair(a, b)
         for here, there in ((first, second), (second, first)):
-            _ip("-n", here.netns, "route", "replace", "blackhole", f"{there.address}/32")
+            _ip("-n", here.netns, "route", "replace", "unreachable", f"{there.address}/32")
 
     def heal(self, a: str, b: str) -> None:
         """End a `partition` of ``a`` and ``b``; nothing happens when they are not partitioned."""
         first, second = self._pair(a, b)
         for here, there in ((first, second), (second, first)):
-            _ip("-n", here.netns, "route", "del", "blackhole", f"{there.address}/32", check=False)
+            _ip("-n", here.netns, "route", "del", "unreachable", f"{there.address}/32", check=False)
 
     def partitions(self) -> set[frozenset[str]]:
-        """The pairs of agents currently partitioned (a blackhole route in at least one direction)."""
+        """The pairs of agents currently partitioned (a partition route in at least one direction)."""
         by_address = {s.address: s.name for s in self.slots.values()}
         pairs: set[frozenset[str]] = set()
         for slot in self.slots.values():
-            for route in _ip_json("-n", slot.netns, "route", "show", "type", "blackhole"):
+            for route in _ip_json("-n", slot.netns, "route", "show", "type", "unreachable"):
                 peer = by_address.get(str(route.get("dst", "")).removesuffix("/32"))
                 if peer is not None:
                     pairs.add(frozenset((slot.name, peer)))
