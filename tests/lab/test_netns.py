@@ -10,7 +10,6 @@ import errno
 import ipaddress
 import json
 import os
-import shutil
 import socket
 import subprocess
 import sys
@@ -18,15 +17,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
+from netnssupport import connect_in, needs_root
 
 from an_agent.errors import ConfigError, LabNetworkError
 from an_agent.lab import netns
 from an_agent.lab.netns import LabNetwork
-
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("ip", path="/usr/sbin:/sbin:" + os.environ.get("PATH", "")) is None,
-    reason="needs root and iproute2 (network namespaces)",
-)
 
 PORT = 8830
 # A listener bound to the address in argv[1] that accepts (and closes) connections until killed.
@@ -40,17 +35,6 @@ print("ready", flush=True)
 while True:
     s.accept()[0].close()
 """
-# One TCP connect to argv[1]:argv[2] (a name goes through the namespace's /etc/hosts); prints the result.
-CONNECT = """
-import socket, sys
-try:
-    socket.create_connection((sys.argv[1], int(sys.argv[2])), timeout=5).close()
-    print("connected")
-except OSError as exc:
-    print(f"failed {exc.errno}")
-"""
-
-
 # An echo server (argv[1]:argv[2]) for one connection at a time.
 ECHO = """
 import socket, sys
@@ -79,14 +63,7 @@ for line in sys.stdin:
 
 def connect_from(net: LabNetwork, agent: str, host: str, port: int = PORT) -> str:
     """``connected`` or ``failed ERRNO``: a TCP connect made inside ``agent``'s namespace."""
-    done = subprocess.run(
-        [*net.prefix(agent), sys.executable, "-c", CONNECT, host, str(port)],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=True,
-    )
-    return done.stdout.strip()
+    return connect_in(net.prefix(agent), host, port)
 
 
 def serve_in(net: LabNetwork, agent: str, script: str = SERVER, port: int = PORT) -> subprocess.Popen[str]:

@@ -2,21 +2,15 @@
 
 from __future__ import annotations
 
-import os
-import shutil
 from pathlib import Path
 
 import pytest
+from netnssupport import needs_root
 
 from an_agent.errors import ConfigError
 from an_agent.lab import netns
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.partition import Partition
-
-needs_root = pytest.mark.skipif(
-    os.geteuid() != 0 or shutil.which("ip", path="/usr/sbin:/sbin:" + os.environ.get("PATH", "")) is None,
-    reason="needs root and iproute2 (network namespaces)",
-)
 
 
 def test_parse() -> None:
