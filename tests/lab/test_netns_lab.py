@@ -143,11 +143,18 @@ def test_a_partition_cuts_two_agents_off_for_a_while(tmp_path: Path) -> None:
 
     # ran-fault reports its outage to service-fault 90 s after the cut (scenario at 300 s): inside the window
     result = run(TOPOLOGY, tmp_path / "run", netns=True, partitions=[Partition.parse("service-fault,ran-fault@60+900")])
-    chaos = [(n["t"], n["text"]) for n in result["notes"] if n["agent"] == "chaos"]
+    chaos = [(n["t"], n["kind"], n["text"]) for n in result["notes"] if n["agent"] == "chaos"]
     assert chaos == [
-        (60.0, "partition: traffic between service-fault and ran-fault dropped for 900 s"),
-        (960.0, "partition healed: service-fault and ran-fault reach each other again"),
+        (60.0, "partition", "traffic between service-fault and ran-fault dropped for 900 s"),
+        (960.0, "partition_healed", "service-fault and ran-fault reach each other again"),
     ]
+    [event] = result["chaos"]
+    assert event["kind"] == "partition" and event["agents"] == ["service-fault", "ran-fault"]
+    assert (event["at"], event["duration"]) == (60.0, 900.0) and set(event["time_to_restore_s"]) == {
+        "with",
+        "without",
+        "cost_s",
+    }
     # the cut was real: ran-fault's report to service-fault found no route
     errors = " ".join(result["run"]["activity_errors"])
     assert "No route to host" in errors and "ran-fault" in errors

@@ -38,7 +38,8 @@ def run_topology(
 
     ``chaos``: faults of the lab itself (`an_agent.lab.chaos`), played at their instants; ``partitions``
     (``netns`` only, `an_agent.lab.partition`) cut pairs of agents off from each other for a while, and the
-    journal notes each cut and heal (agent ``chaos``). The result's ``chaos`` lists each with the time to
+    journal notes each cut and heal (agent ``chaos``, kinds ``partition`` and
+    ``partition_healed``). The result's ``chaos`` lists each with the time to
     restore of this run and of the same run without them (played first, in one process: it has the same
     outcome as with agent processes).
     """
@@ -93,9 +94,9 @@ def run_topology(
 def _chaos_note(journal: Journal) -> Callable[[Partition, str, float], None]:
     def note(fault: Partition, what: str, when: float) -> None:
         if what == "partitioned":
-            text = f"partition: traffic between {fault.a} and {fault.b} dropped for {fault.duration:g} s"
+            kind, text = "partition", f"traffic between {fault.a} and {fault.b} dropped for {fault.duration:g} s"
         else:
-            text = f"partition healed: {fault.a} and {fault.b} reach each other again"
-        journal.note("chaos", "chaos", text, spec=fault.spec, event=what)
+            kind, text = "partition_healed", f"{fault.a} and {fault.b} reach each other again"
+        journal.note("chaos", kind, text, spec=fault.spec)
 
     return note
