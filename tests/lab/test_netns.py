@@ -20,7 +20,7 @@ import pytest
 from netnssupport import connect_in, needs_root
 
 from an_agent.errors import ConfigError, LabNetworkError
-from an_agent.lab import netns
+from an_agent.lab import iproute, netns
 from an_agent.lab.netns import LabNetwork
 
 PORT = 8830
@@ -204,7 +204,7 @@ def test_partition_drops_traffic_between_two_agents_until_healed(lab_network: Ca
 CRASHING_LAB = """
 import subprocess, sys, os
 from pathlib import Path
-from an_agent.lab import netns
+from an_agent.lab import iproute, netns
 net = netns.create(Path(sys.argv[1]), ["a", "b"])
 # an agent that outlives its lab
 child = subprocess.Popen(
@@ -246,11 +246,11 @@ def test_destroy_by_label_without_a_state_file(lab_network: Callable[..., LabNet
 
 
 def test_clear_errors_without_root_or_ip(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    monkeypatch.setattr(netns.os, "geteuid", lambda: 1000)
+    monkeypatch.setattr(iproute.os, "geteuid", lambda: 1000)
     with pytest.raises(LabNetworkError, match="needs root"):
         netns.create(tmp_path, ["a"])
-    monkeypatch.setattr(netns.os, "geteuid", lambda: 0)
-    monkeypatch.setattr(netns.shutil, "which", lambda *a, **k: None)
+    monkeypatch.setattr(iproute.os, "geteuid", lambda: 0)
+    monkeypatch.setattr(iproute.shutil, "which", lambda *a, **k: None)
     with pytest.raises(LabNetworkError, match=r"'ip' command \(iproute2\)"):
         netns.create(tmp_path, ["a"])
     assert not (tmp_path / netns.STATE_FILE).exists()

@@ -27,11 +27,11 @@ with "No route to host"; segments of an established one are dropped and TCP retr
 ``heal``), every other pair is untouched. (A ``blackhole`` route drops the same but makes a connect fail
 with EINVAL, "Invalid argument", which tells the agent's operator nothing.)
 
-``destroy``/`destroy_lab` remove everything that carries the label, not only what the state file lists
-(a crash half-way through ``create`` leaves objects the file never saw): first the processes still
-running in the lab's namespaces (SIGTERM, SIGKILL after a grace period; a namespace lives on while a
-process holds it), then links, namespaces and ``/etc/netns`` directories. Needs root and ``ip``
-(iproute2); without them `LabNetworkError` says so.
+``destroy``/`destroy_lab` (`an_agent.lab.iproute`) remove everything that carries the label, not only
+what the state file lists (a crash half-way through ``create`` leaves objects the file never saw): first
+the processes still running in the lab's namespaces (SIGTERM, SIGKILL after a grace period; a namespace
+lives on while a process holds it), then links, namespaces and ``/etc/netns`` directories. Needs root
+and ``ip`` (iproute2); without them `LabNetworkError` says so.
 """
 
 from __future__ import annotations
@@ -43,20 +43,50 @@ import json
 import os
 import re
 import secrets
-import shutil
-import signal
-import subprocess
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from an_agent.errors import ConfigError, LabNetworkError
 from an_agent.lab.export import write_private
+from an_agent.lab.iproute import (
+    LAB_ID,
+    LABEL,
+    NETNS_ETC,
+    RUN_NETNS,
+    STOP_GRACE,
+    Removed,
+    destroy_lab,
+    ip_command,
+    ip_json,
+    leftover_labs,
+    pids_in,
+    require_support,
+    run_ip,
+)
 
-LABEL = "anl-"
-"""The prefix of every object a lab network makes; ``anl-<id>-`` is one lab's label."""
+__all__ = [
+    "CONTROL_NAME",
+    "LABEL",
+    "MAX_AGENTS",
+    "NETNS_ETC",
+    "RUN_NETNS",
+    "STATE_FILE",
+    "SUBNETS",
+    "SUPERNET",
+    "LabNetwork",
+    "Removed",
+    "Slot",
+    "cleanup",
+    "create",
+    "destroy_lab",
+    "leftover_labs",
+    "load",
+    "require_support",
+]
+
 SUPERNET = ipaddress.IPv4Network("198.18.0.0/15")
 SUBNET_PREFIX = 24
 SUBNETS = tuple(ipaddress.IPv4Network("198.18.0.0/16").subnets(new_prefix=SUBNET_PREFIX))[1:]
@@ -67,88 +97,13 @@ STATE_FILE = "netns.json"
 CONTROL_NAME = "control.lab"
 """The lab's address by name inside every namespace (a dot: never an agent name)."""
 INNER_LINK = "eth0"
-NETNS_ETC = Path("/etc/netns")
-RUN_NETNS = Path("/run/netns")
-"""Where ``ip netns add`` mounts named namespaces."""
 LOCK_FILE = Path("/run/an-agent/netns.lock")
-IP_TIMEOUT = 60.0
-STOP_GRACE = 5.0
-_ID = re.compile(r"^[0-9a-f]{6}$")
 _AGENT = re.compile(r"^[a-z][a-z0-9-]*$")
-
-
-# ---- running ip ---------------------------------------------------------------------------------
-def ip_command() -> str:
-    """The path of ``ip``; `LabNetworkError` when iproute2 is not installed."""
-    path = shutil.which("ip") or shutil.which("ip", path="/usr/sbin:/sbin:/usr/bin:/bin")
-    if path is None:
-        raise LabNetworkError("--netns needs the 'ip' command (iproute2), which is not installed")
-    return path
-
-
-def require_support() -> str:
-    """Check that lab namespaces can be made here (root, ``ip``); returns the path of ``ip``."""
-    if os.geteuid() != 0:
-        raise LabNetworkError(
-            "--netns needs root (it creates network namespaces, a bridge and veth links): "
-            "run the command as root, or leave out --netns to run the lab on 127.0.0.1"
-        )
-    return ip_command()
-
-
-def _ip(*args: str, batch: Sequence[str] = (), check: bool = True) -> str:
-    """Run ``ip ARGS`` (with ``-batch -`` fed ``batch`` when given); its stdout, or `LabNetworkError`."""
-    argv = [ip_command(), *args, *(["-batch", "-"] if batch else [])]
-    try:
-        done = subprocess.run(
-            argv, input="".join(f"{line}\n" for line in batch), capture_output=True, text=True, timeout=IP_TIMEOUT
-        )
-    except subprocess.TimeoutExpired:
-        raise LabNetworkError(f"{' '.join(argv)}: no answer in {IP_TIMEOUT:.0f} s") from None
-    except OSError as exc:
-        raise LabNetworkError(f"{' '.join(argv)}: {exc.strerror or exc}") from None
-    if check and done.returncode != 0:
-        what = "; ".join(batch) if batch else " ".join(args)
-        raise LabNetworkError(f"ip {what}: {done.stderr.strip() or f'exit code {done.returncode}'}")
-    return done.stdout
-
-
-def _ip_json(*args: str) -> list[dict[str, Any]]:
-    text = _ip("-j", *args).strip()
-    value = json.loads(text) if text else []
-    return [v for v in value if isinstance(v, dict)] if isinstance(value, list) else []
-
-
-# ---- the host-wide view: labels, free subnets ---------------------------------------------------
-def _namespaces() -> list[str]:
-    return [str(n["name"]) for n in _ip_json("netns", "list") if "name" in n]
-
-
-def _links() -> list[str]:
-    return [str(n["ifname"]) for n in _ip_json("link", "show") if "ifname" in n]
-
-
-def _etc_dirs() -> list[str]:
-    try:
-        return sorted(p.name for p in NETNS_ETC.iterdir())
-    except OSError:
-        return []
-
-
-def leftover_labs() -> dict[str, list[str]]:
-    """Lab id -> the namespaces, links and ``/etc/netns`` entries of that lab present on this host."""
-    found: dict[str, list[str]] = {}
-    for kind, names in (("netns", _namespaces()), ("link", _links()), ("etc", _etc_dirs())):
-        for name in names:
-            parts = name.split("-", 2)
-            if name.startswith(LABEL) and len(parts) == 3 and _ID.match(parts[1]):
-                found.setdefault(parts[1], []).append(f"{kind} {name}")
-    return found
 
 
 def _used_subnets() -> set[ipaddress.IPv4Network]:
     used = set()
-    for link in _ip_json("-4", "addr", "show"):
+    for link in ip_json("-4", "addr", "show"):
         for info in link.get("addr_info", []):
             address = ipaddress.IPv4Address(info["local"])
             if address in SUPERNET:
@@ -178,26 +133,6 @@ class Slot:
     address: str
     link: str
     """The host end of its veth pair, on the lab bridge."""
-
-
-@dataclass(frozen=True)
-class Removed:
-    """What a teardown removed (names), and the pids of processes it had to stop."""
-
-    lab_id: str
-    namespaces: list[str] = field(default_factory=list)
-    links: list[str] = field(default_factory=list)
-    etc: list[str] = field(default_factory=list)
-    processes: list[int] = field(default_factory=list)
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "lab_id": self.lab_id,
-            "namespaces": self.namespaces,
-            "links": self.links,
-            "etc": self.etc,
-            "processes": self.processes,
-        }
 
 
 @dataclass(frozen=True)
@@ -233,7 +168,7 @@ class LabNetwork:
 
     def pids(self, agent: str) -> list[int]:
         """The processes running in the agent's namespace."""
-        return sorted(_pids_in([self.slot(agent).netns]))
+        return sorted(pids_in([self.slot(agent).netns]))
 
     def hosts_text(self) -> str:
         """The hosts file of every namespace of the lab."""
@@ -252,20 +187,20 @@ class LabNetwork:
         """Drop all traffic between agents ``a`` and ``b`` (both directions) until `heal`; idempotent."""
         first, second = self._pair(a, b)
         for here, there in ((first, second), (second, first)):
-            _ip("-n", here.netns, "route", "replace", "unreachable", f"{there.address}/32")
+            run_ip("-n", here.netns, "route", "replace", "unreachable", f"{there.address}/32")
 
     def heal(self, a: str, b: str) -> None:
         """End a `partition` of ``a`` and ``b``; nothing happens when they are not partitioned."""
         first, second = self._pair(a, b)
         for here, there in ((first, second), (second, first)):
-            _ip("-n", here.netns, "route", "del", "unreachable", f"{there.address}/32", check=False)
+            run_ip("-n", here.netns, "route", "del", "unreachable", f"{there.address}/32", check=False)
 
     def partitions(self) -> set[frozenset[str]]:
         """The pairs of agents currently partitioned (a partition route in at least one direction)."""
         by_address = {s.address: s.name for s in self.slots.values()}
         pairs: set[frozenset[str]] = set()
         for slot in self.slots.values():
-            for route in _ip_json("-n", slot.netns, "route", "show", "type", "unreachable"):
+            for route in ip_json("-n", slot.netns, "route", "show", "type", "unreachable"):
                 peer = by_address.get(str(route.get("dst", "")).removesuffix("/32"))
                 if peer is not None:
                     pairs.add(frozenset((slot.name, peer)))
@@ -355,10 +290,10 @@ def _build(net: LabNetwork) -> None:
             f"link set {s.link} master {net.bridge}",
             f"link set {s.link} up",
         ]
-    _ip(batch=host)
+    run_ip(batch=host)
     hosts_text = net.hosts_text()
     for s in slots:
-        _ip(
+        run_ip(
             "-n",
             s.netns,
             batch=["link set lo up", f"addr add {s.address}/{prefix} dev {INNER_LINK}", f"link set {INNER_LINK} up"],
@@ -391,7 +326,7 @@ def load(run_dir: Path) -> LabNetwork | None:
     try:
         raw = json.loads(path.read_text(encoding="utf-8"))
         lab_id = str(raw["lab_id"])
-        if not _ID.match(lab_id):
+        if not LAB_ID.match(lab_id):
             raise ValueError(f"bad lab id {lab_id!r}")
         slots = {
             str(a["name"]): Slot(str(a["name"]), str(a["netns"]), str(a["address"]), str(a["link"]))
@@ -410,75 +345,3 @@ def cleanup(run_dir: Path, grace: float = STOP_GRACE) -> Removed | None:
     """Tear down the lab network recorded in ``run_dir`` (after a crash too); None when none is recorded."""
     net = load(run_dir)
     return None if net is None else net.destroy(grace)
-
-
-# ---- teardown by label --------------------------------------------------------------------------
-def _pids_in(namespaces: Sequence[str]) -> set[int]:
-    """The processes whose network namespace is one of ``namespaces`` (one pass over /proc).
-
-    What ``ip netns pids`` does, for many namespaces at once: a namespace is the nsfs inode that
-    ``/run/netns/NAME`` is a bind mount of, and ``/proc/PID/ns/net`` of each process inside.
-    """
-    wanted = set()
-    for ns in namespaces:
-        with contextlib.suppress(OSError):
-            st = os.stat(RUN_NETNS / ns)
-            wanted.add((st.st_dev, st.st_ino))
-    pids: set[int] = set()
-    if not wanted:
-        return pids
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            with contextlib.suppress(OSError):  # gone meanwhile, or a zombie (it holds no namespace)
-                st = os.stat(f"/proc/{entry.name}/ns/net")
-                if (st.st_dev, st.st_ino) in wanted:
-                    pids.add(int(entry.name))
-    return pids
-
-
-def _stop_processes(namespaces: Sequence[str], grace: float) -> list[int]:
-    """Stop every process in ``namespaces``: SIGTERM, then SIGKILL to what is left after ``grace`` s."""
-
-    def running() -> set[int]:
-        return _pids_in(namespaces) - {os.getpid()}
-
-    seen = running()
-    for sig, wait in ((signal.SIGTERM, grace), (signal.SIGKILL, 10.0)):
-        for pid in running():
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, sig)
-        deadline = time.monotonic() + wait
-        while running() and time.monotonic() < deadline:
-            time.sleep(0.1)
-    left = running()
-    if left:
-        raise LabNetworkError(f"processes {sorted(left)} in the lab's namespaces survived SIGKILL")
-    return sorted(seen)
-
-
-def destroy_lab(lab_id: str, grace: float = STOP_GRACE) -> Removed:
-    """Remove every process, link, namespace and ``/etc/netns`` entry labelled ``anl-<lab_id>-``.
-
-    Links go before namespaces: deleting a veth's host end removes the pair at once, whereas a deleted
-    namespace is freed by the kernel asynchronously. `LabNetworkError` if anything is still there after.
-    """
-    if not _ID.match(lab_id):
-        raise ConfigError(f"not a lab network id: {lab_id!r}")
-    require_support()
-    label = f"{LABEL}{lab_id}-"
-    namespaces = [n for n in _namespaces() if n.startswith(label)]
-    processes = _stop_processes(namespaces, grace)
-    links = [n for n in _links() if n.startswith(label)]
-    # the bridge last: deleting it first would only detach the veths
-    # one `ip` for all; -force: go on past an object that vanished meanwhile (checked below)
-    batch = [f"link del {n}" for n in sorted(links, key=lambda n: n.endswith("-br"))]
-    batch += [f"netns del {n}" for n in namespaces]
-    if batch:
-        _ip("-force", batch=batch, check=False)
-    etc = [n for n in _etc_dirs() if n.startswith(label)]
-    for name in etc:
-        shutil.rmtree(NETNS_ETC / name, ignore_errors=True)
-    left = leftover_labs().get(lab_id)
-    if left:
-        raise LabNetworkError(f"lab network {lab_id}: could not remove {', '.join(left)}")
-    return Removed(lab_id, namespaces, links, etc, processes)
