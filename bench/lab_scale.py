@@ -4,6 +4,7 @@
 
     python -m bench.lab_scale                      # 200 sites, 4 domains, seed 1, 3 rounds
     python -m bench.lab_scale --sites 40 --rounds 1 --json
+    python -m bench.lab_scale --netns                # each agent in a network namespace (root)
 
 Each round runs ``an-agent lab up --idle --json`` on a fresh run directory (up = until the command
 returns: every agent listens and the state file is written), reads PSS (/proc/PID/smaps_rollup) of
@@ -35,11 +36,10 @@ def _cli(*args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "an_agent.cli", *args], capture_output=True, text=True, check=False)
 
 
-def one_round(topology: Path, run_dir: Path, in_process: bool = False) -> dict[str, Any]:
-    """Bring the lab up, measure, bring it down; raises RuntimeError when a step fails."""
+def one_round(topology: Path, run_dir: Path, mode: list[str]) -> dict[str, Any]:
+    """Bring the lab up (``mode``: more ``lab up`` options), measure, bring it down; RuntimeError when a step fails."""
     started = time.monotonic()
-    extra = ["--in-process"] if in_process else []
-    up = _cli("lab", "up", str(topology), "--idle", "--json", "--run-dir", str(run_dir), *extra)
+    up = _cli("lab", "up", str(topology), "--idle", "--json", "--run-dir", str(run_dir), *mode)
     up_seconds = time.monotonic() - started
     if up.returncode != 0:
         raise RuntimeError(f"lab up failed ({up.returncode}): {up.stderr.strip()[-2000:]}")
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--json", action="store_true", help="print the rounds and medians as JSON")
     parser.add_argument("--in-process", action="store_true", help="every agent in the lab's process")
+    parser.add_argument("--netns", action="store_true", help="lab up --netns: an agent per network namespace")
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="an-bench-lab-") as tmp:
         topology = Path(tmp) / "topology.yaml"
@@ -88,10 +89,15 @@ def main(argv: list[str] | None = None) -> int:
         if gen.returncode != 0:
             print(gen.stderr, file=sys.stderr)
             return 1
-        rounds = [one_round(topology, Path(tmp) / f"run{i}", args.in_process) for i in range(args.rounds)]
+        mode = ["--in-process"] if args.in_process else ["--netns"] if args.netns else []
+        rounds = [one_round(topology, Path(tmp) / f"run{i}", mode) for i in range(args.rounds)]
     summary = {
         "topology": f"generate --sites {args.sites} --domains {args.domains} --seed {args.seed}",
-        "mode": "loopback, " + ("in one process" if args.in_process else "a process per agent"),
+        "mode": "loopback, in one process"
+        if args.in_process
+        else "a process per agent, each in a network namespace"
+        if args.netns
+        else "loopback, a process per agent",
         "rounds": rounds,
         "median_up_s": statistics.median(r["up_s"] for r in rounds),
         "median_pss_per_agent_mib": statistics.median(r["pss_per_agent_mib"] for r in rounds),

@@ -18,7 +18,8 @@ module boundary that calls the foreign library, never further up.
     │   └── RequestTimeout   no reply within the timeout
     ├── SchemaError          a structured payload or a schema template is invalid (schemas issue)
     │   └── SchemaAccessDenied   the actor may not make this schema decision (not a schema administrator)
-    └── ControlError         the lab's control channel refused a request (lab/control.py)
+    ├── ControlError         the lab's control channel refused a request (lab/control.py)
+    └── LabNetworkError      the lab's network namespaces cannot be made or removed (lab/netns.py)
 
 `RpcError` carries the whole RFC 6241 error (type, tag, severity, app-tag,
 path, message, info) so that nothing is lost between server and client: the
@@ -84,6 +85,14 @@ class SchemaAccessDenied(SchemaError):
 
 class ControlError(AnAgentError):
     """A request on the lab's control channel was refused: unknown method, bad params, handler error."""
+
+
+class LabNetworkError(AnAgentError):
+    """The lab's network namespaces, links or bridge cannot be made or removed.
+
+    Raised when the process is not root, when ``ip`` (iproute2) is missing, or when ``ip`` fails; the
+    message quotes the command and what ``ip`` said.
+    """
 
 
 @dataclass

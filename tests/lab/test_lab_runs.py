@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 import socket
 from pathlib import Path
 from typing import Any
 
 import pytest
-from labsupport import SHIPPED, TOPOLOGIES, run, variant
+from labsupport import SHIPPED, TOPOLOGIES, comparable, run, variant
 
 from an_agent.lab.generate import generate
 
@@ -201,36 +200,12 @@ def test_a_complaint_in_its_own_domain_stays_there(tmp_path: Path) -> None:
     assert fault["target"] == "CELL-0302" and fault["repaired_by"] == "ran-north"
 
 
-def _without_order(value: Any) -> Any:
-    if isinstance(value, dict):
-        return {k: _without_order(v) for k, v in value.items() if k != "order"}
-    if isinstance(value, list):
-        return [_without_order(v) for v in value]
-    return value
-
-
-def _comparable(result: dict[str, Any]) -> dict[str, Any]:
-    """A result without what legitimately differs between runs (ports, wall time, order within an instant)."""
-    outcome = _without_order(result["outcome"])
-    outcome["actions"] = sorted(json.dumps(a, sort_keys=True) for a in outcome["actions"])
-    return {
-        "outcome": json.dumps(outcome, sort_keys=True),
-        "kpis": json.dumps(result["kpis"], sort_keys=True),
-        "baseline": json.dumps(result["baseline"], sort_keys=True),
-        "tasks": sorted(json.dumps(t, sort_keys=True) for t in result["tasks"]),
-        "messages": sorted(
-            (m["t"], m["from"], m["to"], m["operation"], m["task_id"] or "", m["summary"]) for m in result["messages"]
-        ),
-        "notes": sorted((n["t"], n["agent"], n["text"]) for n in result["notes"]),
-    }
-
-
 def test_same_topology_and_seed_same_run(tmp_path: Path) -> None:
     path = TOPOLOGIES / "fault-energy-optimization.yaml"
     first = run(path, tmp_path / "one")
     second = run(path, tmp_path / "two")
     assert_closed_loop(first)
-    assert _comparable(first) == _comparable(second)
+    assert comparable(first) == comparable(second)
 
 
 @pytest.mark.slow
@@ -239,7 +214,7 @@ def test_same_generated_topology_same_run(tmp_path: Path) -> None:
     path.write_text(generate(60, 3, seed=3), encoding="utf-8")
     first = run(path, tmp_path / "one")
     assert_closed_loop(first)
-    assert _comparable(first) == _comparable(run(path, tmp_path / "two"))
+    assert comparable(first) == comparable(run(path, tmp_path / "two"))
 
 
 @pytest.mark.slow
@@ -248,8 +223,8 @@ def test_another_seed_changes_the_numbers_not_the_decisions(tmp_path: Path) -> N
     reseeded = run(variant(tmp_path, "fault-energy-optimization.yaml", ("seed: 22", "seed: 23")), tmp_path / "two")
     assert_closed_loop(reseeded)
     # other users per cell: other KPIs; the same fault: the same tasks and results
-    assert _comparable(reseeded)["kpis"] != _comparable(first)["kpis"]
-    assert _comparable(reseeded)["tasks"] == _comparable(first)["tasks"]
+    assert comparable(reseeded)["kpis"] != comparable(first)["kpis"]
+    assert comparable(reseeded)["tasks"] == comparable(first)["tasks"]
 
 
 @pytest.mark.slow

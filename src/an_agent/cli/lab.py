@@ -34,6 +34,11 @@ fails, 2 for a bad topology file.
 """
 
 
+NETNS_HELP = (
+    "run every agent in a Linux network namespace of its own on a lab bridge, with an address from "
+    "198.18.0.0/15, no route out of the lab and peers known by name (needs root and iproute2; "
+    "see README, 'In network namespaces')"
+)
 IN_PROCESS_HELP = (
     "run every agent inside this one process (the default is a process per agent, as on separate hosts); "
     "quicker to start, for tests and profiling"
@@ -70,14 +75,17 @@ def register(subparsers: Any) -> None:
     )
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
+    run.add_argument("--netns", action="store_true", help=NETNS_HELP)
     run.add_argument(
         "--chaos",
         action="append",
         default=[],
-        metavar="kill:AGENT@SECONDS",
-        help="SIGKILL AGENT's process SECONDS (simulated) after the start; the lab restarts it from its state "
-        "directory and its tasks resume (repeatable). The result lists each event and the time to restore "
-        "with and without it (the run is played once more without chaos, in one process, to compare)",
+        metavar="FAULT",
+        help="a fault of the lab itself (repeatable; SECONDS are simulated, after the start): kill:AGENT@SECONDS "
+        "SIGKILLs AGENT's process, the lab restarts it from its state directory and its tasks resume; "
+        "partition:A,B@SECONDS+DURATION (with --netns) drops all traffic between agents A and B for DURATION. "
+        "The result lists each event and the time to restore with and without it (the run is played once more "
+        "without chaos, in one process, to compare)",
     )
     run.add_argument(
         "--stall-timeout",
@@ -121,6 +129,7 @@ def register(subparsers: Any) -> None:
         help="the lab's control secret shared by its hosts (0600): the first host writes it if it is missing, "
         "the other hosts need a copy",
     )
+    up.add_argument("--netns", action="store_true", help=NETNS_HELP)
     up.set_defaults(handler=cmd_up)
 
     down = sub.add_parser(
@@ -198,8 +207,18 @@ def cmd_run(args: argparse.Namespace) -> int:
     _quiet_transport_logs()
     topology = load_topology(args.topology)
     from an_agent.lab.chaos import parse_chaos
+    from an_agent.lab.partition import KIND as PARTITION
+    from an_agent.lab.partition import Partition
 
-    chaos = [parse_chaos(text, topology) for text in args.chaos]
+    # partition:... is ours (lab/partition.py, --netns); every other kind is lab/chaos.py's
+    chaos = [parse_chaos(text, topology) for text in args.chaos if not text.startswith(f"{PARTITION}:")]
+    partitions = [
+        Partition.parse(text.removeprefix(f"{PARTITION}:")) for text in args.chaos if text.startswith(f"{PARTITION}:")
+    ]
+    if args.netns:
+        from an_agent.lab.netns import require_support
+
+        require_support()
     state_dir = args.state_dir or Path(tempfile.mkdtemp(prefix="an-agent-lab-"))
 
     def on_note(note: Note) -> None:
@@ -217,6 +236,8 @@ def cmd_run(args: argparse.Namespace) -> int:
             stall_timeout=args.stall_timeout,
             in_process=args.in_process,
             chaos=chaos,
+            netns=args.netns,
+            partitions=partitions,
         )
     finally:
         if args.state_dir is None:
@@ -253,6 +274,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             in_process=args.in_process,
             host=args.host,
             secret_file=args.lab_secret_file,
+            netns=args.netns,
         )
     from an_agent.lab.placement import check_host
 
@@ -264,6 +286,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         in_process=args.in_process,
         host=args.host,
         secret_file=args.lab_secret_file,
+        netns=args.netns,
     )
     if args.json:
         print_json(state)
@@ -273,6 +296,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         print(
             f"  {agent['name']:<18} {agent.get('role', ''):<19} {agent['host']}:{agent['port']}   "
             f"an-agent profile --host {agent['host']} --port {agent['port']}"
+            + (f"   (namespace {agent['netns']})" if agent.get("netns") else "")
         )
     print(
         "user admin, password admin. Stop with: an-agent lab down"

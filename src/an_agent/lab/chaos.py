@@ -101,6 +101,13 @@ def chaos_lines(events: list[dict[str, Any]]) -> list[str]:
     lines = ["  chaos (faults of the lab itself):"] if events else []
     for event in events:
         cost = event.get("time_to_restore_s") or {}
+        if event["kind"] == "partition":  # lab/partition.py (--netns)
+            lines.append(
+                f"    partition {' | '.join(event['agents'])} at +{event['at']:g} s for {event['duration']:g} s; "
+                f"time to restore {cost.get('with')} s with, {cost.get('without')} s without "
+                f"(cost {cost.get('cost_s')} s)"
+            )
+            continue
         lines.append(
             f"    {event['kind']} {event['agent']} at +{event['at']:g} s: pid {event['killed_pid']} killed, "
             f"pid {event['restarted_pid']} serving {event['restart_wall_s']} s later (real); unfinished tasks "
@@ -122,11 +129,13 @@ def chaos_html(events: list[dict[str, Any]]) -> str:
         + "".join(
             f"<td>{escape(str(v))}</td>"
             for v in (
-                f"{e['kind']} {e['agent']}",
+                f"{e['kind']} {' | '.join(e['agents'])} for {e['duration']:g} s"
+                if e["kind"] == "partition"
+                else f"{e['kind']} {e['agent']}",
                 f"+{e['at']:g} s",
-                f"{e['killed_pid']} \u2192 {e['restarted_pid']}",
-                e["restart_wall_s"],
-                ", ".join(e["unfinished_tasks"]) or "-",
+                "-" if e["kind"] == "partition" else f"{e['killed_pid']} \u2192 {e['restarted_pid']}",
+                e.get("restart_wall_s", "-"),
+                ", ".join(e.get("unfinished_tasks", [])) or "-",
                 (e.get("time_to_restore_s") or {}).get("with"),
                 (e.get("time_to_restore_s") or {}).get("without"),
                 e.get("error") or "",
@@ -137,7 +146,8 @@ def chaos_html(events: list[dict[str, Any]]) -> str:
     )
     return (
         "<h2>Chaos: faults of the lab itself</h2><p>Each agent process killed (SIGKILL) and restarted from its "
-        "state directory; the time to restore of this run and of the same run without chaos.</p>"
+        "state directory, each partition between two agents (--netns); the time to restore of this run and of "
+        "the same run without chaos.</p>"
         "<table><tr><th>event</th><th>at</th><th>pid</th><th>restart (real s)</th><th>unfinished tasks</th>"
         f"<th>time to restore with (s)</th><th>without (s)</th><th>error</th></tr>{rows}</table>"
     )

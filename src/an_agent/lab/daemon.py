@@ -7,6 +7,9 @@ a process of its own, started by it (`an_agent.lab.fleet`; with ``--in-process``
 it). ``lab down`` reads ``lab.json``, checks that the pid is still that lab (its command line), sends
 SIGTERM (the lab stops its agents), waits for the process to exit (after a grace period SIGKILL to its
 whole process group, agents included: they share the session ``lab up`` made) and for the ports to close.
+With ``--netns`` the agents run in the lab's network namespaces (`an_agent.lab.netns`); ``lab down`` then
+also removes whatever of that lab network is left (``DIR/netns.json`` names it), agent processes
+included, which after a crash of the lab process is everything.
 """
 
 from __future__ import annotations
@@ -63,12 +66,14 @@ def serve_foreground(
     in_process: bool = False,
     host: str | None = None,
     secret_file: Path | None = None,
+    netns: bool = False,
 ) -> int:
     """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file.
 
     ``host``: only that host's agents (`an_agent.lab.placement`): on the first host with the lab's
     clock, network and scenario (which starts once the other hosts' agents joined), on another host
-    only its agents, joined to the first one's lab with ``secret_file``.
+    only its agents, joined to the first one's lab with ``secret_file``. ``netns``: every agent in a
+    network namespace of its own (`an_agent.lab.netns`).
     """
     from an_agent.lab.placement import check_host, lab_host, serve_member
 
@@ -79,7 +84,6 @@ def serve_foreground(
             raise ConfigError(f"--host {host} joins the lab on host {first.name}: give --lab-secret-file FILE")
         run_dir.mkdir(parents=True, exist_ok=True)
         return serve_member(topology, host, run_dir, secret_file, _state_path(run_dir))
-    from an_agent.lab.agent import HOST
     from an_agent.lab.journal import Note
     from an_agent.lab.runner import Lab
 
@@ -101,6 +105,7 @@ def serve_foreground(
         in_process=in_process,
         host=host,
         secret_file=secret_file,
+        netns=netns,
     )
     try:
         lab.start()
@@ -123,12 +128,14 @@ def serve_foreground(
                 {
                     "name": a.spec.name,
                     "role": a.spec.role,
-                    "host": a.spec.address or HOST,
+                    "host": lab.host_of(a.spec.name),
                     "port": a.port,
+                    "netns": lab.net.slot(a.spec.name).netns if lab.net is not None else None,
                     "pid": getattr(a, "pid", os.getpid()),
                 }
                 for a in lab.agents.values()
             ],
+            "network": lab.net.to_json() if lab.net is not None else None,
         }
         tmp = _state_path(run_dir).with_suffix(".tmp")
         tmp.write_text(json.dumps(state, indent=2), encoding="utf-8")
@@ -174,8 +181,13 @@ def start_background(
     in_process: bool = False,
     host: str | None = None,
     secret_file: Path | None = None,
+    netns: bool = False,
 ) -> dict[str, Any]:
     """Start the lab process and wait for its state file; `ConfigError`/`AnAgentError` with its log if it fails."""
+    if netns:
+        from an_agent.lab.netns import require_support
+
+        require_support()  # not root, no `ip`: say so here rather than in the background process's log
     run_dir.mkdir(parents=True, exist_ok=True)
     state = read_state(run_dir)
     if state is not None and _is_our_lab(int(state.get("pid", 0)), run_dir):
@@ -204,6 +216,8 @@ def start_background(
         command += ["--host", host]
     if secret_file is not None:
         command += ["--lab-secret-file", str(secret_file.resolve())]
+    if netns:
+        command.append("--netns")
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True
@@ -221,7 +235,24 @@ def start_background(
 
 
 def stop_background(run_dir: Path) -> dict[str, Any]:
-    """Stop the lab of ``run_dir``; the report says whether one was up and whether it stopped cleanly."""
+    """Stop the lab of ``run_dir``; the report says whether one was up and whether it stopped cleanly.
+
+    Whatever is left of its lab network (``--netns``) is removed in every case (``network`` in the report).
+    """
+    report = _stop_lab(run_dir)
+    from an_agent.lab.netns import cleanup
+
+    removed = cleanup(run_dir)
+    report["network"] = removed.to_json() if removed is not None else None
+    if removed is not None:
+        report["message"] += (
+            f"; removed the leftovers of lab network {removed.lab_id}: {len(removed.namespaces)} namespace(s), "
+            f"{len(removed.links)} link(s), {len(removed.processes)} process(es)"
+        )
+    return report
+
+
+def _stop_lab(run_dir: Path) -> dict[str, Any]:
     state = read_state(run_dir)
     if state is None:
         return {"was_up": False, "stopped": False, "message": f"no lab is up in {run_dir}"}
@@ -242,7 +273,8 @@ def stop_background(run_dir: Path) -> dict[str, Any]:
     agent_pids = {int(a["pid"]) for a in state.get("agents", []) if a.get("pid") and int(a["pid"]) != pid}
     _wait_pids_gone(agent_pids, 10.0)
     _state_path(run_dir).unlink(missing_ok=True)
-    ports = [a["port"] for a in state.get("agents", [])]
+    # agents in namespaces are not on the host's loopback (and their lab network is checked by `cleanup`)
+    ports = [a["port"] for a in state.get("agents", []) if not a.get("netns")]
     open_ports = [p for p in ports if _port_open(p)]
     stopped = not open_ports and not _is_our_lab(pid, run_dir)
     message = (

@@ -10,11 +10,10 @@ handlers of `an_agent.lab.conductor`), on 127.0.0.1 and a free port, authenticat
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 
 from an_agent.errors import ConfigError
-from an_agent.lab.agent import HOST
 from an_agent.lab.conductor import Conductor
 from an_agent.lab.control import ControlServer, create_secret, read_secret
 from an_agent.lab.owner import FleetOwner
@@ -27,6 +26,8 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT = 180.0
 """Real seconds for every agent process to start serving (a cold start imports the whole stack)."""
 SECRET_FILE = "control.secret"
+NETNS_PORT = 8830
+"""Every agent's NETCONF port in a ``netns`` lab (unless the topology gives one)."""
 
 
 @dataclass
@@ -46,12 +47,13 @@ class AgentHandle:
 class ProcessFleet:
     """Starts the agents of ``lab`` as processes and keeps the control channel they talk to.
 
-    ``prefix``/``env``: what each agent's command runs behind and with (`start_agent`).
+    ``env``: the environment of each agent's command (`start_agent`); what the command runs behind, the
+    address it listens on and where the control channel is come from the lab (``prefix_of``, ``host_of``,
+    ``control_host``: a network namespace each with ``--netns``).
     """
 
-    def __init__(self, lab: FleetOwner, prefix: Sequence[str] = (), env: Mapping[str, str] | None = None) -> None:
+    def __init__(self, lab: FleetOwner, env: Mapping[str, str] | None = None) -> None:
         self.lab = lab
-        self.prefix = tuple(prefix)
         self.env = env
         self.agents: dict[str, AgentHandle] = {}
         self._processes: dict[str, AgentProcess] = {}
@@ -69,7 +71,7 @@ class ProcessFleet:
             lab.kernel, lab.network, lab.journal, lab.address_of, lab.a2a_url_of, logins, on_ready=lab.serving
         )
         first = lab_host(lab.topology)  # a lab over several hosts: its channel where the other hosts reach it
-        where = (first.address, first.control_port) if first is not None else (HOST, 0)
+        where = (first.address, first.control_port) if first is not None else (lab.control_host, 0)
         self._server = ControlServer(secret, self.conductor.handlers(), host=where[0], port=where[1]).start()
         control = self._server.address
         for spec in lab.local_agents:
@@ -79,11 +81,12 @@ class ProcessFleet:
                 control=control,
                 secret_file=secret_file,
                 state_dir=lab.agent_dir(spec.name),
-                host=spec.address or HOST,
-                port=spec.port if lab.use_topology_ports and spec.port else 0,
+                host=lab.host_of(spec.name),
+                # alone in its namespace, every agent can have NETCONF's usual port
+                port=spec.port if lab.use_topology_ports and spec.port else NETNS_PORT if lab.netns else 0,
                 a2a_port=None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0,
             )
-            self._processes[spec.name] = start_agent(launch, self.prefix, self.env)
+            self._processes[spec.name] = start_agent(launch, lab.prefix_of(spec.name), self.env)
         ready = self.conductor.wait_ready(set(self._processes), READY_TIMEOUT, self._dead)
         for spec in lab.local_agents:
             info = ready[spec.name]
@@ -115,7 +118,7 @@ class ProcessFleet:
         handle = self.agents[name]
         a2a_port = handle.a2a_port if old.launch.a2a_port is not None else None
         launch = replace(old.launch, port=handle.port, a2a_port=a2a_port)
-        self._processes[name] = start_agent(launch, self.prefix, self.env, append_log=True)
+        self._processes[name] = start_agent(launch, self.lab.prefix_of(name), self.env, append_log=True)
         info = conductor.wait_ready({name}, READY_TIMEOUT, self._dead)[name]
         self._serving(handle.spec, info["port"], info.get("a2a_port"))
         return old.pid, self._processes[name].pid
@@ -124,7 +127,9 @@ class ProcessFleet:
         from an_agent.nc.agent_client import AgentClient
 
         admin = self.lab.admin
-        with AgentClient.connect(HOST, self.agents[name].port, username=admin[0], password=admin[1]) as client:
+        with AgentClient.connect(
+            self.lab.host_of(name), self.agents[name].port, username=admin[0], password=admin[1]
+        ) as client:
             return sorted(t.task_id for t in client.list_tasks() if t.status is None or not t.status.terminal)
 
     def pids(self) -> dict[str, int]:

@@ -133,7 +133,7 @@ def build_result(lab: Lab, tasks: dict[str, list[Task]], leftovers: list[str], o
                 name=spec.name,
                 role=spec.role,
                 regions=list(spec.regions),
-                address=f"127.0.0.1:{running.port}" if running else None,
+                address=f"{lab.host_of(spec.name)}:{running.port}" if running else None,
                 operations=_counts(counts.get(spec.name)),
             )
         )

@@ -24,6 +24,14 @@ class FleetOwner(Protocol):
     """The agents this lab process starts (all, or its host's)."""
     secret_file: Path | None
     """The lab's own login on its agents."""
+    netns: bool
+
+    @property
+    def control_host(self) -> str: ...
+
+    def host_of(self, name: str) -> str: ...
+
+    def prefix_of(self, name: str) -> list[str]: ...
 
     def login_of(self, name: str) -> tuple[str, str]: ...
 

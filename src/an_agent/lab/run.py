@@ -9,8 +9,9 @@ from an_agent.agents.peers import Exchange
 from an_agent.errors import ConfigError
 from an_agent.lab.chaos import ChaosPlayer, ChaosSpec
 from an_agent.lab.fleet import ProcessFleet
-from an_agent.lab.journal import Note
+from an_agent.lab.journal import Journal, Note
 from an_agent.lab.outcome import build_result
+from an_agent.lab.partition import Partition
 from an_agent.lab.result import LabResult
 from an_agent.lab.runner import Lab
 from an_agent.lab.spec import Topology
@@ -26,18 +27,28 @@ def run_topology(
     stall_timeout: float = 60.0,
     in_process: bool = False,
     chaos: Sequence[ChaosSpec] = (),
+    netns: bool = False,
+    partitions: Sequence[Partition] = (),
 ) -> LabResult:
     """Run ``topology`` to the end of its closed loop and return the result (`build_result`).
 
     Every agent is stopped before this returns, whatever happens; `LabStall` and start-up errors
-    propagate after the stop. Agents run as processes of their own unless ``in_process``.
+    propagate after the stop. Agents run as processes of their own unless ``in_process``; with ``netns``
+    each in a network namespace of its own (`an_agent.lab.netns`).
 
-    ``chaos``: faults of the lab itself (`an_agent.lab.chaos`), played at their instants; the result's
-    ``chaos`` lists each with the time to restore of this run and of the same run without them (played
-    first, in one process: it has the same outcome as with agent processes).
+    ``chaos``: faults of the lab itself (`an_agent.lab.chaos`), played at their instants; ``partitions``
+    (``netns`` only, `an_agent.lab.partition`) cut pairs of agents off from each other for a while, and the
+    journal notes each cut and heal (agent ``chaos``, kinds ``partition`` and
+    ``partition_healed``). The result's ``chaos`` lists each with the time to
+    restore of this run and of the same run without them (played first, in one process: it has the same
+    outcome as with agent processes).
     """
     if chaos and in_process:
         raise ConfigError("--chaos kills agent processes: it cannot be combined with --in-process")
+    if partitions and not netns:
+        raise ConfigError("--chaos partition:... needs --netns (the agents' traffic is cut in their namespaces)")
+    for fault in partitions:
+        fault.check({a.name for a in topology.agents})
     phase = on_phase or (lambda _: None)
     lab = Lab(
         topology,
@@ -46,6 +57,7 @@ def run_topology(
         on_exchange=on_exchange,
         stall_timeout=stall_timeout,
         in_process=in_process,
+        netns=netns,
     )
     try:
         phase(f"starting {len(topology.agents)} agents")
@@ -57,6 +69,9 @@ def run_topology(
             assert isinstance(lab.fleet, ProcessFleet)
             players.append(ChaosPlayer(spec, lab.fleet))
             lab.kernel.call_at(topology.start_time + spec.at, f"chaos {spec.kind} {spec.agent}", players[-1])
+        for fault in partitions:
+            assert lab.net is not None  # made by start with netns
+            fault.schedule(lab.kernel, topology.start_time, lab.net, _chaos_note(lab.journal))
         lab.play()
         phase("reading back the tasks of every agent")
         tasks = lab.read_tasks()
@@ -65,13 +80,23 @@ def run_topology(
     threads, ports = lab.leftovers()
     phase("stopped")
     result = build_result(lab, tasks, threads, ports)
-    if chaos:
+    if chaos or partitions:
         phase("the same run without chaos, for comparison")
         reference = run_topology(topology, state_dir / "without-chaos", in_process=True, stall_timeout=stall_timeout)
         with_chaos, without = result.outcome.time_to_restore_s, reference.outcome.time_to_restore_s
         cost = None if with_chaos is None or without is None else round(with_chaos - without, 3)
-        result.chaos = [
-            {**p.event.to_dict(), "time_to_restore_s": {"with": with_chaos, "without": without, "cost_s": cost}}
-            for p in players
-        ]
+        restore = {"with": with_chaos, "without": without, "cost_s": cost}
+        result.chaos = [{**p.event.to_dict(), "time_to_restore_s": restore} for p in players]
+        result.chaos += [{**fault.to_json(), "time_to_restore_s": restore} for fault in partitions]
     return result
+
+
+def _chaos_note(journal: Journal) -> Callable[[Partition, str, float], None]:
+    def note(fault: Partition, what: str, when: float) -> None:
+        if what == "partitioned":
+            kind, text = "partition", f"traffic between {fault.a} and {fault.b} dropped for {fault.duration:g} s"
+        else:
+            kind, text = "partition_healed", f"{fault.a} and {fault.b} reach each other again"
+        journal.note("chaos", kind, text, spec=fault.spec)
+
+    return note

@@ -29,13 +29,16 @@ from typing import Any
 from an_agent.access.users import agent_users
 from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.peers import Exchange, Peers
+from an_agent.errors import ConfigError
+from an_agent.lab import netns as lab_netns
 from an_agent.lab.agent import HOST, lab_host_key
 from an_agent.lab.conductor import LabKernel
 from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.inprocess import InProcessFleet, fresh_agent_dir
 from an_agent.lab.journal import Journal, Note
+from an_agent.lab.netns import LabNetwork
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.placement import runs_here
+from an_agent.lab.placement import lab_host, runs_here
 from an_agent.lab.spec import EventSpec, Role, Topology
 from an_agent.model import CommuType, Task, build_prompt
 
@@ -48,8 +51,9 @@ ADMIN = ("admin", "admin")
 class Lab:
     """A running topology (module docstring).
 
-    ``prefix``/``env``: what each agent process's command runs behind and with (e.g. ``ip netns exec
-    NS``), ignored ``in_process``.
+    ``prefix``/``env``: what each agent process's command runs behind and with, ignored ``in_process``.
+    ``netns``: every agent process in a network namespace of its own on a lab bridge (`an_agent.lab.netns`,
+    made by `start`, removed by `stop`), listening on its lab address; needs root.
     """
 
     def __init__(
@@ -66,7 +70,12 @@ class Lab:
         env: Mapping[str, str] | None = None,
         host: str | None = None,
         secret_file: Path | None = None,
+        netns: bool = False,
     ) -> None:
+        if netns and in_process:
+            raise ConfigError("--netns puts every agent in a process of its own: it does not go with --in-process")
+        if netns and (host is not None or lab_host(topology) is not None):
+            raise ConfigError("--netns puts every agent of the lab on this machine: it does not go with hosts:")
         self.topology = topology
         self.host = host
         """With ``hosts`` in the topology: the host this lab process runs on (its agents only; the clock,
@@ -74,6 +83,10 @@ class Lab:
         self.secret_file = secret_file
         """The control channel's secret, shared by the hosts of the lab (default: made in ``state_dir``)."""
         self.local_agents = tuple(a for a in topology.agents if runs_here(topology, a, host))
+        self.netns = netns
+        self.net: LabNetwork | None = None
+        """The lab's network namespaces (with ``netns``, between `start` and `stop`)."""
+        self._prefix = tuple(prefix)
         self.state_dir = state_dir
         self.use_topology_ports = use_topology_ports
         self.admin = ADMIN
@@ -82,9 +95,7 @@ class Lab:
         self.network = SimNetwork(topology.network, topology.seed, self.kernel.now, self.kernel.call_at)
         self.kernel.on_instant_end(self.network.sample)
         self.journal = Journal(self.kernel.now, on_note, on_exchange)
-        self.fleet: InProcessFleet | ProcessFleet = (
-            InProcessFleet(self) if in_process else ProcessFleet(self, prefix, env)
-        )
+        self.fleet: InProcessFleet | ProcessFleet = InProcessFleet(self) if in_process else ProcessFleet(self, env)
         self._bss: Peers | None = None
         self._ports: dict[str, int] = {}
         self._logins: dict[str, str] = {}
@@ -106,14 +117,28 @@ class Lab:
         """The ``(user, password)`` agent ``name`` logs in to its peers with (made by `start`, for this run)."""
         return name, self._logins[name]
 
+    def host_of(self, name: str) -> str:
+        """The address agent ``name`` listens on: its lab address with ``netns``, else the topology's
+        ``address`` (default 127.0.0.1)."""
+        return self.net.address(name) if self.net is not None else self.topology.agent(name).address or HOST
+
+    def prefix_of(self, name: str) -> list[str]:
+        """What agent ``name``'s command runs behind (``ip netns exec NS`` with ``netns``)."""
+        return self.net.prefix(name) if self.net is not None else list(self._prefix)
+
+    @property
+    def control_host(self) -> str:
+        """Where the lab serves its control channel: its address on the lab bridge with ``netns``, else 127.0.0.1."""
+        return self.net.host_address if self.net is not None else HOST
+
     def address_of(self, name: str) -> tuple[str, int] | None:
         port = self._ports.get(name)
-        return None if port is None else (self.topology.agent(name).address or HOST, port)
+        return None if port is None else (self.host_of(name), port)
 
     def a2a_url_of(self, name: str) -> str | None:
         """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology)."""
         port = self._a2a_ports.get(name)
-        return None if port is None else f"http://{self.topology.agent(name).address or HOST}:{port}"
+        return None if port is None else f"http://{self.host_of(name)}:{port}"
 
     def agent_dir(self, name: str) -> Path:
         """Agent ``name``'s state directory (databases, host key, log)."""
@@ -142,6 +167,8 @@ class Lab:
         engineers = {a.name: [ENGINEER] for a in self.topology.agents if a.role == Role.FME_COPILOT}
         agent_db, self._logins = agent_users((a.name for a in self.topology.agents), speaks_for=engineers)
         try:
+            if self.netns:
+                self.net = lab_netns.create(self.state_dir, [a.name for a in self.local_agents])
             for spec in self.local_agents:
                 fresh_agent_dir(self, spec.name)  # a run starts from empty agents, never resumes
             if isinstance(self.fleet, InProcessFleet):
@@ -176,6 +203,10 @@ class Lab:
         self._stopped = True
         leftovers = self.kernel.close()
         leftovers += self.fleet.stop()
+        if self.net is not None:
+            # after the fleet: a process still running in a namespace now is one the fleet did not stop
+            removed = self.net.destroy()
+            leftovers += [f"process {pid} left in the lab network" for pid in removed.processes]
         if self._bss is not None:
             self._bss.close()
         if self._started_at:
@@ -192,7 +223,10 @@ class Lab:
             time.sleep(0.05)
         processes = self.fleet.leftovers() if isinstance(self.fleet, ProcessFleet) else []
         open_ports = []
-        for name, port in sorted(self._ports.items()):
+        if self.net is not None:
+            # its addresses are gone with it (another lab may have them now): look for its objects instead
+            processes += lab_netns.leftover_labs().get(self.net.lab_id, [])
+        for name, port in sorted(self._ports.items()) if self.net is None else ():
             with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
                 probe.settimeout(0.5)
                 if probe.connect_ex((HOST, port)) == 0:
@@ -212,7 +246,7 @@ class Lab:
 
         out: dict[str, list[Task]] = {}
         for name, agent in self.agents.items():
-            with AgentClient.connect(HOST, agent.port, username=ADMIN[0], password=ADMIN[1]) as client:
+            with AgentClient.connect(self.host_of(name), agent.port, username=ADMIN[0], password=ADMIN[1]) as client:
                 out[name] = client.list_tasks()
         return out
 
