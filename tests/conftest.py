@@ -7,12 +7,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 sys.path.insert(0, str(Path(__file__).parent))  # tests' own helpers (rawnc)
 
 from an_agent.model import AgentProfile
 from an_agent.server import AgentServer, ServerConfig
 from support import TEST_PROFILE
+
+# Hypothesis' per-example deadline (200 ms) measures the machine's load, not our code: a CI runner
+# or a shared 2-core machine misses it now and then. Examples stay bounded by max_examples.
+settings.register_profile("an-agent", deadline=None)
+settings.load_profile("an-agent")
 
 
 @pytest.fixture
