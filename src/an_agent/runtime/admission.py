@@ -290,9 +290,10 @@ class TaskAdmission:
             for check in [*committed.checks, *committed.input_checks]:
                 self.schemas.accept(check)
         for task in committed.added:
-            if self._context is not None and task.commu_type != CommuType.TASK_CANCEL:
-                self._context.assigned(task, principal.name)  # before it runs, so that its end finds the record
             self._tasks.admit(task)
+            # After admit: the record is a second datastore edit, which must not delay "created".
+            if self._context is not None and task.commu_type != CommuType.TASK_CANCEL:
+                self._context.assigned(task, principal.name)
         for old, new in committed.changed:
             self._tasks.update(old, new, committed.inputs.get(new.task_id))
         for task_id in committed.removed:
