@@ -8,10 +8,8 @@ password logins are logged and slowed down by the agent's `LoginThrottle`.
 from __future__ import annotations
 
 import base64
-import contextlib
+import io
 import logging
-import os
-import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
@@ -19,6 +17,7 @@ from pathlib import Path
 
 import paramiko
 
+from an_agent._files import write_private
 from an_agent.access.logins import LoginThrottle
 from an_agent.access.users import hash_password, verify_password
 from an_agent.errors import ConfigError
@@ -89,17 +88,9 @@ def load_or_create_host_key(path: Path) -> paramiko.PKey:
             raise ConfigError(f"host key {path} is unreadable ({exc}); delete it to generate a new one") from None
     key = paramiko.RSAKey.generate(3072)
     private_directory(path.parent)
-    # mkstemp creates a fresh name with O_EXCL and mode 0600: a symlink planted
-    # at a predictable temporary name cannot redirect the private key.
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w") as fh:
-            key.write_private_key(fh)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    text = io.StringIO()
+    key.write_private_key(text)
+    write_private(path, text.getvalue().encode("ascii"))  # 0600, atomic, no symlink follows
     return key
 
 

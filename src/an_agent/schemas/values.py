@@ -40,7 +40,7 @@ class Constraints:
     enum: tuple[str, ...] = ()
     minimum: float | None = None
     maximum: float | None = None
-    value_format: str | None = None  # "date-time", "date", "duration" (ISO 8601), or a placeholder pattern
+    value_format: str | None = None  # "date-time", "date", "duration" (ISO 8601), or an id format like CELL-<digits>
     item_format: str | None = None
     unit: str | None = None  # unit of an integer/number key ("Unit: mbps."), for people and the projection
 
