@@ -13,7 +13,11 @@ import httpx
 import pytest
 from test_structured_payloads import SCHEMA, assign
 
+from an_agent.errors import SchemaError
 from an_agent.model import AgentProfile
+from an_agent.schemas.registry import TemplateRegistry
+from an_agent.schemas.template import Template
+from an_agent.schemas.validate import validate_payload
 from an_agent.server import AgentServer, ServerConfig
 from fake_embedder import FakeEmbedder
 from rawnc import NS, RawSession, error_fields
@@ -30,13 +34,18 @@ def server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]:
         yield running
 
 
-def _template(raw: RawSession, language: str) -> tuple[str | None, dict[str, str]]:
+def _wire_template(raw: RawSession, language: str, scenario: str = ENERGY) -> tuple[str | None, Template]:
     reply = raw.rpc(
-        f'<get-schema-template xmlns="{SCHEMA}"><scenario>{ENERGY}</scenario>'
+        f'<get-schema-template xmlns="{SCHEMA}"><scenario>{scenario}</scenario>'
         f"<preferred-language>{language}</preferred-language></get-schema-template>"
     )
-    template = json.loads(reply.findtext(f"{{{SCHEMA}}}template") or "{}")
-    return reply.findtext(f"{{{SCHEMA}}}language"), {k["key_name"]: k["semantic_description"] for k in template["keys"]}
+    template = Template.from_dict(json.loads(reply.findtext(f"{{{SCHEMA}}}template") or "{}"))
+    return reply.findtext(f"{{{SCHEMA}}}language"), template
+
+
+def _template(raw: RawSession, language: str) -> tuple[str | None, dict[str, str]]:
+    served, template = _wire_template(raw, language)
+    return served, {k.key_name: k.semantic_description for k in template.keys}
 
 
 def test_get_schema_template_in_chinese_or_english(server: AgentServer) -> None:
@@ -52,6 +61,33 @@ def test_get_schema_template_in_chinese_or_english(server: AgentServer) -> None:
         assert bad["tag"] == "invalid-value" and "action" in (bad["message"] or ""), bad
         ok = assign(raw, "t2", {"cell_ids": ["CELL-0401"], "action": "reduce"}, "admin")
         assert ok.find("nc:ok", NS) is not None
+    finally:
+        raw.close()
+
+
+def test_a_client_reading_chinese_templates_validates_as_one_reading_english(server: AgentServer) -> None:
+    """The constraints a client parses from the Chinese wire form (enumerations, ranges, formats, item
+    formats) are the ones of the English original, for every shipped template."""
+    raw = RawSession(server.port)
+    try:
+        for shipped in TemplateRegistry.default().templates():
+            served_zh, chinese = _wire_template(raw, "zh", shipped.schema_id)
+            served_en, english = _wire_template(raw, "en", shipped.schema_id)
+            assert (served_zh, served_en) == ("zh", "en")
+            assert chinese.key_names == english.key_names
+            for zh_key, en_key in zip(chinese.keys, english.keys, strict=True):
+                assert zh_key.semantic_description != en_key.semantic_description, en_key.key_name
+                assert zh_key.constraints == en_key.constraints, (shipped.schema_id, en_key.key_name)
+        _, chinese = _wire_template(raw, "zh")
+        assert chinese.key("action") is not None and "reduce" in chinese.key("action").constraints.enum  # type: ignore[union-attr]
+        for payload, key in (
+            ({"cell_ids": ["CELL-0401"], "action": "explode"}, "action"),
+            ({"cell_ids": ["SITE-04"], "action": "reduce"}, "cell_ids"),
+        ):
+            with pytest.raises(SchemaError) as refused:
+                validate_payload(chinese, {"schema_id": ENERGY, "payload": payload})
+            assert any(problem.startswith(key) for problem in refused.value.problems), refused.value.problems
+        validate_payload(chinese, {"schema_id": ENERGY, "payload": {"cell_ids": ["CELL-0401"], "action": "reduce"}})
     finally:
         raw.close()
 

@@ -3,9 +3,7 @@
 The templates themselves stay in the draft's format, in English: their ``semantic_description`` is what
 the value constraints are parsed from (`an_agent.schemas.template`) and what the embeddings of schema
 evolution compare. Other languages are display text kept beside them, one file per language in
-``schemas/i18n/<language>.json``::
-
-    {"language": "zh", "name": "...", "templates": {"<schema_id>": {"<key_name>": "<description>"}}}
+``schemas/i18n/<language>.json`` (`an_agent.schemas.catalogue`).
 
 `localize` gives a template whose descriptions are in the language asked for when it has them (each key
 falls back to English on its own: a key added by a schema patch has an English description only); the
@@ -16,39 +14,17 @@ ship, else English. Shipped: English (``en``) and Chinese (``zh``).
 
 from __future__ import annotations
 
-import functools
-import json
 from dataclasses import replace
-from importlib import resources
-from types import MappingProxyType
-from typing import Any
 
-from an_agent.errors import ConfigError
+from an_agent.schemas.catalogue import catalogues
 from an_agent.schemas.template import Template
 
 DEFAULT_LANGUAGE = "en"
 
 
-@functools.cache
-def _catalogues() -> MappingProxyType[str, MappingProxyType[str, dict[str, str]]]:
-    """Every shipped language's descriptions, by language, schema_id and key (read once)."""
-    out: dict[str, MappingProxyType[str, dict[str, str]]] = {}
-    for entry in resources.files("an_agent").joinpath("schemas/i18n").iterdir():
-        if not entry.name.endswith(".json"):
-            continue
-        try:
-            document: Any = json.loads(entry.read_text(encoding="utf-8"))
-            language = str(document["language"]).lower()
-            templates = {str(s): {str(k): str(v) for k, v in keys.items()} for s, keys in document["templates"].items()}
-        except (ValueError, KeyError, TypeError, AttributeError) as exc:
-            raise ConfigError(f"template translations {entry.name} are malformed: {exc}") from None
-        out[language] = MappingProxyType(templates)
-    return MappingProxyType(out)
-
-
 def languages() -> tuple[str, ...]:
     """The languages template descriptions are served in (English first)."""
-    return (DEFAULT_LANGUAGE, *sorted(_catalogues()))
+    return (DEFAULT_LANGUAGE, *sorted(catalogues()))
 
 
 def pick_language(requested: str | None) -> str:
@@ -79,10 +55,12 @@ def localize(template: Template, language: str) -> Template:
     """``template`` with the descriptions of ``language`` where it has them (module docstring)."""
     if language == DEFAULT_LANGUAGE:
         return template
-    texts = _catalogues().get(language, MappingProxyType({})).get(template.schema_id)
+    catalogue = catalogues().get(language)
+    texts = catalogue.templates.get(template.schema_id) if catalogue else None
     if not texts:
         return template
-    # Constraints keep the English parse: `replace` copies them untouched.
+    # Constraints keep the English parse: `replace` copies them untouched (a client parsing the localized
+    # text gets the same ones through the catalogue's constraint phrases, see `schemas.values`).
     keys = tuple(
         replace(key, semantic_description=texts[key.key_name]) if key.key_name in texts else key
         for key in template.keys

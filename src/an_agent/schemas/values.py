@@ -15,6 +15,7 @@ from functools import lru_cache
 from typing import Any, Literal
 
 from an_agent.clock import from_rfc3339
+from an_agent.schemas.catalogue import catalogues
 
 KeyType = Literal["string", "integer", "number", "boolean", "array", "object"]
 KEY_TYPES: tuple[KeyType, ...] = ("string", "integer", "number", "boolean", "array", "object")
@@ -30,6 +31,9 @@ DURATION_PATTERN = r"^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\
 _DURATION = re.compile(DURATION_PATTERN)
 _ITEM_FORMAT = re.compile(r"Item format:\s*([A-Za-z0-9_<>\-]+?)\.?(?:\s|$)")
 _PLACEHOLDERS = {"<digits>": r"\d+", "<letters>": r"[A-Za-z]+", "<alnum>": r"[A-Za-z0-9]+"}
+# A gloss in full-width parentheses (U+FF08 ... U+FF09) after a value of a translated description,
+# e.g. a Chinese gloss after "no_coverage": not part of the value.
+_GLOSS = re.compile(r"\uff08[^\uff09]*\uff09")
 _MAX_SHOWN = 60  # characters of an offending value quoted back in a problem line
 
 
@@ -54,8 +58,28 @@ def _fmt_num(value: float | None) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
+@lru_cache(maxsize=1)
+def _localized_phrases() -> tuple[tuple[str, str], ...]:
+    """(phrase in a shipped language, English phrase), longest first so that "Item format:" wins over
+    "Format:" when one translation contains the other."""
+    pairs = {(local, english) for c in catalogues().values() for english, local in c.phrases.items() if local}
+    return tuple(sorted(pairs, key=lambda pair: -len(pair[0])))
+
+
+def _in_english_phrases(description: str) -> str:
+    """``description`` with the constraint phrases of any shipped language replaced by the English ones."""
+    if description.isascii():
+        return description
+    text = _GLOSS.sub("", description)
+    for local, english in _localized_phrases():
+        text = text.replace(local, english)
+    return text
+
+
 def parse_constraints(description: str) -> Constraints:
-    """Extract the enumeration, range and formats that a semantic description states."""
+    """Extract the enumeration, range and formats that a semantic description states, in English or in
+    a shipped translation (its ``constraint_phrases``, `an_agent.schemas.catalogue`)."""
+    description = _in_english_phrases(description)
     enum: tuple[str, ...] = ()
     match = _ENUM.search(description)
     if match:
