@@ -21,7 +21,15 @@ from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
 from an_agent.agents.environment import Scheduler
-from an_agent.agents.exchange import Exchange, TaskHandle, next_order, param_payload
+from an_agent.agents.exchange import (
+    Exchange,
+    InputAnswer,
+    TaskHandle,
+    input_text,
+    next_order,
+    param_payload,
+    status_summary,
+)
 from an_agent.errors import AnAgentError, ConfigError
 from an_agent.model import (
     ConditionNotification,
@@ -122,8 +130,12 @@ class A2APeer:
         """``get-schema-template`` over NETCONF, as the other negotiations (the card's schemas have no patches)."""
         return self._netconf.schema(scenario, supported_versions)
 
-    def assign(self, task: Task, params: Iterable[DataParam] = ()) -> TaskHandle:
-        """taskAssign as an A2A message; the handle waits for the task's end (streamed) and reads it."""
+    def assign(self, task: Task, params: Iterable[DataParam] = (), on_input: InputAnswer | None = None) -> TaskHandle:
+        """taskAssign as an A2A message; the handle waits for the task's end (streamed) and reads it.
+
+        ``on_input`` answers the task's ``input-required`` by a message on the task (A2A's follow-up);
+        without it, input-required ends the wait (the behaviour reads the task as it is).
+        """
         client = self._connect()
         peers = self._peers
         key = (self.name, task.task_id)
@@ -152,38 +164,77 @@ class A2APeer:
             self.name, "SendStreamingMessage", "taskAssign", first.task_id, summary, payload=envelope, order=order
         )
         threading.Thread(
-            target=self._follow, args=(stream, key, first.task_id), name=f"a2a:{peers.me}<-{self.name}", daemon=True
+            target=self._follow,
+            args=(stream, key, first.task_id, on_input),
+            name=f"a2a:{peers.me}<-{self.name}",
+            daemon=True,
         ).start()
         return TaskHandle(self, task.task_id, ended)
 
-    def _follow(self, stream: Iterator[Task | ConditionNotification], key: tuple[str, str], task_id: str) -> None:
-        """Record the streamed status changes; the end (or a broken stream) completes the hand-off."""
+    def _follow(
+        self,
+        stream: Iterator[Task | ConditionNotification],
+        key: tuple[str, str],
+        task_id: str,
+        on_input: InputAnswer | None = None,
+    ) -> None:
+        """Record the streamed status changes; the end (or a broken stream) completes the hand-off.
+
+        An ``input-required`` that ``on_input`` answers is answered by a message on the task, whose
+        stream is followed on (the hand-off waits for the task's real end).
+        """
         peers = self._peers
         try:
-            for event in stream:
-                if not isinstance(event, ConditionNotification):
-                    continue
-                peers.record(
-                    Exchange(
-                        time=event.event_time if event.event_time is not None else peers.scheduler.now(),
-                        sender=self.name,
-                        receiver=peers.me,
-                        operation="TaskStatusUpdateEvent",
-                        commu_type="taskResultNotify",
-                        task_id=task_id,
-                        summary=f"{event.status}" + (f": {event.reason}" if event.reason else ""),
-                        status=str(event.status),
-                        order=next_order(),
+            events: Iterator[Task | ConditionNotification] | None = stream
+            while events is not None:
+                stream, events = events, None
+                for event in stream:
+                    if not isinstance(event, ConditionNotification):
+                        continue
+                    peers.record(
+                        Exchange(
+                            time=event.event_time if event.event_time is not None else peers.scheduler.now(),
+                            sender=self.name,
+                            receiver=peers.me,
+                            operation="TaskStatusUpdateEvent",
+                            commu_type="taskResultNotify",
+                            task_id=task_id,
+                            summary=status_summary(event, previous=False),
+                            status=str(event.status),
+                            order=next_order(),
+                        )
                     )
-                )
-                if event.status.terminal or event.status == TaskStatus.INPUT_REQUIRED:
-                    peers.scheduler.complete(key, event)
-                    return
+                    if event.status == TaskStatus.INPUT_REQUIRED and on_input is not None:
+                        events = self._answer_input(task_id, event, on_input)
+                        if events is not None:
+                            break  # followed on in the answer's stream
+                    if event.status.terminal or event.status == TaskStatus.INPUT_REQUIRED:
+                        peers.scheduler.complete(key, event)
+                        return
         except AnAgentError as exc:
             log.debug("A2A stream %s<-%s ended: %s", peers.me, self.name, exc)
         # The stream ended without an end state (the lab is stopping, or the connection broke): let the
         # waiting behaviour read the task as it is.
         peers.scheduler.complete(key, ConditionNotification(task_id, TaskStatus.FAILED, reason="A2A stream ended"))
+
+    def _answer_input(
+        self, task_id: str, event: ConditionNotification, on_input: InputAnswer
+    ) -> Iterator[Task | ConditionNotification] | None:
+        """A message on the task with the assigner's answer; its stream, or None when there is no answer."""
+        values = on_input(event)
+        if values is None:
+            return None
+        order = next_order()
+        summary = "input: " + ", ".join(f"{k} {v}" for k, v in values.items())
+        try:
+            answer = self._connect().provide_input(task_id, text=input_text(values))
+        except AnAgentError as exc:
+            self._peers.record_exchange(
+                self.name, "SendMessage", "taskInputProvide", task_id, summary, ok=False, error=str(exc), order=order
+            )
+            return None
+        self._peers.record_exchange(self.name, "SendMessage", "taskInputProvide", task_id, summary, order=order)
+        return answer
 
     def get_task(self, task_id: str) -> Task:
         """taskResultQuery as A2A GetTask."""

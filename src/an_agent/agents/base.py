@@ -30,6 +30,7 @@ from typing import Any, ClassVar
 
 from an_agent.agents import payloads
 from an_agent.agents.environment import AgentEnvironment, Shutdown
+from an_agent.agents.exchange import InputAnswer
 from an_agent.agents.findings import Finding
 from an_agent.agents.peers import Peers, TaskHandle
 from an_agent.agents.schema_use import adopt_evolved_keys, supported_versions
@@ -156,6 +157,15 @@ class LabBehaviour(Behaviour):
         try:
             if task.commu_type not in (None, CommuType.TASK_ASSIGN):
                 return
+            senders = self.env.senders
+            if senders is not None and task.send_from not in senders:
+                # talks_to is policy (a lab with a directory): finding an agent does not entitle one to task it
+                raise RpcError.access_denied(
+                    f"{self.name} refuses task {task.task_id} from {task.send_from or 'an unnamed sender'}: the "
+                    "topology's talks_to does not let it assign tasks here "
+                    f"(allowed: {', '.join(sorted(senders)) or 'none'})",
+                    f"/irtf-agent:tasks/task[task-id='{task.task_id}']/task-sendFrom",
+                )
             with self._lock:
                 busy = len(self._holds) + self._running
             if busy >= self.env.task_capacity:
@@ -309,16 +319,17 @@ class LabBehaviour(Behaviour):
         value: dict[str, Any],
         accept_counter: Accept | None = None,
         expected_response: str | None = None,
+        on_input: InputAnswer | None = None,
     ) -> Outcome:
         """`propose`, then taskAssign and wait for the end (by notification).
 
         Returns the peer's finished or failed task, or an `Outcome` without task when no agreement was
-        reached (its refusals say why).
+        reached (its refusals say why). ``on_input`` answers the peer's ``input-required`` meanwhile.
         """
         agreed = self.propose(peer, slug, target, description, value, accept_counter)
         if agreed.task_id is None:
             return Outcome(None, None, agreed.refusals)
-        handle = self.assign(peer, agreed.task_id, target, description, agreed.value, expected_response)
+        handle = self.assign(peer, agreed.task_id, target, description, agreed.value, expected_response, on_input)
         return Outcome(handle.result(), agreed.value, agreed.refusals)
 
     def propose(
@@ -395,8 +406,9 @@ class LabBehaviour(Behaviour):
         description: str,
         value: dict[str, Any],
         expected_response: str | None = None,
+        on_input: InputAnswer | None = None,
     ) -> TaskHandle:
-        """taskAssign with the payload as a data-param; the handle waits for the end."""
+        """taskAssign with the payload as a data-param; the handle waits for the end (``on_input``: `ask`)."""
         param = payloads.data_param(f"{task_id}.payload", value, f"{value['schema_id']} payload of {task_id}")
         task = Task(
             task_id=task_id,
@@ -408,7 +420,7 @@ class LabBehaviour(Behaviour):
             expected_response=expected_response,
             msg_data=[param.id],
         )
-        return self.peers.peer(peer).assign(task, [param])
+        return self.peers.peer(peer).assign(task, [param], on_input)
 
     def evaluate(self, peer: str, outcome: Outcome, keys: list[str], covers: dict[str, list[str]]) -> bool:
         """FULFILLMENT on a peer's task, judged by this agent (the requester): does the result give ``keys``

@@ -22,7 +22,8 @@ from an_agent.agents.base import NotFeasible, Outcome, TaskFailure
 from an_agent.agents.complaint_text import parse_ticket
 from an_agent.agents.environment import RoleName
 from an_agent.agents.subtickets import SubTicketing
-from an_agent.model import Task, parse_prompt
+from an_agent.clock import to_rfc3339
+from an_agent.model import ConditionNotification, Task, parse_prompt
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
@@ -46,6 +47,7 @@ class ComplaintBehaviour(SubTicketing):
         return f"{self.name} handles complaints of {', '.join(self.env.regions) or 'every region'}"
 
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
+        received = self.env.scheduler.now()  # when the ticket reached this agent: what it can tell of its time
         if payload is None:
             text = parse_prompt(task.content or "").task_description or ""
             if not text:
@@ -69,10 +71,10 @@ class ComplaintBehaviour(SubTicketing):
         values = dict(payload.values)
         if payload.other.fragments:
             values["other"] = list(payload.other.fragments)
-        resolution = self._process(values)
+        resolution = self._process(values, received)
         self.finish(run, str(resolution["summary"]), resolution)
 
-    def _process(self, values: dict[str, Any]) -> dict[str, Any]:
+    def _process(self, values: dict[str, Any], received: float) -> dict[str, Any]:
         ticket = str(values["ticket_id"])
         region = values.get("region")
         location = str(values.get("location") or "")
@@ -80,7 +82,11 @@ class ComplaintBehaviour(SubTicketing):
         if region and not self.env.in_scope(str(region)):
             peers = self.env.peers_with_role(RoleName.COMPLAINT, str(region))
             if not peers:
-                raise TaskFailure(f"ticket {ticket} concerns {region}, and {self.name} knows no agent there")
+                why = self.env.why_no_peer(RoleName.COMPLAINT)
+                raise TaskFailure(
+                    f"ticket {ticket} concerns {region}, and {self.name} knows no agent there"
+                    + (f": {why}" if why else "")
+                )
             self.note(
                 "boundary",
                 f"ticket {ticket}: {location or 'the location'} is in {region}, another "
@@ -111,6 +117,7 @@ class ComplaintBehaviour(SubTicketing):
                 f"Resolve complaint ticket {ticket}: {values.get('complaint_category')} at {location}",
                 value,
                 expected_response="the resolution of the complaint",
+                on_input=lambda event: self._answer(ticket, received, event),
             )
             return self._relay(ticket, oss[0], outcome)
         services = self.env.peers_with_role(RoleName.CROSS_DOMAIN_FAULT)
@@ -126,6 +133,24 @@ class ComplaintBehaviour(SubTicketing):
         if not sites:
             raise TaskFailure(f"ticket {ticket}: the location {location!r} is not a known place of the network")
         return self.investigate(values, sites)
+
+    def _answer(self, ticket: str, received: float, event: ConditionNotification) -> dict[str, str] | None:
+        """What this agent, which took the ticket from the BSS, can tell the OSS agent that asks: when it
+        was raised (an upper bound of when the trouble began: the ticket said no time)."""
+        asked = [parse_prompt(item.required).target_object or "" for item in event.input_required]
+        known = {"occurred_at": to_rfc3339(received)}
+        answer = {key: known[key] for key in asked if key in known}
+        self.note(
+            "input_answered" if answer else "input_unanswered",
+            f"ticket {ticket}: {event.task_id} asks for {', '.join(asked) or 'nothing named'}; "
+            + (
+                "answering " + ", ".join(f"{k} {v} (when the BSS raised the ticket)" for k, v in answer.items())
+                if answer
+                else f"{self.name} knows none of it"
+            ),
+            task_id=event.task_id,
+        )
+        return answer or None
 
     def _relay(self, ticket: str, peer: str, outcome: Outcome) -> dict[str, Any]:
         if not outcome.finished:

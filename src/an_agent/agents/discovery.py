@@ -15,9 +15,11 @@ the peer's result or failure ends the broker's task.
 
 from __future__ import annotations
 
-from collections.abc import Collection
+import threading
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
+from an_agent.agents.exchange import Exchange, Recorder, next_order
 from an_agent.errors import AnAgentError
 from an_agent.model import (
     DataParam,
@@ -66,6 +68,103 @@ class Discovery:
                 f"{query.describe()}{policy}"
             )
         return fitting[0]
+
+
+class DirectoryPeers:
+    """A lab agent's peers found through its lab's directory agent (`an_agent.agents.environment.PeerFinder`).
+
+    ``find(role)`` asks the directory (``find-agents``) for the role's skill (``skill_of``), keeps the
+    answers the ``allowed`` policy (``talks_to``) lets ``me`` talk to, and remembers where each one said
+    it listens: `address_of` and `a2a_url_of` give the peers' addresses *from the directory's answer*,
+    not from the topology. ``directory_name`` names the directory agent in the records. Each query is
+    recorded as an exchange ``find-agents`` / ``AgentDiscovery``
+    (``record``), saying what the directory answered and what the policy kept. ``login`` is called when
+    a query is made (the directory's address is known once it serves); None: the directory is not up.
+    """
+
+    def __init__(
+        self,
+        me: str,
+        directory_name: str,
+        login: Callable[[], DirectoryLogin | None],
+        allowed: Collection[str],
+        skill_of: Mapping[str, str],
+        record: Recorder,
+        now: Callable[[], float],
+    ) -> None:
+        self.me = me
+        self.directory_name = directory_name
+        self._login = login
+        self.allowed = frozenset(allowed)
+        self._skill_of = dict(skill_of)
+        self._record = record
+        self._now = now
+        self._lock = threading.Lock()
+        self._found: dict[str, DirectoryEntry] = {}
+        self._why: dict[str, str] = {}
+
+    def find(self, role: str) -> list[str]:
+        """The names the directory answers for ``role``'s skill that the policy allows (sorted)."""
+        skill = self._skill_of.get(role, role)
+        query = AgentQuery(skill=skill)
+        login = self._login()
+        order = next_order()
+        if login is None:
+            self._note_none(role, "the lab has no directory serving yet", query, order, ok=False)
+            return []
+        try:
+            answer = [e for e in Discovery(login).find(query) if e.name != self.me]
+        except AnAgentError as exc:
+            self._note_none(role, f"the directory at {login.host}:{login.port} failed: {exc}", query, order, ok=False)
+            return []
+        kept = [e for e in answer if e.name in self.allowed and e.port is not None]
+        with self._lock:
+            self._found.update((e.name, e) for e in kept)
+        answered = ", ".join(e.name for e in answer) or "none"
+        if kept:
+            self._why.pop(role, None)
+            kept_names = ", ".join(e.name for e in kept)
+            summary = f"{query.describe()}: directory answered {answered}; talks_to keeps {kept_names}"
+        else:
+            policy = ", ".join(sorted(self.allowed)) or "none"
+            why = (
+                f"no agent registered in the directory at {login.host}:{login.port} fits {query.describe()} "
+                f"among the agents {self.me} may talk to ({policy}); the directory answered {answered}"
+            )
+            self._why[role] = why
+            summary = why
+        self._record(
+            Exchange(
+                self._now(), self.me, self.directory_name, "find-agents", "AgentDiscovery", None, summary,
+                "found" if kept else "no fit", None, True, None, order,
+            )
+        )  # fmt: skip
+        return sorted(e.name for e in kept)
+
+    def _note_none(self, role: str, why: str, query: AgentQuery, order: int, ok: bool) -> None:
+        self._why[role] = f"no agent found for {query.describe()}: {why}"
+        self._record(
+            Exchange(
+                self._now(), self.me, self.directory_name, "find-agents", "AgentDiscovery", None, self._why[role],
+                "no fit", None, ok, None if ok else why, order,
+            )
+        )  # fmt: skip
+
+    def why_none(self, role: str) -> str:
+        return self._why.get(role, "")
+
+    def address_of(self, name: str) -> tuple[str, int] | None:
+        """Where ``name`` said it listens when the directory last answered it (None: not found yet)."""
+        with self._lock:
+            entry = self._found.get(name)
+        if entry is None or entry.port is None:
+            return None
+        return (entry.address or "127.0.0.1", entry.port)
+
+    def a2a_url_of(self, name: str) -> str | None:
+        with self._lock:
+            entry = self._found.get(name)
+        return None if entry is None else entry.a2a_url
 
 
 class BrokerBehaviour(Behaviour):

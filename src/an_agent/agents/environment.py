@@ -34,6 +34,8 @@ class RoleName(StrEnum):
     FME_COPILOT = "fme-copilot"
     TROUBLE_TICKET = "trouble-ticket"
     SERVICE_INTENT = "service-intent"
+    DIRECTORY = "directory"
+    """The lab's directory (``an-agent-directory``): the others register with it and find peers there."""
 
 
 class Layer(StrEnum):
@@ -374,6 +376,18 @@ class AgentDirectoryEntry:
     """An FME copilot's `Layer` (None for other roles)."""
 
 
+class PeerFinder(Protocol):
+    """Peers found through a directory agent (`an_agent.agents.discovery.DirectoryPeers`) rather than wired."""
+
+    def find(self, role: str) -> Sequence[str]:
+        """Names of the agents the directory answers for ``role``'s skill, filtered by the ``talks_to`` policy."""
+        ...
+
+    def why_none(self, role: str) -> str:
+        """Why the last query for ``role`` found no peer (the directory's answer and the policy), or ""."""
+        ...
+
+
 @dataclass(frozen=True)
 class Timing:
     """Simulated durations (seconds) of the agents' work; the topology may override each."""
@@ -404,6 +418,12 @@ class AgentEnvironment:
     journal: Journal
     directory: tuple[AgentDirectoryEntry, ...]
     """The agents this one may talk to (the topology's ``talks_to``), with their roles and regions."""
+    finder: PeerFinder | None = None
+    """With a directory agent in the topology: peers are those it answers (filtered by ``directory``,
+    the policy); None: ``directory`` is the wiring (a topology without a directory)."""
+    senders: frozenset[str] | None = None
+    """With a directory agent: who may assign tasks to this agent (``talks_to`` read backwards, and the
+    lab's ticket system for complaint agents); a task from anyone else is refused. None: no check."""
     timing: Timing = field(default_factory=Timing)
     options: dict[str, Any] = field(default_factory=dict)
     task_capacity: int = 8
@@ -425,11 +445,20 @@ class AgentEnvironment:
         return not self.regions or region in self.regions
 
     def peers_with_role(self, role: RoleName, region: str | None = None, layer: Layer | None = None) -> list[str]:
-        """Names of the reachable agents with ``role`` (responsible for ``region``, at ``layer`` when given), sorted."""
+        """Names of the reachable agents with ``role`` (responsible for ``region``, at ``layer`` when given), sorted.
+
+        With a `finder`, only the agents the directory answered (and the policy allows) are reachable.
+        """
+        found = None if self.finder is None else set(self.finder.find(role))
         return sorted(
             e.name
             for e in self.directory
             if e.role == role
+            and (found is None or e.name in found)
             and (region is None or not e.regions or region in e.regions)
             and (layer is None or e.layer == layer)
         )
+
+    def why_no_peer(self, role: RoleName) -> str:
+        """After `peers_with_role` found none: the directory's explanation ("" without a directory)."""
+        return "" if self.finder is None else self.finder.why_none(role)

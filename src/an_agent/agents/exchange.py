@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from an_agent.agents.environment import SimFuture
-from an_agent.model import ConditionNotification, DataParam, Task
+from an_agent.model import ConditionNotification, DataParam, DataType, Task, TaskStatus, parse_prompt
 
 _ORDER = itertools.count(1)
 
@@ -105,3 +105,46 @@ def param_payload(param: DataParam) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return value if isinstance(value, dict) else None
+
+
+InputAnswer = Callable[[ConditionNotification], "dict[str, str] | None"]
+"""An assigner's answer to its executor's ``input-required`` (draft-wang 5.2): given the notification (its
+``input-required`` list says what is missing), the values to send (``{item: value}``), or None to leave it
+unanswered (the executor's own time limit then decides)."""
+
+
+def status_summary(event: ConditionNotification, previous: bool = True) -> str:
+    """A status notification in words for the timeline: ``processing->input-required: reason (asks for: X)``."""
+    before = f"{event.previous_status}->" if previous and event.previous_status else ""
+    summary = f"{before}{event.status}" + (f": {event.reason}" if event.reason else "")
+    if event.status == TaskStatus.INPUT_REQUIRED and event.input_required:
+        asked = [parse_prompt(i.required).target_object or i.required for i in event.input_required]
+        summary += f" (asks for: {', '.join(asked)})"
+    return summary
+
+
+def input_text(values: dict[str, str]) -> str:
+    """The answer to an input request as text: one ``item: value`` line each (read back by `read_input`)."""
+    return "\n".join(f"{key}: {value}" for key, value in values.items())
+
+
+def read_input(texts: list[str]) -> dict[str, str]:
+    """The ``item: value`` lines of answers sent with `input_text` (over NETCONF or A2A)."""
+    values: dict[str, str] = {}
+    for text in texts:
+        for line in text.splitlines():
+            key, sep, value = line.partition(":")
+            if sep and key.strip() and value.strip():
+                values[key.strip()] = value.strip()
+    return values
+
+
+def input_param(task_id: str, values: dict[str, str], order: int) -> DataParam:
+    """The text data-param that carries an answer over NETCONF (added to the task's ``msg-data``)."""
+    return DataParam(
+        id=f"{task_id}.input.{order}",
+        data_type=DataType.TEXT,
+        description=f"answer to the input-required of {task_id}",
+        format="text/plain",
+        data=input_text(values),
+    )

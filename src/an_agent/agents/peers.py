@@ -25,7 +25,16 @@ from typing import Any
 
 from an_agent.agents.a2a_peer import A2APeer
 from an_agent.agents.environment import Scheduler
-from an_agent.agents.exchange import Exchange, Recorder, TaskHandle, next_order, param_payload
+from an_agent.agents.exchange import (
+    Exchange,
+    InputAnswer,
+    Recorder,
+    TaskHandle,
+    input_param,
+    next_order,
+    param_payload,
+    status_summary,
+)
 from an_agent.errors import AnAgentError, ConfigError, TransportError
 from an_agent.model import (
     ConditionNotification,
@@ -34,6 +43,7 @@ from an_agent.model import (
     NegotiationResult,
     NegotiationType,
     Task,
+    TaskStatus,
     parse_prompt,
 )
 from an_agent.nc.agent_client import AgentClient, NegotiatedTemplate
@@ -64,6 +74,7 @@ class Peer:
         self._seen: set[tuple[str, str]] = set()
         self._replay_from: float | None = None
         self._closed = False
+        self._answers: dict[str, InputAnswer] = {}
 
     def followed_elsewhere(self, task_id: str) -> None:
         """``task_id`` is followed over A2A (`A2APeer`): its notifications here are not the hand-off."""
@@ -125,7 +136,6 @@ class Peer:
                     self._seen.add((event.task_id, str(event.status)))
                     if event.event_time is not None:
                         self._replay_from = event.event_time
-                previous = f"{event.previous_status}->" if event.previous_status else ""
                 peers.record(
                     Exchange(
                         time=event.event_time if event.event_time is not None else peers.scheduler.now(),
@@ -134,11 +144,13 @@ class Peer:
                         operation="notification",
                         commu_type="taskResultNotify",
                         task_id=event.task_id,
-                        summary=f"{previous}{event.status}" + (f": {event.reason}" if event.reason else ""),
+                        summary=status_summary(event),
                         status=str(event.status),
                         order=next_order(),
                     )
                 )
+                if event.status == TaskStatus.INPUT_REQUIRED:
+                    self._answer_input(event)
                 if event.status.terminal:
                     peers.scheduler.complete((self.name, event.task_id), event)
         except TransportError:
@@ -156,6 +168,28 @@ class Peer:
             self._reconnect()
         except Exception:
             log.exception("notification dispatcher %s<-%s failed", peers.me, self.name)
+
+    def _answer_input(self, event: ConditionNotification) -> None:
+        """The assigner answers its executor's ``input-required`` by editing the task (draft-wang 5.2)."""
+        with self._lock:
+            answer = self._answers.get(event.task_id)
+        values = None if answer is None else answer(event)
+        if values is None:
+            return  # nothing to say: the executor's own time limit decides
+        order = next_order()
+        param = input_param(event.task_id, values, order)
+        summary = "input: " + ", ".join(f"{k} {v}" for k, v in values.items())
+        try:
+            client = self._connect()
+            with self._lock:
+                client.provide_input(event.task_id, [param])
+        except AnAgentError as exc:
+            self._peers.record_exchange(
+                self.name, "edit-config", "taskInputProvide", event.task_id, summary, ok=False, error=str(exc),
+                order=order,
+            )  # fmt: skip
+            return
+        self._peers.record_exchange(self.name, "edit-config", "taskInputProvide", event.task_id, summary, order=order)
 
     def _reconnect(self, attempts: int = 240, pause: float = 0.5) -> None:
         """Open the sessions again (resubscribing with replay) until the peer answers or we are closed."""
@@ -255,10 +289,17 @@ class Peer:
         )
         return result
 
-    def assign(self, task: Task, params: Iterable[DataParam] = ()) -> TaskHandle:
-        """taskAssign; the returned handle waits for the task's end (by notification) and reads its result."""
+    def assign(self, task: Task, params: Iterable[DataParam] = (), on_input: InputAnswer | None = None) -> TaskHandle:
+        """taskAssign; the returned handle waits for the task's end (by notification) and reads its result.
+
+        ``on_input`` answers the task's ``input-required`` (an edit of the task, ``taskInputProvide``);
+        without it such a request stays unanswered.
+        """
         client = self._connect()
         params = list(params)
+        if on_input is not None:
+            with self._lock:
+                self._answers[task.task_id] = on_input
         scheduler = self._peers.scheduler
         key = (self.name, task.task_id)
         ended = scheduler.expect(key)

@@ -4,14 +4,20 @@ The domain's CSS complaint agent (`an_agent.agents.complaint`) localises a ticke
 its complaint_ticket_v1 payload; this agent splits it into diagnosis sub-tickets for the transport (IP)
 and mobile (RAN) agents of its domain, has the cause repaired and the restoration verified
 (`SubTicketing`), and finishes with the resolution.
+
+Option ``ask_assigner_for`` (a list of complaint_ticket_v1 keys, e.g. ``[occurred_at]``): when the
+complaint carries none of a listed key, the task goes ``input-required`` listing what is missing (draft-wang
+5.2) and waits for its assigner to edit the task (or, over A2A, to send a message on it) with ``key: value``
+lines; it resumes with them, or fails saying what never came (``input_seconds``, real seconds, default 120).
 """
 
 from __future__ import annotations
 
 from an_agent.agents.base import NotFeasible, TaskFailure
 from an_agent.agents.environment import RoleName
+from an_agent.agents.exchange import read_input
 from an_agent.agents.subtickets import SubTicketing
-from an_agent.model import Task
+from an_agent.model import Task, build_prompt
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
@@ -45,5 +51,42 @@ class TroubleTicketBehaviour(SubTicketing):
         values = dict(payload.values)
         if payload.other.fragments:
             values["other"] = list(payload.other.fragments)
+        missing = [str(k) for k in self.env.options.get("ask_assigner_for", ()) if not values.get(str(k))]
+        if missing:
+            values.update(self._ask_assigner(task, run, str(values["ticket_id"]), missing))
         resolution = self.investigate(values, sites)
+        for key in missing:
+            resolution[key] = values[key]
         self.finish(run, str(resolution["summary"]), resolution)
+
+    def _ask_assigner(self, task: Task, run: TaskRun, ticket: str, missing: list[str]) -> dict[str, str]:
+        """``input-required`` towards the assigner for the ``missing`` keys; its answers, or `TaskFailure`."""
+        assigner = task.send_from or "the assigner"
+        required = [
+            build_prompt(key, f"complaint ticket {ticket} does not give its {key}: add a text data-param with "
+                         f"the line '{key}: <value>' to the task's msg-data")
+            for key in missing
+        ]  # fmt: skip
+        self.note(
+            "input_required", f"ticket {ticket}: asks {assigner} for {', '.join(missing)}", task_id=task.task_id,
+            missing=missing,
+        )  # fmt: skip
+        seconds = float(self.env.options.get("input_seconds", 120.0))
+        provided = run.request_input(
+            required, f"complaint ticket {ticket} does not say {', '.join(missing)}", timeout=seconds
+        )
+        if provided is None:
+            raise TaskFailure(f"ticket {ticket}: {assigner} gave no {', '.join(missing)} within {seconds:g} s")
+        texts = [p.data for p in provided.data_params if p.data]
+        answers = read_input(texts)
+        still = [key for key in missing if key not in answers]
+        if still:
+            raise TaskFailure(f"ticket {ticket}: the input {provided.provided_by} sent gives no {', '.join(still)}")
+        self.note(
+            "input_provided",
+            f"ticket {ticket}: {provided.provided_by} provided "
+            + ", ".join(f"{key} {answers[key]}" for key in missing)
+            + "; resuming",
+            task_id=task.task_id,
+        )
+        return {key: answers[key] for key in missing}

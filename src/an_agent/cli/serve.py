@@ -364,8 +364,9 @@ def run(args: argparse.Namespace) -> int:
         a2a_cert=args.a2a_cert,
         a2a_key=args.a2a_key,
         sshd_port=args.sshd_port,
-        directory=args.directory_role,
-        register_with=register_with,
+        # a lab's directory agent plays the role; the others register with it (as themselves)
+        directory=args.directory_role or (member is not None and member.behaviour is None),
+        register_with=register_with or (member.register_with if member is not None else None),
     )
     if member is not None:
         config = replace(
@@ -375,6 +376,10 @@ def run(args: argparse.Namespace) -> int:
             user_db=lab_settings["user_db"],
         )
     server = AgentServer(config)
+    if member is not None and member.behaviour is None and server.operations.directory is not None:
+        from an_agent.lab.inprocess import journal_directory
+
+        journal_directory(server.operations.directory.registry, member.name, member.journal)
     if server.notice:
         print(f"an-agent: {server.notice}", file=sys.stderr)
     stop = threading.Event()
@@ -389,7 +394,8 @@ def run(args: argparse.Namespace) -> int:
             lab_closed.wait()
             stop.set()
 
-        threading.Thread(target=stop_when_the_lab_closes, name="lab-closed", daemon=True).start()
+        if member.behaviour is not None:  # the directory waits for the lab's SIGTERM: the others deregister first
+            threading.Thread(target=stop_when_the_lab_closes, name="lab-closed", daemon=True).start()
     a2a = ""
     if server.a2a is not None:
         a2a = f", A2A on {server.a2a.url}/"

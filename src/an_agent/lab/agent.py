@@ -16,7 +16,9 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from an_agent.agents.base import LabBehaviour
-from an_agent.agents.environment import AgentEnvironment, ManagedNetwork, SchemaMode
+from an_agent.agents.discovery import DirectoryPeers
+from an_agent.agents.engineer import ENGINEER
+from an_agent.agents.environment import AgentEnvironment, ManagedNetwork, RoleName, SchemaMode
 from an_agent.agents.exchange import Exchange
 from an_agent.agents.peers import Peers
 from an_agent.agents.roles import ROLES
@@ -27,6 +29,7 @@ from an_agent.lab.network import SimNetwork
 from an_agent.lab.spec import AgentSpec, Topology
 from an_agent.lab.topology import load_topology
 from an_agent.model import AgentProfile, Capability, Skill
+from an_agent.nc.directory_client import DirectoryLogin
 
 log = logging.getLogger(__name__)
 
@@ -63,8 +66,30 @@ def lab_host_key(path: Path) -> None:
         key.write_private_key(fh)
 
 
+DIRECTORY_SKILL = Skill(
+    name="agent-discovery",
+    description="find the registered agents by skill, domain, schema or provider (module an-agent-directory)",
+    tags=["directory", "discovery", "registration"],
+    input_modes=["text/plain", "application/json;schema=agent_query_v1"],
+    output_modes=["application/json"],
+)
+
+
 def build_profile(spec: AgentSpec) -> AgentProfile:
     """The ``/irtf-agent:agent`` profile of a topology agent (skills from its role)."""
+    if spec.role == RoleName.DIRECTORY:
+        return AgentProfile(
+            name=spec.name,
+            alias=spec.role,
+            description=spec.description or "the lab's directory: agents register on start and find peers here",
+            type=spec.role,
+            skills=[DIRECTORY_SKILL],
+            version="1.0.0",
+            provider=spec.provider,
+            domain=spec.domain or "Management",
+            capability=Capability(streaming=False, push_notifications=True, negotiate=list(NEGOTIATION_TYPES)),
+            management_object="the lab's agents",
+        )
     role = ROLES[spec.role]
     skills = [
         Skill(
@@ -109,6 +134,16 @@ def peer_login(topology: Topology) -> tuple[str, str]:
     return (user, password)
 
 
+def directory_login(
+    topology: Topology, name: str, address_of: AddressOf, credentials: tuple[str, str]
+) -> DirectoryLogin | None:
+    """Agent ``name``'s login on its lab's directory agent (None: no directory, it is the directory, or
+    the directory does not serve yet). Each agent logs in as itself: only it may (de)register its name."""
+    directory = topology.directory_agent
+    where = None if directory is None or directory == name else address_of(directory)
+    return None if where is None else DirectoryLogin(where[0], where[1], credentials[0], credentials[1])
+
+
 def make_behaviour(
     topology: Topology,
     spec: AgentSpec,
@@ -127,13 +162,33 @@ def make_behaviour(
     """
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
+    credentials = credentials or peer_login(topology)
+    finder = senders = None
+    if topology.directory_agent is not None:
+        # talks_to is policy here: peers are what the directory answers, reached where it says they are.
+        login = credentials
+        finder = DirectoryPeers(
+            spec.name,
+            topology.directory_agent,
+            lambda: directory_login(topology, spec.name, address_of, login),
+            topology.talks_to.get(spec.name, ()),
+            {str(name): role.skills[0].name for name, role in ROLES.items()},
+            journal.record,
+            kernel.now,
+        )
+        address_of = _found_first(finder.address_of, address_of)
+        a2a_url_of = _found_first(finder.a2a_url_of, a2a_url_of)
+        # the lab's ticket system brings complaints; a copilot's field engineer asks it
+        extra = {"bss"} if spec.role == RoleName.COMPLAINT else set()
+        extra |= {ENGINEER} if spec.role == RoleName.FME_COPILOT else set()
+        senders = topology.senders_of(spec.name) | extra
     peers = Peers(
         spec.name,
         kernel,
         address_of,
         topology.talks_to.get(spec.name, ()),
         journal.record,
-        credentials=credentials or peer_login(topology),
+        credentials=credentials,
         over_a2a=topology.over_a2a(spec.name),
         a2a_url_of=a2a_url_of,
     )
@@ -145,12 +200,20 @@ def make_behaviour(
         network=network,
         journal=journal,
         directory=topology.directory_for(spec.name),
+        finder=finder,
+        senders=senders,
         timing=topology.timing,
         options=dict(spec.options),
         task_capacity=task_capacity,
         schemas=spec.schemas,
     )
     return ROLES[spec.role].behaviour(env, peers), peers
+
+
+def _found_first(found: Callable[[str], Any], wired: Callable[[str], Any]) -> Callable[[str], Any]:
+    """Where the directory said a peer is; the lab's own book only for what it did not answer (the ticket
+    system's own peers, or a peer asked for before any query)."""
+    return lambda name: found(name) or wired(name)
 
 
 @dataclass

@@ -12,7 +12,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
+from pathlib import Path
 
+from an_agent.agents.environment import RoleName
 from an_agent.errors import ConfigError
 from an_agent.lab.conductor import Conductor
 from an_agent.lab.control import ControlServer, create_secret, read_secret
@@ -74,7 +76,20 @@ class ProcessFleet:
         where = (first.address, first.control_port) if first is not None else (lab.control_host, 0)
         self._server = ControlServer(secret, self.conductor.handlers(), host=where[0], port=where[1]).start()
         control = self._server.address
-        for spec in lab.local_agents:
+        # The directory agent first, on its own: the others register with it as they start.
+        first_wave = [a for a in lab.local_agents if a.role == RoleName.DIRECTORY]
+        for wave in (first_wave, [a for a in lab.local_agents if a not in first_wave]):
+            if not wave:
+                continue
+            self._launch(wave, topology_file, control, secret_file)
+            ready = self.conductor.wait_ready({a.name for a in wave}, READY_TIMEOUT, self._dead)
+            for spec in wave:
+                info = ready[spec.name]
+                self._serving(spec, info["port"], info.get("a2a_port"))
+
+    def _launch(self, specs: list[AgentSpec], topology_file: Path, control: tuple[str, int], secret_file: Path) -> None:
+        lab = self.lab
+        for spec in specs:
             launch = AgentLaunch(
                 name=spec.name,
                 topology_file=topology_file,
@@ -87,10 +102,6 @@ class ProcessFleet:
                 a2a_port=None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0,
             )
             self._processes[spec.name] = start_agent(launch, lab.prefix_of(spec.name), self.env)
-        ready = self.conductor.wait_ready(set(self._processes), READY_TIMEOUT, self._dead)
-        for spec in lab.local_agents:
-            info = ready[spec.name]
-            self._serving(spec, info["port"], info.get("a2a_port"))
 
     def _serving(self, spec: AgentSpec, port: int, a2a_port: int | None) -> None:
         self.agents[spec.name] = AgentHandle(spec, self._processes[spec.name], port, a2a_port)
@@ -137,7 +148,9 @@ class ProcessFleet:
 
     def stop(self) -> list[str]:
         """Stop every agent process (their clocks were closed by the lab's kernel), then the channel."""
-        killed = stop_agents(list(self._processes.values()))
+        # The directory after the others: they deregister as they stop.
+        last = [p for name, p in self._processes.items() if self.lab.topology.agent(name).role == RoleName.DIRECTORY]
+        killed = stop_agents([p for p in self._processes.values() if p not in last]) + stop_agents(last)
         if self._server is not None:
             self._server.stop()
         if killed:

@@ -14,9 +14,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from an_agent.agents.base import LabBehaviour
+from an_agent.agents.environment import RoleName
 from an_agent.agents.peers import Peers
 from an_agent.errors import AnAgentError
-from an_agent.lab.agent import HOST, TASK_CAPACITY, build_profile, make_behaviour
+from an_agent.lab.agent import HOST, TASK_CAPACITY, build_profile, directory_login, make_behaviour
 from an_agent.lab.owner import FleetOwner
 from an_agent.lab.spec import AgentSpec
 
@@ -26,8 +27,9 @@ log = logging.getLogger(__name__)
 @dataclass
 class RunningAgent:
     spec: AgentSpec
-    behaviour: LabBehaviour
-    peers: Peers
+    behaviour: LabBehaviour | None
+    """None for the directory agent (the server's own directory behaviour)."""
+    peers: Peers | None
     server: Any
     """The `AgentServer` (typed loosely: importing the server stack is deferred to `start`)."""
 
@@ -50,9 +52,11 @@ class InProcessFleet:
 
         lab = self.lab
         yang = YangContext.default()
-        for spec in lab.topology.agents:
+        # The directory first: every other agent registers with it as it starts.
+        for spec in sorted(lab.topology.agents, key=lambda a: a.role != RoleName.DIRECTORY):
             agent_dir = lab.agent_dir(spec.name)
-            behaviour, peers = make_behaviour(
+            directory = spec.role == RoleName.DIRECTORY
+            behaviour, peers = (None, None) if directory else make_behaviour(
                 lab.topology,
                 spec,
                 lab.kernel,
@@ -61,7 +65,7 @@ class InProcessFleet:
                 lab.address_of,
                 credentials=lab.login_of(spec.name),
                 a2a_url_of=lab.a2a_url_of,
-            )
+            )  # fmt: skip
             port = spec.port if lab.use_topology_ports else 0
             a2a_port = None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0
             server = AgentServer(
@@ -81,9 +85,13 @@ class InProcessFleet:
                     schema_approval=spec.schema_approval,
                     a2a_port=a2a_port,
                     templates=list(spec.templates),
+                    directory=directory,
+                    register_with=directory_login(lab.topology, spec.name, lab.address_of, lab.login_of(spec.name)),
                 ),
                 yang=yang,
             )
+            if server.operations.directory is not None:
+                journal_directory(server.operations.directory.registry, spec.name, lab.journal)
             server.start()
             self.agents[spec.name] = RunningAgent(spec, behaviour, peers, server)
             lab.serving(spec.name, server.port, server.a2a.port if server.a2a is not None else None)
@@ -95,20 +103,32 @@ class InProcessFleet:
         # listener refuses the new session a worker would otherwise open once its old one was closed.
         # Stopped one after the other, with the client sessions first, a server waited for such a
         # worker until the request timeout (30 s): `lab down` right after `lab up` then hit its grace.
-        stoppers = [
-            threading.Thread(target=_stop_server, args=(agent,), name=f"stop:{agent.spec.name}")
-            for agent in self.agents.values()
-        ]
-        for thread in stoppers:
-            thread.start()
-        for thread in stoppers:
-            thread.join()
+        # The directory after the others: they deregister as they stop.
+        for last in (False, True):
+            stoppers = [
+                threading.Thread(target=_stop_server, args=(agent,), name=f"stop:{agent.spec.name}")
+                for agent in self.agents.values()
+                if (agent.spec.role == RoleName.DIRECTORY) == last
+            ]
+            for thread in stoppers:
+                thread.start()
+            for thread in stoppers:
+                thread.join()
         dispatchers: list[threading.Thread] = []
         for agent in self.agents.values():
-            dispatchers += agent.peers.close(join=False)
+            if agent.peers is not None:
+                dispatchers += agent.peers.close(join=False)
         for thread in dispatchers:
             thread.join(5.0)
         return []
+
+
+def journal_directory(registry: Any, name: str, journal: Any) -> None:
+    """Journal what the lab's directory agent ``name`` does: registrations, removals, queries.
+
+    ``registry`` is its `an_agent.runtime.directory.Directory`; ``journal`` the lab's (or its proxy).
+    """
+    registry.observe(lambda kind, text, details: journal.note(name, f"directory_{kind}", text, **details))
 
 
 def _stop_server(agent: RunningAgent) -> None:

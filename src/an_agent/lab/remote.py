@@ -28,19 +28,21 @@ from an_agent.agents.environment import (
     NetworkEvent,
     Place,
     RadioDiagnostics,
+    RoleName,
     SchemaMode,
     SiteView,
 )
 from an_agent.agents.exchange import Exchange
 from an_agent.agents.peers import Peers
 from an_agent.errors import AnAgentError, ControlError, TransportError
-from an_agent.lab.agent import TASK_CAPACITY, build_profile, make_behaviour
+from an_agent.lab.agent import TASK_CAPACITY, build_profile, directory_login, make_behaviour
 from an_agent.lab.control import ControlClient, read_secret
 from an_agent.lab.kernel import Key, SimKernel
 from an_agent.lab.topology import load_topology
 from an_agent.lab.waits import Future
 from an_agent.lab.wire import NETWORK_METHODS, decode, decode_event, encode
 from an_agent.model import AgentProfile
+from an_agent.nc.directory_client import DirectoryLogin
 
 log = logging.getLogger(__name__)
 
@@ -296,9 +298,14 @@ class LabMember:
 
     name: str
     profile: AgentProfile
-    behaviour: LabBehaviour
-    peers: Peers
+    behaviour: LabBehaviour | None
+    """None for the lab's directory agent (the server plays the directory role itself)."""
+    peers: Peers | None
     kernel: AgentKernel
+    network: RemoteNetwork
+    journal: RemoteJournal
+    register_with: DirectoryLogin | None
+    """The lab's directory agent, to register with on start (None: no directory, or this is it)."""
     users: dict[str, str]
     user_db: UserDb
     task_workers: int
@@ -311,9 +318,7 @@ class LabMember:
     def ready(self, port: int, a2a_port: int | None) -> None:
         """Tell the lab the agent serves (its ports), then start following the lab's clock."""
         self._channel.call("ready", agent=self.name, port=port, a2a_port=a2a_port)
-        network = self.behaviour.env.network
-        assert isinstance(network, RemoteNetwork)
-        threading.Thread(target=self._follow, args=(network,), name=f"lab-clock:{self.name}", daemon=True).start()
+        threading.Thread(target=self._follow, args=(self.network,), name=f"lab-clock:{self.name}", daemon=True).start()
 
     def _follow(self, network: RemoteNetwork) -> None:
         try:
@@ -324,7 +329,7 @@ class LabMember:
     def close(self) -> None:
         """After the server stopped: the kernel, the sessions to peers, the channels."""
         self.kernel.close()
-        for thread in self.peers.close(join=False):
+        for thread in self.peers.close(join=False) if self.peers is not None else ():
             thread.join(5.0)
         self._clock.close()
         self._channel.close()
@@ -366,7 +371,8 @@ def join_lab(topology_file: Path, name: str, control: str, secret_file: Path, sc
         value = channel.call("a2a_url", agent=name, peer=peer)
         return None if value is None else str(value)
 
-    behaviour, peers = make_behaviour(
+    directory = spec.role == RoleName.DIRECTORY
+    behaviour, peers = (None, None) if directory else make_behaviour(
         topology,
         spec,
         kernel,
@@ -375,7 +381,7 @@ def join_lab(topology_file: Path, name: str, control: str, secret_file: Path, sc
         address_of,
         credentials=(name, logins[name]),
         a2a_url_of=a2a_url_of,
-    )
+    )  # fmt: skip
     user_db = UserDb(
         {
             user: User(user, password, frozenset({"operators"}), frozenset({user, *speaks_for.get(user, ())}))
@@ -389,6 +395,10 @@ def join_lab(topology_file: Path, name: str, control: str, secret_file: Path, sc
         behaviour=behaviour,
         peers=peers,
         kernel=kernel,
+        network=network,
+        journal=journal,
+        # the lab starts its directory first: it serves by now
+        register_with=directory_login(topology, name, address_of, (name, logins[name])),
         users={str(admin[0]): str(admin[1])} if admin else {},
         user_db=user_db,
         task_workers=TASK_CAPACITY,

@@ -250,6 +250,15 @@ class Topology:
     def may_talk(self, sender: str, receiver: str) -> bool:
         return receiver in self.talks_to.get(sender, ())
 
+    @property
+    def directory_agent(self) -> str | None:
+        """The agent of role ``directory`` (at most one per lab), None without: ``talks_to`` is then the wiring."""
+        return next((a.name for a in self.agents if a.role == RoleName.DIRECTORY), None)
+
+    def senders_of(self, name: str) -> frozenset[str]:
+        """The agents ``talks_to`` lets assign tasks to ``name`` (the policy read backwards)."""
+        return frozenset(sender for sender, receivers in self.talks_to.items() if name in receivers)
+
     def directory_for(self, name: str) -> tuple[AgentDirectoryEntry, ...]:
         """The agents ``name`` may talk to, with role, regions and (FME copilots) layer."""
         allowed = set(self.talks_to.get(name, ()))

@@ -185,6 +185,9 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 host=raw.get("host"),
             )
         )
+    directories = [i for i, raw in enumerate(data["agents"]) if raw["role"] == Role.DIRECTORY]
+    for i in directories[1:]:
+        problems.add(["agents", i, "role"], f"a lab has one directory agent; agents[{directories[0]}] is already one")
     hosts = _hosts(data.get("hosts", []), problems)
     host_names = {h.name: h for h in hosts}
     for i, agent in enumerate(agents):

@@ -27,6 +27,10 @@ from an_agent.schemas.validate import schema_id_from_media_type
 
 FILE = "directory.json"
 
+Observer = Callable[[str, str, dict[str, object]], None]
+"""Told of each registration, removal and query a directory answered: ``(kind, text, details)`` with kind
+``registered``, ``deregistered`` or ``find`` (a lab journals them: `Directory.observe`)."""
+
 
 def entry_of_profile(profile: AgentProfile, address: str, port: int, a2a_url: str | None = None) -> DirectoryEntry:
     """The entry an agent registers for itself: its profile's skills (names and tags) and schemas."""
@@ -47,6 +51,7 @@ class Directory:
         self._now = now
         self._lock = threading.Lock()
         self._entries: dict[str, DirectoryEntry] = {}
+        self._observers: list[Observer] = []
         self.version = 0
         """Bumped after each change (part of `Operations.data_version`)."""
         if self._path.exists():
@@ -60,6 +65,15 @@ class Directory:
                 raise ConfigError(
                     f"directory state {self._path} is unreadable ({exc}); delete it to start empty"
                 ) from None
+
+    def observe(self, observer: Observer) -> None:
+        """Call ``observer`` after each registration, removal and query answered through the RPCs."""
+        self._observers.append(observer)
+
+    def announce(self, kind: str, text: str, **details: object) -> None:
+        """Tell the observers (`DirectoryOperations` calls it once an RPC succeeded)."""
+        for observer in list(self._observers):
+            observer(kind, text, details)
 
     def register(self, entry: DirectoryEntry, user: str) -> DirectoryEntry:
         """Add or refresh ``entry`` (registered by ``user`` now); returns what is stored."""
@@ -110,7 +124,16 @@ class DirectoryOperations:
         """register-agent: only for an agent name the principal may speak for (or an admin)."""
         self._exec(principal, "an-agent-directory:register-agent")
         self._owner(principal, entry.name)
-        return self.registry.register(entry, principal.name)
+        stored = self.registry.register(entry, principal.name)
+        self.registry.announce(
+            "registered",
+            f"{entry.name} registered by {principal.name}: {entry.address}:{entry.port}, domain {entry.domain}, "
+            f"skills {', '.join(entry.skills) or 'none'}",
+            name=entry.name,
+            skills=list(entry.skills),
+            schemas=list(entry.schemas),
+        )
+        return stored
 
     def deregister(self, principal: Principal, name: str) -> None:
         """deregister-agent; `RpcError` data-missing when ``name`` is not registered."""
@@ -118,11 +141,20 @@ class DirectoryOperations:
         self._owner(principal, name)
         if not self.registry.deregister(name):
             raise RpcError.data_missing(f"agent {name!r} is not registered in this directory", path=_entry_path(name))
+        self.registry.announce("deregistered", f"{name} deregistered by {principal.name}", name=name)
 
     def find(self, principal: Principal, query: AgentQuery) -> list[DirectoryEntry]:
         """find-agents: the registered agents matching every criterion given."""
         self._exec(principal, "an-agent-directory:find-agents")
-        return self.registry.find(query)
+        found = self.registry.find(query)
+        names = [e.name for e in found]
+        self.registry.announce(
+            "find",
+            f"{principal.name} asked for {query.describe()}: {', '.join(names) or 'no agent fits'}",
+            asked_by=principal.name,
+            found=names,
+        )
+        return found
 
     @staticmethod
     def _owner(principal: Principal, name: str) -> None:
