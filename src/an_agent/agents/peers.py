@@ -71,7 +71,7 @@ class Peer:
         self._watcher: AgentClient | None = None
         self._thread: threading.Thread | None = None
         self._elsewhere: set[str] = set()
-        self._seen: set[tuple[str, str]] = set()
+        self._seen: set[tuple[str, str, str]] = set()
         self._replay_from: float | None = None
         self._closed = False
         self._answers: dict[str, InputAnswer] = {}
@@ -131,9 +131,11 @@ class Peer:
                 with self._lock:
                     if event.task_id in self._elsewhere:
                         continue  # assigned over A2A: its stream reports it
-                    if (event.task_id, str(event.status)) in self._seen:
+                    # the previous status too: a task may come back to processing after input-required
+                    seen = (event.task_id, str(event.status), str(event.previous_status))
+                    if seen in self._seen:
                         continue  # replayed after a reconnection: handled already
-                    self._seen.add((event.task_id, str(event.status)))
+                    self._seen.add(seen)
                     if event.event_time is not None:
                         self._replay_from = event.event_time
                 peers.record(
