@@ -18,6 +18,7 @@ import contextlib
 import logging
 import threading
 from collections.abc import Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
 from an_agent.agents.environment import Scheduler
@@ -55,6 +56,7 @@ class Links(Protocol):
     scheduler: Scheduler
     credentials: tuple[str, str]
     timeout: float
+    a2a_trust: Path | None
 
     def a2a_url_of(self, name: str) -> str | None: ...
 
@@ -109,7 +111,7 @@ class A2APeer:
             if url is None:
                 raise ConfigError(f"{peers.me} has no A2A address for agent {self.name!r} (no a2a_port?)")
             user, password = peers.credentials
-            client = A2AAgentClient.connect(url, user, password, timeout=peers.timeout)
+            client = A2AAgentClient.connect(url, user, password, timeout=peers.timeout, trust=peers.a2a_trust)
             card = client.card
             peers.record_exchange(
                 self.name,

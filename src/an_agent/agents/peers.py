@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 from an_agent.agents.a2a_peer import A2APeer
@@ -363,8 +364,11 @@ class Peers:
         timeout: float = 30.0,
         over_a2a: Iterable[str] = (),
         a2a_url_of: UrlBook = lambda name: None,
+        a2a_trust: Path | None = None,
     ) -> None:
         self.me = me
+        self.a2a_trust = a2a_trust
+        """The certificates an ``https://`` A2A peer is verified against (None: the system's CAs)."""
         self.over_a2a = frozenset(over_a2a)
         self.a2a_url_of = a2a_url_of
         self.scheduler = scheduler

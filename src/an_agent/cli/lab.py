@@ -77,6 +77,13 @@ def register(subparsers: Any) -> None:
     run.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
     run.add_argument("--netns", action="store_true", help=NETNS_HELP)
     run.add_argument(
+        "--a2a-tls",
+        choices=["on", "off"],
+        default="on",
+        help="A2A links (talks_to transport: a2a) over HTTPS with a certificate per agent made by the lab in the "
+        "run directory, verified against those only (default on); off: plain HTTP on the lab's addresses",
+    )
+    run.add_argument(
         "--chaos",
         action="append",
         default=[],
@@ -238,6 +245,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             chaos=chaos,
             netns=args.netns,
             partitions=partitions,
+            a2a_tls=args.a2a_tls == "on",
         )
     finally:
         if args.state_dir is None:

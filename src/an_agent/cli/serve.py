@@ -359,8 +359,9 @@ def run(args: argparse.Namespace) -> int:
         schema_approval=approval,
         templates=templates,
         a2a_port=a2a_port,
-        # A topology's agents address their A2A peers by plain lab URLs (no agent holds its peers' certificates).
-        a2a_tls=(args.a2a_tls or ("off" if args.topology is not None else "on")) == "on",
+        # A lab member serves the certificate the lab made (an_agent.lab.certs) unless the lab runs without;
+        # a lone topology agent has plain URLs (it holds no peer's certificate).
+        a2a_tls=(args.a2a_tls or _topology_tls(args.topology, member)) == "on",
         a2a_cert=args.a2a_cert,
         a2a_key=args.a2a_key,
         sshd_port=args.sshd_port,
@@ -422,3 +423,10 @@ def run(args: argparse.Namespace) -> int:
             member.close()
         print("an-agent: stopped", file=sys.stderr)
     return 0
+
+
+def _topology_tls(topology: Path | None, member: LabMember | None) -> str:
+    """The A2A face's TLS default: on alone, as the lab says for a lab member, off for ``--topology`` alone."""
+    if member is not None:
+        return "on" if member.a2a_trust is not None else "off"
+    return "off" if topology is not None else "on"

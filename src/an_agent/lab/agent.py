@@ -154,11 +154,13 @@ def make_behaviour(
     task_capacity: int = TASK_CAPACITY,
     credentials: tuple[str, str] | None = None,
     a2a_url_of: UrlOf = lambda name: None,
+    a2a_trust: Path | None = None,
 ) -> tuple[LabBehaviour, Peers]:
     """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses.
 
     ``credentials`` are the agent's login on its peers (default: the topology's `peer_login`).
-    ``a2a_url_of`` gives the A2A URL of the peers it reaches over A2A (links marked ``transport: a2a``).
+    ``a2a_url_of`` gives the A2A URL of the peers it reaches over A2A (links marked ``transport: a2a``),
+    ``a2a_trust`` the certificates their HTTPS is verified against (`an_agent.lab.certs`).
     """
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
@@ -191,6 +193,7 @@ def make_behaviour(
         credentials=credentials,
         over_a2a=topology.over_a2a(spec.name),
         a2a_url_of=a2a_url_of,
+        a2a_trust=a2a_trust,
     )
     env = AgentEnvironment(
         name=spec.name,

@@ -65,6 +65,7 @@ class InProcessFleet:
                 lab.address_of,
                 credentials=lab.login_of(spec.name),
                 a2a_url_of=lab.a2a_url_of,
+                a2a_trust=lab.a2a_trust,
             )  # fmt: skip
             port = spec.port if lab.use_topology_ports else 0
             a2a_port = None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0
@@ -84,6 +85,7 @@ class InProcessFleet:
                     schemas=spec.schemas,
                     schema_approval=spec.schema_approval,
                     a2a_port=a2a_port,
+                    a2a_tls=lab.a2a_trust is not None,  # the certificate the lab made in agent_dir
                     templates=list(spec.templates),
                     directory=directory,
                     register_with=directory_login(lab.topology, spec.name, lab.address_of, lab.login_of(spec.name)),

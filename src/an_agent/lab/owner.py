@@ -25,6 +25,8 @@ class FleetOwner(Protocol):
     secret_file: Path | None
     """The lab's own login on its agents."""
     netns: bool
+    a2a_trust: Path | None
+    """The certificates A2A peers are verified against (`an_agent.lab.certs`); None: plain HTTP."""
 
     @property
     def control_host(self) -> str: ...

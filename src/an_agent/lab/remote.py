@@ -306,6 +306,9 @@ class LabMember:
     journal: RemoteJournal
     register_with: DirectoryLogin | None
     """The lab's directory agent, to register with on start (None: no directory, or this is it)."""
+    a2a_trust: Path | None
+    """The lab's A2A certificates (`an_agent.lab.certs`): the agent serves HTTPS with the one the lab made in
+    its state directory, and verifies its peers against these; None: plain HTTP (``--a2a-tls off``)."""
     users: dict[str, str]
     user_db: UserDb
     task_workers: int
@@ -372,6 +375,7 @@ def join_lab(topology_file: Path, name: str, control: str, secret_file: Path, sc
         return None if value is None else str(value)
 
     directory = spec.role == RoleName.DIRECTORY
+    a2a_trust = Path(hello["a2a_trust"]) if hello.get("a2a_trust") else None
     behaviour, peers = (None, None) if directory else make_behaviour(
         topology,
         spec,
@@ -381,6 +385,7 @@ def join_lab(topology_file: Path, name: str, control: str, secret_file: Path, sc
         address_of,
         credentials=(name, logins[name]),
         a2a_url_of=a2a_url_of,
+        a2a_trust=a2a_trust,
     )  # fmt: skip
     user_db = UserDb(
         {
@@ -398,6 +403,7 @@ def join_lab(topology_file: Path, name: str, control: str, secret_file: Path, sc
         network=network,
         journal=journal,
         # the lab starts its directory first: it serves by now
+        a2a_trust=a2a_trust,
         register_with=directory_login(topology, name, address_of, (name, logins[name])),
         users={str(admin[0]): str(admin[1])} if admin else {},
         user_db=user_db,

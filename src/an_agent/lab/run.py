@@ -29,12 +29,14 @@ def run_topology(
     chaos: Sequence[ChaosSpec] = (),
     netns: bool = False,
     partitions: Sequence[Partition] = (),
+    a2a_tls: bool = True,
 ) -> LabResult:
     """Run ``topology`` to the end of its closed loop and return the result (`build_result`).
 
     Every agent is stopped before this returns, whatever happens; `LabStall` and start-up errors
     propagate after the stop. Agents run as processes of their own unless ``in_process``; with ``netns``
-    each in a network namespace of its own (`an_agent.lab.netns`).
+    each in a network namespace of its own (`an_agent.lab.netns`). A2A links are HTTPS with certificates the
+    lab makes (`an_agent.lab.certs`) unless ``a2a_tls`` is False.
 
     ``chaos``: faults of the lab itself (`an_agent.lab.chaos`), played at their instants; ``partitions``
     (``netns`` only, `an_agent.lab.partition`) cut pairs of agents off from each other for a while, and the
@@ -58,6 +60,7 @@ def run_topology(
         stall_timeout=stall_timeout,
         in_process=in_process,
         netns=netns,
+        a2a_tls=a2a_tls,
     )
     try:
         phase(f"starting {len(topology.agents)} agents")

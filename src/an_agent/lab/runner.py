@@ -32,6 +32,7 @@ from an_agent.agents.peers import Exchange, Peers
 from an_agent.errors import ConfigError
 from an_agent.lab import netns as lab_netns
 from an_agent.lab.agent import HOST, lab_host_key
+from an_agent.lab.certs import a2a_url, lab_a2a_certificates
 from an_agent.lab.conductor import LabKernel
 from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.inprocess import InProcessFleet, fresh_agent_dir
@@ -71,6 +72,7 @@ class Lab:
         host: str | None = None,
         secret_file: Path | None = None,
         netns: bool = False,
+        a2a_tls: bool = True,
     ) -> None:
         if netns and in_process:
             raise ConfigError("--netns puts every agent in a process of its own: it does not go with --in-process")
@@ -84,6 +86,9 @@ class Lab:
         """The control channel's secret, shared by the hosts of the lab (default: made in ``state_dir``)."""
         self.local_agents = tuple(a for a in topology.agents if runs_here(topology, a, host))
         self.netns = netns
+        self.a2a_tls = a2a_tls and lab_host(topology) is None  # over several hosts: see an_agent.lab.certs
+        self.a2a_trust: Path | None = None
+        """With ``a2a_tls``, once started: the certificates every agent's A2A client trusts (`an_agent.lab.certs`)."""
         self.net: LabNetwork | None = None
         """The lab's network namespaces (with ``netns``, between `start` and `stop`)."""
         self._prefix = tuple(prefix)
@@ -138,7 +143,7 @@ class Lab:
     def a2a_url_of(self, name: str) -> str | None:
         """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology)."""
         port = self._a2a_ports.get(name)
-        return None if port is None else f"http://{self.host_of(name)}:{port}"
+        return None if port is None else a2a_url(self.host_of(name), port, self.a2a_trust)
 
     def agent_dir(self, name: str) -> Path:
         """Agent ``name``'s state directory (databases, host key, log)."""
@@ -171,10 +176,18 @@ class Lab:
                 self.net = lab_netns.create(self.state_dir, [a.name for a in self.local_agents])
             for spec in self.local_agents:
                 fresh_agent_dir(self, spec.name)  # a run starts from empty agents, never resumes
+            serving_a2a = [
+                (self.agent_dir(a.name), self.host_of(a.name)) for a in self.local_agents if a.a2a_port is not None
+            ]
+            if self.a2a_tls and serving_a2a:
+                self.a2a_trust = lab_a2a_certificates(self.state_dir, serving_a2a)
             if isinstance(self.fleet, InProcessFleet):
                 self.fleet.start(dict([ADMIN]), agent_db)
             else:
-                self.fleet.start({"logins": dict(self._logins), "speaks_for": engineers, "admin": list(ADMIN)})
+                trust = None if self.a2a_trust is None else str(self.a2a_trust)
+                self.fleet.start(
+                    {"logins": dict(self._logins), "speaks_for": engineers, "admin": list(ADMIN), "a2a_trust": trust}
+                )
         except BaseException:
             self.stop()
             raise
