@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 from labsupport import TOPOLOGIES, run, variant
+from netnssupport import needs_root
 
 from an_agent.errors import RpcError
 from an_agent.lab.journal import Note
@@ -62,6 +63,8 @@ def _check_discovery_and_input(result: dict[str, Any]) -> None:
     assert "occurred_at 2025-06-03T17:41:00" in answer["summary"]
     assert summaries[-1].startswith("processing->finished") or summaries[-1].startswith("finished")
     assert asked_at < len(summaries) - 1
+    if on_task[0]["operation"] == "edit-config":  # NETCONF: the resume is its own notification
+        assert "input-required->processing" in summaries[asked_at + 1]
     provided = _notes(result, "input_provided")
     assert [n["agent"] for n in provided] == ["tickets-south"]
     assert "complaint-south provided occurred_at" in provided[0]["text"]
@@ -98,6 +101,18 @@ def test_discovery_and_input_round_trip_with_agent_processes(state_dir: Path) ->
     _check_discovery_and_input(result)
     deregistered = {n.details["name"] for n in notes if n.kind == "directory_deregistered"}
     assert deregistered == MEMBERS
+
+
+@needs_root
+@pytest.mark.slow
+def test_discovery_in_network_namespaces(state_dir: Path) -> None:
+    """Each agent in its namespace registers its lab address; peers are reached there, through the bridge."""
+    notes: list[Note] = []
+    result = run(TOPOLOGY, state_dir, netns=True, on_note=notes.append)
+    _check_discovery_and_input(result)
+    registered = [n for n in notes if n.kind == "directory_registered"]
+    assert all(" 198.18." in n.text for n in registered), [n.text for n in registered]
+    assert {n.details["name"] for n in notes if n.kind == "directory_deregistered"} == MEMBERS
 
 
 def test_input_answered_over_a2a(tmp_path: Path) -> None:

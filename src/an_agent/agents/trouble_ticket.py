@@ -13,6 +13,9 @@ lines; it resumes with them, or fails saying what never came (``input_seconds``,
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any, ClassVar
+
 from an_agent.agents.base import NotFeasible, TaskFailure
 from an_agent.agents.environment import RoleName
 from an_agent.agents.exchange import read_input
@@ -24,6 +27,7 @@ from an_agent.schemas.validate import ValidatedPayload
 
 class TroubleTicketBehaviour(SubTicketing):
     role = RoleName.TROUBLE_TICKET
+    option_defaults: ClassVar[Mapping[str, Any]] = {"ask_assigner_for": [], "input_seconds": 120.0}
     description = "OSS trouble-ticket agent: complaint tickets split into sub-tickets for transport and mobile agents"
 
     def _sites(self, payload: ValidatedPayload | None) -> list[str]:
@@ -51,7 +55,8 @@ class TroubleTicketBehaviour(SubTicketing):
         values = dict(payload.values)
         if payload.other.fragments:
             values["other"] = list(payload.other.fragments)
-        missing = [str(k) for k in self.env.options.get("ask_assigner_for", ()) if not values.get(str(k))]
+        options = {**self.option_defaults, **self.env.options}
+        missing = [str(k) for k in options["ask_assigner_for"] if not values.get(str(k))]
         if missing:
             values.update(self._ask_assigner(task, run, str(values["ticket_id"]), missing))
         resolution = self.investigate(values, sites)
@@ -71,7 +76,7 @@ class TroubleTicketBehaviour(SubTicketing):
             "input_required", f"ticket {ticket}: asks {assigner} for {', '.join(missing)}", task_id=task.task_id,
             missing=missing,
         )  # fmt: skip
-        seconds = float(self.env.options.get("input_seconds", 120.0))
+        seconds = float({**self.option_defaults, **self.env.options}["input_seconds"])
         provided = run.request_input(
             required, f"complaint ticket {ticket} does not say {', '.join(missing)}", timeout=seconds
         )
