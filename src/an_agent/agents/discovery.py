@@ -76,10 +76,11 @@ class DirectoryPeers:
     ``find(role)`` asks the directory (``find-agents``) for the role's skill (``skill_of``), keeps the
     answers the ``allowed`` policy (``talks_to``) lets ``me`` talk to, and remembers where each one said
     it listens: `address_of` and `a2a_url_of` give the peers' addresses *from the directory's answer*,
-    not from the topology. ``directory_name`` names the directory agent in the records. Each query is
-    recorded as an exchange ``find-agents`` / ``AgentDiscovery``
-    (``record``), saying what the directory answered and what the policy kept. ``login`` is called when
-    a query is made (the directory's address is known once it serves); None: the directory is not up.
+    not from the topology. Each query is recorded (``record``) as an exchange ``find-agents`` /
+    ``AgentDiscovery`` to ``directory_name``, saying what the directory answered and what the policy
+    kept; `why_none` keeps the explanation of a query nothing fit, for the caller's failure reason.
+    ``login`` is called for each query (the directory's address is known once it serves); it returns
+    None when there is no directory to ask.
     """
 
     def __init__(

@@ -168,11 +168,11 @@ def make_behaviour(
     finder = senders = None
     if topology.directory_agent is not None:
         # talks_to is policy here: peers are what the directory answers, reached where it says they are.
-        login = credentials
+        login, wired = credentials, address_of  # the directory itself is where the lab says
         finder = DirectoryPeers(
             spec.name,
             topology.directory_agent,
-            lambda: directory_login(topology, spec.name, address_of, login),
+            lambda: directory_login(topology, spec.name, wired, login),
             topology.talks_to.get(spec.name, ()),
             {str(name): role.skills[0].name for name, role in ROLES.items()},
             journal.record,
@@ -283,6 +283,11 @@ def load_agent(path: Path, name: str, schemas: SchemaMode | None = None) -> tupl
     given the same (``behaviour.env.schemas``).
     """
     topology = load_topology(path)
+    if topology.agent(name).role == RoleName.DIRECTORY:
+        raise ConfigError(
+            f"{name} is the topology's directory: it runs in a lab (an-agent lab up/run); to serve a directory "
+            "alone, use an-agent serve --directory-role"
+        )
     if schemas is not None:
         spec = replace(topology.agent(name), schemas=schemas)
         topology = replace(topology, agents=tuple(spec if a.name == name else a for a in topology.agents))
