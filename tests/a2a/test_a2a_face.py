@@ -150,8 +150,9 @@ def test_refusals_create_no_task(server: AgentServer) -> None:
             with pytest.raises(A2AError) as info:
                 await _collect(client.send_message(request))
             errors.append(str(info.value))
-        # Structured data to an existing task is refused: the task is already running.
-        first = await _collect(client.send_message(_text("diagnose SITE-07")))
+        # Structured data to an existing task is refused: the task is already running (a draft prompt: the
+        # text is the task, no payload is asked for).
+        first = await _collect(client.send_message(_text("## target object\nSITE-07\n## task description\ndiagnose")))
         follow = _structured({"cell_ids": ["CELL-1"], "action": "reduce"})
         follow.message.task_id = first[0].task.id
         with pytest.raises(A2AError) as info:

@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from an_agent.model import AgentProfile, Skill
+from an_agent.runtime.text_input import template_index
 from an_agent.schemas.jsonschema import example_payloads, template_json_schema
 from an_agent.schemas.template import Template
 from an_agent.schemas.validate import media_type, schema_id_from_media_type
@@ -62,7 +63,7 @@ class CardOptions:
 
 def build_card(profile: AgentProfile, templates: Sequence[Template], options: CardOptions) -> dict[str, Any]:
     """The agent card (module docstring). ``templates`` are the ones the agent serves, patches applied."""
-    by_name = _template_index(templates)
+    by_name = template_index(templates)
     schemas = {t.schema_id: template_json_schema(t) for t in templates}
     card: dict[str, Any] = {
         "name": profile.name,
@@ -120,17 +121,6 @@ def _security_schemes(options: CardOptions) -> dict[str, Any]:
     return schemes
 
 
-def input_templates(profile: AgentProfile, templates: Sequence[Template]) -> list[Template]:
-    """The templates the profile's skills accept as input (their ``application/json;schema=`` modes)."""
-    by_name = _template_index(templates)
-    out: list[Template] = []
-    for skill in profile.skills:
-        for template in _modes(skill.input_modes, by_name)[1]:
-            if template not in out:
-                out.append(template)
-    return out
-
-
 def _interfaces(options: CardOptions) -> list[dict[str, str]]:
     out = [{"url": options.jsonrpc_url, "protocolBinding": "JSONRPC", "protocolVersion": A2A_PROTOCOL_VERSION}]
     if options.http_json_url:
@@ -144,15 +134,6 @@ def _interfaces(options: CardOptions) -> list[dict[str, str]]:
             {"url": options.netconf_url, "protocolBinding": NETCONF_BINDING, "protocolVersion": A2A_PROTOCOL_VERSION}
         )
     return out
-
-
-def _template_index(templates: Sequence[Template]) -> dict[str, Template]:
-    """Templates by schema_id and by scenario (a scenario names its newest version)."""
-    index: dict[str, Template] = {}
-    for template in sorted(templates, key=lambda t: t.schema_id):
-        index[template.scenario] = template  # sorted: the last (highest _vN) wins
-    index.update({t.schema_id: t for t in templates})
-    return index
 
 
 def _modes(modes: Sequence[str], by_name: dict[str, Template]) -> tuple[list[str], list[Template]]:

@@ -51,7 +51,7 @@ from lxml import etree
 from starlette.routing import BaseRoute
 
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
-from an_agent.a2a.inbound import InboundMessage, StructuredInput, read_message
+from an_agent.a2a.inbound import InboundMessage, read_message
 from an_agent.a2a.sdk import (
     AgentCard,
     CancelTaskRequest,
@@ -100,8 +100,8 @@ from an_agent.model.prompt import parse_prompt
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import AssignTask, CancelTask, ProvideInput, ReadScope, Subscribe
-from an_agent.schemas.mapping import MappingResult
-from an_agent.schemas.validate import media_type
+from an_agent.runtime.text_input import AssignText, structured_param
+from an_agent.schemas.languages import pick_language
 
 log = logging.getLogger(__name__)
 
@@ -138,12 +138,10 @@ class OperationsRequestHandler(RequestHandler):
         operations: Operations,
         declared_schemas: Callable[[], Collection[str]],
         principal_of: PrincipalOf,
-        mapper: Callable[[str], MappingResult | None] | None = None,
     ) -> None:
         self.operations = operations
         self._declared = declared_schemas
         self._principal_of = principal_of
-        self._mapper = mapper
 
     def _principal(self, context: ServerCallContext) -> Principal:
         if not context.user.is_authenticated:
@@ -159,20 +157,20 @@ class OperationsRequestHandler(RequestHandler):
                 message=f"{exc}: {'; '.join(exc.problems)}", data={"problems": list(exc.problems)}
             ) from None
 
-    def _admit(self, principal: Principal, message: Message) -> tuple[str, float]:
-        """Create the task a new message asks for; returns its id and a log time before it existed."""
+    def _admit(self, principal: Principal, message: Message, language: str) -> tuple[str, float]:
+        """Create the task a new message asks for; returns its id and a log time before it existed.
+
+        Text alone that is not a draft prompt goes to `Operations.assign_text` (the NL mapping builds the
+        payload, or the task asks for the missing keys in ``language``); the rest to `Operations.assign_task`.
+        """
         inbound = self._read(message)
         task_id = _metadata(message, TASK_ID_KEY) or str(uuid.uuid4())
         params: list[DataParam] = []
-        structured, source = inbound.structured, "A2A data part"
-        if structured is None and inbound.text and not parse_prompt(inbound.text).complete and self._mapper:
-            mapped = self._mapper(inbound.text)
-            if mapped is not None and not mapped.missing_required:
-                structured, source = StructuredInput(mapped.schema_id, mapped.payload), "mapped from the message text"
-            elif mapped is not None:
-                log.info("text of a message maps to %s without %s", mapped.schema_id, mapped.missing_required)
-        if structured is not None:
-            params.append(_structured_param(f"{task_id}-payload", structured, source))
+        if inbound.structured is not None:
+            structured = inbound.structured
+            params.append(
+                structured_param(f"{task_id}-payload", structured.schema_id, structured.payload, "A2A data part")
+            )
         elif not inbound.text:
             raise InvalidParamsError(message="the message has neither text nor a structured data part")
         task = DraftTask(
@@ -185,7 +183,10 @@ class OperationsRequestHandler(RequestHandler):
             msg_data=[p.id for p in params],
         )
         since = self.operations.clock.now()
-        self.operations.assign_task(principal, AssignTask(task, tuple(params)))
+        if not params and not parse_prompt(inbound.text).complete:
+            self.operations.assign_text(principal, AssignText(task, inbound.text, language))
+        else:
+            self.operations.assign_task(principal, AssignTask(task, tuple(params)))
         return task_id, since
 
     def _answer(self, principal: Principal, message: Message) -> Callable[[], object]:
@@ -202,7 +203,7 @@ class OperationsRequestHandler(RequestHandler):
         def work() -> object:
             current = self.operations.get_task(principal, task_id)
             inbound = self._read(message)
-            if current.status != TaskStatus.INPUT_REQUIRED and inbound.structured is not None:
+            if current.status != TaskStatus.INPUT_REQUIRED and (inbound.structured or inbound.data) is not None:
                 raise InvalidParamsError(
                     message=f"task {task_id} is already running ({current.status or 'created'}): it asks for no "
                     "input, structured data is rejected for it"
@@ -219,7 +220,7 @@ class OperationsRequestHandler(RequestHandler):
                 if params.configuration.return_immediately:
                     break  # the first event is the answered task
             return await self._task(principal, message.task_id)
-        task_id, since = await _call(lambda: self._admit(principal, message))
+        task_id, since = await _call(lambda: self._admit(principal, message, _language(context)))
         if not params.configuration.return_immediately:
             async for _ in self._follow(principal, task_id, since):
                 pass
@@ -234,7 +235,7 @@ class OperationsRequestHandler(RequestHandler):
             async for event in self._follow(principal, message.task_id, None, self._answer(principal, message)):
                 yield event
             return
-        task_id, since = await _call(lambda: self._admit(principal, message))
+        task_id, since = await _call(lambda: self._admit(principal, message, _language(context)))
         yield await self._task(principal, task_id)
         async for event in self._follow(principal, task_id, since):
             yield event
@@ -402,13 +403,25 @@ def _answer_parts(task_id: str, inbound: InboundMessage) -> tuple[tuple[DataPara
     """The data-params and new content of a message answering ``input-required`` (`_answer`)."""
     stamp = uuid.uuid4().hex[:12]  # message ids are the client's and may repeat
     params: list[DataParam] = []
+    prefix = f"{task_id}-input-{stamp}"
     if inbound.structured is not None:
-        params.append(_structured_param(f"{task_id}-input-{stamp}-payload", inbound.structured, "A2A data part"))
+        structured = inbound.structured
+        params.append(structured_param(f"{prefix}-payload", structured.schema_id, structured.payload, "A2A data part"))
+    if inbound.data is not None:
+        params.append(
+            DataParam(
+                id=f"{prefix}-data",
+                data_type=DataType.TEXT,
+                description="data part of an A2A message answering input-required",
+                format="application/json",
+                data=json.dumps(inbound.data),
+            )
+        )
     content = inbound.text if inbound.text and parse_prompt(inbound.text).complete else None
     if inbound.text and content is None:
         params.append(
             DataParam(
-                id=f"{task_id}-input-{stamp}-text",
+                id=f"{prefix}-text",
                 data_type=DataType.TEXT,
                 description="text of an A2A message answering input-required",
                 format="text/plain",
@@ -418,16 +431,10 @@ def _answer_parts(task_id: str, inbound: InboundMessage) -> tuple[tuple[DataPara
     return tuple(params), content
 
 
-def _structured_param(param_id: str, structured: StructuredInput, source: str) -> DataParam:
-    """The data-param ``application/json;schema=<name>`` carrying a structured part's envelope."""
-    envelope = json.dumps({"schema_id": structured.schema_id, "payload": structured.payload})
-    return DataParam(
-        id=param_id,
-        data_type=DataType.TEXT,
-        description=f"{structured.schema_id} payload ({source})",
-        format=media_type(structured.schema_id),
-        data=envelope,
-    )
+def _language(context: ServerCallContext) -> str:
+    """The caller's preferred language (HTTP ``Accept-Language``) among those the templates are served in."""
+    headers = context.state.get("headers")
+    return pick_language(headers.get("accept-language") if isinstance(headers, dict) else None)
 
 
 def _content(text: str, params: list[DataParam]) -> str:
@@ -444,11 +451,7 @@ def sdk_routes(
     operations: Operations,
     declared_schemas: Callable[[], Collection[str]],
     principal_of: PrincipalOf,
-    mapper: Callable[[str], MappingResult | None] | None = None,
 ) -> list[BaseRoute]:
-    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`.
-
-    ``mapper`` maps a text-only message to a payload (`an_agent.a2a.textmap`); None: text stays a prompt.
-    """
-    handler = OperationsRequestHandler(operations, declared_schemas, principal_of, mapper)
+    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`."""
+    handler = OperationsRequestHandler(operations, declared_schemas, principal_of)
     return [*create_jsonrpc_routes(handler, JSONRPC_PATH), *create_rest_routes(handler, path_prefix=REST_PREFIX)]

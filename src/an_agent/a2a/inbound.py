@@ -6,7 +6,8 @@ A message is taken in its ProtoJSON form (``MessageToDict``). `read_message` fin
   v1's own ``mediaType`` field is read too) is ``application/json;schema=<name>``. Further such parts
   are ignored, as the extension says. A name the agent does not declare, or data that is not a JSON
   object, is a structured-input error (`StructuredInputError`); the message then creates no task;
-- the text: every text part, joined by blank lines (for the NL mapping or a prompt).
+- the text: every text part, joined by blank lines (for the NL mapping or a prompt);
+- the first data part that declares no schema (keys answering an ``input-required``).
 
 Numbers arrive as JSON doubles from protobuf-based clients (``google.protobuf.Value`` has no integer):
 `integral_numbers` turns every integral double back into an integer, which is the same JSON number,
@@ -38,6 +39,9 @@ class InboundMessage:
 
     structured: StructuredInput | None = None
     text: str = ""
+    data: dict[str, Any] | None = None
+    """The first data part that declares no schema (a JSON object, integral numbers as integers): keys
+    answering an ``input-required`` that asks for payload keys."""
     ignored_parts: tuple[int, ...] = field(default=())
     """Indexes of further structured parts that were ignored (extension section 3)."""
 
@@ -72,6 +76,7 @@ def read_message(message: Mapping[str, Any], declared: Collection[str]) -> Inbou
     structured: StructuredInput | None = None
     ignored: list[int] = []
     texts: list[str] = []
+    plain: dict[str, Any] | None = None
     for index, part in enumerate(message.get("parts") or []):
         if not isinstance(part, Mapping):
             continue
@@ -80,6 +85,8 @@ def read_message(message: Mapping[str, Any], declared: Collection[str]) -> Inbou
             continue
         schema = part_schema(part) if "data" in part else None
         if schema is None:
+            if plain is None and isinstance(part.get("data"), dict):
+                plain = integral_numbers(part["data"])
             continue
         if structured is not None:
             ignored.append(index)
@@ -97,5 +104,8 @@ def read_message(message: Mapping[str, Any], declared: Collection[str]) -> Inbou
             )
         structured = StructuredInput(schema, integral_numbers(data))
     return InboundMessage(
-        structured=structured, text="\n\n".join(t for t in texts if t.strip()), ignored_parts=tuple(ignored)
+        structured=structured,
+        text="\n\n".join(t for t in texts if t.strip()),
+        data=plain,
+        ignored_parts=tuple(ignored),
     )

@@ -32,16 +32,14 @@ from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from an_agent.a2a.card import CardOptions, build_card, input_templates
+from an_agent.a2a.card import CardOptions, build_card
 from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
-from an_agent.a2a.textmap import TextMapper
 from an_agent.a2a.tls import TlsFiles
 from an_agent.access.logins import LoginThrottle
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
+from an_agent.runtime.text_input import served_templates
 from an_agent.schemas.languages import DEFAULT_LANGUAGE, localize, pick_language
-from an_agent.schemas.mapping import MappingResult
-from an_agent.schemas.template import Template
 
 CARD_PATH = "/.well-known/agent-card.json"
 
@@ -167,14 +165,6 @@ class _User:
     is_authenticated: bool = True
 
 
-def served_templates(operations: Operations) -> list[Template]:
-    """The templates the agent serves now, global patches applied (none when it serves no schemas)."""
-    if operations.schemas is None:
-        return []
-    engine = operations.schemas.engine
-    return [engine.template(t.schema_id, None, record_delivery=False) for t in engine.registry.templates()]
-
-
 class LiveCard:
     """The card of an agent as its templates are now: rebuilt when they changed (a patch), else reused."""
 
@@ -185,23 +175,12 @@ class LiveCard:
 
     def declared(self) -> frozenset[str]:
         """The schema_ids the agent serves now (what a data part may name)."""
-        return frozenset(t.schema_id for t in served_templates(self.operations))
-
-    def mapper(self) -> TextMapper | None:
-        """The text mapping onto the templates the skills accept (None when the agent serves no schemas)."""
-        service = self.operations.schemas
-        if service is None:
-            return None
-        return TextMapper(
-            lambda: input_templates(self.operations.profile, served_templates(self.operations)),
-            service.engine.embedder,
-            self.operations.clock.now,
-        )
+        return frozenset(t.schema_id for t in served_templates(self.operations.schemas))
 
     def card(self, options: CardOptions, language: str = DEFAULT_LANGUAGE) -> dict[str, Any]:
         """The card for ``options`` and the templates served now, their descriptions in ``language`` (a
         shipped one, `an_agent.schemas.languages`); ~1 ms to build, so built on change, per language."""
-        templates = served_templates(self.operations)
+        templates = served_templates(self.operations.schemas)
         version = tuple(json.dumps(t.to_dict(), sort_keys=True) for t in templates)
         with self._lock:
             built = self._built.get(language)
@@ -245,7 +224,7 @@ class A2AServer:
             )
             return lambda language: live.card(options, language)
 
-        return cls(operations, card, live.declared, logins, host, port, mapper=live.mapper(), tls=tls)
+        return cls(operations, card, live.declared, logins, host, port, tls=tls)
 
     def __init__(
         self,
@@ -255,7 +234,6 @@ class A2AServer:
         logins: Logins,
         host: str = "127.0.0.1",
         port: int = 0,
-        mapper: Callable[[str], MappingResult | None] | None = None,
         tls: TlsFiles | None = None,
     ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -271,7 +249,7 @@ class A2AServer:
         self.card = card(self.port)
         routes = [
             Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}
-            *sdk_routes(operations, declared_schemas, logins.principal_of, mapper),
+            *sdk_routes(operations, declared_schemas, logins.principal_of),
         ]
         app = BasicAuth(
             Starlette(routes=routes), logins.check_password, {CARD_PATH}, logins.throttle, logins.token_owner

@@ -52,6 +52,7 @@ from an_agent.runtime.large_data import DataResolver
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.schemas import PayloadCheck, SchemaService
 from an_agent.runtime.tasks import TaskEngine
+from an_agent.runtime.text_input import PayloadCompletion
 from an_agent.store.agent_store import AgentStore
 
 TASKS_TAG = f"{{{IRTF_AGENT_NS}}}tasks"
@@ -109,6 +110,8 @@ class TaskAdmission:
         self._context = context
         self._resolver = resolver
         self.schemas: SchemaService | None = None
+        self.completion: PayloadCompletion | None = None
+        """Checks answers of tasks whose payload is being completed (`an_agent.runtime.text_input`)."""
 
     def run(
         self,
@@ -276,7 +279,11 @@ class TaskAdmission:
         if not added and new.content == old.content:
             return
         params = self._params_of(Task(new.task_id, msg_data=added), in_edit)
-        check = self._validate(principal, Task(new.task_id, send_from=new.send_from, msg_data=added), params)
+        completion = self.completion if self._tasks.awaiting_input(new.task_id) else None
+        if completion is not None and completion.check(new.task_id, params):
+            check = None  # keys towards a payload: checked merged with what is known (text_input)
+        else:
+            check = self._validate(principal, Task(new.task_id, send_from=new.send_from, msg_data=added), params)
         if check is not None:
             out.input_checks.append(check)
         if self._tasks.awaiting_input(new.task_id):

@@ -66,6 +66,16 @@ from an_agent.runtime.results import label_result
 from an_agent.runtime.schemas import SchemaService
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
+from an_agent.runtime.text_input import (
+    MAPPED_SUFFIX,
+    PAYLOAD_SUFFIX,
+    AssignText,
+    Collecting,
+    CompletingBehaviour,
+    PayloadCompletion,
+    mapped_param,
+    structured_param,
+)
 from an_agent.store.agent_store import AgentStore, TaskState
 from an_agent.yang.context import YangContext
 from an_agent.yang.info import ModuleInfo
@@ -96,7 +106,10 @@ class Operations:
         self.datastore = Datastore(YangSchema(self.yang), store)
         self.bus = NotificationBus(store, clock)
         self.behaviour = behaviour
-        self.tasks = TaskEngine(behaviour, store, self.bus, clock, profile.name, workers=task_workers)
+        self.completion = PayloadCompletion(profile, clock.now)
+        """Tasks asked for in words: their payload mapped from the text or asked for (`assign_text`)."""
+        completing = CompletingBehaviour(behaviour, self.completion, lambda i, p: self.tasks.set_payload(i, p))
+        self.tasks = TaskEngine(completing, store, self.bus, clock, profile.name, workers=task_workers)
         behaviour.bind(
             AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload, learned=self._learned)
         )
@@ -123,6 +136,8 @@ class Operations:
         """Validate structured payloads on assignment, decorate results, serve templates."""
         self.schemas = service
         self.admission.schemas = service
+        self.admission.completion = self.completion
+        self.completion.schemas = service
         self.tasks.result_hook = self._finished_result
 
     def attach_directory(self, directory: Directory) -> None:
@@ -335,6 +350,34 @@ class Operations:
         with self.sessions.editing(session_id):
             self.admission.run(principal, config, "merge", new_tasks=[request.task])
         return self.tasks.with_state(copy.deepcopy(request.task))
+
+    def assign_text(self, principal: Principal, request: AssignText) -> Task:
+        """taskAssign from words only (`an_agent.runtime.text_input`): the payload mapped from the text, or
+        the task waiting in ``input-required`` for the required keys the text does not give; returns it.
+
+        Without an input schema (no skill declares one, or the agent serves no schemas) the text stays
+        the task's prompt and the task is assigned as it is.
+        """
+        task = copy.deepcopy(request.task)
+        mapped = self.completion.map(request.text)
+        if mapped is None:
+            return self.assign_task(principal, AssignTask(task))
+        if not mapped.missing_required:
+            param = structured_param(
+                f"{task.task_id}{PAYLOAD_SUFFIX}", mapped.schema_id, mapped.payload, "mapped from the text"
+            )
+            task.msg_data = [param.id]
+            return self.assign_task(principal, AssignTask(task, (param,)))
+        known = {k: v for k, v in mapped.payload.items() if k != "other"}
+        param = mapped_param(f"{task.task_id}{MAPPED_SUFFIX}", mapped.schema_id, mapped.payload)
+        task.msg_data = [param.id]
+        client = task.send_from or principal.name
+        self.completion.open(task.task_id, Collecting(mapped.schema_id, client, known, request.language, mapped.other))
+        try:
+            return self.assign_task(principal, AssignTask(task, (param,)))
+        except BaseException:
+            self.completion.drop(task.task_id)
+            raise
 
     def cancel_task(self, principal: Principal, request: CancelTask, session_id: int = 0) -> Task:
         """taskCancel: the task ends as ``canceled`` and stays queryable; returns it."""
