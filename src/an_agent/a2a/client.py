@@ -322,6 +322,7 @@ class A2AAgentClient:
         supported_versions: Collection[str],
         task_id: str | None,
         wait: bool,
+        keys: Mapping[str, Any] | None = None,
         sender: str | None = None,
         new_task_id: str | None = None,
     ) -> SendMessageRequest:
@@ -333,6 +334,9 @@ class A2AAgentClient:
             mode = media_type(negotiated.schema_id)
             data = self.validate(negotiated, payload or {})
             parts.append({"data": data, "mediaType": "application/json", "metadata": {"mimeType": mode}})
+        if keys is not None:
+            # Some keys of a payload (an answer to input-required): a data part with no schema, checked there.
+            parts.append({"data": dict(keys), "mediaType": "application/json"})
         if not parts:
             raise SchemaError("a message needs text or a structured payload", ["parts: empty"])
         message: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
@@ -403,11 +407,25 @@ class A2AAgentClient:
         payload: Mapping[str, Any] | None = None,
         text: str | None = None,
         supported_versions: Collection[str] = (),
+        keys: Mapping[str, Any] | None = None,
     ) -> Iterator[TaskEvent]:
-        """Answer a task's ``input-required`` with a follow-up message, and stream the task on."""
-        return self.stream(
-            scenario=scenario, payload=payload, text=text, supported_versions=supported_versions, task_id=task_id
+        """Answer a task's ``input-required`` with a follow-up message, and stream the task on.
+
+        ``keys``: values of the payload keys the task asks for (a task created from text whose mapping
+        missed required keys), sent as a data part without schema; the agent merges them with what it
+        has and checks them (an invalid value is refused naming the key). ``scenario`` + ``payload``
+        send a whole payload, validated here first.
+        """
+        request = self._request(
+            scenario=scenario,
+            payload=payload,
+            text=text,
+            supported_versions=supported_versions,
+            task_id=task_id,
+            wait=False,
+            keys=keys,
         )
+        return self._events(self._client.send_message(request))
 
     def resubscribe(self, task_id: str) -> Iterator[TaskEvent]:
         """Follow a task again: the task now, then its status changes until it ends (none missed)."""

@@ -5,7 +5,8 @@ parses them into the SDK's protobuf types).
   the draft's task has no conversation context; its state comes from `an_agent.a2a.states`, the exact
   draft status rides in ``metadata`` under `DRAFT_STATUS_KEY`; a failure or cancellation reason is the
   status message. An ``input-required`` status message says what is missing: the reason, one text part
-  per required item, and a data part ``{"input-required": [{"required", "task-async", "start-time"}]}``.
+  per required item, and a data part ``{"input-required": [{"required", "target-object", "task-async",
+  "start-time"}]}`` (``target-object``: the prompt's target object, e.g. the payload key a task asks for).
 - A finished task's result becomes one artifact ``result``: a data part when the result is JSON (its
   ``metadata.mimeType`` is the result's format, e.g. ``application/json;schema=<result schema>``, as
   the schemas extension's section 4 asks), else a text part; its summary is the artifact description.
@@ -24,7 +25,7 @@ from typing import Any
 
 from an_agent.a2a.states import DRAFT_STATUS_KEY, a2a_state, draft_status
 from an_agent.clock import from_rfc3339, to_rfc3339
-from an_agent.model import ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
+from an_agent.model import ConditionNotification, InputRequired, Task, TaskResult, TaskStatus, parse_prompt
 
 ARTIFACT_ID = "result"
 INPUT_REQUIRED_KEY = "input-required"
@@ -59,6 +60,9 @@ def _status(
 
 def _required_json(item: InputRequired) -> dict[str, Any]:
     out: dict[str, Any] = {"required": item.required}
+    target = parse_prompt(item.required).target_object
+    if target:
+        out["target-object"] = target  # what is asked for, by name (a payload key when keys are missing)
     if item.task_async is not None:
         out["task-async"] = item.task_async
     if item.start_time is not None:
