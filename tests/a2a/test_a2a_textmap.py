@@ -8,7 +8,7 @@ from collections.abc import Iterator
 import pytest
 
 from an_agent.a2a.client import A2AAgentClient
-from an_agent.model import IRTF_AGENT_NS, AgentProfile, DataParam
+from an_agent.model import IRTF_AGENT_NS, AgentProfile, DataParam, TaskStatus
 from an_agent.model._xml import root
 from an_agent.nc.agent_client import AgentClient
 from an_agent.server import AgentServer, ServerConfig
@@ -54,5 +54,6 @@ def test_text_that_maps_completely_becomes_a_structured_task(server: AgentServer
     payload = json.loads(param.data or "")["payload"]
     assert payload["cell_ids"] == ["CELL-0401", "CELL-0402"] and payload["action"] == "reduce"
     assert payload["duration_minutes"] == 30
-    # No cell named: the mapping cannot fill cell_ids, so the text stays the task's prompt, with no payload.
-    assert f"{vague.task_id}-payload" not in _params(server)
+    # No cell named: the mapping cannot fill cell_ids, so the task asks for it (test_a2a_text_input has more).
+    assert vague.status == TaskStatus.INPUT_REQUIRED and f"{vague.task_id}-payload" not in _params(server)
+    assert f"{vague.task_id}-mapped" in _params(server)

@@ -7,13 +7,14 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
 - ``SendMessage`` reads the message per the schemas extension (`an_agent.a2a.inbound`): a structured
   part becomes a data-param ``application/json;schema=<name>`` of a new task, text becomes its prompt;
   `Operations.assign_task` admits it (validation once, in the operation layer: a payload that fails is
-  refused naming each key, and no task exists). Text alone that is not a draft prompt is mapped to a
-  payload of an accepted input schema when the mapping fills every required key (`an_agent.a2a.textmap`);
-  else it stays the task's prompt. An undeclared schema is refused before that. A message to an existing
-  task (its ``taskId``) answers the task's ``input-required`` (`Operations.provide_input`, the same edit a
-  NETCONF assigner makes): its structured part and text become data-params of the task's ``msg-data``
-  (a draft prompt becomes the new content) and the task resumes; a task that asks for no input refuses
-  it (structured data: "already running"). While it waits, the task's ``TASK_STATE_INPUT_REQUIRED``
+  refused naming each key, and no task exists). Text alone that is not a draft prompt goes to
+  `Operations.assign_text` (`an_agent.runtime.text_input`): the payload mapped from it, or the task in
+  ``input-required`` for the required keys it does not give (prompts in the caller's ``Accept-Language``).
+  An undeclared schema is refused before that. A message to an existing task (its ``taskId``) answers the
+  task's ``input-required`` (`Operations.provide_input`, the same edit a NETCONF assigner makes): its
+  structured part, a data part without schema (keys asked for) and text become data-params of the task's
+  ``msg-data`` (a draft prompt becomes the new content) and the task resumes; a task that asks for no
+  input refuses it (structured data: "already running"). While it waits, the task's ``TASK_STATE_INPUT_REQUIRED``
   status message says what is missing (`an_agent.a2a.convert`). Without ``returnImmediately`` the call
   returns once the task is terminal or interrupted. The message metadata may name the agent it is sent
   for (``an-agent/task-sendFrom``, refused unless the caller may speak for it; default: the caller)

@@ -61,7 +61,9 @@ _ISO_DT = re.compile(
     re.IGNORECASE,
 )
 _RELATIVE_DAY = re.compile(
-    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?:\s+at\s+(?P<time>\d{1,2}:\d{2}))?", re.IGNORECASE
+    r"(?:\b(?P<before>\d{1,2}:\d{2})\s*(?:UTC|GMT|Z)?\s+)?"  # '06:00 UTC today'
+    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?:\s+at\s+(?P<time>\d{1,2}:\d{2}))?",  # 'today at 06:00'
+    re.IGNORECASE,
 )
 _CLOCK_RANGE = re.compile(
     r"\b(?:between\s+)?(?P<a>\d{1,2}:\d{2})\s*(?:-|\u2013|to|and|until)\s*(?P<b>\d{1,2}:\d{2})\b", re.IGNORECASE
@@ -147,7 +149,7 @@ def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
     """Dates and times as RFC 3339 UTC strings ('2026-10-05T06:00:00Z'), with their spans.
 
     Recognised: ISO dates with an optional time and zone (UTC assumed), and today / tonight /
-    tomorrow / yesterday with an optional 'at HH:MM', relative to ``now``.
+    tomorrow / yesterday with an optional 'at HH:MM' after or 'HH:MM [UTC]' before, relative to ``now``.
     """
     out = []
     for match in _ISO_DT.finditer(text):
@@ -162,7 +164,8 @@ def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
     offsets = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
     for match in _RELATIVE_DAY.finditer(text):
         day = base + timedelta(days=offsets[match.group("day").lower()])
-        time = match.group("time") or ("20:00" if match.group("day").lower() == "tonight" else None)
+        time = match.group("time") or match.group("before")
+        time = time or ("20:00" if match.group("day").lower() == "tonight" else None)
         stamp = _at_time(day, time, None)
         if stamp:
             out.append((stamp, match.start(), match.end()))

@@ -10,8 +10,11 @@ clause proposes (key, value, confidence) candidates, using only what the templat
   ``_minutes`` ... in the key name); time spans are converted to minutes; the sign follows the key's
   own examples (words that only appear in its negative examples, like 'lower' or 'uptilt', negate);
 - dates and times go to keys with ``Format: date-time`` / ``date``;
-- enumerations: a value named literally in the clause ('critical', 'base station outage'), else the
-  value of the most similar example phrase; booleans and free-text keys: the most similar example phrase;
+- enumerations: a value named literally in the clause ('critical', 'base station outage'), or by all
+  its words in any form ('the port is faulty' -> port_fault), else the value of the most similar
+  example phrase; booleans and free-text keys: the most similar example phrase;
+- a required key left empty takes the one identifier of the whole text that fits it (an id the
+  context gave to another key: 'ticket TT-1 for SITE-07: the fibre is cut' -> device SITE-07);
 - confidence is the embedding similarity that chose the key (typed values with a single compatible key
   are certain). A clause whose best candidate stays below ``threshold`` is not guessed: it goes to
   ``other``, as the draft recommends ("confidence thresholding").
@@ -244,6 +247,7 @@ def map_text(
             assignments.append(best[key.key_name])
     if leftovers:
         payload[OTHER_KEY] = leftovers[0] if len(leftovers) == 1 else leftovers
+    assignments.extend(_sole_identifiers(keys, text, payload))
     missing = [k.key_name for k in template.keys if k.required and k.key_name not in payload]
     result = MappingResult(template.schema_id, payload, assignments, leftovers, missing)
     return llm(template, text, result) if llm is not None else result
@@ -306,11 +310,52 @@ def _typed(keys: _Keys, clause: str, vector: Vectors, now: float) -> list[Assign
         if numbers and fits:
             i = max(fits, key=lambda j: sims[j])
             out.append(Assignment(keys.keys[i].key_name, int(numbers[0][0]), clause, sims[i], "number"))
+    words = re.findall(r"[a-z0-9]+", lowered)
     for i, key in enumerate(keys.keys):
         for option in key.constraints.enum:
             if re.search(rf"\b{re.escape(option.replace('_', ' ').lower())}\b", lowered):
                 out.append(Assignment(key.key_name, option, clause, max(sims[i], _CERTAIN * 0.6), "named value"))
                 break
+        else:
+            # Words of a value, inflected or apart ('the port is faulty' -> port_fault): a little less sure.
+            for option in key.constraints.enum:
+                if _named_by_words(option, words):
+                    out.append(Assignment(key.key_name, option, clause, max(sims[i], _CERTAIN * 0.55), "value words"))
+                    break
+    return out
+
+
+def _named_by_words(option: str, words: list[str]) -> bool:
+    """True when every word of a several-word value appears in ``words``, each as itself or with another
+    ending of the same stem (failure/failing, degradation/degraded, calls/call); short words exactly."""
+    parts = [p for p in option.lower().split("_") if p]
+    return len(parts) > 1 and all(any(_same_stem(part, word) for word in words) for part in parts)
+
+
+def _same_stem(a: str, b: str) -> bool:
+    if a == b:
+        return True
+    common = next((n for n, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
+    return common >= 4 and common >= min(len(a), len(b)) - 3
+
+
+def _sole_identifiers(keys: _Keys, text: str, payload: dict[str, Any]) -> list[Assignment]:
+    """Fill a required key left empty from the one identifier of the text that fits it (added to ``payload``).
+
+    An identifier went to the key its context suggested ('ticket TT-1 for SITE-07' -> the sites); a
+    required key that also takes that kind of identifier (the device to repair) and got none takes it
+    too, when exactly one such identifier appears in the whole text.
+    """
+    out: list[Assignment] = []
+    found = find_ids(text)
+    for i, key in enumerate(keys.keys):
+        if not key.required or key.key_name in payload or not keys.prefixes[i]:
+            continue
+        values = list(dict.fromkeys(f.value for f in found if f.prefix in keys.prefixes[i]))
+        if len(values) != 1:
+            continue
+        payload[key.key_name] = values if key.key_type == "array" else values[0]
+        out.append(Assignment(key.key_name, payload[key.key_name], text, _CERTAIN * 0.5, "sole identifier"))
     return out
 
 
