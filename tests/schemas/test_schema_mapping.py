@@ -139,3 +139,27 @@ def test_unmappable_clauses_go_to_other(minilm: MiniLMEmbedder) -> None:
     strict = map_text(template, "save less energy on CELL-0401", minilm, now=NOW, threshold=0.98)
     assert "action" not in strict.payload and strict.missing_required == ["action"]
     assert strict.other == []  # the clause gave the cell id with certainty, so it is not 'other'
+
+
+def test_time_of_day_before_a_relative_day() -> None:
+    assert [d for d, _, _ in find_datetimes("down since 06:00 UTC today", NOW)] == ["2026-10-05T06:00:00Z"]
+    assert [d for d, _, _ in find_datetimes("back at 7:15 tomorrow", NOW)] == ["2026-10-06T07:15:00Z"]
+
+
+@pytest.mark.slow
+def test_values_named_by_their_words_and_sole_identifiers(minilm: MiniLMEmbedder) -> None:
+    # Enumeration values whose words appear inflected or apart (not literally, not an example phrase).
+    assert mapped(minilm, "trouble_ticket_v1", "Ticket TT-81: the port on LINK-A1 is faulty")["fault"] == "port_fault"
+    slow = map_text(REGISTRY.get("complaint_ticket_v1"), "Data is very slow in the tunnel", minilm, now=NOW)
+    assert slow.payload["complaint_category"] == "slow_data" and slow.missing_required == ["ticket_id"]
+    failing = mapped(minilm, "fault_diagnosis_v1", "The microwave transmission link to SITE-03 keeps failing")
+    assert failing["fault_type"] == "transmission_failure"
+    # Alarm ids alone name no fault type: it stays missing (the task would ask for it).
+    alarms = map_text(REGISTRY.get("fault_diagnosis_v1"), "please investigate alarms ALM-1 and ALM-2", minilm, now=NOW)
+    assert alarms.missing_required == ["fault_type"] and alarms.payload["alarm_ids"] == ["ALM-1", "ALM-2"]
+    # The required device takes the one site id, which the context gave to the sites.
+    ticket = mapped(minilm, "trouble_ticket_v1", "Open ticket TT-5521 for SITE-07: the fibre is cut")
+    assert ticket["device"] == "SITE-07" and ticket["site"] == ["SITE-07"] and ticket["fault"] == "fibre_cut"
+    # Two ids that fit: the rule guesses neither.
+    two = map_text(REGISTRY.get("trouble_ticket_v1"), "TT-9 for SITE-07 and SITE-08: fibre cut", minilm, now=NOW)
+    assert "sole identifier" not in [a.how for a in two.assignments], two.assignments
