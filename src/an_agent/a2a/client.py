@@ -358,6 +358,7 @@ class A2AAgentClient:
         task_id: str | None = None,
         sender: str | None = None,
         new_task_id: str | None = None,
+        keys: Mapping[str, Any] | None = None,
     ) -> Iterator[TaskEvent]:
         """Send a message and stream its task: the task first, then every status change until it ends.
 
@@ -365,7 +366,8 @@ class A2AAgentClient:
         fails); ``text`` alone is a text message (the agent maps it to a payload, or takes it as prompt).
         ``task_id`` addresses an existing task (a follow-up message); ``sender`` names the agent the
         message is sent for (its ``task-sendFrom``; the agent checks that the user may speak for it);
-        ``new_task_id`` proposes the new task's id (the agent refuses one in use), else the agent picks.
+        ``new_task_id`` proposes the new task's id (the agent refuses one in use), else the agent picks;
+        ``keys`` (a follow-up) are payload keys a task asks for, sent as a data part without schema.
         """
         request = self._request(
             scenario=scenario,
@@ -376,6 +378,7 @@ class A2AAgentClient:
             wait=False,
             sender=sender,
             new_task_id=new_task_id,
+            keys=keys,
         )
         return self._events(self._client.send_message(request))
 
@@ -416,16 +419,14 @@ class A2AAgentClient:
         has and checks them (an invalid value is refused naming the key). ``scenario`` + ``payload``
         send a whole payload, validated here first.
         """
-        request = self._request(
+        return self.stream(
             scenario=scenario,
             payload=payload,
             text=text,
             supported_versions=supported_versions,
             task_id=task_id,
-            wait=False,
             keys=keys,
         )
-        return self._events(self._client.send_message(request))
 
     def resubscribe(self, task_id: str) -> Iterator[TaskEvent]:
         """Follow a task again: the task now, then its status changes until it ends (none missed)."""

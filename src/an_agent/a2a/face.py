@@ -408,27 +408,14 @@ def _answer_parts(task_id: str, inbound: InboundMessage) -> tuple[tuple[DataPara
     if inbound.structured is not None:
         structured = inbound.structured
         params.append(structured_param(f"{prefix}-payload", structured.schema_id, structured.payload, "A2A data part"))
-    if inbound.data is not None:
-        params.append(
-            DataParam(
-                id=f"{prefix}-data",
-                data_type=DataType.TEXT,
-                description="data part of an A2A message answering input-required",
-                format="application/json",
-                data=json.dumps(inbound.data),
-            )
-        )
     content = inbound.text if inbound.text and parse_prompt(inbound.text).complete else None
-    if inbound.text and content is None:
-        params.append(
-            DataParam(
-                id=f"{prefix}-text",
-                data_type=DataType.TEXT,
-                description="text of an A2A message answering input-required",
-                format="text/plain",
-                data=inbound.text,
-            )
-        )
+    for suffix, fmt, data in (
+        ("data", "application/json", None if inbound.data is None else json.dumps(inbound.data)),
+        ("text", "text/plain", inbound.text if content is None else None),
+    ):
+        if data:
+            what = f"{suffix} part of an A2A message answering input-required"
+            params.append(DataParam(f"{prefix}-{suffix}", DataType.TEXT, description=what, format=fmt, data=data))
     return tuple(params), content
 
 
