@@ -66,16 +66,7 @@ from an_agent.runtime.results import label_result
 from an_agent.runtime.schemas import SchemaService
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
-from an_agent.runtime.text_input import (
-    MAPPED_SUFFIX,
-    PAYLOAD_SUFFIX,
-    AssignText,
-    Collecting,
-    CompletingBehaviour,
-    PayloadCompletion,
-    mapped_param,
-    structured_param,
-)
+from an_agent.runtime.text_input import AssignText, CompletingBehaviour, PayloadCompletion
 from an_agent.store.agent_store import AgentStore, TaskState
 from an_agent.yang.context import YangContext
 from an_agent.yang.info import ModuleInfo
@@ -358,25 +349,11 @@ class Operations:
         Without an input schema (no skill declares one, or the agent serves no schemas) the text stays
         the task's prompt and the task is assigned as it is.
         """
-        task = copy.deepcopy(request.task)
-        mapped = self.completion.map(request.text)
-        if mapped is None:
-            return self.assign_task(principal, AssignTask(task))
-        if not mapped.missing_required:
-            param = structured_param(
-                f"{task.task_id}{PAYLOAD_SUFFIX}", mapped.schema_id, mapped.payload, "mapped from the text"
-            )
-            task.msg_data = [param.id]
-            return self.assign_task(principal, AssignTask(task, (param,)))
-        known = {k: v for k, v in mapped.payload.items() if k != "other"}
-        param = mapped_param(f"{task.task_id}{MAPPED_SUFFIX}", mapped.schema_id, mapped.payload)
-        task.msg_data = [param.id]
-        client = task.send_from or principal.name
-        self.completion.open(task.task_id, Collecting(mapped.schema_id, client, known, request.language, mapped.other))
+        assignment = self.completion.prepare(request, request.task.send_from or principal.name)
         try:
-            return self.assign_task(principal, AssignTask(task, (param,)))
+            return self.assign_task(principal, assignment)
         except BaseException:
-            self.completion.drop(task.task_id)
+            self.completion.drop(assignment.task.task_id)
             raise
 
     def cancel_task(self, principal: Principal, request: CancelTask, session_id: int = 0) -> Task:

@@ -27,6 +27,7 @@ What a task still waits for is kept in memory: after a restart such a task runs 
 
 from __future__ import annotations
 
+import copy
 import json
 import re
 import threading
@@ -37,6 +38,7 @@ from typing import Any
 from an_agent.errors import AnAgentError, RpcError, SchemaError
 from an_agent.model import AgentProfile, DataParam, DataType, NegotiationRequest, NegotiationResult, Task, build_prompt
 from an_agent.runtime.behaviour import AgentInfo, Behaviour, ProvidedInput, TaskRun
+from an_agent.runtime.requests import AssignTask
 from an_agent.runtime.schemas import SchemaService
 from an_agent.schemas.languages import DEFAULT_LANGUAGE, localize
 from an_agent.schemas.mapping import MappingResult, map_text
@@ -131,6 +133,29 @@ class PayloadCompletion:
             if best is None or score > best[0]:
                 best = (score, result)
         return None if best is None else best[1]
+
+    def prepare(self, request: AssignText, client_id: str) -> AssignTask:
+        """The assignment for ``request`` (module docstring, 1.); a task that will ask for keys is open
+        here (`drop` it when its assignment is refused)."""
+        task = copy.deepcopy(request.task)
+        mapped = self.map(request.text)
+        if mapped is None:
+            return AssignTask(task)
+        if not mapped.missing_required:
+            source = "mapped from the text"
+            param = structured_param(f"{task.task_id}{PAYLOAD_SUFFIX}", mapped.schema_id, mapped.payload, source)
+        else:
+            known = {k: v for k, v in mapped.payload.items() if k != OTHER_KEY}
+            param = mapped_param(f"{task.task_id}{MAPPED_SUFFIX}", mapped.schema_id, mapped.payload)
+            collecting = Collecting(mapped.schema_id, client_id, known, request.language, mapped.other)
+            with self._lock:
+                if task.task_id in self._collecting:  # never replace (nor, on refusal, drop) another task's
+                    raise RpcError.data_exists(
+                        f"task {task.task_id} exists already", f"/irtf-agent:tasks/task[task-id='{task.task_id}']"
+                    )
+                self._collecting[task.task_id] = collecting
+        task.msg_data = [param.id]
+        return AssignTask(task, (param,))
 
     def _template(self, collecting: Collecting) -> Template:
         assert self.schemas is not None
