@@ -9,7 +9,9 @@ the merged payload. Held-out style phrasings per shipped input schema are in `te
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -43,10 +45,9 @@ def _profile(modes: list[str]) -> AgentProfile:
     return AgentProfile.from_dict(document)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
-    config = ServerConfig(
-        state_dir=tmp_path_factory.mktemp("textinput") / "state",
+def _config(state_dir: Path) -> ServerConfig:
+    return ServerConfig(
+        state_dir=state_dir,
         port=0,
         a2a_port=0,
         a2a_tls=True,
@@ -55,14 +56,22 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
         behaviour=EchoPayload(),
         schemas="validate",  # the shared MiniLM model, no learning in the background
     )
-    with AgentServer(config) as running:
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
+    with AgentServer(_config(tmp_path_factory.mktemp("textinput") / "state")) as running:
         yield running
+
+
+def _connect(server: AgentServer) -> A2AAgentClient:
+    assert server.a2a is not None
+    return A2AAgentClient.connect(server.a2a.url, "admin", "admin", timeout=120, trust=server.a2a.certificate)
 
 
 @pytest.fixture
 def client(server: AgentServer) -> Iterator[A2AAgentClient]:
-    assert server.a2a is not None
-    with A2AAgentClient.connect(server.a2a.url, "admin", "admin", timeout=120, trust=server.a2a.certificate) as running:
+    with _connect(server) as running:
         yield running
 
 
@@ -258,3 +267,25 @@ def test_skill_without_an_input_schema_takes_text_as_its_prompt(tmp_path_factory
             assert task.result is not None
             data = json.loads(task.result.data or "")
             assert data["payload"] is None and "switch off energy saving" in data["content"]
+
+
+def test_a_task_waiting_for_keys_survives_a_restart(tmp_path: Path) -> None:
+    """What a waiting task knows (mapped keys, answers, client, language) is in the datastore: after a
+    restart it asks again for exactly what is still missing, and the next answer completes it."""
+    config = _config(tmp_path / "state")
+    with AgentServer(config) as first, _connect(first) as client:
+        waiting = client.send_and_wait(text="Hello there, could you have a look at this for 45 minutes?")
+        assert _asked(waiting) == ["cell_ids", "action"]
+        _finish(client.provide_input(waiting.task_id, keys={"cell_ids": ["CELL-0109"]}))
+        assert _asked(client.get_task(waiting.task_id)) == ["action"]
+    with AgentServer(config) as second, _connect(second) as client:
+        deadline = time.monotonic() + 60
+        task = client.get_task(waiting.task_id)
+        while _asked(task) != ["action"] and time.monotonic() < deadline:
+            time.sleep(0.1)
+            task = client.get_task(waiting.task_id)
+        assert task.status == TaskStatus.INPUT_REQUIRED and _asked(task) == ["action"], (task.status, _asked(task))
+        _finish(client.provide_input(waiting.task_id, keys={"action": "resume"}))
+        payload = _payload(client, waiting.task_id)
+    assert payload["cell_ids"] == ["CELL-0109"] and payload["action"] == "resume"
+    assert payload["duration_minutes"] == 45  # mapped from the first text, before the restart

@@ -99,7 +99,9 @@ class Operations:
         self.behaviour = behaviour
         self.completion = PayloadCompletion(profile, clock.now)
         """Tasks asked for in words: their payload mapped from the text or asked for (`assign_text`)."""
-        completing = CompletingBehaviour(behaviour, self.completion, lambda i, p: self.tasks.set_payload(i, p))
+        completing = CompletingBehaviour(
+            behaviour, self.completion, lambda i, p: self.tasks.set_payload(i, p), self._data_params
+        )
         self.tasks = TaskEngine(completing, store, self.bus, clock, profile.name, workers=task_workers)
         behaviour.bind(
             AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload, learned=self._learned)

@@ -22,7 +22,10 @@ for any face (the A2A face calls `Operations.assign_text`):
    (`AgentInfo.payload`) and the behaviour runs the task to its end.
 3. No declared input schema (or an agent serving no schemas): the text is the task's prompt, as before.
 
-What a task still waits for is kept in memory: after a restart such a task runs with its prompt only.
+Nothing of it lives only in memory: the ``<id>-mapped`` data-param also names the client and the
+language, and each answer is a data-param in the task's ``msg-data``; after a restart a task that was
+still being completed is rebuilt from them (`PayloadCompletion.recover`) and asks again for what is
+still missing, or runs when its answers already complete the payload.
 """
 
 from __future__ import annotations
@@ -146,8 +149,8 @@ class PayloadCompletion:
             param = structured_param(f"{task.task_id}{PAYLOAD_SUFFIX}", mapped.schema_id, mapped.payload, source)
         else:
             known = {k: v for k, v in mapped.payload.items() if k != OTHER_KEY}
-            param = mapped_param(f"{task.task_id}{MAPPED_SUFFIX}", mapped.schema_id, mapped.payload)
             collecting = Collecting(mapped.schema_id, client_id, known, request.language, mapped.other)
+            param = mapped_param(f"{task.task_id}{MAPPED_SUFFIX}", collecting, mapped.payload)
             with self._lock:
                 if task.task_id in self._collecting:  # never replace (nor, on refusal, drop) another task's
                     raise RpcError.data_exists(
@@ -174,6 +177,34 @@ class PayloadCompletion:
         """What the task's payload holds so far, None when it is not being completed."""
         with self._lock:
             return self._collecting.get(task_id)
+
+    def recover(self, task: Task, params: Sequence[DataParam]) -> Collecting | None:
+        """After a restart: the state of a task that was being completed, from its ``msg-data`` entries
+        ``params`` (the ``<id>-mapped`` one, then the answers in the order given); None when the task was
+        not being completed (no mapped keys, or its payload complete) or the mapped entry is unreadable."""
+        mapped_id, payload_id = f"{task.task_id}{MAPPED_SUFFIX}", f"{task.task_id}{PAYLOAD_SUFFIX}"
+        mapped = next((p for p in params if p.id == mapped_id), None)
+        if mapped is None or self.schemas is None or any(p.id == payload_id for p in params):
+            return None
+        try:
+            envelope = json.loads(mapped.data or "")
+            schema_id, payload = str(envelope["schema_id"]), dict(envelope["payload"])
+            client_id = str(envelope.get("client_id") or task.send_from or "")
+            language = str(envelope.get("language") or DEFAULT_LANGUAGE)
+        except (ValueError, KeyError, TypeError):
+            return None
+        other = payload.pop(OTHER_KEY, [])
+        collecting = Collecting(
+            schema_id, client_id, payload, language, [str(o) for o in other] if isinstance(other, list) else []
+        )
+        answers = [p for p in params if p.id != mapped_id]
+        try:
+            known = self.merged(collecting, answers)  # each was checked at its admission
+        except RpcError:
+            known = collecting.known
+        collecting = Collecting(schema_id, client_id, known, language, collecting.other)
+        self.open(task.task_id, collecting)
+        return collecting
 
     def missing(self, collecting: Collecting) -> list[str]:
         """The required keys of the template that have no value yet, in template order."""
@@ -267,22 +298,27 @@ def structured_param(param_id: str, schema_id: str, payload: dict[str, Any], sou
     )
 
 
-def mapped_param(param_id: str, schema_id: str, payload: dict[str, Any]) -> DataParam:
-    """The data-param holding the keys a text gave while required ones are missing (not yet a payload)."""
+def mapped_param(param_id: str, collecting: Collecting, payload: dict[str, Any]) -> DataParam:
+    """The data-param holding the keys a text gave while required ones are missing (not yet a payload),
+    with the client and language the task asks back for (what `PayloadCompletion.recover` reads)."""
+    schema_id = collecting.schema_id
+    envelope = {"schema_id": schema_id, "payload": payload, "client_id": collecting.client_id}
     return DataParam(
         id=param_id,
         data_type=DataType.TEXT,
         description=f"keys of a {schema_id} payload mapped from the message text; required keys are missing",
         format="application/json",
-        data=json.dumps({"schema_id": schema_id, "payload": payload}),
+        data=json.dumps({**envelope, "language": collecting.language}),
     )
 
 
 class CompletingBehaviour(Behaviour):
     """The agent's behaviour, preceded for tasks being completed by the input-required exchange.
 
-    ``set_payload`` makes the completed payload the task's (`AgentInfo.payload`); ``input_seconds``
-    bounds the wait for each answer (None: no limit), after which the task fails saying what never came.
+    ``set_payload`` makes the completed payload the task's (`AgentInfo.payload`); ``data_params`` reads
+    a task's ``msg-data`` entries (to rebuild its state after a restart, `PayloadCompletion.recover`);
+    ``input_seconds`` bounds the wait for each answer (None: no limit), after which the task fails saying
+    what never came.
     """
 
     def __init__(
@@ -290,11 +326,13 @@ class CompletingBehaviour(Behaviour):
         inner: Behaviour,
         completion: PayloadCompletion,
         set_payload: Callable[[str, ValidatedPayload], None],
+        data_params: Callable[[Sequence[str]], list[DataParam]],
         input_seconds: float | None = None,
     ) -> None:
         self.inner = inner
         self.completion = completion
         self.set_payload = set_payload
+        self.data_params = data_params
         self.input_seconds = input_seconds
 
     def bind(self, agent: AgentInfo) -> None:
@@ -308,6 +346,8 @@ class CompletingBehaviour(Behaviour):
 
     def execute(self, task: Task, run: TaskRun) -> None:
         collecting = self.completion.collecting(task.task_id)
+        if collecting is None and task.msg_data:
+            collecting = self.completion.recover(task, self.data_params(task.msg_data))
         if collecting is not None:
             try:
                 if not self._collect(task.task_id, collecting, run):
