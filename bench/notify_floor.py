@@ -50,7 +50,6 @@ def emitter_main() -> int:
     from lxml import etree
 
     from an_agent.cli import main
-    from an_agent.clock import to_rfc3339
     from an_agent.model import IRTF_AGENT_NS
     from an_agent.nc import face
     from an_agent.nc.server import Reply, Session

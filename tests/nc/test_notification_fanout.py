@@ -40,12 +40,50 @@ class CountingSink:
         self.sent.append(data)
 
 
-def _publish(bus: NotificationBus, store: AgentStore, body: str) -> None:
+def _publish(bus: NotificationBus, store: AgentStore, body: str) -> int:
     def log_event() -> tuple[int, float, str]:
         now = time.time()
         return store.append_notification(now, body), now, body
 
-    bus.publish(log_event)
+    seq = bus.publish(log_event)
+    assert seq is not None
+    return seq
+
+
+class GatedSink(CountingSink):
+    """A sink whose writes wait for ``gate`` (a subscriber whose transport is slow)."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__("1.1", {})
+        self.gate = gate
+
+    def send_encoded(self, data: bytes) -> None:
+        self.gate.wait(30)
+        super().send_encoded(data)
+
+
+def test_waiting_for_an_event_to_reach_every_transport(tmp_path: Path) -> None:
+    """`wait_handed_over` returns once every writer wrote the event, and gives up (False) on a stuck one."""
+    store = AgentStore(tmp_path)
+    bus = NotificationBus(store, SystemClock())
+    gate = threading.Event()
+    fast = [CountingSink("1.0", {}) for _ in range(5)]
+    slow = GatedSink(gate)
+    try:
+        for sink in [*fast, slow]:
+            bus.subscribe(sink, None, None, None, lambda _: None).start()  # type: ignore[arg-type]
+        first = _publish(bus, store, '<e xmlns="urn:x">1</e>')
+        assert bus.wait_handed_over(first, 0.3) is False  # the slow one still holds it
+        assert all(len(s.sent) == 1 for s in fast) and slow.sent == []
+        second = _publish(bus, store, '<e xmlns="urn:x">2</e>')
+        gate.set()
+        assert bus.wait_handed_over(second, 30) is True
+        assert len(slow.sent) == 2 and all(len(s.sent) == 2 for s in fast)
+        assert bus.wait_handed_over(second, 0) is True  # nothing left: no wait at all
+    finally:
+        gate.set()
+        bus.close()
+        store.close()
 
 
 def test_filter_runs_once_per_view_and_encoding_once_per_framing(tmp_path: Path) -> None:

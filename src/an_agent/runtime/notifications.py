@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -188,8 +189,10 @@ class Subscription:
         on_end: Callable[[Subscription], None],
         max_backlog: int = 1000,
         view: Hashable = None,
+        on_written: Callable[[], None] | None = None,
     ) -> None:
         self._sink = sink
+        self._on_written = on_written
         self.view: Hashable = view if view is not None else object()  # None: a view of its own
         self._store = store
         self._clock = clock
@@ -200,6 +203,7 @@ class Subscription:
         self._on_end = on_end
         self._max_backlog = max_backlog
         self._queue: deque[_Queued] = deque()
+        self._in_flight: int | None = None  # seq of the live event being written, taken off the queue
         self._wake = threading.Condition()
         self._ended = False
         self._overflowed = False
@@ -241,6 +245,15 @@ class Subscription:
         if not self._thread.is_alive() and not self._finished.is_set():
             self._finish()  # never started: nothing else will call on_end
 
+    def holds(self, seq: int) -> bool:
+        """Whether a live event up to ``seq`` is still queued or being written for this subscriber."""
+        with self._wake:
+            if self._ended:
+                return False
+            if self._in_flight is not None and self._in_flight <= seq:
+                return True
+            return bool(self._queue) and self._queue[0].seq <= seq
+
     @property
     def backlog(self) -> int:
         with self._wake:
@@ -266,7 +279,9 @@ class Subscription:
                 self._wake.wait(timeout)
             if self._ended:
                 return None
-            return self._queue.popleft()
+            event = self._queue.popleft()
+            self._in_flight = event.seq
+            return event
 
     def _run(self) -> None:
         try:
@@ -286,6 +301,10 @@ class Subscription:
                     break
                 if event.seq > self._replay_upto:
                     self._sink.send_encoded(event.data)
+                with self._wake:
+                    self._in_flight = None
+                if self._on_written is not None:
+                    self._on_written()
             if self._overflowed:
                 log.warning(
                     "a subscriber fell more than %d notifications behind and was dropped; "
@@ -306,7 +325,10 @@ class Subscription:
         self._finished.set()
         with self._wake:
             self._ended = True
+            self._in_flight = None
         self._on_end(self)
+        if self._on_written is not None:
+            self._on_written()
 
     def _complete(self) -> None:
         self._send(_marker(self._clock.now(), "notificationComplete"))
@@ -328,6 +350,7 @@ class NotificationBus:
         self.retention = retention
         self._lock = threading.Lock()
         self._subscriptions: list[Subscription] = []
+        self._written = threading.Condition()  # notified after each live event a writer handed over
         self._closing = threading.Event()
         self._pruner = threading.Thread(target=self._prune_loop, name="nc-notify-retention", daemon=True)
         self._pruner.start()
@@ -383,13 +406,25 @@ class NotificationBus:
             # either replayed (seq <= upto) or offered live, never both or neither.
             upto = self._store.last_notification_seq()
             sub = Subscription(
-                sink, self._store, self._clock, event_filter, start_time, stop_time, upto, ended, self.max_backlog, view
+                sink,
+                self._store,
+                self._clock,
+                event_filter,
+                start_time,
+                stop_time,
+                upto,
+                ended,
+                self.max_backlog,
+                view,
+                on_written=self._wrote,
             )
             self._subscriptions.append(sub)
         return sub
 
-    def publish(self, log_event: Callable[[], tuple[int, float, str] | None]) -> None:
+    def publish(self, log_event: Callable[[], tuple[int, float, str] | None]) -> int | None:
         """Run ``log_event`` (which writes the event durably and returns (seq, time, xml)) and fan it out.
+
+        Returns the event's log position (None when ``log_event`` logged nothing).
 
         Logging and offering happen under one lock so subscribers see events in
         sequence order; offering filters and encodes once per distinct view and
@@ -398,10 +433,36 @@ class NotificationBus:
         with self._lock:
             logged = log_event()
             if logged is None:
-                return
+                return None
             rendering = _Rendering(_Event(*logged))
             for sub in self._subscriptions:
                 sub.offer(rendering)
+            return rendering.event.seq
+
+    def _wrote(self) -> None:
+        with self._written:
+            self._written.notify_all()
+
+    def wait_handed_over(self, seq: int, timeout: float) -> bool:
+        """Wait until every subscriber's writer has handed the events up to ``seq`` to its session.
+
+        For work that would compete for the CPU with a fan-out in progress
+        (a follow-up status change, a second datastore edit): waiting at most
+        ``timeout`` seconds lets the event reach every transport first. False
+        when the time ran out (a slow subscriber); nothing is dropped either way.
+        """
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            subs = list(self._subscriptions)
+        with self._written:
+            while True:
+                subs = [sub for sub in subs if sub.holds(seq)]
+                left = deadline - time.monotonic()
+                if not subs:
+                    return True
+                if left <= 0:
+                    return False
+                self._written.wait(left)
 
     def subscriber_count(self) -> int:
         with self._lock:
