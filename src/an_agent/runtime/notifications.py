@@ -97,7 +97,13 @@ class EventSink(Protocol):
         ...
 
     def send_encoded(self, data: bytes) -> None:
-        """Write bytes made by `encode` (called from the subscription's writer thread only)."""
+        """Write bytes made by `encode` (called from the subscription's writer thread only).
+
+        A sink may also have ``try_send_encoded(data) -> bool``: write the
+        whole of ``data`` now if that cannot block, else write nothing and
+        return False (the writer thread sends it then). The bus calls it from
+        the publishing thread, never concurrently with the writer's sends.
+        """
         ...
 
 
@@ -204,6 +210,8 @@ class Subscription:
         self._max_backlog = max_backlog
         self._queue: deque[_Queued] = deque()
         self._in_flight: int | None = None  # seq of the live event being written, taken off the queue
+        self._try_send: Callable[[bytes], bool] | None = getattr(sink, "try_send_encoded", None)
+        self._live = False  # the writer sends live events (started, replay done): `offer` may write itself
         self._wake = threading.Condition()
         self._ended = False
         self._overflowed = False
@@ -217,7 +225,12 @@ class Subscription:
     def offer(self, rendering: _Rendering) -> None:
         """Queue the event's bytes for this subscriber without ever blocking (called in log order).
 
-        Events its filter drops are not queued and do not count against the backlog.
+        Events its filter drops are not queued and do not count against the
+        backlog. When nothing is queued or being written for this subscriber
+        and its sink can take the bytes at once without blocking
+        (``try_send_encoded``, see `EventSink`), they are written here, on the
+        publishing thread: a fan-out to many sessions then costs no thread
+        wake-up per subscriber.
         """
         if self._ended:
             return
@@ -225,16 +238,41 @@ class Subscription:
         if data is None:
             return
         event = rendering.event
+        queued = _Queued(event.seq, event.event_time, data)
         with self._wake:
             if self._ended:
                 return
-            if len(self._queue) >= self._max_backlog:
+            direct = (
+                self._live
+                and self._stop is None
+                and self._try_send is not None
+                and not self._queue
+                and self._in_flight is None
+            )
+            if direct:
+                self._in_flight = event.seq  # the writer leaves it alone; later events queue behind it
+            elif len(self._queue) >= self._max_backlog:
                 self._overflowed = True
                 self._ended = True
                 self._queue.clear()
+                self._wake.notify()
+                return
             else:
-                self._queue.append(_Queued(event.seq, event.event_time, data))
+                self._queue.append(queued)
+                self._wake.notify()
+                return
+        assert self._try_send is not None
+        try:
+            sent = self._try_send(data)
+        except Exception:  # the writer meets the same failure and ends the session properly
+            sent = False
+        with self._wake:
+            self._in_flight = None
+            if not sent:
+                self._queue.appendleft(queued)
             self._wake.notify()
+        if sent and self._on_written is not None:
+            self._on_written()
 
     def end(self) -> None:
         """Stop sending (session closing); no notificationComplete is sent."""
@@ -293,6 +331,8 @@ class Subscription:
                         self._replay(_Event(logged.seq, logged.event_time, logged.xml))
                 if not self._ended:
                     self._send(_marker(self._clock.now(), "replayComplete"))
+            with self._wake:
+                self._live = True
             while True:
                 event = self._next()
                 if event is None:
