@@ -382,14 +382,21 @@ class Datastore:
                         return self._whole_document()
                     keep[id(named)] = named
         parts: list[str] = []
+        kinds: dict[str, str] = {}  # tag -> "whole" | "unit" (an entry of a unit list) | "container"
         for top in elements(self._root):
-            info = self._schema.schema_node((qname(top),))
-            if info is None or info.kind not in ("container", "list"):
+            kind = kinds.get(top.tag)
+            if kind is None:
+                info = self._schema.schema_node((qname(top),))
+                if info is not None and info.kind == "container":
+                    kind = "container"
+                elif info is not None and info.kind == "list" and self._schema.unit_reach((qname(top),)) is not None:
+                    kind = "unit"
+                else:
+                    kind = "whole"
+                kinds[top.tag] = kind
+            if kind == "whole" or (kind == "unit" and id(top) in keep):
                 parts.append(etree.tostring(top, encoding="unicode"))
-            elif info.kind == "list":
-                if id(top) in keep or self._schema.unit_reach((qname(top),)) is None:
-                    parts.append(etree.tostring(top, encoding="unicode"))
-            else:
+            elif kind == "container":
                 parts.append(etree.tostring(self._container_part(top, keep), encoding="unicode"))
         return "".join(parts)
 
