@@ -34,8 +34,19 @@ _SSHD = re.compile(r"NETCONF by sshd at [^ ]+:(\d+)")
 class AgentProcess:
     """One `an-agent serve` process on 127.0.0.1 with its own temporary state directory."""
 
-    def __init__(self, profile_json: str | None = None, start_timeout: float = 60.0, sshd: bool = False) -> None:
-        """``sshd``: also serve through the agent's own OpenSSH sshd (`sshd_target`), with a generated key."""
+    def __init__(
+        self,
+        profile_json: str | None = None,
+        start_timeout: float = 60.0,
+        sshd: bool = False,
+        entry: Sequence[str] = _CLI,
+    ) -> None:
+        """``sshd``: also serve through the agent's own OpenSSH sshd (`sshd_target`), with a generated key.
+
+        ``entry``: the command before ``serve ...`` (default: the console script's entry point; the
+        notification floor, `bench.notify_floor`, starts the same server with its own handler).
+        """
+        self.entry = list(entry)
         self.host = "127.0.0.1"
         self.port = 0
         self.sshd = sshd
@@ -52,7 +63,7 @@ class AgentProcess:
         self.workdir = Path(tempfile.mkdtemp(prefix="an-bench-ours-"))
         self.port = 0
         argv = [
-            *_CLI,
+            *self.entry,
             "serve",
             "--host",
             self.host,

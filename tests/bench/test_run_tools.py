@@ -37,3 +37,17 @@ def test_reader_loop_answers_every_request_from_the_memo_after_the_first(tmp_pat
         assert isinstance(face, NetconfFace)
         assert cpu_per_request(server, data.GET_PROFILE, 200, 1) >= 0.0
         assert (face.replies.misses, face.replies.hits) == (1, 199)
+
+
+@pytest.mark.slow
+def test_the_floor_emitter_notifies_every_subscriber_of_each_assignment() -> None:
+    """bench.notify_floor's do-nothing server: one notification per subscriber and assignment, on both paths."""
+    from bench.notify_floor import EMITTER, NEEDLES
+
+    from bench import m_notify, ours
+
+    with ours.AgentProcess(data.profile_json(), sshd=True, entry=EMITTER) as floor:
+        for name, target in (("floor", floor), ("floor-sshd", floor.sshd_target())):
+            base = 900_000 if name == "floor" else 910_000
+            latencies = m_notify.notification_latency(target, 3, [base, base + 1], NEEDLES[name], timeout=60.0)
+            assert len(latencies) == 6 and all(x > 0 for x in latencies)

@@ -40,12 +40,50 @@ class CountingSink:
         self.sent.append(data)
 
 
-def _publish(bus: NotificationBus, store: AgentStore, body: str) -> None:
+def _publish(bus: NotificationBus, store: AgentStore, body: str) -> int:
     def log_event() -> tuple[int, float, str]:
         now = time.time()
         return store.append_notification(now, body), now, body
 
-    bus.publish(log_event)
+    seq = bus.publish(log_event)
+    assert seq is not None
+    return seq
+
+
+class GatedSink(CountingSink):
+    """A sink whose writes wait for ``gate`` (a subscriber whose transport is slow)."""
+
+    def __init__(self, gate: threading.Event) -> None:
+        super().__init__("1.1", {})
+        self.gate = gate
+
+    def send_encoded(self, data: bytes) -> None:
+        self.gate.wait(30)
+        super().send_encoded(data)
+
+
+def test_waiting_for_an_event_to_reach_every_transport(tmp_path: Path) -> None:
+    """`wait_handed_over` returns once every writer wrote the event, and gives up (False) on a stuck one."""
+    store = AgentStore(tmp_path)
+    bus = NotificationBus(store, SystemClock())
+    gate = threading.Event()
+    fast = [CountingSink("1.0", {}) for _ in range(5)]
+    slow = GatedSink(gate)
+    try:
+        for sink in [*fast, slow]:
+            bus.subscribe(sink, None, None, None, lambda _: None).start()  # type: ignore[arg-type]
+        first = _publish(bus, store, '<e xmlns="urn:x">1</e>')
+        assert bus.wait_handed_over(first, 0.3) is False  # the slow one still holds it
+        assert all(len(s.sent) == 1 for s in fast) and slow.sent == []
+        second = _publish(bus, store, '<e xmlns="urn:x">2</e>')
+        gate.set()
+        assert bus.wait_handed_over(second, 30) is True
+        assert len(slow.sent) == 2 and all(len(s.sent) == 2 for s in fast)
+        assert bus.wait_handed_over(second, 0) is True  # nothing left: no wait at all
+    finally:
+        gate.set()
+        bus.close()
+        store.close()
 
 
 def test_filter_runs_once_per_view_and_encoding_once_per_framing(tmp_path: Path) -> None:
@@ -165,3 +203,72 @@ def test_same_filter_different_nacm_views_are_not_shared(server: AgentServer) ->
     finally:
         for session in (*subscribers, worker):
             session.close()
+
+
+class DirectSink(CountingSink):
+    """A sink that can take bytes at once (like the sshd path's pipes), until told it cannot."""
+
+    def __init__(self) -> None:
+        super().__init__("1.1", {})
+        self.accept = True
+        self.threads: list[str] = []
+
+    def try_send_encoded(self, data: bytes) -> bool:
+        self.threads.append(threading.current_thread().name)
+        if not self.accept:
+            return False
+        self.sent.append(data)
+        return True
+
+
+def test_a_sink_that_cannot_block_is_written_by_the_publisher_in_order(tmp_path: Path) -> None:
+    store = AgentStore(tmp_path)
+    bus = NotificationBus(store, SystemClock())
+    sink = DirectSink()
+    try:
+        sub = bus.subscribe(sink, None, None, None, lambda _: None)  # type: ignore[arg-type]
+        _publish(bus, store, '<e xmlns="urn:x">0</e>')  # before start (the rpc-reply): never written at once
+        assert sink.threads == []
+        sub.start()
+        wait_for(lambda: len(sink.sent) == 1)
+        seq = _publish(bus, store, '<e xmlns="urn:x">1</e>')
+        assert len(sink.sent) == 2 and sink.threads == [threading.current_thread().name]
+        assert bus.wait_handed_over(seq, 0) is True
+        sink.accept = False  # its transport is full: the writer thread takes over, in order
+        for text in ("2", "3"):
+            _publish(bus, store, f'<e xmlns="urn:x">{text}</e>')
+        sink.accept = True
+        last = _publish(bus, store, '<e xmlns="urn:x">4</e>')
+        assert bus.wait_handed_over(last, 30) is True
+        wait_for(lambda: len(sink.sent) == 5)
+        texts = [etree.fromstring(d.split(b"\n", 2)[2].rsplit(b"\n##", 1)[0]) for d in sink.sent]
+        assert [t[1].text for t in texts] == ["0", "1", "2", "3", "4"]
+    finally:
+        bus.close()
+        store.close()
+
+
+def test_an_fd_stream_writes_at_once_only_when_it_cannot_block(tmp_path: Path) -> None:
+    import os
+    import socket
+
+    from an_agent.nc.sshd import _FdStream
+
+    read_fd, write_fd = os.pipe()
+    bridge_a, bridge_b = socket.socketpair()
+    stream = _FdStream(read_fd, write_fd, bridge_a)
+    try:
+        assert stream.try_write(b"x" * 100) is True
+        assert os.read(read_fd, 200) == b"x" * 100
+        assert stream.try_write(b"y" * 5000) is False  # above PIPE_BUF: not atomic, left to the writer
+        os.set_blocking(write_fd, False)
+        try:
+            while True:
+                os.write(write_fd, b"z" * 4096)  # fill the pipe
+        except BlockingIOError:
+            pass
+        os.set_blocking(write_fd, True)
+        assert stream.try_write(b"w" * 100) is False  # full: refused at once (a blocking write would hang here)
+    finally:
+        stream.close()
+        bridge_b.close()

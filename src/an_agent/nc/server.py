@@ -340,6 +340,27 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self._write(data)
         self.last_activity = time.monotonic()
 
+    def try_send_encoded(self, data: bytes) -> bool:
+        """Write ``data`` now if neither this session nor its stream would make the caller wait; else False.
+
+        Only streams with ``try_write`` (the sshd path's pipes) can; a paramiko
+        channel cannot promise not to block, so its notifications go through
+        the subscription's writer thread.
+        """
+        stream = self.pkt_stream.stream if self.pkt_stream is not None else None
+        try_write = getattr(stream, "try_write", None)
+        if try_write is None or not self._send_lock.acquire(blocking=False):
+            return False
+        try:
+            written = bool(try_write(data))
+        except OSError:
+            return False  # the writer thread meets it again and closes the session
+        finally:
+            self._send_lock.release()
+        if written:
+            self.last_activity = time.monotonic()
+        return written
+
     def _write(self, data: bytes) -> None:
         with self._send_lock:
             stream = self.pkt_stream

@@ -85,6 +85,24 @@ class _FdStream:
             written = os.write(self._write_fd, view)
             view = view[written:]
 
+    def try_write(self, data: bytes) -> bool:
+        """Write all of ``data`` if that cannot block, else nothing (False).
+
+        A write of at most PIPE_BUF bytes to a pipe is atomic, and when poll
+        says the pipe is writable it has room for it: no wait. Bigger
+        messages go through `sendall` on the session's writer thread.
+        """
+        if self._closed or len(data) > select.PIPE_BUF:
+            return False
+        poller = select.poll()
+        poller.register(self._write_fd, select.POLLOUT)
+        if not poller.poll(0):
+            return False
+        view = memoryview(data)
+        while view:  # one write for a pipe; a socket (if sshd gave one) may take it in parts
+            view = view[os.write(self._write_fd, view) :]
+        return True
+
     def close(self) -> None:
         with self._lock:
             if self._closed:

@@ -298,8 +298,11 @@ class TaskAdmission:
                 self.schemas.accept(check)
         for task in committed.added:
             self._tasks.admit(task)
-            # After admit: the record is a second datastore edit, which must not delay "created".
+        for task in committed.added:
+            # After "created" reached the subscribers' transports: the record is a second datastore
+            # edit, which must neither delay that notification nor compete with its fan-out.
             if self._context is not None and task.commu_type != CommuType.TASK_CANCEL:
+                self._tasks.wait_announced(task.task_id)
                 self._context.assigned(task, principal.name)
         for old, new in committed.changed:
             self._tasks.update(old, new, committed.inputs.get(new.task_id))

@@ -20,6 +20,7 @@ from an_agent._lxml import default_ns
 from an_agent.errors import RpcError
 from an_agent.model.ns import NETCONF_BASE_NS
 from an_agent.yang.context import YangContext
+from an_agent.yang.reach import UnitReach
 
 NC_OPERATION = f"{{{NETCONF_BASE_NS}}}operation"
 OPERATIONS = ("merge", "replace", "create", "delete", "remove", "none")
@@ -51,6 +52,10 @@ class Schema(Protocol):
 
     def module_name(self, namespace: str) -> str | None: ...
 
+    def unit_reach(self, path: SchemaPath) -> UnitReach | None:
+        """What an entry of the unit list at ``path`` needs to be validated alone; None: the whole datastore."""
+        ...
+
 
 class YangSchema:
     """`Schema` over a libyang context, with namespace -> module names."""
@@ -67,6 +72,9 @@ class YangSchema:
 
     def module_name(self, namespace: str) -> str | None:
         return self._modules.get(namespace)
+
+    def unit_reach(self, path: SchemaPath) -> UnitReach | None:
+        return self._yang.unit_reach(path)
 
 
 @dataclass

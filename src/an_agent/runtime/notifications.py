@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
@@ -96,7 +97,13 @@ class EventSink(Protocol):
         ...
 
     def send_encoded(self, data: bytes) -> None:
-        """Write bytes made by `encode` (called from the subscription's writer thread only)."""
+        """Write bytes made by `encode` (called from the subscription's writer thread only).
+
+        A sink may also have ``try_send_encoded(data) -> bool``: write the
+        whole of ``data`` now if that cannot block, else write nothing and
+        return False (the writer thread sends it then). The bus calls it from
+        the publishing thread, never concurrently with the writer's sends.
+        """
         ...
 
 
@@ -188,8 +195,10 @@ class Subscription:
         on_end: Callable[[Subscription], None],
         max_backlog: int = 1000,
         view: Hashable = None,
+        on_written: Callable[[], None] | None = None,
     ) -> None:
         self._sink = sink
+        self._on_written = on_written
         self.view: Hashable = view if view is not None else object()  # None: a view of its own
         self._store = store
         self._clock = clock
@@ -200,6 +209,9 @@ class Subscription:
         self._on_end = on_end
         self._max_backlog = max_backlog
         self._queue: deque[_Queued] = deque()
+        self._in_flight: int | None = None  # seq of the live event being written, taken off the queue
+        self._try_send: Callable[[bytes], bool] | None = getattr(sink, "try_send_encoded", None)
+        self._live = False  # the writer sends live events (started, replay done): `offer` may write itself
         self._wake = threading.Condition()
         self._ended = False
         self._overflowed = False
@@ -213,7 +225,12 @@ class Subscription:
     def offer(self, rendering: _Rendering) -> None:
         """Queue the event's bytes for this subscriber without ever blocking (called in log order).
 
-        Events its filter drops are not queued and do not count against the backlog.
+        Events its filter drops are not queued and do not count against the
+        backlog. When nothing is queued or being written for this subscriber
+        and its sink can take the bytes at once without blocking
+        (``try_send_encoded``, see `EventSink`), they are written here, on the
+        publishing thread: a fan-out to many sessions then costs no thread
+        wake-up per subscriber.
         """
         if self._ended:
             return
@@ -221,16 +238,41 @@ class Subscription:
         if data is None:
             return
         event = rendering.event
+        queued = _Queued(event.seq, event.event_time, data)
         with self._wake:
             if self._ended:
                 return
-            if len(self._queue) >= self._max_backlog:
+            direct = (
+                self._live
+                and self._stop is None
+                and self._try_send is not None
+                and not self._queue
+                and self._in_flight is None
+            )
+            if direct:
+                self._in_flight = event.seq  # the writer leaves it alone; later events queue behind it
+            elif len(self._queue) >= self._max_backlog:
                 self._overflowed = True
                 self._ended = True
                 self._queue.clear()
+                self._wake.notify()
+                return
             else:
-                self._queue.append(_Queued(event.seq, event.event_time, data))
+                self._queue.append(queued)
+                self._wake.notify()
+                return
+        assert self._try_send is not None
+        try:
+            sent = self._try_send(data)
+        except Exception:  # the writer meets the same failure and ends the session properly
+            sent = False
+        with self._wake:
+            self._in_flight = None
+            if not sent:
+                self._queue.appendleft(queued)
             self._wake.notify()
+        if sent and self._on_written is not None:
+            self._on_written()
 
     def end(self) -> None:
         """Stop sending (session closing); no notificationComplete is sent."""
@@ -240,6 +282,15 @@ class Subscription:
             self._wake.notify()
         if not self._thread.is_alive() and not self._finished.is_set():
             self._finish()  # never started: nothing else will call on_end
+
+    def holds(self, seq: int) -> bool:
+        """Whether a live event up to ``seq`` is still queued or being written for this subscriber."""
+        with self._wake:
+            if self._ended:
+                return False
+            if self._in_flight is not None and self._in_flight <= seq:
+                return True
+            return bool(self._queue) and self._queue[0].seq <= seq
 
     @property
     def backlog(self) -> int:
@@ -266,7 +317,9 @@ class Subscription:
                 self._wake.wait(timeout)
             if self._ended:
                 return None
-            return self._queue.popleft()
+            event = self._queue.popleft()
+            self._in_flight = event.seq
+            return event
 
     def _run(self) -> None:
         try:
@@ -278,6 +331,8 @@ class Subscription:
                         self._replay(_Event(logged.seq, logged.event_time, logged.xml))
                 if not self._ended:
                     self._send(_marker(self._clock.now(), "replayComplete"))
+            with self._wake:
+                self._live = True
             while True:
                 event = self._next()
                 if event is None:
@@ -286,6 +341,10 @@ class Subscription:
                     break
                 if event.seq > self._replay_upto:
                     self._sink.send_encoded(event.data)
+                with self._wake:
+                    self._in_flight = None
+                if self._on_written is not None:
+                    self._on_written()
             if self._overflowed:
                 log.warning(
                     "a subscriber fell more than %d notifications behind and was dropped; "
@@ -306,7 +365,10 @@ class Subscription:
         self._finished.set()
         with self._wake:
             self._ended = True
+            self._in_flight = None
         self._on_end(self)
+        if self._on_written is not None:
+            self._on_written()
 
     def _complete(self) -> None:
         self._send(_marker(self._clock.now(), "notificationComplete"))
@@ -328,6 +390,7 @@ class NotificationBus:
         self.retention = retention
         self._lock = threading.Lock()
         self._subscriptions: list[Subscription] = []
+        self._written = threading.Condition()  # notified after each live event a writer handed over
         self._closing = threading.Event()
         self._pruner = threading.Thread(target=self._prune_loop, name="nc-notify-retention", daemon=True)
         self._pruner.start()
@@ -383,13 +446,25 @@ class NotificationBus:
             # either replayed (seq <= upto) or offered live, never both or neither.
             upto = self._store.last_notification_seq()
             sub = Subscription(
-                sink, self._store, self._clock, event_filter, start_time, stop_time, upto, ended, self.max_backlog, view
+                sink,
+                self._store,
+                self._clock,
+                event_filter,
+                start_time,
+                stop_time,
+                upto,
+                ended,
+                self.max_backlog,
+                view,
+                on_written=self._wrote,
             )
             self._subscriptions.append(sub)
         return sub
 
-    def publish(self, log_event: Callable[[], tuple[int, float, str] | None]) -> None:
+    def publish(self, log_event: Callable[[], tuple[int, float, str] | None]) -> int | None:
         """Run ``log_event`` (which writes the event durably and returns (seq, time, xml)) and fan it out.
+
+        Returns the event's log position (None when ``log_event`` logged nothing).
 
         Logging and offering happen under one lock so subscribers see events in
         sequence order; offering filters and encodes once per distinct view and
@@ -398,10 +473,36 @@ class NotificationBus:
         with self._lock:
             logged = log_event()
             if logged is None:
-                return
+                return None
             rendering = _Rendering(_Event(*logged))
             for sub in self._subscriptions:
                 sub.offer(rendering)
+            return rendering.event.seq
+
+    def _wrote(self) -> None:
+        with self._written:
+            self._written.notify_all()
+
+    def wait_handed_over(self, seq: int, timeout: float) -> bool:
+        """Wait until every subscriber's writer has handed the events up to ``seq`` to its session.
+
+        For work that would compete for the CPU with a fan-out in progress
+        (a follow-up status change, a second datastore edit): waiting at most
+        ``timeout`` seconds lets the event reach every transport first. False
+        when the time ran out (a slow subscriber); nothing is dropped either way.
+        """
+        deadline = time.monotonic() + timeout
+        with self._lock:
+            subs = list(self._subscriptions)
+        with self._written:
+            while True:
+                subs = [sub for sub in subs if sub.holds(seq)]
+                left = deadline - time.monotonic()
+                if not subs:
+                    return True
+                if left <= 0:
+                    return False
+                self._written.wait(left)
 
     def subscriber_count(self) -> int:
         with self._lock:

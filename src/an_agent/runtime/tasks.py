@@ -39,6 +39,10 @@ from an_agent.store.agent_store import AgentStore, TaskState
 log = logging.getLogger(__name__)
 
 
+FANOUT_GRACE = 0.1
+"""Seconds a new task's first step waits for its ``created`` notification to reach every transport."""
+
+
 class TaskEngine:
     """Owns task state (config false) and runs the behaviour on assigned tasks."""
 
@@ -63,6 +67,7 @@ class TaskEngine:
         self._tasks: dict[str, Task] = {}
         self._payloads: dict[str, ValidatedPayload] = {}
         self._input_slots: dict[str, _InputSlot] = {}
+        self._created_seq: dict[str, int] = {}  # log position of each running task's "created" event
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="task")
         self._closed = False
         self._version = 0
@@ -256,8 +261,20 @@ class TaskEngine:
         run = TaskRun(task, self, cancelled, self._agent_name)
         self._pool.submit(self._execute, task, run)
 
+    def wait_announced(self, task_id: str, timeout: float = FANOUT_GRACE) -> None:
+        """Wait (at most ``timeout`` s) until the task's ``created`` event is on every subscriber's transport.
+
+        Called before work that would compete for the CPU with that fan-out: the
+        behaviour's first status change, the task's context record.
+        """
+        with self._lock:
+            seq = self._created_seq.get(task_id)
+        if seq is not None:
+            self._bus.wait_handed_over(seq, timeout)
+
     def _execute(self, task: Task, run: TaskRun) -> None:
         try:
+            self.wait_announced(task.task_id)
             if not run.cancelled:
                 self._behaviour.execute(task, run)
         except Exception as exc:
@@ -372,7 +389,11 @@ class TaskEngine:
                 return seq, now, xml
 
             # The bus lock orders events; our lock makes the state and its event one step.
-            self._bus.publish(log_event)
+            seq = self._bus.publish(log_event)
+            if status == TaskStatus.CREATED and seq is not None:
+                self._created_seq[task_id] = seq
+            elif status.terminal:
+                self._created_seq.pop(task_id, None)
             self._states[task_id] = state
             self._version += 1
             return True

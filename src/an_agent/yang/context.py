@@ -30,6 +30,7 @@ from an_agent.errors import RpcError, YangError
 from an_agent.model.ns import NETCONF_BASE_NS
 from an_agent.yang.info import ModuleInfo, SchemaNodeInfo
 from an_agent.yang.lyerrors import LyErrorItem, to_rpc_error
+from an_agent.yang.reach import UnitReach, analyse
 from an_agent.yang.schema_index import SchemaIndex
 
 __all__ = ["DEFAULT_FEATURES", "MODULES_DIR", "DocumentKind", "YangContext", "builtin_modules"]
@@ -108,6 +109,7 @@ class YangContext:
             raise YangError(f"no YANG modules (*.yang) in {self._dir}")
         shipped = [self._load(name, features.get(name, ())) for name in names]
         self._schema = SchemaIndex(self._ctx, shipped)
+        self._reach = analyse(self._ctx, shipped)
 
     @classmethod
     def default(cls) -> YangContext:
@@ -144,6 +146,14 @@ class YangContext:
         dictionary lookup: safe to call for every element of a request.
         """
         return self._schema.nodes.get(tuple(path))
+
+    def unit_reach(self, path: tuple[tuple[str, str], ...]) -> UnitReach | None:
+        """How far the constraints of an entry of the unit list at ``path`` reach (`an_agent.yang.reach`).
+
+        None: the list is not a unit list, or its entries cannot be judged
+        without the whole datastore.
+        """
+        return self._reach.get(tuple(path))
 
     def schema_node_by_path(self, path: str) -> SchemaNodeInfo | None:
         """Like `schema_node`, by a JSON-style schema path, e.g. ``/irtf-agent:tasks/task``.
