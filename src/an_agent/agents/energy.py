@@ -7,13 +7,16 @@ for the cells that have one.
 
 Under a service intent (`an_agent.agents.mandate`) the agent takes the ``energy_saving`` share: an
 ``energy_kwh_per_day`` target for an area. A suspension (or reduction) that would take the area's draw
-above the target's rate (target / 24 h) is not feasible; the counter-proposal keeps saving suspended on
-the cells that fit, those serving most users first (per cell). ``relax`` (``intent_task_v1``, from the
-intent agent: the target loosened to keep a higher-priority expectation) is feasible when the new value
-leaves room to suspend saving on the cells it names, else the counter-proposal states the value that
-would; once assigned, saving is suspended on those cells until ``until``. ``restore`` puts the intent's
-own target back and resumes saving on the cells the relaxation suspended (those another adjustment
-still holds stay suspended).
+above the target's rate (target / 24 h) is not feasible; the counter-proposal chooses per cell between
+suspend, reduce and keep, from the cell's load and the coverage need (`choose`): the busiest cells first,
+each suspended when that fits the target, else its saving reduced to `REDUCED_SHARE` of its plan (a
+partial carrier shutdown: more power for the compensation at a part of the cost) when that fits, else
+kept; the reduced cells are named in ``reduce_cell_ids`` with their ``energy_saving_target_percent``.
+``relax`` (``intent_task_v1``, from the intent agent: the target loosened to keep a higher-priority
+expectation) is feasible when the new value leaves room to suspend saving on the cells it names, else the
+counter-proposal states the value that would; once assigned, saving is suspended on those cells until
+``until``. ``restore`` puts the intent's own target back and resumes saving on the cells the relaxation
+suspended (those another adjustment still holds stay suspended).
 """
 
 from __future__ import annotations
@@ -32,6 +35,9 @@ from an_agent.errors import SchemaError
 from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
+
+REDUCED_SHARE = 0.5
+"""A reduced saving keeps this share of the cell's planned saving (half its carriers stay switched off)."""
 
 
 @dataclass
@@ -78,8 +84,11 @@ class EnergySavingBehaviour(LabBehaviour):
             if capable:
                 counter = payloads.envelope("energy_saving_adjust_v1", {**payload.values, "cell_ids": capable})
             raise NotFeasible(f"{short(without)} have no energy-saving function", counter)
-        if payload.values["action"] == "reduce" and payload.values.get("energy_saving_target_percent") is None:
+        reducing = payload.values["action"] == "reduce" or bool(payload.values.get("reduce_cell_ids"))
+        if reducing and payload.values.get("energy_saving_target_percent") is None:
             raise NotFeasible("reduce needs energy_saving_target_percent (the new saving target)")
+        if not set(payload.values.get("reduce_cell_ids") or []) <= set(cells):
+            raise NotFeasible("reduce_cell_ids names cells that are not in cell_ids")
         if payload.values["action"] in ("suspend", "reduce"):
             self._within_budget(payload)
         done = {"suspend": "suspended", "reduce": "reduced", "resume": "resumed"}[payload.values["action"]]
@@ -97,34 +106,68 @@ class EnergySavingBehaviour(LabBehaviour):
         mandate, target = held
         network = self.env.network
         cells = [c for c in payload.values["cell_ids"] if network.cell(c).region == mandate.area]
-        percent = float(payload.values.get("energy_saving_target_percent") or 0)
         room = target.value / 24.0 - network.area_kpis([mandate.area]).energy_kw
-        fits: list[str] = []
-        used = 0.0
-        for cell_id in sorted(cells, key=lambda c: (-network.cell(c).users, c)):
-            cell = network.cell(cell_id)
-            share = 1.0  # suspend: all of the saving given up; reduce: the part above the new percentage
-            if payload.values["action"] == "reduce":
-                share = max(0.0, cell.saving_percent - percent) / max(cell.saving_percent, 1e-9)
-            cost = network.saving_cost_kw([cell_id]) * share
-            if used + cost <= room + 1e-9:
-                fits.append(cell_id)
-                used += cost
-        if len(fits) == len(cells):
+        asked = self._percents(payload)
+        if sum(self._cost(c, asked[c]) for c in cells) <= room + 1e-9:
             return
-        total = network.area_kpis([mandate.area]).energy_kw + network.saving_cost_kw(cells)
+        suspend, reduce, percent = self.choose(cells, room, payload.values["action"] == "suspend")
+        kept = len(cells) - len(suspend) - len(reduce)
+        total = network.area_kpis([mandate.area]).energy_kw + sum(self._cost(c, asked[c]) for c in cells)
         reason = (
             f"saving {payload.values['action']}ed on {len(cells)} cells would take {mandate.area} to "
             f"{total * 24:.0f} kWh/day, above the {target.value:g} kWh/day target of {mandate.intent_id} "
-            f"({', '.join(mandate.expectation_ids)}); {len(fits)} cells fit"
+            f"({', '.join(mandate.expectation_ids)}); {len(suspend) + len(reduce)} cells fit"
+            + (
+                f": {len(suspend)} suspended, {len(reduce)} reduced to {percent:g} %, {kept} kept saving"
+                if reduce
+                else ""
+            )
         )
         counter = None
-        if fits:
+        if suspend or reduce:
             others = [c for c in payload.values["cell_ids"] if c not in cells]
-            counter = payloads.envelope(
-                "energy_saving_adjust_v1", {**payload.values, "cell_ids": sorted(fits + others)}
-            )
+            values = {**payload.values, "cell_ids": sorted(suspend + reduce + others)}
+            if reduce and payload.values["action"] == "suspend":
+                values.update({"reduce_cell_ids": sorted(reduce), "energy_saving_target_percent": percent})
+            counter = payloads.envelope("energy_saving_adjust_v1", values)
         raise NotFeasible(reason, counter)
+
+    def choose(self, cells: list[str], room_kw: float, may_suspend: bool) -> tuple[list[str], list[str], float]:
+        """Per cell, busiest first: suspend when it fits ``room_kw``, else reduce when that fits, else keep.
+
+        Returns the cells to suspend, those to reduce and the reduced saving percentage (`REDUCED_SHARE`
+        of the least planned saving among the cells, so that no cell saves more than it plans to).
+        """
+        network = self.env.network
+        views = {c: network.cell(c) for c in cells}
+        percent = round(min((v.saving_percent for v in views.values()), default=0.0) * REDUCED_SHARE, 1)
+        suspend: list[str] = []
+        reduce: list[str] = []
+        used = 0.0
+        for cell_id in sorted(cells, key=lambda c: (-views[c].users, c)):
+            full = self._cost(cell_id, 0.0)
+            partial = self._cost(cell_id, percent)
+            if may_suspend and used + full <= room_kw + 1e-9:
+                suspend.append(cell_id)
+                used += full
+            elif percent > 0 and used + partial <= room_kw + 1e-9:
+                reduce.append(cell_id)
+                used += partial
+        return suspend, reduce, percent
+
+    def _cost(self, cell_id: str, percent: float) -> float:
+        """How much more the cell draws with its saving at ``percent`` (0: suspended) than now."""
+        cell = self.env.network.cell(cell_id)
+        share = max(0.0, cell.saving_percent - percent) / max(cell.saving_percent, 1e-9)
+        return self.env.network.saving_cost_kw([cell_id]) * share
+
+    @staticmethod
+    def _percents(payload: ValidatedPayload) -> dict[str, float]:
+        """The saving percentage each cell of the request is asked to go to (0: suspended)."""
+        values = payload.values
+        percent = float(values.get("energy_saving_target_percent") or 0)
+        reduced = set(values.get("reduce_cell_ids") or []) if values["action"] == "suspend" else set(values["cell_ids"])
+        return {c: percent if c in reduced else 0.0 for c in values["cell_ids"]}
 
     def _intent_feasibility(self, payload: ValidatedPayload, requester: str | None) -> str:
         action = payload.values["action"]
@@ -230,25 +273,38 @@ class EnergySavingBehaviour(LabBehaviour):
             return
         minutes = int(payload.values.get("duration_minutes", 60))
         adjustment = _Adjustment(task.task_id, set(cells))
-        state = "suspended" if action == "suspend" else "reduced"
-        percent = payload.values.get("energy_saving_target_percent")
+        percents = self._percents(payload)
+        states: dict[str, list[str]] = {}
         for cell_id in cells:
-            self.env.network.set_energy_saving(cell_id, state, self.name, None if percent is None else float(percent))
+            state = "suspended" if percents[cell_id] <= 0 and action == "suspend" else "reduced"
+            states.setdefault(state, []).append(cell_id)
+            percent = None if state == "suspended" else percents[cell_id]
+            self.env.network.set_energy_saving(cell_id, state, self.name, percent)
         until = scheduler.now() + minutes * 60.0
         adjustment.timer = scheduler.call_at(
             until, f"{self.name} end of {task.task_id}", functools.partial(self._expire, task.task_id)
         )
         with self._state:
             self._active[task.task_id] = adjustment
-        self.note(
-            f"energy_saving_{state}",
-            f"energy saving {state} on {len(cells)} cells for up to {minutes} min",
-            cells=cells,
-        )
+        done = []
+        for state, which in sorted(states.items(), key=lambda item: item[0] != "suspended"):
+            to = f" to {percents[which[0]]:g} %" if state == "reduced" else ""
+            done.append(f"{state} on {len(which)} cells{to}")
+            self.note(
+                f"energy_saving_{state}",
+                f"energy saving {state}{to} on {len(which)} cells for up to {minutes} min",
+                cells=which,
+            )
         self.finish(
             run,
-            f"energy saving {state} on {len(cells)} cells",
-            {"adjustment_id": task.task_id, "cell_ids": cells, "state": state, "until": stamp(until)},
+            "energy saving " + ", ".join(done),
+            {
+                "adjustment_id": task.task_id,
+                "cell_ids": cells,
+                "suspended_cell_ids": states.get("suspended", []),
+                "reduced_cell_ids": states.get("reduced", []),
+                "until": stamp(until),
+            },
         )
 
     def _expire(self, adjustment_id: str) -> None:

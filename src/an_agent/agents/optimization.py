@@ -2,9 +2,11 @@
 
 ``Compensate`` (coverage_compensation_v1): the neighbour cells (given, or the in-service cells of the
 sites next to the target cells) raise their power by ``tx_power_delta_db`` and change their tilt by
-``antenna_tilt_delta_deg``. FEASIBILITY checks the cells' limits: a power increase beyond a cell's
-maximum is not feasible, and the counter-proposal keeps within the tightest cell's headroom and makes
-up with uptilt (1 degree per 2 dB lost). Before changing the cells it asks the energy-saving agent to
+``antenna_tilt_delta_deg`` (or per cell, ``cell_changes``). FEASIBILITY checks each cell's own limits
+(`an_agent.agents.compensation_plan`): when a cell cannot take what it is asked, the counter-proposal
+names per cell what can be done: each within its own power and tilt limits, the power a limited cell
+cannot take taken by the others with headroom (those bordering most of the outage first), the rest
+made up with uptilt on the limited cell. Before changing the cells it asks the energy-saving agent to
 suspend saving on them (an energy-saving cell would undo part of the increase); the compensation ends
 when cancelled or after ``duration_minutes``, whichever comes first.
 
@@ -33,7 +35,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
-from an_agent.agents import payloads
+from an_agent.agents import compensation_plan, payloads
 from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
 from an_agent.agents.environment import RoleName, Timer
 from an_agent.agents.mandate import INTENT_TASK, Mandates
@@ -53,8 +55,7 @@ class _Compensation:
     compensation_id: str
     targets: list[str]
     neighbours: list[str]
-    power_delta: float
-    tilt_delta: float
+    changes: dict[str, compensation_plan.CellChange]
     es_cells: list[str] = field(default_factory=list)
     timer: Timer | None = None
 
@@ -83,36 +84,35 @@ class OptimizationBehaviour(LabBehaviour):
         neighbours = self._neighbours(payload)
         if not neighbours:
             raise NotFeasible(f"no neighbour cell in service around {short(targets)}")
-        delta = float(payload.values.get("tx_power_delta_db", 0))
-        tilt = float(payload.values.get("antenna_tilt_delta_deg", 0))
-        network = self.env.network
-        cells = [network.cell(c) for c in neighbours]
-        tight = min(cells, key=lambda c: (c.max_power_dbm - c.base_power_dbm, c.cell_id))
-        headroom = tight.max_power_dbm - tight.base_power_dbm
-        uptilt_room = min(c.base_tilt_deg - c.min_tilt_deg for c in cells)
-        downtilt_room = min(c.max_tilt_deg - c.base_tilt_deg for c in cells)
-        if delta <= headroom + 1e-9 and -uptilt_room - 1e-9 <= tilt <= downtilt_room + 1e-9:
-            return f"{len(neighbours)} neighbour cells can take {delta:+g} dB and {tilt:+g} deg tilt"
-        new_delta = max(0.0, math.floor(min(delta, headroom) * 2) / 2)
-        extra = math.ceil(max(0.0, delta - new_delta) / 2)
-        new_tilt = max(-uptilt_room, min(downtilt_room, tilt - extra))
-        if delta > headroom:
-            reason = (
-                f"{delta:+g} dB would take {tight.cell_id} to {tight.base_power_dbm + delta:g} dBm, above its "
-                f"{tight.max_power_dbm:g} dBm limit ({headroom:g} dB headroom)"
-            )
-        else:
-            reason = f"a tilt change of {tilt:+g} deg is outside the neighbour cells' tilt range"
-        if new_delta <= 0 and new_tilt >= 0:
+        planned = self._plan(payload, neighbours)
+        if planned.as_asked:
+            return f"{len(neighbours)} neighbour cells can take {planned.summary()}"
+        limited = planned.limited()
+        reason = "; ".join(f"{c.cell_id} is held by its {c.limit}" for c in limited[:3]) + (
+            f" and {len(limited) - 3} more cells by theirs" if len(limited) > 3 else ""
+        )
+        if not planned.effective:
             raise NotFeasible(reason + "; no compensation is possible")
         counter = dict(payload.values)
-        counter.update(
-            {"neighbor_cell_ids": neighbours, "tx_power_delta_db": new_delta, "antenna_tilt_delta_deg": new_tilt}
+        counter.update({"neighbor_cell_ids": neighbours, "cell_changes": [c.to_dict() for c in planned.changes]})
+        counter["other"] = f"per cell within its limits: {planned.summary()}"
+        raise NotFeasible(
+            f"not every neighbour cell can take {counter.get('tx_power_delta_db', 0):+g} dB and "
+            f"{counter.get('antenna_tilt_delta_deg', 0):+g} deg: {reason}",
+            payloads.envelope("coverage_compensation_v1", counter),
         )
-        counter["other"] = (
-            f"power limited by {tight.cell_id} ({headroom:g} dB headroom); {abs(new_tilt):g} deg uptilt instead"
-        )
-        raise NotFeasible(reason, payloads.envelope("coverage_compensation_v1", counter))
+
+    def _plan(self, payload: ValidatedPayload, neighbours: list[str]) -> compensation_plan.Plan:
+        """What each neighbour can do within its own limits; the cells bordering most of the outage first."""
+        network = self.env.network
+        targets = list(payload.values["target_cell_ids"])
+        down_sites = sorted({network.cell(c).site_id for c in targets})
+        weights: dict[str, float] = {}
+        for site in down_sites:
+            for cell_id in network.neighbour_cells(list(network.site(site).cell_ids)):
+                weights[cell_id] = weights.get(cell_id, 0.0) + 1.0
+        wanted = compensation_plan.wanted_changes(payload.values, neighbours)
+        return compensation_plan.plan([network.cell(c) for c in neighbours], wanted, weights)
 
     def _neighbours(self, payload: ValidatedPayload) -> list[str]:
         network = self.env.network
@@ -145,10 +145,9 @@ class OptimizationBehaviour(LabBehaviour):
         scheduler = self.env.scheduler
         targets = list(payload.values["target_cell_ids"])
         neighbours = self._neighbours(payload)
-        delta = float(payload.values.get("tx_power_delta_db", 0))
-        tilt = float(payload.values.get("antenna_tilt_delta_deg", 0))
+        planned = self._plan(payload, neighbours)  # as asked: feasibility just said so
         minutes = int(payload.values.get("duration_minutes", 120))
-        comp = _Compensation(task.task_id, targets, neighbours, delta, tilt)
+        comp = _Compensation(task.task_id, targets, neighbours, {c.cell_id: c for c in planned.changes})
         saving = [c for c in neighbours if network.cell(c).energy_saving == "enabled"]
         savers = self.env.peers_with_role(RoleName.ENERGY_SAVING)
         suspended_until: float | None = None
@@ -182,9 +181,10 @@ class OptimizationBehaviour(LabBehaviour):
             )
         self.note(
             "compensation_applied",
-            f"{len(neighbours)} neighbour cells {delta:+g} dB, tilt {tilt:+g} deg, covering {short(targets)}",
+            f"{len(neighbours)} neighbour cells within their limits ({planned.summary()}) cover {short(targets)}",
             compensation_id=comp.compensation_id,
             cells=neighbours,
+            changes=[c.to_dict() for c in planned.changes],
         )
         self.finish(
             run,
@@ -192,8 +192,7 @@ class OptimizationBehaviour(LabBehaviour):
             {
                 "compensation_id": comp.compensation_id,
                 "neighbor_cell_ids": neighbours,
-                "tx_power_delta_db": delta,
-                "antenna_tilt_delta_deg": tilt,
+                "cell_changes": [c.to_dict() for c in planned.changes],
                 "energy_saving_suspended": comp.es_cells,
                 "expires_at": stamp(expires),
             },
@@ -223,15 +222,19 @@ class OptimizationBehaviour(LabBehaviour):
         if not outcome.finished:
             self.note("energy_saving_refused", f"energy saving stays on: {outcome.reason}")
             return None, []
-        agreed = sorted((outcome.agreed or value)["payload"]["cell_ids"])
-        if len(agreed) < len(cells):
+        agreed_payload = (outcome.agreed or value)["payload"]
+        agreed = sorted(agreed_payload["cell_ids"])
+        reduced = sorted(agreed_payload.get("reduce_cell_ids") or [])
+        if len(agreed) < len(cells) or reduced:
             region = self.env.network.cell(cells[0]).region
             served = self.mandates.describe(region, self.env.scheduler.now())
             self.note(
                 "energy_saving_partial",
-                f"energy saving suspended on {len(agreed)} of {len(cells)} compensating cells: {outcome.refusals[0]}"
+                f"energy saving suspended on {len(agreed) - len(reduced)}, reduced on {len(reduced)} of {len(cells)} "
+                f"compensating cells: {outcome.refusals[0]}"
                 + (f"; coverage{served} may stay short: the intent's owner arbitrates" if served else ""),
                 cells=agreed,
+                reduced=reduced,
             )
         until = outcome.result().get("until")
         try:
@@ -246,9 +249,9 @@ class OptimizationBehaviour(LabBehaviour):
             active = list(self._active.values())
         for cell_id in sorted(cells):
             cell = network.cell(cell_id)
-            using = [c for c in active if cell_id in c.neighbours]
-            power = cell.base_power_dbm + max((c.power_delta for c in using), default=0.0)
-            tilt = cell.base_tilt_deg + min((c.tilt_delta for c in using), default=0.0)
+            using = [c.changes[cell_id] for c in active if cell_id in c.changes]
+            power = cell.base_power_dbm + max((c.power_db for c in using), default=0.0)
+            tilt = cell.base_tilt_deg + min((c.tilt_deg for c in using), default=0.0)
             network.set_cell_radio(cell_id, power, tilt, self.name)
 
     def _cancel(self, payload: ValidatedPayload, run: TaskRun) -> None:

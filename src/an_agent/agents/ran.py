@@ -6,8 +6,8 @@ the tasks it is given):
 
 1. reports the incident to the service-layer cross-domain agent when it may talk to one (use case 2.1);
 2. asks the optimization agent, when it may talk to one, to compensate the lost coverage with the
-   neighbour cells (FEASIBILITY first; a counter-proposal within the cells' power limits is accepted
-   when it still gives at least ``min_power_delta_db`` or some uptilt);
+   neighbour cells (FEASIBILITY first; a counter-proposal within each cell's limits is accepted when it
+   still gives on average at least ``min_power_delta_db`` or some uptilt);
    without a service-layer agent it then diagnoses itself (use case 2.2): checks the sites'
    configuration and state, asks the IP agent to diagnose the backhaul, and repairs what it may
    (remote restart) or opens a trouble ticket;
@@ -141,8 +141,11 @@ class RanFaultBehaviour(RanRepair):
         )
 
         def acceptable(counter: dict[str, Any]) -> bool:
+            """Some uptilt, or on average at least ``min_power_delta_db`` (per cell when the counter says)."""
             p = counter.get("payload", {})
-            return float(p.get("tx_power_delta_db", 0)) >= minimum or float(p.get("antenna_tilt_delta_deg", 0)) < 0
+            changes = [c for c in p.get("cell_changes") or [] if isinstance(c, dict)] or [p]
+            power = sum(float(c.get("tx_power_delta_db", 0)) for c in changes) / len(changes)
+            return power >= minimum or any(float(c.get("antenna_tilt_delta_deg", 0)) < 0 for c in changes)
 
         outcome = self.ask(
             optimizers[0],
