@@ -92,6 +92,9 @@ class EnergySavingBehaviour(LabBehaviour):
         if payload.values["action"] in ("suspend", "reduce"):
             self._within_budget(payload)
         done = {"suspend": "suspended", "reduce": "reduced", "resume": "resumed"}[payload.values["action"]]
+        reduced = len(payload.values.get("reduce_cell_ids") or []) if payload.values["action"] == "suspend" else 0
+        if reduced:
+            return f"energy saving can be suspended on {len(cells) - reduced} cells and reduced on {reduced}"
         return f"energy saving can be {done} on {len(cells)} cells"
 
     # ---- under a service intent -----------------------------------------------------------------------

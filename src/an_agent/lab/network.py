@@ -350,6 +350,12 @@ class SimNetwork:
         with self._s.lock:
             return sorted(self._s.alarm_log, key=lambda a: (a.raised_at, a.alarm_id))
 
+    def radio_limits(self) -> tuple[list[str], list[str]]:
+        """The cells whose power or tilt an agent changed, and the settings refused at a cell's limits."""
+        with self._s.lock:
+            changed = sorted({c.element for c in self._s.changes if c.action == "radio"})
+            return changed, list(self._s.limit_refusals)
+
     def residual_changes(self) -> list[str]:
         """What is not back to its planned state: compensations, energy-saving adjustments, open faults."""
         out: list[str] = []

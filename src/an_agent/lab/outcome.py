@@ -348,6 +348,15 @@ def _checks(
         not residual,
         "network back to its planned configuration" if not residual else "; ".join(residual[:6]),
     )
+    changed, refused = lab.network.radio_limits()
+    if changed or refused:
+        check(
+            "cells within their limits",
+            not refused,
+            f"{len(changed)} cells changed, each within its power and tilt limits"
+            if not refused
+            else "refused: " + "; ".join(refused[:4]),
+        )
     bad = [
         t
         for t in tasks

@@ -104,12 +104,14 @@ class Radio:
     def set_cell_radio(self, cell_id: str, power_dbm: float, tilt_deg: float, by: str) -> None:
         with self._s.lock:
             cell = self._s.cell(cell_id)
+            problem = None
             if power_dbm > cell.max_power + 1e-9:
-                raise ValueError(f"{cell_id}: {power_dbm:g} dBm is above the cell's limit of {cell.max_power:g} dBm")
-            if not cell.min_tilt - 1e-9 <= tilt_deg <= cell.max_tilt + 1e-9:
-                raise ValueError(
-                    f"{cell_id}: tilt {tilt_deg:g} deg is outside {cell.min_tilt:g}..{cell.max_tilt:g} deg"
-                )
+                problem = f"{cell_id}: {power_dbm:g} dBm is above the cell's limit of {cell.max_power:g} dBm"
+            elif not cell.min_tilt - 1e-9 <= tilt_deg <= cell.max_tilt + 1e-9:
+                problem = f"{cell_id}: tilt {tilt_deg:g} deg is outside {cell.min_tilt:g}..{cell.max_tilt:g} deg"
+            if problem is not None:
+                self._s.limit_refusals.append(f"{by}: {problem}")
+                raise ValueError(problem)
             if (cell.power, cell.tilt) == (power_dbm, tilt_deg):
                 return
             text = f"power {cell.power:g} -> {power_dbm:g} dBm, tilt {cell.tilt:g} -> {tilt_deg:g} deg"

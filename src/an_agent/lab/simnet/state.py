@@ -119,6 +119,8 @@ class NetState:
         self.links: dict[str, Link] = {}
         self.faults: list[FaultRecord] = []
         self.changes: list[Change] = []
+        self.limit_refusals: list[str] = []
+        """Radio settings refused at a cell's limits (an agent asked for more than the cell can do)."""
         self.alarms: dict[tuple[str, str], Alarm] = {}
         self.alarm_log: list[Alarm] = []
         self._alarm_count: dict[str, int] = {}
