@@ -80,10 +80,16 @@ def test_power_beyond_a_cell_limit_gets_a_counter_proposal(serve) -> None:  # ty
     cells = ["CELL-0601", "CELL-0602", "CELL-0603"]
     answer = client.negotiate(NegotiationRequest("t1", NegotiationType.FEASIBILITY, proposal(4, -1, cells), "me"))
     assert answer.feasible is False
-    assert "CELL-0701" in (answer.reason or "") and "46 dBm limit (1 dB headroom)" in (answer.reason or "")
+    assert "CELL-0701 is held by its power limit 46 dBm (1 dB headroom)" in (answer.reason or "")
     counter = payloads.prompt_payload(answer.counter_proposal or "")
     assert counter is not None and counter["schema_id"] == "coverage_compensation_v1"
-    assert counter["payload"]["tx_power_delta_db"] == 1 and counter["payload"]["antenna_tilt_delta_deg"] == -3
+    # per cell within its own limits: every neighbour has 3 dB of headroom but CELL-0701 1 dB; what none can
+    # take becomes uptilt (1 deg per 2 dB), on top of the 1 deg asked
+    changes = {
+        c["cell_id"]: (c["tx_power_delta_db"], c["antenna_tilt_delta_deg"]) for c in counter["payload"]["cell_changes"]
+    }
+    assert changes.pop("CELL-0701") == (1, -3)
+    assert len(changes) == 23 and set(changes.values()) == {(3, -2)}
     again = client.negotiate(
         NegotiationRequest("t1", NegotiationType.FEASIBILITY, [answer.counter_proposal or ""], "me")
     )

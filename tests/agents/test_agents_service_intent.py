@@ -207,7 +207,8 @@ def test_the_energy_agent_keeps_within_its_share_of_the_intent(
     share = assign(client, port, "share", intent_task("assure", 940))
     assert share["duty"] == "energy_saving" and share["targets"][0]["value"] == 940
 
-    # within the share: 24 cells would break 940 kWh/day; the counter keeps the cells that fit, most users first
+    # within the share: 24 cells would break 940 kWh/day; the counter chooses per cell, most users first:
+    # suspend where that fits, else reduce (half the saving) where that fits, else keep
     answer = negotiate(client, "s1", suspend)
     assert answer.feasible is False and "above the 940 kWh/day target of INT-METRO1" in (answer.reason or "")
     counter = payloads.prompt_payload(answer.counter_proposal or "")
@@ -216,8 +217,14 @@ def test_the_energy_agent_keeps_within_its_share_of_the_intent(
     assert 0 < len(kept) < len(NEIGHBOURS_OF_SITE_06) and set(kept) < set(NEIGHBOURS_OF_SITE_06)
     users = {c: network.cell(c).users for c in NEIGHBOURS_OF_SITE_06}
     assert min(users[c] for c in kept) >= max(users[c] for c in NEIGHBOURS_OF_SITE_06 if c not in kept)
-    kw = network.area_kpis(["metro"]).energy_kw + network.saving_cost_kw(kept)
+    halved = counter["payload"].get("reduce_cell_ids") or []
+    assert set(halved) < set(kept) and counter["payload"].get("energy_saving_target_percent", 15) == 15
+    full = [c for c in kept if c not in halved]
+    kw = network.area_kpis(["metro"]).energy_kw + network.saving_cost_kw(full) + network.saving_cost_kw(halved) / 2
     assert kw * 24 <= 940
+    # nothing more fits: not a further cell suspended, nor reduced
+    left = [c for c in NEIGHBOURS_OF_SITE_06 if c not in kept]
+    assert all(kw + network.saving_cost_kw([c]) / 2 > 940 / 24 for c in left)
     assert negotiate(client, "s1", counter).feasible is True
     # a reduction gives up only part of the saving: more cells fit than for a suspension
     reduce = payloads.envelope(

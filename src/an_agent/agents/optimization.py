@@ -87,7 +87,9 @@ class OptimizationBehaviour(LabBehaviour):
         planned = self._plan(payload, neighbours)
         if planned.as_asked:
             return f"{len(neighbours)} neighbour cells can take {planned.summary()}"
-        limited = planned.limited()
+        network = self.env.network
+        headroom = {c: network.cell(c).max_power_dbm - network.cell(c).base_power_dbm for c in neighbours}
+        limited = sorted(planned.limited(), key=lambda c: (headroom[c.cell_id], c.cell_id))  # the tightest first
         reason = "; ".join(f"{c.cell_id} is held by its {c.limit}" for c in limited[:3]) + (
             f" and {len(limited) - 3} more cells by theirs" if len(limited) > 3 else ""
         )
@@ -230,8 +232,9 @@ class OptimizationBehaviour(LabBehaviour):
             served = self.mandates.describe(region, self.env.scheduler.now())
             self.note(
                 "energy_saving_partial",
-                f"energy saving suspended on {len(agreed) - len(reduced)}, reduced on {len(reduced)} of {len(cells)} "
-                f"compensating cells: {outcome.refusals[0]}"
+                f"energy saving suspended on {len(agreed) - len(reduced)}"
+                + (f", reduced on {len(reduced)}" if reduced else "")
+                + f" of {len(cells)} compensating cells: {outcome.refusals[0]}"
                 + (f"; coverage{served} may stay short: the intent's owner arbitrates" if served else ""),
                 cells=agreed,
                 reduced=reduced,
