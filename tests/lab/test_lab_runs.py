@@ -99,7 +99,9 @@ def test_fault_energy_optimization_full_loop(state_dir: Path) -> None:
     assert [m["status"] for m in negotiations[:2]] == ["not feasible", "feasible"]
     assert "CELL-0701" in negotiations[0]["summary"]
     assigned = messages(result, "ran-fault", "optimization", "taskAssign")[0]["payload"]["payload"]
-    assert assigned["tx_power_delta_db"] < 4 and assigned["antenna_tilt_delta_deg"] < -1
+    changes = {c["cell_id"]: (c["tx_power_delta_db"], c["antenna_tilt_delta_deg"]) for c in assigned["cell_changes"]}
+    assert changes["CELL-0701"] == (1, -3)  # per cell: its 1 dB of headroom, the rest as uptilt
+    assert all(power < 4 and tilt < -1 for power, tilt in changes.values())
     assert messages(result, "optimization", "energy-saving", "taskAssign")
     assert messages(result, "ran-fault", "ip-fault", "taskAssign")  # diagnostic collaboration
     # Schema negotiation before anything structured is sent, once per peer and scenario (cached).
