@@ -18,11 +18,12 @@ from __future__ import annotations
 import contextlib
 import json
 import logging
+import random
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from an_agent.agents.a2a_peer import A2APeer
 from an_agent.agents.environment import Scheduler
@@ -48,6 +49,7 @@ from an_agent.model import (
     parse_prompt,
 )
 from an_agent.nc.agent_client import AgentClient, NegotiatedTemplate
+from an_agent.nc.retry import Backoff, with_retry
 from an_agent.schemas.registry import parse_version
 
 __all__ = [
@@ -59,6 +61,12 @@ log = logging.getLogger(__name__)
 
 AddressBook = Callable[[str], "tuple[str, int] | None"]
 UrlBook = Callable[[str], "str | None"]
+T = TypeVar("T")
+
+REQUEST_RETRY = Backoff(first=1.0, factor=2.0, cap=60.0, limit=1800.0)
+"""A request to a peer that cannot be reached: waits on the agent's clock (simulated in a lab), 30 min at most."""
+RECONNECT_RETRY = Backoff(first=0.25, factor=2.0, cap=5.0, limit=300.0)
+"""The notification session after it broke: real seconds (the dispatcher is no lab activity), 5 min at most."""
 
 
 class Peer:
@@ -76,6 +84,7 @@ class Peer:
         self._replay_from: float | None = None
         self._closed = False
         self._answers: dict[str, InputAnswer] = {}
+        self._rng = random.Random(f"{peers.me}->{name}")  # jitter, the same in every run of a lab
 
     def followed_elsewhere(self, task_id: str) -> None:
         """``task_id`` is followed over A2A (`A2APeer`): its notifications here are not the hand-off."""
@@ -103,8 +112,13 @@ class Peer:
                     f"profile of {profile.name}: {len(profile.skills)} skill(s)",
                 )
                 watcher = AgentClient.connect(host, port, username=user, password=password, timeout=peers.timeout)
-                # After a lost session (the peer restarted), replay what was logged meanwhile.
-                events = watcher.watch(until_terminal=False, start_time=self._replay_from)
+                # After a lost session (the peer restarted, the network was cut), replay what was logged
+                # meanwhile: from the last event seen, or from the first subscription when none came yet.
+                if self._replay_from is None:
+                    self._replay_from = peers.scheduler.now()
+                    events = watcher.watch(until_terminal=False)
+                else:
+                    events = watcher.watch(until_terminal=False, start_time=self._replay_from)
                 peers.record_exchange(
                     self.name,
                     "create-subscription",
@@ -194,19 +208,57 @@ class Peer:
             return
         self._peers.record_exchange(self.name, "edit-config", "taskInputProvide", event.task_id, summary, order=order)
 
-    def _reconnect(self, attempts: int = 240, pause: float = 0.5) -> None:
+    def _reconnect(self) -> None:
         """Open the sessions again (resubscribing with replay) until the peer answers or we are closed."""
-        for _ in range(attempts):
+
+        def attempt() -> None:
             with self._lock:
                 if self._closed:
                     return
+            self._connect()
+            log.info("%s reconnected to %s", self._peers.me, self.name)
+
+        try:  # real time: the peer's process is starting again (INFO: a lab that stops looks the same)
+            with_retry(
+                attempt, policy=self._peers.reconnect, sleep=time.sleep, rng=self._rng,
+                what=self._what("reconnect"), level=logging.INFO,
+            )  # fmt: skip
+        except AnAgentError as exc:
+            log.warning("%s could not reconnect to %s: %s", self._peers.me, self.name, exc)
+
+    def _what(self, operation: str) -> str:
+        return f"{self._peers.me} -> {self.name}: {operation}"
+
+    def _drop(self, client: AgentClient) -> None:
+        """Forget the sessions after ``client``'s broke (the next use reconnects and resubscribes with replay)."""
+        with self._lock:
+            if self._client is not client:
+                return  # dropped already (by another request or by the dispatcher)
+            clients = [c for c in (self._client, self._watcher) if c is not None]
+            self._client = self._watcher = self._thread = None
+        for each in clients:
+            with contextlib.suppress(AnAgentError):
+                each.close()
+
+    def _request(self, operation: str, send: Callable[[AgentClient], T]) -> T:
+        """``send`` on the request session, connecting first; a transport failure drops the sessions and the
+        request is tried again with backoff on the agent's clock (`an_agent.nc.retry`). Only for requests
+        that are safe to send twice (``send`` makes a task creation safe itself, `AgentClient.ensure_task`).
+        """
+
+        def attempt() -> T:
+            client = self._connect()
             try:
-                self._connect()
-                log.info("%s reconnected to %s", self._peers.me, self.name)
-                return
-            except AnAgentError:
-                time.sleep(pause)  # real time: the peer's process is starting again
-        log.warning("%s could not reconnect to %s", self._peers.me, self.name)
+                with self._lock:
+                    return send(client)
+            except TransportError:
+                self._drop(client)
+                raise
+
+        peers = self._peers
+        return with_retry(
+            attempt, policy=peers.retry, sleep=peers.scheduler.sleep, rng=self._rng, what=self._what(operation)
+        )
 
     def close(self) -> threading.Thread | None:
         """Close both sessions; returns the dispatcher thread, which ends within a second (join it)."""
@@ -229,20 +281,22 @@ class Peer:
         is recorded (``get-schema-template``, ``SchemaNegotiate``), so the timeline shows what was agreed.
         Raises `SchemaError` when there is no common version, `RpcError` for the peer's refusal.
         """
-        client = self._connect()
         peers = self._peers
         wanted = ", ".join(f"v{parse_version(v)}" for v in supported_versions) or "any version"
-        with self._lock:
+
+        def fetch(client: AgentClient) -> tuple[bool, NegotiatedTemplate]:
             fresh = not client.schemas.is_cached(scenario, supported_versions, peers.me)
-            order = next_order()
-            try:
-                answer = client.schemas.template(scenario, supported_versions, client_id=peers.me)
-            except AnAgentError as exc:
-                peers.record_exchange(
-                    self.name, "get-schema-template", "SchemaNegotiate", None, f"{scenario} ({wanted})",
-                    ok=False, error=str(exc), order=order,
-                )  # fmt: skip
-                raise
+            return fresh, client.schemas.template(scenario, supported_versions, client_id=peers.me)
+
+        order = next_order()
+        try:
+            fresh, answer = self._request("get-schema-template", fetch)
+        except AnAgentError as exc:
+            peers.record_exchange(
+                self.name, "get-schema-template", "SchemaNegotiate", None, f"{scenario} ({wanted})",
+                ok=False, error=str(exc), order=order,
+            )  # fmt: skip
+            raise
         if fresh:
             experimental = [k.key_name for k in answer.template.keys if k.experimental]
             peers.record_exchange(
@@ -258,13 +312,11 @@ class Peer:
 
     def negotiate(self, request: NegotiationRequest) -> NegotiationResult:
         """``task-negotiate`` (FEASIBILITY or FULFILLMENT)."""
-        client = self._connect()
         commu = "FeasibilityNegotiate" if request.type == NegotiationType.FEASIBILITY else "FulfillmentNegotiate"
         payload = prompt_payload(request.content)
         order = next_order()
-        try:
-            with self._lock:
-                result = client.negotiate(request)
+        try:  # a negotiation changes nothing at the peer: safe to send again
+            result = self._request("task-negotiate", lambda client: client.negotiate(request))
         except AnAgentError as exc:
             self._peers.record_exchange(
                 self.name,
@@ -296,9 +348,10 @@ class Peer:
         """taskAssign; the returned handle waits for the task's end (by notification) and reads its result.
 
         ``on_input`` answers the task's ``input-required`` (an edit of the task, ``taskInputProvide``);
-        without it such a request stays unanswered.
+        without it such a request stays unanswered. After a transport failure the assignment is sent again
+        (backoff, `_request`), as `AgentClient.ensure_task` once a request has left: the peer never gets
+        the task twice.
         """
-        client = self._connect()
         params = list(params)
         if on_input is not None:
             with self._lock:
@@ -309,9 +362,18 @@ class Peer:
         payload = next((p for p in (param_payload(p) for p in params) if p is not None), None)
         summary = (parse_prompt(task.content or "").task_description or "").split("\n")[0]
         order = next_order()
+        sent = False
+
+        def send(client: AgentClient) -> None:
+            nonlocal sent
+            if sent:  # an earlier attempt left and its outcome is unknown: create only if it is not there
+                client.ensure_task(task, params)
+                return
+            sent = True
+            client.assign_task(task, params)
+
         try:
-            with self._lock:
-                client.assign_task(task, params)
+            self._request("taskAssign", send)
         except AnAgentError as exc:
             scheduler.forget(key)
             self._peers.record_exchange(
@@ -333,10 +395,8 @@ class Peer:
 
     def get_task(self, task_id: str) -> Task:
         """taskResultQuery."""
-        client = self._connect()
         order = next_order()
-        with self._lock:
-            task = client.get_task(task_id)
+        task = self._request("taskResultQuery", lambda client: client.get_task(task_id))
         reason = task.result.reason if task.result and task.result.reason else ""
         self._peers.record_exchange(
             self.name,
@@ -365,10 +425,15 @@ class Peers:
         over_a2a: Iterable[str] = (),
         a2a_url_of: UrlBook = lambda name: None,
         a2a_trust: Path | None = None,
+        retry: Backoff = REQUEST_RETRY,
+        reconnect: Backoff = RECONNECT_RETRY,
     ) -> None:
         self.me = me
         self.a2a_trust = a2a_trust
         """The certificates an ``https://`` A2A peer is verified against (None: the system's CAs)."""
+        self.retry = retry
+        """Requests to a peer that cannot be reached (waits on ``scheduler``); ``reconnect``: the notifications."""
+        self.reconnect = reconnect
         self.over_a2a = frozenset(over_a2a)
         self.a2a_url_of = a2a_url_of
         self.scheduler = scheduler

@@ -127,6 +127,29 @@ class AgentClient:
         for config in assignment_edits(task, list(data_params)):  # large data in pieces, ahead of the task
             self.netconf.edit_config(config)
 
+    def ensure_task(self, task: Task, data_params: Iterable[DataParam] = ()) -> bool:
+        """Create the task unless the agent holds its task-id already: the safe re-send of an assignment.
+
+        For a `assign_task` whose outcome is unknown (the session broke or timed out after the request
+        left): ``<get>`` the task first and create it only when the agent answers data-missing; a
+        data-exists refusal of the creation (it landed meanwhile) counts as created too. Returns True
+        when this call created the task, False when it was there. Task-ids name one task per assigner
+        (the draft's key), so an existing id is this assignment, never another one.
+        """
+        try:
+            self.get_task(task.task_id)
+            return False
+        except RpcError as exc:
+            if exc.error_tag != "data-missing":
+                raise
+        try:
+            self.assign_task(task, data_params)
+        except RpcError as exc:
+            if exc.error_tag == "data-exists":
+                return False
+            raise
+        return True
+
     def get_task(self, task_id: str) -> Task:
         """The task with its status and result (taskResultQuery).
 

@@ -1,0 +1,123 @@
+"""An agent's requests to a peer ride out a cut: retried with backoff on its (simulated) clock, a task
+assignment whose outcome is unknown is re-sent without making a second task (`Peers`, `an_agent.nc.retry`)."""
+
+from __future__ import annotations
+
+import logging
+import socket
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from an_agent.agents.exchange import Exchange
+from an_agent.agents.peers import Peers
+from an_agent.errors import AuthError, TransportError
+from an_agent.lab.kernel import SimKernel
+from an_agent.model import Task, build_prompt
+from an_agent.nc.agent_client import AgentClient
+from an_agent.server import AgentServer
+
+START = 1000.0
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def play(kernel: SimKernel, activity: Callable[[], Any]) -> Any:
+    """Run ``activity`` as the lab's one activity until the kernel is idle; its value (or its error)."""
+    outcome: dict[str, Any] = {}
+
+    def body() -> None:
+        try:
+            outcome["value"] = activity()
+        except Exception as exc:
+            outcome["error"] = exc
+
+    kernel.spawn("test", body)
+    assert kernel.run() == "idle"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome["value"]
+
+
+def test_an_unreachable_peer_is_tried_again_on_the_simulated_clock(
+    agent_server: AgentServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    kernel = SimKernel(start=START, stall_timeout=60.0)
+    dead = closed_port()
+    # the peer cannot be reached for the first 10 simulated seconds (a partition that heals)
+    peers = Peers(
+        "me", kernel, lambda name: ("127.0.0.1", dead if kernel.now() < START + 10 else agent_server.port),
+        ["peer"], lambda exchange: None, credentials=("admin", "admin"), timeout=10,
+    )  # fmt: skip
+    task = Task("t-cut", send_from="me", content=build_prompt("SITE-07", "diagnose the outage"))
+    with AgentClient.connect("127.0.0.1", agent_server.port, username="admin", password="admin") as client:
+        client.assign_task(task)
+    try:
+        with caplog.at_level(logging.WARNING, logger="an_agent.nc.retry"):
+            found = play(kernel, lambda: peers.peer("peer").get_task("t-cut"))
+    finally:
+        peers.close()
+        kernel.close()
+    assert found.task_id == "t-cut"
+    retries = [r.getMessage() for r in caplog.records]
+    assert retries and all(m.startswith("me -> peer: taskResultQuery: attempt ") for m in retries)
+    assert "Connection refused" in retries[0]
+    # waits of ~1, 2, 4, 8 s: the attempt after the heal got through, and the clock moved (no real sleep)
+    assert START + 10 <= kernel.now() <= START + 10 + 8 * 1.2
+
+
+def test_a_task_sent_before_the_session_broke_is_not_created_twice(
+    agent_server: AgentServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    real_assign = AgentClient.assign_task
+    cuts = []
+
+    def assign_then_cut(self: AgentClient, task: Task, params: Any = ()) -> None:
+        real_assign(self, task, params)  # the request left and landed ...
+        if not cuts:  # ... and the session breaks before the reply is read: an unknown outcome
+            cuts.append(task.task_id)
+            self.close()
+            raise TransportError("session closed by the other side")
+
+    monkeypatch.setattr(AgentClient, "assign_task", assign_then_cut)
+    # peers_elsewhere: the task's end closes the hand-off alone (no lab executor here arrives at it)
+    kernel = SimKernel(start=START, stall_timeout=60.0, peers_elsewhere=True)
+    recorded: list[Exchange] = []
+    peers = Peers(
+        "me", kernel, lambda name: ("127.0.0.1", agent_server.port), ["peer"], recorded.append,
+        credentials=("admin", "admin"), timeout=10,
+    )  # fmt: skip
+    task = Task("t-once", send_from="me", content=build_prompt("SITE-07", "diagnose the outage"))
+
+    try:
+        play(kernel, lambda: peers.peer("peer").assign(task))
+    finally:
+        peers.close()
+        kernel.close()
+    assert cuts == ["t-once"]
+    with AgentClient.connect("127.0.0.1", agent_server.port, username="admin", password="admin") as client:
+        assert [t.task_id for t in client.list_tasks()].count("t-once") == 1
+    assigned = [e for e in recorded if e.operation == "edit-config"]
+    assert [(e.task_id, e.ok) for e in assigned] == [("t-once", True)]
+    assert START < kernel.now() <= START + 1.2  # one backoff step on the simulated clock
+
+
+def test_refused_credentials_are_not_retried(agent_server: AgentServer) -> None:
+    kernel = SimKernel(start=START, stall_timeout=60.0)
+    peers = Peers(
+        "me", kernel, lambda name: ("127.0.0.1", agent_server.port), ["peer"], lambda exchange: None,
+        credentials=("admin", "wrong"), timeout=10,
+    )  # fmt: skip
+    try:
+        with pytest.raises(AuthError):
+            play(kernel, lambda: peers.peer("peer").get_task("t-any"))
+    finally:
+        peers.close()
+        kernel.close()
+    assert kernel.now() == START
