@@ -14,7 +14,7 @@ import pytest
 from labsupport import TOPOLOGIES
 
 from an_agent.lab.conductor import Conductor, LabKernel
-from an_agent.lab.control import ControlClient, ControlServer, create_secret
+from an_agent.lab.control import ControlClient, ControlServer, create_certificate, create_secret
 from an_agent.lab.journal import Journal
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.processes import AgentLaunch, agent_argv
@@ -52,7 +52,7 @@ def lab(tmp_path: Path) -> Iterator[tuple[LabKernel, SimNetwork, Journal, Any]]:
     journal = Journal(kernel.now)
     conductor = Conductor(kernel, network, journal, lambda n: None, lambda n: None, {"logins": {}})
     secret = create_secret(tmp_path / "secret")
-    server = ControlServer(secret, conductor.handlers()).start()
+    server = ControlServer(secret, conductor.handlers(), create_certificate(tmp_path, "127.0.0.1")).start()
     members: list[Member] = []
 
     def join(name: str) -> Member:

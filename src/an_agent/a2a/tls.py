@@ -57,6 +57,12 @@ def load_or_create_certificate(state_dir: Path, host: str) -> TlsFiles:
     files = TlsFiles(state_dir / CERT_FILE, state_dir / KEY_FILE)
     if _usable(files, host):
         return files
+    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return create_certificate(files, host)
+
+
+def create_certificate(files: TlsFiles, host: str) -> TlsFiles:
+    """A new self-signed certificate for ``host`` (EC P-256, module docstring) written to ``files`` (0600)."""
     key = ec.generate_private_key(ec.SECP256R1())
     now = datetime.datetime.now(datetime.UTC)
     name = x509.Name(
@@ -83,7 +89,6 @@ def load_or_create_certificate(state_dir: Path, host: str) -> TlsFiles:
         .add_extension(x509.ExtendedKeyUsage([x509.oid.ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
         .sign(key, hashes.SHA256())
     )
-    state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     write_private(
         files.key,
         key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()),

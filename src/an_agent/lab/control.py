@@ -1,17 +1,25 @@
-"""The lab's control channel: authenticated request/reply between the lab process and its agents.
+"""The lab's control channel: encrypted, authenticated request/reply between the lab process and its agents.
 
 A building block of "one process per agent" (issue 12): the lab process owns the simulated clock and
 network, and agent processes reach them over this channel. Only a holder of the lab's secret may
-speak on it (issue 16: no one injects faults, clock ticks or schemas into a lab from outside).
+speak on it (issue 16: no one injects faults, clock ticks or schemas into a lab from outside), and no
+one on the path reads it: it carries the lab's logins (run passwords) to agents on other hosts.
 
-Wire format (TCP; the lab listens on 127.0.0.1, or on its lab-bridge address with ``--netns``):
+Wire format (TLS 1.3 over TCP; the lab listens on 127.0.0.1, on its lab-bridge address with
+``--netns``, or on its host's address when a topology places agents on several ``hosts:``):
 
+- TLS: the lab serves a certificate made for this run (`create_certificate`: EC P-256, self-signed,
+  0600 in the run directory). Agents get nothing new to trust: the client accepts any certificate at
+  the TLS layer and *pins* the one it saw by binding it into the handshake below (its SHA-256, ``F``),
+  which only a holder of the lab's secret can complete. A relay that terminates TLS shows agents its
+  own certificate, so its ``F`` differs from the lab's and the handshake fails on both sides (Python
+  3.11's ssl has no TLS-PSK; this is the same binding of the channel to the shared secret);
 - every message is a frame: a 4-byte big-endian length, then that many bytes of UTF-8 JSON holding
   one object; frames over `MAX_FRAME` bytes end the connection;
 - handshake, mutual, by HMAC-SHA256 over the per-lab secret (never sent):
-  server -> ``{"hello": "an-agent-lab-control/1", "nonce": Ns}``;
-  client -> ``{"nonce": Nc, "auth": HMAC(secret, "client" Ns Nc)}``;
-  server -> ``{"ok": true, "proof": HMAC(secret, "server" Ns Nc)}`` (the client checks it: it talks to
+  server -> ``{"hello": "an-agent-lab-control/2", "nonce": Ns}``;
+  client -> ``{"nonce": Nc, "auth": HMAC(secret, "client" Ns Nc F)}``;
+  server -> ``{"ok": true, "proof": HMAC(secret, "server" Ns Nc F)}`` (the client checks it: it talks to
   its lab, not to whoever took the port), or ``{"ok": false, "error": ...}`` and closes.
   Nonces are 32 random bytes in hex; a recorded handshake cannot be replayed (fresh Ns);
 - then requests ``{"id": N, "method": NAME, "params": {...}}``, each answered in order by
@@ -32,17 +40,22 @@ import logging
 import os
 import secrets
 import socket
+import ssl
 import struct
 import threading
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
+from an_agent.a2a.tls import TlsFiles
+from an_agent.a2a.tls import create_certificate as _create_certificate
 from an_agent.errors import AuthError, ConfigError, ConnectError, ControlError, RequestTimeout, TransportError
 
 log = logging.getLogger(__name__)
 
-PROTOCOL = "an-agent-lab-control/1"
+PROTOCOL = "an-agent-lab-control/2"
+CERT_FILE = "control-cert.pem"
+KEY_FILE = "control-key.pem"
 MAX_FRAME = 1 << 20
 SECRET_BYTES = 32
 _LENGTH = struct.Struct(">I")
@@ -80,8 +93,42 @@ def read_secret(path: Path) -> bytes:
     return value
 
 
-def _mac(secret: bytes, role: str, server_nonce: str, client_nonce: str) -> str:
-    return hmac.new(secret, f"{role}\0{server_nonce}\0{client_nonce}".encode(), hashlib.sha256).hexdigest()
+def _mac(secret: bytes, role: str, server_nonce: str, client_nonce: str, binding: str) -> str:
+    message = f"{role}\0{server_nonce}\0{client_nonce}\0{binding}".encode()
+    return hmac.new(secret, message, hashlib.sha256).hexdigest()
+
+
+# ---- TLS ----------------------------------------------------------------------------------------
+def create_certificate(run_dir: Path, host: str) -> TlsFiles:
+    """A new certificate and key for this run's control channel in ``run_dir`` (0600; made 0700)."""
+    run_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+    return _create_certificate(TlsFiles(run_dir / CERT_FILE, run_dir / KEY_FILE), host)
+
+
+def _binding(der: bytes | None) -> str:
+    """What the handshake binds: the SHA-256 of the TLS certificate in use (DER), hex."""
+    if not der:
+        raise TransportError("lab control channel: no TLS certificate to bind")
+    return hashlib.sha256(der).hexdigest()
+
+
+def _server_context(tls: TlsFiles) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    try:
+        context.load_cert_chain(tls.cert, tls.key)
+    except (OSError, ssl.SSLError) as exc:
+        raise ConfigError(f"lab control channel certificate {tls.cert}: {exc}") from None
+    return context
+
+
+def _client_context() -> ssl.SSLContext:
+    # No CA and no hostname: the certificate is pinned by the handshake's binding (module docstring).
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)
+    context.minimum_version = ssl.TLSVersion.TLSv1_3
+    context.check_hostname = False
+    context.verify_mode = ssl.CERT_NONE
+    return context
 
 
 # ---- framing ------------------------------------------------------------------------------------
@@ -117,11 +164,21 @@ def _recv(sock: socket.socket) -> dict[str, Any]:
 
 # ---- server -------------------------------------------------------------------------------------
 class ControlServer:
-    """Serves ``handlers`` to authenticated clients, one thread per connection (module docstring)."""
+    """Serves ``handlers`` to authenticated clients over TLS with ``tls``, one thread per connection
+    (module docstring); `ConfigError` when the certificate cannot be loaded."""
 
-    def __init__(self, secret: bytes, handlers: Mapping[str, Handler], host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(
+        self,
+        secret: bytes,
+        handlers: Mapping[str, Handler],
+        tls: TlsFiles,
+        host: str = "127.0.0.1",
+        port: int = 0,
+    ) -> None:
         self._secret = secret
         self._handlers = dict(handlers)
+        self._context = _server_context(tls)
+        self._binding = _binding(ssl.PEM_cert_to_DER_cert(tls.cert.read_text(encoding="ascii")))
         self._listener = socket.create_server((host, port))
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
@@ -175,21 +232,30 @@ class ControlServer:
                 self._threads.append(thread)
             thread.start()
 
-    def _serve(self, conn: socket.socket) -> None:
+    def _serve(self, raw: socket.socket) -> None:
+        conn: socket.socket = raw
         try:
-            with conn:
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                if self._handshake(conn):
-                    while True:
-                        _send(conn, self._answer(_recv(conn)))
-        except (OSError, TransportError, ControlError) as exc:
+            raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            raw.settimeout(10.0)  # a client that does not authenticate promptly is dropped
+            tls = self._context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
+            with self._lock:  # from here on stop() cuts the TLS socket (the raw one is detached)
+                self._connections.discard(raw)
+                self._connections.add(tls)
+                conn = tls
+                if self._closed:
+                    return
+            tls.do_handshake()
+            if self._handshake(tls):
+                while True:
+                    _send(tls, self._answer(_recv(tls)))
+        except (OSError, TransportError, ControlError) as exc:  # ssl.SSLError is an OSError
             log.debug("control connection ended: %s", exc)
         finally:
             with self._lock:
                 self._connections.discard(conn)
+            conn.close()
 
-    def _handshake(self, conn: socket.socket) -> bool:
-        conn.settimeout(10.0)  # a client that does not authenticate promptly is dropped
+    def _handshake(self, conn: ssl.SSLSocket) -> bool:
         server_nonce = secrets.token_hex(32)
         _send(conn, {"hello": PROTOCOL, "nonce": server_nonce})
         reply = _recv(conn)
@@ -197,11 +263,18 @@ class ControlServer:
         if not (
             isinstance(client_nonce, str)
             and isinstance(auth, str)
-            and hmac.compare_digest(auth, _mac(self._secret, "client", server_nonce, client_nonce))
+            and hmac.compare_digest(auth, _mac(self._secret, "client", server_nonce, client_nonce, self._binding))
         ):
-            _send(conn, {"ok": False, "error": "authentication failed"})
+            _send(
+                conn,
+                {
+                    "ok": False,
+                    "error": "authentication failed: not the lab's secret, or the TLS certificate the client "
+                    "saw is not the lab's (a relay in between)",
+                },
+            )
             return False
-        _send(conn, {"ok": True, "proof": _mac(self._secret, "server", server_nonce, client_nonce)})
+        _send(conn, {"ok": True, "proof": _mac(self._secret, "server", server_nonce, client_nonce, self._binding)})
         conn.settimeout(None)
         return True
 
@@ -243,20 +316,30 @@ class ControlClient:
             raise ConnectError(f"lab control channel {host}:{port}: {exc.strerror or exc}") from None
         try:
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            try:
+                sock = _client_context().wrap_socket(sock)
+            except ssl.SSLError as exc:
+                raise ConnectError(
+                    f"lab control channel {host}:{port}: no TLS {PROTOCOL} there ({exc.reason or exc})"
+                ) from None
+            binding = _binding(sock.getpeercert(binary_form=True))  # the certificate pinned below
             hello = _recv(sock)
             server_nonce = hello.get("nonce")
             if hello.get("hello") != PROTOCOL or not isinstance(server_nonce, str):
                 raise ConnectError(f"{host}:{port} is not a lab control channel ({PROTOCOL})")
             client_nonce = secrets.token_hex(32)
-            _send(sock, {"nonce": client_nonce, "auth": _mac(secret, "client", server_nonce, client_nonce)})
+            _send(sock, {"nonce": client_nonce, "auth": _mac(secret, "client", server_nonce, client_nonce, binding)})
             answer = _recv(sock)
             proof = answer.get("proof")
             if not answer.get("ok"):
                 raise AuthError(f"lab control channel {host}:{port}: {answer.get('error', 'refused')}")
             if not isinstance(proof, str) or not hmac.compare_digest(
-                proof, _mac(secret, "server", server_nonce, client_nonce)
+                proof, _mac(secret, "server", server_nonce, client_nonce, binding)
             ):
-                raise AuthError(f"lab control channel {host}:{port}: the server does not hold the lab's secret")
+                raise AuthError(
+                    f"lab control channel {host}:{port}: the server does not hold the lab's secret for the TLS "
+                    "certificate it showed"
+                )
             sock.settimeout(None)
         except TimeoutError:
             sock.close()

@@ -17,7 +17,7 @@ from pathlib import Path
 from an_agent.agents.environment import RoleName
 from an_agent.errors import ConfigError
 from an_agent.lab.conductor import Conductor
-from an_agent.lab.control import ControlServer, create_secret, read_secret
+from an_agent.lab.control import ControlServer, create_certificate, create_secret, read_secret
 from an_agent.lab.owner import FleetOwner
 from an_agent.lab.placement import lab_host
 from an_agent.lab.processes import AgentLaunch, AgentProcess, start_agent, stop_agents
@@ -74,7 +74,8 @@ class ProcessFleet:
         )
         first = lab_host(lab.topology)  # a lab over several hosts: its channel where the other hosts reach it
         where = (first.address, first.control_port) if first is not None else (lab.control_host, 0)
-        self._server = ControlServer(secret, self.conductor.handlers(), host=where[0], port=where[1]).start()
+        tls = create_certificate(lab.state_dir, where[0])  # a new one each run; agents pin it by the secret
+        self._server = ControlServer(secret, self.conductor.handlers(), tls, host=where[0], port=where[1]).start()
         control = self._server.address
         # The directory agent first, on its own: the others register with it as they start.
         first_wave = [a for a in lab.local_agents if a.role == RoleName.DIRECTORY]
