@@ -60,3 +60,37 @@ def test_chaos_is_parsed_and_checked_against_the_topology(capsys: pytest.Capture
     assert "no agent 'nobody'" in capsys.readouterr().err
     assert main(["lab", "run", str(TOPOLOGY), "--chaos", "kill:ip-fault@10", "--in-process", "--quiet"]) == 2
     assert "--in-process" in capsys.readouterr().err
+
+
+@pytest.mark.slow
+def test_a_killed_agent_on_an_a2a_link_is_followed_again_and_the_loop_closes(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # cross-domain-fault: service-fault assigns the diagnosis to ip-fault over A2A (transport: a2a) at 450 s,
+    # ip-fault works on it until 750 s; it is killed at 600 s, while the assigner's A2A stream is open
+    topology = TOPOLOGIES / "cross-domain-fault.yaml"
+    argv = [
+        "lab",
+        "run",
+        str(topology),
+        "--json",
+        "--quiet",
+        "--state-dir",
+        str(tmp_path),
+        "--chaos",
+        "kill:ip-fault@600",
+    ]
+    code = main(argv)
+    result = json.loads(capsys.readouterr().out)
+    assert code == 0, [c for c in result["outcome"]["checks"] if not c["ok"]]
+    assert result["outcome"]["closed_loop"] and not result["run"]["activity_errors"]
+    (event,) = result["chaos"]
+    assert event["unfinished_tasks"] == ["service-fault.diagnose.LINK-C2"] and event["error"] is None
+    # the stream broke with the process; the assigner subscribed to the task again (A2A SubscribeToTask)
+    # once the restarted agent served, and its hand-off waited for the resumed task's real end
+    after = [m for m in result["messages"] if (m["from"], m["to"]) == ("service-fault", "ip-fault") and m["t"] >= 600]
+    assert after[0]["operation"] == "SubscribeToTask" and after[0]["task_id"] == "service-fault.diagnose.LINK-C2"
+    diagnosis = next(t for t in result["tasks"] if t["task_id"] == "service-fault.diagnose.LINK-C2")
+    assert diagnosis["status"] == "finished"
+    cost = event["time_to_restore_s"]
+    assert cost["with"] > cost["without"] and cost["cost_s"] > 0  # the diagnosis started over at the restart

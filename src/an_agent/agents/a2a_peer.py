@@ -15,8 +15,11 @@ same peer (`Peer`), which see the same tasks.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
+import random
 import threading
+import time
 from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -31,7 +34,7 @@ from an_agent.agents.exchange import (
     param_payload,
     status_summary,
 )
-from an_agent.errors import AnAgentError, ConfigError
+from an_agent.errors import AnAgentError, ConfigError, TransportError
 from an_agent.model import (
     ConditionNotification,
     DataParam,
@@ -41,6 +44,7 @@ from an_agent.model import (
     TaskStatus,
     parse_prompt,
 )
+from an_agent.nc.retry import Backoff, with_retry
 
 if TYPE_CHECKING:
     from an_agent.a2a.client import A2AAgentClient
@@ -57,6 +61,7 @@ class Links(Protocol):
     credentials: tuple[str, str]
     timeout: float
     a2a_trust: Path | None
+    reconnect: Backoff
 
     def a2a_url_of(self, name: str) -> str | None: ...
 
@@ -99,6 +104,7 @@ class A2APeer:
         self._netconf = netconf
         self._lock = threading.Lock()
         self._client: A2AAgentClient | None = None
+        self._closed = False
 
     def _connect(self) -> A2AAgentClient:
         from an_agent.a2a.client import A2AAgentClient  # the SDK only where a topology uses A2A
@@ -180,18 +186,30 @@ class A2APeer:
         task_id: str,
         on_input: InputAnswer | None = None,
     ) -> None:
-        """Record the streamed status changes; the end (or a broken stream) completes the hand-off.
+        """Record the streamed status changes; the end completes the hand-off.
 
         An ``input-required`` that ``on_input`` answers is answered by a message on the task, whose
-        stream is followed on (the hand-off waits for the task's real end).
+        stream is followed on (the hand-off waits for the task's real end). A stream that breaks before
+        the end (the peer's process was killed and restarts) is resumed (`_resume`), so the hand-off
+        waits for the task's real end too; only when that fails for good (or the lab is stopping) is it
+        completed as failed, and the waiting behaviour reads the task as it is.
         """
         peers = self._peers
-        try:
-            events: Iterator[Task | ConditionNotification] | None = stream
-            while events is not None:
-                stream, events = events, None
-                for event in stream:
-                    if not isinstance(event, ConditionNotification):
+        current: Iterator[Task | ConditionNotification] | None = stream
+        resumed = False
+        while current is not None:
+            following, current = current, None
+            try:
+                for event in following:
+                    if isinstance(event, Task):  # the task as it is, first on a resumed stream
+                        if resumed and event.status is not None and _ends_wait(event.status):
+                            reason = event.result.reason if event.result else None
+                            peers.record_exchange(
+                                self.name, "Task", "taskResultNotify", task_id, f"{event.status}",
+                                status=str(event.status),
+                            )  # fmt: skip  # it ended while the stream was down: the resumed stream says so
+                            peers.scheduler.complete(key, ConditionNotification(task_id, event.status, reason=reason))
+                            return
                         continue
                     peers.record(
                         Exchange(
@@ -207,16 +225,16 @@ class A2APeer:
                         )
                     )
                     if event.status == TaskStatus.INPUT_REQUIRED and on_input is not None:
-                        events = self._answer_input(task_id, event, on_input)
-                        if events is not None:
+                        current = self._answer_input(task_id, event, on_input)
+                        if current is not None:
                             break  # followed on in the answer's stream
-                    if event.status.terminal or event.status == TaskStatus.INPUT_REQUIRED:
+                    if _ends_wait(event.status):
                         peers.scheduler.complete(key, event)
                         return
-        except AnAgentError as exc:
-            log.debug("A2A stream %s<-%s ended: %s", peers.me, self.name, exc)
-        # The stream ended without an end state (the lab is stopping, or the connection broke): let the
-        # waiting behaviour read the task as it is.
+            except AnAgentError as exc:
+                log.debug("A2A stream %s<-%s ended: %s", peers.me, self.name, exc)
+            if current is None:  # the stream broke or ended before the task did
+                current, resumed = self._resume(task_id), True
         peers.scheduler.complete(key, ConditionNotification(task_id, TaskStatus.FAILED, reason="A2A stream ended"))
 
     def _answer_input(
@@ -238,6 +256,36 @@ class A2APeer:
         self._peers.record_exchange(self.name, "SendMessage", "taskInputProvide", task_id, summary, order=order)
         return answer
 
+    def _resume(self, task_id: str) -> Iterator[Task | ConditionNotification] | None:
+        """Follow ``task_id`` again after its stream broke (A2A SubscribeToTask: the task now, then its
+        changes), retried with backoff in real time while the peer is unreachable (it is restarting: the
+        stream's thread is no lab activity). None when this link is closed or the peer stays away."""
+        peers = self._peers
+
+        def attempt() -> Iterator[Task | ConditionNotification] | None:
+            with self._lock:
+                client = None if self._closed else self._client
+            if client is None:
+                return None
+            stream = client.resubscribe(task_id)
+            first = next(stream, None)  # the request goes out here: a refused connection raises
+            if first is None:
+                raise TransportError(f"the A2A stream of {task_id} at {self.name} ended at once")
+            log.info("%s resumed the A2A stream of %s at %s", peers.me, task_id, self.name)
+            peers.record_exchange(
+                self.name, "SubscribeToTask", "taskResultSubscribe", task_id, f"{first.status}: followed again"
+            )  # fmt: skip
+            return itertools.chain([first], stream)
+
+        try:
+            return with_retry(
+                attempt, policy=peers.reconnect, sleep=time.sleep, rng=random.Random(f"{peers.me}->{self.name}"),
+                what=f"{peers.me} -> {self.name}: SubscribeToTask {task_id}", level=logging.INFO,
+            )  # fmt: skip
+        except AnAgentError as exc:
+            log.warning("%s could not follow %s at %s again: %s", peers.me, task_id, self.name, exc)
+            return None
+
     def get_task(self, task_id: str) -> Task:
         """taskResultQuery as A2A GetTask."""
         client = self._connect()
@@ -254,7 +302,13 @@ class A2APeer:
         """Close the A2A client and the NETCONF sessions; returns the NETCONF dispatcher thread to join."""
         with self._lock:
             client, self._client = self._client, None
+            self._closed = True
         if client is not None:
             with contextlib.suppress(AnAgentError):
                 client.close()
         return self._netconf.close()
+
+
+def _ends_wait(status: TaskStatus) -> bool:
+    """Whether the assigner's wait for a task ends at ``status``: its end, or a question back."""
+    return status.terminal or status == TaskStatus.INPUT_REQUIRED
