@@ -163,3 +163,18 @@ def test_a_partition_across_a_live_exchange_is_ridden_out_and_the_loop_closes(tm
     assert [m["task_id"] for m in sent if m["operation"] == "edit-config"] == ["service-fault.ticket.LINK-C2"]
     cost = event["time_to_restore_s"]
     assert cost["with"] > cost["without"] and 0 < cost["cost_s"] <= 600.0 + 60.0  # the cut and one backoff step
+
+
+def test_a_partition_across_a_task_in_flight_delivers_its_end_after_the_heal(tmp_path: Path) -> None:
+    from an_agent.lab.partition import Partition
+
+    # ip-fault diagnoses service-fault's request (over A2A) from 450 s to 750 s: the end comes inside the cut
+    result = run(TOPOLOGY, tmp_path / "run", netns=True, partitions=[Partition.parse("service-fault,ip-fault@600+300")])
+    assert result["outcome"]["closed_loop"] and not result["run"]["activity_errors"]
+    ended = [
+        m for m in result["messages"] if m["task_id"] == "service-fault.diagnose.LINK-C2" and m["status"] == "finished"
+    ]
+    # the executor's end (750 s) waited in its send queue while the lab's time moved on to the heal (900 s)
+    assert [(m["operation"], m["t"]) for m in ended][:2] == [("TaskStatusUpdateEvent", 750.0), ("GetTask", 900.0)]
+    [event] = result["chaos"]
+    assert event["time_to_restore_s"]["cost_s"] == 150.0

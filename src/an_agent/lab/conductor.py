@@ -49,7 +49,7 @@ from an_agent.agents.environment import NetworkEvent
 from an_agent.errors import ControlError
 from an_agent.lab.control import Handler
 from an_agent.lab.journal import Journal
-from an_agent.lab.kernel import SimKernel
+from an_agent.lab.kernel import Key, SimKernel
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.wire import NETWORK_METHODS, decode_exchange, encode
 
@@ -72,6 +72,9 @@ class LabKernel(SimKernel):
     def __init__(self, start: float, stall_timeout: float = 60.0) -> None:
         super().__init__(start, stall_timeout=stall_timeout)
         self._remotes: dict[str, _Remote] = {}
+        self._cuts: set[frozenset[str]] = set()
+        self._assigners: dict[Key, str] = {}
+        self._parked: set[Key] = set()
         self._epoch = 0
         self._awaiting: set[str] = set()
 
@@ -98,6 +101,65 @@ class LabKernel(SimKernel):
             self._dec(f"network events to {name}")
         self._ack(name)
         self._cond.notify_all()
+
+    # ---- partitions: a task's end that cannot cross a cut does not hold time ----------------------
+    def expect_for(self, key: Key, assigner: str) -> None:
+        """`expect` by agent ``assigner`` (the executor is ``key[0]``)."""
+        with self._cond:
+            self.expect(key)
+            self._assigners[key] = assigner
+
+    def cut(self, a: str, b: str) -> None:
+        """Agents ``a`` and ``b`` no longer reach each other (``--chaos partition``).
+
+        The end of a task between them cannot reach its assigner until the cut heals (its notification
+        waits in the executor's TCP send queue), and the heal is a later instant: so once the executor
+        has arrived at such a hand-off it is *parked* — not counted as in flight — and time moves on.
+        """
+        with self._cond:
+            self._cuts.add(frozenset((a, b)))
+            for key in [k for k, h in self._handoffs.items() if h.arrivals == 1 and self._crosses_cut(k)]:
+                self._parked.add(key)
+                self._dec(f"hand-off {key[0]}/{key[1]}")
+            self._cond.notify_all()
+
+    def heal(self, a: str, b: str) -> None:
+        """``a`` and ``b`` reach each other again: their parked hand-offs are in flight again (time holds)."""
+        with self._cond:
+            self._cuts.discard(frozenset((a, b)))
+            for key in [k for k in self._parked if not self._crosses_cut(k)]:
+                self._parked.discard(key)
+                self._inc(f"hand-off {key[0]}/{key[1]}")
+            self._cond.notify_all()
+
+    def _crosses_cut(self, key: Key) -> bool:
+        assigner = self._assigners.get(key)
+        return assigner is not None and frozenset((assigner, key[0])) in self._cuts
+
+    def _arrive(self, key: Key) -> None:
+        handoff = self._handoffs.get(key)
+        if handoff is None:
+            return
+        if key in self._parked:  # the second side, uncounted like the first: the hand-off is over
+            self._parked.discard(key)
+            self._assigners.pop(key, None)
+            del self._handoffs[key]
+        elif handoff.arrivals == 0 and self._crosses_cut(key):
+            handoff.arrivals = 1
+            self._parked.add(key)
+        else:
+            super()._arrive(key)
+            if key not in self._handoffs:
+                self._assigners.pop(key, None)
+
+    def forget(self, key: Key) -> None:
+        with self._cond:
+            self._assigners.pop(key, None)
+            if key in self._parked:  # not counted: nothing to give back
+                self._parked.discard(key)
+                self._handoffs.pop(key, None)
+                return
+            super().forget(key)
 
     # ---- what agents report ---------------------------------------------------------------------
     def report(self, name: str, seq: int, busy: bool, head: float | None) -> None:
@@ -294,7 +356,7 @@ class Conductor:
 
     def _expect(self, params: dict[str, Any]) -> None:
         key = _key(params)
-        self.kernel.expect(key)
+        self.kernel.expect_for(key, _name(params))
         with self._lock:
             self._expecters[key] = _name(params)
 
