@@ -2,7 +2,8 @@
 
 `Peers` opens, on first use, two sessions per peer with `AgentClient`: one for requests (serialised by a
 lock, reused for the whole run) and one holding the RFC 5277 subscription to the peer's
-``condition-notifications``, read by a small dispatcher thread. Nothing is polled: the end of a task
+``condition-notifications``, read by a small dispatcher thread (`an_agent.agents.peer_sessions`: connection,
+retry, resubscription with replay). Nothing is polled: the end of a task
 comes as a notification, then its result is read once (taskResultQuery).
 
 Every exchange is reported to a ``record`` callback as an `Exchange` (the lab's timeline and its
@@ -15,15 +16,12 @@ the peer's A2A face, negotiations over these NETCONF sessions.
 
 from __future__ import annotations
 
-import contextlib
 import json
 import logging
-import random
 import threading
-import time
 from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from an_agent.agents.a2a_peer import A2APeer
 from an_agent.agents.environment import Scheduler
@@ -32,24 +30,21 @@ from an_agent.agents.exchange import (
     InputAnswer,
     Recorder,
     TaskHandle,
-    input_param,
     next_order,
     param_payload,
-    status_summary,
 )
-from an_agent.errors import AnAgentError, ConfigError, TransportError
+from an_agent.agents.peer_sessions import PeerSessions
+from an_agent.errors import AnAgentError, ConfigError
 from an_agent.model import (
-    ConditionNotification,
     DataParam,
     NegotiationRequest,
     NegotiationResult,
     NegotiationType,
     Task,
-    TaskStatus,
     parse_prompt,
 )
 from an_agent.nc.agent_client import AgentClient, NegotiatedTemplate
-from an_agent.nc.retry import Backoff, with_retry
+from an_agent.nc.retry import Backoff
 from an_agent.schemas.registry import parse_version
 
 __all__ = [
@@ -61,7 +56,6 @@ log = logging.getLogger(__name__)
 
 AddressBook = Callable[[str], "tuple[str, int] | None"]
 UrlBook = Callable[[str], "str | None"]
-T = TypeVar("T")
 
 REQUEST_RETRY = Backoff(first=1.0, factor=2.0, cap=60.0, limit=1800.0)
 """A request to a peer that cannot be reached: waits on the agent's clock (simulated in a lab), 30 min at most."""
@@ -69,208 +63,8 @@ RECONNECT_RETRY = Backoff(first=0.25, factor=2.0, cap=5.0, limit=300.0)
 """The notification session after it broke: real seconds (the dispatcher is no lab activity), 5 min at most."""
 
 
-class Peer:
-    """The sessions of ``me`` to one peer agent (module docstring)."""
-
-    def __init__(self, peers: Peers, name: str) -> None:
-        self._peers = peers
-        self.name = name
-        self._lock = threading.Lock()
-        self._client: AgentClient | None = None
-        self._watcher: AgentClient | None = None
-        self._thread: threading.Thread | None = None
-        self._elsewhere: set[str] = set()
-        self._seen: set[tuple[str, str, str]] = set()
-        self._replay_from: float | None = None
-        self._closed = False
-        self._answers: dict[str, InputAnswer] = {}
-        self._rng = random.Random(f"{peers.me}->{name}")  # jitter, the same in every run of a lab
-
-    def followed_elsewhere(self, task_id: str) -> None:
-        """``task_id`` is followed over A2A (`A2APeer`): its notifications here are not the hand-off."""
-        with self._lock:
-            self._elsewhere.add(task_id)
-
-    def _connect(self) -> AgentClient:
-        with self._lock:
-            if self._client is not None:
-                return self._client
-            peers = self._peers
-            address = peers.address_of(self.name)
-            if address is None:
-                raise ConfigError(f"{peers.me} has no address for agent {self.name!r} (no port in the topology?)")
-            host, port = address
-            user, password = peers.credentials
-            client = AgentClient.connect(host, port, username=user, password=password, timeout=peers.timeout)
-            try:
-                profile = client.profile()
-                peers.record_exchange(
-                    self.name,
-                    "get",
-                    "CapabilityRequest",
-                    None,
-                    f"profile of {profile.name}: {len(profile.skills)} skill(s)",
-                )
-                watcher = AgentClient.connect(host, port, username=user, password=password, timeout=peers.timeout)
-                # After a lost session (the peer restarted, the network was cut), replay what was logged
-                # meanwhile: from the last event seen, or from the first subscription when none came yet.
-                if self._replay_from is None:
-                    self._replay_from = peers.scheduler.now()
-                    events = watcher.watch(until_terminal=False)
-                else:
-                    events = watcher.watch(until_terminal=False, start_time=self._replay_from)
-                peers.record_exchange(
-                    self.name,
-                    "create-subscription",
-                    "taskResultSubscribe",
-                    None,
-                    "condition-notifications of every task",
-                )
-            except BaseException:
-                client.close()
-                raise
-            self._watcher = watcher
-            self._thread = threading.Thread(
-                target=self._dispatch, args=(events,), name=f"notify:{peers.me}<-{self.name}", daemon=True
-            )
-            self._thread.start()
-            self._client = client
-            return client
-
-    def _dispatch(self, events: Iterable[ConditionNotification]) -> None:
-        peers = self._peers
-        try:
-            for event in events:
-                if event.send_to != peers.me:
-                    continue  # a task someone else assigned
-                with self._lock:
-                    if event.task_id in self._elsewhere:
-                        continue  # assigned over A2A: its stream reports it
-                    # the previous status too: a task may come back to processing after input-required
-                    seen = (event.task_id, str(event.status), str(event.previous_status))
-                    if seen in self._seen:
-                        continue  # replayed after a reconnection: handled already
-                    self._seen.add(seen)
-                    if event.event_time is not None:
-                        self._replay_from = event.event_time
-                peers.record(
-                    Exchange(
-                        time=event.event_time if event.event_time is not None else peers.scheduler.now(),
-                        sender=self.name,
-                        receiver=peers.me,
-                        operation="notification",
-                        commu_type="taskResultNotify",
-                        task_id=event.task_id,
-                        summary=status_summary(event),
-                        status=str(event.status),
-                        order=next_order(),
-                    )
-                )
-                if event.status == TaskStatus.INPUT_REQUIRED:
-                    self._answer_input(event)
-                if event.status.terminal:
-                    peers.scheduler.complete((self.name, event.task_id), event)
-        except TransportError:
-            with self._lock:
-                lost = not self._closed and self._thread is threading.current_thread()
-                if lost:  # the peer went away (killed, restarted): the next use connects again
-                    clients = [c for c in (self._client, self._watcher) if c is not None]
-                    self._client = self._watcher = self._thread = None
-            if not lost:  # closed by us: the lab is stopping, nothing is lost
-                log.debug("notification dispatcher %s<-%s: session closed", peers.me, self.name)
-                return
-            for client in clients:
-                with contextlib.suppress(AnAgentError):
-                    client.close()
-            self._reconnect()
-        except Exception:
-            log.exception("notification dispatcher %s<-%s failed", peers.me, self.name)
-
-    def _answer_input(self, event: ConditionNotification) -> None:
-        """The assigner answers its executor's ``input-required`` by editing the task (draft-wang 5.2)."""
-        with self._lock:
-            answer = self._answers.get(event.task_id)
-        values = None if answer is None else answer(event)
-        if values is None:
-            return  # nothing to say: the executor's own time limit decides
-        order = next_order()
-        param = input_param(event.task_id, values, order)
-        summary = "input: " + ", ".join(f"{k} {v}" for k, v in values.items())
-        try:
-            client = self._connect()
-            with self._lock:
-                client.provide_input(event.task_id, [param])
-        except AnAgentError as exc:
-            self._peers.record_exchange(
-                self.name, "edit-config", "taskInputProvide", event.task_id, summary, ok=False, error=str(exc),
-                order=order,
-            )  # fmt: skip
-            return
-        self._peers.record_exchange(self.name, "edit-config", "taskInputProvide", event.task_id, summary, order=order)
-
-    def _reconnect(self) -> None:
-        """Open the sessions again (resubscribing with replay) until the peer answers or we are closed."""
-
-        def attempt() -> None:
-            with self._lock:
-                if self._closed:
-                    return
-            self._connect()
-            log.info("%s reconnected to %s", self._peers.me, self.name)
-
-        try:  # real time: the peer's process is starting again (INFO: a lab that stops looks the same)
-            with_retry(
-                attempt, policy=self._peers.reconnect, sleep=time.sleep, rng=self._rng,
-                what=self._what("reconnect"), level=logging.INFO,
-            )  # fmt: skip
-        except AnAgentError as exc:
-            log.warning("%s could not reconnect to %s: %s", self._peers.me, self.name, exc)
-
-    def _what(self, operation: str) -> str:
-        return f"{self._peers.me} -> {self.name}: {operation}"
-
-    def _drop(self, client: AgentClient) -> None:
-        """Forget the sessions after ``client``'s broke (the next use reconnects and resubscribes with replay)."""
-        with self._lock:
-            if self._client is not client:
-                return  # dropped already (by another request or by the dispatcher)
-            clients = [c for c in (self._client, self._watcher) if c is not None]
-            self._client = self._watcher = self._thread = None
-        for each in clients:
-            with contextlib.suppress(AnAgentError):
-                each.close()
-
-    def _request(self, operation: str, send: Callable[[AgentClient], T]) -> T:
-        """``send`` on the request session, connecting first; a transport failure drops the sessions and the
-        request is tried again with backoff on the agent's clock (`an_agent.nc.retry`). Only for requests
-        that are safe to send twice (``send`` makes a task creation safe itself, `AgentClient.ensure_task`).
-        """
-
-        def attempt() -> T:
-            client = self._connect()
-            try:
-                with self._lock:
-                    return send(client)
-            except TransportError:
-                self._drop(client)
-                raise
-
-        peers = self._peers
-        return with_retry(
-            attempt, policy=peers.retry, sleep=peers.scheduler.sleep, rng=self._rng, what=self._what(operation)
-        )
-
-    def close(self) -> threading.Thread | None:
-        """Close both sessions; returns the dispatcher thread, which ends within a second (join it)."""
-        with self._lock:
-            self._closed = True
-            clients = [c for c in (self._client, self._watcher) if c is not None]
-            self._client = self._watcher = None
-            thread, self._thread = self._thread, None
-        for client in clients:
-            with contextlib.suppress(AnAgentError):
-                client.close()
-        return thread
+class Peer(PeerSessions):
+    """The sessions of ``me`` to one peer agent and the operations over them (module docstring)."""
 
     # ---- operations ---------------------------------------------------------------------------------
     def schema(self, scenario: str, supported_versions: Sequence[str]) -> NegotiatedTemplate:
