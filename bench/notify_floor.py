@@ -53,7 +53,7 @@ def emitter_main() -> int:
     from an_agent.model import IRTF_AGENT_NS
     from an_agent.nc import face
     from an_agent.nc.server import Reply, Session
-    from an_agent.runtime.notifications import envelope
+    from an_agent.runtime.event_rendering import envelope
 
     subscribers: list[Session] = []
     lock = threading.Lock()

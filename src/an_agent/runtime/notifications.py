@@ -13,7 +13,8 @@ that declare the same view (the face's key for "same filter, same principal")
 share one filter decision per event, and sinks with the same ``encoding``
 (NETCONF 1.0 or 1.1 framing) share the encoded bytes; each subscriber's queue
 then holds bytes ready for its writer thread. A subscription without a view
-key gets its own decision (the A2A face filters per stream).
+key gets its own decision (the A2A face filters per stream). The rendering
+itself is `an_agent.runtime.event_rendering`.
 
 Policy for a subscriber that falls behind: when its queue is full, the
 subscription is ended. Its queued events are dropped, a ``notificationComplete``
@@ -40,18 +41,15 @@ import time
 from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
-from typing import Protocol
 
 from lxml import etree
 
-from an_agent.clock import Clock, to_rfc3339
-from an_agent.model.ns import NETCONF_NOTIFICATION_NS, NETMOD_NOTIFICATION_NS
+from an_agent.clock import Clock
+from an_agent.runtime.event_rendering import EventSink, LoggedEvent, Rendering, TextSink, envelope, marker, passes
+from an_agent.runtime.requests import EventFilter
 from an_agent.store.agent_store import AgentStore
 
 log = logging.getLogger(__name__)
-
-NOTIF_NS = NETCONF_NOTIFICATION_NS
-NC_MONITOR_NOTIF_NS = NETMOD_NOTIFICATION_NS
 
 DEFAULT_MAX_BACKLOG = 1000
 """Events a subscriber may have queued before it is dropped (see the module docstring)."""
@@ -59,16 +57,6 @@ DEFAULT_RETENTION = 7 * 24 * 3600.0
 """Seconds a logged notification is kept (wall clock)."""
 REPLAY_PAGE = 500
 _PRUNE_PERIOD = 3600.0
-
-# Decides whether an event's content element passes the subscription's filter.
-EventFilter = Callable[[etree._Element], bool]
-
-
-@dataclass
-class _Event:
-    seq: int
-    event_time: float
-    xml: str  # content element only
 
 
 @dataclass
@@ -78,101 +66,6 @@ class _Queued:
     seq: int
     event_time: float
     data: bytes
-
-
-class EventSink(Protocol):
-    """Where one subscription's messages go (a session of a face).
-
-    Sinks with equal ``encoding`` must turn a message into the same bytes
-    with `encode`, so that the bus encodes an event once for all of them.
-    """
-
-    @property
-    def encoding(self) -> Hashable:
-        """What `encode` depends on (e.g. the session's framing)."""
-        ...
-
-    def encode(self, message: str) -> bytes:
-        """``message`` (one serialised ``<notification>``) as the bytes `send_encoded` writes."""
-        ...
-
-    def send_encoded(self, data: bytes) -> None:
-        """Write bytes made by `encode` (called from the subscription's writer thread only).
-
-        A sink may also have ``try_send_encoded(data) -> bool``: write the
-        whole of ``data`` now if that cannot block, else write nothing and
-        return False (the writer thread sends it then). The bus calls it from
-        the publishing thread, never concurrently with the writer's sends.
-        """
-        ...
-
-
-class TextSink:
-    """An `EventSink` over a function that takes each message as text (faces without framing)."""
-
-    encoding: Hashable = "text/utf-8"
-
-    def __init__(self, send: Callable[[str], None]) -> None:
-        self._send = send
-
-    def encode(self, message: str) -> bytes:
-        return message.encode("utf-8")
-
-    def send_encoded(self, data: bytes) -> None:
-        self._send(data.decode("utf-8"))
-
-
-def _passes(event_filter: EventFilter | None, element: etree._Element) -> bool:
-    if event_filter is None:
-        return True
-    try:
-        return event_filter(element)
-    except Exception:  # a filter that cannot evaluate an event does not select it
-        log.debug("subscription filter failed on an event", exc_info=True)
-        return False
-
-
-class _Rendering:
-    """One live event on its way to every subscriber: parsed, filtered and encoded once per view.
-
-    Used only under the bus lock, by one thread; the parsed element is shared
-    read-only by the filters (which copy what they keep).
-    """
-
-    def __init__(self, event: _Event) -> None:
-        self.event = event
-        self._element: etree._Element | None = None
-        self._envelope: str | None = None
-        self._decisions: dict[Hashable, bool] = {}
-        self._encoded: dict[Hashable, bytes] = {}
-
-    def for_subscriber(self, view: Hashable, event_filter: EventFilter | None, sink: EventSink) -> bytes | None:
-        """The bytes to queue for a subscriber with this view and sink; None when its filter drops the event."""
-        passed = self._decisions.get(view)
-        if passed is None:
-            if self._element is None:
-                self._element = etree.fromstring(self.event.xml)
-            passed = self._decisions[view] = _passes(event_filter, self._element)
-        if not passed:
-            return None
-        key = sink.encoding
-        data = self._encoded.get(key)
-        if data is None:
-            if self._envelope is None:
-                self._envelope = envelope(self.event.event_time, self.event.xml)
-            data = self._encoded[key] = sink.encode(self._envelope)
-        return data
-
-
-def envelope(event_time: float, content_xml: str) -> str:
-    """The ``<notification>`` message for one event."""
-    return (
-        f'<notification xmlns="{NOTIF_NS}"><eventTime>{to_rfc3339(event_time)}</eventTime>{content_xml}</notification>'
-    )
-
-
-def _marker(event_time: float, name: str) -> str:
-    return envelope(event_time, f'<{name} xmlns="{NC_MONITOR_NOTIF_NS}"/>')
 
 
 class Subscription:
@@ -222,7 +115,7 @@ class Subscription:
         """Start the writer (after the ``<create-subscription>`` reply is on the wire)."""
         self._thread.start()
 
-    def offer(self, rendering: _Rendering) -> None:
+    def offer(self, rendering: Rendering) -> None:
         """Queue the event's bytes for this subscriber without ever blocking (called in log order).
 
         Events its filter drops are not queued and do not count against the
@@ -300,9 +193,9 @@ class Subscription:
     def _send(self, message: str) -> None:
         self._sink.send_encoded(self._sink.encode(message))
 
-    def _replay(self, event: _Event) -> None:
+    def _replay(self, event: LoggedEvent) -> None:
         # Replayed events are this subscriber's alone: filtered and encoded here, on its writer thread.
-        if _passes(self._filter, etree.fromstring(event.xml)):
+        if passes(self._filter, etree.fromstring(event.xml)):
             self._send(envelope(event.event_time, event.xml))
 
     def _next(self) -> _Queued | None:
@@ -328,9 +221,9 @@ class Subscription:
                     for logged in page:
                         if self._ended:
                             break
-                        self._replay(_Event(logged.seq, logged.event_time, logged.xml))
+                        self._replay(LoggedEvent(logged.seq, logged.event_time, logged.xml))
                 if not self._ended:
-                    self._send(_marker(self._clock.now(), "replayComplete"))
+                    self._send(marker(self._clock.now(), "replayComplete"))
             with self._wake:
                 self._live = True
             while True:
@@ -371,7 +264,7 @@ class Subscription:
             self._on_written()
 
     def _complete(self) -> None:
-        self._send(_marker(self._clock.now(), "notificationComplete"))
+        self._send(marker(self._clock.now(), "notificationComplete"))
 
 
 class NotificationBus:
@@ -468,13 +361,13 @@ class NotificationBus:
 
         Logging and offering happen under one lock so subscribers see events in
         sequence order; offering filters and encodes once per distinct view and
-        encoding (`_Rendering`) and appends bytes to bounded queues.
+        encoding (`Rendering`) and appends bytes to bounded queues.
         """
         with self._lock:
             logged = log_event()
             if logged is None:
                 return None
-            rendering = _Rendering(_Event(*logged))
+            rendering = Rendering(LoggedEvent(*logged))
             for sub in self._subscriptions:
                 sub.offer(rendering)
             return rendering.event.seq

@@ -47,8 +47,9 @@ from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore
 from an_agent.runtime.directory import Directory, DirectoryOperations
 from an_agent.runtime.edit import NC_OPERATION, YangSchema, elements
+from an_agent.runtime.event_rendering import EventSink
 from an_agent.runtime.large_data import DataPolicy, DataResolver
-from an_agent.runtime.notifications import EventSink, NotificationBus, Subscription
+from an_agent.runtime.notifications import NotificationBus, Subscription
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
     AssignTask,
