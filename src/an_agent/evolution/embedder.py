@@ -46,11 +46,13 @@ class MiniLMEmbedder:
     """`Embedder` backed by sentence-transformers and the bundled all-MiniLM-L6-v2 (384 dimensions).
 
     Loading is lazy and thread-safe; ``load_seconds`` reports how long the load took (None before).
-    ``batch_size`` is passed to ``SentenceTransformer.encode`` (sentences per forward pass: one call
-    with 256 short fragments costs a fraction of 256 calls). ``threads``, when given, sets torch's
-    intra-op threads at load time — a process-wide torch setting; None keeps torch's default (one per
-    core). On a machine shared with other busy processes (many agents of a lab), 1 is faster: a torch
-    thread that waits for a preempted sibling at each operator's barrier costs more than it computes.
+    sentence-transformers loads the model; `embed` runs its tokenizer and transformer itself, texts of
+    one token count together so that nothing is padded (`_encode`). ``batch_size`` is the most texts
+    per forward pass (one pass over 256 short fragments costs a fraction of 256 passes). ``threads``,
+    when given, sets torch's intra-op threads at load time — a process-wide torch setting; None keeps
+    torch's default (one per core). On a machine shared with other busy processes (many agents of a
+    lab), 1 is faster: a torch thread that waits for a preempted sibling at each operator's barrier
+    costs more than it computes.
     """
 
     def __init__(
@@ -114,11 +116,57 @@ class MiniLMEmbedder:
             return np.zeros((0, MODEL_DIMENSION), dtype=np.float32)
         self.load()
         with self._lock:
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=self._batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            vectors = self._encode(list(texts))
         return normalise_rows(vectors)
+
+    def _encode(self, texts: list[str]) -> Vectors:
+        """Mean-pooled, unit-norm vectors, computed as ``SentenceTransformer.encode`` does, without padding.
+
+        ``encode`` sorts by characters and pads each batch to its longest member: on short fragments a
+        quarter of the tokens the model computes are padding, and the model (six layers of matrix
+        products, linear in tokens) is the whole cost of ingest. Here the texts are tokenised once,
+        grouped by exact token count, and each group goes through the transformer in slices of
+        ``batch_size`` with no padding at all; pooling and normalisation are the model's own modules
+        (mean over tokens, L2). Results equal ``encode``'s to float rounding (a padded token is masked
+        out there anyway); `tests/evolution/test_evolution_embedder.py` holds the two side by side.
+        """
+        import torch
+
+        model = self._model
+        tokens = model.tokenizer(
+            texts,
+            truncation=True,
+            max_length=model.max_seq_length,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
+        out = np.empty((len(texts), MODEL_DIMENSION), dtype=np.float32)
+        transformer = model[0].auto_model
+        for ids, positions in _length_groups(tokens, self._batch_size):
+            input_ids = torch.tensor(ids, dtype=torch.long)
+            ones = torch.ones_like(input_ids)
+            with torch.inference_mode():
+                hidden = transformer(
+                    input_ids=input_ids, attention_mask=ones, token_type_ids=torch.zeros_like(input_ids)
+                ).last_hidden_state
+                pooled = torch.nn.functional.normalize(hidden.mean(dim=1), p=2, dim=1)
+            out[positions] = pooled.numpy()
+        return out
+
+
+def _length_groups(tokens: Sequence[Sequence[int]], batch_size: int) -> list[tuple[list[list[int]], list[int]]]:
+    """Slices of at most ``batch_size`` token lists of one length each: (token lists, their positions).
+
+    Longest first (the order ``encode`` uses too); positions are indexes into ``tokens``, so the caller
+    puts each vector back where its text was.
+    """
+    by_length: dict[int, list[int]] = {}
+    for position, ids in enumerate(tokens):
+        by_length.setdefault(len(ids), []).append(position)
+    groups: list[tuple[list[list[int]], list[int]]] = []
+    for length in sorted(by_length, reverse=True):
+        positions = by_length[length]
+        for start in range(0, len(positions), batch_size):
+            chunk = positions[start : start + batch_size]
+            groups.append(([list(tokens[p]) for p in chunk], chunk))
+    return groups
