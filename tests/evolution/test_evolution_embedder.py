@@ -1,26 +1,32 @@
-"""The MiniLM embedder's unpadded path gives the vectors sentence-transformers' ``encode`` gives."""
+"""The MiniLM embedder's own batching (little padding) gives the vectors sentence-transformers' ``encode`` gives."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
 
-from an_agent.evolution.embedder import MiniLMEmbedder, _length_groups
+from an_agent.evolution.embedder import MiniLMEmbedder, _slices
 
 
-def test_length_groups_hold_one_length_each_and_cover_every_position_once() -> None:
-    tokens = [[1, 2, 3], [1, 2], [4, 5, 6], [7], [1, 2, 3], [9, 9], [8, 8, 8]]
-    groups = _length_groups(tokens, batch_size=2)
-    assert [positions for _, positions in groups] == [[0, 2], [4, 6], [1, 5], [3]]  # longest first, then in order
-    for ids, positions in groups:
-        assert len({len(row) for row in ids}) == 1 and len(ids) <= 2
-        assert ids == [tokens[p] for p in positions]
-    assert sorted(p for _, positions in groups for p in positions) == list(range(len(tokens)))
-    assert _length_groups([], batch_size=4) == []
+def test_slices_cover_every_position_once_longest_first_within_the_padding_budget() -> None:
+    lengths = [3, 2, 3, 1, 3, 2, 3]
+    assert _slices(lengths, batch_size=2, pad_budget=0) == [[0, 2], [4, 6], [1, 5], [3]]  # one length each
+    assert _slices(lengths, batch_size=8, pad_budget=0) == [[0, 2, 4, 6], [1, 5], [3]]
+    assert _slices(lengths, batch_size=8, pad_budget=2) == [[0, 2, 4, 6, 1, 5], [3]]  # 2 texts padded by 1
+    assert _slices(lengths, batch_size=8, pad_budget=4) == [[0, 2, 4, 6, 1, 5, 3]]  # and one by 2
+    lengths = [((i * 7) % 13) + 3 for i in range(300)]
+    for batch_size, budget in ((256, 16), (5, 0), (64, 40)):
+        slices = _slices(lengths, batch_size, budget)
+        assert sorted(p for s in slices for p in s) == list(range(len(lengths)))
+        for s in slices:
+            assert len(s) <= batch_size
+            assert [lengths[p] for p in s] == sorted((lengths[p] for p in s), reverse=True)
+            assert sum(lengths[s[0]] - lengths[p] for p in s) <= budget
+    assert _slices([], batch_size=4) == []
 
 
 @pytest.mark.slow
-def test_unpadded_vectors_equal_encode_vectors_in_the_callers_order(minilm: MiniLMEmbedder) -> None:
+def test_vectors_equal_encode_vectors_in_the_callers_order(minilm: MiniLMEmbedder) -> None:
     texts = [
         "the cabinet is overheating since this morning",
         "",

@@ -120,15 +120,16 @@ class MiniLMEmbedder:
         return normalise_rows(vectors)
 
     def _encode(self, texts: list[str]) -> Vectors:
-        """Mean-pooled, unit-norm vectors, computed as ``SentenceTransformer.encode`` does, without padding.
+        """Mean-pooled, unit-norm vectors, as ``SentenceTransformer.encode`` computes them, with little padding.
 
         ``encode`` sorts by characters and pads each batch to its longest member: on short fragments a
         quarter of the tokens the model computes are padding, and the model (six layers of matrix
         products, linear in tokens) is the whole cost of ingest. Here the texts are tokenised once,
-        grouped by exact token count, and each group goes through the transformer in slices of
-        ``batch_size`` with no padding at all; pooling and normalisation are the model's own modules
-        (mean over tokens, L2). Results equal ``encode``'s to float rounding (a padded token is masked
-        out there anyway); `tests/evolution/test_evolution_embedder.py` holds the two side by side.
+        sorted by token count and cut into slices (`_slices`) that pad at most ``PAD_BUDGET`` tokens:
+        texts of one length together, neighbouring lengths joined only where the padding costs less
+        than a forward pass of its own. Pooling is the model's (mean over real tokens, then L2).
+        Results equal ``encode``'s to float rounding (padding is masked out in both);
+        `tests/evolution/test_evolution_embedder.py` holds the two side by side.
         """
         import torch
 
@@ -142,31 +143,45 @@ class MiniLMEmbedder:
         )["input_ids"]
         out = np.empty((len(texts), MODEL_DIMENSION), dtype=np.float32)
         transformer = model[0].auto_model
-        for ids, positions in _length_groups(tokens, self._batch_size):
-            input_ids = torch.tensor(ids, dtype=torch.long)
-            ones = torch.ones_like(input_ids)
+        pad_id = model.tokenizer.pad_token_id or 0
+        for positions in _slices([len(ids) for ids in tokens], self._batch_size):
+            width = len(tokens[positions[0]])
+            rows = [list(tokens[p]) + [pad_id] * (width - len(tokens[p])) for p in positions]
+            input_ids = torch.tensor(rows, dtype=torch.long)
+            mask = torch.tensor([[1] * len(tokens[p]) + [0] * (width - len(tokens[p])) for p in positions])
             with torch.inference_mode():
                 hidden = transformer(
-                    input_ids=input_ids, attention_mask=ones, token_type_ids=torch.zeros_like(input_ids)
+                    input_ids=input_ids, attention_mask=mask, token_type_ids=torch.zeros_like(input_ids)
                 ).last_hidden_state
-                pooled = torch.nn.functional.normalize(hidden.mean(dim=1), p=2, dim=1)
+                weights = mask.unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1)
+                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
             out[positions] = pooled.numpy()
         return out
 
 
-def _length_groups(tokens: Sequence[Sequence[int]], batch_size: int) -> list[tuple[list[list[int]], list[int]]]:
-    """Slices of at most ``batch_size`` token lists of one length each: (token lists, their positions).
+# Padding tokens one forward pass may carry: a pass has a fixed cost (~100 operator calls) of about
+# what 15-20 tokens cost, so two neighbouring lengths are joined when that pads fewer tokens.
+PAD_BUDGET = 16
 
-    Longest first (the order ``encode`` uses too); positions are indexes into ``tokens``, so the caller
-    puts each vector back where its text was.
+
+def _slices(lengths: Sequence[int], batch_size: int, pad_budget: int = PAD_BUDGET) -> list[list[int]]:
+    """Positions of ``lengths`` cut into forward passes: longest first, each slice padded to its first.
+
+    A slice holds at most ``batch_size`` texts and at most ``pad_budget`` padding tokens in all; texts
+    of one length stay in order. Every position is in exactly one slice.
     """
-    by_length: dict[int, list[int]] = {}
-    for position, ids in enumerate(tokens):
-        by_length.setdefault(len(ids), []).append(position)
-    groups: list[tuple[list[list[int]], list[int]]] = []
-    for length in sorted(by_length, reverse=True):
-        positions = by_length[length]
-        for start in range(0, len(positions), batch_size):
-            chunk = positions[start : start + batch_size]
-            groups.append(([list(tokens[p]) for p in chunk], chunk))
-    return groups
+    order = sorted(range(len(lengths)), key=lambda p: -lengths[p])  # stable: equal lengths keep their order
+    slices: list[list[int]] = []
+    current: list[int] = []
+    padding = 0
+    for position in order:
+        extra = lengths[current[0]] - lengths[position] if current else 0
+        if current and (len(current) >= batch_size or padding + extra > pad_budget):
+            slices.append(current)
+            current, padding, extra = [], 0, 0
+        current.append(position)
+        padding += extra
+    if current:
+        slices.append(current)
+    return slices
