@@ -46,11 +46,13 @@ class MiniLMEmbedder:
     """`Embedder` backed by sentence-transformers and the bundled all-MiniLM-L6-v2 (384 dimensions).
 
     Loading is lazy and thread-safe; ``load_seconds`` reports how long the load took (None before).
-    ``batch_size`` is passed to ``SentenceTransformer.encode`` (sentences per forward pass: one call
-    with 256 short fragments costs a fraction of 256 calls). ``threads``, when given, sets torch's
-    intra-op threads at load time — a process-wide torch setting; None keeps torch's default (one per
-    core). On a machine shared with other busy processes (many agents of a lab), 1 is faster: a torch
-    thread that waits for a preempted sibling at each operator's barrier costs more than it computes.
+    sentence-transformers loads the model; `embed` runs its tokenizer and transformer itself, texts of
+    one token count together so that nothing is padded (`_encode`). ``batch_size`` is the most texts
+    per forward pass (one pass over 256 short fragments costs a fraction of 256 passes). ``threads``,
+    when given, sets torch's intra-op threads at load time — a process-wide torch setting; None keeps
+    torch's default (one per core). On a machine shared with other busy processes (many agents of a
+    lab), 1 is faster: a torch thread that waits for a preempted sibling at each operator's barrier
+    costs more than it computes.
     """
 
     def __init__(
@@ -114,11 +116,72 @@ class MiniLMEmbedder:
             return np.zeros((0, MODEL_DIMENSION), dtype=np.float32)
         self.load()
         with self._lock:
-            vectors = self._model.encode(
-                list(texts),
-                batch_size=self._batch_size,
-                normalize_embeddings=True,
-                convert_to_numpy=True,
-                show_progress_bar=False,
-            )
+            vectors = self._encode(list(texts))
         return normalise_rows(vectors)
+
+    def _encode(self, texts: list[str]) -> Vectors:
+        """Mean-pooled, unit-norm vectors, as ``SentenceTransformer.encode`` computes them, with little padding.
+
+        ``encode`` sorts by characters and pads each batch to its longest member: on short fragments a
+        quarter of the tokens the model computes are padding, and the model (six layers of matrix
+        products, linear in tokens) is the whole cost of ingest. Here the texts are tokenised once,
+        sorted by token count and cut into slices (`_slices`) that pad at most ``PAD_BUDGET`` tokens:
+        texts of one length together, neighbouring lengths joined only where the padding costs less
+        than a forward pass of its own. Pooling is the model's (mean over real tokens, then L2).
+        Results equal ``encode``'s to float rounding (padding is masked out in both);
+        `tests/evolution/test_evolution_embedder.py` holds the two side by side.
+        """
+        import torch
+
+        model = self._model
+        tokens = model.tokenizer(
+            texts,
+            truncation=True,
+            max_length=model.max_seq_length,
+            return_attention_mask=False,
+            return_token_type_ids=False,
+        )["input_ids"]
+        out = np.empty((len(texts), MODEL_DIMENSION), dtype=np.float32)
+        transformer = model[0].auto_model
+        pad_id = model.tokenizer.pad_token_id or 0
+        for positions in _slices([len(ids) for ids in tokens], self._batch_size):
+            width = len(tokens[positions[0]])
+            rows = [list(tokens[p]) + [pad_id] * (width - len(tokens[p])) for p in positions]
+            input_ids = torch.tensor(rows, dtype=torch.long)
+            mask = torch.tensor([[1] * len(tokens[p]) + [0] * (width - len(tokens[p])) for p in positions])
+            with torch.inference_mode():
+                hidden = transformer(
+                    input_ids=input_ids, attention_mask=mask, token_type_ids=torch.zeros_like(input_ids)
+                ).last_hidden_state
+                weights = mask.unsqueeze(-1).to(hidden.dtype)
+                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1)
+                pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
+            out[positions] = pooled.numpy()
+        return out
+
+
+# Padding tokens one forward pass may carry: a pass has a fixed cost (~100 operator calls) of about
+# what 15-20 tokens cost, so two neighbouring lengths are joined when that pads fewer tokens.
+PAD_BUDGET = 16
+
+
+def _slices(lengths: Sequence[int], batch_size: int, pad_budget: int = PAD_BUDGET) -> list[list[int]]:
+    """Positions of ``lengths`` cut into forward passes: longest first, each slice padded to its first.
+
+    A slice holds at most ``batch_size`` texts and at most ``pad_budget`` padding tokens in all; texts
+    of one length stay in order. Every position is in exactly one slice.
+    """
+    order = sorted(range(len(lengths)), key=lambda p: -lengths[p])  # stable: equal lengths keep their order
+    slices: list[list[int]] = []
+    current: list[int] = []
+    padding = 0
+    for position in order:
+        extra = lengths[current[0]] - lengths[position] if current else 0
+        if current and (len(current) >= batch_size or padding + extra > pad_budget):
+            slices.append(current)
+            current, padding, extra = [], 0, 0
+        current.append(position)
+        padding += extra
+    if current:
+        slices.append(current)
+    return slices
