@@ -47,7 +47,11 @@ def _generated(tmp_path: Path) -> Path:
 
 
 def _sources(tmp_path: Path) -> list[Path]:
-    return [*(TOPOLOGIES / n for n in SHIPPED), _generated(tmp_path)]
+    """The shipped topologies that can be exported (not those with a directory agent), and a generated one."""
+    shipped = [TOPOLOGIES / n for n in SHIPPED]
+    exportable = [p for p in shipped if load_topology(p).directory_agent is None]
+    assert 0 < len(exportable) < len(shipped)  # some shipped topology has a directory: the refusal is tested
+    return [*exportable, _generated(tmp_path)]
 
 
 def test_containerlab_export_validates_and_mirrors_the_topology(
@@ -149,6 +153,20 @@ def test_export_refuses_names_that_are_not_dns_labels(tmp_path: Path, capsys: py
     path.write_text(text, encoding="utf-8")
     assert main(["lab", "export", str(path), "--format", "kubernetes", "--output", str(tmp_path / "o")]) == 2
     assert "DNS labels" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("fmt", ["kubernetes", "containerlab"])
+def test_export_refuses_a_topology_with_a_directory_agent(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
+) -> None:
+    with_directory = [n for n in SHIPPED if load_topology(TOPOLOGIES / n).directory_agent is not None]
+    assert with_directory
+    for name in with_directory:
+        out = tmp_path / fmt / name
+        assert main(["lab", "export", str(TOPOLOGIES / name), "--format", fmt, "--output", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert "directory role" in err and "lab up" in err, err
+        assert not out.exists() or not any(out.iterdir())  # nothing half-written
 
 
 def _wait_port(port: int, timeout: float = 60.0) -> None:

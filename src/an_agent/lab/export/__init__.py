@@ -39,10 +39,20 @@ class Export:
 
 
 def check_names(topology: Topology) -> None:
-    """`ConfigError` unless every agent name is a DNS label (node, Service and host names)."""
+    """`ConfigError` unless the topology can run as exported: every agent name a DNS label (node,
+    Service and host names), and no agent of role ``directory`` — a lab's directory and the
+    registration of its agents are played by ``an-agent lab up/run`` only (each exported node runs
+    ``an-agent serve --topology``, which does not register), so an export would deploy agents that
+    cannot find their peers."""
     bad = [a.name for a in topology.agents if not _DNS_LABEL.match(a.name)]
     if bad:
         raise ConfigError(f"agent names must be DNS labels (not ending with '-') to be exported: {', '.join(bad)}")
+    if topology.directory_agent is not None:
+        raise ConfigError(
+            f"{topology.source or topology.name}: agent {topology.directory_agent!r} plays the directory role, "
+            "which only 'an-agent lab up/run' plays for now (exported nodes do not register with it): export a "
+            "topology without it (peers are then wired by talks_to), or run this one with 'an-agent lab up'"
+        )
 
 
 def lab_topology_text(topology: Topology, addresses: dict[str, str]) -> str:
