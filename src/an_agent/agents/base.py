@@ -188,6 +188,16 @@ class LabBehaviour(Behaviour):
             self._holds[task.task_id] = token
             self._payloads[task.task_id] = payload
 
+    def resumed(self, task: Task) -> None:
+        """A task resumed after a restart is pending work from now (`execute` adopts it): time holds until
+        its first step, however late the worker starts (the lab hears of it before the agent serves)."""
+        token = self.env.scheduler.hold(f"{self.name}: resumed {task.task_id}")
+        with self._lock:
+            previous = self._holds.pop(task.task_id, None)
+            self._holds[task.task_id] = token
+        if previous is not None:
+            self.env.scheduler.release(previous)
+
     def _task_payload(self, task: Task) -> ValidatedPayload | None:
         """The task's structured payload as this behaviour acts on it (base template keys only).
 

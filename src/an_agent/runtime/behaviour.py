@@ -262,6 +262,14 @@ class Behaviour(ABC):
         The default accepts every task that passed YANG validation.
         """
 
+    def resumed(self, task: Task) -> None:  # noqa: B027 (optional hook: nothing to do is the default)
+        """``task`` did not end before the agent stopped and runs again (`execute` follows, on a worker).
+
+        Called synchronously while the agent starts, before it serves: a behaviour that accounts for
+        pending work (a lab's simulated clock) counts the task here, so nobody sees the agent idle
+        between its start and the resumed task's first step.
+        """
+
     @abstractmethod
     def execute(self, task: Task, run: TaskRun) -> None:
         """Carry out ``task``; report progress and the end state through ``run``."""

@@ -235,6 +235,10 @@ class TaskEngine:
                     self._tasks[task.task_id] = task
                 continue
             log.info("resuming task %s after restart (was %s)", task.task_id, state.status if state else "unassigned")
+            try:
+                self._behaviour.resumed(task)
+            except Exception:  # the task still runs: the hook only accounts for it
+                log.exception("behaviour hook 'resumed' failed on task %s", task.task_id)
             self._assign(task, resumed=state is not None)
 
     def cancel(self, task_id: str, reason: str) -> None:

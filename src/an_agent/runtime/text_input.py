@@ -341,6 +341,9 @@ class CompletingBehaviour(Behaviour):
     def check_assignment(self, task: Task) -> None:
         self.inner.check_assignment(task)
 
+    def resumed(self, task: Task) -> None:
+        self.inner.resumed(task)
+
     def negotiate(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
         return self.inner.negotiate(request, task)
 
