@@ -349,7 +349,7 @@ class CompletingBehaviour(Behaviour):
 
     def execute(self, task: Task, run: TaskRun) -> None:
         collecting = self.completion.collecting(task.task_id)
-        if collecting is None and task.msg_data:
+        if collecting is None and f"{task.task_id}{MAPPED_SUFFIX}" in task.msg_data:  # read params only then
             collecting = self.completion.recover(task, self.data_params(task.msg_data))
         if collecting is not None:
             try:
