@@ -85,6 +85,29 @@ def pss_bytes(pids: Iterable[int]) -> int:
     return total
 
 
+_KIB_FIELD = re.compile(r"^(\w+):\s+(\d+) kB$", re.MULTILINE)
+
+
+def private_and_shared_bytes(pids: Iterable[int]) -> tuple[int, int]:
+    """(private resident bytes summed over `pids`, the largest shared resident bytes of one of them).
+
+    Private pages (``Private_Clean`` + ``Private_Dirty``) belong to one process; shared pages (libraries,
+    the interpreter) are mapped by many. N identical processes cost about N x private + shared once,
+    which is how a fleet's memory is projected from a few of them.
+    """
+    private = 0
+    shared = 0
+    for pid in pids:
+        try:
+            text = (_PROC / str(pid) / "smaps_rollup").read_text()
+        except (FileNotFoundError, ProcessLookupError, PermissionError):
+            continue
+        kib = {match[1]: int(match[2]) for match in _KIB_FIELD.finditer(text)}
+        private += (kib.get("Private_Clean", 0) + kib.get("Private_Dirty", 0)) * 1024
+        shared = max(shared, (kib.get("Shared_Clean", 0) + kib.get("Shared_Dirty", 0)) * 1024)
+    return private, shared
+
+
 def rss_bytes(pids: Iterable[int]) -> int:
     """Sum of the resident set size of the given processes, in bytes."""
     page = os.sysconf("SC_PAGE_SIZE")
