@@ -34,10 +34,11 @@ import paramiko
 from an_agent.access.nacm import DEFAULT_NACM, load_nacm
 from an_agent.access.users import UserDb, load_users
 from an_agent.clock import Clock, SystemClock
-from an_agent.errors import AnAgentError, ConfigError
+from an_agent.errors import ConfigError
 from an_agent.model import AgentProfile
 from an_agent.nc.directory_client import DirectoryLogin
 from an_agent.nc.face import NetconfFace
+from an_agent.nc.registration import DirectoryRegistration
 from an_agent.nc.server import NetconfSshServer
 from an_agent.nc.ssh_auth import SshCredentials, load_or_create_host_key
 from an_agent.nc.sshd import SshdTransport, service_account
@@ -66,6 +67,18 @@ def example_profile() -> AgentProfile:
     """The built-in example profile: the quick-tour agent's (`an_agent.lab.tour`), a RAN fault agent."""
     text = resources.files("an_agent").joinpath("data/example-profile.json").read_text(encoding="utf-8")
     return AgentProfile.from_json(text, "built-in example profile")
+
+
+def advertised_host(advertise: str | None, host: str) -> str:
+    """The host peers reach an agent listening on ``host`` at: ``advertise`` when given, else ``host``
+    unless it is a wildcard address (no peer can connect to ``0.0.0.0``): then this machine's name."""
+    if advertise:
+        return advertise
+    try:
+        wildcard = ipaddress.ip_address(host).is_unspecified
+    except ValueError:
+        wildcard = host == ""
+    return socket.getfqdn() if wildcard else host
 
 
 def is_loopback(host: str) -> bool:
@@ -130,7 +143,12 @@ class ServerConfig:
     directory: bool = False
     """Play the directory role: serve ``an-agent-directory`` (registrations kept in the state directory)."""
     register_with: DirectoryLogin | None = None
-    """Register this agent's profile with that directory on start, deregister it on stop."""
+    """Register this agent's profile with that directory on start (and in the background until the directory
+    answers), deregister it on stop (`an_agent.nc.registration`)."""
+    advertise: str | None = None
+    """The host name or address peers and clients reach this agent at: in the A2A card's URLs and the
+    directory registration. None: the listening host (`host`), or this machine's name when that is a
+    wildcard address (``0.0.0.0``, ``::``), which no peer can connect to."""
     sshd_port: int | None = None
     """Also serve NETCONF through a private OpenSSH sshd on this port (0: a free one; key login only); None: off."""
     """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
@@ -243,6 +261,8 @@ class AgentServer:
             )
         self._started = False
         self.a2a: A2AServer | None = None
+        self.registration: DirectoryRegistration | None = None
+        """This agent's registration with `ServerConfig.register_with` (None: no directory, or not started)."""
 
     def principal_of(self, user: str) -> Principal:
         """The principal of an authenticated user: from the users file, else (``--user``, keys) an admin."""
@@ -260,7 +280,7 @@ class AgentServer:
             raise ConfigError("give the A2A certificate and its key together (--a2a-cert and --a2a-key)")
         if config.a2a_cert is not None and config.a2a_key is not None:
             return given_certificate(config.a2a_cert, config.a2a_key)
-        return load_or_create_certificate(config.state_dir, config.host) if config.a2a_tls else None
+        return load_or_create_certificate(config.state_dir, self.advertised_host) if config.a2a_tls else None
 
     def _keys_by_user(self) -> dict[str, list[str]]:
         """Public key lines per user for the sshd path; ``--authorized-keys`` keys log in as the agent's account."""
@@ -313,6 +333,7 @@ class AgentServer:
                 self.host,
                 self.config.a2a_port,
                 netconf_port=self.port,
+                advertise=self.advertised_host,
                 tls=self._a2a_tls(),
             )
             self.a2a.start()
@@ -336,31 +357,25 @@ class AgentServer:
         self.operations.close()
         self.store.close()
 
+    @property
+    def advertised_host(self) -> str:
+        """Where peers reach this agent (`ServerConfig.advertise`)."""
+        return advertised_host(self.config.advertise, self.host)
+
     def _register(self) -> None:
-        """Register with `ServerConfig.register_with` (a failure is logged: the agent serves anyway)."""
+        """Register with `ServerConfig.register_with`: now, or in the background until the directory answers."""
         login = self.config.register_with
         if login is None:
             return
-        entry = entry_of_profile(self.profile, self.host, self.port, self.a2a.url if self.a2a is not None else None)
-        try:
-            with login.connect() as directory:
-                directory.register(entry)
-        except AnAgentError as exc:
-            log.warning(
-                "agent %s could not register with the directory %s:%d: %s", entry.name, login.host, login.port, exc
-            )
-        else:
-            log.info("agent %s registered with the directory %s:%d", entry.name, login.host, login.port)
+        a2a_url = self.a2a.url if self.a2a is not None else None
+        self.registration = DirectoryRegistration(
+            login, entry_of_profile(self.profile, self.advertised_host, self.port, a2a_url)
+        )
+        self.registration.start()
 
     def _deregister(self) -> None:
-        login = self.config.register_with
-        if login is None:
-            return
-        try:
-            with login.connect() as directory:
-                directory.deregister(self.profile.name)
-        except AnAgentError as exc:
-            log.warning("agent %s could not deregister from %s:%d: %s", self.profile.name, login.host, login.port, exc)
+        if self.registration is not None:
+            self.registration.stop()
 
     def session_count(self) -> int:
         return self._listener.session_count()

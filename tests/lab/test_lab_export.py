@@ -47,11 +47,10 @@ def _generated(tmp_path: Path) -> Path:
 
 
 def _sources(tmp_path: Path) -> list[Path]:
-    """The shipped topologies that can be exported (not those with a directory agent), and a generated one."""
+    """Every shipped topology (one of them with a directory agent), and a generated one."""
     shipped = [TOPOLOGIES / n for n in SHIPPED]
-    exportable = [p for p in shipped if load_topology(p).directory_agent is None]
-    assert 0 < len(exportable) < len(shipped)  # some shipped topology has a directory: the refusal is tested
-    return [*exportable, _generated(tmp_path)]
+    assert any(load_topology(p).directory_agent is not None for p in shipped)
+    return [*shipped, _generated(tmp_path)]
 
 
 def test_containerlab_export_validates_and_mirrors_the_topology(
@@ -112,7 +111,15 @@ def test_kubernetes_export_validates_strictly(tmp_path: Path, capsys: pytest.Cap
         (tmp_path / "login").write_text(by_kind["Secret"][0]["stringData"]["login"], encoding="utf-8")
         copy = load_topology(copy_path)
         assert {a.name: a.address for a in copy.agents} == {n: n for n in names}
-        # NetworkPolicies: everything denied, then each agent reachable from exactly the agents that talk to it
+        # every port an agent serves on (NETCONF, and A2A when it has a face) is on its Service and container
+        ports = {a.name: {8830, *([a.a2a_port] if a.a2a_port else [])} for a in topology.agents}
+        for service in by_kind["Service"]:
+            assert {p["port"] for p in service["spec"]["ports"]} == ports[service["metadata"]["name"]]
+        for stateful in by_kind["StatefulSet"]:
+            (container,) = stateful["spec"]["template"]["spec"]["containers"]
+            assert {p["containerPort"] for p in container["ports"]} == ports[stateful["metadata"]["name"]]
+        # NetworkPolicies: everything denied, then each agent reachable from exactly the agents that talk to it,
+        # and the directory (if any) from every agent: all register there and find their peers there
         policies = {d["metadata"]["name"]: d["spec"] for d in by_kind["NetworkPolicy"]}
         deny = policies.pop(f"{topology.name}-deny-ingress")
         assert deny["policyTypes"] == ["Ingress"] and "ingress" not in deny
@@ -120,9 +127,14 @@ def test_kubernetes_export_validates_strictly(tmp_path: Path, capsys: pytest.Cap
         for spec in policies.values():
             receiver = spec["podSelector"]["matchLabels"]["an-agent.lab/agent"]
             for rule in spec["ingress"]:
-                assert rule["ports"] == [{"protocol": "TCP", "port": 8830}]
+                assert {p["port"] for p in rule["ports"]} == ports[receiver]
                 allowed |= {(p["podSelector"]["matchLabels"]["an-agent.lab/agent"], receiver) for p in rule["from"]}
-        assert allowed == {(s, r) for s, rs in topology.talks_to.items() for r in rs}
+        expected = {(s, r) for s, rs in topology.talks_to.items() for r in rs}
+        if topology.directory_agent is not None:
+            expected |= {
+                (a.name, topology.directory_agent) for a in topology.agents if a.name != topology.directory_agent
+            }
+        assert allowed == expected
 
 
 def test_an_exported_agent_reaches_its_peers_at_their_lab_addresses(
@@ -153,20 +165,6 @@ def test_export_refuses_names_that_are_not_dns_labels(tmp_path: Path, capsys: py
     path.write_text(text, encoding="utf-8")
     assert main(["lab", "export", str(path), "--format", "kubernetes", "--output", str(tmp_path / "o")]) == 2
     assert "DNS labels" in capsys.readouterr().err
-
-
-@pytest.mark.parametrize("fmt", ["kubernetes", "containerlab"])
-def test_export_refuses_a_topology_with_a_directory_agent(
-    tmp_path: Path, capsys: pytest.CaptureFixture[str], fmt: str
-) -> None:
-    with_directory = [n for n in SHIPPED if load_topology(TOPOLOGIES / n).directory_agent is not None]
-    assert with_directory
-    for name in with_directory:
-        out = tmp_path / fmt / name
-        assert main(["lab", "export", str(TOPOLOGIES / name), "--format", fmt, "--output", str(out)]) == 2
-        err = capsys.readouterr().err
-        assert "directory role" in err and "lab up" in err, err
-        assert not out.exists() or not any(out.iterdir())  # nothing half-written
 
 
 def _wait_port(port: int, timeout: float = 60.0) -> None:
@@ -297,3 +295,82 @@ def test_the_image_entry_point_adds_the_login_from_its_file(tmp_path: Path) -> N
     assert args("serve", "--agent", "x") == ["serve", "--user", "lab:pa ss", "--agent", "x"]
     assert args("profile", "--json") == ["profile", "--json"]  # only serve gets the login
     assert args("serve", "--agent", "x", login=False) == ["serve", "--agent", "x"]
+
+
+@pytest.mark.slow
+def test_exported_agents_register_with_the_exported_directory_in_any_start_order(tmp_path: Path) -> None:
+    """What the nodes of an exported topology with a directory run, as processes here: an agent started before
+    its directory registers once the directory answers, at the address the topology gives it (its advertised
+    host, in its A2A card too), and deregisters when it stops."""
+    import socket
+    import time
+    import urllib.parse
+    import urllib.request
+
+    from an_agent.model.directory import AgentQuery
+    from an_agent.nc.directory_client import DirectoryLogin
+
+    names = ("directory", "complaint-south", "tickets-south")
+    ports = {}
+    for name in (*names, "a2a"):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            ports[name] = s.getsockname()[1]
+    source = yaml.safe_load((TOPOLOGIES / "discovery-input.yaml").read_text(encoding="utf-8"))
+    for agent in source["agents"]:
+        agent["address"] = "localhost"  # a name, as an exported lab's Service names: what peers are told
+        agent["port"] = ports.get(agent["name"], 1)
+        if agent["name"] == "tickets-south":
+            agent["a2a_port"] = ports["a2a"]
+    source["peer_login_file"] = "login"
+    (tmp_path / "topology.yaml").write_text(yaml.safe_dump(source), encoding="utf-8")
+    user, password = "lab", "s3cret-" * 3
+    (tmp_path / "login").write_text(f"{user}:{password}\n", encoding="utf-8")
+
+    def serve(name: str) -> subprocess.Popen[str]:
+        arguments = ["serve", "--topology", str(tmp_path / "topology.yaml"), "--agent", name]
+        arguments += ["--port", str(ports[name]), "--state-dir", str(tmp_path / name), "--user", f"{user}:{password}"]
+        return subprocess.Popen(
+            [sys.executable, "-m", "an_agent.cli", *arguments, "-v"],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+
+    directory = DirectoryLogin("127.0.0.1", ports["directory"], user, password)
+
+    def registered(expected: set[str], timeout: float = 90.0) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            with directory.connect() as client:
+                found = {e.name: e for e in client.find(AgentQuery())}
+            if set(found) == expected or time.monotonic() > deadline:
+                return found
+            time.sleep(0.5)
+
+    processes = {"complaint-south": serve("complaint-south")}  # before its directory: nothing to register with
+    try:
+        _wait_port(ports["complaint-south"])
+        processes["directory"] = serve("directory")
+        _wait_port(ports["directory"])
+        processes["tickets-south"] = serve("tickets-south")
+        _wait_port(ports["tickets-south"])
+        found = registered({"complaint-south", "tickets-south"})
+        assert set(found) == {"complaint-south", "tickets-south"}, found
+        for name, entry in found.items():
+            assert (entry.address, entry.port) == ("localhost", ports[name])
+        assert found["tickets-south"].a2a_url == f"http://localhost:{ports['a2a']}"
+        assert "complaint_ticket_v1" in found["tickets-south"].schemas  # what it can be found by
+        card = json.loads(urllib.request.urlopen(f"http://127.0.0.1:{ports['a2a']}/.well-known/agent-card.json").read())
+        urls = [urllib.parse.urlsplit(i["url"]) for i in card["supportedInterfaces"]]
+        assert {(u.hostname, u.port) for u in urls} == {
+            ("localhost", ports["a2a"]),
+            ("localhost", ports["tickets-south"]),
+        }
+        processes.pop("tickets-south").terminate()
+        assert set(registered({"complaint-south"})) == {"complaint-south"}  # deregistered on its way out
+    finally:
+        for process in processes.values():
+            process.terminate()
+        for process in processes.values():
+            process.wait(30)

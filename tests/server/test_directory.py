@@ -6,7 +6,9 @@ the two hops, and the caller's task failing with the reason when no agent fits."
 from __future__ import annotations
 
 import json
+import socket
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -20,7 +22,7 @@ from an_agent.model import AgentProfile, DataParam, Task, TaskStatus
 from an_agent.model.directory import AgentQuery, DirectoryEntry
 from an_agent.nc.agent_client import AgentClient
 from an_agent.nc.directory_client import DirectoryClient, DirectoryLogin
-from an_agent.server import AgentServer, ServerConfig
+from an_agent.server import AgentServer, ServerConfig, advertised_host
 from fake_embedder import FakeEmbedder
 from rawnc import NS, RawSession
 from support import TEST_PROFILE
@@ -129,6 +131,32 @@ def test_agents_register_on_start_are_found_and_deregister_on_stop(
     assert main(["agents", "find", "--skill", "saving", "--directory", f"127.0.0.1:{directory.port}",
                  "--user", "admin", "--password", "admin"]) == 1  # fmt: skip
     assert "no agent" in capsys.readouterr().err
+
+
+def test_an_agent_started_before_its_directory_registers_once_it_answers(tmp_path: Path) -> None:
+    with socket.socket() as probe:  # a port nothing listens on yet: the directory comes later
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    login = DirectoryLogin("127.0.0.1", port, "admin", "admin", timeout=5)
+    config = _config(tmp_path / "worker", profile=_profile("energy-worker", [ENERGY], ["energy"]), register_with=login)
+    with AgentServer(config) as worker:
+        assert worker.registration is not None and not worker.registration.registered  # serving all the same
+        with AgentServer(replace(_config(tmp_path / "directory", directory=True), port=port)):
+            assert worker.registration.wait(60)  # tried again in the background
+            with login.connect() as client:
+                assert [(e.name, e.address, e.port) for e in client.find(AgentQuery())] == [
+                    ("energy-worker", "127.0.0.1", worker.port)
+                ]
+            worker.stop()
+            with login.connect() as client:
+                assert client.find(AgentQuery()) == []  # deregistered on stop
+
+
+def test_an_agent_on_a_wildcard_address_advertises_a_name_peers_can_reach() -> None:
+    assert advertised_host(None, "127.0.0.1") == "127.0.0.1"
+    assert advertised_host("agent-7.lab", "0.0.0.0") == "agent-7.lab"
+    assert advertised_host(None, "0.0.0.0") == advertised_host(None, "::") == socket.getfqdn()
+    assert advertised_host(None, "agents.example") == "agents.example"
 
 
 def test_only_a_user_who_speaks_for_an_agent_registers_it(tmp_path: Path) -> None:

@@ -204,8 +204,11 @@ class A2AServer:
         port: int,
         netconf_port: int,
         tls: TlsFiles | None = None,
+        advertise: str | None = None,
     ) -> A2AServer:
         """The face of ``operations`` with its card: the profile, the served templates, both faces' URLs.
+
+        The card's URLs name ``advertise`` (where clients reach the agent) when given, else ``host``.
 
         ``tls`` serves HTTPS with that certificate (None: plain HTTP, for a lab's loopback links). The card
         and the declared schemas follow the templates: a schema patch published while the agent runs
@@ -213,18 +216,19 @@ class A2AServer:
         """
         live = LiveCard(operations)
         scheme = "https" if tls is not None else "http"
+        public = _url_host(advertise or host)
 
         def card(bound: int) -> Callable[[str], dict[str, Any]]:
             options = CardOptions(
-                jsonrpc_url=f"{scheme}://{_url_host(host)}:{bound}{JSONRPC_PATH}",
-                http_json_url=f"{scheme}://{_url_host(host)}:{bound}{REST_PREFIX}",
-                netconf_url=f"ssh://{_url_host(host)}:{netconf_port}",
+                jsonrpc_url=f"{scheme}://{public}:{bound}{JSONRPC_PATH}",
+                http_json_url=f"{scheme}://{public}:{bound}{REST_PREFIX}",
+                netconf_url=f"ssh://{public}:{netconf_port}",
                 basic_auth=True,
                 bearer_auth=logins.token_owner is not None,
             )
             return lambda language: live.card(options, language)
 
-        return cls(operations, card, live.declared, logins, host, port, tls=tls)
+        return cls(operations, card, live.declared, logins, host, port, tls=tls, advertise=advertise)
 
     def __init__(
         self,
@@ -235,6 +239,7 @@ class A2AServer:
         host: str = "127.0.0.1",
         port: int = 0,
         tls: TlsFiles | None = None,
+        advertise: str | None = None,
     ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
         self._socket = socket.create_server((host, port), family=family)  # only the address asked for
@@ -244,8 +249,9 @@ class A2AServer:
         self.port: int = self._socket.getsockname()[1]
         self.certificate: Path | None = tls.cert if tls is not None else None
         """The certificate served (what a client trusts), None over plain HTTP."""
-        self.url = f"{'https' if tls is not None else 'http'}://{_url_host(host)}:{self.port}"
-        """The base URL of the face (the card is at ``url + CARD_PATH``)."""
+        self.url = f"{'https' if tls is not None else 'http'}://{_url_host(advertise or host)}:{self.port}"
+        """The base URL of the face as clients reach it (``advertise``, else ``host``; the card is at
+        ``url + CARD_PATH``)."""
         self.card = card(self.port)
         routes = [
             Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}

@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from an_agent.agents.environment import SchemaMode
     from an_agent.lab.remote import LabMember
     from an_agent.lab.spec import SchemaApproval
+    from an_agent.nc.directory_client import DirectoryLogin
     from an_agent.runtime.behaviour import Behaviour
 
 _DESCRIPTION = """\
@@ -53,6 +54,13 @@ def register(subparsers: Any) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    parser.add_argument(
+        "--advertise",
+        metavar="HOST",
+        help="the host name or address peers and clients reach this agent at, put in the A2A card's URLs and "
+        "the directory registration (default: --host; with --topology, the agent's address there; on a "
+        "wildcard --host such as 0.0.0.0, this machine's name)",
+    )
     parser.add_argument("--port", type=int, default=8830, help="TCP port (default: 8830; 0 picks a free one)")
     parser.add_argument(
         "--state-dir",
@@ -276,6 +284,9 @@ def run(args: argparse.Namespace) -> int:
     approval: SchemaApproval = args.schema_approval or "auto"
     member: LabMember | None = None
     lab_settings: dict[str, Any] = {}
+    advertise: str | None = args.advertise
+    directory_role: bool = args.directory_role
+    topology_registration: DirectoryLogin | None = None  # a topology agent's directory, when it has one
     if (args.lab_control is None) != (args.lab_secret_file is None):
         raise ConfigError("--lab-control and --lab-secret-file go together")
     if args.lab_control is not None and (args.topology is None or not args.agent):
@@ -302,14 +313,19 @@ def run(args: argparse.Namespace) -> int:
     elif args.topology is not None:
         if not args.agent:
             raise ConfigError("--topology needs --agent NAME (which agent of the topology to serve)")
-        from an_agent.lab.agent import load_agent
-
-        lab_profile, lab_behaviour = load_agent(args.topology, args.agent, schemas=args.schemas)
-        profile, behaviour = lab_profile, lab_behaviour
-        schemas = lab_behaviour.env.schemas  # the behaviour and the server must agree on it
+        from an_agent.lab.agent import build_profile, load_agent, topology_directory_login
         from an_agent.lab.topology import load_topology
 
-        spec = load_topology(args.topology).agent(args.agent)  # its A2A face and templates, unless given here
+        topology = load_topology(args.topology)
+        spec = topology.agent(args.agent)  # its A2A face and templates, unless given here
+        if spec.role == "directory":  # the registry of the topology's agents: no behaviour of its own
+            profile, directory_role = build_profile(spec), True
+        else:
+            lab_profile, lab_behaviour = load_agent(args.topology, args.agent, schemas=args.schemas)
+            profile, behaviour = lab_profile, lab_behaviour
+            schemas = lab_behaviour.env.schemas  # the behaviour and the server must agree on it
+            topology_registration = topology_directory_login(topology, args.agent)
+        advertise = advertise or spec.address
         a2a_port = spec.a2a_port if a2a_port is None else a2a_port
         templates = templates or list(spec.templates)
         approval = args.schema_approval or spec.schema_approval
@@ -321,7 +337,7 @@ def run(args: argparse.Namespace) -> int:
         tour = tour_agent(schemas)
         profile, behaviour = tour.profile, tour.behaviour
 
-    register_with = None
+    register_with = topology_registration
     if args.register_with:
         from an_agent.cli.agents import parse_address
         from an_agent.nc.directory_client import DirectoryLogin
@@ -342,6 +358,7 @@ def run(args: argparse.Namespace) -> int:
     config = ServerConfig(
         state_dir=args.state_dir,
         host=args.host,
+        advertise=advertise,
         port=args.port,
         users=parse_users(args.user) or lab_settings.get("users", {}),
         authorized_keys=args.authorized_keys,
@@ -366,7 +383,7 @@ def run(args: argparse.Namespace) -> int:
         a2a_key=args.a2a_key,
         sshd_port=args.sshd_port,
         # a lab's directory agent plays the role; the others register with it (as themselves)
-        directory=args.directory_role or (member is not None and member.behaviour is None),
+        directory=directory_role or (member is not None and member.behaviour is None),
         register_with=register_with or (member.register_with if member is not None else None),
     )
     if member is not None:

@@ -134,6 +134,18 @@ def peer_login(topology: Topology) -> tuple[str, str]:
     return (user, password)
 
 
+def topology_addresses(topology: Topology) -> dict[str, tuple[str, int]]:
+    """Each agent's NETCONF address as the topology gives it (``address``, default 127.0.0.1, and ``port``)."""
+    return {a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}
+
+
+def topology_directory_login(topology: Topology, name: str) -> DirectoryLogin | None:
+    """Where agent ``name`` served alone (``serve --topology``) registers: the topology's directory at its
+    topology address, with the topology's `peer_login` (an exported lab's one login, which every agent of
+    it accepts as an administrator, who may register any name). None when the topology has no directory."""
+    return directory_login(topology, name, topology_addresses(topology).get, peer_login(topology))
+
+
 def directory_login(
     topology: Topology, name: str, address_of: AddressOf, credentials: tuple[str, str]
 ) -> DirectoryLogin | None:
@@ -246,7 +258,7 @@ def assemble_agent(topology: Topology, name: str, on_note: Callable[[Note], None
     spec = topology.agent(name)
     kernel = SimKernel(topology.start_time, peers_elsewhere=True)
     network = SimNetwork(topology.network, topology.seed, kernel.now, kernel.call_at)
-    addresses = {a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}
+    addresses = topology_addresses(topology)
     urls = {a.name: f"http://{a.address or HOST}:{a.a2a_port}" for a in topology.agents if a.a2a_port}
 
     def address_of(peer: str) -> tuple[str, int] | None:
@@ -284,10 +296,7 @@ def load_agent(path: Path, name: str, schemas: SchemaMode | None = None) -> tupl
     """
     topology = load_topology(path)
     if topology.agent(name).role == RoleName.DIRECTORY:
-        raise ConfigError(
-            f"{name} is the topology's directory: it runs in a lab (an-agent lab up/run); to serve a directory "
-            "alone, use an-agent serve --directory-role"
-        )
+        raise ConfigError(f"{name} is the topology's directory: it has no behaviour (serve plays it as a registry)")
     if schemas is not None:
         spec = replace(topology.agent(name), schemas=schemas)
         topology = replace(topology, agents=tuple(spec if a.name == name else a for a in topology.agents))

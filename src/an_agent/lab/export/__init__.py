@@ -8,6 +8,12 @@ port 8830, and ``peer_login_file: login``: the one login (``lab:<random password
 0600) every agent accepts (``AN_AGENT_LOGIN_FILE``, read by the image's entry point) and uses on its
 peers. As with ``serve --topology``, each agent plays its own copy of the simulated network, idle (no
 scenario): the exported lab is for interoperability and exploration, not for ``lab run``.
+
+A topology with a ``directory`` agent exports as it runs in a lab: that node serves the registry, and
+every other node registers with it on start at the address its peers reach it at (``serve --topology``
+advertises the agent's topology ``address``; registration is retried in the background until the
+directory answers, since nodes start in any order), deregisters on stop, and finds its peers there
+(``talks_to`` stays the policy). Agents with an ``a2a_port`` get that port on their Service too.
 """
 
 from __future__ import annotations
@@ -39,20 +45,11 @@ class Export:
 
 
 def check_names(topology: Topology) -> None:
-    """`ConfigError` unless the topology can run as exported: every agent name a DNS label (node,
-    Service and host names), and no agent of role ``directory`` — a lab's directory and the
-    registration of its agents are played by ``an-agent lab up/run`` only (each exported node runs
-    ``an-agent serve --topology``, which does not register), so an export would deploy agents that
-    cannot find their peers."""
+    """`ConfigError` unless every agent name is a DNS label (not ending with '-'): node, Service and host
+    names are made of them."""
     bad = [a.name for a in topology.agents if not _DNS_LABEL.match(a.name)]
     if bad:
         raise ConfigError(f"agent names must be DNS labels (not ending with '-') to be exported: {', '.join(bad)}")
-    if topology.directory_agent is not None:
-        raise ConfigError(
-            f"{topology.source or topology.name}: agent {topology.directory_agent!r} plays the directory role, "
-            "which only 'an-agent lab up/run' plays for now (exported nodes do not register with it): export a "
-            "topology without it (peers are then wired by talks_to), or run this one with 'an-agent lab up'"
-        )
 
 
 def lab_topology_text(topology: Topology, addresses: dict[str, str]) -> str:

@@ -23,7 +23,7 @@ from an_agent.lab.export import (
     login_text,
     serve_args,
 )
-from an_agent.lab.spec import Topology
+from an_agent.lab.spec import AgentSpec, Topology
 
 PART_OF = "app.kubernetes.io/part-of"
 AGENT = "an-agent.lab/agent"
@@ -67,12 +67,18 @@ def documents(topology: Topology, login: str, image: str = IMAGE) -> list[dict[s
                 "metadata": {"name": agent.name, "labels": labels},
                 "spec": {
                     "selector": labels,
-                    "ports": [{"name": "netconf", "port": NETCONF_PORT, "targetPort": NETCONF_PORT, "protocol": "TCP"}],
+                    "ports": [
+                        {"name": name, "port": port, "targetPort": port, "protocol": "TCP"}
+                        for name, port in _ports(agent)
+                    ],
                 },
             }
         )
-        docs.append(_stateful_set(lab, agent.name, labels, image))
-        senders = sorted(s for s, receivers in topology.talks_to.items() if agent.name in receivers)
+        docs.append(_stateful_set(lab, agent, labels, image))
+        if agent.name == topology.directory_agent:  # every agent registers there and asks it for peers
+            senders = sorted(a.name for a in topology.agents if a.name != agent.name)
+        else:
+            senders = sorted(s for s, receivers in topology.talks_to.items() if agent.name in receivers)
         if senders:
             docs.append(
                 {
@@ -85,7 +91,7 @@ def documents(topology: Topology, login: str, image: str = IMAGE) -> list[dict[s
                         "ingress": [
                             {
                                 "from": [{"podSelector": {"matchLabels": {**part_of, AGENT: p}}} for p in senders],
-                                "ports": [{"protocol": "TCP", "port": NETCONF_PORT}],
+                                "ports": [{"protocol": "TCP", "port": port} for _, port in _ports(agent)],
                             }
                         ],
                     },
@@ -94,7 +100,13 @@ def documents(topology: Topology, login: str, image: str = IMAGE) -> list[dict[s
     return docs
 
 
-def _stateful_set(lab: str, name: str, labels: dict[str, str], image: str) -> dict[str, Any]:
+def _ports(agent: AgentSpec) -> list[tuple[str, int]]:
+    """The agent's ports by name: NETCONF, and its A2A face when it has one (the topology's ``a2a_port``)."""
+    return [("netconf", NETCONF_PORT), *([("a2a", agent.a2a_port)] if agent.a2a_port else [])]
+
+
+def _stateful_set(lab: str, agent: AgentSpec, labels: dict[str, str], image: str) -> dict[str, Any]:
+    name = agent.name
     return {
         "apiVersion": "apps/v1",
         "kind": "StatefulSet",
@@ -113,7 +125,10 @@ def _stateful_set(lab: str, name: str, labels: dict[str, str], image: str) -> di
                             "image": image,
                             "args": serve_args(name),
                             "env": [{"name": "AN_AGENT_LOGIN_FILE", "value": "/lab/login"}],
-                            "ports": [{"name": "netconf", "containerPort": NETCONF_PORT, "protocol": "TCP"}],
+                            "ports": [
+                                {"name": port_name, "containerPort": port, "protocol": "TCP"}
+                                for port_name, port in _ports(agent)
+                            ],
                             "readinessProbe": {"tcpSocket": {"port": NETCONF_PORT}, "periodSeconds": 5},
                             "volumeMounts": [
                                 {"name": "lab", "mountPath": "/lab", "readOnly": True},
