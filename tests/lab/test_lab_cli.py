@@ -125,3 +125,37 @@ def test_down_right_after_up(tmp_path: Path, capsys: pytest.CaptureFixture[str])
         report = json.loads(capsys.readouterr().out)
         assert report["stopped"] and not report["killed"], report
         assert time.monotonic() - started < 20, f"round {round_}: down took {time.monotonic() - started:.1f} s"
+
+
+@pytest.mark.parametrize("tls", ["on", "off"])
+def test_up_serves_a2a_faces_over_https_unless_told_otherwise(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], tls: str
+) -> None:
+    import ssl
+    import urllib.request
+
+    with socket.socket() as free:
+        free.bind(("127.0.0.1", 0))
+        a2a_port = free.getsockname()[1]
+    ports = [(f"port: {p}", "port: 0") for p in range(18831, 18837)]
+    path = variant(tmp_path, "cross-domain-fault.yaml", ("a2a_port: 18843", f"a2a_port: {a2a_port}"), *ports)
+    run_dir = tmp_path / "run"
+    command = ["lab", "up", str(path), "--run-dir", str(run_dir), "--idle", "--in-process", "--a2a-tls", tls]
+    assert main([*command, "--json"]) == 0
+    state = json.loads(capsys.readouterr().out)
+    try:
+        urls = {a["name"]: a["a2a_url"] for a in state["agents"] if a["a2a_url"]}
+        scheme = "https" if tls == "on" else "http"
+        assert urls == {"ip-fault": f"{scheme}://127.0.0.1:{a2a_port}"}
+        if tls == "on":
+            trust = Path(state["a2a_trust"])
+            assert trust.is_file() and trust.parent == run_dir.resolve()
+            context: ssl.SSLContext | None = ssl.create_default_context(cafile=str(trust))
+        else:
+            assert state["a2a_trust"] is None
+            context = None
+        with urllib.request.urlopen(urls["ip-fault"] + "/.well-known/agent-card.json", context=context) as reply:
+            assert json.loads(reply.read())["name"] == "ip-fault"
+    finally:
+        assert main(["lab", "down", "--run-dir", str(run_dir), "--json"]) == 0
+        capsys.readouterr()

@@ -39,6 +39,11 @@ NETNS_HELP = (
     "198.18.0.0/15, no route out of the lab and peers known by name (needs root and iproute2; "
     "see README, 'In network namespaces')"
 )
+A2A_TLS_HELP = (
+    "A2A faces (of agents with an a2a_port) over HTTPS with a certificate per agent made by the lab in the run "
+    "directory, verified against those only (trust bundle RUN_DIR/a2a-trust.pem; default on); off: plain HTTP "
+    "on the lab's addresses"
+)
 IN_PROCESS_HELP = (
     "run every agent inside this one process (the default is a process per agent, as on separate hosts); "
     "quicker to start, for tests and profiling"
@@ -76,13 +81,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
     run.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
     run.add_argument("--netns", action="store_true", help=NETNS_HELP)
-    run.add_argument(
-        "--a2a-tls",
-        choices=["on", "off"],
-        default="on",
-        help="A2A links (talks_to transport: a2a) over HTTPS with a certificate per agent made by the lab in the "
-        "run directory, verified against those only (default on); off: plain HTTP on the lab's addresses",
-    )
+    run.add_argument("--a2a-tls", choices=["on", "off"], default="on", help=A2A_TLS_HELP)
     run.add_argument(
         "--chaos",
         action="append",
@@ -137,6 +136,7 @@ def register(subparsers: Any) -> None:
         "the other hosts need a copy",
     )
     up.add_argument("--netns", action="store_true", help=NETNS_HELP)
+    up.add_argument("--a2a-tls", choices=["on", "off"], default="on", help=A2A_TLS_HELP)
     up.set_defaults(handler=cmd_up)
 
     down = sub.add_parser(
@@ -283,6 +283,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             host=args.host,
             secret_file=args.lab_secret_file,
             netns=args.netns,
+            a2a_tls=args.a2a_tls == "on",
         )
     from an_agent.lab.placement import check_host
 
@@ -295,6 +296,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         host=args.host,
         secret_file=args.lab_secret_file,
         netns=args.netns,
+        a2a_tls=args.a2a_tls == "on",
     )
     if args.json:
         print_json(state)
@@ -305,6 +307,11 @@ def cmd_up(args: argparse.Namespace) -> int:
             f"  {agent['name']:<18} {agent.get('role', ''):<19} {agent['host']}:{agent['port']}   "
             f"an-agent profile --host {agent['host']} --port {agent['port']}"
             + (f"   (namespace {agent['netns']})" if agent.get("netns") else "")
+            + (f"\n  {'':<18} {'':<19} A2A {agent['a2a_url']}" if agent.get("a2a_url") else "")
+        )
+    if state.get("a2a_trust"):
+        print(
+            f"A2A over HTTPS: trust {state['a2a_trust']} (an-agent task ... --a2a URL --a2a-trust {state['a2a_trust']})"
         )
     print(
         "user admin, password admin. Stop with: an-agent lab down"

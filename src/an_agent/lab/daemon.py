@@ -67,13 +67,15 @@ def serve_foreground(
     host: str | None = None,
     secret_file: Path | None = None,
     netns: bool = False,
+    a2a_tls: bool = True,
 ) -> int:
     """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file.
 
     ``host``: only that host's agents (`an_agent.lab.placement`): on the first host with the lab's
     clock, network and scenario (which starts once the other hosts' agents joined), on another host
     only its agents, joined to the first one's lab with ``secret_file``. ``netns``: every agent in a
-    network namespace of its own (`an_agent.lab.netns`).
+    network namespace of its own (`an_agent.lab.netns`). ``a2a_tls``: A2A faces over HTTPS with the
+    lab's certificates (`an_agent.lab.certs`; the state names the trust bundle), else plain HTTP.
     """
     from an_agent.lab.placement import check_host, lab_host, serve_member
 
@@ -106,6 +108,7 @@ def serve_foreground(
         host=host,
         secret_file=secret_file,
         netns=netns,
+        a2a_tls=a2a_tls,
     )
     try:
         lab.start()
@@ -132,9 +135,11 @@ def serve_foreground(
                     "port": a.port,
                     "netns": lab.net.slot(a.spec.name).netns if lab.net is not None else None,
                     "pid": getattr(a, "pid", os.getpid()),
+                    "a2a_url": lab.a2a_url_of(a.spec.name),
                 }
                 for a in lab.agents.values()
             ],
+            "a2a_trust": str(lab.a2a_trust) if lab.a2a_trust is not None else None,
             "network": lab.net.to_json() if lab.net is not None else None,
         }
         tmp = _state_path(run_dir).with_suffix(".tmp")
@@ -182,6 +187,7 @@ def start_background(
     host: str | None = None,
     secret_file: Path | None = None,
     netns: bool = False,
+    a2a_tls: bool = True,
 ) -> dict[str, Any]:
     """Start the lab process and wait for its state file; `ConfigError`/`AnAgentError` with its log if it fails."""
     if netns:
@@ -218,6 +224,8 @@ def start_background(
         command += ["--lab-secret-file", str(secret_file.resolve())]
     if netns:
         command.append("--netns")
+    if not a2a_tls:
+        command += ["--a2a-tls", "off"]
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True
