@@ -126,3 +126,60 @@ def test_a_lab_over_two_hosts(tmp_path: Path, capsys: pytest.CaptureFixture[str]
         assert json.loads(capsys.readouterr().out)["stopped"]
     for agent in [*lab["agents"], *member["agents"]]:
         assert not Path(f"/proc/{agent['pid']}").exists()
+
+
+@pytest.mark.slow
+def test_an_a2a_link_across_two_hosts_is_https_verified_against_the_lab_bundle(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import ssl
+    import urllib.request
+
+    a2a_port = _free_port()
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        ("agents:\n", f"hosts:\n  - {{name: h1, address: 127.0.0.1, control_port: {_free_port()}}}\n"
+         "  - {name: h2, address: 127.0.0.2}\nagents:\n"),
+        *((f"port: {p}", "port: 0") for p in (18831, 18832, 18834, 18835, 18836)),
+        ("{name: ip-fault, role: ip-fault, port: 18833, a2a_port: 18843,",
+         f"{{name: ip-fault, role: ip-fault, host: h2, a2a_port: {a2a_port},"),
+    )  # fmt: skip
+    secret = tmp_path / "lab.secret"
+    first, second = tmp_path / "h1", tmp_path / "h2"
+    up = ["lab", "up", str(path), "--lab-secret-file", str(secret), "--json"]
+    assert main([*up, "--host", "h1", "--run-dir", str(first)]) == 0
+    lab = json.loads(capsys.readouterr().out)
+    try:
+        assert main([*up, "--host", "h2", "--run-dir", str(second)]) == 0
+        member = json.loads(capsys.readouterr().out)
+        try:
+            # h1 made ip-fault's certificate (for h2's address) and sent it with the bundle over the control channel
+            bundle = first / "a2a-trust.pem"
+            made = first / "remote-a2a" / "ip-fault" / "a2a-cert.pem"
+            ip_dir = second / "agents" / "ip-fault"
+            assert (ip_dir / "a2a-cert.pem").read_bytes() == made.read_bytes()
+            assert (ip_dir / "a2a-trust.pem").read_bytes() == bundle.read_bytes()
+            for private in ("a2a-key.pem", "a2a-cert.pem", "a2a-trust.pem"):
+                assert (ip_dir / private).stat().st_mode & 0o777 == 0o600
+            context = ssl.create_default_context(cafile=str(bundle))  # host name and chain checked
+            card_url = f"https://127.0.0.2:{a2a_port}/.well-known/agent-card.json"
+            with urllib.request.urlopen(card_url, context=context) as reply:
+                assert json.loads(reply.read())["name"] == "ip-fault"
+            # the scenario's diagnosis request goes from service-fault (h1) to ip-fault (h2) over that HTTPS link
+            ip = next(a for a in member["agents"] if a["name"] == "ip-fault")
+            with AgentClient.connect("127.0.0.2", ip["port"], username="admin", password="admin") as client:
+                deadline = time.monotonic() + 180
+                while time.monotonic() < deadline:
+                    sent = {t.task_id: t for t in client.list_tasks() if t.send_from == "service-fault"}
+                    if sent:
+                        break
+                    time.sleep(0.5)
+            assert "service-fault.diagnose.LINK-C2" in sent, sent
+        finally:
+            assert main(["lab", "down", "--run-dir", str(second), "--json"]) == 0
+            capsys.readouterr()
+    finally:
+        assert main(["lab", "down", "--run-dir", str(first), "--json"]) == 0
+        capsys.readouterr()
+    assert lab["agents"] and member["agents"]

@@ -296,7 +296,9 @@ def run(args: argparse.Namespace) -> int:
     elif args.lab_control is not None:
         from an_agent.lab.remote import join_lab
 
-        member = join_lab(args.topology, args.agent, args.lab_control, args.lab_secret_file, args.schemas)
+        member = join_lab(
+            args.topology, args.agent, args.lab_control, args.lab_secret_file, args.schemas, args.state_dir
+        )
         profile, behaviour, schemas = member.profile, member.behaviour, member.schemas
         lab_settings = {
             "clock": member.kernel.clock,

@@ -256,7 +256,8 @@ class Conductor:
     """The control channel's handlers over a lab's kernel, network and journal (module docstring).
 
     ``address_of``/``a2a_url_of`` answer the agents' look-ups of their peers; ``logins`` is what ``hello``
-    gives every agent (the lab's users and who may speak for whom).
+    gives every agent (the lab's users and who may speak for whom), ``hello_files`` what it gives one agent
+    for HTTPS (`an_agent.lab.certs.hello_files`).
     """
 
     def __init__(
@@ -268,8 +269,10 @@ class Conductor:
         a2a_url_of: Callable[[str], str | None],
         logins: dict[str, Any],
         on_ready: Callable[[str, int, int | None], None] = lambda name, port, a2a_port: None,
+        hello_files: Callable[[str], dict[str, str]] = lambda name: {},
     ) -> None:
         self.kernel = kernel
+        self._hello_files = hello_files
         self._on_ready_callback = on_ready
         self.network = network
         self.journal = journal
@@ -309,7 +312,7 @@ class Conductor:
         name = _name(params)
         with self._lock:
             self._ready.pop(name, None)
-        return {"now": self.kernel.join(name), **self._logins}
+        return {"now": self.kernel.join(name), **self._logins, **self._hello_files(name)}
 
     def _on_ready(self, params: dict[str, Any]) -> None:
         name, port, a2a_port = _name(params), int(params["port"]), params.get("a2a_port")

@@ -70,7 +70,14 @@ class ProcessFleet:
         secret_file = lab.secret_file or lab.state_dir / SECRET_FILE
         secret = read_secret(secret_file) if lab.secret_file and secret_file.exists() else create_secret(secret_file)
         self.conductor = Conductor(
-            lab.kernel, lab.network, lab.journal, lab.address_of, lab.a2a_url_of, logins, on_ready=lab.serving
+            lab.kernel,
+            lab.network,
+            lab.journal,
+            lab.address_of,
+            lab.a2a_url_of,
+            logins,
+            on_ready=lab.serving,
+            hello_files=lab.hello_files,
         )
         first = lab_host(lab.topology)  # a lab over several hosts: its channel where the other hosts reach it
         where = (first.address, first.control_port) if first is not None else (lab.control_host, 0)

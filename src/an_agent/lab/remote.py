@@ -36,6 +36,7 @@ from an_agent.agents.exchange import Exchange
 from an_agent.agents.peers import Peers
 from an_agent.errors import AnAgentError, ControlError, TransportError
 from an_agent.lab.agent import TASK_CAPACITY, build_profile, directory_login, make_behaviour
+from an_agent.lab.certs import write_hello_files
 from an_agent.lab.control import ControlClient, read_secret
 from an_agent.lab.kernel import Key, SimKernel
 from an_agent.lab.topology import load_topology
@@ -338,8 +339,13 @@ class LabMember:
         self._channel.close()
 
 
-def join_lab(topology_file: Path, name: str, control: str, secret_file: Path, schemas: SchemaMode | None) -> LabMember:
+def join_lab(
+    topology_file: Path, name: str, control: str, secret_file: Path, schemas: SchemaMode | None, state_dir: Path
+) -> LabMember:
     """Join the lab at ``control`` (``HOST:PORT``) as agent ``name`` of ``topology_file`` (module docstring).
+
+    The lab's A2A trust bundle (and, for an agent of another host, its own certificate and key) are written
+    into ``state_dir`` (`an_agent.lab.certs.write_hello_files`).
 
     `ConfigError` for a bad topology, agent or secret file; `TransportError` when the lab cannot be reached.
     """
@@ -375,7 +381,7 @@ def join_lab(topology_file: Path, name: str, control: str, secret_file: Path, sc
         return None if value is None else str(value)
 
     directory = spec.role == RoleName.DIRECTORY
-    a2a_trust = Path(hello["a2a_trust"]) if hello.get("a2a_trust") else None
+    a2a_trust = write_hello_files(hello, state_dir)
     behaviour, peers = (None, None) if directory else make_behaviour(
         topology,
         spec,

@@ -32,7 +32,7 @@ from an_agent.agents.peers import Exchange, Peers
 from an_agent.errors import ConfigError
 from an_agent.lab import netns as lab_netns
 from an_agent.lab.agent import HOST, lab_host_key
-from an_agent.lab.certs import a2a_url, lab_a2a_certificates
+from an_agent.lab.certs import a2a_url, hello_files, lab_a2a_certificates
 from an_agent.lab.conductor import LabKernel
 from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.inprocess import InProcessFleet, fresh_agent_dir
@@ -86,7 +86,7 @@ class Lab:
         """The control channel's secret, shared by the hosts of the lab (default: made in ``state_dir``)."""
         self.local_agents = tuple(a for a in topology.agents if runs_here(topology, a, host))
         self.netns = netns
-        self.a2a_tls = a2a_tls and lab_host(topology) is None  # over several hosts: see an_agent.lab.certs
+        self.a2a_tls = a2a_tls
         self.a2a_trust: Path | None = None
         """With ``a2a_tls``, once started: the certificates every agent's A2A client trusts (`an_agent.lab.certs`)."""
         self.net: LabNetwork | None = None
@@ -149,6 +149,17 @@ class Lab:
         """Agent ``name``'s state directory (databases, host key, log)."""
         return self.state_dir / "agents" / name
 
+    def _a2a_dir(self, name: str) -> Path:
+        """Where agent ``name``'s A2A certificate is made: its state directory, or for an agent of another host
+        a directory of this lab's, from which ``hello`` sends it (`hello_files`)."""
+        here = any(a.name == name for a in self.local_agents)
+        return self.agent_dir(name) if here else self.state_dir / "remote-a2a" / name
+
+    def hello_files(self, name: str) -> dict[str, str]:
+        """What the control channel's ``hello`` gives agent ``name`` for HTTPS (`an_agent.lab.certs.hello_files`)."""
+        own = self._a2a_dir(name)
+        return hello_files(self.a2a_trust, None if own == self.agent_dir(name) else own)
+
     def serving(self, name: str, port: int, a2a_port: int | None) -> None:
         """Agent ``name`` serves NETCONF on ``port`` (and A2A on ``a2a_port``): peers find it there."""
         self._ports[name] = port
@@ -176,18 +187,14 @@ class Lab:
                 self.net = lab_netns.create(self.state_dir, [a.name for a in self.local_agents])
             for spec in self.local_agents:
                 fresh_agent_dir(self, spec.name)  # a run starts from empty agents, never resumes
-            serving_a2a = [
-                (self.agent_dir(a.name), self.host_of(a.name)) for a in self.local_agents if a.a2a_port is not None
-            ]
+            # Every host's A2A agents: the first host makes them all (an_agent.lab.certs).
+            serving_a2a = [(self._a2a_dir(a.name), self.host_of(a.name)) for a in self.topology.agents if a.a2a_port]
             if self.a2a_tls and serving_a2a:
                 self.a2a_trust = lab_a2a_certificates(self.state_dir, serving_a2a)
             if isinstance(self.fleet, InProcessFleet):
                 self.fleet.start(dict([ADMIN]), agent_db)
             else:
-                trust = None if self.a2a_trust is None else str(self.a2a_trust)
-                self.fleet.start(
-                    {"logins": dict(self._logins), "speaks_for": engineers, "admin": list(ADMIN), "a2a_trust": trust}
-                )
+                self.fleet.start({"logins": dict(self._logins), "speaks_for": engineers, "admin": list(ADMIN)})
         except BaseException:
             self.stop()
             raise
