@@ -57,10 +57,26 @@ def matches(xml: str, index: int, needles: Sequence[str]) -> bool:
     return data.task_id(index) in xml and all(needle in xml for needle in needles)
 
 
+class Assignment(NamedTuple):
+    """One assignment: its task index, when the edit-config was sent, and when each subscriber had it."""
+
+    task: int
+    sent: float
+    arrivals: list[float]
+
+
 def notification_latency(
     target: Target, subscribers: int, tasks: Sequence[int], needles: Sequence[str], timeout: float = 10.0
 ) -> list[float]:
     """Latencies (s) of every subscriber for the assignment of each task in `tasks` (ids not yet used)."""
+    events = notification_events(target, subscribers, tasks, needles, timeout)
+    return [arrival - event.sent for event in events for arrival in event.arrivals]
+
+
+def notification_events(
+    target: Target, subscribers: int, tasks: Sequence[int], needles: Sequence[str], timeout: float = 10.0
+) -> list[Assignment]:
+    """`notification_latency` with its raw times: per assignment the send time and every arrival (monotonic s)."""
     context = multiprocessing.get_context("spawn")
     messages: multiprocessing.Queue[Message] = context.Queue()
     subscribe = context.Event()
@@ -80,16 +96,18 @@ def notification_latency(
         trigger = target.connect()
         subscribe.set()
         _expect(messages, workers, "subscribed")
-        latencies: list[float] = []
+        events: list[Assignment] = []
         for index in tasks:
             sent = time.monotonic()
             trigger.request(data.edit_config(data.tasks_xml(1, index)))
+            arrivals: list[float] = []
             for _ in range(subscribers):
                 message = _next(messages, workers, timeout + 1.0, f"a notification about task #{index}")
                 if message.kind != "arrival" or message.task != index:
                     raise BenchError(f"unexpected {message} while waiting for notifications about task #{index}")
-                latencies.append(message.time - sent)
-        return latencies
+                arrivals.append(message.time)
+            events.append(Assignment(index, sent, arrivals))
+        return events
     finally:
         if trigger is not None:
             trigger.close()

@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -40,12 +40,15 @@ class AgentProcess:
         start_timeout: float = 60.0,
         sshd: bool = False,
         entry: Sequence[str] = _CLI,
+        env: Mapping[str, str] | None = None,
     ) -> None:
         """``sshd``: also serve through the agent's own OpenSSH sshd (`sshd_target`), with a generated key.
 
         ``entry``: the command before ``serve ...`` (default: the console script's entry point; the
         notification floor, `bench.notify_floor`, starts the same server with its own handler).
+        ``env``: variables added to the process's environment (e.g. `an_agent.stages`'s).
         """
+        self.env = dict(env or {})
         self.entry = list(entry)
         self.host = "127.0.0.1"
         self.port = 0
@@ -93,7 +96,12 @@ class AgentProcess:
         self.started_at = time.monotonic()
         with (self.workdir / "serve.log").open("wb") as log:
             self._proc = subprocess.Popen(
-                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                env={**os.environ, **self.env},
             )
 
     def wait_ready(self) -> float:

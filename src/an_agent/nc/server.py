@@ -34,6 +34,7 @@ from lxml import etree
 from netconf import base as nc_base
 from netconf.error import ChannelClosed, FramingError, SessionError
 
+from an_agent import stages
 from an_agent.access.logins import LoginThrottle
 from an_agent.errors import ConfigError, RpcError
 from an_agent.model.ns import NETCONF_BASE_NS
@@ -421,6 +422,8 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
 
     def _reader_handle_message(self, msg: str) -> None:
         self.last_activity = time.monotonic()
+        if stages.ON:
+            stages.mark("read")
         if not self.session_open or not msg.strip():
             return
         try:
@@ -463,6 +466,8 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             self._send_serialized_reply(root, reply.serialized)
         else:
             self._send_reply(root, reply.content)
+        if stages.ON:
+            stages.mark("replied")
         if reply.after_send is not None:
             reply.after_send()
         if reply.close_session:

@@ -41,6 +41,7 @@ from dataclasses import dataclass, field, replace
 
 from lxml import etree
 
+from an_agent import stages
 from an_agent.errors import RpcError
 from an_agent.model import IRTF_AGENT_NS, CommuType, DataParam, Task
 from an_agent.runtime.access import Access, AccessKind, Authorizer, Touched
@@ -133,12 +134,16 @@ class TaskAdmission:
         prepared: dict[str, _Prepared] = {}
         if candidates:
             self._authorize_new(principal, candidates)
+            if stages.ON:
+                stages.mark("authorized")
             for task in candidates:
                 params = self._params_of(task, in_edit)
                 ready = _Prepared(task, params, self._validate(principal, task, params))
                 if ready.check is not None and ready.check.completed:
                     ready.params = _with_defaults(config, params, ready.check.completed, in_edit)
                 prepared[task.task_id] = ready
+            if stages.ON:
+                stages.mark("payloads-validated")
         with self._datastore.edit(config, default_operation) as pending:
             committed = self._commit(principal, pending, prepared, in_edit)
         self._schedule(principal, committed)
@@ -304,6 +309,8 @@ class TaskAdmission:
             if self._context is not None and task.commu_type != CommuType.TASK_CANCEL:
                 self._tasks.wait_announced(task.task_id)
                 self._context.assigned(task, principal.name)
+                if stages.ON:
+                    stages.mark("context-recorded")
         for old, new in committed.changed:
             self._tasks.update(old, new, committed.inputs.get(new.task_id))
         for task_id in committed.removed:

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from an_agent import stages
 from an_agent._lxml import default_ns, nsmap_of
 from an_agent.errors import RpcError
 from an_agent.model.ns import NETCONF_BASE_NS
@@ -52,6 +53,8 @@ class PendingEdit:
         if self.diff:
             self._finish(task_owners or {})
         self.committed = True
+        if stages.ON:
+            stages.mark("committed")
 
 
 class Datastore:
@@ -286,6 +289,8 @@ class Datastore:
             diff, upserts, deletes = self._unit_diff(plan)
             if diff:
                 self._schema.validate_config(self._validation_document(plan, diff))
+                if stages.ON:
+                    stages.mark("yang-validated")
         except BaseException:
             abort()
             raise

@@ -44,6 +44,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
+from an_agent import stages
 from an_agent.clock import Clock
 from an_agent.runtime.event_rendering import EventSink, LoggedEvent, Rendering, TextSink, envelope, marker, passes
 from an_agent.runtime.requests import EventFilter
@@ -164,8 +165,11 @@ class Subscription:
             if not sent:
                 self._queue.appendleft(queued)
             self._wake.notify()
-        if sent and self._on_written is not None:
-            self._on_written()
+        if sent:
+            if stages.ON:
+                stages.mark(f"written:{event.seq}")
+            if self._on_written is not None:
+                self._on_written()
 
     def end(self) -> None:
         """Stop sending (session closing); no notificationComplete is sent."""
@@ -234,6 +238,8 @@ class Subscription:
                     break
                 if event.seq > self._replay_upto:
                     self._sink.send_encoded(event.data)
+                    if stages.ON:
+                        stages.mark(f"written:{event.seq}")
                 with self._wake:
                     self._in_flight = None
                 if self._on_written is not None:
@@ -368,8 +374,12 @@ class NotificationBus:
             if logged is None:
                 return None
             rendering = Rendering(LoggedEvent(*logged))
+            if stages.ON:
+                stages.mark(f"logged:{rendering.event.seq}")
             for sub in self._subscriptions:
                 sub.offer(rendering)
+            if stages.ON:
+                stages.mark(f"offered:{rendering.event.seq}")
             return rendering.event.seq
 
     def _wrote(self) -> None:

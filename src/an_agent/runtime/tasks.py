@@ -28,6 +28,7 @@ from dataclasses import asdict
 
 from lxml import etree
 
+from an_agent import stages
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
 from an_agent.model import AnyXml, CommuType, ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
@@ -275,6 +276,8 @@ class TaskEngine:
             seq = self._created_seq.get(task_id)
         if seq is not None:
             self._bus.wait_handed_over(seq, timeout)
+            if stages.ON:
+                stages.mark(f"announced:{seq}")
 
     def _execute(self, task: Task, run: TaskRun) -> None:
         try:
@@ -394,6 +397,8 @@ class TaskEngine:
 
             # The bus lock orders events; our lock makes the state and its event one step.
             seq = self._bus.publish(log_event)
+            if stages.ON:
+                stages.mark(f"published:{status.value}:{seq}")
             if status == TaskStatus.CREATED and seq is not None:
                 self._created_seq[task_id] = seq
             elif status.terminal:
