@@ -40,15 +40,18 @@ from bench.target import Target
 from bench.wire import BenchError, Credentials, Session
 
 PER_PROCESS = 10
+CLIENTS = ("openssh", "paramiko")
+"""The subscribers' SSH client (`bench.wire`): OpenSSH's ssh in a child process per session, or paramiko."""
+DEFAULT_CLIENT = "openssh"
 _SETUP_TIMEOUT = 120.0
 
 
 class Message(NamedTuple):
-    """Worker -> parent: kind is "connected", "subscribed", "arrival" (task, time) or "error" (text)."""
+    """Worker -> parent: kind is "connected", "subscribed", "arrivals" (task, times) or "error" (text)."""
 
     kind: str
     task: int = -1
-    time: float = 0.0
+    times: tuple[float, ...] = ()
     text: str = ""
 
 
@@ -66,15 +69,28 @@ class Assignment(NamedTuple):
 
 
 def notification_latency(
-    target: Target, subscribers: int, tasks: Sequence[int], needles: Sequence[str], timeout: float = 10.0
+    target: Target,
+    subscribers: int,
+    tasks: Sequence[int],
+    needles: Sequence[str],
+    timeout: float = 10.0,
+    client: str = DEFAULT_CLIENT,
 ) -> list[float]:
-    """Latencies (s) of every subscriber for the assignment of each task in `tasks` (ids not yet used)."""
-    events = notification_events(target, subscribers, tasks, needles, timeout)
+    """Latencies (s) of every subscriber for the assignment of each task in `tasks` (ids not yet used).
+
+    ``client`` is the subscribers' SSH client (`CLIENTS`); the session that assigns is always paramiko.
+    """
+    events = notification_events(target, subscribers, tasks, needles, timeout, client)
     return [arrival - event.sent for event in events for arrival in event.arrivals]
 
 
 def notification_events(
-    target: Target, subscribers: int, tasks: Sequence[int], needles: Sequence[str], timeout: float = 10.0
+    target: Target,
+    subscribers: int,
+    tasks: Sequence[int],
+    needles: Sequence[str],
+    timeout: float = 10.0,
+    client: str = DEFAULT_CLIENT,
 ) -> list[Assignment]:
     """`notification_latency` with its raw times: per assignment the send time and every arrival (monotonic s)."""
     context = multiprocessing.get_context("spawn")
@@ -82,7 +98,12 @@ def notification_events(
     subscribe = context.Event()
     count = math.ceil(subscribers / PER_PROCESS)
     shares = [subscribers // count + (1 if i < subscribers % count else 0) for i in range(count)]
-    args = (target.host, target.port, target.credentials, list(tasks), list(needles), timeout, subscribe, messages)
+    if client not in CLIENTS:
+        raise BenchError(f"unknown SSH client {client!r} (one of {', '.join(CLIENTS)})")
+    args = (
+        *(target.host, target.port, target.credentials, client),
+        *(list(tasks), list(needles), timeout, subscribe, messages),
+    )
     workers: list[BaseProcess] = [
         context.Process(target=_subscriber_process, args=(share, *args), daemon=True) for share in shares
     ]
@@ -101,11 +122,11 @@ def notification_events(
             sent = time.monotonic()
             trigger.request(data.edit_config(data.tasks_xml(1, index)))
             arrivals: list[float] = []
-            for _ in range(subscribers):
-                message = _next(messages, workers, timeout + 1.0, f"a notification about task #{index}")
-                if message.kind != "arrival" or message.task != index:
+            for _ in workers:
+                message = _next(messages, workers, timeout + 1.0, f"the notifications about task #{index}")
+                if message.kind != "arrivals" or message.task != index:
                     raise BenchError(f"unexpected {message} while waiting for notifications about task #{index}")
-                arrivals.append(message.time)
+                arrivals.extend(message.times)
             events.append(Assignment(index, sent, arrivals))
         return events
     finally:
@@ -147,6 +168,7 @@ def _subscriber_process(
     host: str,
     port: int,
     creds: Credentials,
+    client: str,
     tasks: list[int],
     needles: list[str],
     timeout: float,
@@ -155,14 +177,16 @@ def _subscriber_process(
 ) -> None:
     subs: list[Session] = []
     try:
+        connect = Session.connect_openssh if client == "openssh" else Session.connect
         for _ in range(sessions):
-            subs.append(Session.connect(host, port, creds, timeout=60.0))
+            subs.append(connect(host, port, creds, timeout=60.0))
         out.put(Message("connected"))
         if not subscribe.wait(_SETUP_TIMEOUT):
             return
         for session in subs:
             session.request(data.CREATE_SUBSCRIPTION)
-        threads = [threading.Thread(target=_listen, args=(s, tasks, needles, timeout, out)) for s in subs]
+        arrivals = _Arrivals(len(subs), out)
+        threads = [threading.Thread(target=_listen, args=(s, tasks, needles, timeout, arrivals, out)) for s in subs]
         for thread in threads:
             thread.start()
         out.put(Message("subscribed"))
@@ -175,15 +199,44 @@ def _subscriber_process(
             session.close()
 
 
+class _Arrivals:
+    """One worker's arrival times per event, sent to the parent in one message once all its sessions have it.
+
+    One message per worker and event instead of one per subscriber: fewer wake-ups of the
+    queue's feeder thread and of the parent while other subscribers are still reading (the
+    times themselves are taken by each session's thread as it reads the notification).
+    """
+
+    def __init__(self, sessions: int, out: multiprocessing.Queue[Message]) -> None:
+        self._sessions = sessions
+        self._out = out
+        self._lock = threading.Lock()
+        self._times: dict[int, list[float]] = {}
+
+    def add(self, task: int, received: float) -> None:
+        with self._lock:
+            times = self._times.setdefault(task, [])
+            times.append(received)
+            if len(times) < self._sessions:
+                return
+            del self._times[task]
+        self._out.put(Message("arrivals", task, tuple(times)))
+
+
 def _listen(
-    session: Session, tasks: list[int], needles: list[str], timeout: float, out: multiprocessing.Queue[Message]
+    session: Session,
+    tasks: list[int],
+    needles: list[str],
+    timeout: float,
+    arrivals: _Arrivals,
+    out: multiprocessing.Queue[Message],
 ) -> None:
     try:
         for index in tasks:
             while True:
                 note = session.next_notification(timeout)
                 if matches(note.xml, index, needles):
-                    out.put(Message("arrival", index, note.received))
+                    arrivals.add(index, note.received)
                     break
     except Exception as exc:  # reported to the parent, which raises it
         out.put(Message("error", text=f"{type(exc).__name__}: {exc}"))

@@ -1,6 +1,6 @@
 """The floor of benchmark 3: notification latency with a server that does no work, next to netconfd.
 
-    python -m bench.notify_floor [--events 10] [--subscribers 1,50] [--reps 2] [--json FILE]
+    python -m bench.notify_floor [--events 10] [--subscribers 1,50] [--reps 2] [--client openssh|paramiko] [--json FILE]
 
 The *emitter* is `an-agent serve` with the same transports as the agent under
 test (paramiko, and OpenSSH sshd handing each session's pipes to the process),
@@ -86,7 +86,7 @@ def emitter_main() -> int:
     return main()
 
 
-def measure(events: int, subscribers: list[int], reps: int) -> dict[str, Any]:
+def measure(events: int, subscribers: list[int], reps: int, client: str = m_notify.DEFAULT_CLIENT) -> dict[str, Any]:
     """p50/p99 (ms) per server and subscriber count; raw latencies in ``raw``."""
     out: dict[str, Any] = {"rows": {}, "raw": {}}
     next_task = 500_000
@@ -105,7 +105,7 @@ def measure(events: int, subscribers: list[int], reps: int) -> dict[str, Any]:
                     for name, server in turn:
                         tasks = list(range(next_task, next_task + events))
                         next_task += events
-                        lat[name] += m_notify.notification_latency(server, count, tasks, NEEDLES[name])
+                        lat[name] += m_notify.notification_latency(server, count, tasks, NEEDLES[name], client=client)
                 out["raw"][str(count)] = {k: [round(x * 1e3, 3) for x in v] for k, v in lat.items()}
                 out["rows"][str(count)] = {
                     name: {"p50": percentile(v, 50) * 1e3, "p99": percentile(v, 99) * 1e3} for name, v in lat.items()
@@ -121,10 +121,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=10, help="task assignments per server and repetition")
     parser.add_argument("--subscribers", default="1,50", help="comma-separated subscriber counts (default 1,50)")
     parser.add_argument("--reps", type=int, default=2, help="repetitions, rotating which server goes first")
+    parser.add_argument(
+        "--client",
+        choices=m_notify.CLIENTS,
+        default=m_notify.DEFAULT_CLIENT,
+        help="the subscribers' SSH client (default %(default)s; see bench/wire.py)",
+    )
     parser.add_argument("--json", type=Path, help="also write the numbers and raw latencies to this file")
     args = parser.parse_args(argv)
     counts = [int(x) for x in args.subscribers.split(",") if x.strip()]
-    result = measure(args.events, counts, args.reps)
+    result = measure(args.events, counts, args.reps, args.client)
+    result["client"] = args.client
     for count, row in result["rows"].items():
         theirs = row["netconfd"]["p50"]
         print(f"{count} subscriber(s): netconfd p50 {theirs:.2f} ms (half: {theirs / 2:.2f} ms)")

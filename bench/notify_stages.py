@@ -1,6 +1,7 @@
 """Where the time of benchmark 3 goes inside the agent: stage stamps per assignment, both transports.
 
-    python -m bench.notify_stages [--events 10] [--subscribers 1,50] [--paths paramiko,sshd] [--json FILE]
+    python -m bench.notify_stages [--events 10] [--subscribers 1,50] [--paths paramiko,sshd]
+                                  [--client openssh|paramiko] [--json FILE]
 
 Runs benchmark 3's driver (`bench.m_notify`, the same client, the same 100
 stored tasks as `bench.run`) against `an-agent serve` started with
@@ -141,7 +142,9 @@ ORDER = (
 )
 
 
-def measure(events: int, counts: Sequence[int], paths: Sequence[str]) -> dict[str, Any]:
+def measure(
+    events: int, counts: Sequence[int], paths: Sequence[str], client: str = m_notify.DEFAULT_CLIENT
+) -> dict[str, Any]:
     """Median stage times per (path, subscriber count); per-event stage times in ``raw``."""
     result: dict[str, Any] = {"rows": {}, "raw": {}, "stamps": {}}
     with tempfile.TemporaryDirectory(prefix="an-bench-stages-") as tmp:
@@ -155,7 +158,7 @@ def measure(events: int, counts: Sequence[int], paths: Sequence[str]) -> dict[st
                 for path in paths:
                     tasks = list(range(next_task, next_task + events))
                     next_task += events
-                    measured = m_notify.notification_events(targets[path], count, tasks, NEEDLES)
+                    measured = m_notify.notification_events(targets[path], count, tasks, NEEDLES, client=client)
                     time.sleep(_FLUSH_WAIT)
                     stamps = read_stamps(stamps_file)
                     per_event = [event_stages(event, stamps) for event in measured]
@@ -177,6 +180,12 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=10, help="task assignments per path and subscriber count")
     parser.add_argument("--subscribers", default="1,50", help="comma-separated subscriber counts (default 1,50)")
     parser.add_argument("--paths", default="paramiko,sshd", help="transports: paramiko, sshd or both (default)")
+    parser.add_argument(
+        "--client",
+        choices=m_notify.CLIENTS,
+        default=m_notify.DEFAULT_CLIENT,
+        help="the subscribers' SSH client (default %(default)s; see bench/wire.py)",
+    )
     parser.add_argument("--json", type=Path, help="also write the table and per-event stage times to this file")
     args = parser.parse_args(argv)
     counts = [int(x) for x in args.subscribers.split(",") if x.strip()]
@@ -184,7 +193,7 @@ def main(argv: list[str] | None = None) -> int:
     unknown = [p for p in paths if p not in ("paramiko", "sshd")]
     if unknown:
         parser.error(f"unknown path {unknown[0]!r} (paramiko or sshd)")
-    result = measure(args.events, counts, paths)
+    result = measure(args.events, counts, paths, args.client)
     columns = list(result["rows"])
     stages = [s for s in ORDER if any(s in result["rows"][c] for c in columns)]
     print(f"{'stage (ms from send, median)':28s}" + "".join(f"{c:>15s}" for c in columns))

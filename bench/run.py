@@ -120,6 +120,12 @@ def main(argv: list[str] | None = None) -> int:
         default=PHASES,
         help=f"run only these benchmarks, to iterate on one number ({', '.join(PHASES)}; default: all)",
     )
+    parser.add_argument(
+        "--notify-client",
+        choices=m_notify.CLIENTS,
+        default=m_notify.DEFAULT_CLIENT,
+        help="the SSH client of benchmark 3's subscribers, for both servers (default %(default)s; bench/README.md)",
+    )
     args = parser.parse_args(argv)
     plan = QUICK if args.quick else FULL
     # 1,000 sessions need more than the usual 1,024 descriptors, here and in the servers (they inherit it).
@@ -128,7 +134,7 @@ def main(argv: list[str] | None = None) -> int:
         resource.setrlimit(resource.RLIMIT_NOFILE, (hard, hard))
     began = time.time()
     try:
-        rows, raw = Bench(plan, args.only).run()
+        rows, raw = Bench(plan, args.only, args.notify_client).run()
     except BenchError as exc:
         print(f"bench: {exc}", file=sys.stderr)
         return 1
@@ -163,9 +169,12 @@ def _phases(text: str) -> tuple[str, ...]:
 class Bench:
     """One benchmark run: both servers up, the chosen benchmarks (default all), rows and raw numbers out."""
 
-    def __init__(self, plan: Plan, phases: tuple[str, ...] = PHASES) -> None:
+    def __init__(
+        self, plan: Plan, phases: tuple[str, ...] = PHASES, notify_client: str = m_notify.DEFAULT_CLIENT
+    ) -> None:
         self.plan = plan
         self.phases = phases
+        self.notify_client = notify_client
         self.rows: list[Row] = []
         self.raw: dict[str, Any] = {}
 
@@ -375,10 +384,13 @@ class Bench:
                 next_task += per_run
                 got = self._attempt(
                     f"notifications, {count} subscribers, on {name}",
-                    partial(m_notify.notification_latency, server, count, tasks, needles[name]),
+                    partial(
+                        m_notify.notification_latency, server, count, tasks, needles[name], client=self.notify_client
+                    ),
                 )
                 lat[name].extend(got or [])
             self.raw[f"notify_ms {count}"] = {k: [round(x * MS, 3) for x in v] for k, v in lat.items()}
+            self.raw["notify_client"] = self.notify_client
             for pct in (50, 99):
                 mine, theirs = _pct(lat["ours"], pct), _pct(lat["netconfd"], pct)
                 # Issue 15: with 50 subscribers, half of netconfd's latency at most.
@@ -391,8 +403,9 @@ class Bench:
                         theirs,
                         f"ratio <= {target:g}" if target else "",
                         at_most(None if mine is None or not theirs else mine / theirs, target) if target else None,
-                        f"{per_run * self.plan.notify_reps} task assignments x {count} subscribers; ours: "
-                        "condition-notifications (created), netconfd: netconf-config-change for the same edit-config"
+                        f"{per_run * self.plan.notify_reps} task assignments x {count} subscribers "
+                        f"({self.notify_client} SSH client); ours: condition-notifications (created), "
+                        "netconfd: netconf-config-change for the same edit-config"
                         if pct == 50
                         else "",
                         runs=self.plan.notify_reps,

@@ -8,6 +8,13 @@ message for 1.0, chunked for 1.1), and does nothing else: no schema, no XML
 parsing beyond recognising replies and notifications. The same code drives
 an-agent and netconfd, so client costs cancel out in the ratios.
 
+Two SSH clients under the same NETCONF code: paramiko (`Session.connect`, the
+default), and OpenSSH's ``ssh -s ... netconf`` as a child process
+(`Session.connect_openssh`), whose SSH work (decryption, MAC, windows) is C in
+its own process and whose stdout the session reads: the notification
+benchmark's subscribers use it so that fifty Python SSH stacks on the
+server's two cores weigh less in the measurement (bench/README.md, "The floor").
+
 Contract: `Session.connect(...)` returns an open session after the hello
 exchange (NETCONF 1.1 when the server offers it); `request(body)` sends one
 `<rpc>` and returns the raw `<rpc-reply>` text, raising `BenchRpcError` when it
@@ -17,13 +24,19 @@ carries `<rpc-error>`; `next_notification(timeout)` returns the next
 
 from __future__ import annotations
 
+import os
 import re
+import select
+import shutil
 import socket
+import subprocess
+import tempfile
 import time
 from collections import deque
 from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 import paramiko
 
@@ -123,10 +136,71 @@ class _Framer:
             del self._buf[: nl + 1 + size]
 
 
+class _Channel(Protocol):
+    """The session's byte stream (a paramiko channel, or `_OpenSshChannel`)."""
+
+    def sendall(self, data: bytes) -> None: ...
+
+    def recv(self, size: int) -> bytes: ...
+
+    def settimeout(self, timeout: float | None) -> None: ...
+
+
+class _Carrier(Protocol):
+    """What carries the stream (a paramiko transport, or `_OpenSshChannel`)."""
+
+    def is_active(self) -> bool: ...
+
+    def close(self) -> None: ...
+
+
+_ASKPASS = "#!/bin/sh\nprintf '%s\\n' \"$AN_BENCH_SSH_PASSWORD\"\n"
+
+
+class _OpenSshChannel:
+    """``ssh -s HOST netconf`` as a child process: its stdin and stdout are the session's stream."""
+
+    def __init__(self, proc: subprocess.Popen[bytes]) -> None:
+        assert proc.stdin is not None and proc.stdout is not None
+        self._proc = proc
+        self._in = proc.stdin.fileno()
+        self._out = proc.stdout.fileno()
+        self._timeout: float | None = None
+
+    def sendall(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(self._in, view) :]
+
+    def recv(self, size: int) -> bytes:
+        ready, _, _ = select.select([self._out], [], [], self._timeout)
+        if not ready:
+            raise TimeoutError("timed out")
+        return os.read(self._out, size)
+
+    def settimeout(self, timeout: float | None) -> None:
+        self._timeout = timeout
+
+    def is_active(self) -> bool:
+        return self._proc.poll() is None
+
+    def close(self) -> None:
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            if pipe is not None:
+                pipe.close()
+        if self._proc.poll() is None:
+            self._proc.terminate()
+        try:
+            self._proc.wait(5.0)
+        except subprocess.TimeoutExpired:
+            self._proc.kill()
+            self._proc.wait()
+
+
 class Session:
     """One NETCONF session over its own SSH connection."""
 
-    def __init__(self, transport: paramiko.Transport, channel: paramiko.Channel) -> None:
+    def __init__(self, transport: _Carrier, channel: _Channel) -> None:
         self._transport = transport
         self._chan = channel
         self._framer = _Framer()
@@ -167,6 +241,55 @@ class Session:
         except BaseException:
             transport.close()
             raise
+        return session
+
+    @classmethod
+    def connect_openssh(
+        cls, host: str, port: int, creds: Credentials, timeout: float = 30.0, base11: bool = True
+    ) -> Session:
+        """As `connect`, but SSH is OpenSSH's ``ssh`` client in a child process (see the module docstring).
+
+        No user or system ssh configuration is read (``-F /dev/null``), host keys are not checked
+        (127.0.0.1, throw-away servers); a password is given through ``SSH_ASKPASS``.
+        """
+        ssh = shutil.which("ssh")
+        if ssh is None:
+            raise BenchError("the OpenSSH client (ssh) is not installed (Debian package openssh-client)")
+        argv = [ssh, "-F", "/dev/null", "-T", "-x", "-a", "-e", "none", "-s", "-p", str(port), "-l", creds.username]
+        argv += ["-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null", "-o", "LogLevel=ERROR"]
+        argv += ["-o", f"ConnectTimeout={max(1, int(timeout))}", "-o", "ServerAliveInterval=0"]
+        env = dict(os.environ)
+        askpass: Path | None = None
+        if creds.key_file is not None:
+            argv += ["-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-i", str(creds.key_file)]
+            argv += ["-o", "PasswordAuthentication=no", "-o", "KbdInteractiveAuthentication=no"]
+        else:
+            fd, name = tempfile.mkstemp(prefix="an-bench-askpass-")
+            askpass = Path(name)
+            os.write(fd, _ASKPASS.encode())
+            os.close(fd)
+            askpass.chmod(0o700)
+            env.update(SSH_ASKPASS=str(askpass), SSH_ASKPASS_REQUIRE="force")
+            env["AN_BENCH_SSH_PASSWORD"] = creds.password or ""
+            argv += ["-o", "PubkeyAuthentication=no", "-o", "PreferredAuthentications=password"]
+            argv += ["-o", "NumberOfPasswordPrompts=1"]
+        argv += [host, "netconf"]
+        proc = subprocess.Popen(
+            argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, bufsize=0
+        )
+        channel = _OpenSshChannel(proc)
+        channel.settimeout(timeout)
+        session = cls(channel, channel)
+        try:
+            session._hello(base11)
+        except (BenchError, OSError, TimeoutError) as exc:
+            channel.close()
+            err = proc.stderr.read().decode(errors="replace").strip() if proc.stderr is not None else ""
+            raise BenchError(f"NETCONF session to {host}:{port} through ssh failed: {exc} {err}".strip()) from exc
+        finally:
+            if askpass is not None:
+                askpass.unlink()
+        channel.settimeout(30.0)
         return session
 
     def _hello(self, base11: bool) -> None:
