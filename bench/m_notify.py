@@ -25,6 +25,7 @@ the system-wide monotonic clock, comparable with the sending process's.
 
 from __future__ import annotations
 
+import argparse
 import math
 import multiprocessing
 import queue
@@ -44,6 +45,16 @@ CLIENTS = ("openssh", "paramiko")
 """The subscribers' SSH client (`bench.wire`): OpenSSH's ssh in a child process per session, or paramiko."""
 DEFAULT_CLIENT = "openssh"
 _SETUP_TIMEOUT = 120.0
+
+
+def add_client_argument(parser: argparse.ArgumentParser) -> None:
+    """``--client``: the subscribers' SSH client, for the command-line tools of benchmark 3."""
+    parser.add_argument(
+        "--client",
+        choices=CLIENTS,
+        default=DEFAULT_CLIENT,
+        help="the subscribers' SSH client, for every server alike (default %(default)s; see bench/wire.py)",
+    )
 
 
 class Message(NamedTuple):

@@ -121,12 +121,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=10, help="task assignments per server and repetition")
     parser.add_argument("--subscribers", default="1,50", help="comma-separated subscriber counts (default 1,50)")
     parser.add_argument("--reps", type=int, default=2, help="repetitions, rotating which server goes first")
-    parser.add_argument(
-        "--client",
-        choices=m_notify.CLIENTS,
-        default=m_notify.DEFAULT_CLIENT,
-        help="the subscribers' SSH client (default %(default)s; see bench/wire.py)",
-    )
+    m_notify.add_client_argument(parser)
     parser.add_argument("--json", type=Path, help="also write the numbers and raw latencies to this file")
     args = parser.parse_args(argv)
     counts = [int(x) for x in args.subscribers.split(",") if x.strip()]

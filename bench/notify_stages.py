@@ -180,12 +180,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--events", type=int, default=10, help="task assignments per path and subscriber count")
     parser.add_argument("--subscribers", default="1,50", help="comma-separated subscriber counts (default 1,50)")
     parser.add_argument("--paths", default="paramiko,sshd", help="transports: paramiko, sshd or both (default)")
-    parser.add_argument(
-        "--client",
-        choices=m_notify.CLIENTS,
-        default=m_notify.DEFAULT_CLIENT,
-        help="the subscribers' SSH client (default %(default)s; see bench/wire.py)",
-    )
+    m_notify.add_client_argument(parser)
     parser.add_argument("--json", type=Path, help="also write the table and per-event stage times to this file")
     args = parser.parse_args(argv)
     counts = [int(x) for x in args.subscribers.split(",") if x.strip()]
