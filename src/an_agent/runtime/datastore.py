@@ -37,6 +37,7 @@ from an_agent.runtime.edit import (
     elements,
     qname,
 )
+from an_agent.runtime.validation_scope import TouchedEntry, validation_document, whole_document
 from an_agent.store.agent_store import AgentStore, ConfigUnit
 
 
@@ -191,7 +192,7 @@ class Datastore:
         self._index.clear()  # it indexes the live tree; the copy gets its own entries
         for child in elements(config):
             self._editor.apply(candidate, child, default_operation, ())
-        xml = "".join(etree.tostring(e, encoding="unicode") for e in elements(candidate))
+        xml = whole_document(candidate)
         self._schema.validate_config(xml)
         diff, upserts, deletes, unit_xml = self._diff(candidate)
 
@@ -358,83 +359,10 @@ class Datastore:
         return diff, upserts, deletes
 
     def _validation_document(self, plan: list[_Touched], diff: EditDiff) -> str:
-        """What libyang must see to judge this edit: the touched units and what they name, else everything.
-
-        When the YANG proves that each touched unit's constraints stay in the
-        entry except leafrefs to other units' keys (`Schema.unit_reach`), the
-        document holds the touched entries, the entries their leafrefs name,
-        and every top-level node that is not a unit (a container's own leaves
-        and containers). The untouched units were valid before and nothing
-        they depend on changed. Otherwise, or when a removed entry may be
-        named by a leafref, or a named entry is not found by its key value
-        (libyang may compare it differently), the whole datastore.
-        """
-        keep: dict[int, etree._Element] = {}  # id -> unit entry the document must hold
-        for unit in plan:
-            if unit.container:
-                continue
-            reach = self._schema.unit_reach(unit.path)
-            if reach is None or (reach.referenced and unit.key in diff.removed):
-                return self._whole_document()
-            now = self._current(unit)
-            if now is None:
-                continue
-            keep[id(now)] = now
-            for target in reach.targets:
-                for value in _values_at(now, target.source):
-                    named = self._entry_by_key(target.target_list, value)
-                    if named is None:
-                        return self._whole_document()
-                    keep[id(named)] = named
-        parts: list[str] = []
-        kinds: dict[str, str] = {}  # tag -> "whole" | "unit" (an entry of a unit list) | "container"
-        for top in elements(self._root):
-            kind = kinds.get(top.tag)
-            if kind is None:
-                info = self._schema.schema_node((qname(top),))
-                if info is not None and info.kind == "container":
-                    kind = "container"
-                elif info is not None and info.kind == "list" and self._schema.unit_reach((qname(top),)) is not None:
-                    kind = "unit"
-                else:
-                    kind = "whole"
-                kinds[top.tag] = kind
-            if kind == "whole" or (kind == "unit" and id(top) in keep):
-                parts.append(etree.tostring(top, encoding="unicode"))
-            elif kind == "container":
-                parts.append(etree.tostring(self._container_part(top, keep), encoding="unicode"))
-        return "".join(parts)
-
-    def _whole_document(self) -> str:
-        return "".join(etree.tostring(e, encoding="unicode") for e in elements(self._root))
-
-    def _container_part(self, top: etree._Element, keep: dict[int, etree._Element]) -> etree._Element:
-        """A top-level container with its own nodes, the kept entries of its unit lists and every other entry."""
-        shell = etree.Element(top.tag, nsmap=nsmap_of(top))
-        partial: dict[str, bool] = {}
-        for child in elements(top):
-            if child.tag not in partial:
-                path = (qname(top), qname(child))
-                child_info = self._schema.schema_node(path)
-                is_list = child_info is not None and child_info.kind == "list"
-                partial[child.tag] = is_list and self._schema.unit_reach(path) is not None
-            if not partial[child.tag] or id(child) in keep:
-                shell.append(copy.deepcopy(child))
-        return shell
-
-    def _entry_by_key(self, list_path: SchemaPath, value: str) -> etree._Element | None:
-        """The live entry of the unit list at ``list_path`` whose single key is ``value``."""
-        info = self._schema.schema_node(list_path)
-        if info is None or len(info.keys) != 1:
-            return None
-        parent: etree._Element | None = self._root
-        if len(list_path) == 2:
-            ns, name = list_path[0]
-            parent = self._root.find(f"{{{ns}}}{name}")
-        if parent is None:
-            return None
-        ns, name = list_path[-1]
-        return self._index.entries(parent, f"{{{ns}}}{name}", tuple(info.keys)).get((value,))
+        """What libyang must see to judge this edit (`an_agent.runtime.validation_scope`)."""
+        entries = (unit for unit in plan if not unit.container)
+        touched = [TouchedEntry(unit.path, self._current(unit), unit.key in diff.removed) for unit in entries]
+        return validation_document(self._schema, self._root, self._index, touched)
 
     def _rollback(self, plan: list[_Touched], containers_before: dict[str, etree._Element | None]) -> None:
         """Put every touched unit back as it was: remove what is there now, re-insert the snapshots."""
@@ -526,12 +454,6 @@ class _Touched:
     snapshot: etree._Element | None  # deep copy before the edit; None when it did not exist
     index: int
     container: bool  # a top-level container unit (compared shallow)
-
-
-def _values_at(entry: etree._Element, steps: SchemaPath) -> list[str]:
-    """The text of every element at ``steps`` below ``entry`` (nested lists and leaf-lists give several)."""
-    path = "/".join(f"{{{ns}}}{name}" for ns, name in steps)
-    return [(e.text or "").strip() for e in entry.iterfind(path)]
 
 
 def _serialise(element: etree._Element, shallow: bool) -> str:
