@@ -150,8 +150,9 @@ def test_refusals_create_no_task(server: AgentServer) -> None:
             with pytest.raises(A2AError) as info:
                 await _collect(client.send_message(request))
             errors.append(str(info.value))
-        # Structured data to an existing task is refused: the task is already running (a draft prompt: the
-        # text is the task, no payload is asked for).
+        # Structured data to an existing task is refused: this one already ended (the blocking send waited for
+        # it), and a task that ended takes no message at all (A2A UnsupportedOperationError); a running one
+        # refuses structured data as "already running" (test_a2a_conformance).
         first = await _collect(client.send_message(_text("## target object\nSITE-07\n## task description\ndiagnose")))
         follow = _structured({"cell_ids": ["CELL-1"], "action": "reduce"})
         follow.message.task_id = first[0].task.id
@@ -163,7 +164,7 @@ def test_refusals_create_no_task(server: AgentServer) -> None:
     undeclared, invalid, running = run(server, test)
     assert "not declared" in undeclared
     assert "cell_ids" in invalid and "action" in invalid and "duration_minutes" in invalid, invalid
-    assert "already running" in running
+    assert "already ended as finished" in running
     with AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin") as nc:
         assert len(nc.list_tasks()) == 1  # only the text task
 

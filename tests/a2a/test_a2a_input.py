@@ -113,9 +113,9 @@ def test_answers_are_validated_and_only_for_tasks_that_ask(server: AgentServer, 
     assert client.get_task(waiting.task_id).status == TaskStatus.INPUT_REQUIRED  # nothing changed
     list(client.provide_input(waiting.task_id, text="CELL-7"))
     assert client.get_task(waiting.task_id).status == TaskStatus.FINISHED
-    with pytest.raises(RpcError) as ended:  # a finished task asks for no input
+    with pytest.raises(RpcError) as ended:  # a finished task takes no more messages (A2A UnsupportedOperation)
         next(client.provide_input(waiting.task_id, text="CELL-8"))
-    assert ended.value.error_tag == "operation-failed" and ended.value.app_tag == "no-input-requested", ended.value
+    assert ended.value.error_tag == "operation-failed" and ended.value.app_tag == "task-ended", ended.value
     with pytest.raises(RpcError) as missing:
         next(client.provide_input("no-such-task", text="x"))
     assert missing.value.error_tag == "data-missing", missing.value

@@ -66,7 +66,7 @@ def test_provide_input_refuses_a_task_that_asks_for_none_and_an_empty_answer(mak
     assert failed.result is not None and failed.result.reason == "no neighbour list came"
     with pytest.raises(RpcError) as caught:
         ops.provide_input(ALICE, ProvideInput("late", (DataParam("x", DataType.TEXT, data="n1"),)))
-    assert caught.value.error_tag == "operation-failed" and caught.value.app_tag == "no-input-requested"
+    assert caught.value.error_tag == "operation-failed" and caught.value.app_tag == "task-ended"  # it ended
     assert caught.value.path == "/irtf-agent:tasks/task[task-id='late']"
     with pytest.raises(RpcError) as caught:
         ops.provide_input(ALICE, ProvideInput("ghost", (DataParam("x", DataType.TEXT, data="n1"),)))

@@ -215,8 +215,8 @@ def test_cancel_task_keeps_the_task_queryable_and_refuses_after_the_end(make_ops
     wait_status(ops, "t1", TaskStatus.FINISHED)
     with pytest.raises(RpcError) as caught:
         ops.cancel_task(ALICE, CancelTask("t1"))
-    assert caught.value.error_tag == "operation-failed"
-    assert caught.value.path == "/irtf-agent:tasks/task[task-id='t1']/commuType"
+    assert caught.value.error_tag == "operation-failed" and caught.value.app_tag == "task-ended"
+    assert caught.value.path == "/irtf-agent:tasks/task[task-id='t1']"
 
 
 def test_cancel_of_a_running_task(make_ops: OpsFactory) -> None:
@@ -228,6 +228,11 @@ def test_cancel_of_a_running_task(make_ops: OpsFactory) -> None:
     ops.assign_task(ALICE, AssignTask(Task("t1", content=PROMPT, task_async=True)))
     cancelled = ops.cancel_task(ALICE, CancelTask("t1"))
     assert cancelled.status == TaskStatus.CANCELED and cancelled.commu_type == CommuType.TASK_CANCEL
+    # Again: a no-op (NETCONF's edit), unless the caller refuses ended tasks (A2A: not cancelable).
+    assert ops.cancel_task(ALICE, CancelTask("t1")).status == TaskStatus.CANCELED
+    with pytest.raises(RpcError) as caught:
+        ops.cancel_task(ALICE, CancelTask("t1", refuse_ended=True))
+    assert caught.value.error_tag == "operation-failed" and caught.value.app_tag == "task-ended"
 
 
 def test_negotiate_hands_the_behaviour_the_stored_task_with_its_state(make_ops: OpsFactory) -> None:

@@ -67,7 +67,15 @@ from an_agent.a2a.sdk import (
     protobuf_to_json,
 )
 from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
-from an_agent.errors import AnAgentError, ConfigError, ConnectError, RequestTimeout, SchemaError, TransportError
+from an_agent.errors import (
+    AnAgentError,
+    ConfigError,
+    ConnectError,
+    RequestTimeout,
+    RpcError,
+    SchemaError,
+    TransportError,
+)
 from an_agent.model import ConditionNotification, Task
 from an_agent.schemas.registry import parse_version
 from an_agent.schemas.suggestion import schema_update_suggestions
@@ -429,8 +437,23 @@ class A2AAgentClient:
         )
 
     def resubscribe(self, task_id: str) -> Iterator[TaskEvent]:
-        """Follow a task again: the task now, then its status changes until it ends (none missed)."""
-        return self._events(self._client.subscribe(SubscribeToTaskRequest(id=task_id)))
+        """Follow a task again: the task now, then its status changes until it ends (none missed).
+
+        A task that already ended is the task as it ended: an A2A agent refuses to subscribe to it (spec
+        3.1.6, UnsupportedOperationError), so it is read with `get_task` instead.
+        """
+        followed = False
+        try:
+            for event in self._events(self._client.subscribe(SubscribeToTaskRequest(id=task_id))):
+                followed = True
+                yield event
+        except RpcError:
+            if followed:
+                raise
+            task = self.get_task(task_id)  # data-missing for an unknown task, as the subscription said
+            if task.status is None or not task.status.terminal:
+                raise
+            yield task
 
     def get_task(self, task_id: str) -> Task:
         """The task with its result (`RpcError` data-missing for an unknown id)."""

@@ -49,15 +49,19 @@ from collections.abc import AsyncGenerator, Callable, Collection
 from typing import Any
 
 from lxml import etree
+from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
 from an_agent.a2a.inbound import InboundMessage, read_message
+from an_agent.a2a.listing import list_tasks
 from an_agent.a2a.sdk import (
+    VERSION_HEADER,
     AgentCard,
     CancelTaskRequest,
+    ContentTypeNotSupportedError,
+    DefaultServerCallContextBuilder,
     DeleteTaskPushNotificationConfigRequest,
-    ExtendedAgentCardNotConfiguredError,
     GetExtendedAgentCardRequest,
     GetTaskPushNotificationConfigRequest,
     GetTaskRequest,
@@ -79,11 +83,14 @@ from an_agent.a2a.sdk import (
     TaskPushNotificationConfig,
     TaskState,
     TaskStatusUpdateEvent,
+    UnsupportedOperationError,
     create_jsonrpc_routes,
     create_rest_routes,
     json_to_protobuf,
     protobuf_to_json,
     to_a2a_error,
+    validate_history_length,
+    validate_request_params,
 )
 from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
 from an_agent.errors import RpcError, SchemaError
@@ -98,7 +105,7 @@ from an_agent.model import (
 )
 from an_agent.model import Task as DraftTask
 from an_agent.model.prompt import parse_prompt
-from an_agent.runtime.operations import Operations
+from an_agent.runtime.operations import TASK_ENDED, Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import AssignTask, CancelTask, ProvideInput, ReadScope, Subscribe
 from an_agent.runtime.text_input import AssignText, structured_param
@@ -152,11 +159,17 @@ class OperationsRequestHandler(RequestHandler):
     # -- messages ---------------------------------------------------------------------------------
     def _read(self, message: Message) -> InboundMessage:
         try:
-            return read_message(protobuf_to_json(message), self._declared())
+            inbound = read_message(protobuf_to_json(message), self._declared())
         except SchemaError as exc:
             raise InvalidParamsError(
                 message=f"{exc}: {'; '.join(exc.problems)}", data={"problems": list(exc.problems)}
             ) from None
+        if inbound.unsupported:
+            raise ContentTypeNotSupportedError(
+                message="this agent takes text/plain and JSON data parts only (its skills' input modes): "
+                + "; ".join(inbound.unsupported)
+            )
+        return inbound
 
     def _admit(self, principal: Principal, message: Message, language: str) -> tuple[str, float]:
         """Create the task a new message asks for; returns its id and a log time before it existed.
@@ -165,6 +178,12 @@ class OperationsRequestHandler(RequestHandler):
         payload, or the task asks for the missing keys in ``language``); the rest to `Operations.assign_task`.
         """
         inbound = self._read(message)
+        if message.context_id:
+            # A task is its own context here (the draft's task has none), so a new task cannot join one.
+            raise InvalidParamsError(
+                message=f"contextId {message.context_id!r} cannot be accepted: this agent gives each new task "
+                "its own context (the task id); send without contextId, or with taskId to continue a task"
+            )
         task_id = _metadata(message, TASK_ID_KEY) or str(uuid.uuid4())
         params: list[DataParam] = []
         if inbound.structured is not None:
@@ -200,11 +219,17 @@ class OperationsRequestHandler(RequestHandler):
         A task that asks for no input refuses the message (operation-failed, app-tag no-input-requested).
         """
         task_id = message.task_id
+        if message.context_id and message.context_id != task_id:
+            raise InvalidParamsError(
+                message=f"contextId {message.context_id!r} is not the context of task {task_id} (its contextId is "
+                "the task id)"
+            )
 
         def work() -> object:
             current = self.operations.get_task(principal, task_id)
             inbound = self._read(message)
-            if current.status != TaskStatus.INPUT_REQUIRED and (inbound.structured or inbound.data) is not None:
+            running = current.status != TaskStatus.INPUT_REQUIRED and not (current.status and current.status.terminal)
+            if running and (inbound.structured or inbound.data) is not None:
                 raise InvalidParamsError(
                     message=f"task {task_id} is already running ({current.status or 'created'}): it asks for no "
                     "input, structured data is rejected for it"
@@ -213,6 +238,7 @@ class OperationsRequestHandler(RequestHandler):
 
         return work
 
+    @validate_request_params
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         principal = self._principal(context)
         message = params.message
@@ -227,6 +253,7 @@ class OperationsRequestHandler(RequestHandler):
                 pass
         return await self._task(principal, task_id)
 
+    @validate_request_params
     async def on_message_send_stream(
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
@@ -246,41 +273,53 @@ class OperationsRequestHandler(RequestHandler):
         task = await _call(lambda: self.operations.get_task(principal, task_id))
         return _a2a_task(task)
 
+    @validate_request_params
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
+        validate_history_length(params)  # our tasks keep no message history: a valid length changes nothing
         return await self._task(self._principal(context), params.id)
 
+    @validate_request_params
     async def on_list_tasks(self, params: ListTasksRequest, context: ServerCallContext) -> ListTasksResponse:
+        """The tasks the caller may read (the operation layer's read view), filtered and paged (`list_tasks`)."""
         principal = self._principal(context)
         scope = ReadScope(frozenset({(IRTF_AGENT_NS, "tasks")}), None, False)
         elements = await _call(lambda: self.operations.read(principal, scope))
-        tasks = [
-            DraftTask.from_xml(entry) for top in elements for entry in top.iterchildren(f"{{{IRTF_AGENT_NS}}}task")
-        ]
-        out = ListTasksResponse()
-        for task in tasks:
-            converted = _a2a_task(task)
-            if not params.include_artifacts:
-                converted.ClearField("artifacts")
-            out.tasks.append(converted)
-        out.total_size = len(tasks)
-        out.page_size = len(tasks)
-        return out
+        tasks = (
+            _a2a_task(DraftTask.from_xml(entry))
+            for top in elements
+            for entry in top.iterchildren(f"{{{IRTF_AGENT_NS}}}task")
+        )
+        return list_tasks(tasks, params)
 
+    @validate_request_params
     async def on_cancel_task(self, params: CancelTaskRequest, context: ServerCallContext) -> Task | None:
+        """A task that ended, also as canceled, is not cancelable (spec 3.1.5, `CancelTask.refuse_ended`)."""
         principal = self._principal(context)
+        request = CancelTask(params.id, refuse_ended=True)
         try:
-            task = await asyncio.to_thread(self.operations.cancel_task, principal, CancelTask(params.id))
+            task = await asyncio.to_thread(self.operations.cancel_task, principal, request)
         except RpcError as exc:
             if exc.error_tag == "operation-failed":
                 raise TaskNotCancelableError(message=exc.message, data=to_a2a_error(exc).data) from None
             raise to_a2a_error(exc) from None
         return _a2a_task(task)
 
+    @validate_request_params
     async def on_subscribe_to_task(
         self, params: SubscribeToTaskRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
+        """The task now, then its changes; a task that ended cannot be subscribed to (spec 3.1.6), one that
+        waits for input (interrupted) is answered with its snapshot only, as its stream would have closed."""
         principal = self._principal(context)
         snapshot = await self._task(principal, params.id)
+        if snapshot.status.state in _TERMINAL:
+            state = TaskState.Name(snapshot.status.state)
+            ended = RpcError.operation_failed(
+                f"task {params.id} already ended ({state}): there is nothing to subscribe to, read it with GetTask",
+                path=f"/irtf-agent:tasks/task[task-id='{params.id}']",
+                app_tag=TASK_ENDED,
+            )
+            raise to_a2a_error(ended)  # UnsupportedOperationError
         yield snapshot
         if snapshot.status.state in _ENDED:
             return
@@ -337,7 +376,7 @@ class OperationsRequestHandler(RequestHandler):
         finally:
             await asyncio.to_thread(self.operations.close_session, session_id)
 
-    # -- not implemented (the card says so) ---------------------------------------------------------
+    # -- not implemented (the card says so: capabilities.pushNotifications false, no extendedAgentCard) --
     async def on_create_task_push_notification_config(
         self, params: TaskPushNotificationConfig, context: ServerCallContext
     ) -> TaskPushNotificationConfig:
@@ -361,20 +400,17 @@ class OperationsRequestHandler(RequestHandler):
     async def on_get_extended_agent_card(
         self, params: GetExtendedAgentCardRequest, context: ServerCallContext
     ) -> AgentCard:
-        raise ExtendedAgentCardNotConfiguredError
+        raise UnsupportedOperationError(
+            message="this agent has no extended agent card (capabilities.extendedAgentCard)"
+        )
 
 
-_ENDED = frozenset(
+_TERMINAL = frozenset(
     TaskState.Value(name)
-    for name in (
-        "TASK_STATE_COMPLETED",
-        "TASK_STATE_FAILED",
-        "TASK_STATE_CANCELED",
-        "TASK_STATE_REJECTED",
-        "TASK_STATE_INPUT_REQUIRED",
-        "TASK_STATE_AUTH_REQUIRED",
-    )
+    for name in ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED")
 )
+_ENDED = _TERMINAL | {TaskState.Value(name) for name in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED")}
+"""Terminal or interrupted: where a blocking SendMessage returns and a stream closes (spec 3.2.2)."""
 
 
 def _metadata(message: Message, key: str) -> str:
@@ -442,4 +478,21 @@ def sdk_routes(
 ) -> list[BaseRoute]:
     """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`."""
     handler = OperationsRequestHandler(operations, declared_schemas, principal_of)
-    return [*create_jsonrpc_routes(handler, JSONRPC_PATH), *create_rest_routes(handler, path_prefix=REST_PREFIX)]
+    context = _ContextBuilder()
+    return [
+        *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context),
+        *create_rest_routes(handler, path_prefix=REST_PREFIX, context_builder=context),
+    ]
+
+
+class _ContextBuilder(DefaultServerCallContextBuilder):
+    """The SDK's call context, also taking ``A2A-Version`` as a query parameter when no header gives it (spec
+    3.6.1: clients MAY send it so); the SDK's version check reads the headers only."""
+
+    def build(self, request: Request) -> ServerCallContext:
+        context = super().build(request)
+        headers = context.state.get("headers")
+        version = request.query_params.get(VERSION_HEADER)
+        if isinstance(headers, dict) and version and not headers.get(VERSION_HEADER.lower()):
+            headers[VERSION_HEADER.lower()] = version
+        return context

@@ -7,7 +7,10 @@ A message is taken in its ProtoJSON form (``MessageToDict``). `read_message` fin
   are ignored, as the extension says. A name the agent does not declare, or data that is not a JSON
   object, is a structured-input error (`StructuredInputError`); the message then creates no task;
 - the text: every text part, joined by blank lines (for the NL mapping or a prompt);
-- the first data part that declares no schema (keys answering an ``input-required``).
+- the first data part that declares no schema (keys answering an ``input-required``);
+- the parts of a media type no skill takes (`InboundMessage.unsupported`): file parts (``raw`` or
+  ``url``), text parts whose ``mediaType`` is not ``text/plain``, data parts whose ``mediaType`` is not
+  JSON. The face refuses such a message (A2A ``ContentTypeNotSupportedError``) rather than drop them.
 
 Numbers arrive as JSON doubles from protobuf-based clients (``google.protobuf.Value`` has no integer):
 `integral_numbers` turns every integral double back into an integer, which is the same JSON number,
@@ -44,6 +47,8 @@ class InboundMessage:
     answering an ``input-required`` that asks for payload keys."""
     ignored_parts: tuple[int, ...] = field(default=())
     """Indexes of further structured parts that were ignored (extension section 3)."""
+    unsupported: tuple[str, ...] = field(default=())
+    """One line per part of a media type the agent does not take, e.g. ``parts[1]: a file part (image/png)``."""
 
 
 def integral_numbers(value: Any) -> Any:
@@ -77,11 +82,22 @@ def read_message(message: Mapping[str, Any], declared: Collection[str]) -> Inbou
     ignored: list[int] = []
     texts: list[str] = []
     plain: dict[str, Any] | None = None
+    unsupported: list[str] = []
     for index, part in enumerate(message.get("parts") or []):
         if not isinstance(part, Mapping):
             continue
+        media = _bare_media_type(part.get("mediaType"))
+        if "raw" in part or "url" in part:
+            unsupported.append(f"parts[{index}]: a file part ({media or 'no media type'})")
+            continue
         if isinstance(part.get("text"), str):
+            if media not in ("", "text/plain"):
+                unsupported.append(f"parts[{index}]: a text part of type {media}")
+                continue
             texts.append(part["text"])
+            continue
+        if "data" in part and media not in ("", "application/json"):
+            unsupported.append(f"parts[{index}]: a data part of type {media}")
             continue
         schema = part_schema(part) if "data" in part else None
         if schema is None:
@@ -108,4 +124,10 @@ def read_message(message: Mapping[str, Any], declared: Collection[str]) -> Inbou
         text="\n\n".join(t for t in texts if t.strip()),
         data=plain,
         ignored_parts=tuple(ignored),
+        unsupported=tuple(unsupported),
     )
+
+
+def _bare_media_type(value: object) -> str:
+    """A part's ``mediaType`` without its parameters, lower case ("" when absent)."""
+    return value.split(";", 1)[0].strip().lower() if isinstance(value, str) else ""

@@ -5,6 +5,8 @@ use from here, and errors cross between the SDK's and ours only here, in both di
 
 - `to_a2a_error`: an operation's `RpcError` -> the A2A error the SDK serialises (JSON-RPC code and
   HTTP status), carrying the RFC 6241 fields (error-tag, error-type, error-path, app-tag) in its data;
+  a refused change to a task that ended (app-tag ``task-ended``) or asks for no input
+  (``no-input-requested``) is ``UnsupportedOperationError`` (spec 3.1.1);
 - `from_a2a_error`: what the SDK client raises -> ours. An A2A error whose data carries those fields
   becomes the same `RpcError` the operation raised on the agent; other A2A errors map by class
   (task not found -> data-missing, not cancelable -> operation-failed, bad params -> invalid-value);
@@ -26,7 +28,9 @@ from a2a.client.card_resolver import parse_agent_card
 from a2a.client.errors import A2AClientError, A2AClientTimeoutError, AgentCardResolutionError
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
+from a2a.server.request_handlers.request_handler import validate_request_params
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
+from a2a.server.routes.common import DefaultServerCallContextBuilder
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -48,8 +52,10 @@ from a2a.types import (
     TaskState,
     TaskStatusUpdateEvent,
 )
+from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE, VERSION_HEADER
 from a2a.utils.errors import (
     A2AError,
+    ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
     InternalError,
     InvalidParamsError,
@@ -59,17 +65,29 @@ from a2a.utils.errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from a2a.utils.task import (
+    ListTasksCursor,
+    decode_list_tasks_cursor,
+    encode_list_tasks_cursor,
+    validate_history_length,
+    validate_page_size,
+)
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message as ProtoMessage
 
 from an_agent.errors import AnAgentError, AuthError, ConnectError, ErrorType, RequestTimeout, RpcError
+from an_agent.runtime.operations import TASK_ENDED
 
 __all__ = [
+    "DEFAULT_LIST_TASKS_PAGE_SIZE",
+    "VERSION_HEADER",
     "A2AError",
     "AgentCard",
     "CancelTaskRequest",
     "ClientConfig",
     "ClientFactory",
+    "ContentTypeNotSupportedError",
+    "DefaultServerCallContextBuilder",
     "DeleteTaskPushNotificationConfigRequest",
     "ExtendedAgentCardNotConfiguredError",
     "GetExtendedAgentCardRequest",
@@ -80,6 +98,7 @@ __all__ = [
     "InvalidRequestError",
     "ListTaskPushNotificationConfigsRequest",
     "ListTaskPushNotificationConfigsResponse",
+    "ListTasksCursor",
     "ListTasksRequest",
     "ListTasksResponse",
     "Message",
@@ -100,11 +119,16 @@ __all__ = [
     "UnsupportedOperationError",
     "create_jsonrpc_routes",
     "create_rest_routes",
+    "decode_list_tasks_cursor",
+    "encode_list_tasks_cursor",
     "from_a2a_error",
     "json_to_protobuf",
     "parse_card",
     "protobuf_to_json",
     "to_a2a_error",
+    "validate_history_length",
+    "validate_page_size",
+    "validate_request_params",
 ]
 
 P = TypeVar("P", bound=ProtoMessage)
@@ -117,6 +141,11 @@ _BY_TAG: dict[str, type[A2AError]] = {
     "bad-element": InvalidParamsError,
     "unknown-element": InvalidParamsError,
     "data-exists": InvalidParamsError,
+}
+_BY_APP_TAG: dict[str, type[A2AError]] = {
+    # A message to a task that ended, or to one that asks for no input: A2A's "not supported" (spec 3.1.1).
+    TASK_ENDED: UnsupportedOperationError,
+    "no-input-requested": UnsupportedOperationError,
 }
 
 
@@ -151,7 +180,8 @@ def to_a2a_error(exc: RpcError) -> A2AError:
         data["app-tag"] = exc.app_tag
     if exc.error_tag == "access-denied":
         return InvalidRequestError(message=f"access denied: {message}", data=data)
-    return _BY_TAG.get(exc.error_tag, InternalError)(message=message, data=data)
+    by_app_tag = _BY_APP_TAG.get(exc.app_tag or "") if exc.error_tag == "operation-failed" else None
+    return (by_app_tag or _BY_TAG.get(exc.error_tag, InternalError))(message=message, data=data)
 
 
 def from_a2a_error(exc: BaseException) -> AnAgentError:

@@ -360,8 +360,15 @@ class Operations:
             raise
 
     def cancel_task(self, principal: Principal, request: CancelTask, session_id: int = 0) -> Task:
-        """taskCancel: the task ends as ``canceled`` and stays queryable; returns it."""
-        self.get_task(principal, request.task_id)  # data-missing for an unknown task
+        """taskCancel: the task ends as ``canceled`` and stays queryable; returns it.
+
+        `RpcError` data-missing for an unknown task; operation-failed when it already ended (app-tag
+        ``task-ended``), but for a task already ``canceled``, which is returned as it is unless
+        ``request.refuse_ended``.
+        """
+        status = self.get_task(principal, request.task_id).status  # data-missing for an unknown task
+        if status is not None and status.terminal and (status != TaskStatus.CANCELED or request.refuse_ended):
+            raise _ended(request.task_id, status, "it can no longer be cancelled")
         cancel = Task(request.task_id, commu_type=CommuType.TASK_CANCEL)
         entry = etree.Element(TASK_TAG)
         etree.SubElement(entry, TASK_ID_TAG).text = cancel.task_id
@@ -375,12 +382,14 @@ class Operations:
     def provide_input(self, principal: Principal, request: ProvideInput, session_id: int = 0) -> Task:
         """Answer a task's ``input-required``: the edit goes through admission and the task resumes; returns it.
 
-        `RpcError` data-missing for an unknown task, operation-failed (app-tag
-        ``no-input-requested``) when the task asks for no input, missing-element
-        when the request provides nothing.
+        `RpcError` data-missing for an unknown task, operation-failed when it already ended (app-tag
+        ``task-ended``) or asks for no input (app-tag ``no-input-requested``), missing-element when the
+        request provides nothing.
         """
         current = self.get_task(principal, request.task_id)
         path = f"/irtf-agent:tasks/task[task-id='{request.task_id}']"
+        if current.status is not None and current.status.terminal:
+            raise _ended(request.task_id, current.status, "it takes no more input")
         if current.status != TaskStatus.INPUT_REQUIRED:
             raise RpcError.operation_failed(
                 f"task {request.task_id} is {current.status or 'not started'}: it asks for no input",
@@ -474,3 +483,15 @@ class Operations:
         """Approve/reject a schema patch or withdraw a key (schema administrators only)."""
         self._exec(principal, f"an-agent-schema:{decision.kind}")
         return self._schema_service().decide(decision, principal.name)
+
+
+TASK_ENDED = "task-ended"
+"""App-tag of the operation-failed refusing a change to a task that already ended (cancel, input)."""
+
+
+def _ended(task_id: str, status: TaskStatus, what: str) -> RpcError:
+    return RpcError.operation_failed(
+        f"task {task_id} already ended as {status.value}: {what}",
+        path=f"/irtf-agent:tasks/task[task-id='{task_id}']",
+        app_tag=TASK_ENDED,
+    )

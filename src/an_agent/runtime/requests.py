@@ -40,6 +40,9 @@ class CancelTask:
     """taskCancel: the task stays queryable with status ``canceled``."""
 
     task_id: str
+    refuse_ended: bool = False
+    """Refuse a task that already ended, also one already ``canceled`` (A2A's CancelTask: a terminal task is
+    not cancelable); False: cancelling a canceled task again is a no-op (a NETCONF edit that changes nothing)."""
 
 
 @dataclass(frozen=True)
