@@ -2,9 +2,17 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import ssl
+from collections.abc import Awaitable, Callable
 from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
+from a2a.types import AgentCard, Message, Part, Role, SendMessageRequest, StreamResponse
+from google.protobuf.struct_pb2 import Struct
 
 from an_agent.agents.default import DefaultBehaviour
 from an_agent.clock import ManualClock, from_rfc3339
@@ -12,6 +20,9 @@ from an_agent.model import AgentProfile
 from an_agent.server import AgentServer, ServerConfig
 from fake_embedder import FakeEmbedder
 from support import TEST_PROFILE
+
+T = TypeVar("T")
+ENERGY = "application/json;schema=energy_saving_adjust_v1"
 
 
 def energy_profile() -> AgentProfile:
@@ -43,3 +54,40 @@ def energy_agent_config(state_dir: Path, work_seconds: float) -> ServerConfig:
         embedder=FakeEmbedder(),
         clock=ManualClock(from_rfc3339("2026-10-05T00:00:00Z")),
     )
+
+
+def run(
+    server: AgentServer, test: Callable[[Any, AgentCard, httpx.AsyncClient], Awaitable[T]], binding: str = "JSONRPC"
+) -> T:
+    """Resolve the card and build the SDK client (streaming, over ``binding``), then run ``test``."""
+    assert server.a2a is not None
+    base = server.a2a.url
+    assert base.startswith("https://")  # the tests' agents serve HTTPS (energy_agent_config)
+
+    async def main() -> T:
+        async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30, verify=verify(server)) as http:
+            card = await A2ACardResolver(http, base).get_agent_card()
+            config = ClientConfig(httpx_client=http, streaming=True, supported_protocol_bindings=[binding])
+            client = ClientFactory(config).create(card)
+            return await test(client, card, http)
+
+    return asyncio.run(main())
+
+
+def structured(data: dict[str, Any], mime: str = ENERGY, text: str | None = None) -> SendMessageRequest:
+    """A user message with one data part declaring ``mime`` (and a text part first when ``text``)."""
+    part = Part(metadata=Struct())
+    part.data.struct_value.update(data)
+    part.metadata.update({"mimeType": mime})
+    parts = [Part(text=text), part] if text else [part]
+    return SendMessageRequest(message=Message(message_id="m1", role=Role.ROLE_USER, parts=parts))
+
+
+def text(words: str) -> SendMessageRequest:
+    """A user message with one text part."""
+    return SendMessageRequest(message=Message(message_id="m2", role=Role.ROLE_USER, parts=[Part(text=words)]))
+
+
+async def collect(stream: Any) -> list[StreamResponse]:
+    """Every event of an SDK stream (or the one reply of a non-streaming send)."""
+    return [event async for event in stream]

@@ -3,78 +3,34 @@ resubscription, cancel, and the same task over NETCONF."""
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import httpx
 import pytest
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
     GetTaskRequest,
-    Message,
-    Part,
-    Role,
-    SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
     TaskState,
 )
 from a2a.utils.errors import A2AError
-from a2asupport import energy_agent_config, verify
+from a2asupport import ENERGY, collect, energy_agent_config, run, structured, text, verify
 from google.protobuf.json_format import MessageToDict
-from google.protobuf.struct_pb2 import Struct
 from jsonschema import Draft202012Validator
 
 from an_agent.model import TaskStatus
 from an_agent.nc.agent_client import AgentClient
 from an_agent.server import AgentServer
 
-T = TypeVar("T")
-ENERGY = "application/json;schema=energy_saving_adjust_v1"
-
 
 @pytest.fixture
 def server(tmp_path: Path) -> Iterator[AgentServer]:
     with AgentServer(energy_agent_config(tmp_path / "state", 0.3)) as running:
         yield running
-
-
-def run(
-    server: AgentServer, test: Callable[[Any, AgentCard, httpx.AsyncClient], Awaitable[T]], binding: str = "JSONRPC"
-) -> T:
-    """Resolve the card and build the SDK client (streaming, over ``binding``), then run ``test``."""
-    assert server.a2a is not None
-    base = server.a2a.url
-    assert base.startswith("https://")
-
-    async def main() -> T:
-        async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30, verify=verify(server)) as http:
-            card = await A2ACardResolver(http, base).get_agent_card()
-            config = ClientConfig(httpx_client=http, streaming=True, supported_protocol_bindings=[binding])
-            client = ClientFactory(config).create(card)
-            return await test(client, card, http)
-
-    return asyncio.run(main())
-
-
-def _structured(data: dict[str, Any], mime: str = ENERGY, text: str | None = None) -> SendMessageRequest:
-    part = Part(metadata=Struct())
-    part.data.struct_value.update(data)
-    part.metadata.update({"mimeType": mime})
-    parts = [Part(text=text), part] if text else [part]
-    return SendMessageRequest(message=Message(message_id="m1", role=Role.ROLE_USER, parts=parts))
-
-
-def _text(text: str) -> SendMessageRequest:
-    return SendMessageRequest(message=Message(message_id="m2", role=Role.ROLE_USER, parts=[Part(text=text)]))
-
-
-async def _collect(stream: Any) -> list[StreamResponse]:
-    return [event async for event in stream]
 
 
 def _states(events: list[StreamResponse]) -> list[str]:
@@ -114,7 +70,7 @@ def test_structured_message_streams_to_completion_and_reads_over_netconf(server:
     payload = {"cell_ids": ["CELL-0401"], "action": "reduce", "duration_minutes": 30}
 
     async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> list[StreamResponse]:
-        return await _collect(client.send_message(_structured(payload)))
+        return await collect(client.send_message(structured(payload)))
 
     events = run(server, test, binding)
     # The task first (in whatever state it has reached), then every change from the log in order.
@@ -133,7 +89,7 @@ def test_structured_message_streams_to_completion_and_reads_over_netconf(server:
 def test_text_message_without_streaming_returns_the_finished_task(server: AgentServer) -> None:
     async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> list[StreamResponse]:
         client._config.streaming = False
-        return await _collect(client.send_message(_text("## target object\nSITE-07\n## task description\ndiagnose")))
+        return await collect(client.send_message(text("## target object\nSITE-07\n## task description\ndiagnose")))
 
     (event,) = run(server, test)
     assert TaskState.Name(event.task.status.state) == "TASK_STATE_COMPLETED"
@@ -144,20 +100,20 @@ def test_refusals_create_no_task(server: AgentServer) -> None:
     async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> list[str]:
         errors = []
         for request in (
-            _structured({"a": 1}, mime="application/json;schema=teleport_v1"),
-            _structured({"cell_ids": "CELL-1", "action": "explode", "duration_minutes": 1.5}),
+            structured({"a": 1}, mime="application/json;schema=teleport_v1"),
+            structured({"cell_ids": "CELL-1", "action": "explode", "duration_minutes": 1.5}),
         ):
             with pytest.raises(A2AError) as info:
-                await _collect(client.send_message(request))
+                await collect(client.send_message(request))
             errors.append(str(info.value))
         # Structured data to an existing task is refused: this one already ended (the blocking send waited for
         # it), and a task that ended takes no message at all (A2A UnsupportedOperationError); a running one
         # refuses structured data as "already running" (test_a2a_conformance).
-        first = await _collect(client.send_message(_text("## target object\nSITE-07\n## task description\ndiagnose")))
-        follow = _structured({"cell_ids": ["CELL-1"], "action": "reduce"})
+        first = await collect(client.send_message(text("## target object\nSITE-07\n## task description\ndiagnose")))
+        follow = structured({"cell_ids": ["CELL-1"], "action": "reduce"})
         follow.message.task_id = first[0].task.id
         with pytest.raises(A2AError) as info:
-            await _collect(client.send_message(follow))
+            await collect(client.send_message(follow))
         errors.append(str(info.value))
         return errors
 
@@ -172,13 +128,13 @@ def test_refusals_create_no_task(server: AgentServer) -> None:
 @pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
 def test_resubscribe_after_disconnect_misses_nothing_and_cancel(server: AgentServer, binding: str) -> None:
     async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> tuple[list[str], list[str], str, str]:
-        stream = client.send_message(_structured({"cell_ids": ["CELL-0401"], "action": "suspend"}))
+        stream = client.send_message(structured({"cell_ids": ["CELL-0401"], "action": "suspend"}))
         first = await anext(stream)
         await stream.aclose()  # the client goes away right after the task exists
         task_id = first.task.id
-        again = await _collect(client.subscribe(SubscribeToTaskRequest(id=task_id)))
+        again = await collect(client.subscribe(SubscribeToTaskRequest(id=task_id)))
         # A second task, cancelled while it runs.
-        other = await anext(client.send_message(_text("diagnose SITE-09")))
+        other = await anext(client.send_message(text("diagnose SITE-09")))
         cancelled = await client.cancel_task(CancelTaskRequest(id=other.task.id))
         stored = await client.get_task(GetTaskRequest(id=other.task.id))
         return (

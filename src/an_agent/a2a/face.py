@@ -14,7 +14,8 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
   task's ``input-required`` (`Operations.provide_input`, the same edit a NETCONF assigner makes): its
   structured part, a data part without schema (keys asked for) and text become data-params of the task's
   ``msg-data`` (a draft prompt becomes the new content) and the task resumes; a task that asks for no
-  input refuses it (structured data: "already running"). While it waits, the task's ``TASK_STATE_INPUT_REQUIRED``
+  input refuses it ("already running", the schemas extension's section 3; one that ended: A2A's
+  UnsupportedOperationError, spec 3.1.1). While it waits, the task's ``TASK_STATE_INPUT_REQUIRED``
   status message says what is missing (`an_agent.a2a.convert`). Without ``returnImmediately`` the call
   returns once the task is terminal or interrupted. The message metadata may name the agent it is sent
   for (``an-agent/task-sendFrom``, refused unless the caller may speak for it; default: the caller)
@@ -100,7 +101,6 @@ from an_agent.model import (
     ConditionNotification,
     DataParam,
     DataType,
-    TaskStatus,
     build_prompt,
 )
 from an_agent.model import Task as DraftTask
@@ -216,7 +216,8 @@ class OperationsRequestHandler(RequestHandler):
         The structured part becomes a data-param ``application/json;schema=<name>`` (validated by the
         operation layer against the template, like an assignment's); text that is a draft prompt becomes
         the task's new content, other text a ``text/plain`` data-param; both are added to ``msg-data``.
-        A task that asks for no input refuses the message (operation-failed, app-tag no-input-requested).
+        A task that asks for no input refuses the message (operation-failed, app-tag no-input-requested: A2A
+        UnsupportedOperationError), one that ended too (app-tag task-ended).
         """
         task_id = message.task_id
         if message.context_id and message.context_id != task_id:
@@ -226,14 +227,7 @@ class OperationsRequestHandler(RequestHandler):
             )
 
         def work() -> object:
-            current = self.operations.get_task(principal, task_id)
             inbound = self._read(message)
-            running = current.status != TaskStatus.INPUT_REQUIRED and not (current.status and current.status.terminal)
-            if running and (inbound.structured or inbound.data) is not None:
-                raise InvalidParamsError(
-                    message=f"task {task_id} is already running ({current.status or 'created'}): it asks for no "
-                    "input, structured data is rejected for it"
-                )
             return self.operations.provide_input(principal, ProvideInput(task_id, *_answer_parts(task_id, inbound)))
 
         return work

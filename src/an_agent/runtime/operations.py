@@ -392,7 +392,7 @@ class Operations:
             raise _ended(request.task_id, current.status, "it takes no more input")
         if current.status != TaskStatus.INPUT_REQUIRED:
             raise RpcError.operation_failed(
-                f"task {request.task_id} is {current.status or 'not started'}: it asks for no input",
+                f"task {request.task_id} is already running ({current.status or 'created'}): it asks for no input",
                 path=path,
                 app_tag="no-input-requested",
             )
