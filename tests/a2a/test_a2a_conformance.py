@@ -226,8 +226,9 @@ def test_a_client_context_id_is_refused_not_replaced(server: AgentServer) -> Non
 
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_parts_of_media_types_no_skill_takes_are_refused(server: AgentServer, binding: str) -> None:
-    """Spec 3.1.1 ContentTypeNotSupportedError; before, a file part was dropped (text + file made a task
-    from the text alone) or called a message "with neither text nor data" (InvalidParams)."""
+    """Spec 3.1.1/3.3.2 ContentTypeNotSupportedError, for a part or for the artifact acceptedOutputModes
+    allow; before, a file part was dropped (text + file made a task from the text alone) or called a message
+    "with neither text nor data" (InvalidParams), and output modes were not looked at."""
 
     async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> list[str]:
         messages = [
@@ -241,13 +242,19 @@ def test_parts_of_media_types_no_skill_takes_are_refused(server: AgentServer, bi
             with pytest.raises(ContentTypeNotSupportedError) as info:
                 await collect(client.send_message(request))
             out.append(str(info.value))
+        images_only = structured(PAYLOAD)  # results are text or JSON: an artifact it could not take
+        images_only.configuration.accepted_output_modes.append("image/png")
+        with pytest.raises(ContentTypeNotSupportedError) as info:
+            await collect(client.send_message(images_only))
+        out.append(str(info.value))
         return out
 
     before = _rpc(server, "ListTasks", {})["result"]["totalSize"]
-    first, second, third = run(server, test, binding)
+    first, second, third, output = run(server, test, binding)
     assert "parts[1]: a file part (image/png)" in first
     assert "parts[0]: a file part (image/png)" in second
     assert "text/html" in third
+    assert "acceptedOutputModes image/png" in output
     assert _rpc(server, "ListTasks", {})["result"]["totalSize"] == before  # no task was made
 
 

@@ -7,7 +7,7 @@ from a2a.types import Message, Part, Role
 from google.protobuf.json_format import MessageToDict
 from google.protobuf.struct_pb2 import Struct, Value
 
-from an_agent.a2a.inbound import integral_numbers, read_message
+from an_agent.a2a.inbound import accepts_our_output, integral_numbers, read_message
 from an_agent.errors import SchemaError
 
 DECLARED = {"energy_saving_adjust_v1", "fault_diagnosis_v1"}
@@ -70,3 +70,32 @@ def test_integral_numbers() -> None:
         "c": True,
         "d": "4.0",
     }
+
+
+def test_parts_of_other_media_types_are_named_not_dropped() -> None:
+    message = _message(
+        Part(text="diagnose"),
+        Part(url="https://example.net/a.png", media_type="image/png"),
+        Part(text="<p>x</p>", media_type="text/html; charset=utf-8"),
+        _data_part({"a": 1}, None),
+        Part(text="plain", media_type="text/plain; charset=utf-8"),
+    )
+    inbound = read_message(message, DECLARED)
+    assert inbound.unsupported == ("parts[1]: a file part (image/png)", "parts[2]: a text part of type text/html")
+    assert inbound.text == "diagnose\n\nplain" and inbound.data == {"a": 1}
+
+
+@pytest.mark.parametrize(
+    ("accepted", "ok"),
+    [
+        ([], True),
+        (["image/png"], False),
+        (["image/png", "application/json;schema=fault_diagnosis_report_v1"], True),
+        (["text/*"], True),
+        (["*/*"], True),
+        (["application/*"], True),
+        (["image/*", "application/xml"], False),
+    ],
+)
+def test_accepted_output_modes(accepted: list[str], ok: bool) -> None:
+    assert accepts_our_output(accepted) is ok

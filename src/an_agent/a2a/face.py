@@ -54,7 +54,7 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
-from an_agent.a2a.inbound import InboundMessage, read_message
+from an_agent.a2a.inbound import InboundMessage, accepts_our_output, read_message
 from an_agent.a2a.listing import list_tasks
 from an_agent.a2a.sdk import (
     VERSION_HEADER,
@@ -235,6 +235,7 @@ class OperationsRequestHandler(RequestHandler):
     @validate_request_params
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         principal = self._principal(context)
+        _check_output_modes(params)
         message = params.message
         if message.task_id:
             async for _ in self._follow(principal, message.task_id, None, self._answer(principal, message)):
@@ -252,6 +253,7 @@ class OperationsRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         principal = self._principal(context)
+        _check_output_modes(params)
         message = params.message
         if message.task_id:
             async for event in self._follow(principal, message.task_id, None, self._answer(principal, message)):
@@ -405,6 +407,17 @@ _TERMINAL = frozenset(
 )
 _ENDED = _TERMINAL | {TaskState.Value(name) for name in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED")}
 """Terminal or interrupted: where a blocking SendMessage returns and a stream closes (spec 3.2.2)."""
+
+
+def _check_output_modes(params: SendMessageRequest) -> None:
+    """Refuse a message whose ``acceptedOutputModes`` take none of the media types results come in (spec
+    3.3.2: ContentTypeNotSupportedError, a media type "implied for an artifact")."""
+    accepted = list(params.configuration.accepted_output_modes)
+    if not accepts_our_output(accepted):
+        raise ContentTypeNotSupportedError(
+            message=f"acceptedOutputModes {', '.join(accepted)}: this agent's results are text/plain or "
+            "application/json (application/json;schema=<name> for a structured result)"
+        )
 
 
 def _metadata(message: Message, key: str) -> str:

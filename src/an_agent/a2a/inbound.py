@@ -131,3 +131,20 @@ def read_message(message: Mapping[str, Any], declared: Collection[str]) -> Inbou
 def _bare_media_type(value: object) -> str:
     """A part's ``mediaType`` without its parameters, lower case ("" when absent)."""
     return value.split(";", 1)[0].strip().lower() if isinstance(value, str) else ""
+
+
+_OUR_OUTPUT = ("text/plain", "application/json")
+"""What results are in (the card's ``defaultOutputModes``): text, or JSON with or without a schema."""
+
+
+def accepts_our_output(accepted: Collection[str]) -> bool:
+    """Whether a client's ``acceptedOutputModes`` (empty: anything) take text/plain or JSON, ranges included
+    (``text/*``, ``*/*``); a mode with parameters such as ``application/json;schema=<name>`` counts as its type."""
+    if not accepted:
+        return True
+    for mode in accepted:
+        bare = _bare_media_type(mode)
+        kind, _, sub = bare.partition("/")
+        if bare in _OUR_OUTPUT or bare == "*/*" or (sub == "*" and any(o.startswith(kind + "/") for o in _OUR_OUTPUT)):
+            return True
+    return False
