@@ -26,9 +26,15 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
   result artifact before ``completed``. A resubscription replays the task's log from its start, so a
   client that reconnects misses nothing.
 - ``GetTask``/``ListTasks``/``CancelTask`` are `Operations.get_task`/`read`/`cancel_task`; the A2A task
-  id is the NETCONF task-id, states map through `an_agent.a2a.states`.
+  id is the NETCONF task-id, states map through `an_agent.a2a.states`. ListTasks' filters and cursor
+  pages are `an_agent.a2a.listing`'s; a task that ended is not cancelable (``TaskNotCancelableError``,
+  also when already canceled) and cannot be subscribed to (``UnsupportedOperationError``), spec 3.1.5-6.
+- What the spec refuses is refused before anything is made: required fields and ``historyLength`` (the
+  SDK's checks, ``InvalidParams``), parts of a media type no skill takes and ``acceptedOutputModes`` that
+  take neither text nor JSON (``ContentTypeNotSupportedError``), a client ``contextId`` (a task is its own
+  context: ``InvalidParams``, spec 3.4.1). ``A2A-Version`` may also come as a query parameter (3.6.1).
 - The caller is the authenticated user of the request (HTTP Basic, `an_agent.a2a.server`); push
-  notifications are not implemented (the card says so).
+  notifications and an extended card are not implemented (the card says so; spec 3.3.4's errors).
 
 Why not the SDK's ``DefaultRequestHandler`` (checked against 1.3.0; docs/architecture.md has the
 function-by-function account): its ``ActiveTask`` consumer writes every executor event to the
@@ -43,7 +49,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import json
 import logging
 import uuid
 from collections.abc import AsyncGenerator, Callable, Collection
@@ -54,8 +59,9 @@ from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
-from an_agent.a2a.inbound import InboundMessage, accepts_our_output, read_message
+from an_agent.a2a.inbound import InboundMessage, read_message
 from an_agent.a2a.listing import list_tasks
+from an_agent.a2a.messages import answer_parts, check_output_modes, metadata_string, sender, task_content
 from an_agent.a2a.sdk import (
     VERSION_HEADER,
     AgentCard,
@@ -93,15 +99,13 @@ from an_agent.a2a.sdk import (
     validate_history_length,
     validate_request_params,
 )
-from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
+from an_agent.a2a.states import TASK_ID_KEY
 from an_agent.errors import RpcError, SchemaError
 from an_agent.model import (
     IRTF_AGENT_NS,
     CommuType,
     ConditionNotification,
     DataParam,
-    DataType,
-    build_prompt,
 )
 from an_agent.model import Task as DraftTask
 from an_agent.model.prompt import parse_prompt
@@ -184,7 +188,7 @@ class OperationsRequestHandler(RequestHandler):
                 message=f"contextId {message.context_id!r} cannot be accepted: this agent gives each new task "
                 "its own context (the task id); send without contextId, or with taskId to continue a task"
             )
-        task_id = _metadata(message, TASK_ID_KEY) or str(uuid.uuid4())
+        task_id = metadata_string(message, TASK_ID_KEY) or str(uuid.uuid4())
         params: list[DataParam] = []
         if inbound.structured is not None:
             structured = inbound.structured
@@ -195,11 +199,11 @@ class OperationsRequestHandler(RequestHandler):
             raise InvalidParamsError(message="the message has neither text nor a structured data part")
         task = DraftTask(
             task_id,
-            send_from=_sender(principal, message),
+            send_from=sender(principal, message),
             send_to=self.operations.profile.name,
             commu_type=CommuType.TASK_ASSIGN,
             task_async=True,  # A2A answers at once (or streams): the assignment must not wait for the end
-            content=_content(inbound.text, params),
+            content=task_content(inbound.text, params),
             msg_data=[p.id for p in params],
         )
         since = self.operations.clock.now()
@@ -228,14 +232,14 @@ class OperationsRequestHandler(RequestHandler):
 
         def work() -> object:
             inbound = self._read(message)
-            return self.operations.provide_input(principal, ProvideInput(task_id, *_answer_parts(task_id, inbound)))
+            return self.operations.provide_input(principal, ProvideInput(task_id, *answer_parts(task_id, inbound)))
 
         return work
 
     @validate_request_params
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         principal = self._principal(context)
-        _check_output_modes(params)
+        check_output_modes(params)
         message = params.message
         if message.task_id:
             async for _ in self._follow(principal, message.task_id, None, self._answer(principal, message)):
@@ -253,7 +257,7 @@ class OperationsRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         principal = self._principal(context)
-        _check_output_modes(params)
+        check_output_modes(params)
         message = params.message
         if message.task_id:
             async for event in self._follow(principal, message.task_id, None, self._answer(principal, message)):
@@ -409,73 +413,10 @@ _ENDED = _TERMINAL | {TaskState.Value(name) for name in ("TASK_STATE_INPUT_REQUI
 """Terminal or interrupted: where a blocking SendMessage returns and a stream closes (spec 3.2.2)."""
 
 
-def _check_output_modes(params: SendMessageRequest) -> None:
-    """Refuse a message whose ``acceptedOutputModes`` take none of the media types results come in (spec
-    3.3.2: ContentTypeNotSupportedError, a media type "implied for an artifact")."""
-    accepted = list(params.configuration.accepted_output_modes)
-    if not accepts_our_output(accepted):
-        raise ContentTypeNotSupportedError(
-            message=f"acceptedOutputModes {', '.join(accepted)}: this agent's results are text/plain or "
-            "application/json (application/json;schema=<name> for a structured result)"
-        )
-
-
-def _metadata(message: Message, key: str) -> str:
-    """A string of the message's metadata ("" when absent)."""
-    value = message.metadata.fields.get(key) if message.HasField("metadata") else None
-    return value.string_value if value is not None else ""
-
-
-def _sender(principal: Principal, message: Message) -> str:
-    """``task-sendFrom``: the agent named in the message metadata (`SENDER_KEY`) when the caller may
-    speak for it, else the caller's default (`Principal.default_sender`)."""
-    agent = _metadata(message, SENDER_KEY)
-    if not agent:
-        default = principal.default_sender()
-        if default is None:
-            raise InvalidRequestError(
-                message=f"{principal.name} sends as one of {', '.join(sorted(principal.agent_names))}: "
-                f"name it in the message metadata {SENDER_KEY!r}"
-            )
-        return default
-    if not principal.may_speak_for(agent):
-        raise InvalidRequestError(message=f"access denied: {principal.name} may not send tasks as {agent}")
-    return agent
-
-
-def _answer_parts(task_id: str, inbound: InboundMessage) -> tuple[tuple[DataParam, ...], str | None]:
-    """The data-params and new content of a message answering ``input-required`` (`_answer`)."""
-    stamp = uuid.uuid4().hex[:12]  # message ids are the client's and may repeat
-    params: list[DataParam] = []
-    prefix = f"{task_id}-input-{stamp}"
-    if inbound.structured is not None:
-        structured = inbound.structured
-        params.append(structured_param(f"{prefix}-payload", structured.schema_id, structured.payload, "A2A data part"))
-    content = inbound.text if inbound.text and parse_prompt(inbound.text).complete else None
-    for suffix, fmt, data in (
-        ("data", "application/json", None if inbound.data is None else json.dumps(inbound.data)),
-        ("text", "text/plain", inbound.text if content is None else None),
-    ):
-        if data:
-            what = f"{suffix} part of an A2A message answering input-required"
-            params.append(DataParam(f"{prefix}-{suffix}", DataType.TEXT, description=what, format=fmt, data=data))
-    return tuple(params), content
-
-
 def _language(context: ServerCallContext) -> str:
     """The caller's preferred language (HTTP ``Accept-Language``) among those the templates are served in."""
     headers = context.state.get("headers")
     return pick_language(headers.get("accept-language") if isinstance(headers, dict) else None)
-
-
-def _content(text: str, params: list[DataParam]) -> str:
-    """The task's prompt: the message's text when it is already a draft prompt, else one built around it."""
-    if text and parse_prompt(text).complete:
-        return text
-    if params:
-        what = f"the {params[0].format} payload of data-param {params[0].id}"
-        return build_prompt(what, text or f"the task {params[0].format} describes")
-    return build_prompt(text, text)
 
 
 def sdk_routes(
