@@ -312,12 +312,15 @@ def test_push_notifications_and_extended_card_are_not_supported(server: AgentSer
 
 
 def test_version_is_negotiated_by_header_or_query_parameter(server: AgentServer) -> None:
-    """Spec 3.6: no A2A-Version means 0.3, which this 1.0 agent refuses (VersionNotSupportedError -32009);
-    the version may come as a request parameter instead of the header (before: refused as 0.3)."""
+    """Spec 3.6: no A2A-Version means 0.3, which this 1.0 agent refuses (VersionNotSupportedError -32009), as
+    it refuses 1.1 (Major.Minor must match; before, the SDK took any 1.x); the version may come as a request
+    parameter instead of the header (before: refused as 0.3)."""
     assert server.a2a is not None
     assert _rpc(server, "ListTasks", {}, headers={})["error"]["code"] == -32009
     assert _rpc(server, "ListTasks", {}, headers={"A2A-Version": "0.5"})["error"]["code"] == -32009
+    assert _rpc(server, "ListTasks", {}, headers={"A2A-Version": "1.1"})["error"]["code"] == -32009  # Major.Minor
     assert "result" in _rpc(server, "ListTasks", {}, headers={"a2a-version": "1.0"})
+    assert "result" in _rpc(server, "ListTasks", {}, headers={"A2A-Version": "1.0.3"})  # patch not considered
     for url in (f"{server.a2a.url}/rest/tasks?A2A-Version=1.0", f"{server.a2a.url}/rest/tasks"):
         reply = httpx.get(url, auth=("admin", "admin"), verify=verify(server), timeout=30)
         assert reply.status_code == (200 if "A2A-Version" in url else 400), reply.text

@@ -58,6 +58,7 @@ from lxml import etree
 from starlette.requests import Request
 from starlette.routing import BaseRoute
 
+from an_agent.a2a.card import A2A_PROTOCOL_VERSION
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
 from an_agent.a2a.inbound import InboundMessage, read_message
 from an_agent.a2a.listing import list_tasks
@@ -91,6 +92,7 @@ from an_agent.a2a.sdk import (
     TaskState,
     TaskStatusUpdateEvent,
     UnsupportedOperationError,
+    VersionNotSupportedError,
     create_jsonrpc_routes,
     create_rest_routes,
     json_to_protobuf,
@@ -435,12 +437,19 @@ def sdk_routes(
 
 class _ContextBuilder(DefaultServerCallContextBuilder):
     """The SDK's call context, also taking ``A2A-Version`` as a query parameter when no header gives it (spec
-    3.6.1: clients MAY send it so); the SDK's version check reads the headers only."""
+    3.6.1: clients MAY send it so), and refusing a version whose Major.Minor is not the card's (3.6.2: the
+    SDK takes any 1.x; a patch number is not considered). No version is left to the SDK: 0.3, refused."""
 
     def build(self, request: Request) -> ServerCallContext:
         context = super().build(request)
         headers = context.state.get("headers")
-        version = request.query_params.get(VERSION_HEADER)
-        if isinstance(headers, dict) and version and not headers.get(VERSION_HEADER.lower()):
+        if not isinstance(headers, dict):
+            return context
+        version = headers.get(VERSION_HEADER.lower()) or request.query_params.get(VERSION_HEADER)
+        if version:
+            if version.strip().split(".")[:2] != A2A_PROTOCOL_VERSION.split("."):
+                raise VersionNotSupportedError(
+                    message=f"A2A version {version!r} is not supported: this agent speaks {A2A_PROTOCOL_VERSION}"
+                )
             headers[VERSION_HEADER.lower()] = version
         return context

@@ -64,6 +64,7 @@ from a2a.utils.errors import (
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
+    VersionNotSupportedError,
 )
 from a2a.utils.task import (
     ListTasksCursor,
@@ -117,6 +118,7 @@ __all__ = [
     "TaskState",
     "TaskStatusUpdateEvent",
     "UnsupportedOperationError",
+    "VersionNotSupportedError",
     "create_jsonrpc_routes",
     "create_rest_routes",
     "decode_list_tasks_cursor",
