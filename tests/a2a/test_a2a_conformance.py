@@ -278,8 +278,9 @@ def test_get_task_validates_history_length_and_id(server: AgentServer, binding: 
 @pytest.mark.parametrize("binding", BINDINGS)
 def test_push_notifications_and_extended_card_are_not_supported(server: AgentServer, binding: str) -> None:
     """Spec 3.3.4: the card declares neither, so PushNotificationNotSupportedError for the four push methods
-    and UnsupportedOperationError for GetExtendedAgentCard (before: ExtendedAgentCardNotConfiguredError,
-    the error of an agent that declares the capability)."""
+    and for a push config in a message (before: silently ignored) and UnsupportedOperationError for
+    GetExtendedAgentCard (before: ExtendedAgentCardNotConfiguredError, the error of an agent that declares
+    the capability); a negative historyLength in a message's configuration is InvalidParams (3.2.4)."""
 
     async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> AgentCard:
         calls = (
@@ -293,6 +294,14 @@ def test_push_notifications_and_extended_card_are_not_supported(server: AgentSer
         for call in calls:
             with pytest.raises(PushNotificationNotSupportedError):
                 await call
+        inline = structured(PAYLOAD)  # a webhook in the message's configuration: refused, no task made
+        inline.configuration.task_push_notification_config.url = "https://127.0.0.1:9/hook"
+        with pytest.raises(PushNotificationNotSupportedError):
+            await collect(client.send_message(inline))
+        negative = structured(PAYLOAD)
+        negative.configuration.history_length = -1
+        with pytest.raises(InvalidParamsError):
+            await collect(client.send_message(negative))
         return card
 
     card = run(server, test, binding)

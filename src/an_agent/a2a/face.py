@@ -62,7 +62,7 @@ from an_agent.a2a.card import A2A_PROTOCOL_VERSION
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json
 from an_agent.a2a.inbound import InboundMessage, read_message
 from an_agent.a2a.listing import list_tasks
-from an_agent.a2a.messages import answer_parts, check_output_modes, metadata_string, sender, task_content
+from an_agent.a2a.messages import answer_parts, check_configuration, metadata_string, sender, task_content
 from an_agent.a2a.sdk import (
     VERSION_HEADER,
     AgentCard,
@@ -241,7 +241,7 @@ class OperationsRequestHandler(RequestHandler):
     @validate_request_params
     async def on_message_send(self, params: SendMessageRequest, context: ServerCallContext) -> Task | Message:
         principal = self._principal(context)
-        check_output_modes(params)
+        check_configuration(params)
         message = params.message
         if message.task_id:
             async for _ in self._follow(principal, message.task_id, None, self._answer(principal, message)):
@@ -259,7 +259,7 @@ class OperationsRequestHandler(RequestHandler):
         self, params: SendMessageRequest, context: ServerCallContext
     ) -> AsyncGenerator[Event, None]:
         principal = self._principal(context)
-        check_output_modes(params)
+        check_configuration(params)
         message = params.message
         if message.task_id:
             async for event in self._follow(principal, message.task_id, None, self._answer(principal, message)):

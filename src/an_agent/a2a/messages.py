@@ -1,6 +1,6 @@
 """What an A2A user message becomes in the draft's terms (no SDK import beyond `an_agent.a2a.sdk`): the
 agent it is sent for, the data-params and prompt of the task it makes or answers, and the refusal of
-output modes no result comes in. `an_agent.a2a.face` calls these; the operation layer decides the rest.
+message configurations it cannot honour. `an_agent.a2a.face` calls these; the operation layer decides the rest.
 """
 
 from __future__ import annotations
@@ -9,7 +9,14 @@ import json
 import uuid
 
 from an_agent.a2a.inbound import InboundMessage, accepts_our_output
-from an_agent.a2a.sdk import ContentTypeNotSupportedError, InvalidRequestError, Message, SendMessageRequest
+from an_agent.a2a.sdk import (
+    ContentTypeNotSupportedError,
+    InvalidRequestError,
+    Message,
+    PushNotificationNotSupportedError,
+    SendMessageRequest,
+    validate_history_length,
+)
 from an_agent.a2a.states import SENDER_KEY
 from an_agent.model import DataParam, DataType, build_prompt
 from an_agent.model.prompt import parse_prompt
@@ -17,9 +24,20 @@ from an_agent.runtime.principal import Principal
 from an_agent.runtime.text_input import structured_param
 
 
-def check_output_modes(params: SendMessageRequest) -> None:
-    """Refuse a message whose ``acceptedOutputModes`` take none of the media types results come in (spec
-    3.3.2: ContentTypeNotSupportedError, a media type "implied for an artifact")."""
+def check_configuration(params: SendMessageRequest) -> None:
+    """Refuse a message configuration this agent cannot honour, before anything is made.
+
+    ``historyLength`` below zero (``InvalidParamsError``, spec 3.2.4); a push notification config (the card
+    declares no push notifications: ``PushNotificationNotSupportedError``, spec 3.3.4, rather than a
+    webhook that would never be called); ``acceptedOutputModes`` that take none of the media types results
+    come in (``ContentTypeNotSupportedError``, spec 3.3.2: a media type "implied for an artifact").
+    """
+    validate_history_length(params.configuration)
+    if params.configuration.HasField("task_push_notification_config"):
+        raise PushNotificationNotSupportedError(
+            message="this agent sends no push notifications (capabilities.pushNotifications is false): "
+            "follow the task with SendStreamingMessage, SubscribeToTask or GetTask"
+        )
     accepted = list(params.configuration.accepted_output_modes)
     if not accepts_our_output(accepted):
         raise ContentTypeNotSupportedError(
