@@ -34,6 +34,7 @@ from a2a.utils.errors import (
 )
 from a2asupport import collect, energy_agent_config, run, structured, text, verify
 
+from an_agent.model import Task as DraftTask
 from an_agent.model import TaskStatus
 from an_agent.nc.agent_client import AgentClient
 from an_agent.server import AgentServer
@@ -341,3 +342,32 @@ def test_version_is_negotiated_by_header_or_query_parameter(server: AgentServer)
         timeout=30,
     )
     assert "result" in reply.json(), reply.text
+
+
+@pytest.mark.slow
+def test_a_task_assigned_over_netconf_is_the_same_task_over_a2a(server: AgentServer) -> None:
+    """One task store, both faces: a NETCONF assignment is found, listed and followed over A2A, its states
+    mapped through the one table (processing -> WORKING with the exact draft status in the metadata)."""
+    with AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin") as nc:
+        nc.assign_task(DraftTask("nc-made-1", send_from="admin", content=PROMPT, task_async=True))
+
+    async def test(client: Any, card: AgentCard, http: httpx.AsyncClient) -> dict[str, Any]:
+        task = await client.get_task(GetTaskRequest(id="nc-made-1"))
+        listed = await client.list_tasks(ListTasksRequest(context_id="nc-made-1"))
+        followed = await collect(client.subscribe(SubscribeToTaskRequest(id="nc-made-1")))
+        return {"task": task, "listed": listed, "followed": followed}
+
+    got = run(server, test)
+    task = got["task"]
+    assert task.id == task.context_id == "nc-made-1"
+    assert TaskState.Name(task.status.state) == "TASK_STATE_WORKING"
+    assert task.metadata["an-agent/task-status"] == "processing"
+    assert [t.id for t in got["listed"].tasks] == ["nc-made-1"]
+    followed = got["followed"]
+    assert followed[0].task.id == "nc-made-1"
+    last = followed[-1].status_update
+    assert (
+        TaskState.Name(last.status.state) == "TASK_STATE_COMPLETED"
+        and last.metadata["an-agent/task-status"] == "finished"
+    )
+    assert _netconf_status(server, "nc-made-1") == TaskStatus.FINISHED
