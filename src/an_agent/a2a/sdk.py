@@ -77,7 +77,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message as ProtoMessage
 
 from an_agent.errors import AnAgentError, AuthError, ConnectError, ErrorType, RequestTimeout, RpcError
-from an_agent.runtime.operations import TASK_ENDED
+from an_agent.runtime.operations import NO_INPUT_REQUESTED, TASK_ENDED
 
 __all__ = [
     "DEFAULT_LIST_TASKS_PAGE_SIZE",
@@ -147,7 +147,7 @@ _BY_TAG: dict[str, type[A2AError]] = {
 _BY_APP_TAG: dict[str, type[A2AError]] = {
     # A message to a task that ended, or to one that asks for no input: A2A's "not supported" (spec 3.1.1).
     TASK_ENDED: UnsupportedOperationError,
-    "no-input-requested": UnsupportedOperationError,
+    NO_INPUT_REQUESTED: UnsupportedOperationError,
 }
 
 

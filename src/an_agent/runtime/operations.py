@@ -394,7 +394,7 @@ class Operations:
             raise RpcError.operation_failed(
                 f"task {request.task_id} is already running ({current.status or 'created'}): it asks for no input",
                 path=path,
-                app_tag="no-input-requested",
+                app_tag=NO_INPUT_REQUESTED,
             )
         if not request.data_params and request.content is None:
             raise RpcError.missing_element(
@@ -487,6 +487,8 @@ class Operations:
 
 TASK_ENDED = "task-ended"
 """App-tag of the operation-failed refusing a change to a task that already ended (cancel, input)."""
+NO_INPUT_REQUESTED = "no-input-requested"
+"""App-tag of the operation-failed refusing input for a running task that asks for none."""
 
 
 def _ended(task_id: str, status: TaskStatus, what: str) -> RpcError:
