@@ -14,8 +14,9 @@ What comes from where:
   modes ``text/plain`` first, then ``application/json;schema=<schema_id>`` for each schema mode of the
   profile that names a template the agent serves (by schema_id or scenario); output modes likewise,
   where a schema mode is kept only when such a result schema is served. A mode naming a schema the
-  agent does not serve is dropped, so the card never advertises what the agent refuses; the draft's
-  short mode ``text`` is written ``text/plain``. Each accepted input schema adds one JSON example;
+  agent does not serve is dropped, and so is an input mode other than text and JSON (the face refuses
+  file parts), so the card never advertises what the agent refuses; the draft's short mode ``text`` is
+  written ``text/plain``. Each accepted input schema adds one JSON example;
 - ``schemas`` (root) and ``capabilities.extensions[0].params.schemas``: one JSON Schema 2020-12 per
   template (`an_agent.schemas.jsonschema`);
 - ``supportedInterfaces``: the JSON-RPC URL first (preferred), HTTP+JSON when served (``/rest``), then the NETCONF
@@ -157,7 +158,9 @@ def _modes(modes: Sequence[str], by_name: dict[str, Template]) -> tuple[list[str
 def _skill(profile: AgentProfile, skill: Skill, by_name: dict[str, Template]) -> dict[str, Any]:
     inputs, accepted = _modes(skill.input_modes, by_name)
     outputs, _ = _modes(skill.output_modes, by_name)
-    inputs = [TEXT, *(m for m in inputs if m != TEXT)]
+    # The face takes text and JSON data parts only (`an_agent.a2a.inbound`): another mode the profile
+    # names (a file type) would be refused with ContentTypeNotSupportedError, so the card does not claim it.
+    inputs = [TEXT, *(m for m in inputs if m != TEXT and m.split(";", 1)[0] == JSON)]
     examples = list(skill.examples)
     examples += [json.dumps(example_payloads(t)[0], sort_keys=True) for t in accepted]
     out: dict[str, Any] = {
