@@ -253,8 +253,10 @@ class EvolutionEngine:
 
     def _accept(self, valid: Sequence[tuple[str, ValidatedPayload, int | None]]) -> list[Acceptance]:
         texts = [text for _, validated, _ in valid for text in validated.other.fragments]
-        vectors = iter(self.embedder.embed(texts))
+        embedded = self.embedder.embed(texts)
+        vectors = iter(embedded)
         with self._lock:
+            self._state.phrases.remember(texts, embedded)  # synthesis reads its cluster's newest fragments
             now = self.clock.now()
             with self.store.transaction():
                 self._steward.due(now)
@@ -295,6 +297,7 @@ class EvolutionEngine:
         kept = [(client_id, schema_id, text) for client_id, schema_id, text in cleaned if text]
         vectors = self.embedder.embed([text for _, _, text in kept])
         with self._lock:
+            self._state.phrases.remember([text for _, _, text in kept], vectors)
             now = self.clock.now()
             with self.store.transaction():
                 self._steward.due(now)

@@ -258,17 +258,10 @@ def find_alternatives(
     n = len(texts)
     if n < 4:
         return []
-    per_text = [{_stem(w) for w in _WORD.findall(t.lower()) if w not in stop_words and len(w) >= 3} for t in texts]
-    surface: dict[str, Counter[str]] = {}
-    for t in texts:
-        for w in _WORD.findall(t.lower()):
-            if w not in stop_words and len(w) >= 3:
-                surface.setdefault(_stem(w), Counter())[w] += 1
-    df = Counter(s for words in per_text for s in words)
-    candidates = [s for s, c in df.most_common() if _ALT_MIN_SHARE_EACH <= c <= _ALT_MAX_TOPIC * n]
+    per_text, candidates, words = _candidates(texts, stop_words)
     if len(candidates) < 2:
         return []
-    vectors = embedder.embed([surface[c].most_common(1)[0][0] for c in candidates])
+    vectors = embedder.embed(words)
     sims = vectors @ vectors.T
     doc_sets = [{i for i, words in enumerate(per_text) if c in words} for c in candidates]
     best: list[int] = []
@@ -301,4 +294,25 @@ def find_alternatives(
         return []
     if not _share_a_frame([candidates[i] for i in best], texts):
         return []
-    return [(surface[candidates[i]].most_common(1)[0][0], frozenset({candidates[i]})) for i in best]
+    return [(words[i], frozenset({candidates[i]})) for i in best]
+
+
+def _candidates(texts: Sequence[str], stop_words: frozenset[str]) -> tuple[list[set[str]], list[str], list[str]]:
+    """(stems of each fragment, candidate value stems, each candidate's most frequent surface word)."""
+    per_text = [{_stem(w) for w in _WORD.findall(t.lower()) if w not in stop_words and len(w) >= 3} for t in texts]
+    surface: dict[str, Counter[str]] = {}
+    for t in texts:
+        for w in _WORD.findall(t.lower()):
+            if w not in stop_words and len(w) >= 3:
+                surface.setdefault(_stem(w), Counter())[w] += 1
+    df = Counter(s for words in per_text for s in words)
+    candidates = [s for s, c in df.most_common() if _ALT_MIN_SHARE_EACH <= c <= _ALT_MAX_TOPIC * len(texts)]
+    return per_text, candidates, [surface[c].most_common(1)[0][0] for c in candidates]
+
+
+def alternative_words(texts: Sequence[str], stop_words: frozenset[str]) -> list[str]:
+    """The words `find_alternatives` embeds for these fragments (to embed them ahead, with others)."""
+    if len(texts) < 4:
+        return []
+    words = _candidates(texts, stop_words)[2]
+    return words if len(words) >= 2 else []

@@ -180,10 +180,14 @@ def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
     return counts
 
 
+def ranked_candidates(texts: Sequence[str]) -> list[str]:
+    """The phrases `rank_phrases` scores for these fragments (to embed them ahead, with others)."""
+    return [p for p, _ in candidate_phrases([main_clause(t) for t in texts]).most_common(_MAX_PHRASES)]
+
+
 def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) -> list[tuple[float, str]]:
     """Candidate phrases of the fragments' main clauses, best name first (clause-like phrases last)."""
-    counts = candidate_phrases([main_clause(t) for t in texts])
-    phrases = [p for p, _ in counts.most_common(_MAX_PHRASES)]
+    phrases = ranked_candidates(texts)
     if not phrases:
         return []
     sims = embedder.embed(phrases) @ centroid
@@ -210,10 +214,11 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     causal = sum(1 for t in texts if _CAUSAL & set(tokens(t))) >= 0.3 * len(texts)
     heads = [h for h in _HEADS if causal or h != "cause"]
     candidates = [*heads, *(f"{m} {h}" for m in modifiers for h in heads)]
-    value_vectors = embedder.embed(list(spec.enum))
+    # One embedding call for both: each call pays a forward pass's fixed cost again.
+    embedded = embedder.embed([*spec.enum, *candidates])
+    value_vectors, vectors = embedded[: len(spec.enum)], embedded[len(spec.enum) :]
     value_centroid = value_vectors.sum(axis=0)
     value_centroid = value_centroid / (np.linalg.norm(value_centroid) or 1.0)
-    vectors = embedder.embed(candidates)
     scores = 0.5 * (vectors @ value_centroid) + 0.5 * (vectors @ centroid)
     # A bare head ("type") says less than "power source": a small bonus for the two-word form.
     scores = scores + np.array([0.0 if " " not in c else 0.03 for c in candidates], dtype=np.float32)

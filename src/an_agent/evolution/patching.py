@@ -23,6 +23,7 @@ from an_agent.evolution.synthesis import (
     induce_key,
     is_security_relevant,
     refine_key,
+    synthesis_phrases,
 )
 from an_agent.evolution.trigger import GateResult, evaluate_gate
 
@@ -127,6 +128,9 @@ class PatchMaker:
         s = self._s
         fragments = s.store.fragments(cluster.cluster_id, limit=SYNTHESIS_FRAGMENTS)
         texts = [f.text for f in fragments]
+        existing = self._visible_keys(cluster.schema_id, gate.client_id)
+        # One forward pass for what the steps below would embed in ten small calls (most cached already).
+        s.phrases.prefetch(synthesis_phrases(texts, existing))
         vectors = s.phrases.embed(texts)
         core = core_of(vectors)
         if core.cohesion < s.config.min_cohesion:
@@ -143,7 +147,6 @@ class PatchMaker:
                 )
             )
             return
-        existing = self._visible_keys(cluster.schema_id, gate.client_id)
         taken = frozenset(k.key.key_name for k in existing) | frozenset(s.compat_keys(cluster.schema_id, None))
         induced = induce_key(
             texts,

@@ -21,7 +21,7 @@ from an_agent.evolution.patches import Patch
 from an_agent.evolution.policy import UpdatePolicy
 from an_agent.evolution.pool import Cluster, SchemaPool, Vector
 from an_agent.evolution.trigger import GateResult
-from an_agent.schemas.embedding import Embedder
+from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.template import KeyDef
 from an_agent.store.evolution import ClusterRow, EvolutionStore
@@ -43,28 +43,58 @@ class AlignmentJudge:
 
 
 class CachedEmbedder:
-    """Remembers the vectors of up to ``limit`` texts (oldest forgotten first)."""
+    """Remembers the vectors of up to ``limit`` texts (oldest forgotten first), and of recent fragments.
 
-    def __init__(self, inner: Embedder, limit: int = 20_000) -> None:
+    Synthesis embeds the same texts again and again (key anchors, allowed values, a cluster's
+    fragments and their candidate phrases): each is computed once. Each `embed` call pays a forward
+    pass's fixed cost, so a caller that knows what it will need embeds it ahead in one call
+    (`prefetch`). The pool's fragments were embedded at ingest: `remember` keeps the vectors of the
+    last ``recent_limit`` of them (apart, so that a stream of fragments does not push the anchors out),
+    and synthesis finds its cluster's newest fragments there instead of embedding them again. A vector
+    is the model's for the text, whichever call computed it (equal to float rounding).
+    """
+
+    def __init__(self, inner: Embedder, limit: int = 20_000, recent_limit: int = 2_048) -> None:
         self._inner = inner
         self._limit = limit
+        self._recent_limit = recent_limit
         self._cache: dict[str, Vector] = {}
+        self._recent: dict[str, Vector] = {}
 
     @property
     def dimension(self) -> int:
         return self._inner.dimension
 
-    def embed(self, texts: Sequence[str]) -> Vector:
+    def remember(self, texts: Sequence[str], vectors: Vectors) -> None:
+        """Keep these (text, vector) pairs of freshly embedded fragments among the recent ones."""
+        for text, vector in zip(texts, vectors, strict=True):
+            self._recent.pop(text, None)  # re-inserted: newest last
+            self._recent[text] = vector
+        _trim(self._recent, self._recent_limit)
+
+    def prefetch(self, texts: Sequence[str]) -> None:
+        """Embed, in one call, those of ``texts`` not known yet."""
+        self._fill(texts)
+        _trim(self._cache, self._limit)
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        todo = [t for t in dict.fromkeys(texts) if t not in self._cache]
+        self._fill(texts)
+        out = np.stack([self._cache[t] if t in self._cache else self._recent[t] for t in texts])
+        _trim(self._cache, self._limit)
+        return out
+
+    def _fill(self, texts: Sequence[str]) -> None:
+        todo = [t for t in dict.fromkeys(texts) if t not in self._cache and t not in self._recent]
         if todo:
             for text, vector in zip(todo, self._inner.embed(todo), strict=True):
                 self._cache[text] = vector
-        out = np.stack([self._cache[t] for t in texts])
-        while len(self._cache) > self._limit:
-            del self._cache[next(iter(self._cache))]
-        return out
+
+
+def _trim(cache: dict[str, Vector], limit: int) -> None:
+    while len(cache) > limit:
+        del cache[next(iter(cache))]
 
 
 @dataclass

@@ -28,8 +28,8 @@ from typing import Any, Literal
 import numpy as np
 
 from an_agent.evolution.cohesion import Core, core_of, rejoin
-from an_agent.evolution.inference import ValueSpec, infer_value
-from an_agent.evolution.naming import STOP_WORDS, name_key, snake_name
+from an_agent.evolution.inference import ValueSpec, alternative_words, infer_value
+from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
 from an_agent.schemas.anchors import key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.template import OTHER_KEY, KeyDef
@@ -258,21 +258,48 @@ def new_value(key: KeyDef, candidate: InducedKey, vectors: Vectors, embedder: Em
     similarity to an allowed value, both in words.
     """
     values = [v.replace("_", " ") for v in key.constraints.enum]
-    heads = [h for h, n in Counter(v.split()[-1] for v in values if " " in v).items() if n >= 2]
+    heads = _value_heads(values)
     phrases = [candidate.phrase, *candidate.alternatives]
     words = [w for w in dict.fromkeys(" ".join(phrases).lower().split()) if w.isalpha() and w not in STOP_WORDS]
     styled = [f"{w} {h}" for w in words for h in heads if w != h]
     candidates = list(dict.fromkeys(styled or phrases))
     centroid = vectors.sum(axis=0)
     centroid = centroid / (np.linalg.norm(centroid) or 1.0)
-    embedded = embedder.embed(candidates)
-    best = candidates[int(np.argmax(embedded @ centroid))]
     # Kinship without the shared head: 'software failure' is kin to 'hardware failure' because software
     # is kin to hardware, not because both end in 'failure'.
     strip = _strip_heads(heads) if styled else (lambda text: text)
     stripped_values = [strip(v) for v in values]
-    fit = float(np.max(embedder.embed(stripped_values) @ embedder.embed([strip(best)])[0]))
-    return snake_name(best), fit
+    # One embedding call for everything (each call pays a forward pass's fixed cost again).
+    embedded = embedder.embed([*candidates, *stripped_values, *(strip(c) for c in candidates)])
+    n = len(candidates)
+    best_index = int(np.argmax(embedded[:n] @ centroid))
+    stripped_best = embedded[n + len(values) + best_index]
+    fit = float(np.max(embedded[n : n + len(values)] @ stripped_best))
+    return snake_name(candidates[best_index]), fit
+
+
+def synthesis_phrases(texts: Sequence[str], existing: Sequence[ExistingKey]) -> list[str]:
+    """The texts a synthesis over these fragments will likely embed, to embed them ahead in one call.
+
+    The fragments themselves, the candidate words of a closed set (`inference.alternative_words`) and of
+    a name (`naming.ranked_candidates`), and the anchors and allowed values (in words) of the keys the
+    client sees (`find_conflict`). The synthesis works on the cluster's core, a subset of ``texts``:
+    what it needs beyond this list it embeds itself; with an embedder that caches by text
+    (`state.CachedEmbedder`) a synthesis then costs one forward pass or a few instead of ten calls.
+    """
+    out = [*texts, *alternative_words(texts, STOP_WORDS), *ranked_candidates(texts)]
+    for item in existing:
+        if item.key.key_name != OTHER_KEY:
+            out.extend(key_anchors(item.key))
+            values = [v.replace("_", " ") for v in item.key.constraints.enum]
+            out.extend(values)
+            out.extend(map(_strip_heads(_value_heads(values)), values))
+    return list(dict.fromkeys(out))
+
+
+def _value_heads(values: Sequence[str]) -> list[str]:
+    """The head words that at least two allowed values (in words) share ('failure' of 'power failure')."""
+    return [h for h, n in Counter(v.split()[-1] for v in values if " " in v).items() if n >= 2]
 
 
 def _strip_heads(heads: Sequence[str]) -> Callable[[str], str]:
