@@ -211,6 +211,10 @@ def test_screened_choices_are_the_unscreened_ones() -> None:
     decisions: dict[str, list[str | None]] = {"plain": [], "screened": []}
     for column, v in enumerate(batch[20:]):
         for name, pool, col in (("plain", plain, None), ("screened", screened, column)):
+            if column in (40, 80):  # a merge and an eviction while the batch is placed
+                largest = sorted(pool.clusters.values(), key=lambda c: (-c.size, c.cluster_id))
+                pool.merge(largest[0], largest[1], 100 + column)
+                pool.remove(largest[-1])
             chosen = pool.choose(v, col)
             decisions[name].append(chosen.cluster_id if chosen is not None else None)
             if chosen is not None:

@@ -203,7 +203,11 @@ class PoolKeeper:
                     cluster.state = "evicted"
                     s.save_cluster(cluster)
                 else:
-                    s.store.delete_cluster(cluster.cluster_id, with_fragments=True)
+                    # Its fragments stay until the window prune below takes them with the rest of their
+                    # time: deleting them now would rewrite a scattered page of the table and of each
+                    # index per evicted cluster (most are one-offs), the write-through cost that grew
+                    # with the table. Nothing reads them: cluster ids are never reused.
+                    s.store.delete_cluster(cluster.cluster_id, with_fragments=False)
         if not s.keep_history:
             waiting = [
                 c.cluster_id for p in s.pools.values() for c in p.clusters.values() if c.state in ("queued", "pending")

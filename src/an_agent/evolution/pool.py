@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -46,13 +46,24 @@ Matrix = npt.NDArray[np.float32]
 class _Screen:
     """Similarities of a batch of fragments to the centroids as they were when the batch began.
 
-    ``dirty`` names the clusters changed (started, joined, merged, removed) since: their column entries
-    are stale and are recomputed; every other entry is exact, so screening changes no decision.
+    A cluster changed since (started, joined, merged, removed) has its row set to -inf, once, when it
+    changes: the row is stale. ``dirty`` lists the changed clusters still live, whose similarities are
+    recomputed per fragment; every other entry is exact, so screening changes no decision.
     """
 
     ids: list[str]
     sims: Matrix  # (clusters, fragments)
-    dirty: set[str] = field(default_factory=set)
+    rows: dict[str, int] = field(default_factory=dict)  # cluster id -> its row in ``sims``
+    dirty: dict[str, None] = field(default_factory=dict)  # an ordered set
+
+    def touch(self, cluster_id: str, live: bool) -> None:
+        row = self.rows.pop(cluster_id, None)
+        if row is not None:
+            self.sims[row] = -np.inf
+        if live:
+            self.dirty[cluster_id] = None
+        else:
+            self.dirty.pop(cluster_id, None)
 
 
 def decayed(heat: float, since: float, now: float, half_life_s: float) -> float:
@@ -83,12 +94,21 @@ class Cluster:
     window_clients: Counter[str] = field(default_factory=Counter)
     clients: Counter[str] = field(default_factory=Counter)
     members: deque[Vector] = field(default_factory=lambda: deque(maxlen=MEMBER_SAMPLE))
+    _sample: Matrix | None = field(default=None, repr=False, compare=False)  # ``members`` stacked, until they change
+
+    def add_members(self, units: Iterable[Vector]) -> None:
+        """Add vectors to the member sample (the oldest leave beyond ``MEMBER_SAMPLE``)."""
+        self.members.extend(units)
+        self._sample = None
 
     def member_affinity(self, unit: Vector) -> float:
         """Mean similarity of ``unit`` to its ``MEMBER_NEIGHBOURS`` most similar sampled members (1 if none)."""
         if not self.members:
             return 1.0
-        sims = np.stack(list(self.members)) @ unit
+        if self._sample is None:
+            # Stacked once per change of the sample, not once per fragment that looks at the cluster.
+            self._sample = np.stack(list(self.members))
+        sims = self._sample @ unit
         k = min(MEMBER_NEIGHBOURS, len(sims))
         return float(np.mean(np.partition(sims, len(sims) - k)[-k:]))
 
@@ -219,14 +239,14 @@ class SchemaPool:
         keeps the cost per fragment flat when a scenario holds ``max_clusters_per_schema`` clusters.
         """
         ids, sims = self._index.screen(units)
-        self._screen = _Screen(ids, sims)
+        self._screen = _Screen(ids, sims, {cluster_id: row for row, cluster_id in enumerate(ids)})
 
     def close_screen(self) -> None:
         self._screen = None
 
     def _touch(self, cluster_id: str) -> None:
         if self._screen is not None:
-            self._screen.dirty.add(cluster_id)
+            self._screen.touch(cluster_id, cluster_id in self.clusters)
 
     def _nearest(self, unit: Vector, column: int | None) -> list[tuple[str, float]]:
         screen = self._screen
@@ -235,11 +255,12 @@ class SchemaPool:
         sims = screen.sims[:, column]
         ranked: list[tuple[str, float]] = []
         if len(sims):
-            k = min(len(sims), _CANDIDATES + len(screen.dirty))
+            # Stale rows are -inf: the best unchanged clusters are the top of the column as it is.
+            k = min(len(sims), _CANDIDATES)
             top = np.argpartition(-sims, k - 1)[:k]
-            ranked = [(screen.ids[int(i)], float(sims[int(i)])) for i in top if screen.ids[int(i)] not in screen.dirty]
-        live = [c for c in screen.dirty if c in self.clusters]
-        if live:
+            ranked = [(screen.ids[int(i)], float(sims[int(i)])) for i in top if sims[int(i)] > -np.inf]
+        if screen.dirty:
+            live = list(screen.dirty)
             ranked.extend(zip(live, (float(x) for x in self._index.similarities_of(live, unit)), strict=True))
         ranked.sort(key=lambda t: -t[1])
         return ranked[:_CANDIDATES]
@@ -278,7 +299,7 @@ class SchemaPool:
             last_seen=when,
         )
         cluster.note(when, client_id)
-        cluster.members.append(cluster.vector_sum.copy())
+        cluster.add_members([cluster.vector_sum.copy()])
         self.clusters[cluster_id] = cluster
         self._index.put(cluster_id, cluster.centroid())
         self._touch(cluster_id)
@@ -293,7 +314,7 @@ class SchemaPool:
         cluster.last_seen = max(when, cluster.last_seen)
         cluster.prune_window(when, self.config.window_s)
         cluster.note(when, client_id)
-        cluster.members.append(unit)
+        cluster.add_members([unit])
         self._index.put(cluster.cluster_id, cluster.centroid())
         self._touch(cluster.cluster_id)
 
@@ -342,7 +363,7 @@ class SchemaPool:
         keep.window = deque(sorted([*keep.window, *gone.window]))
         keep.window_clients.update(gone.window_clients)
         keep.clients.update(gone.clients)
-        keep.members.extend(gone.members)  # the sample stays bounded (deque maxlen)
+        keep.add_members(gone.members)  # the sample stays bounded (deque maxlen)
         keep.prune_window(now, self.config.window_s)
         if keep.state == "collecting" and gone.state == "queued":
             keep.state = "queued"
