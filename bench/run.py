@@ -79,7 +79,8 @@ QUICK = Plan(
     agents=5,
     external_timeout=90.0,
     client_rtt_args=("--n", "50", "--stock-n", "5", "--runs", "1"),
-    evolution_args=("--quick", "--e2e", "256", "--base", "300"),
+    # 1,024 payloads in batches of 256 as the learner takes them: a rate, not the first pass alone.
+    evolution_args=("--quick", "--e2e", "1024", "--base", "300"),
 )
 FULL = Plan(
     name="full",

@@ -100,3 +100,21 @@ def test_failed_transaction_leaves_nothing_behind(tmp_path: Path) -> None:
         assert [f.ref for f in store.fragments("c1")] == [7]
     finally:
         store.close()
+
+
+def test_an_evicted_clusters_fragments_stay_until_they_leave_the_window(tmp_path: Path, clock: ManualClock) -> None:
+    # Retention (docs/evolution.md, section 10): eviction deletes the cluster's row; its fragments go
+    # with the window prune, as every fragment does (no scattered deletes per evicted one-off).
+    engine = open_engine(tmp_path / "evolution.db", clock, max_clusters_per_schema=1)
+    try:
+        first = engine.ingest([("a", ENERGY, "the landlord changed the gate code")])[0]
+        clock.advance(3600)
+        second = engine.ingest([("b", ENERGY, "cooling fans are noisy at night")])[0]
+        engine.tick()  # beyond the cap: the colder (older) cluster is evicted
+        assert [c.cluster_id for c in engine.clusters()] == [second]
+        assert [f.text for f in engine.store.fragments(first)] == ["the landlord changed the gate code"]
+        clock.advance(8 * DAY)
+        engine.tick()  # both fragments left the 7-day window
+        assert engine.store.fragments(first) == [] and engine.store.fragments(second) == []
+    finally:
+        engine.close()

@@ -52,16 +52,24 @@ class MiniLMEmbedder:
     when given, sets torch's intra-op threads at load time — a process-wide torch setting; None keeps
     torch's default (one per core). On a machine shared with other busy processes (many agents of a
     lab), 1 is faster: a torch thread that waits for a preempted sibling at each operator's barrier
-    costs more than it computes.
+    costs more than it computes. ``warm`` (default) makes `load` run a few forward passes over texts of
+    several lengths (`WARM_UP`): a fresh model's first passes pay one-off costs (allocator growth,
+    kernel and thread-pool set-up) that belong to loading, not to the first fragments an agent learns from.
     """
 
     def __init__(
-        self, path: Path | None = None, device: str = "cpu", batch_size: int = 256, threads: int | None = None
+        self,
+        path: Path | None = None,
+        device: str = "cpu",
+        batch_size: int = 256,
+        threads: int | None = None,
+        warm: bool = True,
     ) -> None:
         self._path = path
         self._device = device
         self._batch_size = batch_size
         self._threads = threads
+        self._warm = warm
         self._model: Any = None
         self._lock = threading.Lock()
         self.load_seconds: float | None = None
@@ -109,6 +117,8 @@ class MiniLMEmbedder:
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"cannot load the embedding model from {path}: {exc}") from None
             self._model = model
+            if self._warm:
+                self._encode(list(WARM_UP))
             self.load_seconds = time.perf_counter() - started
 
     def embed(self, texts: Sequence[str]) -> Vectors:
@@ -158,6 +168,17 @@ class MiniLMEmbedder:
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
             out[positions] = pooled.numpy()
         return out
+
+
+# Texts of the warm-up passes at load: short and long, one and many per pass (`_slices` groups them by
+# length), as ingest (batches of short fragments) and synthesis (a few words) will.
+WARM_UP = (
+    *(f"the site {n} needs a maintenance window before noon" for n in range(48)),
+    *(f"the battery of cabinet {n} is low" for n in range(8)),
+    "battery",
+    "power source",
+    "the customer complains that the stadium has no coverage during the match and asks for a report",
+)
 
 
 # Padding tokens one forward pass may carry: a pass has a fixed cost (~100 operator calls) of about
