@@ -596,11 +596,14 @@ class Bench:
                     None,
                     "flat" if is_last else "",
                     at_most(growth, FLAT_GROWTH) if is_last else None,
-                    f"{point['live_clusters']} live clusters; flat = at most {FLAT_GROWTH:g}x the cost at "
-                    f"{first['fragments']:,} while the pool grew {last['fragments'] // first['fragments']}x"
-                    + (f" (measured {growth:.2f}x)" if growth is not None else "")
-                    if is_last
-                    else "",
+                    f"{point['live_clusters']} live clusters; CPU {point.get('cpu_per_fragment_ms')} ms"
+                    + (
+                        f"; flat = at most {FLAT_GROWTH:g}x the cost at {first['fragments']:,} while the pool "
+                        f"grew {last['fragments'] // first['fragments']}x"
+                        + (f" (measured {growth:.2f}x)" if growth is not None else "")
+                        if is_last
+                        else ""
+                    ),
                     runs=1,
                 )
             )
