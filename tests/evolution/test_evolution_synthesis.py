@@ -257,7 +257,8 @@ def test_refinement_extends_the_right_key_with_the_real_model(minilm: MiniLMEmbe
         vectors = minilm.embed(probe["texts"])
         induced = induce(probe["texts"], minilm)
         existing = [ExistingKey(k, "base") for k in template.keys]
-        conflict = find_conflict(induced, vectors, existing, minilm, EvolutionConfig().conflict_threshold)
+        threshold = EvolutionConfig().conflict_threshold
+        conflict = find_conflict(induced, vectors, existing, minilm, threshold, probe["texts"])
         if probe["expect"] is None:
             assert conflict is None, (probe["name"], conflict)
             continue

@@ -5,7 +5,7 @@ it takes. `infer_value` looks at what the fragments of one cluster state, in thi
 first kind that at least ``TYPE_SHARE`` of the fragments carry:
 
 1. **dates and times** ("until 2026-12-01T06:00Z", "tomorrow at 06:00", "till tomorrow morning",
-   "until 06:00": `find_moment`), when they outnumber durations: a ``string`` with ``Format: date-time``;
+   "until 06:00": `moments.find_moment`), when they outnumber durations: a ``string`` with ``Format: date-time``;
    in a deadline cluster (most fragments say until / till / by / before) a duration ("for the next 2
    hours") is read as a deadline too;
 2. **quantities with one unit** ("20 Mbps", "40 degrees"): ``integer`` or ``number`` with ``Unit:`` and
@@ -36,11 +36,11 @@ from typing import Any
 
 import numpy as np
 
+from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
     duration_minutes,
     find_clock_ranges,
-    find_datetimes,
     find_ids,
     find_quantities,
 )
@@ -140,42 +140,6 @@ def _id_spec(texts: Sequence[str]) -> ValueSpec | None:
     return ValueSpec("array", values, (f"Item format: {prefix}-<alnum>.",), id_prefix=prefix)
 
 
-_PART_OF_DAY = re.compile(r"\b(today|tomorrow|tonight)\s+(morning|afternoon|evening|night)\b", re.IGNORECASE)
-_PART_HOURS = {"morning": 8, "afternoon": 14, "evening": 18, "night": 22}
-_DAY_OFFSET = {"today": 0, "tonight": 0, "tomorrow": 1}
-# A bare time of day after a deadline or time word ("until 06:00", "by 5:30", "at 22:00").
-_CLOCK = re.compile(
-    r"\b(?:until|till|til|by|before|at|from)\s+(\d{1,2}):(\d{2})\b(?!\s*(?:-|to|and)\s*\d)", re.IGNORECASE
-)
-_DEADLINE = re.compile(r"\b(?:until|till|til|by|before)\b", re.IGNORECASE)
-
-
-def _stamp(moment: datetime) -> str:
-    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
-
-
-def find_moment(text: str, now: float) -> str | None:
-    """The date and time a fragment names, RFC 3339 UTC, or None.
-
-    Beyond `extract.find_datetimes` (ISO dates, today / tomorrow [at HH:MM]): a part of a day ("tomorrow
-    morning" -> 08:00, afternoon 14:00, evening 18:00, night 22:00) and a bare time of day after
-    until / till / by / before / at / from ("until 06:00"): its next occurrence after ``now``.
-    """
-    base = datetime.fromtimestamp(now, tz=UTC)
-    part = _PART_OF_DAY.search(text)
-    if part:
-        day = base.replace(hour=0, minute=0, second=0, microsecond=0) + timedelta(days=_DAY_OFFSET[part[1].lower()])
-        return _stamp(day.replace(hour=_PART_HOURS[part[2].lower()]))
-    found = find_datetimes(text, now)
-    if found:
-        return found[0][0]
-    clock = None if find_clock_ranges(text) else _CLOCK.search(text)  # "from 01:00 until 05:00" is a range
-    if clock and int(clock[1]) < 24 and int(clock[2]) < 60:
-        moment = base.replace(hour=int(clock[1]), minute=int(clock[2]), second=0, microsecond=0)
-        return _stamp(moment if moment > base else moment + timedelta(days=1))
-    return None
-
-
 def _datetime_spec(texts: Sequence[str], now: float) -> ValueSpec | None:
     """Date-times, when >= ``TYPE_SHARE`` of the fragments name one and they outnumber durations.
 
@@ -185,20 +149,16 @@ def _datetime_spec(texts: Sequence[str], now: float) -> ValueSpec | None:
     """
     moments = [find_moment(t, now) for t in texts]
     count = sum(1 for m in moments if m)
-    durations = [_duration_of(t) for t in texts]
+    durations = [duration_of(t) for t in texts]
     if count < TYPE_SHARE * len(texts) or count < sum(1 for d in durations if d is not None):
         return None
-    if sum(1 for t in texts if _DEADLINE.search(t)) >= 0.5 * len(texts):
+    if sum(1 for t in texts if DEADLINE.search(t)) >= 0.5 * len(texts):
         start = datetime.fromtimestamp(now, tz=UTC).replace(microsecond=0)
         moments = [
-            m or (_stamp(start + timedelta(minutes=d)) if d is not None else None)
+            m or (stamp(start + timedelta(minutes=d)) if d is not None else None)
             for m, d in zip(moments, durations, strict=True)
         ]
     return ValueSpec("string", tuple(moments), ("Format: date-time.",), value_format="date-time")
-
-
-def _duration_of(text: str) -> float | None:
-    return next((m for q in find_quantities(text) if (m := duration_minutes(q)) is not None), None)
 
 
 def _clock_range_spec(texts: Sequence[str]) -> ValueSpec | None:
