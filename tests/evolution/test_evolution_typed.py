@@ -191,6 +191,8 @@ def test_heldout_closed_sets_from_the_whole_cluster(minilm: MiniLMEmbedder) -> N
     expected = {
         "cluster:power_source": ("power_source", {"battery", "mains", "generator"}),
         "cluster:weather_condition": ("weather_condition", {"storm", "wind", "snow", "rain", "flood"}),
+        # "customer" (in "a VIP customer", "an enterprise customer", ...) always comes with a value: context.
+        "cluster:priority_customer": ("customer_type", {"hospital", "bank", "police", "enterprise", "vip"}),
     }
     for label, (name, values) in expected.items():
         texts = [r["payload"]["other"] for r in rows if r["label"] == label]

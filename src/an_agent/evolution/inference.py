@@ -282,21 +282,21 @@ def find_alternatives(
 ) -> list[tuple[str, frozenset[str]]]:
     """A closed set of values the fragments choose from, as (value, stems that mention it), or [].
 
-    Candidates are content words not in most fragments (a word in nearly every fragment is the topic, not
-    a value) and not a modifier of other candidates ("heavy" in "heavy rain", "heavy storm": it is the
-    frame of the slot, `_modifiers`). The set is grown greedily from one of the most frequent candidates,
-    adding words that (a) share no fragment with the words already chosen (values of one slot exclude
-    each other; one shared fragment is tolerated between two words that each recur: "on batteries, the
-    mains supply dropped" names the old and the new value) and (b) are of the same kind but not the same
-    word (mean embedding similarity to the chosen words at least ``_ALT_MIN_KIND``, none below
-    ``_ALT_MIN_PAIR`` or above ``_ALT_MAX_KIND``, no shared four-letter prefix). A value may be rare: one
-    value can dominate ("battery" in most fragments, "generator", "mains", "UPS" in a few), so a value
-    needs only one fragment, but the set needs ``_ALT_MIN_RECURRING`` values that recur (two fragments
-    or more: two words seen once each are two wordings, not a choice) and ``_ALT_MIN_VALUES`` in all,
-    covering at least ``_ALT_MIN_SHARE`` of the fragments. Finally two of the values must share a frame
-    (`_share_a_frame`). Synonyms are merged only by stem (batteries / battery, flooded / flooding): two
-    different words stay two values (UPS is not battery, grid is not mains), because the embedding cannot
-    tell a synonym from a sibling of the same kind.
+    Candidates are content words in at least two fragments (a word said once is a wording, not a choice)
+    and not in most of them (the topic), and not a modifier of other candidates ("heavy" in "heavy rain",
+    "heavy storm": it is the frame of the slot, `_modifiers`). From each of the most frequent candidates,
+    the set grows by the admissible word most of the kind of those chosen: a word that (a) excludes the
+    values chosen (`_excludes`: values of one slot are named in different fragments; one overlap is
+    tolerated with a value named three times or more: "on batteries, the mains supply dropped") and (b)
+    is of the same kind but not the same word (mean embedding similarity to the chosen words at least
+    ``_ALT_MIN_KIND``, none below ``_ALT_MIN_PAIR`` or above ``_ALT_MAX_KIND``, not `_same_family`).
+    A word never named alone is then dropped as context ("customer" in "a VIP customer"). One value may
+    dominate ("battery" in most fragments, "generator" and "mains" in two). The set needs
+    ``_ALT_MIN_VALUES`` values covering ``_ALT_MIN_SHARE`` of the fragments, and two of them must share a
+    frame (`_share_a_frame`); the largest such set wins (between equals, the most of one kind). Synonyms
+    are merged only by stem (batteries / battery, flooded / flooding): two different words stay two values
+    (UPS is not battery, grid is not mains), because the embedding cannot tell a synonym from a sibling
+    of the same kind; a value named once (UPS) is left out.
     """
     n = len(texts)
     if n < 4:
@@ -313,27 +313,36 @@ def find_alternatives(
     seeds = [i for i in range(len(candidates)) if i not in modifiers][:6]
     for seed in seeds:
         chosen = [seed]
-        covered = set(doc_sets[seed])
-        for j in range(len(candidates)):
-            if j in chosen or j in modifiers or len(chosen) >= _ALT_MAX:
-                continue
-            docs = doc_sets[j]
-            if not _excludes(docs, [doc_sets[k] for k in chosen]):
-                continue
-            pair = [float(sims[j, k]) for k in chosen]
-            if float(np.mean(pair)) < _ALT_MIN_KIND or min(pair) < _ALT_MIN_PAIR or max(pair) > _ALT_MAX_KIND:
-                continue
-            if any(_same_family(candidates[j], candidates[k]) for k in chosen):
-                continue
+        while len(chosen) < _ALT_MAX:
+            # The next value is the admissible word most of the kind of those chosen (not the most frequent:
+            # "site", "fault", "outage" are frequent in a cluster of customer kinds, and loosely kin).
+            admissible = []
+            for j in range(len(candidates)):
+                if j in chosen or j in modifiers or not _excludes(doc_sets[j], [doc_sets[k] for k in chosen]):
+                    continue
+                pair = [float(sims[j, k]) for k in chosen]
+                if float(np.mean(pair)) < _ALT_MIN_KIND or min(pair) < _ALT_MIN_PAIR or max(pair) > _ALT_MAX_KIND:
+                    continue
+                if not any(_same_family(candidates[j], candidates[k]) for k in chosen):
+                    admissible.append((float(np.mean(pair)), -j))
+            if not admissible:
+                break
+            j = -max(admissible)[1]
             chosen.append(j)
-            covered |= docs
+        # A value is named alone somewhere: a word whose every fragment also names another value is
+        # context ("customer" in "a VIP customer", "an enterprise customer", "a hospital ..., priority
+        # customer"), while "storm" stays with "snow storm" and "flooded after the storm".
+        chosen = [k for k in chosen if not doc_sets[k] <= set().union(*(doc_sets[m] for m in chosen if m != k))]
+        covered = set().union(*(doc_sets[k] for k in chosen))
         if len(chosen) < _ALT_MIN_VALUES:
             continue
         # Most fragments covered first; between equals, the set whose words are most of one kind.
         kind = float(np.mean([sims[a, b] for a in chosen for b in chosen if a < b]))
-        if kind >= _ALT_SET_KIND and (len(covered), kind) > best_score:
+        if kind < _ALT_SET_KIND or (len(covered), kind) <= best_score:
+            continue
+        if _share_a_frame([candidates[i] for i in chosen], texts):
             best, best_score = chosen, (len(covered), kind)
-    if best_score[0] < _ALT_MIN_SHARE * n or not _share_a_frame([candidates[i] for i in best], texts):
+    if best_score[0] < _ALT_MIN_SHARE * n:
         return []
     # Values in the order of how often they are named: the dominant value first.
     best.sort(key=lambda i: (-len(doc_sets[i]), i))

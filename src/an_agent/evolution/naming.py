@@ -245,7 +245,9 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     value_vectors, vectors = embedded[: len(spec.enum)], embedded[len(spec.enum) :]
     value_centroid = value_vectors.sum(axis=0)
     value_centroid = value_centroid / (np.linalg.norm(value_centroid) or 1.0)
-    scores = 0.5 * (vectors @ value_centroid) + 0.5 * (vectors @ centroid)
+    # The category is what the values are instances of: their centroid weighs most; the cluster keeps it
+    # in the domain of the requests ("outage" is frequent in a cluster of customer kinds, not their kind).
+    scores = 0.75 * (vectors @ value_centroid) + 0.25 * (vectors @ centroid)
     # A bare head ("type") says less than "power source": a small bonus for the two-word form.
     scores = scores + np.array([0.0 if " " not in c else 0.03 for c in candidates], dtype=np.float32)
     best = candidates[int(np.argmax(scores))]
