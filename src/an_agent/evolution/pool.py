@@ -8,8 +8,10 @@ centroid that passes both wins; otherwise the fragment starts a new cluster. Con
 noise out: a one-off that shares one word with an intent can come close to the centroid, but it is not
 close to several of the intent's actual paraphrases. After each join the grown cluster's centroid is compared with the
 others of its scenario and two clusters whose centroids reach ``merge_threshold`` are merged, so that
-paraphrases which arrived before their cluster had a stable centroid still end up together. Why this
-method and these thresholds: docs/evolution.md (calibration).
+paraphrases which arrived before their cluster had a stable centroid still end up together — when they
+make one idea (`SchemaPool.cohere`): across the two, fragments must be nearly as similar as inside the
+larger one, so a tight group of another idea does not ride in on a shared word. Why this method and
+these thresholds: docs/evolution.md (calibration, noise rejection).
 
 Cost per fragment is one matrix-vector product against the centroids of one scenario — for a batch,
 one matrix product for all its fragments (`SchemaPool.open_screen`) — and the number of clusters is
@@ -367,12 +369,13 @@ class SchemaPool:
         is much closer to itself than to the intent, as the cohesion gate's "second idea" test does.
         """
         small, large = (a, b) if a.size <= b.size else (b, a)
-        if small.members and large.members:
-            affinity = float(np.mean([large.member_affinity(v) for v in small.members]))
-            if affinity < self.config.member_threshold:
-                return False
-        between = between_similarity(a, b)
-        return between >= MERGE_BETWEEN or between >= MERGE_RATIO * large.inner_similarity()
+        between = between_similarity(a, b)  # first: one dot product, where (1) is a product per member
+        if between < MERGE_BETWEEN and between < MERGE_RATIO * large.inner_similarity():
+            return False
+        if not small.members or not large.members:
+            return True
+        affinity = float(np.mean([large.member_affinity(v) for v in small.members]))
+        return affinity >= self.config.member_threshold
 
     def merge(self, a: Cluster, b: Cluster, now: float) -> tuple[Cluster, Cluster]:
         """Merge two clusters; returns (survivor, absorbed).
