@@ -54,7 +54,7 @@ from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.registry import TemplateRegistry
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "evolution" / "data"
-CORPORA = [DATA / "dev_other_corpus.jsonl", DATA / "field_other_corpus.jsonl"]
+CORPORA = [DATA / "dev_other_corpus.jsonl", DATA / "field_other_corpus.jsonl", DATA / "heldout_noise_corpus.jsonl"]
 PROBES = DATA / "conflict_probes.json"
 
 
@@ -323,7 +323,7 @@ def fmt(value: float) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--corpus", action="append", type=Path, help="labelled corpus (default: the two in tests/)")
+    parser.add_argument("--corpus", action="append", type=Path, help="labelled corpus (default: the three in tests/)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--quick", action="store_true", help="only the centroid+merge grid around the default")
     args = parser.parse_args(argv)

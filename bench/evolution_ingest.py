@@ -3,13 +3,15 @@
 Three numbers:
 
 1. model load time: importing torch + sentence-transformers and loading all-MiniLM-L6-v2 (reported alone);
-2. end-to-end throughput, what an agent's learner achieves: structured payloads (one ``other`` fragment
-   each) through `EvolutionEngine.accept_payloads` in batches of ``--batch``, as the agent's background
-   learner (runtime/schemas.py) takes the payloads that queued up meanwhile: validation, one embedding
-   call with the real model, one SQLite transaction, and the patch synthesis the batch triggers, in the
-   same thread right after it. The headline rate includes synthesis (wall time over everything); the
-   split into embedding, synthesis and the rest is reported too, with the machine's load average and
-   the process's CPU time (on a shared machine the wall rate says as much about the neighbours);
+2. end-to-end throughput, what an agent's learner achieves on a burst: structured payloads (one
+   ``other`` fragment each) through `EvolutionEngine.accept_payloads` in batches of ``--batch``, as the
+   agent's background learner (runtime/schemas.py) takes the payloads that queued up meanwhile:
+   validation, one embedding call with the real model, one SQLite transaction. Patch synthesis stays off
+   that path, as in the learner (which synthesises when nothing is queued): the triggers the burst
+   fires are synthesised after it. The headline rate is the ingest's (synthesis off the path); the rate
+   with synthesis counted in, the split into embedding, synthesis and the rest, the machine's load
+   average and the process's CPU time are reported too (on a shared machine the wall rate says as much
+   about the neighbours);
 3. growth: per-fragment pool cost (assignment, merge, heat, gate, SQLite write-through, eviction) as the
    pool receives 1k, 10k, 100k fragments. Embedding 100k distinct texts would take the model minutes and
    measure the model again, so the growth run embeds ``--base`` real texts once and feeds 100k vectors:
@@ -218,9 +220,10 @@ def end_to_end(model: MiniLMEmbedder, n: int, batch: int, workdir: Path) -> dict
     cpu0, started = time.process_time(), time.perf_counter()
     try:
         for start in range(0, n, batch):
-            results = engine.accept_payloads(payloads[start : start + batch])
+            results = engine.accept_payloads(payloads[start : start + batch], synthesise=False)
             assert not [r for r in results if isinstance(r, Exception)], "a bench payload was refused"
             clock.advance(6.0 * batch)
+        engine.synthesise_due()  # the learner's turn once nothing is queued
     finally:
         engine.close()
     total = time.perf_counter() - started
@@ -230,9 +233,9 @@ def end_to_end(model: MiniLMEmbedder, n: int, batch: int, workdir: Path) -> dict
         "fragments": n,
         "batch": batch,
         "seconds": round(total, 3),
-        # What the learner achieves: everything, synthesis included.
-        "fragments_per_s": round(n / total, 1),
-        "fragments_per_s_without_synthesis": round(n / (total - engine.synthesis_s), 1),
+        # What the learner ingests while payloads keep coming (synthesis waits), and with synthesis counted.
+        "fragments_per_s": round(n / (total - engine.synthesis_s), 1),
+        "fragments_per_s_with_synthesis": round(n / total, 1),
         "embedding_per_fragment_ms": round(1000 * fragment_embedding / n, 3),
         "rest_per_fragment_ms": round(1000 * (total - engine.synthesis_s - fragment_embedding) / n, 3),
         "synthesis_per_fragment_ms": round(1000 * engine.synthesis_s / n, 3),
@@ -336,7 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     print(f"model load (torch + sentence-transformers + all-MiniLM-L6-v2): {load_s:.2f} s")
     print(
         f"end to end, {e2e['fragments']} payloads in batches of {e2e['batch']}: {e2e['fragments_per_s']} "
-        f"fragments/s including patch synthesis ({e2e['fragments_per_s_without_synthesis']} without); per fragment: "
+        f"fragments/s ingested, synthesis off the path ({e2e['fragments_per_s_with_synthesis']} with the burst's "
+        f"synthesis counted in); per fragment: "
         f"embedding {e2e['embedding_per_fragment_ms']} ms + validation and pool {e2e['rest_per_fragment_ms']} ms + "
         f"synthesis {e2e['synthesis_per_fragment_ms']} ms ({e2e['patches_synthesised']} patches, "
         f"{e2e['synthesis_per_patch_s']} s each); CPU {e2e['cpu_per_fragment_ms']} ms per fragment; torch threads "

@@ -47,3 +47,44 @@ def test_payloads_that_queue_up_are_learnt_in_one_embedding_call(tmp_path: Path,
         assert sum(c.size for c in engine.clusters()) == len(texts)
     finally:
         service.close()
+
+
+class RecordingEmbedder(GatedEmbedder):
+    """`GatedEmbedder` that also remembers every text it embedded."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: set[str] = set()
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        vectors = super().embed(texts)
+        self.seen.update(texts)
+        return vectors
+
+
+def test_synthesis_waits_until_the_queued_payloads_are_ingested(tmp_path: Path, clock: ManualClock) -> None:
+    # More payloads than one learning batch, of one recurring intent from many clients: the intent triggers
+    # in an early batch while later ones are still queued. Synthesis (seconds of model time per patch on the
+    # real model) must not hold them up: the patch is made once every queued payload is in the pool.
+    embedder = RecordingEmbedder()
+    engine = EvolutionEngine(EvolutionStore(tmp_path / "evolution.db"), embedder, clock=clock)
+    service = SchemaService(engine, clock, lambda _: None)
+    texts = [f"the battery backup of the site is low, reported by team {i}" for i in range(600)]
+    ingested_at_publication: list[int] = []
+    engine.on_event(
+        lambda event: (
+            ingested_at_publication.append(sum(t in embedder.seen for t in texts))
+            if event.kind == "patch-published"
+            else None
+        )
+    )
+    try:
+        for i, text in enumerate(texts):
+            envelope = {"schema_id": "fault_diagnosis_v1", "payload": {"fault_type": "power_failure", "other": text}}
+            service.accept(PayloadCheck(f"task-{i}", f"client-{i % 7}", envelopes=[envelope]))
+        embedder.gate.set()
+        service.drain()
+        assert len(embedder.sizes) >= 3 and max(embedder.sizes) <= 256, embedder.sizes  # several batches
+        assert ingested_at_publication and ingested_at_publication[0] == len(texts), ingested_at_publication
+    finally:
+        service.close()

@@ -9,7 +9,7 @@ import pytest
 
 from an_agent.errors import ConfigError
 from an_agent.evolution.config import EvolutionConfig
-from an_agent.evolution.pool import CentroidIndex, SchemaPool, decayed
+from an_agent.evolution.pool import MERGE_BETWEEN, MERGE_RATIO, CentroidIndex, SchemaPool, between_similarity, decayed
 from an_agent.evolution.trigger import evaluate_gate
 
 HOUR = 3600.0
@@ -75,6 +75,39 @@ def test_clusters_whose_centroids_meet_merge_and_keep_the_larger_id() -> None:
     assert keep.size == 4 and set(keep.window_clients) == {"a", "b", "c", "d"}
     assert set(pool.clusters) == {"big"}
     assert keep.heat_now(3, config.half_life_s) == pytest.approx(40.0, rel=1e-3)
+
+
+def test_a_tight_group_closer_to_itself_than_to_a_cluster_does_not_merge_into_it() -> None:
+    # A weak intent's pair ("send the energy report to the site owner") has a close member in an
+    # intent's cluster each, so the member check passes; across the two, the fragments are far less
+    # similar than the cluster's own fragments are to each other: two ideas, no merge.
+    config = EvolutionConfig(member_threshold=0.2)
+    pool = SchemaPool("s", 4, config)
+    intent = pool.start("intent", unit(1, 0.6, 0, 0), 0, "a")
+    for i, v in enumerate([unit(1, -0.6, 0, 0), unit(1, 0, 0.6, 0), unit(1, 0, -0.6, 0), unit(1, 0.3, 0.3, 0)]):
+        pool.join(intent, v, i, f"c{i}")
+    pair = pool.start("pair", unit(0.2, 1, 0, 0.3), 0, "p")
+    pool.join(pair, unit(0.2, 1, 0, -0.3), 1, "q")
+    assert np.mean([intent.member_affinity(v) for v in pair.members]) >= config.member_threshold  # the old check
+    between = between_similarity(intent, pair)
+    assert between < MERGE_BETWEEN and between < MERGE_RATIO * intent.inner_similarity()
+    assert not pool.cohere(intent, pair)
+    # Another part of the same idea (its fragments as close to the cluster's as those are to each other).
+    half = pool.start("half", unit(1, 0.5, -0.2, 0), 0, "h")
+    pool.join(half, unit(1, -0.4, 0.3, 0), 1, "g")
+    assert between_similarity(intent, half) >= MERGE_RATIO * intent.inner_similarity()
+    assert pool.cohere(intent, half)
+
+
+def test_inner_similarity_is_the_mean_over_distinct_pairs() -> None:
+    pool = SchemaPool("s", 3, EvolutionConfig())
+    vectors = [unit(1, 0, 0), unit(1, 1, 0), unit(0, 1, 1)]
+    c = pool.start("c", vectors[0], 0, "a")
+    assert c.inner_similarity() == 1.0
+    for v in vectors[1:]:
+        pool.join(c, v, 0, "b")
+    pairs = [float(vectors[i] @ vectors[j]) for i in range(3) for j in range(i + 1, 3)]
+    assert c.inner_similarity() == pytest.approx(np.mean(pairs), abs=1e-6)
 
 
 def test_two_clusters_with_patches_never_merge() -> None:

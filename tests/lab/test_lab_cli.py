@@ -116,15 +116,18 @@ def test_down_right_after_up(tmp_path: Path, capsys: pytest.CaptureFixture[str])
     path = variant(
         tmp_path, "fault-energy-optimization.yaml", *((f"port: {p}", "port: 0") for p in (18841, 18842, 18843, 18844))
     )
+    # Every agent must stop on its SIGTERM too: an agent whose behaviour was in the middle of a peer request
+    # as the peers stopped used to wait 30 s for a <close-session> reply and was killed after its grace
+    # (about one round in twenty). `leftovers` names what did not stop cleanly.
     for round_ in range(6):
         run_dir = tmp_path / f"run{round_}"
         assert main(["lab", "up", str(path), "--run-dir", str(run_dir), "--json"]) == 0
         capsys.readouterr()
-        started = time.monotonic()
         assert main(["lab", "down", "--run-dir", str(run_dir), "--json"]) == 0
         report = json.loads(capsys.readouterr().out)
         assert report["stopped"] and not report["killed"], report
-        assert time.monotonic() - started < 20, f"round {round_}: down took {time.monotonic() - started:.1f} s"
+        logs = {p.parent.name: p.read_text()[-3000:] for p in (run_dir / "agents").glob("*/agent.log")}
+        assert report["leftovers"] == [], (round_, report, logs)
 
 
 @pytest.mark.parametrize("tls", ["on", "off"])

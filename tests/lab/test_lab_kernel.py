@@ -182,6 +182,22 @@ def test_close_unblocks_waiting_activities() -> None:
     assert ended == ["shutdown"]
 
 
+def test_a_stuck_activity_costs_one_join_timeout_however_often_close_is_called() -> None:
+    # An agent closes its kernel before its server stops and again as it leaves the lab: an activity stuck
+    # outside the kernel (a peer request that never returns) used to cost one join timeout per call, and
+    # the two together outlasted the lab's stop grace.
+    kernel = SimKernel(T0)
+    release = threading.Event()
+    kernel.spawn("stuck in a peer request", lambda: release.wait(60))
+    started = time.monotonic()
+    first = kernel.close(join_timeout=2.0)
+    second = kernel.close(join_timeout=2.0)
+    waited = time.monotonic() - started
+    release.set()
+    assert first == second and len(first) == 1
+    assert 2.0 <= waited < 3.5, waited  # one timeout (2 s), not two (4 s)
+
+
 def test_activity_errors_are_collected() -> None:
     kernel = SimKernel(T0)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import socket
 import threading
+import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -196,6 +197,20 @@ def test_close_is_idempotent(server: AgentServer) -> None:
     client.close()
     assert not client.connected
     client.close()
+
+
+def test_abort_drops_the_session_without_a_close_session(server: AgentServer) -> None:
+    before = server.session_count()
+    client = NetconfClient.connect("127.0.0.1", server.port, username="admin", password="admin")
+    assert server.session_count() == before + 1
+    client.abort()
+    assert not client.connected
+    deadline = time.monotonic() + 10
+    while server.session_count() > before and time.monotonic() < deadline:  # the server sees the transport end
+        time.sleep(0.05)
+    assert server.session_count() == before
+    client.abort()
+    client.close()  # both quiet on a dropped session
 
 
 def test_public_key_auth(tmp_path: Path) -> None:

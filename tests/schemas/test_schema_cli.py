@@ -98,23 +98,39 @@ def test_replay_json_and_threshold_options(capsys: pytest.CaptureFixture[str], t
     assert main(["schema", "replay", str(DEV), "--json"]) == 0
     captured = capsys.readouterr()
     report = json.loads(captured.out)
-    assert list(report) == ["accepted", "rejected", "fragments", "clusters", "patches", "events"]
+    assert list(report) == [
+        "lines",
+        "accepted",
+        "rejected",
+        "blank_lines",
+        "fragments",
+        "clusters",
+        "patches",
+        "events",
+    ]
     assert len(report["patches"]) == 6 and report["accepted"] == 85 and report["rejected"] == []
-    assert "replayed 85/85 lines" in captured.err
+    assert report["lines"] == 85 and report["blank_lines"] == 0
+    assert "replayed 85/85 usable lines" in captured.err
     assert main(["schema", "replay", str(DEV), "--json", "--heat-threshold", "1000"]) == 0
     assert json.loads(capsys.readouterr().out)["patches"] == []
     assert main(["schema", "replay", str(DEV)]) == 0
     human = capsys.readouterr().out
-    assert "85 lines accepted, 0 refused; 85 fragments" in human and "6 patches" in human and "experimental" in human
+    assert (
+        "85 lines read: 85 accepted, 0 refused; 85 fragments" in human
+        and "6 patches" in human
+        and "experimental" in human
+    )
     # Refused lines are counted and listed (1-based), in JSON and in the human output.
     lines = DEV.read_text().splitlines()
     bad = dict(json.loads(lines[0]), schema_id="nope_v1")
     log = tmp_path / "log.jsonl"
-    log.write_text("\n".join([*lines[:3], "{oops", json.dumps(bad), *lines[3:]]) + "\n")
+    # A blank line is not data but is counted: every line of the file is accounted for.
+    log.write_text("\n".join([*lines[:3], "{oops", json.dumps(bad), "", *lines[3:]]) + "\n")
     assert main(["schema", "replay", str(log), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["accepted"] == 85 and [r["line"] for r in report["rejected"]] == [4, 5]
+    assert report["blank_lines"] == 1 and report["lines"] == 88
     assert main(["schema", "replay", str(log)]) == 0
     human = capsys.readouterr().out
-    assert "85 lines accepted, 2 refused" in human and "line 4: not JSON" in human
+    assert "88 lines read: 85 accepted, 2 refused, 1 blank" in human and "line 4: not JSON" in human
     assert "line 5: unknown schema_id 'nope_v1'" in human

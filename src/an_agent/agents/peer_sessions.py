@@ -150,8 +150,7 @@ class PeerSessions:
                 log.debug("notification dispatcher %s<-%s: session closed", peers.me, self.name)
                 return
             for client in clients:
-                with contextlib.suppress(AnAgentError):
-                    client.close()
+                client.abort()  # the peer went away: nobody is left to answer a <close-session>
             self._reconnect()
         except Exception:
             log.exception("notification dispatcher %s<-%s failed", peers.me, self.name)
@@ -206,9 +205,11 @@ class PeerSessions:
                 return  # dropped already (by another request or by the dispatcher)
             clients = [c for c in (self._client, self._watcher) if c is not None]
             self._client = self._watcher = self._thread = None
+        # Aborted, not closed: the peer broke one session, so it is likely gone or going, and a polite
+        # <close-session> on the other would wait for a reply that never comes (seen holding an agent's
+        # stop past the lab's grace period).
         for each in clients:
-            with contextlib.suppress(AnAgentError):
-                each.close()
+            each.abort()
 
     def _request(self, operation: str, send: Callable[[AgentClient], T]) -> T:
         """``send`` on the request session, connecting first; a transport failure drops the sessions and the

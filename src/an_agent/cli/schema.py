@@ -231,13 +231,16 @@ def cmd_replay(args: argparse.Namespace) -> int:
     embedder = _embedder()
     last = [0.0]
 
+    # On a terminal one line rewritten in place; in a log (not a TTY) one line per report.
+    in_place = sys.stderr.isatty()
+
     def progress(done: int, total: int) -> None:
         now = time.monotonic()
         if done == total or now - last[0] >= 1.0:
             last[0] = now
             print(
-                f"\ran-agent: replayed {done}/{total} lines",
-                end="\n" if done == total else "",
+                f"{chr(13) if in_place else ''}an-agent: replayed {done}/{total} usable lines",
+                end="\n" if done == total or not in_place else "",
                 file=sys.stderr,
                 flush=True,
             )
@@ -254,9 +257,10 @@ def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
     clusters = report["clusters"]
     shown = [c for c in clusters if all_clusters or c["size"] > 1 or c["state"] not in ("collecting", "evicted")]
     rejected = report["rejected"]
+    blank = f", {report['blank_lines']} blank" if report["blank_lines"] else ""
     print(
-        f"{report['accepted']} lines accepted, {len(rejected)} refused; {report['fragments']} fragments, "
-        f"{len(clusters)} clusters, {len(report['patches'])} patches\n"
+        f"{report['lines']} lines read: {report['accepted']} accepted, {len(rejected)} refused{blank}; "
+        f"{report['fragments']} fragments, {len(clusters)} clusters, {len(report['patches'])} patches\n"
     )
     if rejected:
         print(f"refused lines ({len(rejected)}):")

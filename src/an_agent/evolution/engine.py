@@ -231,14 +231,20 @@ class EvolutionEngine:
         return Acceptance(acceptance.payload, acceptance.cluster_ids, suggestion)
 
     def accept_payloads(
-        self, items: Sequence[tuple[str, Any]], refs: Sequence[int | None] | None = None
+        self,
+        items: Sequence[tuple[str, Any]],
+        refs: Sequence[int | None] | None = None,
+        *,
+        synthesise: bool = True,
     ) -> list[Acceptance | SchemaError]:
         """`accept_payload` for a batch of ``(client_id, envelope)``: one embedding call, one transaction.
 
         What a server's learner does with the payloads that queued up meanwhile: embedding 100 short
         fragments in one call costs a fraction of 100 calls. Returns, per item and in order, its
         `Acceptance` (no suggestion) or the `SchemaError` that refused it (nothing stored for it). The
-        triggers the batch causes are synthesised after it, as `accept_payload` does.
+        triggers the batch causes are synthesised after it, as `accept_payload` does, unless
+        ``synthesise`` is false: then they wait (`synthesis_due`) for `synthesise_due` or the next `tick`,
+        and the caller keeps ingesting meanwhile (each patch still carries the time of its trigger).
         """
         out: list[Acceptance | SchemaError | None] = []
         valid: list[tuple[str, ValidatedPayload, int | None]] = []
@@ -248,10 +254,18 @@ class EvolutionEngine:
                 out.append(None)  # filled in below, in order
             except SchemaError as exc:
                 out.append(exc)
-        accepted = iter(self._accept(valid))
+        accepted = iter(self._accept(valid, synthesise))
         return [next(accepted) if o is None else o for o in out]
 
-    def _accept(self, valid: Sequence[tuple[str, ValidatedPayload, int | None]]) -> list[Acceptance]:
+    @property
+    def synthesis_due(self) -> int:
+        """Triggers noted whose patch is not synthesised yet (`synthesise_due` makes them)."""
+        with self._lock:
+            return len(self._state.due)
+
+    def _accept(
+        self, valid: Sequence[tuple[str, ValidatedPayload, int | None]], synthesise: bool = True
+    ) -> list[Acceptance]:
         texts = [text for _, validated, _ in valid for text in validated.other.fragments]
         embedded = self.embedder.embed(texts)
         vectors = iter(embedded)
@@ -276,7 +290,8 @@ class EvolutionEngine:
                     out.append(Acceptance(validated, cluster_ids, None))
                 self._pool.maybe_sweep(now)
             # Synthesis is rare and slow (it embeds phrases): its own transaction, after the ingest one.
-            self._synthesise_due()
+            if synthesise:
+                self._synthesise_due()
         self._flush()
         return out
 

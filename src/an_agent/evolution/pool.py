@@ -8,8 +8,10 @@ centroid that passes both wins; otherwise the fragment starts a new cluster. Con
 noise out: a one-off that shares one word with an intent can come close to the centroid, but it is not
 close to several of the intent's actual paraphrases. After each join the grown cluster's centroid is compared with the
 others of its scenario and two clusters whose centroids reach ``merge_threshold`` are merged, so that
-paraphrases which arrived before their cluster had a stable centroid still end up together. Why this
-method and these thresholds: docs/evolution.md (calibration).
+paraphrases which arrived before their cluster had a stable centroid still end up together — when they
+make one idea (`SchemaPool.cohere`): across the two, fragments must be nearly as similar as inside the
+larger one, so a tight group of another idea does not ride in on a shared word. Why this method and
+these thresholds: docs/evolution.md (calibration, noise rejection).
 
 Cost per fragment is one matrix-vector product against the centroids of one scenario — for a batch,
 one matrix product for all its fragments (`SchemaPool.open_screen`) — and the number of clusters is
@@ -35,6 +37,12 @@ from an_agent.evolution.config import EvolutionConfig
 
 MEMBER_SAMPLE = 32  # recent member vectors kept per cluster for the member check
 MEMBER_NEIGHBOURS = 3  # members a fragment is compared with (mean of its best similarities)
+# Two clusters merge only when their fragments are, on average, nearly as similar across the two as the
+# larger one's fragments are to each other: >= MERGE_BETWEEN, or >= MERGE_RATIO x its inner similarity
+# (`SchemaPool.cohere`). The test of the cohesion gate's "second idea" (cohesion.py: 0.30 / 0.75), a
+# little looser because two halves of one loose intent must still meet; calibration: docs/evolution.md.
+MERGE_BETWEEN = 0.28
+MERGE_RATIO = 0.72
 _CANDIDATES = 4  # nearest centroids tried, best first
 
 ClusterState = Literal["collecting", "queued", "pending", "patched", "rejected", "evicted"]
@@ -112,6 +120,17 @@ class Cluster:
         k = min(MEMBER_NEIGHBOURS, len(sims))
         return float(np.mean(np.partition(sims, len(sims) - k)[-k:]))
 
+    def inner_similarity(self) -> float:
+        """Mean similarity between two distinct members (1 for fewer than two).
+
+        For unit vectors ``|sum|^2 = n + sum over ordered pairs of their similarity``, so this is exact
+        over every member the cluster ever had, at the cost of one norm.
+        """
+        n = self.size
+        if n < 2:
+            return 1.0
+        return (float(self.vector_sum @ self.vector_sum) - n) / (n * (n - 1))
+
     def heat_now(self, now: float, half_life_s: float) -> float:
         return decayed(self.heat, self.heat_at, now, half_life_s)
 
@@ -145,6 +164,11 @@ class Cluster:
     @property
     def has_patch(self) -> bool:
         return self.state in ("pending", "patched", "rejected")
+
+
+def between_similarity(a: Cluster, b: Cluster) -> float:
+    """Mean similarity of a fragment of ``a`` to a fragment of ``b``, over all pairs (exact, one dot product)."""
+    return float(a.vector_sum @ b.vector_sum) / (a.size * b.size) if a.size and b.size else 0.0
 
 
 class CentroidIndex:
@@ -335,8 +359,19 @@ class SchemaPool:
         return other, sim
 
     def cohere(self, a: Cluster, b: Cluster) -> bool:
-        """True when the members of the smaller cluster pass, on average, the member check of the larger."""
+        """True when two clusters make one idea and may merge.
+
+        (1) The members of the smaller cluster pass, on average, the member check of the larger; and
+        (2) the mean similarity across the two (`between_similarity`, over every fragment) reaches
+        ``MERGE_BETWEEN`` or ``MERGE_RATIO`` times the larger cluster's own `Cluster.inner_similarity`.
+        (1) alone let a tight pair of a weak intent ("send the energy report to the site owner") ride
+        into an intent (high temperature at the site) on one close member each; (2) sees that the pair
+        is much closer to itself than to the intent, as the cohesion gate's "second idea" test does.
+        """
         small, large = (a, b) if a.size <= b.size else (b, a)
+        between = between_similarity(a, b)  # first: one dot product, where (1) is a product per member
+        if between < MERGE_BETWEEN and between < MERGE_RATIO * large.inner_similarity():
+            return False
         if not small.members or not large.members:
             return True
         affinity = float(np.mean([large.member_affinity(v) for v in small.members]))

@@ -5,11 +5,13 @@ Lines are processed in timestamp order (ties keep file order) with a `ManualCloc
 timestamp, through the same `EvolutionEngine` a server runs, on a private in-memory store that keeps
 its whole history. No line vanishes in silence: every non-blank line is either accepted or listed in
 ``rejected`` with its 1-based line number in the input and the reason (not a JSON object, a missing or
-mistyped field, a bad timestamp, an unknown schema_id, or the template's validation problems).
+mistyped field, a bad timestamp, an unknown schema_id, or the template's validation problems); blank
+lines are counted, so ``accepted + len(rejected) + blank_lines == lines``.
 
 The report (`ReplayReport.to_dict`) is::
 
-    {"accepted": N_lines, "rejected": [{"line": 1-based, "reason": "..."}],
+    {"lines": N_read, "accepted": N_lines, "rejected": [{"line": 1-based, "reason": "..."}],
+     "blank_lines": N_blank,
      "fragments": N,
      "clusters": [{"cluster_id", "schema_id", "size", "distinct_clients", "heat", "state",
                    "cohesion", "members": [0-based line numbers]}],
@@ -70,11 +72,16 @@ class ReplayReport:
     events: list[dict[str, Any]] = field(default_factory=list)
     accepted: int = 0
     rejected: list[Rejection] = field(default_factory=list)
+    lines: int = 0
+    """Lines read from the input, blank ones included."""
+    blank_lines: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return {
+            "lines": self.lines,
             "accepted": self.accepted,
             "rejected": [r.to_dict() for r in sorted(self.rejected, key=lambda r: r.line)],
+            "blank_lines": self.blank_lines,
             "fragments": self.fragments,
             "clusters": self.clusters,
             "patches": self.patches,
@@ -145,10 +152,12 @@ def replay(
 ) -> ReplayReport:
     """Replay ``lines`` (module docstring); ``progress(done, total)`` is called as lines are processed."""
     config = config or EvolutionConfig()
+    lines = list(lines)
+    blank = sum(1 for text in lines if not text.strip())
     records, rejected = parse_lines(lines)
     events: list[dict[str, Any]] = []
     if not records:
-        return ReplayReport(0, [], [], events, 0, rejected)
+        return ReplayReport(0, [], [], events, 0, rejected, len(lines), blank)
     clock = ManualClock(records[0].timestamp)
     cached = _PrefetchedEmbedder(embedder)
     engine = EvolutionEngine(
@@ -183,7 +192,9 @@ def replay(
                 if progress is not None:
                     progress(done, len(records))
         engine.tick()
-        return ReplayReport(fragments, _clusters(engine), engine.patches(), events, accepted_lines, rejected)
+        return ReplayReport(
+            fragments, _clusters(engine), engine.patches(), events, accepted_lines, rejected, len(lines), blank
+        )
     finally:
         engine.close()
 

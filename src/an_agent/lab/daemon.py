@@ -7,6 +7,9 @@ a process of its own, started by it (`an_agent.lab.fleet`; with ``--in-process``
 it). ``lab down`` reads ``lab.json``, checks that the pid is still that lab (its command line), sends
 SIGTERM (the lab stops its agents), waits for the process to exit (after a grace period SIGKILL to its
 whole process group, agents included: they share the session ``lab up`` made) and for the ports to close.
+The lab process writes ``DIR/last-stop.json`` as it stops: what did not stop cleanly (an agent process
+killed after its own grace period, a lab thread that did not end); ``lab down`` reports it as
+``leftovers``.
 With ``--netns`` the agents run in the lab's network namespaces (`an_agent.lab.netns`); ``lab down`` then
 also removes whatever of that lab network is left (``DIR/netns.json`` names it), agent processes
 included, which after a crash of the lab process is everything.
@@ -26,11 +29,14 @@ import time
 from pathlib import Path
 from typing import Any
 
+from an_agent._files import write_private
 from an_agent.errors import AnAgentError, ConfigError
 from an_agent.lab.spec import Topology
 
 STATE_FILE = "lab.json"
 LOG_FILE = "lab.log"
+STOP_FILE = "last-stop.json"
+"""What the last stop of the lab left behind (`serve_foreground` writes it, `lab down` reads it)."""
 START_TIMEOUT = 60.0
 STOP_GRACE = 30.0
 SIGNAL_POLL = 0.2
@@ -159,9 +165,10 @@ def serve_foreground(
             pass
         print("lab stopping", file=sys.stderr, flush=True)
     finally:
-        lab.stop()
+        leftovers = lab.stop()
+        write_private(run_dir / STOP_FILE, json.dumps({"leftovers": leftovers}).encode())
         _state_path(run_dir).unlink(missing_ok=True)
-    print("lab stopped", file=sys.stderr, flush=True)
+    print("lab stopped" + (f"; did not stop cleanly: {', '.join(leftovers)}" if leftovers else ""), file=sys.stderr)
     return 0
 
 
@@ -272,6 +279,7 @@ def _stop_lab(run_dir: Path) -> dict[str, Any]:
             "stopped": False,
             "message": f"the lab of {run_dir} (pid {pid}) is no longer running; removed its stale state file",
         }
+    (run_dir / STOP_FILE).unlink(missing_ok=True)
     os.kill(pid, signal.SIGTERM)
     killed = not _wait_gone(pid, run_dir, STOP_GRACE)
     if killed:
@@ -285,10 +293,12 @@ def _stop_lab(run_dir: Path) -> dict[str, Any]:
     ports = [a["port"] for a in state.get("agents", []) if not a.get("netns")]
     open_ports = [p for p in ports if _port_open(p)]
     stopped = not open_ports and not _is_our_lab(pid, run_dir)
+    leftovers = _leftovers(run_dir)
     message = (
         f"lab {state.get('name')} (pid {pid}) stopped"
         + (" (killed after the grace period)" if killed else "")
         + ("" if not open_ports else f"; ports still open: {open_ports}")
+        + ("" if not leftovers else f"; did not stop cleanly: {', '.join(leftovers)} (see {run_dir / LOG_FILE})")
     )
     return {
         "was_up": True,
@@ -296,8 +306,19 @@ def _stop_lab(run_dir: Path) -> dict[str, Any]:
         "killed": killed,
         "pid": pid,
         "open_ports": open_ports,
+        "leftovers": leftovers,
         "message": message,
     }
+
+
+def _leftovers(run_dir: Path) -> list[str]:
+    """What the lab process said did not stop cleanly (`STOP_FILE`); empty when it could not say."""
+    try:
+        value = json.loads((run_dir / STOP_FILE).read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError):
+        return []
+    leftovers = value.get("leftovers") if isinstance(value, dict) else None
+    return [str(item) for item in leftovers] if isinstance(leftovers, list) else []
 
 
 def _wait_gone(pid: int, run_dir: Path, timeout: float) -> bool:

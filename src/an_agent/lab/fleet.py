@@ -20,7 +20,7 @@ from an_agent.lab.conductor import Conductor
 from an_agent.lab.control import ControlServer, create_certificate, create_secret, read_secret
 from an_agent.lab.owner import FleetOwner
 from an_agent.lab.placement import lab_host
-from an_agent.lab.processes import AgentLaunch, AgentProcess, start_agent, stop_agents
+from an_agent.lab.processes import STOP_GRACE, AgentLaunch, AgentProcess, start_agent, stop_agents
 from an_agent.lab.spec import AgentSpec
 
 log = logging.getLogger(__name__)
@@ -155,7 +155,9 @@ class ProcessFleet:
         return {name: p.pid for name, p in self._processes.items()}
 
     def stop(self) -> list[str]:
-        """Stop every agent process (their clocks were closed by the lab's kernel), then the channel."""
+        """Stop every agent process (their clocks were closed by the lab's kernel), then the channel; returns
+        those killed after the stop grace (`an_agent.lab.processes.STOP_GRACE`), as ``"NAME (pid N) killed
+        ..."`` lines."""
         # The directory after the others: they deregister as they stop.
         last = [p for name, p in self._processes.items() if self.lab.topology.agent(name).role == RoleName.DIRECTORY]
         killed = stop_agents([p for p in self._processes.values() if p not in last]) + stop_agents(last)
@@ -163,7 +165,7 @@ class ProcessFleet:
             self._server.stop()
         if killed:
             log.warning("agents killed after the stop grace: %s", ", ".join(killed))
-        return killed
+        return [f"{agent} killed after the {STOP_GRACE:g} s stop grace" for agent in killed]
 
     def leftovers(self) -> list[str]:
         """Agent processes still running (none after a clean `stop`)."""

@@ -103,6 +103,7 @@ class SimKernel:
         self._heap: list[tuple[float, int, _Sleeper | _TimerEntry]] = []
         self._seq = itertools.count()
         self._closed = False
+        self._close_deadline: float | None = None
         self._changes = 0
         self._threads: list[threading.Thread] = []
         self._local = threading.local()
@@ -348,12 +349,19 @@ class SimKernel:
                 deadline = time.monotonic() + self.stall_timeout
 
     def close(self, join_timeout: float = 10.0) -> list[str]:
-        """Stop: every waiting activity gets `Shutdown`; returns the names of threads that did not end."""
+        """Stop: every waiting activity gets `Shutdown`; returns the names of threads that did not end.
+
+        Every call waits until the same deadline, ``join_timeout`` after the first call: an agent closes its
+        kernel before its server, then again with the lab channel, and an activity stuck in a peer request
+        must cost its stop one ``join_timeout``, not one per call.
+        """
         with self._cond:
             self._closed = True
             self._cond.notify_all()
             threads = list(self._threads)
-        deadline = time.monotonic() + join_timeout
+            if self._close_deadline is None:
+                self._close_deadline = time.monotonic() + join_timeout
+            deadline = self._close_deadline
         for thread in threads:
             if thread is not threading.current_thread():
                 thread.join(max(0.0, deadline - time.monotonic()))

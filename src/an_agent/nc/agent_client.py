@@ -95,7 +95,12 @@ class AgentClient:
         self.close()
 
     def close(self) -> None:
+        """Close the session politely (`NetconfClient.close`)."""
         self.netconf.close()
+
+    def abort(self) -> None:
+        """Drop the session without ``<close-session>`` (`NetconfClient.abort`)."""
+        self.netconf.abort()
 
     # ---- CapabilityRequest ------------------------------------------------------------------
 

@@ -49,6 +49,9 @@ from an_agent.errors import (
 from an_agent.model.ns import IRTF_AGENT_NS, NETCONF_BASE_NS, NETCONF_NOTIFICATION_NS, NETMOD_NOTIFICATION_NS
 
 DEFAULT_PORT = 8830
+CLOSE_TIMEOUT = 5.0
+"""Seconds `NetconfClient.close` waits for the ``<close-session>`` reply (a peer that is going away may
+never send it, and ncclient does not end a pending request when the transport drops)."""
 """The agents' NETCONF port (unprivileged; 830 is the IANA port)."""
 
 """RFC 5277 namespace of ``<replayComplete>`` and ``<notificationComplete>``."""
@@ -255,16 +258,23 @@ class NetconfClient:
     ) -> None:
         self.close()
 
-    def close(self) -> None:
-        """Send ``<close-session>`` and close the transport; quiet if the session is already gone."""
+    def close(self, timeout: float = CLOSE_TIMEOUT) -> None:
+        """Send ``<close-session>``, wait at most ``timeout`` s for its reply, close the transport; quiet if
+        the session is already gone."""
         if not self._manager.connected:
             return
+        self._manager.timeout = min(self._manager.timeout or timeout, timeout)
         try:
             self._manager.close_session()
         except Exception:
             # The server may drop the connection before or after replying; either way it is closed.
-            with contextlib.suppress(Exception):
-                self._manager._session.close()
+            self.abort()
+
+    def abort(self) -> None:
+        """Close the transport without ``<close-session>``: for a session known to be broken or whose
+        server is going away, where a polite close would only wait for a reply that never comes."""
+        with contextlib.suppress(Exception):
+            self._manager._session.close()
 
     @property
     def connected(self) -> bool:

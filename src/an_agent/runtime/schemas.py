@@ -9,7 +9,9 @@
   with an `RpcError` that lists each offending key (nothing is stored);
 - once the task is committed (`accept`), its payloads are learnt from (``other`` fragments embedded and
   clustered) on a background thread, so assignment never waits for the
-  embedding model (~7 s to load, ~3 ms per fragment);
+  embedding model (~7 s to load, ~3 ms per fragment); the payloads that queued up meanwhile are learnt
+  from in one batch, and patch synthesis waits until no payload is queued (or a trigger has waited
+  `_SYNTHESIS_MAX_DELAY` s), so a burst is ingested at the pool's rate, not at synthesis's;
 - a finished task's JSON result gains ``schema_update_suggestion`` when
   patches apply to its client;
 - templates are served by the ``get-schema-template`` RPC and as state under
@@ -29,6 +31,7 @@ import json
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -57,6 +60,9 @@ _S = f"{{{SCHEMA_NS}}}"
 _NOTIFIED = {"patch-published", "key-state-changed"}
 _TICK_SECONDS = 60.0
 _LEARN_BATCH = 256  # payloads learnt from in one embedding call
+_SYNTHESIS_MAX_DELAY = 2.0
+"""Real seconds a noted trigger may wait for its patch while payloads keep coming (synthesis runs when the
+learner has nothing queued, or once a trigger has waited this long)."""
 
 _shared_embedder: Embedder | None = None
 _shared_lock = threading.Lock()
@@ -90,6 +96,7 @@ class SchemaService:
         self._work: queue.Queue[tuple[str, Any] | None] = queue.Queue()
         self._task_clients: dict[str, tuple[str, tuple[str, ...]]] = {}
         self._lock = threading.Lock()
+        self._due_since: float | None = None  # when the learner first saw a trigger waiting for synthesis
         self._worker = threading.Thread(target=self._run, name="schema-evolution", daemon=True)
         self._worker.start()
 
@@ -356,15 +363,28 @@ class SchemaService:
                     item = ("idle", None)
             if batch:
                 self._safely(functools.partial(self._learn, batch))
+            # Patch synthesis (seconds of model time per patch) stays off the ingest path: it runs when no
+            # payload waits, at a barrier or the stop, or when a trigger has waited too long.
+            if item is None or item[0] == "barrier" or self._work.empty() or self._synthesis_overdue():
+                self._safely(self._synthesise)
             if item is None:
                 return
             if item[0] == "barrier":
                 item[1].set()
 
     def _learn(self, batch: list[tuple[str, Any]]) -> None:
-        for result in self.engine.accept_payloads(batch):
+        for result in self.engine.accept_payloads(batch, synthesise=False):
             if isinstance(result, SchemaError):  # admitted against an older template: nothing learnt
                 log.info("schema evolution skipped a payload: %s", result)
+        if self._due_since is None and self.engine.synthesis_due:
+            self._due_since = time.monotonic()
+
+    def _synthesis_overdue(self) -> bool:
+        return self._due_since is not None and time.monotonic() - self._due_since >= _SYNTHESIS_MAX_DELAY
+
+    def _synthesise(self) -> None:
+        self._due_since = None
+        self.engine.synthesise_due()
 
     @staticmethod
     def _safely(work: Callable[[], object]) -> None:
