@@ -6,6 +6,7 @@ constraints, and its cluster's size, purity against the corpus's ``label`` field
 patches that no intent explains (spurious ones). The product never reads ``label``; only this report does.
 
     python -m bench.evolution_dev_corpus [FILE]     # default: tests/evolution/data/dev_other_corpus.jsonl
+    python -m bench.evolution_dev_corpus FILE --set typing_sample=13   # any EvolutionConfig setting
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.replay import replay
 from an_agent.schemas.values import parse_constraints
@@ -42,10 +44,11 @@ def constraints_text(key: dict[str, Any]) -> str:
     return "; ".join(parts) or "-"
 
 
-def report(path: Path) -> str:
+def report(path: Path, config: EvolutionConfig | None = None) -> str:
+    """The Markdown tables for the corpus at ``path``, replayed with ``config`` (default: the shipped one)."""
     lines = path.read_text(encoding="utf-8").splitlines()
     labels = [json.loads(line).get("label", "") if line.strip() else "" for line in lines]
-    result = replay(lines, MiniLMEmbedder()).to_dict()
+    result = replay(lines, MiniLMEmbedder(), config=config).to_dict()
     members = {c["cluster_id"]: c for c in result["clusters"]}
     out = [
         f"{result['accepted']} lines accepted, {len(result['rejected'])} refused, {len(result['clusters'])} clusters, "
@@ -83,8 +86,12 @@ def report(path: Path) -> str:
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("file", nargs="?", type=Path, default=DEFAULT, help="labelled corpus (replay format)")
+    parser.add_argument(
+        "--set", action="append", default=[], metavar="NAME=VALUE", help="an evolution setting (repeatable)"
+    )
     args = parser.parse_args(argv)
-    print(report(args.file))
+    settings = dict(item.split("=", 1) for item in args.set)
+    print(report(args.file, EvolutionConfig().with_overrides(settings)))
     return 0
 
 

@@ -36,8 +36,10 @@ def clock() -> ManualClock:
     return ManualClock(T0)
 
 
-# Small gates so that a handful of fragments trigger: heat 25 (3 fragments), 2 clients or 3 occurrences.
+# Small gates so that a handful of fragments trigger: heat 25 (3 fragments), 2 clients or 3 occurrences;
+# a trigger's patch is made at once (no typing sample to wait for: test_evolution_typing_wait.py covers it).
 SMALL = EvolutionConfig(
+    typing_sample=1,
     heat_threshold=25,
     min_distinct_clients=2,
     min_occurrences=3,

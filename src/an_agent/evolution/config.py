@@ -73,6 +73,12 @@ class EvolutionConfig:
         1,
     )
     max_examples: int = _f(3, "mapping examples quoted in a synthesised description", 1)
+    # A trigger waits for a sample big enough to type its key (each value of a closed set seen twice, not
+    # one flag per value), for at most typing_wait_hours of clock time.
+    typing_sample: int = _f(10, "fragments a triggered cluster holds before its patch is synthesised", 1)
+    typing_wait_hours: float = _f(
+        24.0, "hours after its trigger when a patch is synthesised even below typing_sample fragments"
+    )
     # Long-term evaluation and lifecycle (draft 6.2.3)
     trial_days: float = _f(7.0, "experimental trial period, days", 1e-6)
     metrics_window_days: float = _f(30.0, "observation window of key metrics, days", 1e-6)

@@ -6,12 +6,13 @@ What it does, per call:
     validate a structured data-param against the template the client sees (base + its patches);
     refuse it with `SchemaError` (nothing stored) or accept it: update the metrics of every published
     patch key, embed each sanitised ``other`` fragment into the Differential Semantic Pool, evaluate
-    the dual-gate trigger of the clusters it joined, and synthesise, authorise and publish a patch when
-    one fires (or queue the trigger when the convergence guard is full).
+    the dual-gate trigger of the clusters it joined, and synthesise, authorise and publish a patch once
+    a fired trigger's cluster holds a typing sample (or queue it when the convergence guard is full).
 `template` / `schema_update_suggestion`
     what to serve to a client: the effective template, or its active patches for inline delivery.
 `tick`
-    time-driven work: lifecycle decisions that fell due, eviction of cold clusters, pruning.
+    time-driven work: lifecycle decisions that fell due, eviction of cold clusters, pruning, and the
+    patches of triggers that waited ``typing_wait_hours``.
 `on_event`
     subscribe to `EvolutionEvent`s (patch published, key state changed, ...) for NETCONF notifications.
 
@@ -244,7 +245,8 @@ class EvolutionEngine:
         `Acceptance` (no suggestion) or the `SchemaError` that refused it (nothing stored for it). The
         triggers the batch causes are synthesised after it, as `accept_payload` does, unless
         ``synthesise`` is false: then they wait (`synthesis_due`) for `synthesise_due` or the next `tick`,
-        and the caller keeps ingesting meanwhile (each patch still carries the time of its trigger).
+        and the caller keeps ingesting meanwhile (each patch still carries the time of its trigger). Either
+        way a trigger's patch waits for a typing sample (`synthesise_due`).
         """
         out: list[Acceptance | SchemaError | None] = []
         valid: list[tuple[str, ValidatedPayload, int | None]] = []
@@ -259,7 +261,7 @@ class EvolutionEngine:
 
     @property
     def synthesis_due(self) -> int:
-        """Triggers noted whose patch is not synthesised yet (`synthesise_due` makes them)."""
+        """Triggers noted whose patch is not synthesised yet (`synthesise_due` makes the ready ones)."""
         with self._lock:
             return len(self._state.due)
 
@@ -322,28 +324,35 @@ class EvolutionEngine:
         self._flush()
         return [next(landed) if text else "" for _, _, text in cleaned]
 
-    def tick(self) -> None:
-        """Do the work that fell due (lifecycle decisions, queue, eviction, due synthesis); call periodically."""
+    def tick(self, force: bool = False) -> None:
+        """Do the work that fell due (lifecycle decisions, queue, eviction, due synthesis); call periodically.
+
+        ``force`` synthesises every noted trigger, as `synthesise_due` does.
+        """
         with self._lock:
             now = self.clock.now()
             with self.store.transaction():
                 self._steward.due(now)
                 self._pool.sweep(now)
-            self._synthesise_due()
+            self._synthesise_due(force)
         self._flush()
 
-    def synthesise_due(self) -> int:
-        """Synthesise (and publish or hold) the patches of the triggers noted since; returns how many."""
+    def synthesise_due(self, force: bool = False) -> int:
+        """Synthesise (and publish or hold) the patches of the noted triggers that are ready; returns how many.
+
+        A trigger is ready once its cluster holds ``typing_sample`` fragments or ``typing_wait_hours``
+        after it was noted; ``force`` makes every noted trigger now (end of a replay, a learner's drain).
+        """
         with self._lock:
-            made = self._synthesise_due()
+            made = self._synthesise_due(force)
         self._flush()
         return made
 
-    def _synthesise_due(self) -> int:
+    def _synthesise_due(self, force: bool = False) -> int:
         if not self._state.due:
             return 0
         with self.store.transaction():
-            return self._maker.synthesise_due()
+            return self._maker.synthesise_due(self.clock.now(), force)
 
     # -- administration (authorised) -----------------------------------------------------------
     def approve_patch(self, patch_id: str, actor: str) -> dict[str, Any]:

@@ -78,21 +78,28 @@ class PatchMaker:
             return
         s.due[cluster.cluster_id] = (cluster.schema_id, gate, now)
 
-    def synthesise_due(self) -> int:
-        """Synthesise the patches of the triggers noted by `check_gate`; returns how many were made.
+    def synthesise_due(self, now: float, force: bool = False) -> int:
+        """Synthesise the patches of the noted triggers that are ready; returns how many were made.
 
-        Each patch carries the time of its trigger. A trigger whose cluster was merged away or changed
-        state meanwhile is dropped (the surviving cluster's gate fires again on its next fragment); one
-        that meets a full convergence guard now is queued as `check_gate` would have.
+        A trigger is ready when its cluster holds ``typing_sample`` fragments (enough for each value of a
+        closed set to recur, so the key comes out typed rather than a flag), once ``typing_wait_hours``
+        passed since it was noted, or when ``force``; until then it stays noted while its cluster grows
+        (`check_gate` keeps the first trigger time). Each patch carries the time of its trigger. A
+        trigger whose cluster was merged away or changed state meanwhile is dropped (the surviving
+        cluster's gate fires again on its next fragment); one that meets a full convergence guard now
+        is queued as `check_gate` would have.
         """
         s = self._s
+        wait_s = s.config.typing_wait_hours * 3600.0
         made = 0
-        while s.due:
-            cluster_id, (schema_id, gate, when) = next(iter(s.due.items()))
-            del s.due[cluster_id]
+        for cluster_id, (schema_id, gate, when) in list(s.due.items()):
             cluster = s.live_cluster(schema_id, cluster_id)
             if cluster is None or cluster.state not in ("collecting", "patched"):
+                del s.due[cluster_id]
                 continue
+            if not force and cluster.size < s.config.typing_sample and now - when < wait_s:
+                continue  # waits for a sample big enough to type its key
+            del s.due[cluster_id]
             if self._steward.guard_full(schema_id, gate.client_id):
                 cluster.state = "queued"
                 s.store.enqueue(cluster_id, schema_id, gate.client_id, when)

@@ -191,7 +191,7 @@ def replay(
                     fragments += len(accepted.cluster_ids)
                 if progress is not None:
                     progress(done, len(records))
-        engine.tick()
+        engine.tick(force=True)  # the input ended: triggers still waiting for a typing sample make theirs now
         return ReplayReport(
             fragments, _clusters(engine), engine.patches(), events, accepted_lines, rejected, len(lines), blank
         )

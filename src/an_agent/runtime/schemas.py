@@ -11,7 +11,8 @@
   clustered) on a background thread, so assignment never waits for the
   embedding model (~7 s to load, ~3 ms per fragment); the payloads that queued up meanwhile are learnt
   from in one batch, and patch synthesis waits until no payload is queued (or a trigger has waited
-  `_SYNTHESIS_MAX_DELAY` s), so a burst is ingested at the pool's rate, not at synthesis's;
+  `_SYNTHESIS_MAX_DELAY` s), so a burst is ingested at the pool's rate, not at synthesis's; a trigger's
+  patch waits for a typing sample (``typing_sample``, ``typing_wait_hours``) except at a drain or the stop;
 - a finished task's JSON result gains ``schema_update_suggestion`` when
   patches apply to its client;
 - templates are served by the ``get-schema-template`` RPC and as state under
@@ -134,7 +135,10 @@ class SchemaService:
         self.engine.close()
 
     def drain(self, timeout: float = 60.0) -> None:
-        """Wait until every accepted payload has been learnt from (tests, orderly shutdown)."""
+        """Wait until every accepted payload has been learnt from (tests, orderly shutdown).
+
+        Every noted trigger is synthesised then, even below its typing sample (``typing_sample``).
+        """
         done = threading.Event()
         self._work.put(("barrier", done))
         done.wait(timeout)
@@ -364,9 +368,11 @@ class SchemaService:
             if batch:
                 self._safely(functools.partial(self._learn, batch))
             # Patch synthesis (seconds of model time per patch) stays off the ingest path: it runs when no
-            # payload waits, at a barrier or the stop, or when a trigger has waited too long.
-            if item is None or item[0] == "barrier" or self._work.empty() or self._synthesis_overdue():
-                self._safely(self._synthesise)
+            # payload waits, at a barrier or the stop, or when a trigger has waited too long. A barrier or
+            # the stop forces the triggers still waiting for a typing sample: what was learnt is complete.
+            ending = item is None or item[0] == "barrier"
+            if ending or self._work.empty() or self._synthesis_overdue():
+                self._safely(functools.partial(self._synthesise, ending))
             if item is None:
                 return
             if item[0] == "barrier":
@@ -382,9 +388,9 @@ class SchemaService:
     def _synthesis_overdue(self) -> bool:
         return self._due_since is not None and time.monotonic() - self._due_since >= _SYNTHESIS_MAX_DELAY
 
-    def _synthesise(self) -> None:
+    def _synthesise(self, force: bool) -> None:
         self._due_since = None
-        self.engine.synthesise_due()
+        self.engine.synthesise_due(force)
 
     @staticmethod
     def _safely(work: Callable[[], object]) -> None:
