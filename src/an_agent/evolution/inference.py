@@ -241,8 +241,13 @@ def _values_separate(
     groups = [[i for i in g if named[i] == 1] for g in groups]
     groups = [g for g in groups if len(g) >= 2]
     sims = vectors @ vectors.T
-    within = [float(sims[a, b]) for g in groups for a in g for b in g if a < b]
-    between = [float(sims[a, b]) for x, g in enumerate(groups) for h in groups[x + 1 :] for a in g for b in h if a != b]
+    # Each value and each pair of values counts once. Pooled over fragment pairs, a dominant value (battery
+    # named alone in 6 of 10 fragments: 15 of the 16 "within" pairs) decides alone, and its loosest
+    # wordings ("batteries are draining fast") hide that the values separate.
+    within = [np.mean([float(sims[a, b]) for a in g for b in g if a < b]) for g in groups]
+    between = [
+        np.mean([float(sims[a, b]) for a in g for b in h]) for x, g in enumerate(groups) for h in groups[x + 1 :]
+    ]
     if not within or not between:
         return False
     return float(np.mean(within)) - float(np.mean(between)) >= _SEPARATION
