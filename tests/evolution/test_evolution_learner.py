@@ -88,3 +88,30 @@ def test_synthesis_waits_until_the_queued_payloads_are_ingested(tmp_path: Path, 
         assert ingested_at_publication and ingested_at_publication[0] == len(texts), ingested_at_publication
     finally:
         service.close()
+
+
+def test_the_learner_leaves_a_trigger_waiting_for_its_sample_until_a_drain_or_the_stop(
+    tmp_path: Path, clock: ManualClock
+) -> None:
+    published: list[str] = []
+    for ending in ("drain", "stop"):
+        engine = EvolutionEngine(EvolutionStore(tmp_path / f"{ending}.db"), FakeEmbedder(), clock=clock)
+        engine.on_event(lambda e, end=ending: published.append(end) if e.kind == "patch-published" else None)
+        service = SchemaService(engine, clock, lambda _: None)
+        try:
+            # Six clients: the default gate (heat 50, 5 clients) fires, below the typing sample of 10.
+            for i in range(6):
+                payload = {"fault_type": "power_failure", "other": "the battery backup of the site is low"}
+                envelope = {"schema_id": "fault_diagnosis_v1", "payload": payload}
+                service.accept(PayloadCheck(f"task-{i}", f"client-{i}", envelopes=[envelope]))
+            noted = threading.Event()
+            while not noted.wait(0.01):  # until the learner has learnt all six (no time limit asserted)
+                if sum(c.size for c in engine.clusters()) == 6 and engine.synthesis_due:
+                    noted.set()
+            assert engine.patches() == [] and published == ([] if ending == "drain" else ["drain"])
+            if ending == "drain":
+                service.drain()
+                assert len(engine.patches()) == 1 and engine.synthesis_due == 0
+        finally:
+            service.close()
+    assert published == ["drain", "stop"]

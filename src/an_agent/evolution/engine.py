@@ -325,10 +325,7 @@ class EvolutionEngine:
         return [next(landed) if text else "" for _, _, text in cleaned]
 
     def tick(self, force: bool = False) -> None:
-        """Do the work that fell due (lifecycle decisions, queue, eviction, due synthesis); call periodically.
-
-        ``force`` synthesises every noted trigger, as `synthesise_due` does.
-        """
+        """Do the work that fell due (lifecycle, queue, eviction, `synthesise_due`); call periodically."""
         with self._lock:
             now = self.clock.now()
             with self.store.transaction():
