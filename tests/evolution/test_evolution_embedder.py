@@ -45,20 +45,33 @@ def corpus_texts() -> list[str]:
     return texts
 
 
-def test_slices_cover_every_position_once_longest_first_within_the_padding_budget() -> None:
+def test_slices_cover_every_position_once_longest_first_at_least_cost() -> None:
     lengths = [3, 2, 3, 1, 3, 2, 3]
-    assert _slices(lengths, batch_size=2, pad_budget=0) == [[0, 2], [4, 6], [1, 5], [3]]  # one length each
-    assert _slices(lengths, batch_size=8, pad_budget=0) == [[0, 2, 4, 6], [1, 5], [3]]
-    assert _slices(lengths, batch_size=8, pad_budget=2) == [[0, 2, 4, 6, 1, 5], [3]]  # 2 texts padded by 1
-    assert _slices(lengths, batch_size=8, pad_budget=4) == [[0, 2, 4, 6, 1, 5, 3]]  # and one by 2
+    # A free pass: every length alone (joining pads); batch_size still caps a slice.
+    assert _slices(lengths, batch_size=2, pass_tokens=0) == [[0, 2], [4, 6], [1, 5], [3]]
+    assert _slices(lengths, batch_size=8, pass_tokens=0) == [[0, 2, 4, 6], [1, 5], [3]]
+    # Sorted 3 3 3 3 2 2 1. Costs: alone 3P + 17, [3333][221] 2P + 18, [333322][1] 2P + 19, one 21 + P.
+    assert _slices(lengths, batch_size=8, pass_tokens=2) == [[0, 2, 4, 6], [1, 5, 3]]  # 22 < 23, 23, 23
+    assert _slices(lengths, batch_size=8, pass_tokens=4) == [[0, 2, 4, 6, 1, 5, 3]]  # 25 < 26, 27, 29
+    # An expensive pass: one slice of the batch size, then the rest.
+    assert _slices(lengths, batch_size=4, pass_tokens=100) == [[0, 2, 4, 6], [1, 5, 3]]
     lengths = [((i * 7) % 13) + 3 for i in range(300)]
-    for batch_size, budget in ((256, 16), (5, 0), (64, 40)):
-        slices = _slices(lengths, batch_size, budget)
+    for batch_size, pass_tokens in ((256, 64), (5, 0), (64, 40), (300, 10_000)):
+        slices = _slices(lengths, batch_size, pass_tokens)
         assert sorted(p for s in slices for p in s) == list(range(len(lengths)))
+        assert len(slices) >= -(-len(lengths) // batch_size)
         for s in slices:
-            assert len(s) <= batch_size
+            assert 0 < len(s) <= batch_size
             assert [lengths[p] for p in s] == sorted((lengths[p] for p in s), reverse=True)
-            assert sum(lengths[s[0]] - lengths[p] for p in s) <= budget
+
+        # No cut costs less than the one chosen: compare with every length alone and with one run.
+        def cost(cut: list[list[int]], pass_tokens: int = pass_tokens) -> int:
+            return sum(pass_tokens + lengths[s[0]] * len(s) for s in cut)
+
+        alone = _slices(lengths, batch_size, 0)
+        one_run = _slices(lengths, batch_size, 10**9)
+        assert cost(slices) <= min(cost(alone), cost(one_run))
+    assert len(_slices(lengths, 300, 10_000)) == 1 and len(_slices(lengths, 256, 0)) == 13
     assert _slices([], batch_size=4) == []
 
 
