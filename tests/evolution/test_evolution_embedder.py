@@ -123,3 +123,28 @@ def test_default_vectors_stay_within_cosine_0_9999_of_encode_on_the_calibration_
     if minilm.matmul_precision == "bf16":
         # The switch does act (else this test would pass on fp32 while claiming bf16).
         assert np.abs(got - expected).max() > 1e-5
+
+
+@pytest.mark.slow
+def test_an_fp32_embedder_stays_fp32_while_a_bf16_one_embeds_in_another_thread(
+    minilm: MiniLMEmbedder, minilm_fp32: MiniLMEmbedder
+) -> None:
+    """The bf16 switch is process-wide: forward passes of all embedders take turns."""
+    import threading
+
+    expected = minilm_fp32.embed(TEXTS)
+    texts = corpus_texts()
+    stop = threading.Event()
+
+    def churn() -> None:
+        while not stop.is_set():
+            minilm.embed(texts[:64])
+
+    worker = threading.Thread(target=churn)
+    worker.start()
+    try:
+        for _ in range(5):
+            assert np.abs(minilm_fp32.embed(TEXTS) - expected).max() < 1e-6
+    finally:
+        stop.set()
+        worker.join()

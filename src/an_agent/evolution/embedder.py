@@ -135,14 +135,15 @@ class MiniLMEmbedder:
             if self.matmul_precision == "bf16":
                 _bf16_linears(model[0].auto_model)
             if self._warm:
-                self._encode(list(WARM_UP))
+                with _PASSES:
+                    self._encode(list(WARM_UP))
             self.load_seconds = time.perf_counter() - started
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, MODEL_DIMENSION), dtype=np.float32)
         self.load()
-        with self._lock:
+        with self._lock, _PASSES:
             vectors = self._encode(list(texts))
         return normalise_rows(vectors)
 
@@ -194,6 +195,10 @@ class MiniLMEmbedder:
 
 MATMUL_CHOICES = ("auto", "fp32", "bf16")
 
+# Held around every embedder's forward passes: the bf16 switch (`_bf16_linears`) is process-wide, and a
+# pass uses every core torch has anyway, so two embedders gain nothing from running at once.
+_PASSES = threading.Lock()
+
 
 def resolve_matmul(choice: str) -> str:
     """``"fp32"`` or ``"bf16"``: ``"auto"`` is bf16 where torch sees AMX tiles (bf16 matrix units), else fp32.
@@ -214,8 +219,9 @@ def _bf16_linears(module: Any) -> None:
     The switch (``torch.backends.mkldnn.matmul.fp32_precision``) is process-wide, so it is turned on
     for the duration of each linear layer's forward only, by hooks: applied to the whole forward pass it
     also sends scaled-dot-product attention's many tiny products through oneDNN, which made attention
-    five times slower than the float32 kernel. Callers serialise `embed` (the embedder's lock), and
-    nothing else in the process multiplies float32 matrices with torch meanwhile.
+    five times slower than the float32 kernel. Forward passes of all embedders of the process take
+    turns (`_PASSES`), so an fp32 embedder never runs while a bf16 one has the switch on; nothing else
+    in the process multiplies float32 matrices with torch.
     """
     import torch
 
