@@ -60,8 +60,8 @@ class MiniLMEmbedder:
     (`resolve_matmul`): ``"fp32"`` is IEEE single precision throughout; ``"bf16"`` lets oneDNN round
     their inputs to bfloat16 and multiply on the CPU's AMX tiles, accumulating and returning float32
     (attention, GELU, LayerNorm and pooling stay float32); ``"auto"`` (default) takes bf16 where the CPU
-    has AMX and fp32 elsewhere. bf16 costs about half the CPU time per fragment and keeps every vector
-    within cosine 0.99995 of the fp32 one on the corpora the similarity thresholds were calibrated on
+    has AMX and fp32 elsewhere. bf16 costs ~40 % less CPU time per fragment and keeps every vector
+    within cosine 0.99998 of the fp32 one on the corpora the similarity thresholds were calibrated on
     (`tests/evolution/test_evolution_embedder.py` checks >= 0.9999). ``matmul_precision`` reports the
     arithmetic in use once loaded.
     """
