@@ -315,7 +315,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--base", type=int, default=3000, help="real texts behind the growth vectors")
     parser.add_argument("--batch", type=int, default=256, help="fragments per ingest call")
     parser.add_argument(
-        "--threads", type=int, default=None, help="torch threads for the model (default: the agent's default)"
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads for the model, 0 for torch's default of one per core (default: the agent's, 1)",
     )
     parser.add_argument(
         "--matmul",
@@ -329,7 +332,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     n_growth = args.fragments or (10_000 if args.quick else 100_000)
 
     t0 = time.perf_counter()
-    model = MiniLMEmbedder(threads=args.threads, matmul=args.matmul)
+    if args.threads is None:
+        model = MiniLMEmbedder(matmul=args.matmul)
+    else:
+        model = MiniLMEmbedder(threads=args.threads or None, matmul=args.matmul)
     model.load()
     load_s = time.perf_counter() - t0
     model.embed(["warm up"])

@@ -120,6 +120,7 @@ def test_default_vectors_stay_within_cosine_0_9999_of_encode_on_the_calibration_
     assert np.abs(small_batches.embed(TEXTS) - got[: len(TEXTS)]).max() < 1e-6
     # The process-wide bf16 switch is on only inside the linear layers.
     assert torch.backends.mkldnn.matmul.fp32_precision == "none"
+    assert torch.get_num_threads() == 1  # the default: one torch thread (docs/evolution.md section 10)
     if minilm.matmul_precision == "bf16":
         # The switch does act (else this test would pass on fp32 while claiming bf16).
         assert np.abs(got - expected).max() > 1e-5

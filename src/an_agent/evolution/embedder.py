@@ -48,11 +48,13 @@ class MiniLMEmbedder:
     Loading is lazy and thread-safe; ``load_seconds`` reports how long the load took (None before).
     sentence-transformers loads the model; `embed` runs its tokenizer and transformer itself, texts of
     one token count together so that nothing is padded (`_encode`). ``batch_size`` is the most texts
-    per forward pass (one pass over 256 short fragments costs a fraction of 256 passes). ``threads``,
-    when given, sets torch's intra-op threads at load time — a process-wide torch setting; None keeps
-    torch's default (one per core). On a machine shared with other busy processes (many agents of a
-    lab), 1 is faster: a torch thread that waits for a preempted sibling at each operator's barrier
-    costs more than it computes. ``warm`` (default) makes `load` run a few forward passes over texts of
+    per forward pass (one pass over 256 short fragments costs a fraction of 256 passes). ``threads``
+    sets torch's intra-op threads at load time — a process-wide torch setting; None keeps torch's
+    default (one per core). The default is 1: as soon as anything else runs on the machine (other
+    agents of a lab, the agent's own NETCONF work), a torch thread that waits for a preempted sibling
+    at each operator's barrier costs more than it computes — at load 4.6-5.5 on 2 cores, 1 thread
+    ingested 412-606 fragments/s and 2 threads 57-114 (2026-11-26, docs/evolution.md section 10).
+    ``warm`` (default) makes `load` run a few forward passes over texts of
     several lengths (`WARM_UP`): a fresh model's first passes pay one-off costs (allocator growth,
     kernel and thread-pool set-up) that belong to loading, not to the first fragments an agent learns from.
 
@@ -71,7 +73,7 @@ class MiniLMEmbedder:
         path: Path | None = None,
         device: str = "cpu",
         batch_size: int = 256,
-        threads: int | None = None,
+        threads: int | None = 1,
         warm: bool = True,
         matmul: str = "auto",
     ) -> None:
