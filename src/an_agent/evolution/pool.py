@@ -33,6 +33,7 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from an_agent.evolution.cohesion import Admission
 from an_agent.evolution.config import EvolutionConfig
 
 MEMBER_SAMPLE = 32  # recent member vectors kept per cluster for the member check
@@ -103,6 +104,12 @@ class Cluster:
     clients: Counter[str] = field(default_factory=Counter)
     members: deque[Vector] = field(default_factory=lambda: deque(maxlen=MEMBER_SAMPLE))
     _sample: Matrix | None = field(default=None, repr=False, compare=False)  # ``members`` stacked, until they change
+    # Set when the cluster's patch is made (its core's outlier test): later fragments must pass it (no drift).
+    admission: Admission | None = None
+
+    def admits(self, unit: Vector, centroid_similarity: float) -> bool:
+        """True unless the cluster has a patch and ``unit`` would be set aside from its core."""
+        return self.admission is None or self.admission.admits(centroid_similarity, self.member_affinity(unit))
 
     def add_members(self, units: Iterable[Vector]) -> None:
         """Add vectors to the member sample (the oldest leave beyond ``MEMBER_SAMPLE``)."""
@@ -298,7 +305,7 @@ class SchemaPool:
             if sim < self.config.assign_threshold:
                 break
             cluster = self.clusters[cluster_id]
-            if cluster.member_affinity(unit) >= self.config.member_threshold:
+            if cluster.member_affinity(unit) >= self.config.member_threshold and cluster.admits(unit, sim):
                 return cluster
         return None
 
@@ -367,6 +374,7 @@ class SchemaPool:
         (1) alone let a tight pair of a weak intent ("send the energy report to the site owner") ride
         into an intent (high temperature at the site) on one close member each; (2) sees that the pair
         is much closer to itself than to the intent, as the cohesion gate's "second idea" test does.
+        (3) A cluster with a patch (``admission`` set) takes in only fragments its core would keep.
         """
         small, large = (a, b) if a.size <= b.size else (b, a)
         between = between_similarity(a, b)  # first: one dot product, where (1) is a product per member
@@ -375,7 +383,15 @@ class SchemaPool:
         if not small.members or not large.members:
             return True
         affinity = float(np.mean([large.member_affinity(v) for v in small.members]))
-        return affinity >= self.config.member_threshold
+        if affinity < self.config.member_threshold:
+            return False
+        # (3) A cluster with a patch takes in only what its core would keep (no drift), fragment by fragment.
+        for keep, other in ((a, b), (b, a)):
+            if keep.admission is not None:
+                centroid = keep.centroid()
+                if not all(keep.admits(v, float(v @ centroid)) for v in other.members):
+                    return False
+        return True
 
     def merge(self, a: Cluster, b: Cluster, now: float) -> tuple[Cluster, Cluster]:
         """Merge two clusters; returns (survivor, absorbed).
