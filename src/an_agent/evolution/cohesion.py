@@ -22,10 +22,11 @@ many words a fragment shares with the intent (they compare the fragment with the
    apart too (and a fragment naming a rare value looks like an outlier), but the values fill one slot:
    synthesis checks that and takes back every set-aside fragment that names a value (`rejoin`).
 
-`Core.purity_proxy` (core size / cluster size) and `Core.cohesion` (mean similarity of the core to its
-centroid) are what the replay and the calibration report; a patch needs a core whose cohesion reaches
-``min_cohesion`` (the trigger's own condition, now on the fragments that will make the key).
-Calibration on both corpora: docs/evolution.md, "Noise rejection".
+`Core.purity_proxy` (core size / cluster size: the replay's ``core_share``) and `Core.cohesion` (mean
+similarity of the core to its centroid) are what the replay and the calibration report; a patch needs a
+core whose cohesion reaches ``min_cohesion`` (the trigger's own condition, now on the fragments that
+will make the key). Step 1's two cuts, computed on the core, are its `Admission` test: after its patch a
+cluster takes only fragments that pass it (`release`). Calibration: docs/evolution.md, "Noise rejection".
 """
 
 from __future__ import annotations
