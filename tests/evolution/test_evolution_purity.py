@@ -81,8 +81,14 @@ def test_at_a_patch_the_set_aside_fragments_leave_the_cluster(engine: EvolutionE
     vectors = state.phrases.embed([f.text for f in fragments])
     core = Core((0, 1, 2, 3), (4,), (), 0.9, 5)  # the last fragment set aside
     heat_before = cluster.heat_now(engine.clock.now(), engine.config.half_life_s)
+    events: list[str] = []
+    engine.on_event(lambda e: events.append(f"{e.kind} {e.cluster_id} {e.detail}"))
     went = release_set_aside(state, cluster, fragments, vectors, core, engine.clock.now())
+    engine._flush()  # events are delivered after the transaction, by the engine
     assert len(went) == 1 and went[0] != cluster.cluster_id
+    assert events == [
+        f"fragments-released {cluster.cluster_id} 1 of 5 fragments set aside by the core left for {went[0]}"
+    ]
     assert cluster.size == 4 and np.allclose(cluster.vector_sum, vectors[:4].sum(axis=0), atol=1e-5)
     assert "c4" not in cluster.clients and "c4" not in cluster.window_clients and len(cluster.window) == 4
     assert cluster.heat_now(engine.clock.now(), engine.config.half_life_s) == pytest.approx(heat_before - 10)

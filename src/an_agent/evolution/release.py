@@ -13,9 +13,9 @@ when a patch is made (`release_set_aside`):
   core would keep that fragment (`pool.Cluster.admits`, `pool.SchemaPool.cohere`). Cohesion and size
   then describe the fragments the key was made from.
 
-Only the newest fragments synthesis read (``SYNTHESIS_FRAGMENTS``) are examined; older ones stay. The
-admission test lives in memory: a cluster restored from the store takes fragments by the ordinary rule
-until its next patch.
+An event ``fragments-released`` says how many left and where to. Only the newest fragments synthesis
+read (``SYNTHESIS_FRAGMENTS``) are examined; older ones stay. The admission test lives in memory: a
+cluster restored from the store takes fragments by the ordinary rule until its next patch.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from an_agent.evolution.cohesion import Core, admission_of
+from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.pool import MEMBER_SAMPLE, Cluster, decayed
 from an_agent.evolution.state import EngineState
 from an_agent.schemas.embedding import Vectors
@@ -76,6 +77,16 @@ def release_set_aside(
         state.save_cluster(target)
         landed.append(target.cluster_id)
     state.save_cluster(cluster)
+    state.emit(
+        EvolutionEvent(
+            "fragments-released",
+            now,
+            cluster.schema_id,
+            cluster_id=cluster.cluster_id,
+            detail=f"{len(gone)} of {len(fragments)} fragments set aside by the core left for "
+            f"{', '.join(dict.fromkeys(landed))}",
+        )
+    )
     return landed
 
 
