@@ -26,13 +26,15 @@ DEFAULT = Path(__file__).resolve().parent.parent / "tests" / "evolution" / "data
 
 
 def constraints_text(key: dict[str, Any]) -> str:
-    """The key's value constraints as the description states them (allowed values, format, unit, range)."""
+    """The key's value constraints as the description states them (allowed values, formats, unit, range)."""
     c = parse_constraints(key["semantic_description"])
     parts = []
     if c.enum:
         parts.append("values " + ", ".join(c.enum))
     if c.value_format:
         parts.append(f"format {c.value_format}")
+    if c.item_format:
+        parts.append(f"items {c.item_format}")
     if c.unit:
         parts.append(f"unit {c.unit}")
     if c.minimum is not None or c.maximum is not None:

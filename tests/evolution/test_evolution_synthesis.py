@@ -41,10 +41,11 @@ def test_numeric_fragments_make_a_numeric_key_named_with_its_unit() -> None:
     assert key.experimental and not key.required and key.default_value is None
     assert "Observed values: 10 to 20." in key.semantic_description
     assert "'keep throughput above 20 Mbps' -> 20" in key.semantic_description
-    # The unit and a range wide enough for what was seen are stated in the template's phrases, so that
-    # validation and the JSON Schema projection read them.
-    assert "Unit: mbps." in key.semantic_description and "Range: 0 to 100." in key.semantic_description
-    assert key.constraints.unit == "mbps" and (key.constraints.minimum, key.constraints.maximum) == (0, 100)
+    # The unit and a range wide enough for what was seen (0 to the first of 1, 2, 5 x 10^k at or above
+    # twice the largest: 40 -> 50) are stated in the template's phrases, so that validation and the JSON
+    # Schema projection read them.
+    assert "Unit: mbps." in key.semantic_description and "Range: 0 to 50." in key.semantic_description
+    assert key.constraints.unit == "mbps" and (key.constraints.minimum, key.constraints.maximum) == (0, 50)
     assert check_value("integer", key.constraints, 35) is None and check_value("integer", key.constraints, 500)
 
 
@@ -183,6 +184,9 @@ def test_security_terms_are_detected() -> None:
     assert is_security_relevant("router_password", "the admin password")
     assert is_security_relevant("x", "charge the payment card")
     assert not is_security_relevant("roaming", "roaming users affected")
+    # The root cause of a fault is not root access.
+    assert not is_security_relevant("suspected_root_cause", "Free-text hypothesis of the root cause")
+    assert is_security_relevant("root_shell", "root access to the node")
 
 
 def test_a_name_collision_is_a_conflict() -> None:
@@ -253,7 +257,8 @@ def test_refinement_extends_the_right_key_with_the_real_model(minilm: MiniLMEmbe
         vectors = minilm.embed(probe["texts"])
         induced = induce(probe["texts"], minilm)
         existing = [ExistingKey(k, "base") for k in template.keys]
-        conflict = find_conflict(induced, vectors, existing, minilm, EvolutionConfig().conflict_threshold)
+        threshold = EvolutionConfig().conflict_threshold
+        conflict = find_conflict(induced, vectors, existing, minilm, threshold, probe["texts"])
         if probe["expect"] is None:
             assert conflict is None, (probe["name"], conflict)
             continue

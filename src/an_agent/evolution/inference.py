@@ -4,17 +4,20 @@ The draft's key types are JSON types; a key is only useful to a client when it a
 it takes. `infer_value` looks at what the fragments of one cluster state, in this order, and takes the
 first kind that at least ``TYPE_SHARE`` of the fragments carry:
 
-1. **quantities with one unit** ("20 Mbps", "40 degrees"): ``integer`` or ``number`` with ``Unit:`` and
-   a ``Range:`` wide enough for the values seen (0 to the next power of ten above twice the largest, or
-   0 to 100 for percentages); a time unit ("for two hours", "90 minutes") makes a ``string`` with
-   ``Format: duration`` (ISO 8601, ``PT2H``) instead;
-2. **identifiers of one kind** (CELL-0401): an ``array`` with ``Item format:``;
-3. **dates and times** ("tomorrow at 06:00", "2026-10-05"): a ``string`` with ``Format: date-time``;
+1. **dates and times** ("until 2026-12-01T06:00Z", "tomorrow at 06:00", "till tomorrow morning",
+   "until 06:00": `moments.find_moment`), when they outnumber durations: a ``string`` with ``Format: date-time``;
+   in a deadline cluster (most fragments say until / till / by / before) a duration ("for the next 2
+   hours") is read as a deadline too;
+2. **quantities with one unit** ("20 Mbps", "40 degrees"): ``integer`` or ``number`` with ``Unit:`` and
+   a ``Range:`` wide enough for the values seen (0 to the first of 1, 2, 5 x 10^k at or above twice the
+   largest, or 0 to 100 for percentages); a time unit ("for two hours", "90 minutes") makes a ``string``
+   with ``Format: duration`` (ISO 8601, ``PT2H``) instead;
+3. **identifiers of one kind** (CELL-0401): an ``array`` with ``Item format:``;
 4. **time-of-day ranges** ("between 01:00 and 05:00"): a ``string`` with ``Format: <HH:MM-HH:MM>``... kept
    as the existing ``HH:MM-HH:MM`` wording;
 5. **a closed set of alternatives** (`find_alternatives`): words of one kind that fill the same slot in
-   different fragments ("on battery", "on generator", "mains is back") and rarely appear together: a
-   ``string`` with ``Acceptable values:``;
+   different fragments ("on battery", "on generator", "back on mains") and rarely appear together, one of
+   which may dominate: a ``string`` with ``Acceptable values:`` (the most named value first);
 6. otherwise the fragments state a condition or a wish: a ``boolean`` flag (default false).
 
 Every constraint is written in the description phrases of `an_agent.schemas.template`, so validation
@@ -28,15 +31,16 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import numpy as np
 
+from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
     duration_minutes,
     find_clock_ranges,
-    find_datetimes,
     find_ids,
     find_quantities,
 )
@@ -46,8 +50,9 @@ TYPE_SHARE = 0.4  # share of fragments that must carry a value kind for the key 
 _ALT_MIN_SHARE = 0.6  # share of fragments the alternatives of a closed set must cover together
 _ALT_MIN_VALUES = 3  # fewer distinct values is a phrasing habit (hot / thermal), not a closed set
 _ALT_MAX_TOPIC = 0.75  # a word in more fragments than this is the cluster's topic, not a value
-_ALT_MIN_SHARE_EACH = 2  # fragments each value must appear in
-_ALT_MIN_KIND = 0.25  # similarity of each pair of alternatives: they must be words of one kind ...
+_ALT_MIN_SHARE_EACH = 2  # fragments each value must appear in (a word said once is a wording, not a choice)
+_ALT_MIN_KIND = 0.25  # mean similarity of a new alternative to those chosen: they must be words of one kind ...
+_ALT_MIN_PAIR = 0.15  # ... and no pair far apart (battery / grid is 0.20, battery / mains 0.26 with MiniLM)
 _ALT_SET_KIND = 0.30  # mean pairwise similarity of the whole set
 _ALT_MAX_KIND = 0.75  # ... but not two spellings of one word (roaming / roamers)
 _ALT_MAX = 8
@@ -81,9 +86,12 @@ def iso_duration(minutes: float) -> str:
 
 
 def _upper_bound(largest: float) -> float:
+    """The first of 1, 2, 5 x 10^k at or above twice the largest value (45 degrees -> 100, 55 -> 200)."""
     if largest <= 0:
         return 0.0
-    return float(10 ** math.ceil(math.log10(largest * 2)))
+    target = largest * 2
+    power = 10.0 ** math.floor(math.log10(target))
+    return next(step * power for step in (1, 2, 5, 10) if step * power >= target * (1 - 1e-9))
 
 
 def _fmt(value: float) -> str:
@@ -133,11 +141,24 @@ def _id_spec(texts: Sequence[str]) -> ValueSpec | None:
 
 
 def _datetime_spec(texts: Sequence[str], now: float) -> ValueSpec | None:
-    found = [find_datetimes(t, now) for t in texts]
-    if sum(1 for f in found if f) < TYPE_SHARE * len(texts):
+    """Date-times, when >= ``TYPE_SHARE`` of the fragments name one and they outnumber durations.
+
+    A deadline cluster ("hold until 06:00", "until tomorrow morning", "for the next 2 hours") mixes
+    moments and durations: when most of its fragments say until / till / by / before, a duration is
+    read as a deadline too (``now`` + the duration), so every fragment with a time gets a value.
+    """
+    moments = [find_moment(t, now) for t in texts]
+    count = sum(1 for m in moments if m)
+    durations = [duration_of(t) for t in texts]
+    if count < TYPE_SHARE * len(texts) or count < sum(1 for d in durations if d is not None):
         return None
-    values = tuple(f[0][0] if f else None for f in found)
-    return ValueSpec("string", values, ("Format: date-time.",), value_format="date-time")
+    if sum(1 for t in texts if DEADLINE.search(t)) >= 0.5 * len(texts):
+        start = datetime.fromtimestamp(now, tz=UTC).replace(microsecond=0)
+        moments = [
+            m or (stamp(start + timedelta(minutes=d)) if d is not None else None)
+            for m, d in zip(moments, durations, strict=True)
+        ]
+    return ValueSpec("string", tuple(moments), ("Format: date-time.",), value_format="date-time")
 
 
 def _clock_range_spec(texts: Sequence[str]) -> ValueSpec | None:
@@ -160,10 +181,12 @@ def infer_value(
 
     With the fragments' unit ``vectors``, a closed set must also pass `_values_separate`.
     """
+    # Date-times go first when they outnumber durations (`_datetime_spec`): a deadline cluster also says
+    # "for the next 2 hours"; otherwise a duration is a quantity and quantities come first.
     for spec in (
+        _datetime_spec(texts, now),
         _quantity_spec(texts),
         _id_spec(texts),
-        _datetime_spec(texts, now),
         _clock_range_spec(texts),
     ):
         if spec is not None:
@@ -185,6 +208,9 @@ def _stem(word: str) -> str:
     for suffix in ("ies", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    for suffix in ("ing", "ed"):  # flooding / flooded -> flood; short words (bed, sing) stay whole
+        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
+            return word[: -len(suffix)]
     return word
 
 
@@ -192,10 +218,11 @@ def _mentions(text: str, forms: frozenset[str]) -> bool:
     return bool({_stem(w) for w in _WORD.findall(text.lower())} & forms)
 
 
-_SEPARATION = (
-    0.10  # fragments naming one value are closer to each other than to the rest by this much: on the probes, slots
-)
-# (power source, weather) separate by 0.27-0.28, wordings of one idea (sms / text / phone) by 0.03-0.07
+# Fragments naming one value are closer to each other than to the rest by this much. MiniLM: slots separate
+# by 0.27-0.28 on the probes (power source, weather), 0.18-0.24 on the held-out corpus (weather, customer
+# kinds); wordings of one idea by 0.02-0.07 (sms / text / phone, rollback), 0.10-0.14 for the closest
+# (iot sensors / meters / devices, roaming users / roamers, firmware update / download).
+_SEPARATION = 0.15
 
 
 def _values_separate(
@@ -208,6 +235,11 @@ def _values_separate(
     that use one are as close to those using another as to each other.
     """
     groups = [[i for i, t in enumerate(texts) if _mentions(t, forms)] for _, forms in alternatives]
+    # A fragment naming two values belongs to neither; a value named once has no "within" pairs and only
+    # adds noise to "between": the recurring values decide.
+    named = Counter(i for g in groups for i in g)
+    groups = [[i for i in g if named[i] == 1] for g in groups]
+    groups = [g for g in groups if len(g) >= 2]
     sims = vectors @ vectors.T
     within = [float(sims[a, b]) for g in groups for a in g for b in g if a < b]
     between = [float(sims[a, b]) for x, g in enumerate(groups) for h in groups[x + 1 :] for a in g for b in h if a != b]
@@ -225,17 +257,22 @@ def _share_a_frame(values: Sequence[str], texts: Sequence[str]) -> bool:
     """True when two of the values fill the same slot somewhere: same word before or after them.
 
     "on battery" / "on mains", "heavy storm" / "heavy rain": slot fillers share their frame, while
-    different wordings of one idea ("heat wave", "runs hot", "cabinet temperature") do not.
+    different wordings of one idea ("heat wave", "runs hot", "cabinet temperature") do not. A frame
+    word the cluster is about (in half of the fragments or more: "shared site" / "shared tower" in a
+    cluster about sharing) makes no slot: it is the idea, and the words it qualifies are wordings of it.
     """
+    topic = Counter(s for t in texts for s in {_stem(w) for w in _WORD.findall(t.lower())})
+    # Content words only: "on" in half of the fragments is the slot's frame ("on battery", "on mains").
+    not_a_frame = _NOT_A_FRAME | {w for w, c in topic.items() if c >= 0.5 * len(texts) and len(w) >= 4}
     frames: dict[str, set[tuple[str, str]]] = {v: set() for v in values}
     for text in texts:
         words = [w for w in _WORD.findall(text.lower()) if w not in _ARTICLES]
         for i, word in enumerate(words):
             stem = _stem(word)
             if stem in frames:
-                if i > 0 and words[i - 1] not in _NOT_A_FRAME:
+                if i > 0 and _stem(words[i - 1]) not in not_a_frame:
                     frames[stem].add(("before", words[i - 1]))
-                if i + 1 < len(words) and words[i + 1] not in _NOT_A_FRAME:
+                if i + 1 < len(words) and _stem(words[i + 1]) not in not_a_frame:
                     frames[stem].add(("after", words[i + 1]))
     return any(frames[a] & frames[b] for i, a in enumerate(values) for b in values[i + 1 :])
 
@@ -245,15 +282,21 @@ def find_alternatives(
 ) -> list[tuple[str, frozenset[str]]]:
     """A closed set of values the fragments choose from, as (value, stems that mention it), or [].
 
-    Candidates are content words in at least two fragments but not in most of them (a word in nearly
-    every fragment is the topic, not a value). The set is grown greedily from the most frequent
-    candidate, adding words that (a) share no fragment with the words already chosen (values of one slot
-    exclude each other; one shared fragment is tolerated for a word in three or more) and (b) are of the same
-    kind but not the same word (embedding similarity to
-    each chosen word between ``_ALT_MIN_KIND`` and ``_ALT_MAX_KIND``, no shared four-letter prefix). It is kept
-    only when it has at least ``_ALT_MIN_VALUES`` values that together
-    cover at least ``_ALT_MIN_SHARE`` of the fragments: two words that alternate are usually two ways of
-    saying one thing. Finally two of the values must share a frame (`_share_a_frame`).
+    Candidates are content words in at least two fragments (a word said once is a wording, not a choice)
+    and not in most of them (the topic), and not a modifier of other candidates ("heavy" in "heavy rain",
+    "heavy storm": it is the frame of the slot, `_modifiers`). From each of the most frequent candidates,
+    the set grows by the admissible word most of the kind of those chosen: a word that (a) excludes the
+    values chosen (`_excludes`: values of one slot are named in different fragments; one overlap is
+    tolerated with a value named three times or more: "on batteries, the mains supply dropped") and (b)
+    is of the same kind but not the same word (mean embedding similarity to the chosen words at least
+    ``_ALT_MIN_KIND``, none below ``_ALT_MIN_PAIR`` or above ``_ALT_MAX_KIND``, not `_same_family`).
+    A word never named alone is then dropped as context ("customer" in "a VIP customer"). One value may
+    dominate ("battery" in most fragments, "generator" and "mains" in two). The set needs
+    ``_ALT_MIN_VALUES`` values covering ``_ALT_MIN_SHARE`` of the fragments, and two of them must share a
+    frame (`_share_a_frame`); the largest such set wins (between equals, the most of one kind). Synonyms
+    are merged only by stem (batteries / battery, flooded / flooding): two different words stay two values
+    (UPS is not battery, grid is not mains), because the embedding cannot tell a synonym from a sibling
+    of the same kind; a value named once (UPS) is left out.
     """
     n = len(texts)
     if n < 4:
@@ -264,41 +307,94 @@ def find_alternatives(
     vectors = embedder.embed(words)
     sims = vectors @ vectors.T
     doc_sets = [{i for i, words in enumerate(per_text) if c in words} for c in candidates]
+    modifiers = _modifiers(texts, candidates, doc_sets)
     best: list[int] = []
     best_score = (0, 0.0)
-    for seed in range(min(len(candidates), 6)):
+    seeds = [i for i in range(len(candidates)) if i not in modifiers][:6]
+    for seed in seeds:
         chosen = [seed]
-        covered = set(doc_sets[seed])
-        for j in range(len(candidates)):
-            if j in chosen or len(chosen) >= _ALT_MAX:
-                continue
-            docs = doc_sets[j]
-            # Values of one slot exclude each other; one shared fragment is tolerated between two words
-            # that each appear in three fragments or more.
-            if any(len(docs & doc_sets[k]) > (1 if min(len(docs), len(doc_sets[k])) >= 3 else 0) for k in chosen):
-                continue
-            pair = [float(sims[j, k]) for k in chosen]
-            if min(pair) < _ALT_MIN_KIND or max(pair) > _ALT_MAX_KIND:
-                continue
-            if any(candidates[j][:4] == candidates[k][:4] for k in chosen):
-                continue
+        while len(chosen) < _ALT_MAX:
+            # The next value is the admissible word most of the kind of those chosen (not the most frequent:
+            # "site", "fault", "outage" are frequent in a cluster of customer kinds, and loosely kin).
+            admissible = []
+            for j in range(len(candidates)):
+                if j in chosen or j in modifiers or not _excludes(doc_sets[j], [doc_sets[k] for k in chosen]):
+                    continue
+                pair = [float(sims[j, k]) for k in chosen]
+                if float(np.mean(pair)) < _ALT_MIN_KIND or min(pair) < _ALT_MIN_PAIR or max(pair) > _ALT_MAX_KIND:
+                    continue
+                if not any(_same_family(candidates[j], candidates[k]) for k in chosen):
+                    admissible.append((float(np.mean(pair)), -j))
+            if not admissible:
+                break
+            j = -max(admissible)[1]
             chosen.append(j)
-            covered |= docs
+        # A value is named alone somewhere: a word whose every fragment also names another value is
+        # context ("customer" in "a VIP customer", "an enterprise customer", "a hospital ..., priority
+        # customer"), while "storm" stays with "snow storm" and "flooded after the storm".
+        chosen = [k for k in chosen if not doc_sets[k] <= set().union(*(doc_sets[m] for m in chosen if m != k))]
+        covered = set().union(*(doc_sets[k] for k in chosen))
         if len(chosen) < _ALT_MIN_VALUES:
             continue
         # Most fragments covered first; between equals, the set whose words are most of one kind.
         kind = float(np.mean([sims[a, b] for a in chosen for b in chosen if a < b]))
-        if kind >= _ALT_SET_KIND and (len(covered), kind) > best_score:
+        if kind < _ALT_SET_KIND or (len(covered), kind) <= best_score:
+            continue
+        if _share_a_frame([candidates[i] for i in chosen], texts):
             best, best_score = chosen, (len(covered), kind)
-    if len(best) < _ALT_MIN_VALUES or best_score[0] < _ALT_MIN_SHARE * n:
+    if best_score[0] < _ALT_MIN_SHARE * n:
         return []
-    if not _share_a_frame([candidates[i] for i in best], texts):
-        return []
+    # Values in the order of how often they are named: the dominant value first.
+    best.sort(key=lambda i: (-len(doc_sets[i]), i))
     return [(words[i], frozenset({candidates[i]})) for i in best]
 
 
+def _same_family(a: str, b: str) -> bool:
+    """Two spellings or derivations of one word: a shared four-letter prefix, or one inside the other
+    (tilt / downtilt / uptilt)."""
+    return a[:4] == b[:4] or (min(len(a), len(b)) >= 4 and (a in b or b in a))
+
+
+def _excludes(docs: set[int], chosen: Sequence[set[int]]) -> bool:
+    """True when a word (the fragments ``docs`` using it) can be another value of the slot of ``chosen``.
+
+    Values of one slot exclude each other. One shared fragment is tolerated with one chosen value, when
+    the word recurs and that value is used in three fragments or more ("on batteries, the mains supply
+    dropped" names the old and the new power source); a word that shares fragments with two values
+    ("rain flooded the access road", "snow is blocking the access road") is context, not a value.
+    """
+    shared = [(len(docs & other), len(other)) for other in chosen if docs & other]
+    if not shared:
+        return True
+    return len(shared) == 1 and shared[0][0] == 1 and len(docs) >= 2 and shared[0][1] >= 3
+
+
+def _modifiers(texts: Sequence[str], candidates: Sequence[str], doc_sets: Sequence[set[int]]) -> set[int]:
+    """Candidates that mostly stand right before another recurring candidate ("heavy rain", "strong wind").
+
+    Such a word qualifies the slot's value rather than being one: more than half of its uses precede a
+    different recurring candidate.
+    """
+    index = {c: i for i, c in enumerate(candidates)}
+    recurring = {c for c, docs in zip(candidates, doc_sets, strict=True) if len(docs) >= 2}
+    before: Counter[str] = Counter()
+    uses: Counter[str] = Counter()
+    for text in texts:
+        stems = [_stem(w) for w in _WORD.findall(text.lower())]
+        for a, b in zip(stems, [*stems[1:], ""], strict=True):
+            if a in index:
+                uses[a] += 1
+                if b in recurring and b != a:
+                    before[a] += 1
+    return {index[c] for c, k in before.items() if k > 0.5 * uses[c]}
+
+
 def _candidates(texts: Sequence[str], stop_words: frozenset[str]) -> tuple[list[set[str]], list[str], list[str]]:
-    """(stems of each fragment, candidate value stems, each candidate's most frequent surface word)."""
+    """(stems of each fragment, candidate value stems, each candidate's most frequent surface word).
+
+    Candidates are the words in at least ``_ALT_MIN_SHARE_EACH`` fragments and at most ``_ALT_MAX_TOPIC``
+    of them, most frequent first.
+    """
     per_text = [{_stem(w) for w in _WORD.findall(t.lower()) if w not in stop_words and len(w) >= 3} for t in texts]
     surface: dict[str, Counter[str]] = {}
     for t in texts:
@@ -307,7 +403,15 @@ def _candidates(texts: Sequence[str], stop_words: frozenset[str]) -> tuple[list[
                 surface.setdefault(_stem(w), Counter())[w] += 1
     df = Counter(s for words in per_text for s in words)
     candidates = [s for s, c in df.most_common() if _ALT_MIN_SHARE_EACH <= c <= _ALT_MAX_TOPIC * len(texts)]
-    return per_text, candidates, [surface[c].most_common(1)[0][0] for c in candidates]
+    return per_text, candidates, [_surface(c, surface[c]) for c in candidates]
+
+
+def _surface(stem: str, spellings: Counter[str]) -> str:
+    """The word that names a value: its most frequent spelling, or its stem when it only appears as
+    verb forms of it (flooding / flooded -> flood)."""
+    if len(spellings) > 1 and all(w.endswith(("ing", "ed")) for w in spellings):
+        return stem
+    return min(spellings.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0]
 
 
 def alternative_words(texts: Sequence[str], stop_words: frozenset[str]) -> list[str]:

@@ -41,7 +41,8 @@ _STOP = _words(
     may might must need needs please let lets get gets got make makes made keep keeps kept when once while
     until till after before about again already still yet even ever now today tonight tomorrow yesterday
     what which who whom whose where why how one two many much more most less least few lot lots s t
-    around near nearby here there really quite"""
+    around near nearby here there really quite during through throughout across behind inside outside
+    without within via per along against between among since toward towards beyond"""
 )
 _UNIT_SUFFIX = {
     "db": "db",
@@ -99,6 +100,17 @@ _CATEGORIES = (
 )
 
 
+# The head a key of each category takes in the draft's and our templates' style; others take "type".
+_CATEGORY_HEADS = {
+    "power": "source",
+    "weather": "condition",
+    "notification": "channel",
+    "contact": "channel",
+    "delivery": "channel",
+    "network": "domain",
+    "time": "window",
+}
+
 _CAUSAL = _words("because due caused cause causes causing reason blame blamed")
 # Words that open a condition: "roll back if KPIs drop" asks for a rollback; "if KPIs drop" only says
 # when. A key names what is asked, so names come from the main clause.
@@ -109,7 +121,8 @@ _VERBS = _words(
     """rely relies relied fall falls fell go goes went run runs ran rise rises rose increase increases
     decrease decreases hit hits say says said lose loses lost attach attaches attached affect affects
     complain complains fail fails failed stop stops come comes become becomes want wants ask asks seem
-    seems look looks stay stays remain remains happen happens occur occurs get gets got drop_off"""
+    seems look looks stay stays remain remains happen happens occur occurs get gets got drop_off depend
+    depends depended serve serves served"""
 )
 
 
@@ -206,8 +219,21 @@ def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) ->
 
 
 def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, embedder: Embedder) -> str:
+    """'<category> <head>' for a closed set: the category by meaning, the head by convention.
+
+    The category word (a content word of the fragments, or a domain category of ``_CATEGORIES``) is the
+    one whose key-like phrases are closest to the values and the cluster. The embedding does not tell
+    heads apart ("weather kind", "weather source", "weather condition" score within 0.05), so the head
+    is the draft's convention for that category (`_CATEGORY_HEADS`: power_source, weather_condition),
+    ``cause`` for values stated as causes, else ``type`` (fault_type).
+    """
     values = set(spec.enum)
-    words = Counter(w for t in texts for w in set(tokens(t)) if w not in _STOP and w not in values and len(w) > 2)
+    words = Counter(
+        w
+        for t in texts
+        for w in set(tokens(t))
+        if w not in _STOP and len(w) > 2 and not any(w[:4] == v[:4] for v in values)  # batteries ~ battery
+    )
     modifiers = list(dict.fromkeys([*(w for w, _ in words.most_common(_MODIFIERS)), *_CATEGORIES]))
     # "cause" names values that explain something ("fault_cause"); values that are only stated ("heavy
     # rain at the site") are a condition or a type of their category: the head needs causal wording.
@@ -219,10 +245,16 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     value_vectors, vectors = embedded[: len(spec.enum)], embedded[len(spec.enum) :]
     value_centroid = value_vectors.sum(axis=0)
     value_centroid = value_centroid / (np.linalg.norm(value_centroid) or 1.0)
-    scores = 0.5 * (vectors @ value_centroid) + 0.5 * (vectors @ centroid)
+    # The category is what the values are instances of: their centroid weighs most; the cluster keeps it
+    # in the domain of the requests ("outage" is frequent in a cluster of customer kinds, not their kind).
+    scores = 0.75 * (vectors @ value_centroid) + 0.25 * (vectors @ centroid)
     # A bare head ("type") says less than "power source": a small bonus for the two-word form.
     scores = scores + np.array([0.0 if " " not in c else 0.03 for c in candidates], dtype=np.float32)
-    return candidates[int(np.argmax(scores))]
+    best = candidates[int(np.argmax(scores))]
+    if " " not in best:
+        return best
+    category = best.split()[0]
+    return f"{category} {_CATEGORY_HEADS.get(category, 'cause' if causal else 'type')}"
 
 
 def name_key(

@@ -161,7 +161,8 @@ class PatchMaker:
             core=core,
         )
         core_vectors = vectors[list(core.members)]
-        conflict = find_conflict(induced, core_vectors, existing, s.phrases, s.config.conflict_threshold)
+        core_texts = [texts[i] for i in core.members]
+        conflict = find_conflict(induced, core_vectors, existing, s.phrases, s.config.conflict_threshold, core_texts)
         patch_id = f"{cluster.schema_id}-patch-{s.store.next_number('patch'):04d}"
         uid = f"{patch_id}/"
         if conflict is None:

@@ -30,7 +30,7 @@ import numpy as np
 from an_agent.evolution.cohesion import Core, core_of, rejoin
 from an_agent.evolution.inference import ValueSpec, alternative_words, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
-from an_agent.schemas.anchors import key_anchors
+from an_agent.schemas.anchors import example_mappings, key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.template import OTHER_KEY, KeyDef
 
@@ -50,8 +50,12 @@ SECURITY_TERMS = _words(
 
 def is_security_relevant(*texts: str) -> bool:
     """True when a key name or description touches credentials, payment, identity or access control."""
-    words = {w for text in texts for w in re.findall(r"[a-z]+", text.lower())}
+    # "root cause" (suspected_root_cause) is about faults, not the superuser.
+    words = {w for text in texts for w in re.findall(r"[a-z]+", _ROOT_CAUSE.sub(" ", text.lower()))}
     return bool(words & SECURITY_TERMS)
+
+
+_ROOT_CAUSE = re.compile(r"(?<![a-z])root[ _]cause")
 
 
 @dataclass(frozen=True)
@@ -153,7 +157,8 @@ def induce_key(
             examples.append((texts[int(index)], value))
         if len(examples) >= max_examples:
             break
-    description = _describe(spec, phrase, alternatives, examples, len(texts), distinct_clients)
+    deadline = name.endswith("_until")
+    description = _describe(spec, phrase, alternatives, examples, len(texts), distinct_clients, deadline)
     default: Any = False if spec.key_type == "boolean" else None
     key = KeyDef.build(name, spec.key_type, description, required=False, default_value=default, experimental=True)
     return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples), spec=spec, core=core)
@@ -166,6 +171,7 @@ def _describe(
     examples: Sequence[tuple[str, Any]],
     size: int,
     clients: int,
+    deadline: bool = False,
 ) -> str:
     also = f" (also phrased as: {', '.join(alternatives)})" if alternatives else ""
     what = phrase[:1].upper() + phrase[1:]
@@ -178,6 +184,8 @@ def _describe(
         head = f"{what}{also}, as a number of {spec.unit}. Observed values: {_fmt_value(low)} to {_fmt_value(high)}."
     elif spec.value_format == "duration":
         head = f"{what}{also}, as an ISO 8601 duration (PT2H = two hours)."
+    elif spec.value_format == "date-time" and deadline:
+        head = f"Until when to {phrase}{also}, as an RFC 3339 date and time (UTC)."
     elif spec.value_format == "date-time":
         head = f"{what}{also}, as an RFC 3339 date and time (UTC)."
     elif spec.key_type == "array":
@@ -208,12 +216,30 @@ def meaning_score(vectors: Vectors, key: KeyDef, embedder: Embedder) -> float:
     return (by_centroid + by_fragment) / 2
 
 
+# Words that state a hypothesis rather than a fact ("we suspect ...", "probably ...", "might be ...").
+_HEDGE = re.compile(
+    r"\b(?:suspect|suspects|suspected|probably|likely|maybe|perhaps|possibly|might|could|guess|think|seems?)\b",
+    re.IGNORECASE,
+)
+HYPOTHESIS_SHARE = 0.6  # share of a cluster's fragments stated as hypotheses for it to be one
+# Meaning score a cluster of hypotheses still needs to a key of hypotheses: what they are about must be
+# near it (MiniLM: suspected causes 0.39-0.50 to suspected_root_cause; other keys of fault_diagnosis_v1 < 0.30).
+HYPOTHESIS_FLOOR = 0.33
+
+
+def is_hypothesis_key(key: KeyDef) -> bool:
+    """True when every mapping example of a free-text key is stated as a hypothesis ('we think ...')."""
+    examples = example_mappings(key)
+    return bool(examples) and not key.constraints.enum and all(_HEDGE.search(p) for p, _ in examples)
+
+
 def find_conflict(
     candidate: InducedKey,
     vectors: Vectors,
     existing: Sequence[ExistingKey],
     embedder: Embedder,
     threshold: float,
+    texts: Sequence[str] = (),
 ) -> Conflict | None:
     """The existing key the candidate duplicates, or None (then it is a new key).
 
@@ -221,16 +247,26 @@ def find_conflict(
     whose allowed values (if it has some) are of the kind of the value the cluster names (`new_value`,
     ``VALUE_KIN``); only when there is none, the best one whose values are not (the cluster says an
     existing value in other words: the refinement widens its description, it adds no value).
+
+    A cluster whose fragments (``texts``, the core's, in the order of ``vectors``) are mostly stated as
+    hypotheses (``HYPOTHESIS_SHARE``: "we suspect rodents", "probably vandalism") fits a free-text key
+    whose examples are hypotheses too (`is_hypothesis_key`: suspected_root_cause) from
+    ``HYPOTHESIS_FLOOR``: the form says which key holds the idea when the words of a new cause are far
+    from the key's examples.
     """
     for item in existing:
         if item.key.key_name == candidate.key.key_name:
             return Conflict(item, "name", 1.0)
+    hypotheses = bool(texts) and sum(1 for t in texts if _HEDGE.search(t)) >= HYPOTHESIS_SHARE * len(texts)
     fitting: list[Conflict] = []  # the key's meaning fits, and its allowed values (if any) too
     restating: list[Conflict] = []  # the meaning fits, the values do not: other words for existing values
     for item in existing:
         if item.key.key_name == OTHER_KEY:
             continue
         score = meaning_score(vectors, item.key, embedder)
+        if hypotheses and score >= HYPOTHESIS_FLOOR and is_hypothesis_key(item.key):
+            fitting.append(Conflict(item, "meaning", max(score, threshold)))
+            continue
         if score < threshold:
             continue
         if not item.key.constraints.enum:
