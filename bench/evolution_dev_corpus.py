@@ -2,7 +2,7 @@
 
 Runs `an_agent.evolution.replay.replay` (what `an-agent schema replay FILE --json` runs) with the real
 model and prints Markdown: the summary line, one row per recurring intent (its patch, key, type and
-constraints, and its cluster's size, purity against the corpus's ``label`` field and cohesion), and the
+constraints, and its cluster's size, purity against the corpus's ``label`` field, cohesion and core share), and the
 patches that no intent explains (spurious ones). The product never reads ``label``; only this report does.
 
     python -m bench.evolution_dev_corpus [FILE]     # default: tests/evolution/data/dev_other_corpus.jsonl
@@ -55,7 +55,7 @@ def report(path: Path, config: EvolutionConfig | None = None) -> str:
         f"{len(result['patches'])} patches ({sum(1 for p in result['patches'] if p['client_id'] is None)} global, "
         f"{sum(1 for p in result['patches'] if p['client_id'] is not None)} per-client).",
         "",
-        "| intent (label) | patch | key | type | constraints | cluster: size, purity, cohesion |",
+        "| intent (label) | patch | key | type | constraints | cluster: size, purity, cohesion, core share |",
         "|---|---|---|---|---|---|",
     ]
     explained: set[str] = set()
@@ -75,7 +75,7 @@ def report(path: Path, config: EvolutionConfig | None = None) -> str:
                 rows.append(
                     f"| {label.removeprefix('cluster:')} | {patch['patch_id']}{scope} | `{key['key_name']}` ({kind}) | "
                     f"{key['key_type']} | {constraints_text(key)} | {cluster['size']}, "
-                    f"{100 * count // cluster['size']} %, {cluster['cohesion']:.2f} |"
+                    f"{100 * count // cluster['size']} %, {cluster['cohesion']:.2f}, {cluster['core_share']:.2f} |"
                 )
         out.extend(rows or [f"| {label.removeprefix('cluster:')} | **none** | | | | |"])
     spurious = [p["patch_id"] for p in result["patches"] if p["patch_id"] not in explained]

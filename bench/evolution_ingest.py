@@ -23,7 +23,7 @@ The clock advances 6 s per fragment (100k fragments = a week), so eviction of co
 in production; the cost must stay flat because assignment is one matrix-vector product against a bounded
 number of centroids (``max_clusters_per_schema``).
 
-    python -m bench.evolution_ingest [--quick] [--json] [--fragments N]
+    python -m bench.evolution_ingest [--quick] [--json] [--fragments N] [--threads N] [--matmul fp32|bf16]
 """
 
 from __future__ import annotations
@@ -243,6 +243,7 @@ def end_to_end(model: MiniLMEmbedder, n: int, batch: int, workdir: Path) -> dict
         "synthesis_per_patch_s": round(engine.synthesis_s / engine.synthesised, 3) if engine.synthesised else None,
         "cpu_per_fragment_ms": round(1000 * cpu / n, 3),
         "torch_threads": torch_threads(),
+        "matmul": model.matmul_precision,
         "load_average": [round(load_before, 2), round(os.getloadavg()[0], 2)],
     }
 
@@ -314,7 +315,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--base", type=int, default=3000, help="real texts behind the growth vectors")
     parser.add_argument("--batch", type=int, default=256, help="fragments per ingest call")
     parser.add_argument(
-        "--threads", type=int, default=None, help="torch threads for the model (default: the agent's default)"
+        "--threads",
+        type=int,
+        default=None,
+        help="torch threads for the model, 0 for torch's default of one per core (default: the agent's, 1)",
+    )
+    parser.add_argument(
+        "--matmul",
+        choices=("auto", "fp32", "bf16"),
+        default="auto",
+        help="arithmetic of the model's linear layers (default: the agent's default, bf16 where the CPU has AMX)",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args(argv)
@@ -322,7 +332,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     n_growth = args.fragments or (10_000 if args.quick else 100_000)
 
     t0 = time.perf_counter()
-    model = MiniLMEmbedder(threads=args.threads)
+    if args.threads is None:
+        model = MiniLMEmbedder(matmul=args.matmul)
+    else:
+        model = MiniLMEmbedder(threads=args.threads or None, matmul=args.matmul)
     model.load()
     load_s = time.perf_counter() - t0
     model.embed(["warm up"])
@@ -344,7 +357,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"embedding {e2e['embedding_per_fragment_ms']} ms + validation and pool {e2e['rest_per_fragment_ms']} ms + "
         f"synthesis {e2e['synthesis_per_fragment_ms']} ms ({e2e['patches_synthesised']} patches, "
         f"{e2e['synthesis_per_patch_s']} s each); CPU {e2e['cpu_per_fragment_ms']} ms per fragment; torch threads "
-        f"{e2e['torch_threads']}; load average {e2e['load_average'][0]} -> {e2e['load_average'][1]}"
+        f"{e2e['torch_threads']}, {e2e['matmul']} linear layers; load average {e2e['load_average'][0]} -> "
+        f"{e2e['load_average'][1]}"
     )
     print("pool cost per fragment as the pool grows (vectors precomputed, SQLite write-through included):")
     print(f"  {'fragments':>10}  {'ms/fragment':>11}  {'CPU ms':>7}  {'live clusters':>13}  {'patches':>7}")

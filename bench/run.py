@@ -568,8 +568,8 @@ class Bench:
                 at_least(rate, 300.0),
                 f"{e2e['fragments']} payloads through accept_payloads in batches of {e2e['batch']} (the agent's "
                 f"learner), per fragment: embedding {e2e['embedding_per_fragment_ms']} ms + validation and pool "
-                f"{e2e['rest_per_fragment_ms']} ms; torch threads {e2e['torch_threads']}; load average "
-                f"{e2e['load_average'][0]} -> {e2e['load_average'][1]}; bench/evolution_ingest.py",
+                f"{e2e['rest_per_fragment_ms']} ms; torch threads {e2e['torch_threads']}, {e2e.get('matmul')} linear "
+                f"layers; load average {e2e['load_average'][0]} -> {e2e['load_average'][1]}; bench/evolution_ingest.py",
                 runs=1,
             )
         )

@@ -30,14 +30,31 @@ PATCH_FIELDS = [
     "modified_keys",
 ]
 KEY_FIELDS = ["key_name", "key_type", "required", "default_value", "semantic_description", "experimental"]
-CLUSTER_FIELDS = ["cluster_id", "schema_id", "size", "distinct_clients", "heat", "cohesion", "state", "members"]
+CLUSTER_FIELDS = [
+    "cluster_id",
+    "schema_id",
+    "size",
+    "distinct_clients",
+    "heat",
+    "cohesion",
+    "core_share",
+    "state",
+    "members",
+]
+_RUNS: dict[str, tuple[dict[str, Any], list[str], list[dict[str, Any]]]] = {}
 
 
 def run(corpus: str, embedder: Any) -> tuple[dict[str, Any], list[str], list[dict[str, Any]]]:
+    """The replay of a corpus (with the real model, once per test session: the tests only read it)."""
+    if isinstance(embedder, MiniLMEmbedder) and corpus in _RUNS:
+        return _RUNS[corpus]
     lines = (DATA / corpus).read_text().splitlines()
     rows = [json.loads(line) for line in lines]
     report = replay(lines, embedder).to_dict()
-    return report, [r["label"] for r in rows], rows
+    out = report, [r["label"] for r in rows], rows
+    if isinstance(embedder, MiniLMEmbedder):
+        _RUNS[corpus] = out
+    return out
 
 
 def majority(labels: list[str], members: list[int]) -> str:
@@ -115,9 +132,10 @@ def test_dev_corpus_gives_one_sensible_patch_per_intent(minilm: MiniLMEmbedder) 
 @pytest.mark.slow
 def test_own_corpus_with_other_phrasings_numbers_and_a_conflict(minilm: MiniLMEmbedder) -> None:
     report, labels, rows = run("field_other_corpus.jsonl", minilm)
-    # vip_customer (hospital, bank, police station, ...) splits into two clusters of 5 fragments whose
-    # centroids stay below merge_threshold; before the merge check compared the clusters as wholes, one
-    # half triggered only because two one-offs merged into it and brought their clients (purity 0.71).
+    # vip_customer splits into two clusters of 5 fragments from 3 clients each (institutions served by
+    # the site: hospital, bank, police; customers affected: VIP, enterprise, premium): centroids 0.28
+    # apart, mean similarity across 0.14, below every merge of one-offs the merge test refuses
+    # (docs/evolution.md, section 4). Neither half passes the trigger on its own.
     by_label = check_corpus(report, labels, rows, missed=frozenset({"cluster:vip_customer"}))
     throughput = by_label["cluster:min_throughput"]["new_keys"][0]
     assert throughput["key_type"] == "integer" and throughput["key_name"].endswith("_mbps")
@@ -194,8 +212,9 @@ def test_lines_are_replayed_in_time_order_and_thresholds_apply(tmp_path: Path) -
         "field_other_corpus.jsonl",
         pytest.param(
             "heldout_noise_corpus.jsonl",
-            # Known limit: the core keeps 'the customer bought the car second hand' and two callback
-            # requests with 'the customer wants a refund' (core purity 0.67); see evolution-dev-corpus.md.
+            # Known limit: 'the customer changed his phone number', 'the customer bought the car second
+            # hand' and 'call the customer back after 6 pm' are as close to the refund requests as those
+            # are to each other on MiniLM (leave-one-out 0.47-0.57): the core keeps them (docs/evolution.md).
             marks=pytest.mark.xfail(strict=True, reason="one-offs about 'the customer' stay in the core"),
         ),
     ],
@@ -247,15 +266,31 @@ def test_held_out_noise_corpus_one_patch_per_intent_and_no_catch_all(minilm: Min
 
     Every intent gives one patch, nothing else does, and no cluster holds two recurring intents (before
     clusters were compared as wholes, 'refund the customer' and 'the app cannot reach the car' merged
-    into one 29-fragment cluster and one intent got no patch). Purity is not yet 0.9 here: one-offs
-    about 'the customer' join the compensation intent one by one (docs/evolution-dev-corpus.md).
+    into one 29-fragment cluster and one intent got no patch). Purity is >= 0.88 but for customer
+    compensation: one-offs about 'the customer' join it one by one and its core keeps them
+    (docs/evolution.md, section 4).
     """
     report, labels, rows = run("heldout_noise_corpus.jsonl", minilm)
     check_corpus(report, labels, rows)
     for cluster in report["clusters"]:
         intents = {lab for lab in labels_of(cluster["members"], labels) if lab.startswith("cluster:")}
         assert len(intents) <= 1, (cluster["cluster_id"], intents)
-    assert min(purities(report, labels).values()) >= 0.6, purities(report, labels)
+    purity = purities(report, labels)
+    assert purity.pop("cluster:customer_compensation") >= 0.65
+    assert min(purity.values()) >= 0.85, purity
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("corpus", ["dev_other_corpus.jsonl", "field_other_corpus.jsonl"])
+def test_a_patched_cluster_is_its_core(corpus: str, minilm: MiniLMEmbedder) -> None:
+    """At its patch a cluster lets go of what its core set aside, and takes only core fragments after:
+    its members (as the replay reports them) are of its intent, and the core keeps most of them."""
+    report, labels, rows = run(corpus, minilm)
+    check_corpus(report, labels, rows, missed=frozenset({"cluster:vip_customer"}))  # every line in one cluster
+    assert min(purities(report, labels).values()) >= 0.9, purities(report, labels)
+    patched = {p["cluster_id"] for p in report["patches"]}
+    shares = [c["core_share"] for c in report["clusters"] if c["cluster_id"] in patched]
+    assert len(shares) == len(patched) and min(shares) >= 0.75, shares
 
 
 def labels_of(cluster: list[int], labels: list[str]) -> list[str]:

@@ -120,6 +120,8 @@ def test_replay_json_and_threshold_options(capsys: pytest.CaptureFixture[str], t
         and "6 patches" in human
         and "experimental" in human
     )
+    header = next(line for line in human.splitlines() if line.startswith("CLUSTER"))
+    assert header.split()[5:7] == ["COHESION", "CORE"]  # the purity-like share next to cohesion
     # Refused lines are counted and listed (1-based), in JSON and in the human output.
     lines = DEV.read_text().splitlines()
     bad = dict(json.loads(lines[0]), schema_id="nope_v1")

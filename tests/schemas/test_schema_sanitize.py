@@ -7,7 +7,7 @@ import unicodedata
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from an_agent.schemas.sanitize import REMOVED, sanitize_other, sanitize_text
+from an_agent.schemas.sanitize import REMOVED, _clean_chars, sanitize_other, sanitize_text
 
 
 def clean(text: str) -> str:
@@ -70,3 +70,18 @@ def test_sanitised_text_is_always_inert(value: object) -> None:
         assert not any(unicodedata.category(ch) in ("Cc", "Cf") for ch in fragment)
         assert "<" not in fragment and ">" not in fragment and "`" not in fragment
         assert "##" not in fragment and "$(" not in fragment
+
+
+def per_character(text: str) -> str:
+    """The definition `_clean_chars` implements (its printable fast path must not change a result)."""
+    text = unicodedata.normalize("NFKC", text)
+    invisible = ("Cc", "Cf", "Co", "Cs", "Cn")
+    return "".join(" " if unicodedata.category(ch) in invisible or ch in "\u2028\u2029" else ch for ch in text)
+
+
+@settings(max_examples=400)
+@given(st.text(alphabet=st.characters(codec=None), max_size=40))
+def test_clean_chars_equals_the_per_character_definition(text: str) -> None:
+    assert _clean_chars(text) == per_character(text)
+    for ch in ("\u2028", "\u2029", "\u00ad", "\ue000", "\U000e0001", "\x85"):
+        assert _clean_chars(f"ok {ch} ok") == per_character(f"ok {ch} ok") == "ok   ok"

@@ -25,7 +25,12 @@ def problems(template: Template, payload: Any, **kwargs: Any) -> list[str]:
 
 def test_every_corpus_payload_is_valid() -> None:
     corpus = Path(__file__).parents[1] / "evolution" / "data"
-    for name in ("dev_other_corpus.jsonl", "field_other_corpus.jsonl", "heldout_noise_corpus.jsonl"):
+    for name in (
+        "dev_other_corpus.jsonl",
+        "field_other_corpus.jsonl",
+        "heldout_noise_corpus.jsonl",
+        "heldout_blind_corpus.jsonl",
+    ):
         for line in (corpus / name).read_text().splitlines():
             row = json.loads(line)
             result = validate_payload(

@@ -268,7 +268,7 @@ def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
             print(f"  line {item['line']}: {item['reason']}")
         print()
     print_table(
-        ["cluster", "schema_id", "size", "clients", "heat", "cohesion", "state", "members"],
+        ["cluster", "schema_id", "size", "clients", "heat", "cohesion", "core", "state", "members"],
         [
             (
                 c["cluster_id"],
@@ -277,6 +277,7 @@ def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
                 c["distinct_clients"],
                 f"{c['heat']:.1f}",
                 f"{c['cohesion']:.2f}",
+                f"{c['core_share']:.2f}",
                 c["state"],
                 _members(c["members"]),
             )

@@ -22,10 +22,11 @@ many words a fragment shares with the intent (they compare the fragment with the
    apart too (and a fragment naming a rare value looks like an outlier), but the values fill one slot:
    synthesis checks that and takes back every set-aside fragment that names a value (`rejoin`).
 
-`Core.purity_proxy` (core size / cluster size) and `Core.cohesion` (mean similarity of the core to its
-centroid) are what the replay and the calibration report; a patch needs a core whose cohesion reaches
-``min_cohesion`` (the trigger's own condition, now on the fragments that will make the key).
-Calibration on both corpora: docs/evolution.md, "Noise rejection".
+`Core.purity_proxy` (core size / cluster size: the replay's ``core_share``) and `Core.cohesion` (mean
+similarity of the core to its centroid) are what the replay and the calibration report; a patch needs a
+core whose cohesion reaches ``min_cohesion`` (the trigger's own condition, now on the fragments that
+will make the key). Step 1's two cuts, computed on the core, are its `Admission` test: after its patch a
+cluster takes only fragments that pass it (`release`). Calibration: docs/evolution.md, "Noise rejection".
 """
 
 from __future__ import annotations
@@ -94,7 +95,31 @@ def rejoin(core: Core, vectors: Vectors, indexes: set[int]) -> Core:
     return Core(members, outliers, second, cohesion_of(vectors[list(members)]), core.size)
 
 
-def _outliers(vectors: Vectors) -> set[int]:
+@dataclass(frozen=True)
+class Admission:
+    """The outlier test of a core, kept for the fragments that arrive after its patch (no drift).
+
+    A fragment would be in the core unless it is below both cuts: its similarity to the centroid under
+    ``centroid_floor`` and its mean similarity to its ``NEIGHBOURS`` nearest members under ``member_floor``.
+    """
+
+    centroid_floor: float
+    member_floor: float
+
+    def admits(self, centroid_similarity: float, member_affinity: float) -> bool:
+        return centroid_similarity >= self.centroid_floor or member_affinity >= self.member_floor
+
+
+def admission_of(vectors: Vectors) -> Admission | None:
+    """The `Admission` of a core of unit ``vectors`` (None below 4 fragments, where no outlier is set aside)."""
+    if len(vectors) < 4:
+        return None
+    loo, knn = _views(vectors)
+    return _cuts(loo, knn)
+
+
+def _views(vectors: Vectors) -> tuple[npt.NDArray[np.float32], npt.NDArray[np.float32]]:
+    """Per fragment: leave-one-out centroid similarity and mean similarity to its nearest other fragments."""
     n = len(vectors)
     sims = vectors @ vectors.T
     np.fill_diagonal(sims, -np.inf)
@@ -104,9 +129,18 @@ def _outliers(vectors: Vectors) -> set[int]:
     loo = np.einsum("ij,ij->i", rest, vectors) / np.where(norms > 0, norms, 1.0)
     k = min(NEIGHBOURS, n - 1)
     knn = np.sort(sims, axis=1)[:, -k:].mean(axis=1)
+    return loo, knn
+
+
+def _cuts(loo: npt.NDArray[np.float32], knn: npt.NDArray[np.float32]) -> Admission:
     loo_cut = min(float(loo.mean() - OUTLIER_STD * loo.std()), OUTLIER_FLOOR)
-    knn_cut = float(knn.mean() - OUTLIER_STD * knn.std())
-    return {i for i in range(n) if loo[i] < loo_cut and knn[i] < knn_cut}
+    return Admission(loo_cut, float(knn.mean() - OUTLIER_STD * knn.std()))
+
+
+def _outliers(vectors: Vectors) -> set[int]:
+    loo, knn = _views(vectors)
+    cuts = _cuts(loo, knn)
+    return {i for i in range(len(vectors)) if not cuts.admits(float(loo[i]), float(knn[i]))}
 
 
 def _second_idea(vectors: Vectors) -> list[int]:

@@ -48,13 +48,24 @@ class MiniLMEmbedder:
     Loading is lazy and thread-safe; ``load_seconds`` reports how long the load took (None before).
     sentence-transformers loads the model; `embed` runs its tokenizer and transformer itself, texts of
     one token count together so that nothing is padded (`_encode`). ``batch_size`` is the most texts
-    per forward pass (one pass over 256 short fragments costs a fraction of 256 passes). ``threads``,
-    when given, sets torch's intra-op threads at load time — a process-wide torch setting; None keeps
-    torch's default (one per core). On a machine shared with other busy processes (many agents of a
-    lab), 1 is faster: a torch thread that waits for a preempted sibling at each operator's barrier
-    costs more than it computes. ``warm`` (default) makes `load` run a few forward passes over texts of
+    per forward pass (one pass over 256 short fragments costs a fraction of 256 passes). ``threads``
+    sets torch's intra-op threads at load time — a process-wide torch setting; None keeps torch's
+    default (one per core). The default is 1: as soon as anything else runs on the machine (other
+    agents of a lab, the agent's own NETCONF work), a torch thread that waits for a preempted sibling
+    at each operator's barrier costs more than it computes — at load 4.6-5.5 on 2 cores, 1 thread
+    ingested 412-606 fragments/s and 2 threads 57-114 (2026-11-26, docs/evolution.md section 10).
+    ``warm`` (default) makes `load` run a few forward passes over texts of
     several lengths (`WARM_UP`): a fresh model's first passes pay one-off costs (allocator growth,
     kernel and thread-pool set-up) that belong to loading, not to the first fragments an agent learns from.
+
+    ``matmul`` chooses the arithmetic of the transformer's linear layers, ~80 % of the model's time
+    (`resolve_matmul`): ``"fp32"`` is IEEE single precision throughout; ``"bf16"`` lets oneDNN round
+    their inputs to bfloat16 and multiply on the CPU's AMX tiles, accumulating and returning float32
+    (attention, GELU, LayerNorm and pooling stay float32); ``"auto"`` (default) takes bf16 where the CPU
+    has AMX and fp32 elsewhere. bf16 costs ~40 % less CPU time per fragment and keeps every vector
+    within cosine 0.99998 of the fp32 one on the corpora the similarity thresholds were calibrated on
+    (`tests/evolution/test_evolution_embedder.py` checks >= 0.9999). ``matmul_precision`` reports the
+    arithmetic in use once loaded.
     """
 
     def __init__(
@@ -62,9 +73,14 @@ class MiniLMEmbedder:
         path: Path | None = None,
         device: str = "cpu",
         batch_size: int = 256,
-        threads: int | None = None,
+        threads: int | None = 1,
         warm: bool = True,
+        matmul: str = "auto",
     ) -> None:
+        if matmul not in MATMUL_CHOICES:
+            raise ConfigError(f"matmul must be one of {', '.join(MATMUL_CHOICES)}, not {matmul!r}")
+        self._matmul = matmul
+        self.matmul_precision: str | None = None
         self._path = path
         self._device = device
         self._batch_size = batch_size
@@ -89,6 +105,10 @@ class MiniLMEmbedder:
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("HF_HUB_DISABLE_TELEMETRY", "1")
+            # With more than one torch thread (``threads``), OpenMP's idle threads spin at each barrier by
+            # default, taking the core their preempted sibling needs: at load 5 on 2 cores, 2 threads ran
+            # 68 frag/s spinning and 419 passive. Read when torch's OpenMP starts (its first import here).
+            os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
             try:
                 from sentence_transformers import SentenceTransformer
             except ImportError:
@@ -117,15 +137,19 @@ class MiniLMEmbedder:
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"cannot load the embedding model from {path}: {exc}") from None
             self._model = model
+            self.matmul_precision = resolve_matmul(self._matmul)
+            if self.matmul_precision == "bf16":
+                _bf16_linears(model[0].auto_model)
             if self._warm:
-                self._encode(list(WARM_UP))
+                with _PASSES:
+                    self._encode(list(WARM_UP))
             self.load_seconds = time.perf_counter() - started
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
             return np.zeros((0, MODEL_DIMENSION), dtype=np.float32)
         self.load()
-        with self._lock:
+        with self._lock, _PASSES:
             vectors = self._encode(list(texts))
         return normalise_rows(vectors)
 
@@ -135,11 +159,12 @@ class MiniLMEmbedder:
         ``encode`` sorts by characters and pads each batch to its longest member: on short fragments a
         quarter of the tokens the model computes are padding, and the model (six layers of matrix
         products, linear in tokens) is the whole cost of ingest. Here the texts are tokenised once,
-        sorted by token count and cut into slices (`_slices`) that pad at most ``PAD_BUDGET`` tokens:
-        texts of one length together, neighbouring lengths joined only where the padding costs less
-        than a forward pass of its own. Pooling is the model's (mean over real tokens, then L2).
-        Results equal ``encode``'s to float rounding (padding is masked out in both);
-        `tests/evolution/test_evolution_embedder.py` holds the two side by side.
+        sorted by token count and cut into slices (`_slices`): texts of one length together, neighbouring
+        lengths joined where the padding costs less than a forward pass of its own (``PASS_TOKENS``).
+        Pooling is the model's (mean over real tokens, then L2).
+        With fp32 matmul, results equal ``encode``'s to float rounding (padding is masked out in both);
+        with bf16 (``matmul``), to cosine >= 0.9999. `tests/evolution/test_evolution_embedder.py` holds
+        them side by side.
         """
         import torch
 
@@ -160,14 +185,70 @@ class MiniLMEmbedder:
             input_ids = torch.tensor(rows, dtype=torch.long)
             mask = torch.tensor([[1] * len(tokens[p]) + [0] * (width - len(tokens[p])) for p in positions])
             with torch.inference_mode():
-                hidden = transformer(
-                    input_ids=input_ids, attention_mask=mask, token_type_ids=torch.zeros_like(input_ids)
-                ).last_hidden_state
+                try:
+                    hidden = transformer(
+                        input_ids=input_ids, attention_mask=mask, token_type_ids=torch.zeros_like(input_ids)
+                    ).last_hidden_state
+                finally:
+                    # A linear layer that raised left the process-wide bf16 switch on (`_bf16_linears`).
+                    _fp32_matmul("none")
                 weights = mask.unsqueeze(-1).to(hidden.dtype)
                 pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1)
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
             out[positions] = pooled.numpy()
         return out
+
+
+MATMUL_CHOICES = ("auto", "fp32", "bf16")
+
+# Held around every embedder's forward passes: the bf16 switch (`_bf16_linears`) is process-wide, and a
+# pass uses every core torch has anyway, so two embedders gain nothing from running at once.
+_PASSES = threading.Lock()
+
+
+def resolve_matmul(choice: str) -> str:
+    """``"fp32"`` or ``"bf16"``: ``"auto"`` is bf16 where torch sees AMX tiles (bf16 matrix units), else fp32.
+
+    Without AMX, oneDNN's bf16 arithmetic is emulated or runs on AVX-512 at about fp32's speed, so it
+    would cost precision for nothing; ``"bf16"`` forces it anyway (for measurements).
+    """
+    if choice != "auto":
+        return choice
+    import torch
+
+    return "bf16" if torch.cpu._is_amx_tile_supported() else "fp32"
+
+
+def _bf16_linears(module: Any) -> None:
+    """Make every ``nn.Linear`` of ``module`` multiply in oneDNN's bf16 math (float32 in and out).
+
+    The switch (``torch.backends.mkldnn.matmul.fp32_precision``) is process-wide, so it is turned on
+    for the duration of each linear layer's forward only, by hooks: applied to the whole forward pass it
+    also sends scaled-dot-product attention's many tiny products through oneDNN, which made attention
+    five times slower than the float32 kernel. Forward passes of all embedders of the process take
+    turns (`_PASSES`), so an fp32 embedder never runs while a bf16 one has the switch on; nothing else
+    in the process multiplies float32 matrices with torch.
+    """
+    import torch
+
+    def on(_module: Any, _args: Any) -> None:
+        _fp32_matmul("bf16")
+
+    def off(_module: Any, _args: Any, _out: Any) -> None:
+        _fp32_matmul("none")
+
+    for layer in module.modules():
+        if isinstance(layer, torch.nn.Linear):
+            layer.register_forward_pre_hook(on)
+            layer.register_forward_hook(off)
+
+
+def _fp32_matmul(precision: str) -> None:
+    """Set oneDNN's internal arithmetic for float32 matrix products: "bf16", or "none" (IEEE float32)."""
+    import torch
+
+    flags: Any = torch.backends.mkldnn.matmul  # type: ignore[attr-defined]  # not in torch's stubs
+    flags.fp32_precision = precision
 
 
 # Texts of the warm-up passes at load: short and long, one and many per pass (`_slices` groups them by
@@ -181,28 +262,46 @@ WARM_UP = (
 )
 
 
-# Padding tokens one forward pass may carry: a pass has a fixed cost (~100 operator calls) of about
-# what 15-20 tokens cost, so two neighbouring lengths are joined when that pads fewer tokens.
-PAD_BUDGET = 16
+# What one forward pass costs beyond its tokens, in tokens: reading the six layers' weights (~42 MB in
+# float32, converted to bf16 on each pass in bf16 mode) and ~100 operator calls. Measured 2026-11-26 on
+# 256-fragment batches and synthesis-sized calls: 40-80 gave the least CPU time in bf16 (16 and 160 more),
+# fp32 is flat over 16-160.
+PASS_TOKENS = 64
 
 
-def _slices(lengths: Sequence[int], batch_size: int, pad_budget: int = PAD_BUDGET) -> list[list[int]]:
+def _slices(lengths: Sequence[int], batch_size: int, pass_tokens: int = PASS_TOKENS) -> list[list[int]]:
     """Positions of ``lengths`` cut into forward passes: longest first, each slice padded to its first.
 
-    A slice holds at most ``batch_size`` texts and at most ``pad_budget`` padding tokens in all; texts
-    of one length stay in order. Every position is in exactly one slice.
+    The cut costs least under the model "a pass costs ``pass_tokens`` plus its width times its texts"
+    (padding included): slices are runs of the positions sorted by length, cut only where the length
+    changes (or every ``batch_size`` texts, the most a slice holds), chosen by dynamic programming over
+    those boundaries (a few dozen distinct lengths per call). Texts of one length stay in order; every
+    position is in exactly one slice.
     """
     order = sorted(range(len(lengths)), key=lambda p: -lengths[p])  # stable: equal lengths keep their order
+    if not order:
+        return []
+    bounds = [0, *(i for i in range(1, len(order)) if lengths[order[i]] != lengths[order[i - 1]]), len(order)]
+
+    def passes(start: int, end: int) -> list[list[int]]:
+        return [order[s : min(s + batch_size, end)] for s in range(start, end, batch_size)]
+
+    def cost(start: int, end: int) -> int:
+        return sum(
+            pass_tokens + lengths[order[s]] * (min(s + batch_size, end) - s) for s in range(start, end, batch_size)
+        )
+
+    # best[j]: least cost of the positions before bounds[j]; came[j]: the boundary its last run starts at.
+    best = [0] + [-1] * (len(bounds) - 1)
+    came = [0] * len(bounds)
+    for j in range(1, len(bounds)):
+        for i in range(j):
+            candidate = best[i] + cost(bounds[i], bounds[j])
+            if best[j] < 0 or candidate < best[j]:
+                best[j], came[j] = candidate, i
     slices: list[list[int]] = []
-    current: list[int] = []
-    padding = 0
-    for position in order:
-        extra = lengths[current[0]] - lengths[position] if current else 0
-        if current and (len(current) >= batch_size or padding + extra > pad_budget):
-            slices.append(current)
-            current, padding, extra = [], 0, 0
-        current.append(position)
-        padding += extra
-    if current:
-        slices.append(current)
+    j = len(bounds) - 1
+    while j > 0:
+        slices[:0] = passes(bounds[came[j]], bounds[j])
+        j = came[j]
     return slices

@@ -7,6 +7,7 @@ Kinds:
 ``trigger-dequeued``        a queued trigger goes ahead because a slot freed up
 ``trigger-dropped``         ... but the cluster's core is not cohesive: no patch (detail: core and cohesion)
 ``clusters-merged``         two clusters' centroids met; ``cluster_id`` survives, detail names the other
+``fragments-released``      at its patch, the fragments a cluster's core set aside left it (detail: how many, where to)
 ``patch-published``         a patch appeared (``patch`` holds it as delivered to clients)
 ``patch-pending-approval``  a synthesised patch waits for an authorised user
 ``patch-approved``          ... an authorised user published it

@@ -15,6 +15,7 @@ from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.patches import Patch, PatchKey, effective_template
 from an_agent.evolution.policy import EVOLUTION_ACTOR, SchemaChange
 from an_agent.evolution.pool import Cluster
+from an_agent.evolution.release import release_set_aside
 from an_agent.evolution.state import DAY, EngineState
 from an_agent.evolution.stewardship import KeySteward
 from an_agent.evolution.synthesis import (
@@ -131,6 +132,7 @@ class PatchMaker:
 
         Only the cluster's core (`cohesion.core_of`) makes the key; when the core is not cohesive
         (``min_cohesion``) no patch is made (event ``trigger-dropped``) and the cluster keeps collecting.
+        With a patch, the fragments set aside leave the cluster (`release.release_set_aside`).
         """
         s = self._s
         fragments = s.store.fragments(cluster.cluster_id, limit=SYNTHESIS_FRAGMENTS)
@@ -239,6 +241,8 @@ class PatchMaker:
                     patch=patch.to_dict(include_unpublished=True),
                 )
             )
+        # The cluster behind the patch is its core: what the gate set aside leaves it (`release`).
+        release_set_aside(s, cluster, fragments, vectors, induced.core or core, now)
         s.save_cluster(cluster)
 
     # -- authorisation and publication -------------------------------------------------------------

@@ -33,6 +33,8 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
+from an_agent.evolution.centroid_index import CentroidIndex
+from an_agent.evolution.cohesion import Admission
 from an_agent.evolution.config import EvolutionConfig
 
 MEMBER_SAMPLE = 32  # recent member vectors kept per cluster for the member check
@@ -103,6 +105,17 @@ class Cluster:
     clients: Counter[str] = field(default_factory=Counter)
     members: deque[Vector] = field(default_factory=lambda: deque(maxlen=MEMBER_SAMPLE))
     _sample: Matrix | None = field(default=None, repr=False, compare=False)  # ``members`` stacked, until they change
+    # Set when the cluster's patch is made (its core's outlier test): later fragments must pass it (no drift).
+    admission: Admission | None = None
+
+    def admits(self, unit: Vector, centroid_similarity: float, affinity: float | None = None) -> bool:
+        """True unless the cluster has a patch and ``unit`` would be set aside from its core.
+
+        ``affinity``: ``member_affinity(unit)`` when the caller has it already.
+        """
+        if self.admission is None:
+            return True
+        return self.admission.admits(centroid_similarity, self.member_affinity(unit) if affinity is None else affinity)
 
     def add_members(self, units: Iterable[Vector]) -> None:
         """Add vectors to the member sample (the oldest leave beyond ``MEMBER_SAMPLE``)."""
@@ -171,79 +184,6 @@ def between_similarity(a: Cluster, b: Cluster) -> float:
     return float(a.vector_sum @ b.vector_sum) / (a.size * b.size) if a.size and b.size else 0.0
 
 
-class CentroidIndex:
-    """Unit centroids of one scenario's clusters, kept contiguous for nearest-centroid search.
-
-    Rows ``[0, len)`` are the live centroids (removal moves the last row into the hole), so a search is
-    one matrix-vector product over exactly the live clusters.
-    """
-
-    def __init__(self, dimension: int, capacity: int = 64) -> None:
-        self._m = np.zeros((capacity, dimension), dtype=np.float32)
-        self._ids: list[str] = []
-        self._row: dict[str, int] = {}
-
-    def __len__(self) -> int:
-        return len(self._ids)
-
-    def put(self, cluster_id: str, unit: Vector) -> None:
-        row = self._row.get(cluster_id)
-        if row is None:
-            row = len(self._ids)
-            if row == len(self._m):
-                self._m = np.vstack([self._m, np.zeros_like(self._m)])
-            self._row[cluster_id] = row
-            self._ids.append(cluster_id)
-        self._m[row] = unit
-
-    def remove(self, cluster_id: str) -> None:
-        row = self._row.pop(cluster_id, None)
-        if row is None:
-            return
-        last = len(self._ids) - 1
-        if row != last:
-            moved = self._ids[last]
-            self._m[row] = self._m[last]
-            self._ids[row] = moved
-            self._row[moved] = row
-        self._ids.pop()
-        self._m[last] = 0.0
-
-    def similarities(self, unit: Vector) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """(cluster ids, cosine similarity of each centroid to ``unit``)."""
-        return list(self._ids), self._m[: len(self._ids)] @ unit
-
-    def nearest_k(self, unit: Vector, k: int) -> list[tuple[str, float]]:
-        """Up to ``k`` (cluster id, similarity) pairs, most similar first."""
-        count = len(self._ids)
-        if count == 0:
-            return []
-        sims = self._m[:count] @ unit
-        k = min(k, count)
-        top = np.argpartition(-sims, k - 1)[:k]
-        return sorted(((self._ids[int(i)], float(sims[int(i)])) for i in top), key=lambda t: -t[1])
-
-    def screen(self, units: Matrix) -> tuple[list[str], Matrix]:
-        """(cluster ids, similarity of each centroid (rows) to each of ``units`` (columns)): one product."""
-        count = len(self._ids)
-        return list(self._ids), self._m[:count] @ units.T
-
-    def similarities_of(self, cluster_ids: Sequence[str], unit: Vector) -> Matrix:
-        """Similarity of ``unit`` to the centroids of ``cluster_ids`` (all in the index)."""
-        return self._m[[self._row[c] for c in cluster_ids]] @ unit
-
-    def nearest(self, unit: Vector, exclude: str | None = None) -> tuple[str | None, float]:
-        """The most similar centroid and its similarity (None, -inf when there is none)."""
-        count = len(self._ids)
-        if count == 0 or (count == 1 and exclude in self._row):
-            return None, -math.inf
-        sims = self._m[:count] @ unit
-        if exclude is not None and exclude in self._row:
-            sims[self._row[exclude]] = -np.inf
-        best = int(np.argmax(sims))
-        return self._ids[best], float(sims[best])
-
-
 class SchemaPool:
     """The pool of one scenario (schema_id): its clusters and their centroid index."""
 
@@ -298,7 +238,8 @@ class SchemaPool:
             if sim < self.config.assign_threshold:
                 break
             cluster = self.clusters[cluster_id]
-            if cluster.member_affinity(unit) >= self.config.member_threshold:
+            affinity = cluster.member_affinity(unit)
+            if affinity >= self.config.member_threshold and cluster.admits(unit, sim, affinity):
                 return cluster
         return None
 
@@ -367,6 +308,7 @@ class SchemaPool:
         (1) alone let a tight pair of a weak intent ("send the energy report to the site owner") ride
         into an intent (high temperature at the site) on one close member each; (2) sees that the pair
         is much closer to itself than to the intent, as the cohesion gate's "second idea" test does.
+        (3) A cluster with a patch (``admission`` set) takes in only fragments its core would keep.
         """
         small, large = (a, b) if a.size <= b.size else (b, a)
         between = between_similarity(a, b)  # first: one dot product, where (1) is a product per member
@@ -375,7 +317,15 @@ class SchemaPool:
         if not small.members or not large.members:
             return True
         affinity = float(np.mean([large.member_affinity(v) for v in small.members]))
-        return affinity >= self.config.member_threshold
+        if affinity < self.config.member_threshold:
+            return False
+        # (3) A cluster with a patch takes in only what its core would keep (no drift), fragment by fragment.
+        for keep, other in ((a, b), (b, a)):
+            if keep.admission is not None:
+                centroid = keep.centroid()
+                if not all(keep.admits(v, float(v @ centroid)) for v in other.members):
+                    return False
+        return True
 
     def merge(self, a: Cluster, b: Cluster, now: float) -> tuple[Cluster, Cluster]:
         """Merge two clusters; returns (survivor, absorbed).

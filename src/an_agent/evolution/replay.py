@@ -14,10 +14,15 @@ The report (`ReplayReport.to_dict`) is::
      "blank_lines": N_blank,
      "fragments": N,
      "clusters": [{"cluster_id", "schema_id", "size", "distinct_clients", "heat", "state",
-                   "cohesion", "members": [0-based line numbers]}],
+                   "cohesion", "core_share", "members": [0-based line numbers]}],
      "patches": [{"patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration",
                   "state", "new_keys": [...], "modified_keys": [...]}],
      "events": [{"kind", "time", "schema_id", ...}]}
+
+``cohesion`` is the mean similarity of a cluster's fragments to its centroid; ``core_share`` is the share
+of its fragments that the cohesion gate's core keeps (`cohesion.core_of`: 1.0 when none is an outlier or
+a second idea), the purity-like measure: a cluster behind a patch is its core at the time of the patch
+(`release`), so below 1.0 there means fragments that joined since or a cluster still collecting.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from typing import Any
 
 from an_agent.clock import ManualClock, from_rfc3339
 from an_agent.errors import SchemaError
+from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.events import EvolutionEvent
@@ -193,7 +199,7 @@ def replay(
                     progress(done, len(records))
         engine.tick(force=True)  # the input ended: triggers still waiting for a typing sample make theirs now
         return ReplayReport(
-            fragments, _clusters(engine), engine.patches(), events, accepted_lines, rejected, len(lines), blank
+            fragments, _clusters(engine, cached), engine.patches(), events, accepted_lines, rejected, len(lines), blank
         )
     finally:
         engine.close()
@@ -213,7 +219,13 @@ def _other_texts(payload: Any, config: EvolutionConfig) -> tuple[str, ...]:
     return sanitize_other(other, config.max_other_chars, config.max_other_fragments).fragments
 
 
-def _clusters(engine: EvolutionEngine) -> list[dict[str, Any]]:
+def core_share(engine: EvolutionEngine, embedder: Embedder, cluster_id: str) -> float:
+    """Share of the cluster's fragments that its core keeps (`cohesion.core_of`; 1.0: none set aside)."""
+    texts = [f.text for f in engine.store.fragments(cluster_id)]
+    return round(core_of(embedder.embed(texts)).purity_proxy, 4) if texts else 0.0
+
+
+def _clusters(engine: EvolutionEngine, embedder: Embedder) -> list[dict[str, Any]]:
     members = engine.store.fragment_refs()
     return [
         {
@@ -223,6 +235,7 @@ def _clusters(engine: EvolutionEngine) -> list[dict[str, Any]]:
             "distinct_clients": c.distinct_clients,
             "heat": round(c.heat, 2),
             "cohesion": c.cohesion,
+            "core_share": core_share(engine, embedder, c.cluster_id),
             "state": c.state,
             "members": members.get(c.cluster_id, []),
         }

@@ -59,6 +59,10 @@ class SanitizedOther:
 
 def _clean_chars(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
+    if text.isprintable():
+        # No character of the categories below (isprintable() is False for every C* and for U+2028/9):
+        # the common case, without a Python-level pass over each character.
+        return text
     out = []
     for ch in text:
         category = unicodedata.category(ch)

@@ -281,6 +281,10 @@ class EvolutionStore:
     def move_fragments(self, from_cluster: str, to_cluster: str) -> None:
         self._run("UPDATE evo_fragment SET cluster_id = ? WHERE cluster_id = ?", (to_cluster, from_cluster))
 
+    def move_fragment(self, seq: int, to_cluster: str) -> None:
+        """Move one fragment (by its ``seq``) to another cluster."""
+        self._run("UPDATE evo_fragment SET cluster_id = ? WHERE seq = ?", (to_cluster, seq))
+
     def fragments(self, cluster_id: str, since: float | None = None, limit: int | None = None) -> list[FragmentRow]:
         """A cluster's fragments, oldest first (the newest ``limit`` when given)."""
         sql = "SELECT * FROM evo_fragment WHERE cluster_id = ?"
