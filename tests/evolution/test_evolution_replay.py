@@ -266,9 +266,12 @@ def test_held_out_noise_corpus_one_patch_per_intent_and_no_catch_all(minilm: Min
 
     Every intent gives one patch, nothing else does, and no cluster holds two recurring intents (before
     clusters were compared as wholes, 'refund the customer' and 'the app cannot reach the car' merged
-    into one 29-fragment cluster and one intent got no patch). Purity is >= 0.88 but for customer
+    into one 29-fragment cluster and one intent got no patch). Purity is >= 0.83 but for customer
     compensation: one-offs about 'the customer' join it one by one and its core keeps them
-    (docs/evolution.md, section 4).
+    (docs/evolution.md, section 4). Since a patch waits for its typing sample the cluster stays open
+    past its trigger: the remote-app cluster takes a one-off and a weak line meanwhile (10 of 12, was
+    9 of 10 at the trigger); closing it to drift at the trigger keeps them out but also the power
+    cluster's mains / generator lines, which its key needs to be an enumeration.
     """
     report, labels, rows = run("heldout_noise_corpus.jsonl", minilm)
     check_corpus(report, labels, rows)
@@ -277,7 +280,7 @@ def test_held_out_noise_corpus_one_patch_per_intent_and_no_catch_all(minilm: Min
         assert len(intents) <= 1, (cluster["cluster_id"], intents)
     purity = purities(report, labels)
     assert purity.pop("cluster:customer_compensation") >= 0.65
-    assert min(purity.values()) >= 0.85, purity
+    assert min(purity.values()) >= 0.83, purity
 
 
 @pytest.mark.slow
