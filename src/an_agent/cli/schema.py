@@ -79,14 +79,16 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "them through the evolution engine on a virtual clock taken from the timestamps, and print the clusters, "
         "patches and events that would result. No line is dropped in silence: lines that are not JSON objects, lack a "
         "field, name an unknown schema_id or fail validation are counted as refused and listed with their 1-based "
-        "line number and the reason. Every threshold can be overridden. Progress goes to stderr.",
+        "line number and the reason; blank lines are counted. Every setting can be overridden. Progress goes to "
+        "stderr.",
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
     )
     p.add_argument("file", metavar="FILE.jsonl", help="the payload log (JSON lines), or - for stdin")
     p.add_argument(
         "--json",
         action="store_true",
-        help="print one JSON object (accepted, rejected [{line, reason}], fragments, clusters, patches, events)",
+        help="print one JSON object (lines, accepted, rejected [{line, reason}], blank_lines, fragments, clusters "
+        "with cohesion and core_share, patches, events)",
     )
     p.add_argument("--all-clusters", action="store_true", help="human output: also list one-fragment clusters")
     _add_threshold_options(p)
@@ -114,7 +116,7 @@ def _add_threshold_options(parser: argparse.ArgumentParser) -> None:
             f"--{name.replace('_', '-')}",
             dest=f"cfg_{name}",
             type=kind,
-            default=None,
+            default=argparse.SUPPRESS,  # absent unless given: the help states the engine's default once
             metavar=kind.__name__.upper(),
             help=f"{help_text} (default: {default})",
         )
