@@ -78,7 +78,9 @@ def event_stages(event: m_notify.Assignment, stamps: Sequence[Stamp]) -> dict[st
     if read is None:
         return out
     at("read", read.time)
-    request = [s for s in after if s.thread == read.thread]  # the request's own thread, up to its reply
+    # The request's own thread from its read on, up to its reply: the previous request's "replied" can be
+    # stamped after this send (the client had its reply before the server thread took the stamp).
+    request = [s for s in after if s.thread == read.thread and s.time >= read.time]
     for stamp in request:
         if stamp.stage == "replied":
             at("replied", stamp.time)
@@ -88,7 +90,9 @@ def event_stages(event: m_notify.Assignment, stamps: Sequence[Stamp]) -> dict[st
     created = next((s for s in after if s.stage.startswith("published:created:")), None)
     if created is not None:
         _fanout(out, at, "created", created.stage.rsplit(":", 1)[1], after)
-    processing = next((s for s in after if s.stage.startswith("published:processing:")), None)
+    # This task's "processing" follows its "created"; one stamped before is an earlier task's.
+    since = created.time if created is not None else read.time
+    processing = next((s for s in after if s.stage.startswith("published:processing:") and s.time > since), None)
     if processing is not None:
         _fanout(out, at, "processing", processing.stage.rsplit(":", 1)[1], after)
     arrivals = sorted(event.arrivals)
