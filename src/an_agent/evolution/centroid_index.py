@@ -1,9 +1,14 @@
-"""Unit centroids of one scenario's clusters, kept contiguous for nearest-centroid search (`pool`)."""
+"""Unit centroids of one scenario's clusters, kept contiguous for nearest-centroid search (`pool`).
+
+`CentroidIndex` holds the live centroids as rows of one matrix; `Screen` holds the similarities of a
+batch of vectors to those rows, taken in one matrix product when the batch begins, and keeps them exact
+while the batch changes the clusters (the changed clusters' centroids are copied to a small matrix of
+their own, re-measured per vector).
+"""
 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
 
 import numpy as np
 import numpy.typing as npt
@@ -27,6 +32,10 @@ class CentroidIndex:
     def __len__(self) -> int:
         return len(self._ids)
 
+    @property
+    def dimension(self) -> int:
+        return int(self._m.shape[1])
+
     def put(self, cluster_id: str, unit: Vector) -> None:
         row = self._row.get(cluster_id)
         if row is None:
@@ -36,6 +45,11 @@ class CentroidIndex:
             self._row[cluster_id] = row
             self._ids.append(cluster_id)
         self._m[row] = unit
+
+    def vector(self, cluster_id: str) -> Vector | None:
+        """The centroid stored for ``cluster_id`` (a view of its row), or None."""
+        row = self._row.get(cluster_id)
+        return None if row is None else self._m[row]
 
     def remove(self, cluster_id: str) -> None:
         row = self._row.pop(cluster_id, None)
@@ -50,10 +64,6 @@ class CentroidIndex:
         self._ids.pop()
         self._m[last] = 0.0
 
-    def similarities(self, unit: Vector) -> tuple[list[str], npt.NDArray[np.float32]]:
-        """(cluster ids, cosine similarity of each centroid to ``unit``)."""
-        return list(self._ids), self._m[: len(self._ids)] @ unit
-
     def nearest_k(self, unit: Vector, k: int) -> list[tuple[str, float]]:
         """Up to ``k`` (cluster id, similarity) pairs, most similar first."""
         count = len(self._ids)
@@ -64,14 +74,10 @@ class CentroidIndex:
         top = np.argpartition(-sims, k - 1)[:k]
         return sorted(((self._ids[int(i)], float(sims[int(i)])) for i in top), key=lambda t: -t[1])
 
-    def screen(self, units: Matrix) -> tuple[list[str], Matrix]:
-        """(cluster ids, similarity of each centroid (rows) to each of ``units`` (columns)): one product."""
+    def screen(self, units: Matrix) -> Screen:
+        """A `Screen` of ``units`` (rows) against the centroids as they are now: one matrix product."""
         count = len(self._ids)
-        return list(self._ids), self._m[:count] @ units.T
-
-    def similarities_of(self, cluster_ids: Sequence[str], unit: Vector) -> Matrix:
-        """Similarity of ``unit`` to the centroids of ``cluster_ids`` (all in the index)."""
-        return self._m[[self._row[c] for c in cluster_ids]] @ unit
+        return Screen(list(self._ids), self._m[:count] @ units.T, self.dimension)
 
     def nearest(self, unit: Vector, exclude: str | None = None) -> tuple[str | None, float]:
         """The most similar centroid and its similarity (None, -inf when there is none)."""
@@ -83,3 +89,85 @@ class CentroidIndex:
             sims[self._row[exclude]] = -np.inf
         best = int(np.argmax(sims))
         return self._ids[best], float(sims[best])
+
+
+class Screen:
+    """Similarities of a batch of vectors (columns) to the centroids as they were when the batch began.
+
+    A cluster changed since (started, joined, merged, removed: `touch`) is stale in the product: its
+    row is set to -inf, once. The changed clusters still live are kept apart, their current centroids
+    as rows of a small contiguous matrix in the order they first changed, and re-measured per vector;
+    every other entry is exact, so screening changes no decision.
+
+    The ``DEPTH`` best rows of every column are found once, for the whole batch, when the screen opens.
+    The k best unchanged clusters of a column are among them while at most ``DEPTH - k`` of them went
+    stale (everything outside was below all of them at the start, and staleness only lowers a row), so
+    a vector usually costs a look at ``DEPTH`` entries plus one product with the changed clusters (a few
+    per vector of the batch), whatever the number of clusters; else its column is searched again.
+    """
+
+    DEPTH = 8
+
+    def __init__(self, ids: list[str], sims: Matrix, dimension: int) -> None:
+        self.ids = ids
+        self.sims = sims  # (clusters, vectors)
+        self.rows = {cluster_id: row for row, cluster_id in enumerate(ids)}  # unchanged clusters only
+        self._stale = np.zeros(len(ids), dtype=bool)
+        depth = min(self.DEPTH, len(ids))
+        self._top: npt.NDArray[np.intp] = (
+            np.argpartition(-sims, depth - 1, axis=0)[:depth] if depth else np.zeros((0, sims.shape[1]), np.intp)
+        )
+        self._changed_ids: list[str] = []
+        self._changed_row: dict[str, int] = {}
+        self._changed = np.empty((16, dimension), dtype=np.float32)
+
+    def unchanged(self, cluster_id: str) -> bool:
+        """True when ``cluster_id`` was screened and has not changed since (its row is exact)."""
+        return cluster_id in self.rows
+
+    def touch(self, cluster_id: str, centroid: Vector | None) -> None:
+        """Note a change of ``cluster_id``: its ``centroid`` now, or None when it left the index."""
+        row = self.rows.pop(cluster_id, None)
+        if row is not None:
+            self.sims[row] = -np.inf
+            self._stale[row] = True
+        at = self._changed_row.get(cluster_id)
+        if centroid is not None:
+            if at is None:
+                at = len(self._changed_ids)
+                if at == len(self._changed):
+                    self._changed = np.vstack([self._changed, np.empty_like(self._changed)])
+                self._changed_ids.append(cluster_id)
+                self._changed_row[cluster_id] = at
+            self._changed[at] = centroid
+        elif at is not None:
+            # Keep the others' order (it breaks ties as before): close the gap.
+            count = len(self._changed_ids)
+            self._changed[at : count - 1] = self._changed[at + 1 : count]
+            del self._changed_ids[at]
+            del self._changed_row[cluster_id]
+            for i in range(at, count - 1):
+                self._changed_row[self._changed_ids[i]] = i
+
+    def nearest(self, column: int, unit: Vector, k: int) -> list[tuple[str, float]]:
+        """Up to ``k`` (cluster id, similarity) pairs for the vector of ``column`` (= ``unit``), best first.
+
+        ``k`` <= ``DEPTH``. Ties keep the order of the unchanged clusters' rows, then of the changed ones.
+        """
+        top = self._top[:, column]
+        rows = top[~self._stale[top]]
+        if len(rows) < k and len(top) < len(self.ids):
+            # Too many of the column's best went stale: search the column as it is now (stale rows -inf).
+            sims = self.sims[:, column]
+            rows = np.argpartition(-sims, min(len(sims), k) - 1)[:k]
+            rows = rows[sims[rows] > -np.inf]
+        values = self.sims[rows, column]
+        count = len(self._changed_ids)
+        if count:
+            values = np.concatenate([values, self._changed[:count] @ unit])
+        order = np.argsort(-values, kind="stable")[:k]
+        unchanged = len(rows)
+        return [
+            (self.ids[int(rows[i])] if i < unchanged else self._changed_ids[i - unchanged], float(values[i]))
+            for i in (int(j) for j in order)
+        ]

@@ -14,9 +14,10 @@ larger one, so a tight group of another idea does not ride in on a shared word. 
 these thresholds: docs/evolution.md (calibration, noise rejection).
 
 Cost per fragment is one matrix-vector product against the centroids of one scenario — for a batch,
-one matrix product for all its fragments (`SchemaPool.open_screen`) — and the number of clusters is
-bounded (cold clusters are evicted, see `SchemaPool.evictable`), so ingest cost stays flat as the pool
-grows.
+one matrix product for all its fragments (`SchemaPool.open_screen`, `centroid_index.Screen`), which
+also serves the batch's merge search — and the number of clusters is bounded (cold clusters are
+evicted, see `SchemaPool.evictable`); everything else a fragment costs is bounded by the member sample
+(`member_sample.MemberSample`, a contiguous matrix), not by the number or size of the clusters.
 
 Heat: +``heat_increment`` per fragment, exponential decay with ``half_life_hours``. The trigger's counts
 (occurrences, distinct clients) are kept over a sliding window of ``window_days``.
@@ -26,16 +27,17 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Literal
 
 import numpy as np
 import numpy.typing as npt
 
-from an_agent.evolution.centroid_index import CentroidIndex
+from an_agent.evolution.centroid_index import CentroidIndex, Screen
 from an_agent.evolution.cohesion import Admission
 from an_agent.evolution.config import EvolutionConfig
+from an_agent.evolution.member_sample import MemberSample
 
 MEMBER_SAMPLE = 32  # recent member vectors kept per cluster for the member check
 MEMBER_NEIGHBOURS = 3  # members a fragment is compared with (mean of its best similarities)
@@ -50,30 +52,6 @@ _CANDIDATES = 4  # nearest centroids tried, best first
 ClusterState = Literal["collecting", "queued", "pending", "patched", "rejected", "evicted"]
 Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
-
-
-@dataclass
-class _Screen:
-    """Similarities of a batch of fragments to the centroids as they were when the batch began.
-
-    A cluster changed since (started, joined, merged, removed) has its row set to -inf, once, when it
-    changes: the row is stale. ``dirty`` lists the changed clusters still live, whose similarities are
-    recomputed per fragment; every other entry is exact, so screening changes no decision.
-    """
-
-    ids: list[str]
-    sims: Matrix  # (clusters, fragments)
-    rows: dict[str, int] = field(default_factory=dict)  # cluster id -> its row in ``sims``
-    dirty: dict[str, None] = field(default_factory=dict)  # an ordered set
-
-    def touch(self, cluster_id: str, live: bool) -> None:
-        row = self.rows.pop(cluster_id, None)
-        if row is not None:
-            self.sims[row] = -np.inf
-        if live:
-            self.dirty[cluster_id] = None
-        else:
-            self.dirty.pop(cluster_id, None)
 
 
 def decayed(heat: float, since: float, now: float, half_life_s: float) -> float:
@@ -103,8 +81,7 @@ class Cluster:
     window: deque[tuple[float, str]] = field(default_factory=deque)
     window_clients: Counter[str] = field(default_factory=Counter)
     clients: Counter[str] = field(default_factory=Counter)
-    members: deque[Vector] = field(default_factory=lambda: deque(maxlen=MEMBER_SAMPLE))
-    _sample: Matrix | None = field(default=None, repr=False, compare=False)  # ``members`` stacked, until they change
+    members: MemberSample = field(default_factory=lambda: MemberSample(MEMBER_SAMPLE))
     # Set when the cluster's patch is made (its core's outlier test): later fragments must pass it (no drift).
     admission: Admission | None = None
 
@@ -117,21 +94,21 @@ class Cluster:
             return True
         return self.admission.admits(centroid_similarity, self.member_affinity(unit) if affinity is None else affinity)
 
-    def add_members(self, units: Iterable[Vector]) -> None:
+    def add_members(self, units: Iterable[Vector] | Matrix) -> None:
         """Add vectors to the member sample (the oldest leave beyond ``MEMBER_SAMPLE``)."""
         self.members.extend(units)
-        self._sample = None
 
     def member_affinity(self, unit: Vector) -> float:
         """Mean similarity of ``unit`` to its ``MEMBER_NEIGHBOURS`` most similar sampled members (1 if none)."""
-        if not self.members:
-            return 1.0
-        if self._sample is None:
-            # Stacked once per change of the sample, not once per fragment that looks at the cluster.
-            self._sample = np.stack(list(self.members))
-        sims = self._sample @ unit
-        k = min(MEMBER_NEIGHBOURS, len(sims))
-        return float(np.mean(np.partition(sims, len(sims) - k)[-k:]))
+        return self.members.affinity(unit, MEMBER_NEIGHBOURS)
+
+    def admits_all(self, units: Matrix) -> bool:
+        """`admits` for every row of ``units`` (one product for the member check of all of them)."""
+        if self.admission is None or not len(units):
+            return True
+        centroid = (units @ self.centroid()).astype(np.float64)
+        affinity = self.members.affinities(units, MEMBER_NEIGHBOURS).astype(np.float64)
+        return all(self.admission.admits(float(c), float(a)) for c, a in zip(centroid, affinity, strict=True))
 
     def inner_similarity(self) -> float:
         """Mean similarity between two distinct members (1 for fewer than two).
@@ -192,42 +169,30 @@ class SchemaPool:
         self.config = config
         self.clusters: dict[str, Cluster] = {}
         self._index = CentroidIndex(dimension)
-        self._screen: _Screen | None = None
+        self._screen: Screen | None = None
 
     # -- batches: one matrix product for a batch instead of one per fragment ---------------------
     def open_screen(self, units: Matrix) -> None:
-        """Compare a batch of fragments (rows of ``units``) with every centroid at once.
+        """Compare a batch of vectors (rows of ``units``) with every centroid at once.
 
-        Until `close_screen`, ``choose(unit, column=i)`` for the batch's i-th fragment reads the
-        similarities from this product (recomputing those of clusters changed since), which is what
-        keeps the cost per fragment flat when a scenario holds ``max_clusters_per_schema`` clusters.
+        Until `close_screen`, ``choose(unit, column=i)`` for the batch's i-th fragment, or
+        ``merge_partner(cluster, column=i)`` for a batch of centroids, reads the similarities from this
+        product (re-measuring those of clusters changed since), which is what keeps the cost per
+        fragment flat when a scenario holds ``max_clusters_per_schema`` clusters.
         """
-        ids, sims = self._index.screen(units)
-        self._screen = _Screen(ids, sims, {cluster_id: row for row, cluster_id in enumerate(ids)})
+        self._screen = self._index.screen(units)
 
     def close_screen(self) -> None:
         self._screen = None
 
     def _touch(self, cluster_id: str) -> None:
         if self._screen is not None:
-            self._screen.touch(cluster_id, cluster_id in self.clusters)
+            self._screen.touch(cluster_id, self._index.vector(cluster_id) if cluster_id in self.clusters else None)
 
     def _nearest(self, unit: Vector, column: int | None) -> list[tuple[str, float]]:
-        screen = self._screen
-        if screen is None or column is None:
+        if self._screen is None or column is None:
             return self._index.nearest_k(unit, _CANDIDATES)
-        sims = screen.sims[:, column]
-        ranked: list[tuple[str, float]] = []
-        if len(sims):
-            # Stale rows are -inf: the best unchanged clusters are the top of the column as it is.
-            k = min(len(sims), _CANDIDATES)
-            top = np.argpartition(-sims, k - 1)[:k]
-            ranked = [(screen.ids[int(i)], float(sims[int(i)])) for i in top if sims[int(i)] > -np.inf]
-        if screen.dirty:
-            live = list(screen.dirty)
-            ranked.extend(zip(live, (float(x) for x in self._index.similarities_of(live, unit)), strict=True))
-        ranked.sort(key=lambda t: -t[1])
-        return ranked[:_CANDIDATES]
+        return self._screen.nearest(column, unit, _CANDIDATES)
 
     def choose(self, unit: Vector, column: int | None = None) -> Cluster | None:
         """The cluster ``unit`` joins (both conditions of the module docstring), or None to start one.
@@ -242,14 +207,6 @@ class SchemaPool:
             if affinity >= self.config.member_threshold and cluster.admits(unit, sim, affinity):
                 return cluster
         return None
-
-    def centroid_similarities(self, cluster_ids: Sequence[str], unit: Vector) -> Matrix:
-        """Similarity of ``unit`` to the centroids of ``cluster_ids`` (live clusters of this pool)."""
-        return self._index.similarities_of(cluster_ids, unit)
-
-    def merge_screen(self, clusters: Sequence[Cluster]) -> tuple[list[str], Matrix]:
-        """(cluster ids, similarity of every centroid (rows) to each of ``clusters``' centroids (columns))."""
-        return self._index.screen(np.stack([c.centroid() for c in clusters]))
 
     def start(self, cluster_id: str, unit: Vector, when: float, client_id: str) -> Cluster:
         """A new cluster holding one fragment."""
@@ -283,13 +240,20 @@ class SchemaPool:
         self._index.put(cluster.cluster_id, cluster.centroid())
         self._touch(cluster.cluster_id)
 
-    def merge_partner(self, cluster: Cluster) -> tuple[Cluster | None, float]:
+    def merge_partner(self, cluster: Cluster, column: int | None = None) -> tuple[Cluster | None, float]:
         """The cluster that ``cluster`` should merge with now, if any (never two clusters with patches).
 
         Centroids must reach ``merge_threshold`` and the members must pass the member check against each
         other (`cohere`), so a small cluster of one-offs does not ride into an intent on its centroid.
+        ``column``: the cluster's column in the open screen of centroids (same answer, no full search);
+        ignored once the cluster changed since the screen.
         """
-        other_id, sim = self._index.nearest(cluster.centroid(), exclude=cluster.cluster_id)
+        screen = self._screen
+        if column is not None and screen is not None and screen.unchanged(cluster.cluster_id):
+            ranked = screen.nearest(column, cluster.centroid(), 2)  # itself (~1.0) and the best other
+            other_id, sim = next(((c, s) for c, s in ranked if c != cluster.cluster_id), (None, -math.inf))
+        else:
+            other_id, sim = self._index.nearest(cluster.centroid(), exclude=cluster.cluster_id)
         if other_id is None or sim < self.config.merge_threshold:
             return None, sim
         other = self.clusters[other_id]
@@ -316,16 +280,11 @@ class SchemaPool:
             return False
         if not small.members or not large.members:
             return True
-        affinity = float(np.mean([large.member_affinity(v) for v in small.members]))
-        if affinity < self.config.member_threshold:
+        affinities = large.members.affinities(small.members.matrix, MEMBER_NEIGHBOURS)
+        if float(np.mean(affinities.astype(np.float64))) < self.config.member_threshold:
             return False
         # (3) A cluster with a patch takes in only what its core would keep (no drift), fragment by fragment.
-        for keep, other in ((a, b), (b, a)):
-            if keep.admission is not None:
-                centroid = keep.centroid()
-                if not all(keep.admits(v, float(v @ centroid)) for v in other.members):
-                    return False
-        return True
+        return a.admits_all(b.members.matrix) and b.admits_all(a.members.matrix)
 
     def merge(self, a: Cluster, b: Cluster, now: float) -> tuple[Cluster, Cluster]:
         """Merge two clusters; returns (survivor, absorbed).
@@ -348,7 +307,7 @@ class SchemaPool:
         keep.window = deque(sorted([*keep.window, *gone.window]))
         keep.window_clients.update(gone.window_clients)
         keep.clients.update(gone.clients)
-        keep.add_members(gone.members)  # the sample stays bounded (deque maxlen)
+        keep.add_members(gone.members.matrix)  # the sample stays bounded (the newest MEMBER_SAMPLE)
         keep.prune_window(now, self.config.window_s)
         if keep.state == "collecting" and gone.state == "queued":
             keep.state = "queued"
@@ -375,16 +334,17 @@ class SchemaPool:
         occurrence gate on old fragments and its heat has decayed for a whole window; beyond
         ``max_clusters_per_schema`` the coldest collecting clusters go too, so the index stays bounded.
         """
-        window_s = self.config.window_s
-        out = [c for c in self.clusters.values() if c.state == "collecting" and c.last_seen < now - window_s]
+        cut = now - self.config.window_s
+        collecting = [c for c in self.clusters.values() if c.state == "collecting"]
+        out = [c for c in collecting if c.last_seen < cut]
         excess = len(self.clusters) - len(out) - self.config.max_clusters_per_schema
         if excess > 0:
-            gone = {c.cluster_id for c in out}
-            rest = [c for c in self.clusters.values() if c.state == "collecting" and c.cluster_id not in gone]
+            rest = [c for c in collecting if not c.last_seen < cut] if out else collecting
             # heat_now for every cluster, as one array expression (this runs on every sweep of a full pool)
-            heat = np.array([c.heat for c in rest]) * np.power(
-                0.5, np.maximum(0.0, now - np.array([c.heat_at for c in rest])) / self.config.half_life_s
+            heat_at = np.fromiter((c.heat_at for c in rest), np.float64, len(rest))
+            heat = np.fromiter((c.heat for c in rest), np.float64, len(rest)) * np.power(
+                0.5, np.maximum(0.0, now - heat_at) / self.config.half_life_s
             )
-            order = np.argsort(heat, kind="stable")[:excess]
+            order = np.argsort(heat, kind="stable")[:excess]  # stable: of equal heat, the oldest first
             out.extend(rest[int(i)] for i in order)
         return out
