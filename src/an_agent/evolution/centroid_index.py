@@ -74,10 +74,10 @@ class CentroidIndex:
         top = np.argpartition(-sims, k - 1)[:k]
         return sorted(((self._ids[int(i)], float(sims[int(i)])) for i in top), key=lambda t: -t[1])
 
-    def screen(self, units: Matrix) -> Screen:
+    def screen(self, units: Matrix, floor: float) -> Screen:
         """A `Screen` of ``units`` (rows) against the centroids as they are now: one matrix product."""
         count = len(self._ids)
-        return Screen(list(self._ids), self._m[:count] @ units.T, self.dimension)
+        return Screen(list(self._ids), dict(self._row), self._m[:count] @ units.T, self.dimension, floor)
 
     def nearest(self, unit: Vector, exclude: str | None = None) -> tuple[str | None, float]:
         """The most similar centroid and its similarity (None, -inf when there is none)."""
@@ -94,29 +94,31 @@ class CentroidIndex:
 class Screen:
     """Similarities of a batch of vectors (columns) to the centroids as they were when the batch began.
 
-    A cluster changed since (started, joined, merged, removed: `touch`) is stale in the product: its
-    row is set to -inf, once. The changed clusters still live are kept apart, their current centroids
-    as rows of a small contiguous matrix in the order they first changed, and re-measured per vector;
-    every other entry is exact, so screening changes no decision.
-
-    The ``DEPTH`` best rows of every column are found once, for the whole batch, when the screen opens.
-    The k best unchanged clusters of a column are among them while at most ``DEPTH - k`` of them went
-    stale (everything outside was below all of them at the start, and staleness only lowers a row), so
-    a vector usually costs a look at ``DEPTH`` entries plus one product with the changed clusters (a few
-    per vector of the batch), whatever the number of clusters; else its column is searched again.
+    Only similarities at or above ``floor`` are asked for (a caller breaks at the first candidate below
+    its threshold): when the screen opens, one comparison over the whole product lists, per column, the
+    rows that reach ``floor``. A cluster changed since (started, joined, merged, removed: `touch`) is
+    stale there; the changed clusters still live are kept apart, their current centroids as rows of a
+    small contiguous matrix in the order they first changed, and re-measured per vector. Every other
+    entry is exact, so screening changes no decision; a vector costs a look at its few listed rows and
+    one product with the changed clusters (a few per vector of the batch), whatever the number of
+    clusters.
     """
 
-    DEPTH = 8
-
-    def __init__(self, ids: list[str], sims: Matrix, dimension: int) -> None:
+    def __init__(self, ids: list[str], rows: dict[str, int], sims: Matrix, dimension: int, floor: float) -> None:
+        """``ids``/``rows``: the clusters of the product's rows (both ways), ``sims``: (clusters, vectors)."""
         self.ids = ids
-        self.sims = sims  # (clusters, vectors)
-        self.rows = {cluster_id: row for row, cluster_id in enumerate(ids)}  # unchanged clusters only
+        self.floor = floor
+        self.rows = rows  # unchanged clusters only
         self._stale = np.zeros(len(ids), dtype=bool)
-        depth = min(self.DEPTH, len(ids))
-        self._top: npt.NDArray[np.intp] = (
-            np.argpartition(-sims, depth - 1, axis=0)[:depth] if depth else np.zeros((0, sims.shape[1]), np.intp)
-        )
+        # Listed from just below the floor: float32 rounding must not drop a candidate (the caller's own
+        # test, in float64, decides). Hits are few: found in the flat product, then grouped by column.
+        listed = np.float32(floor) - np.float32(1e-6)
+        flat = np.flatnonzero(sims >= listed)
+        by_column = np.argsort(flat % sims.shape[1], kind="stable")
+        flat = flat[by_column]
+        self._hit_rows: npt.NDArray[np.intp] = flat // sims.shape[1]
+        self._hit_sims: Matrix = sims.reshape(-1)[flat]
+        self._hit_start: npt.NDArray[np.intp] = np.searchsorted(flat % sims.shape[1], np.arange(sims.shape[1] + 1))
         self._changed_ids: list[str] = []
         self._changed_row: dict[str, int] = {}
         self._changed = np.empty((16, dimension), dtype=np.float32)
@@ -129,7 +131,6 @@ class Screen:
         """Note a change of ``cluster_id``: its ``centroid`` now, or None when it left the index."""
         row = self.rows.pop(cluster_id, None)
         if row is not None:
-            self.sims[row] = -np.inf
             self._stale[row] = True
         at = self._changed_row.get(cluster_id)
         if centroid is not None:
@@ -152,19 +153,19 @@ class Screen:
     def nearest(self, column: int, unit: Vector, k: int) -> list[tuple[str, float]]:
         """Up to ``k`` (cluster id, similarity) pairs for the vector of ``column`` (= ``unit``), best first.
 
-        ``k`` <= ``DEPTH``. Ties keep the order of the unchanged clusters' rows, then of the changed ones.
+        Every cluster at or above ``floor`` is a candidate (some just below may be too); ties keep the
+        order of the unchanged clusters' rows, then of the changed ones.
         """
-        top = self._top[:, column]
-        rows = top[~self._stale[top]]
-        if len(rows) < k and len(top) < len(self.ids):
-            # Too many of the column's best went stale: search the column as it is now (stale rows -inf).
-            sims = self.sims[:, column]
-            rows = np.argpartition(-sims, min(len(sims), k) - 1)[:k]
-            rows = rows[sims[rows] > -np.inf]
-        values = self.sims[rows, column]
+        start, end = self._hit_start[column], self._hit_start[column + 1]
+        rows, values = self._hit_rows[start:end], self._hit_sims[start:end]
+        if end > start:
+            fresh = ~self._stale[rows]
+            rows, values = rows[fresh], values[fresh]
         count = len(self._changed_ids)
         if count:
             values = np.concatenate([values, self._changed[:count] @ unit])
+        if not len(values):
+            return []
         order = np.argsort(-values, kind="stable")[:k]
         unchanged = len(rows)
         return [

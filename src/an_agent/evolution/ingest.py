@@ -128,7 +128,7 @@ class PoolKeeper:
         """Merge each grown cluster as `_merge_around` would; returns {absorbed id: survivor id}.
 
         One matrix product gives every grown centroid's similarity to all centroids (`SchemaPool.
-        open_screen`); each cluster's partner search then reads its column, re-measuring only the
+        open_merge_screen`); each cluster's partner search then reads its column, re-measuring only the
         clusters merges changed since, so a grown cluster costs a pass over one column, not a product
         with every centroid. A cluster changed by a merge of this pass searches the whole index.
         """
@@ -138,7 +138,7 @@ class PoolKeeper:
         if not todo:
             return {}
         merged_into: dict[str, str] = {}
-        pool.open_screen(np.stack([c.centroid() for c in todo]))
+        pool.open_merge_screen(todo)
         try:
             for column, cluster in enumerate(todo):
                 if cluster.cluster_id not in pool.clusters:
@@ -195,6 +195,7 @@ class PoolKeeper:
         """Evict cold clusters and (unless history is kept) prune fragments older than the window."""
         s = self._s
         self._since_sweep = 0
+        evicted: list[str] = []
         for pool in s.pools.values():
             for cluster in pool.evictable(now):
                 pool.remove(cluster)
@@ -202,11 +203,12 @@ class PoolKeeper:
                     cluster.state = "evicted"
                     s.save_cluster(cluster)
                 else:
-                    # Its fragments stay until the window prune below takes them with the rest of their
-                    # time: deleting them now would rewrite a scattered page of the table and of each
-                    # index per evicted cluster (most are one-offs), the write-through cost that grew
-                    # with the table. Nothing reads them: cluster ids are never reused.
-                    s.store.delete_cluster(cluster.cluster_id, with_fragments=False)
+                    evicted.append(cluster.cluster_id)
+        # Without history an evicted cluster's row goes (one batch of deletes); its fragments stay until
+        # the window prune below takes them with the rest of their time: deleting them now would rewrite
+        # a scattered page of the table and of each index per evicted cluster (most are one-offs), the
+        # write-through cost that grew with the table. Nothing reads them: cluster ids are never reused.
+        s.store.delete_clusters(evicted)
         if not s.keep_history:
             waiting = [
                 c.cluster_id for p in s.pools.values() for c in p.clusters.values() if c.state in ("queued", "pending")

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -173,14 +173,17 @@ class SchemaPool:
 
     # -- batches: one matrix product for a batch instead of one per fragment ---------------------
     def open_screen(self, units: Matrix) -> None:
-        """Compare a batch of vectors (rows of ``units``) with every centroid at once.
+        """Compare a batch of fragments (rows of ``units``) with every centroid at once.
 
-        Until `close_screen`, ``choose(unit, column=i)`` for the batch's i-th fragment, or
-        ``merge_partner(cluster, column=i)`` for a batch of centroids, reads the similarities from this
-        product (re-measuring those of clusters changed since), which is what keeps the cost per
-        fragment flat when a scenario holds ``max_clusters_per_schema`` clusters.
+        Until `close_screen`, ``choose(unit, column=i)`` for the batch's i-th fragment reads the
+        similarities from this product (re-measuring those of clusters changed since), which is what
+        keeps the cost per fragment flat when a scenario holds ``max_clusters_per_schema`` clusters.
         """
-        self._screen = self._index.screen(units)
+        self._screen = self._index.screen(units, self.config.assign_threshold)
+
+    def open_merge_screen(self, clusters: Sequence[Cluster]) -> None:
+        """`open_screen` for the centroids of ``clusters``: ``merge_partner(clusters[i], column=i)`` reads it."""
+        self._screen = self._index.screen(np.stack([c.centroid() for c in clusters]), self.config.merge_threshold)
 
     def close_screen(self) -> None:
         self._screen = None
@@ -245,8 +248,8 @@ class SchemaPool:
 
         Centroids must reach ``merge_threshold`` and the members must pass the member check against each
         other (`cohere`), so a small cluster of one-offs does not ride into an intent on its centroid.
-        ``column``: the cluster's column in the open screen of centroids (same answer, no full search);
-        ignored once the cluster changed since the screen.
+        ``column``: the cluster's column in the open merge screen (same answer, no full search; ignored
+        once the cluster changed since). With it, a cluster with no partner in sight gets (None, -inf).
         """
         screen = self._screen
         if column is not None and screen is not None and screen.unchanged(cluster.cluster_id):
@@ -335,16 +338,18 @@ class SchemaPool:
         ``max_clusters_per_schema`` the coldest collecting clusters go too, so the index stays bounded.
         """
         cut = now - self.config.window_s
-        collecting = [c for c in self.clusters.values() if c.state == "collecting"]
-        out = [c for c in collecting if c.last_seen < cut]
+        out: list[Cluster] = []
+        rest: list[Cluster] = []
+        for c in self.clusters.values():  # one pass: this runs on every sweep of a full pool
+            if c.state == "collecting":
+                (out if c.last_seen < cut else rest).append(c)
         excess = len(self.clusters) - len(out) - self.config.max_clusters_per_schema
         if excess > 0:
-            rest = [c for c in collecting if not c.last_seen < cut] if out else collecting
-            # heat_now for every cluster, as one array expression (this runs on every sweep of a full pool)
-            heat_at = np.fromiter((c.heat_at for c in rest), np.float64, len(rest))
-            heat = np.fromiter((c.heat for c in rest), np.float64, len(rest)) * np.power(
+            # heat_now for every cluster, as one array expression
+            heat_at = np.fromiter([c.heat_at for c in rest], np.float64, len(rest))
+            heat = np.fromiter([c.heat for c in rest], np.float64, len(rest)) * np.power(
                 0.5, np.maximum(0.0, now - heat_at) / self.config.half_life_s
             )
-            order = np.argsort(heat, kind="stable")[:excess]  # stable: of equal heat, the oldest first
-            out.extend(rest[int(i)] for i in order)
+            order = np.argsort(heat, kind="stable")[:excess]  # stable: of equal heat, the first inserted first
+            out.extend([rest[i] for i in order.tolist()])
         return out

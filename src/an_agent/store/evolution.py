@@ -258,6 +258,14 @@ class EvolutionStore:
         if with_fragments:
             self._run("DELETE FROM evo_fragment WHERE cluster_id = ?", (cluster_id,))
 
+    def delete_clusters(self, cluster_ids: Iterable[str]) -> None:
+        """Delete the rows of ``cluster_ids`` (not their fragments), as one batch of statements."""
+        with self._lock:
+            try:
+                self._db.executemany("DELETE FROM evo_cluster WHERE cluster_id = ?", [(c,) for c in cluster_ids])
+            except sqlite3.Error as exc:
+                raise StoreError(f"evolution database {self.path}: {exc}") from None
+
     def clusters(self, exclude_states: tuple[str, ...] = ()) -> list[ClusterRow]:
         marks = ",".join("?" * len(exclude_states))
         where = f"WHERE state NOT IN ({marks})" if exclude_states else ""
