@@ -238,8 +238,14 @@ class EvolutionStore:
 
     # -- clusters and fragments ------------------------------------------------------------------
     def save_cluster(self, row: ClusterRow) -> None:
+        # An upsert updates the row where it is; INSERT OR REPLACE deleted it and appended it again under
+        # a new rowid, rewriting pages of the table and of both indexes on every save (the commit's cost
+        # grew with the table).
         self._run(
-            "INSERT OR REPLACE INTO evo_cluster VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO evo_cluster VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(cluster_id) DO UPDATE SET "
+            "schema_id = excluded.schema_id, state = excluded.state, size = excluded.size, heat = excluded.heat, "
+            "heat_at = excluded.heat_at, created = excluded.created, last_seen = excluded.last_seen, "
+            "centroid = excluded.centroid",
             (
                 row.cluster_id,
                 row.schema_id,
