@@ -268,8 +268,18 @@ def test_eviction_picks_the_same_clusters_in_the_same_order() -> None:
         c.state = "patched"
     for c in list(pool.clusters.values())[3::5]:
         pool.join(c, units(rng, 1)[0], 12 * 3600.0, "b")
+    pool.merge(pool.clusters["c010"], pool.clusters["c050"], 13 * 3600.0)  # heat adds up, one cluster goes
+    released = pool.clusters["c020"]  # a release takes heat off and re-indexes the cluster
+    released.heat, released.heat_at = 1.0, 14 * 3600.0
+    pool.add_loaded(released)
+    pool.add_loaded(Cluster("r1", "s", units(rng, 1)[0], 1, 10.0, 0.0, 0.0, 0.0))  # restored from the store
     for now in (10 * 3600.0, 30 * 3600.0, 40 * 3600.0):
         assert [c.cluster_id for c in pool.evictable(now)] == [c.cluster_id for c in reference_evictable(pool, now)]
+    for cluster in pool.evictable(30 * 3600.0):  # a sweep: the index's arrays follow the removals
+        pool.remove(cluster)
+    assert [c.cluster_id for c in pool.evictable(40 * 3600.0)] == [
+        c.cluster_id for c in reference_evictable(pool, 40 * 3600.0)
+    ]
 
 
 # -- cluster rows -------------------------------------------------------------------------------

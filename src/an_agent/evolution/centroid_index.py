@@ -21,11 +21,16 @@ class CentroidIndex:
     """Unit centroids of one scenario's clusters, kept contiguous for nearest-centroid search.
 
     Rows ``[0, len)`` are the live centroids (removal moves the last row into the hole), so a search is
-    one matrix-vector product over exactly the live clusters.
+    one matrix-vector product over exactly the live clusters. Beside each centroid: the cluster's
+    eviction keys (heat, heat_at, last_seen, as given to `put`) and the order in which the ids were
+    first put, so that eviction ranks every cluster with array operations (`eviction_keys`).
     """
 
     def __init__(self, dimension: int, capacity: int = 64) -> None:
         self._m = np.zeros((capacity, dimension), dtype=np.float32)
+        self._keys = np.zeros((capacity, 3), dtype=np.float64)
+        self._seq = np.zeros(capacity, dtype=np.int64)
+        self._next_seq = 0
         self._ids: list[str] = []
         self._row: dict[str, int] = {}
 
@@ -36,15 +41,26 @@ class CentroidIndex:
     def dimension(self) -> int:
         return int(self._m.shape[1])
 
-    def put(self, cluster_id: str, unit: Vector) -> None:
+    def put(self, cluster_id: str, unit: Vector, keys: tuple[float, float, float] = (0.0, 0.0, 0.0)) -> None:
+        """Store (or replace) the centroid and eviction keys (heat, heat_at, last_seen) of ``cluster_id``."""
         row = self._row.get(cluster_id)
         if row is None:
             row = len(self._ids)
             if row == len(self._m):
                 self._m = np.vstack([self._m, np.zeros_like(self._m)])
+                self._keys = np.vstack([self._keys, np.zeros_like(self._keys)])
+                self._seq = np.concatenate([self._seq, np.zeros_like(self._seq)])
             self._row[cluster_id] = row
             self._ids.append(cluster_id)
+            self._seq[row] = self._next_seq
+            self._next_seq += 1
         self._m[row] = unit
+        self._keys[row] = keys
+
+    def eviction_keys(self) -> tuple[list[str], npt.NDArray[np.float64], npt.NDArray[np.int64]]:
+        """(ids, their (heat, heat_at, last_seen) rows, the order in which they were first put): views."""
+        count = len(self._ids)
+        return self._ids, self._keys[:count], self._seq[:count]
 
     def vector(self, cluster_id: str) -> Vector | None:
         """The centroid stored for ``cluster_id`` (a view of its row), or None."""
@@ -59,6 +75,8 @@ class CentroidIndex:
         if row != last:
             moved = self._ids[last]
             self._m[row] = self._m[last]
+            self._keys[row] = self._keys[last]
+            self._seq[row] = self._seq[last]
             self._ids[row] = moved
             self._row[moved] = row
         self._ids.pop()
@@ -126,6 +144,17 @@ class Screen:
     def unchanged(self, cluster_id: str) -> bool:
         """True when ``cluster_id`` was screened and has not changed since (its row is exact)."""
         return cluster_id in self.rows
+
+    def alone(self, column: int, cluster_id: str) -> bool:
+        """True when no cluster but ``cluster_id`` itself can be at or above ``floor`` for ``column``.
+
+        (No cluster changed since the screen opened, and ``column`` lists no other unchanged one.)
+        """
+        if self._changed_ids:
+            return False
+        own = self.rows.get(cluster_id, -1)
+        start, end = self._hit_start[column], self._hit_start[column + 1]
+        return all(row == own or self._stale[row] for row in self._hit_rows[start:end].tolist())
 
     def touch(self, cluster_id: str, centroid: Vector | None) -> None:
         """Note a change of ``cluster_id``: its ``centroid`` now, or None when it left the index."""

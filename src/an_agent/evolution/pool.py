@@ -188,6 +188,10 @@ class SchemaPool:
     def close_screen(self) -> None:
         self._screen = None
 
+    def _put(self, cluster: Cluster) -> None:
+        """(Re-)index ``cluster``: its centroid and its eviction keys; after every change to either."""
+        self._index.put(cluster.cluster_id, cluster.centroid(), (cluster.heat, cluster.heat_at, cluster.last_seen))
+
     def _touch(self, cluster_id: str) -> None:
         if self._screen is not None:
             self._screen.touch(cluster_id, self._index.vector(cluster_id) if cluster_id in self.clusters else None)
@@ -226,7 +230,7 @@ class SchemaPool:
         cluster.note(when, client_id)
         cluster.add_members([cluster.vector_sum.copy()])
         self.clusters[cluster_id] = cluster
-        self._index.put(cluster_id, cluster.centroid())
+        self._put(cluster)
         self._touch(cluster_id)
         return cluster
 
@@ -240,7 +244,7 @@ class SchemaPool:
         cluster.prune_window(when, self.config.window_s)
         cluster.note(when, client_id)
         cluster.add_members([unit])
-        self._index.put(cluster.cluster_id, cluster.centroid())
+        self._put(cluster)
         self._touch(cluster.cluster_id)
 
     def merge_partner(self, cluster: Cluster, column: int | None = None) -> tuple[Cluster | None, float]:
@@ -253,6 +257,8 @@ class SchemaPool:
         """
         screen = self._screen
         if column is not None and screen is not None and screen.unchanged(cluster.cluster_id):
+            if screen.alone(column, cluster.cluster_id):  # the common case: nothing near enough to merge
+                return None, -math.inf
             ranked = screen.nearest(column, cluster.centroid(), 2)  # itself (~1.0) and the best other
             other_id, sim = next(((c, s) for c, s in ranked if c != cluster.cluster_id), (None, -math.inf))
         else:
@@ -315,14 +321,14 @@ class SchemaPool:
         if keep.state == "collecting" and gone.state == "queued":
             keep.state = "queued"
         self.remove(gone)
-        self._index.put(keep.cluster_id, keep.centroid())
+        self._put(keep)
         self._touch(keep.cluster_id)
         return keep, gone
 
     def add_loaded(self, cluster: Cluster) -> None:
         """Put back a cluster restored from the store."""
         self.clusters[cluster.cluster_id] = cluster
-        self._index.put(cluster.cluster_id, cluster.centroid())
+        self._put(cluster)
         self._touch(cluster.cluster_id)
 
     def remove(self, cluster: Cluster) -> None:
@@ -337,19 +343,23 @@ class SchemaPool:
         occurrence gate on old fragments and its heat has decayed for a whole window; beyond
         ``max_clusters_per_schema`` the coldest collecting clusters go too, so the index stays bounded.
         """
-        cut = now - self.config.window_s
-        out: list[Cluster] = []
-        rest: list[Cluster] = []
-        for c in self.clusters.values():  # one pass: this runs on every sweep of a full pool
-            if c.state == "collecting":
-                (out if c.last_seen < cut else rest).append(c)
+        # Ranked from the index's arrays (kept with the centroids); a cluster's state is read only for
+        # the clusters ranked first. Same list, same order as ranking the collecting clusters in
+        # insertion order: the insertion order breaks ties of heat.
+        ids, keys, seq = self._index.eviction_keys()
+        cold = keys[:, 2] < now - self.config.window_s
+        cold_rows = np.flatnonzero(cold)
+        out = [self.clusters[ids[r]] for r in cold_rows[np.argsort(seq[cold_rows])].tolist()]
+        out = [c for c in out if c.state == "collecting"]
         excess = len(self.clusters) - len(out) - self.config.max_clusters_per_schema
         if excess > 0:
-            # heat_now for every cluster, as one array expression
-            heat_at = np.fromiter([c.heat_at for c in rest], np.float64, len(rest))
-            heat = np.fromiter([c.heat for c in rest], np.float64, len(rest)) * np.power(
-                0.5, np.maximum(0.0, now - heat_at) / self.config.half_life_s
-            )
-            order = np.argsort(heat, kind="stable")[:excess]  # stable: of equal heat, the first inserted first
-            out.extend([rest[i] for i in order.tolist()])
+            # heat_now of every cluster, as one array expression
+            heat = keys[:, 0] * np.power(0.5, np.maximum(0.0, now - keys[:, 1]) / self.config.half_life_s)
+            for r in np.lexsort((seq, heat)).tolist():
+                cluster = self.clusters[ids[r]]
+                if not cold[r] and cluster.state == "collecting":
+                    out.append(cluster)
+                    excess -= 1
+                    if not excess:
+                        break
         return out
