@@ -209,11 +209,15 @@ class PoolKeeper:
         # a scattered page of the table and of each index per evicted cluster (most are one-offs), the
         # write-through cost that grew with the table. Nothing reads them: cluster ids are never reused.
         s.store.delete_clusters(evicted)
-        if not s.keep_history:
+        if s.keep_history:
+            return
+        cut = now - s.config.window_s
+        oldest = s.store.oldest_fragment_ts()
+        if oldest is not None and oldest < cut:  # else nothing to prune: no pass over every cluster either
             waiting = [
                 c.cluster_id for p in s.pools.values() for c in p.clusters.values() if c.state in ("queued", "pending")
             ]
-            s.store.prune_fragments(now - s.config.window_s, keep_clusters=waiting)
+            s.store.prune_fragments(cut, keep_clusters=waiting)
 
     def load(self) -> None:
         """Restore the live clusters (centroids, windows, client counts) from the store."""

@@ -61,7 +61,7 @@ def decayed(heat: float, since: float, now: float, half_life_s: float) -> float:
     return heat * math.pow(0.5, (now - since) / half_life_s)
 
 
-@dataclass
+@dataclass(slots=True)  # no per-instance dict: a full pool holds thousands, read on every sweep
 class Cluster:
     """One semantic cluster of a scenario's pool.
 

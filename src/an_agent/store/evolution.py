@@ -325,6 +325,11 @@ class EvolutionStore:
             out.setdefault(str(cluster_id), []).append(int(ref))
         return out
 
+    def oldest_fragment_ts(self) -> float | None:
+        """The time of the oldest stored fragment (None when there is none); one look at the time index."""
+        rows = self._run("SELECT MIN(ts) FROM evo_fragment")
+        return None if not rows or rows[0][0] is None else float(rows[0][0])
+
     def prune_fragments(self, before: float, keep_clusters: Iterable[str] = ()) -> int:
         """Delete fragments older than ``before`` except those of ``keep_clusters``; returns how many."""
         keep = list(keep_clusters)
