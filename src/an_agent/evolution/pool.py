@@ -13,11 +13,12 @@ make one idea (`SchemaPool.cohere`): across the two, fragments must be nearly as
 larger one, so a tight group of another idea does not ride in on a shared word. Why this method and
 these thresholds: docs/evolution.md (calibration, noise rejection).
 
-Cost per fragment is one matrix-vector product against the centroids of one scenario — for a batch,
-one matrix product for all its fragments (`SchemaPool.open_screen`, `centroid_index.Screen`), which
-also serves the batch's merge search — and the number of clusters is bounded (cold clusters are
-evicted, see `SchemaPool.evictable`); everything else a fragment costs is bounded by the member sample
-(`member_sample.MemberSample`, a contiguous matrix), not by the number or size of the clusters.
+Cost per fragment: its share of one matrix product per batch and scenario with the live centroids
+(`SchemaPool.open_screen`, `centroid_index.Screen`) and of one more for the batch's merge search
+(`SchemaPool.open_merge_screen`), both bounded by ``max_clusters_per_schema`` (cold clusters are
+evicted, `SchemaPool.evictable`). The rest (its candidates' member checks on a contiguous sample,
+`member_sample.MemberSample`; a grown cluster's partner search; eviction's ranking, array operations)
+does not depend on the size of the clusters, nor on their number beyond those products.
 
 Heat: +``heat_increment`` per fragment, exponential decay with ``half_life_hours``. The trigger's counts
 (occurrences, distinct clients) are kept over a sliding window of ``window_days``.
