@@ -14,19 +14,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from an_agent.evolution.config import EvolutionConfig
-from an_agent.evolution.embedder import MiniLMEmbedder
-from an_agent.evolution.inference import (
+from an_agent.evolution.alternatives import (
     _excludes,
     _modifiers,
     _same_family,
     _share_a_frame,
     _stem,
-    _upper_bound,
-    _values_separate,
     find_alternatives,
-    infer_value,
+    values_separate,
 )
+from an_agent.evolution.config import EvolutionConfig
+from an_agent.evolution.embedder import MiniLMEmbedder
+from an_agent.evolution.inference import _upper_bound, infer_value
 from an_agent.evolution.moments import find_moment
 from an_agent.evolution.naming import STOP_WORDS, candidate_phrases, clause_like
 from an_agent.evolution.replay import replay
@@ -128,9 +127,9 @@ def test_a_dominant_value_does_not_decide_alone_whether_values_separate() -> Non
 
     # Varied wordings of the dominant value (0.40 within), a tight second value (0.90), 0.30 across: pooled
     # over the 16 pairs, within would be 0.43 (0.13 above across); per value it is 0.65.
-    assert _values_separate(values, texts, _with_similarities(gram(0.40, 0.90, 0.30)))
+    assert values_separate(values, texts, _with_similarities(gram(0.40, 0.90, 0.30)))
     # Wordings of one idea: fragments using one word are as close to those using another as to each other.
-    assert not _values_separate(values, texts, _with_similarities(gram(0.45, 0.50, 0.40)))
+    assert not values_separate(values, texts, _with_similarities(gram(0.45, 0.50, 0.40)))
 
 
 def test_a_frame_made_of_the_clusters_topic_is_no_slot() -> None:

@@ -45,6 +45,7 @@ _STOP = _words(
     without within via per along against between among since toward towards beyond"""
 )
 _UNIT_SUFFIX = {
+    "dbm": "dbm",
     "db": "db",
     "percent": "percent",
     "degrees": "deg",

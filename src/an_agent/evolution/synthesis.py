@@ -27,8 +27,9 @@ from typing import Any, Literal
 
 import numpy as np
 
+from an_agent.evolution.alternatives import alternative_words
 from an_agent.evolution.cohesion import Core, core_of, rejoin
-from an_agent.evolution.inference import ValueSpec, alternative_words, infer_value
+from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
 from an_agent.schemas.anchors import example_mappings, key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
