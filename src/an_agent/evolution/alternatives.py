@@ -8,6 +8,7 @@ interchangeable words for one idea (wordings), and `mentions` says which value a
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -19,7 +20,8 @@ from an_agent.schemas.embedding import Embedder, Vectors
 _ALT_MIN_SHARE = 0.6  # share of fragments the alternatives of a closed set must cover together
 _ALT_MIN_VALUES = 3  # fewer distinct values is a phrasing habit (hot / thermal), not a closed set
 _ALT_MAX_TOPIC = 0.75  # a word in more fragments than this is the cluster's topic, not a value
-_ALT_MIN_SHARE_EACH = 2  # fragments each value must appear in (a word said once is a wording, not a choice)
+_ALT_MIN_SHARE_EACH = 2  # fragments a recurring value appears in (a word said once is a wording, not a choice) ...
+_ALT_MIN_RECURRING = 2  # ... and recurring values a set needs before values named once may join it
 _ALT_MIN_KIND = 0.25  # mean similarity of a new alternative to those chosen: they must be words of one kind ...
 _ALT_MIN_PAIR = 0.15  # ... and no pair far apart (battery / grid is 0.20, battery / mains 0.26 with MiniLM)
 _ALT_SET_KIND = 0.30  # mean pairwise similarity of the whole set
@@ -136,28 +138,59 @@ def find_alternatives(
     vectors = embedder.embed(words)
     sims = vectors @ vectors.T
     doc_sets = [{i for i, words in enumerate(per_text) if c in words} for c in candidates]
-    modifiers = _modifiers(texts, candidates, doc_sets)
+    modifiers = _modifiers(texts, candidates, doc_sets, sims)
+    heads = _heads(texts, candidates, doc_sets, sims)
+    qualified = _qualified_heads(texts, candidates, heads)
+    adjacent = {pair for t in texts for pair in _pairs(t)}
+    recurring = [i for i in range(len(candidates)) if len(doc_sets[i]) >= _ALT_MIN_SHARE_EACH]
+    once = [i for i in range(len(candidates)) if len(doc_sets[i]) < _ALT_MIN_SHARE_EACH]
     best: list[int] = []
     best_score = (0, 0.0)
-    seeds = [i for i in range(len(candidates)) if i not in modifiers][:6]
-    for seed in seeds:
-        chosen = [seed]
+    # A head that several candidates qualify is their category ("customer" in "fleet customer",
+    # "private customer"), not one of them.
+    categories = {i for i, c in enumerate(candidates) if c in heads}
+    seeds = [i for i in recurring if i not in modifiers and i not in categories][:6]
+
+    def grow(chosen: list[int], pool: Sequence[int], framed_only: bool = False) -> None:
         while len(chosen) < _ALT_MAX:
             # The next value is the admissible word most of the kind of those chosen (not the most frequent:
             # "site", "fault", "outage" are frequent in a cluster of customer kinds, and loosely kin).
             admissible = []
-            for j in range(len(candidates)):
-                if j in chosen or j in modifiers or not _excludes(doc_sets[j], [doc_sets[k] for k in chosen]):
+            for j in pool:
+                if (
+                    j in chosen
+                    or j in modifiers
+                    or j in categories
+                    or not _excludes(doc_sets[j], [doc_sets[k] for k in chosen])
+                ):
                     continue
+                if any((candidates[k], candidates[j]) in adjacent for k in chosen):
+                    continue  # "rental car": what a value stands right before is what it qualifies
                 pair = [float(sims[j, k]) for k in chosen]
-                if float(np.mean(pair)) < _ALT_MIN_KIND or min(pair) < _ALT_MIN_PAIR or max(pair) > _ALT_MAX_KIND:
+                if min(pair) < _ALT_MIN_PAIR or max(pair) > _ALT_MAX_KIND:
+                    continue
+                # A value named once must fill the frame of a chosen one: qualify the same head ("private
+                # customer" next to "fleet customer"). Said once elsewhere, a word of the kind is as likely
+                # a wording ("tried", "issue" next to "restarted"): MiniLM's kinship of single words
+                # does not tell them apart.
+                if framed_only and not qualified[j] & set().union(*(qualified[k] for k in chosen)):
+                    continue
+                if float(np.mean(pair)) < _ALT_MIN_KIND:
                     continue
                 if not any(_same_family(candidates[j], candidates[k]) for k in chosen):
                     admissible.append((float(np.mean(pair)), -j))
             if not admissible:
-                break
-            j = -max(admissible)[1]
-            chosen.append(j)
+                return
+            chosen.append(-max(admissible)[1])
+
+    for seed in seeds:
+        chosen = [seed]
+        grow(chosen, recurring)
+        if len(chosen) >= _ALT_MIN_RECURRING:
+            # Values named once join a slot that recurring values already show ("fleet" three times,
+            # "taxi" twice, "private" once): few lines per value is how a slot is named in a sample; the
+            # recurring values are what `values_separate` judges the slot by.
+            grow(chosen, once, framed_only=True)
         # A value is named alone somewhere: a word whose every fragment also names another value is
         # context ("customer" in "a VIP customer", "an enterprise customer", "a hospital ..., priority
         # customer"), while "storm" stays with "snow storm" and "flooded after the storm".
@@ -198,14 +231,18 @@ def _excludes(docs: set[int], chosen: Sequence[set[int]]) -> bool:
     return len(shared) == 1 and shared[0][0] == 1 and len(docs) >= 2 and shared[0][1] >= 3
 
 
-def _modifiers(texts: Sequence[str], candidates: Sequence[str], doc_sets: Sequence[set[int]]) -> set[int]:
+def _modifiers(
+    texts: Sequence[str], candidates: Sequence[str], doc_sets: Sequence[set[int]], sims: np.ndarray | None = None
+) -> set[int]:
     """Candidates that mostly stand right before another recurring candidate ("heavy rain", "strong wind").
 
     Such a word qualifies the slot's value rather than being one: more than half of its uses precede a
-    different recurring candidate.
+    different recurring candidate that is not a head (`_heads`). Before a head the word is the value:
+    "fleet customer", "private customer", "VIP customer" name kinds of customer.
     """
     index = {c: i for i, c in enumerate(candidates)}
     recurring = {c for c, docs in zip(candidates, doc_sets, strict=True) if len(docs) >= 2}
+    heads = _heads(texts, candidates, doc_sets, sims)
     before: Counter[str] = Counter()
     uses: Counter[str] = Counter()
     for text in texts:
@@ -213,9 +250,60 @@ def _modifiers(texts: Sequence[str], candidates: Sequence[str], doc_sets: Sequen
         for a, b in zip(stems, [*stems[1:], ""], strict=True):
             if a in index:
                 uses[a] += 1
-                if b in recurring and b != a:
+                if b in recurring and b != a and b not in heads:
                     before[a] += 1
     return {index[c] for c, k in before.items() if k > 0.5 * uses[c]}
+
+
+def _pairs(text: str) -> list[tuple[str, str]]:
+    stems = [_stem(w) for w in _WORD.findall(text.lower())]
+    return list(itertools.pairwise(stems))
+
+
+def _qualified_heads(texts: Sequence[str], candidates: Sequence[str], heads: set[str]) -> list[set[str]]:
+    """For each candidate, the heads (`_heads`) it stands right before ("fleet" -> {"customer"})."""
+    out: dict[str, set[str]] = {c: set() for c in candidates}
+    for text in texts:
+        for a, b in _pairs(text):
+            if a in out and b in heads and a != b:
+                out[a].add(b)
+    return [out[c] for c in candidates]
+
+
+def _heads(
+    texts: Sequence[str], candidates: Sequence[str], doc_sets: Sequence[set[int]], sims: np.ndarray | None = None
+) -> set[str]:
+    """Content words that two different content words stand right before ("fleet customer", "private
+    customer"): the noun a slot's values qualify, their category. A word that stands before two different
+    recurring words ("heavy rain", "heavy storm") is an adjective of degree, not a value: "freezing rain"
+    and "heavy rain" leave rain a value. Two followers that are one word (``sims`` above ``_ALT_MAX_KIND``:
+    "rental car", "rental vehicle") count once, and the words before a head count for its synonyms too."""
+    content = set(candidates)
+    recurring = {c for c, docs in zip(candidates, doc_sets, strict=True) if len(docs) >= _ALT_MIN_SHARE_EACH}
+    pairs = [(a, b) for t in texts for a, b in _pairs(t) if a in content and b in content and a != b]
+    follows: dict[str, set[str]] = {}
+    for a, b in pairs:
+        if b in recurring:
+            follows.setdefault(a, set()).add(b)
+    index = {c: i for i, c in enumerate(candidates)}
+
+    def one_word(a: str, b: str) -> bool:
+        return a == b or (sims is not None and float(sims[index[a], index[b]]) > _ALT_MAX_KIND)
+
+    def kinds(words: set[str]) -> list[str]:
+        distinct: list[str] = []
+        for word in sorted(words):
+            if not any(one_word(word, d) for d in distinct):
+                distinct.append(word)
+        return distinct
+
+    # The words before a head, pooled over its synonyms ("rental car", "car-sharing vehicle").
+    before: dict[str, set[str]] = {}
+    for a, b in pairs:
+        if len(kinds(follows.get(a, set()))) < 2:
+            for head in {h for _, h in pairs if one_word(h, b)}:
+                before.setdefault(head, set()).add(a)
+    return {b for b, words in before.items() if len(words) >= 2}
 
 
 def _candidates(texts: Sequence[str], stop_words: frozenset[str]) -> tuple[list[set[str]], list[str], list[str]]:
@@ -231,7 +319,7 @@ def _candidates(texts: Sequence[str], stop_words: frozenset[str]) -> tuple[list[
             if w not in stop_words and len(w) >= 3:
                 surface.setdefault(_stem(w), Counter())[w] += 1
     df = Counter(s for words in per_text for s in words)
-    candidates = [s for s, c in df.most_common() if _ALT_MIN_SHARE_EACH <= c <= _ALT_MAX_TOPIC * len(texts)]
+    candidates = [s for s, c in df.most_common() if c <= _ALT_MAX_TOPIC * len(texts)]
     return per_text, candidates, [_surface(c, surface[c]) for c in candidates]
 
 
@@ -241,6 +329,21 @@ def _surface(stem: str, spellings: Counter[str]) -> str:
     if len(spellings) > 1 and all(w.endswith(("ing", "ed")) for w in spellings):
         return stem
     return min(spellings.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0]
+
+
+def slot_head(
+    texts: Sequence[str], values: Sequence[tuple[str, frozenset[str]]], stop_words: frozenset[str]
+) -> str | None:
+    """The noun two or more of the values stand right before ("fleet customer", "private customer" ->
+    "customer"): the fragments' own word for the category of the slot, or None."""
+    per_text, candidates, words = _candidates(texts, stop_words)
+    doc_sets = [{i for i, stems in enumerate(per_text) if c in stems} for c in candidates]
+    qualified = _qualified_heads(texts, candidates, _heads(texts, candidates, doc_sets))
+    of = dict(zip(candidates, qualified, strict=True))
+    counts = Counter(h for _, forms in values for h in set().union(*(of.get(f, set()) for f in forms)))
+    if not counts or counts.most_common(1)[0][1] < 2:
+        return None
+    return words[candidates.index(counts.most_common(1)[0][0])]
 
 
 def alternative_words(texts: Sequence[str], stop_words: frozenset[str]) -> list[str]:

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from an_agent.evolution.alternatives import find_alternatives, mentions, values_separate
+from an_agent.evolution.alternatives import find_alternatives, mentions, slot_head, values_separate
 from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
@@ -188,5 +188,7 @@ def infer_value(
     if alternatives:
         values = tuple(next((v for v, forms in alternatives if mentions(t, forms)), None) for t in texts)
         enum = tuple(v for v, _ in alternatives)
-        return ValueSpec("string", values, (f"Acceptable values: {', '.join(enum)}.",), enum=enum)
+        head = slot_head(texts, alternatives, stop_words)
+        info = {"category": head} if head else {}
+        return ValueSpec("string", values, (f"Acceptable values: {', '.join(enum)}.",), enum=enum, info=info)
     return ValueSpec("boolean", tuple(True for _ in texts))

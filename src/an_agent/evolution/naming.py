@@ -222,7 +222,9 @@ def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) ->
 def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, embedder: Embedder) -> str:
     """'<category> <head>' for a closed set: the category by meaning, the head by convention.
 
-    The category word (a content word of the fragments, or a domain category of ``_CATEGORIES``) is the
+    When the values qualify one noun in the fragments ("fleet customer", "private customer":
+    ``spec.info["category"]``, `alternatives.slot_head`), that noun is the category. Otherwise the
+    category word (a content word of the fragments, or a domain category of ``_CATEGORIES``) is the
     one whose key-like phrases are closest to the values and the cluster. The embedding does not tell
     heads apart ("weather kind", "weather source", "weather condition" score within 0.05), so the head
     is the draft's convention for that category (`_CATEGORY_HEADS`: power_source, weather_condition),
@@ -239,6 +241,11 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     # "cause" names values that explain something ("fault_cause"); values that are only stated ("heavy
     # rain at the site") are a condition or a type of their category: the head needs causal wording.
     causal = sum(1 for t in texts if _CAUSAL & set(tokens(t))) >= 0.3 * len(texts)
+    named = spec.info.get("category")
+    if isinstance(named, str):
+        # The fragments name the category themselves: the values qualify it ("fleet customer", "private
+        # customer"). The embedding would pick a word of the fragments' topic instead ("vehicle").
+        return f"{named} {_CATEGORY_HEADS.get(named, 'cause' if causal else 'type')}"
     heads = [h for h in _HEADS if causal or h != "cause"]
     candidates = [*heads, *(f"{m} {h}" for m in modifiers for h in heads)]
     # One embedding call for both: each call pays a forward pass's fixed cost again.
