@@ -42,7 +42,8 @@ _STOP = _words(
     until till after before about again already still yet even ever now today tonight tomorrow yesterday
     what which who whom whose where why how one two many much more most less least few lot lots s t
     around near nearby here there really quite during through throughout across behind inside outside
-    without within via per along against between among since toward towards beyond"""
+    without within via per along against between among since toward towards beyond another later latest
+    earlier twice thrice"""
 )
 _UNIT_SUFFIX = {
     "dbm": "dbm",
@@ -57,6 +58,10 @@ _UNIT_SUFFIX = {
     "km": "km",
     "mbps": "mbps",
 }
+_TIME_WORDS = _words(
+    """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
+    utc gmt monday tuesday wednesday thursday friday saturday sunday time latest"""
+)
 _MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
 _MAX_NAME = 40
 STOP_WORDS = _STOP  # words that never start or end a name
@@ -123,7 +128,8 @@ _VERBS = _words(
     decrease decreases hit hits say says said lose loses lost attach attaches attached affect affects
     complain complains fail fails failed stop stops come comes become becomes want wants ask asks seem
     seems look looks stay stays remain remains happen happens occur occurs get gets got drop_off depend
-    depends depended serve serves served"""
+    depends depended serve serves served bought sold took stole stolen broke brought gave found told paid
+    caught built prefer prefers preferred complaining"""
 )
 
 
@@ -148,7 +154,13 @@ def clause_like(phrase: str) -> bool:
     if len(words) < 2:
         return False
     last, before = words[-1], words[-2]
-    return last in _VERBS or (before.endswith("s") and last.endswith(("ing", "ed")) and len(last) > 4)
+    # A past form after a noun reads as a clause ("driver rebooted", "customer bought"); "-ing" only after
+    # a plural ("visitors roaming"): "energy saving", "load balancing" are nouns.
+    return (
+        last in _VERBS
+        or (last.endswith("ed") and len(last) > 4)
+        or (before.endswith("s") and last.endswith("ing") and len(last) > 4)
+    )
 
 
 def tokens(text: str) -> list[str]:
@@ -276,20 +288,32 @@ def name_key(
     ranked = rank_phrases(texts, centroid, embedder)
     if spec.key_type in ("integer", "number") or spec.value_format in ("duration", "date-time"):
         ranked = [r for r in ranked if not set(r[1].split()) & UNIT_WORDS] or ranked
+    if spec.value_format in ("duration", "date-time"):
+        # The moment is the value, not the name: "by this evening", "by end of day" -> not evening_deadline.
+        ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked
     phrase = ranked[0][1] if ranked else "request"
     if " " not in phrase:
         # One word rarely names an idea ("roaming", "sms"): take the best phrase that grows it
         # ("roaming users", "sms alert"), the recurring phrase whose head it is or modifies.
-        longer = [p for _, p in ranked if " " in p and phrase in p.split()]
+        longer = [p for _, p in ranked if " " in p and phrase in p.split() and not clause_like(p)]
         pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
         if pairs or longer:
             phrase = (pairs or longer)[0]
     if spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
-    elif spec.value_format in ("duration", "date-time") and (verb := _leading_verb(texts)) is not None:
+    elif (
+        spec.value_format == "duration" or (spec.value_format == "date-time" and _moment_suffix(texts) != "deadline")
+    ) and (verb := _leading_verb(texts)) is not None:
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
         # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause.
         phrase = verb
+    if spec.value_format == "date-time" and _moment_suffix(texts) == "deadline":
+        # A deadline is for a thing ("the compensation"), not for the imperative that opens a request
+        # ("please finish the compensation by 12:00" -> compensation_deadline).
+        openers = {next((w for w in tokens(t) if w not in _STOP), "") for t in texts}
+        words = [w for w in phrase.split() if w not in _STOP]
+        if len(words) > 1 and words[0] in openers:
+            phrase = " ".join(words[1:])
     alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
     name = snake_name(" ".join(w for w in phrase.split() if w not in _STOP) or phrase)
@@ -299,9 +323,7 @@ def name_key(
     elif spec.value_format == "duration":
         suffix = "duration"
     elif spec.value_format == "date-time":
-        # "hold until <time>" names a deadline, "start at <time>" a moment: the preposition says which.
-        until = sum(1 for t in texts if re.search(r"\b(until|till|before|by)\b", t.lower())) >= 0.3 * len(texts)
-        suffix = "until" if until else "time"
+        suffix = _moment_suffix(texts)
     elif spec.key_type == "array" and spec.id_prefix:
         suffix = f"{spec.id_prefix.lower().replace('-', '_')}_ids"
     if suffix and not name.endswith("_" + suffix):
@@ -312,6 +334,24 @@ def name_key(
         name = f"{base_name}_{counter}"
         counter += 1
     return name, phrase, alternatives
+
+
+_UNTIL = re.compile(r"\b(?:until|till|til)\b", re.IGNORECASE)
+_BY = re.compile(r"\b(?:by|before|no later than|at the latest|deadline|due)\b", re.IGNORECASE)
+
+
+def _moment_suffix(texts: Sequence[str]) -> str:
+    """The suffix of a date-time key: the preposition says what the moment is.
+
+    "hold until <time>" is how long a state lasts (``until``: hold_until); "done by <time>", "before
+    <time>", "no later than <time>" is when something must be finished (``deadline``:
+    compensation_deadline); "start at <time>" is a moment (``time``).
+    """
+    until = sum(1 for t in texts if _UNTIL.search(t))
+    by = sum(1 for t in texts if _BY.search(t))
+    if max(until, by) < 0.3 * len(texts):
+        return "time"
+    return "until" if until >= by else "deadline"
 
 
 def _leading_verb(texts: Sequence[str]) -> str | None:

@@ -101,9 +101,10 @@ class Conflict:
 VALUE_KIN = 0.45
 # A new value of the template's closest idea (`_closest_idea`), below the conflict threshold. MiniLM, on the
 # held-out corpora: a cable-theft cluster scores 0.42 to trouble_ticket's `fault` (0.06 ahead of the next
-# key, its value 0.33 kin to fibre_cut, ...), voice-quality complaints 0.40 to `complaint_category` (0.24
-# ahead, 0.36 kin); new keys that come closest: a reboot cluster 0.42 to complaint_category but 0.19 kin,
-# a power-source cluster 0.43 to `action` but 0.18 kin, written incident reports 0.39 to `severity`.
+# key; its fragments 0.34 to fibre_cut, port_fault, ...), voice-quality complaints 0.40 to
+# `complaint_category` (0.24 ahead; 0.33); new keys that come closest: a reboot cluster 0.42 to
+# complaint_category (0.06 ahead) but 0.21 to its values, a power-source cluster 0.43 to `action` (0.18),
+# a backhaul-medium cluster 0.46 to `domain` (0.05 ahead, 0.21), incident reports 0.39 to `severity`.
 IDEA_FLOOR = 0.39
 IDEA_MARGIN = 0.05
 IDEA_KIN = 0.30
@@ -166,8 +167,8 @@ def induce_key(
             examples.append((texts[int(index)], value))
         if len(examples) >= max_examples:
             break
-    deadline = name.endswith("_until")
-    description = _describe(spec, phrase, alternatives, examples, len(texts), distinct_clients, deadline)
+    moment = "until" if name.endswith("_until") else "deadline" if name.endswith("_deadline") else None
+    description = _describe(spec, phrase, alternatives, examples, len(texts), distinct_clients, moment)
     default: Any = False if spec.key_type == "boolean" else None
     key = KeyDef.build(name, spec.key_type, description, required=False, default_value=default, experimental=True)
     return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples), spec=spec, core=core)
@@ -180,7 +181,7 @@ def _describe(
     examples: Sequence[tuple[str, Any]],
     size: int,
     clients: int,
-    deadline: bool = False,
+    moment: str | None = None,
 ) -> str:
     also = f" (also phrased as: {', '.join(alternatives)})" if alternatives else ""
     what = phrase[:1].upper() + phrase[1:]
@@ -193,8 +194,10 @@ def _describe(
         head = f"{what}{also}, as a number of {spec.unit}. Observed values: {_fmt_value(low)} to {_fmt_value(high)}."
     elif spec.value_format == "duration":
         head = f"{what}{also}, as an ISO 8601 duration (PT2H = two hours)."
-    elif spec.value_format == "date-time" and deadline:
+    elif spec.value_format == "date-time" and moment == "until":
         head = f"Until when to {phrase}{also}, as an RFC 3339 date and time (UTC)."
+    elif spec.value_format == "date-time" and moment == "deadline":
+        head = f"By when {phrase}{also} must be done, as an RFC 3339 date and time (UTC)."
     elif spec.value_format == "date-time":
         head = f"{what}{also}, as an RFC 3339 date and time (UTC)."
     elif spec.key_type == "array":
@@ -305,7 +308,8 @@ def _closest_idea(
     cables" next to a fault key with fibre_cut, port_fault, ...): its meaning score stays below the
     threshold that says "the same key in other words". It is still a new value of that key when the key
     has allowed values and is the template's clearly closest idea (``IDEA_FLOOR``, ahead of every other
-    key by ``IDEA_MARGIN``), and the value the cluster names is loosely of their kind (``IDEA_KIN``).
+    key by ``IDEA_MARGIN``), and the fragments name values of their kind: each fragment's best similarity
+    to an allowed value, averaged, reaches ``IDEA_KIN``.
     """
     if len(scored) < 2:
         return None
@@ -313,8 +317,13 @@ def _closest_idea(
     (best, item), (second, _) = ranked[0], ranked[1]
     if not item.key.constraints.enum or best < IDEA_FLOOR or best - second < IDEA_MARGIN:
         return None
-    value, fit = new_value(item.key, candidate, vectors, embedder)
-    return Conflict(item, "meaning", best, value) if fit >= IDEA_KIN else None
+    # Each fragment's best similarity to an allowed value (in words), averaged: the fragments name a value
+    # of that kind, whatever phrase the cluster's value is named by.
+    allowed = embedder.embed([v.replace("_", " ") for v in item.key.constraints.enum])
+    if float(np.mean(np.max(vectors @ allowed.T, axis=1))) < IDEA_KIN:
+        return None
+    value, _ = new_value(item.key, candidate, vectors, embedder)
+    return Conflict(item, "meaning", best, value)
 
 
 def new_value(key: KeyDef, candidate: InducedKey, vectors: Vectors, embedder: Embedder) -> tuple[str, float]:
