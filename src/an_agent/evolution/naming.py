@@ -292,7 +292,9 @@ def name_key(
         # The moment is the value, not the name: "by this evening", "by end of day" -> not evening_deadline.
         ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked
     phrase = ranked[0][1] if ranked else "request"
-    if " " not in phrase:
+    deadline = spec.value_format == "date-time" and _moment_suffix(texts) == "deadline"
+    # A deadline's suffix is the second word of its name (compensation_deadline): no need to grow it.
+    if " " not in phrase and not deadline:
         # One word rarely names an idea ("roaming", "sms"): take the best phrase that grows it
         # ("roaming users", "sms alert"), the recurring phrase whose head it is or modifies.
         longer = [p for _, p in ranked if " " in p and phrase in p.split() and not clause_like(p)]
@@ -307,10 +309,11 @@ def name_key(
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
         # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause.
         phrase = verb
-    if spec.value_format == "date-time" and _moment_suffix(texts) == "deadline":
+    if deadline:
         # A deadline is for a thing ("the compensation"), not for the imperative that opens a request
         # ("please finish the compensation by 12:00" -> compensation_deadline).
-        openers = {next((w for w in tokens(t) if w not in _STOP), "") for t in texts}
+        # An imperative opens a request and takes an object: "finish the ...", "retune the ...".
+        openers = {ws[0] for t in texts if len(ws := [w for w in tokens(t) if w != "please"]) > 1 and ws[1] in _OBJECT}
         words = [w for w in phrase.split() if w not in _STOP]
         if len(words) > 1 and words[0] in openers:
             phrase = " ".join(words[1:])
@@ -336,6 +339,7 @@ def name_key(
     return name, phrase, alternatives
 
 
+_OBJECT = _words("the a an this these those it its our my your their all")
 _UNTIL = re.compile(r"\b(?:until|till|til)\b", re.IGNORECASE)
 _BY = re.compile(r"\b(?:by|before|no later than|at the latest|deadline|due)\b", re.IGNORECASE)
 
