@@ -32,7 +32,7 @@ from an_agent.evolution.replay import replay
 from an_agent.evolution.synthesis import ExistingKey, find_conflict, induce_key, is_hypothesis_key
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.values import parse_constraints
-from conftest import DATA, FakeEmbedder
+from conftest import DATA, FakeEmbedder, patches_by_label
 
 NOW = datetime(2026, 11, 10, 12, 0, tzinfo=UTC).timestamp()
 
@@ -175,17 +175,7 @@ NEW_KEYS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.slow
 def test_heldout_typed_corpus_end_to_end(minilm: MiniLMEmbedder) -> None:
-    lines = (DATA / "heldout_typed_corpus.jsonl").read_text().splitlines()
-    rows = [json.loads(line) for line in lines]
-    labels = [r["label"] for r in rows]
-    report = replay(lines, minilm).to_dict()
-    members = {c["cluster_id"]: c["members"] for c in report["clusters"]}
-    by_label: dict[str, dict[str, Any]] = {}
-    for patch in report["patches"]:
-        label = Counter(labels[m] for m in members[patch["cluster_id"]]).most_common(1)[0][0]
-        assert label.startswith(("cluster:", "conflict:")) and label not in by_label, (label, patch["patch_id"])
-        by_label[label] = patch
-    assert set(by_label) == {lab for lab in labels if lab.startswith(("cluster:", "conflict:"))}
+    by_label = patches_by_label("heldout_typed_corpus.jsonl", minilm)
     for label, expected in NEW_KEYS.items():
         (key,) = by_label[label]["new_keys"]
         c = parse_constraints(key["semantic_description"])

@@ -6,7 +6,6 @@ tests/evolution/data/README.md), plus the refinements it shares with `heldout_ty
 from __future__ import annotations
 
 import json
-from collections import Counter
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,12 +15,11 @@ from an_agent.evolution.alternatives import _heads, _modifiers, _stem, find_alte
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.naming import STOP_WORDS, _moment_suffix, clause_like
-from an_agent.evolution.replay import replay
 from an_agent.evolution.synthesis import ExistingKey, find_conflict, induce_key
 from an_agent.schemas.extract import find_quantities
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.values import parse_constraints
-from conftest import DATA, FakeEmbedder
+from conftest import DATA, FakeEmbedder, patches_by_label
 
 NOW = datetime(2026, 11, 20, 12, 0, tzinfo=UTC).timestamp()
 
@@ -153,16 +151,7 @@ NEW_KEYS: dict[str, dict[str, Any]] = {
 
 @pytest.mark.slow
 def test_heldout_typed2_corpus_end_to_end(minilm: MiniLMEmbedder) -> None:
-    lines = (DATA / "heldout_typed2_corpus.jsonl").read_text().splitlines()
-    labels = [json.loads(line)["label"] for line in lines]
-    report = replay(lines, minilm).to_dict()
-    members = {c["cluster_id"]: c["members"] for c in report["clusters"]}
-    by_label: dict[str, dict[str, Any]] = {}
-    for patch in report["patches"]:
-        label = Counter(labels[m] for m in members[patch["cluster_id"]]).most_common(1)[0][0]
-        assert label.startswith(("cluster:", "conflict:")) and label not in by_label, (label, patch["patch_id"])
-        by_label[label] = patch
-    assert set(by_label) == {lab for lab in labels if lab.startswith(("cluster:", "conflict:"))}
+    by_label = patches_by_label("heldout_typed2_corpus.jsonl", minilm)
     for label, expected in NEW_KEYS.items():
         (key,) = by_label[label]["new_keys"]
         c = parse_constraints(key["semantic_description"])
