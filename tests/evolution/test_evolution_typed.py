@@ -224,8 +224,9 @@ def test_heldout_closed_sets_from_the_whole_cluster(minilm: MiniLMEmbedder) -> N
 def test_a_larger_typing_sample_types_the_weather_key(minilm: MiniLMEmbedder) -> None:
     """Five weather kinds named twice each take 12 of the weather cluster's 13 fragments (at 10 most are
     named once: a flag, `storm_damage`); a sample of 13 gives both enumerations but is not the default: it
-    makes the blind corpus's night-traffic key a spurious enumeration (docs/evolution-dev-corpus.md). customer_type is not reached: one of the two
-    "VIP" fragments joins another cluster, so "vip" is named once in the customer cluster."""
+    makes the blind corpus's night-traffic key a spurious enumeration (docs/evolution-dev-corpus.md). The
+    customer kinds are `customer_type` at either sample: "vip", named once, qualifies "customer" like
+    "enterprise" (test_evolution_typed2.py)."""
     lines = (DATA / "heldout_typed_corpus.jsonl").read_text().splitlines()
     labels = [json.loads(line)["label"] for line in lines]
     report = replay(lines, minilm, config=EvolutionConfig(typing_sample=13)).to_dict()
