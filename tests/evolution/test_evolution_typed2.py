@@ -14,7 +14,7 @@ import pytest
 from an_agent.evolution.alternatives import _heads, _modifiers, _stem, find_alternatives, slot_head
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import STOP_WORDS, _moment_suffix, clause_like
+from an_agent.evolution.naming import STOP_WORDS, _id_noun, _moment_suffix, clause_like
 from an_agent.evolution.synthesis import ExistingKey, find_conflict, induce_key
 from an_agent.schemas.extract import find_quantities
 from an_agent.schemas.registry import TemplateRegistry
@@ -93,6 +93,14 @@ def test_the_preposition_says_which_moment() -> None:
     assert _moment_suffix(["start at 06:00", "from 2026-11-21 12:00 UTC"]) == "time"
 
 
+def test_identifiers_are_named_from_the_words_before_them() -> None:
+    changes = ["linked to change request CR-20931", "under changes CR-4410 and CR-4411", "ref CR-7781 approved"]
+    assert _id_noun(changes, "CR") == "change"
+    hops = ["also look at microwave hop MW-5120", "include the microwave hop MW-1190", "MW-7712 flaps"]
+    assert _id_noun(hops, "MW") == "microwave hop"
+    assert _id_noun(["see CR-1", "CR-2 covers this"], "CR") is None
+
+
 def test_a_past_form_after_a_noun_reads_as_a_clause() -> None:
     assert clause_like("driver rebooted") and clause_like("customer bought") and clause_like("customer prefers")
     assert not clause_like("shared site") and not clause_like("energy saving") and not clause_like("cable theft")
@@ -143,7 +151,7 @@ NEW_KEYS: dict[str, dict[str, Any]] = {
     "cluster:compensation_deadline": {"name": "compensation_deadline", "type": "string", "format": "date-time"},
     "cluster:edge_signal_level": {"suffix": "_dbm", "type": "integer", "unit": "dbm", "range": (-500, 0)},
     "cluster:neighbour_load": {"suffix": "_percent", "type": "integer", "unit": "percent", "range": (0, 100)},
-    "cluster:change_requests": {"suffix": "_cr_ids", "type": "array"},
+    "cluster:change_requests": {"name": "change_cr_ids", "type": "array"},
     "cluster:device_rebooted": {"type": "boolean"},
     "cluster:transport_medium": {"type": "boolean"},  # not reached: an enumeration (docs/evolution.md, section 5)
 }

@@ -25,7 +25,7 @@ import numpy as np
 
 from an_agent.evolution.inference import ValueSpec
 from an_agent.schemas.embedding import Embedder, Vectors
-from an_agent.schemas.extract import UNIT_WORDS
+from an_agent.schemas.extract import UNIT_WORDS, find_ids
 from an_agent.schemas.template import OTHER_KEY, is_snake_case
 
 
@@ -303,6 +303,8 @@ def name_key(
             phrase = (pairs or longer)[0]
     if spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
+    elif spec.key_type == "array" and spec.id_prefix and (noun := _id_noun(texts, spec.id_prefix)) is not None:
+        phrase = noun
     elif (
         spec.value_format == "duration" or (spec.value_format == "date-time" and _moment_suffix(texts) != "deadline")
     ) and (verb := _leading_verb(texts)) is not None:
@@ -356,6 +358,33 @@ def _moment_suffix(texts: Sequence[str]) -> str:
     if max(until, by) < 0.3 * len(texts):
         return "time"
     return "until" if until >= by else "deadline"
+
+
+def _id_noun(texts: Sequence[str], prefix: str) -> str | None:
+    """What the identifiers are, in the fragments' words: the two words before the first identifier
+    ("change request CR-20931", "changes CR-4410" -> "change"; "microwave hop MW-5120" twice ->
+    "microwave hop"), the two-word phrase when two fragments share it, else the word most fragments
+    share there (>= 2), else None."""
+    pairs: Counter[str] = Counter()
+    words: Counter[str] = Counter()
+    spellings: dict[str, Counter[str]] = {}
+    for text in texts:
+        found = [f for f in find_ids(text) if f.prefix == prefix]
+        if not found:
+            continue
+        before = [w for w in tokens(text[: found[0].start])[-2:] if w not in _STOP and w.isalpha()]
+        stems = [_stem(w).removesuffix("e") for w in before]  # change / changes -> chang
+        for stem, w in zip(stems, before, strict=True):
+            spellings.setdefault(stem, Counter())[w] += 1
+        words.update(set(stems))
+        if len(before) == 2:
+            pairs[" ".join(stems)] += 1
+    surface = {stem: min(c.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0] for stem, c in spellings.items()}
+    if pairs and pairs.most_common(1)[0][1] >= 2:
+        return " ".join(surface[w] for w in pairs.most_common(1)[0][0].split())
+    if words and words.most_common(1)[0][1] >= 2:
+        return surface[words.most_common(1)[0][0]]
+    return None
 
 
 def _leading_verb(texts: Sequence[str]) -> str | None:
