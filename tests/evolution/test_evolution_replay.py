@@ -40,6 +40,7 @@ CLUSTER_FIELDS = [
     "core_share",
     "state",
     "members",
+    "member_lines",
 ]
 _RUNS: dict[str, tuple[dict[str, Any], list[str], list[dict[str, Any]]]] = {}
 
@@ -170,6 +171,7 @@ def test_every_refused_line_is_reported_with_its_1_based_number_and_reason(tmp_p
     assert [r.line for r in invalid] == [2, 3, 5, 7]
     report = replay(lines, FakeEmbedder()).to_dict()
     assert report["fragments"] == 1 and report["clusters"][0]["members"] == [0]
+    assert report["clusters"][0]["member_lines"] == [1]  # numbered as the rejected lines are
     assert report["accepted"] == 1
     rejected = report["rejected"]
     # Every non-blank line is either accepted or rejected: nothing vanishes.
