@@ -143,6 +143,12 @@ def test_a_new_value_of_the_closest_idea_below_the_threshold(minilm: MiniLMEmbed
         None,
         None,
     )
+    # Near the allowed values (0.37) but saying one of them again (0.45 to no_coverage) in places of its
+    # own ("no signal in the underground car park"): not a new value.
+    assert _conflict(minilm, "heldout_recall_corpus.jsonl", "cluster:indoor_location", "complaint_ticket_v1") == (
+        None,
+        None,
+    )
 
 
 # What the replay makes of each intent of heldout_typed2_corpus.jsonl (the README's table).
