@@ -113,21 +113,24 @@ def find_alternatives(
 ) -> list[tuple[str, frozenset[str]]]:
     """A closed set of values the fragments choose from, as (value, stems that mention it), or [].
 
-    Candidates are content words in at least two fragments (a word said once is a wording, not a choice)
-    and not in most of them (the topic), and not a modifier of other candidates ("heavy" in "heavy rain",
-    "heavy storm": it is the frame of the slot, `_modifiers`). From each of the most frequent candidates,
-    the set grows by the admissible word most of the kind of those chosen: a word that (a) excludes the
+    Candidates are content words not in most of the fragments (the topic), not a modifier of other
+    candidates ("heavy" in "heavy rain", "heavy storm": it is the frame of the slot, `_modifiers`) and not
+    a head (`_heads`: "customer" in "fleet customer", "private customer" is the category). From each of
+    the most frequent recurring candidates (in two fragments or more), the set grows by the admissible
+    recurring word most of the kind of those chosen, then by words named once that qualify the same head
+    as a chosen value (`_qualified_heads`: "private" next to "fleet"; said once without that frame, a
+    word of the kind is as likely a wording). Admissible is a word that (a) excludes the
     values chosen (`_excludes`: values of one slot are named in different fragments; one overlap is
     tolerated with a value named three times or more: "on batteries, the mains supply dropped") and (b)
     is of the same kind but not the same word (mean embedding similarity to the chosen words at least
-    ``_ALT_MIN_KIND``, none below ``_ALT_MIN_PAIR`` or above ``_ALT_MAX_KIND``, not `_same_family`).
-    A word never named alone is then dropped as context ("customer" in "a VIP customer"). One value may
+    ``_ALT_MIN_KIND``, none below ``_ALT_MIN_PAIR`` or above ``_ALT_MAX_KIND``, not `_same_family`) and
+    (c) is not what a chosen value qualifies ("rental car": car). A word never named alone is then dropped as context ("customer" in "a VIP customer"). One value may
     dominate ("battery" in most fragments, "generator" and "mains" in two). The set needs
     ``_ALT_MIN_VALUES`` values covering ``_ALT_MIN_SHARE`` of the fragments, and two of them must share a
     frame (`_share_a_frame`); the largest such set wins (between equals, the most of one kind). Synonyms
     are merged only by stem (batteries / battery, flooded / flooding): two different words stay two values
     (UPS is not battery, grid is not mains), because the embedding cannot tell a synonym from a sibling
-    of the same kind; a value named once (UPS) is left out.
+    of the same kind; a value named once without a shared head (UPS) is left out.
     """
     n = len(texts)
     if n < 4:

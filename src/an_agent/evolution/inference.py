@@ -15,9 +15,11 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
 3. **identifiers of one kind** (CELL-0401): an ``array`` with ``Item format:``;
 4. **time-of-day ranges** ("between 01:00 and 05:00"): a ``string`` with ``Format: <HH:MM-HH:MM>``... kept
    as the existing ``HH:MM-HH:MM`` wording;
-5. **a closed set of alternatives** (`find_alternatives`): words of one kind that fill the same slot in
-   different fragments ("on battery", "on generator", "back on mains") and rarely appear together, one of
-   which may dominate: a ``string`` with ``Acceptable values:`` (the most named value first);
+5. **a closed set of alternatives** (`an_agent.evolution.alternatives`): words of one kind that fill the
+   same slot in different fragments ("on battery", "on generator", "back on mains"; "fleet customer",
+   "private customer") and rarely appear together, one of which may dominate: a ``string`` with
+   ``Acceptable values:`` (the most named value first), and the noun the values qualify, if any, as
+   ``info["category"]`` for the name;
 6. otherwise the fragments state a condition or a wish: a ``boolean`` flag (default false).
 
 Every constraint is written in the description phrases of `an_agent.schemas.template`, so validation
