@@ -124,8 +124,9 @@ def find_alternatives(
     tolerated with a value named three times or more: "on batteries, the mains supply dropped") and (b)
     is of the same kind but not the same word (mean embedding similarity to the chosen words at least
     ``_ALT_MIN_KIND``, none below ``_ALT_MIN_PAIR`` or above ``_ALT_MAX_KIND``, not `_same_family`) and
-    (c) is not what a chosen value qualifies ("rental car": car). A word never named alone is then dropped as context ("customer" in "a VIP customer"). One value may
-    dominate ("battery" in most fragments, "generator" and "mains" in two). The set needs
+    (c) is not what a chosen value qualifies ("rental car": car). A word never named alone is then
+    dropped as context ("customer" in "a VIP customer"). One value may dominate ("battery" in most
+    fragments, "generator" and "mains" in two). The set needs
     ``_ALT_MIN_VALUES`` values covering ``_ALT_MIN_SHARE`` of the fragments, and two of them must share a
     frame (`_share_a_frame`); the largest such set wins (between equals, the most of one kind). Synonyms
     are merged only by stem (batteries / battery, flooded / flooding): two different words stay two values
