@@ -91,6 +91,8 @@ def test_the_preposition_says_which_moment() -> None:
     assert _moment_suffix(["hold until 06:00", "till tomorrow morning", "until the match ends"]) == "until"
     assert _moment_suffix(["done by 17:30", "before 06:00", "no later than 09:15", "until 10:00"]) == "deadline"
     assert _moment_suffix(["start at 06:00", "from 2026-11-21 12:00 UTC"]) == "time"
+    assert _moment_suffix(["outage at 06:00 due to the storm", "down at 07:00 due to power"]) == "time"
+    assert _moment_suffix(["the report is due tomorrow at 09:00", "due 2026-11-21 12:00 UTC"]) == "deadline"
 
 
 def test_identifiers_are_named_from_the_words_before_them() -> None:

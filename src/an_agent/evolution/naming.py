@@ -343,7 +343,8 @@ def name_key(
 
 _OBJECT = _words("the a an this these those it its our my your their all")
 _UNTIL = re.compile(r"\b(?:until|till|til)\b", re.IGNORECASE)
-_BY = re.compile(r"\b(?:by|before|no later than|at the latest|deadline|due)\b", re.IGNORECASE)
+# "due" only as a deadline ("due by 12:00", "is due tomorrow"), not as a cause ("due to the storm").
+_BY = re.compile(r"\b(?:by|before|no later than|at the latest|deadline|due(?!\s+to\b))\b", re.IGNORECASE)
 
 
 def _moment_suffix(texts: Sequence[str]) -> str:
