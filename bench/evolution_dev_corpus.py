@@ -7,6 +7,7 @@ patches that no intent explains (spurious ones). The product never reads ``label
 
     python -m bench.evolution_dev_corpus [FILE]     # default: tests/evolution/data/dev_other_corpus.jsonl
     python -m bench.evolution_dev_corpus FILE --set typing_sample=13   # any EvolutionConfig setting
+    python -m bench.evolution_dev_corpus FILE --merge-ratio 0.65       # the merge test's constants (pool.py)
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from an_agent.evolution import pool
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.replay import replay
@@ -89,7 +91,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="an evolution setting (repeatable)"
     )
+    parser.add_argument("--merge-between", type=float, help=f"pool.MERGE_BETWEEN (shipped {pool.MERGE_BETWEEN})")
+    parser.add_argument("--merge-ratio", type=float, help=f"pool.MERGE_RATIO (shipped {pool.MERGE_RATIO})")
     args = parser.parse_args(argv)
+    # Module constants, not settings: this process only, to measure a merge rule (docs/evolution.md, section 4).
+    if args.merge_between is not None:
+        pool.MERGE_BETWEEN = args.merge_between
+    if args.merge_ratio is not None:
+        pool.MERGE_RATIO = args.merge_ratio
     settings = dict(item.split("=", 1) for item in args.set)
     print(report(args.file, EvolutionConfig().with_overrides(settings)))
     return 0

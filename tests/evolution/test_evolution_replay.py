@@ -40,6 +40,7 @@ CLUSTER_FIELDS = [
     "core_share",
     "state",
     "members",
+    "member_lines",
 ]
 _RUNS: dict[str, tuple[dict[str, Any], list[str], list[dict[str, Any]]]] = {}
 
@@ -170,6 +171,7 @@ def test_every_refused_line_is_reported_with_its_1_based_number_and_reason(tmp_p
     assert [r.line for r in invalid] == [2, 3, 5, 7]
     report = replay(lines, FakeEmbedder()).to_dict()
     assert report["fragments"] == 1 and report["clusters"][0]["members"] == [0]
+    assert report["clusters"][0]["member_lines"] == [1]  # numbered as the rejected lines are
     assert report["accepted"] == 1
     rejected = report["rejected"]
     # Every non-blank line is either accepted or rejected: nothing vanishes.
@@ -298,3 +300,32 @@ def test_a_patched_cluster_is_its_core(corpus: str, minilm: MiniLMEmbedder) -> N
 
 def labels_of(cluster: list[int], labels: list[str]) -> list[str]:
     return [labels[m] for m in cluster]
+
+
+RECALL_MISSED = frozenset({"cluster:wildlife_damage", "cluster:temporary_cell"})
+
+
+@pytest.mark.slow
+def test_held_out_recall_corpus_no_spurious_patch_and_what_gathers_today(minilm: MiniLMEmbedder) -> None:
+    """Our fourth held-out corpus (intents worded as varied instances of a category; data/README.md).
+
+    No one-off makes a patch and no intent two. Five of seven intents give a patch; the wildlife damage
+    (rats, birds' nests, a woodpecker, ...) stays in two halves and the temporary cell's lines are split
+    between the obstruction cluster (which holds 7 of them: purity 56 %) and a cluster of their own
+    (docs/evolution.md, section 4, "Recall"). If a clustering change moves these numbers, this test says so:
+    update the docs' tables with it.
+    """
+    report, labels, rows = run("heldout_recall_corpus.jsonl", minilm)
+    check_corpus(report, labels, rows, missed=RECALL_MISSED)
+    purity = purities(report, labels)
+    assert purity.pop("cluster:obstruction") >= 0.5
+    assert min(purity.values()) >= 0.7, purity
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="varied-instance halves score like one-offs on MiniLM (docs/evolution.md)")
+def test_held_out_recall_corpus_every_intent_gathers_into_one_pure_patch(minilm: MiniLMEmbedder) -> None:
+    """The target of issue 14 on this corpus: one patch per intent, each cluster >= 90 % of its intent."""
+    report, labels, rows = run("heldout_recall_corpus.jsonl", minilm)
+    check_corpus(report, labels, rows)
+    assert min(purities(report, labels).values()) >= 0.9, purities(report, labels)

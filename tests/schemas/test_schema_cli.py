@@ -122,6 +122,7 @@ def test_replay_json_and_threshold_options(capsys: pytest.CaptureFixture[str], t
     )
     header = next(line for line in human.splitlines() if line.startswith("CLUSTER"))
     assert header.split()[5:7] == ["COHESION", "CORE"]  # the purity-like share next to cohesion
+    assert header.split()[-1] == "LINES"  # 1-based, as refused lines are numbered
     # Refused lines are counted and listed (1-based), in JSON and in the human output.
     lines = DEV.read_text().splitlines()
     bad = dict(json.loads(lines[0]), schema_id="nope_v1")
@@ -131,6 +132,10 @@ def test_replay_json_and_threshold_options(capsys: pytest.CaptureFixture[str], t
     assert main(["schema", "replay", str(log), "--json"]) == 0
     report = json.loads(capsys.readouterr().out)
     assert report["accepted"] == 85 and [r["line"] for r in report["rejected"]] == [4, 5]
+    # Member lines name the file's lines: the first three corpus lines are lines 1-3, the rest moved by 3.
+    numbered = sorted(n for c in report["clusters"] for n in c["member_lines"])
+    assert numbered == [1, 2, 3, *range(7, 89)]
+    assert all(c["member_lines"] == [m + 1 for m in c["members"]] for c in report["clusters"])
     assert report["blank_lines"] == 1 and report["lines"] == 88
     assert main(["schema", "replay", str(log)]) == 0
     human = capsys.readouterr().out

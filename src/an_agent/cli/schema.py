@@ -270,7 +270,7 @@ def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
             print(f"  line {item['line']}: {item['reason']}")
         print()
     print_table(
-        ["cluster", "schema_id", "size", "clients", "heat", "cohesion", "core", "state", "members"],
+        ["cluster", "schema_id", "size", "clients", "heat", "cohesion", "core", "state", "lines"],
         [
             (
                 c["cluster_id"],
@@ -281,7 +281,7 @@ def _print_replay(report: dict[str, Any], all_clusters: bool) -> None:
                 f"{c['cohesion']:.2f}",
                 f"{c['core_share']:.2f}",
                 c["state"],
-                _members(c["members"]),
+                _members(c["member_lines"]),
             )
             for c in shown
         ],

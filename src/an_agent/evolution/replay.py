@@ -14,7 +14,8 @@ The report (`ReplayReport.to_dict`) is::
      "blank_lines": N_blank,
      "fragments": N,
      "clusters": [{"cluster_id", "schema_id", "size", "distinct_clients", "heat", "state",
-                   "cohesion", "core_share", "members": [0-based line numbers]}],
+                   "cohesion", "core_share", "members": [0-based line numbers],
+                   "member_lines": [the same, 1-based]}],
      "patches": [{"patch_id", "parent_schema_id", "cluster_id", "client_id", "timestamp", "expiration",
                   "state", "new_keys": [...], "modified_keys": [...]}],
      "events": [{"kind", "time", "schema_id", ...}]}
@@ -238,6 +239,8 @@ def _clusters(engine: EvolutionEngine, embedder: Embedder) -> list[dict[str, Any
             "core_share": core_share(engine, embedder, c.cluster_id),
             "state": c.state,
             "members": members.get(c.cluster_id, []),
+            # The same fragments' lines numbered as `rejected` numbers them (and as editors do).
+            "member_lines": [line_no + 1 for line_no in members.get(c.cluster_id, [])],
         }
         for c in engine.clusters()
     ]
