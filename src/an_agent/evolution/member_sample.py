@@ -5,7 +5,7 @@ vectors, the sample had to be stacked into a matrix again after every change (ev
 product could use it: for a cluster that grows, that copy was most of the check's cost, and it grew
 with the clusters. Here the rows live in one buffer, oldest first, and the sample is a slice of it:
 adding a member writes one row; when the buffer is full, the newest ``limit - 1`` rows move to a new
-buffer (once per ``limit`` additions at most).
+buffer (once per ``limit / 2`` additions at most: the buffer holds 1.5 times the limit).
 
 The products see exactly the matrix the stacked deque gave (same rows, same order), so every
 similarity, and every decision made from it, is the one of the deque. A row, once written, is never
@@ -73,10 +73,10 @@ class MemberSample:
         buf = self._buf
         if buf is None or buf.shape[1] != block.shape[1] or self._end + m > len(buf):
             # A new buffer (never an overwrite: views handed out stay valid). Twice what it must hold,
-            # at most twice the limit: a small cluster costs a few rows, a full one moves its rows once
-            # per ``limit`` additions.
+            # at most 1.5 times the limit: a small cluster costs a few rows, a full one moves its rows
+            # once per ``limit / 2`` additions.
             keep = min(len(self), self.limit - m) if buf is not None and buf.shape[1] == block.shape[1] else 0
-            fresh = np.empty((min(2 * self.limit, 2 * (keep + m)), block.shape[1]), dtype=np.float32)
+            fresh = np.empty((min(self.limit + self.limit // 2, 2 * (keep + m)), block.shape[1]), dtype=np.float32)
             if keep:
                 assert buf is not None
                 fresh[:keep] = buf[self._end - keep : self._end]
