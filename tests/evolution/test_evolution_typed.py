@@ -15,9 +15,9 @@ import numpy as np
 import pytest
 
 from an_agent.evolution.alternatives import (
-    _excludes,
-    _modifiers,
-    _same_family,
+    excludes,
+    modifier_words,
+    same_family,
     _share_a_frame,
     _stem,
     find_alternatives,
@@ -97,16 +97,16 @@ def test_a_word_that_qualifies_values_is_their_frame_not_a_value() -> None:
     ]
     candidates = ["heavy", "strong", "wind", "storm", "rain"]
     docs = [{i for i, t in enumerate(texts) if c in t} for c in candidates]
-    assert {candidates[i] for i in _modifiers(texts, candidates, docs)} == {"heavy", "strong"}
+    assert {candidates[i] for i in modifier_words(texts, candidates, docs)} == {"heavy", "strong"}
 
 
 def test_values_exclude_each_other_with_one_tolerated_overlap() -> None:
     battery, mains = {0, 1, 2, 3, 5}, {1, 7}
-    assert _excludes(mains, [battery])  # one shared fragment with a value named three times or more
-    assert not _excludes({1, 7}, [{1, 2}])  # ... not with a value named twice
-    assert not _excludes({1}, [battery])  # a word named once must not overlap
-    assert not _excludes({1, 4}, [{1, 2, 3}, {4, 5, 6}])  # shares fragments with two values: context
-    assert _same_family("tilt", "downtilt") and _same_family("roaming", "roamers") and not _same_family("rain", "snow")
+    assert excludes(mains, [battery])  # one shared fragment with a value named three times or more
+    assert not excludes({1, 7}, [{1, 2}])  # ... not with a value named twice
+    assert not excludes({1}, [battery])  # a word named once must not overlap
+    assert not excludes({1, 4}, [{1, 2, 3}, {4, 5, 6}])  # shares fragments with two values: context
+    assert same_family("tilt", "downtilt") and same_family("roaming", "roamers") and not same_family("rain", "snow")
 
 
 def _with_similarities(gram: np.ndarray) -> np.ndarray:

@@ -253,6 +253,10 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     # "cause" names values that explain something ("fault_cause"); values that are only stated ("heavy
     # rain at the site") are a condition or a type of their category: the head needs causal wording.
     causal = sum(1 for t in texts if _CAUSAL & set(tokens(t))) >= 0.3 * len(texts)
+    key = spec.info.get("key")
+    if isinstance(key, str):
+        # A shipped category recognised the values (`categories.category_alternatives`): its key names them.
+        return key.replace("_", " ")
     named = spec.info.get("category")
     if isinstance(named, str):
         # The fragments name the category themselves: the values qualify it ("fleet customer", "private
