@@ -19,7 +19,7 @@ from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.naming import STOP_WORDS
 from an_agent.evolution.synthesis import induce_key
-from conftest import DATA
+from conftest import DATA, POWER
 
 NOW = datetime(2026, 11, 10, 12, 0, tzinfo=UTC).timestamp()
 
@@ -43,17 +43,6 @@ REPORTS = [
     "management wants a written post-mortem shared with the customer",
     "the client's contract requires a detailed report after every outage",
     "a root cause report is owed to the customer within five days",
-]
-POWER = [
-    "site is running on battery power right now",
-    "we are on batteries, the mains supply dropped",
-    "battery power only at this site, save what you can",
-    "still on battery, the utility has not restored power",
-    "the cabinet switched over to the generator",
-    "running on battery backup after the grid failure",
-    "a portable generator is feeding the site",
-    "site is back on mains, relax the saving later",
-    "batteries are draining fast at the hub",
 ]
 
 

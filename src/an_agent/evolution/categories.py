@@ -128,4 +128,3 @@ def category_alternatives(
             tuple(round(float(sims[k, c]), 2) for k in chosen),
         )
     return best
-

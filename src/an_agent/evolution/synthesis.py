@@ -152,8 +152,10 @@ def induce_key(
     core = core or core_of(vectors)
     if core.outliers or core.second_idea:
         # What was set aside may name values of one slot (on battery / on mains): those fragments belong.
+        # Not for a set found by category (no shared frame): a set-aside "Samsung TV" or "iPhone case" is
+        # a one-off sharing a value's word as often as a value (the recall corpus's device models).
         whole = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
-        if whole.enum:
+        if whole.enum and "key" not in whole.info:
             set_aside = {*core.outliers, *core.second_idea}
             core = rejoin(core, vectors, {i for i in set_aside if whole.values[i] is not None})
     texts = [texts[i] for i in core.members]
