@@ -234,6 +234,8 @@ def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) ->
 def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, embedder: Embedder) -> str:
     """'<category> <head>' for a closed set: the category by meaning, the head by convention.
 
+    A set found by a shipped category (``spec.info["key"]``, `categories.category_alternatives`) is
+    named by that category's key ("weather condition").
     When the values qualify one noun in the fragments ("fleet customer", "private customer":
     ``spec.info["category"]``, `alternatives.slot_head`), that noun is the category. Otherwise the
     category word (a content word of the fragments, or a domain category of ``_CATEGORIES``) is the
