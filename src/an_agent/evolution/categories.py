@@ -59,6 +59,11 @@ def shipped_categories() -> tuple[Category, ...]:
     return tuple(Category(c["phrase"], c["key"]) for c in raw["categories"])
 
 
+def category_phrases() -> list[str]:
+    """The phrases `category_alternatives` embeds (to embed them ahead, with a synthesis's other texts)."""
+    return [c.phrase for c in shipped_categories()]
+
+
 @dataclass(frozen=True)
 class CategorySet:
     """A closed set found by category: the values (as `find_alternatives` returns them) and their category.

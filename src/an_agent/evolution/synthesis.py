@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 from an_agent.evolution.alternatives import alternative_words
+from an_agent.evolution.categories import category_phrases
 from an_agent.evolution.cohesion import Core, core_of, rejoin
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
@@ -369,13 +370,14 @@ def new_value(key: KeyDef, candidate: InducedKey, vectors: Vectors, embedder: Em
 def synthesis_phrases(texts: Sequence[str], existing: Sequence[ExistingKey]) -> list[str]:
     """The texts a synthesis over these fragments will likely embed, to embed them ahead in one call.
 
-    The fragments themselves, the candidate words of a closed set (`inference.alternative_words`) and of
+    The fragments themselves, the candidate words of a closed set (`inference.alternative_words`) and the
+    shipped category phrases (`categories.category_phrases`), the candidate words of
     a name (`naming.ranked_candidates`), and the anchors and allowed values (in words) of the keys the
     client sees (`find_conflict`). The synthesis works on the cluster's core, a subset of ``texts``:
     what it needs beyond this list it embeds itself; with an embedder that caches by text
     (`state.CachedEmbedder`) a synthesis then costs one forward pass or a few instead of ten calls.
     """
-    out = [*texts, *alternative_words(texts, STOP_WORDS), *ranked_candidates(texts)]
+    out = [*texts, *alternative_words(texts, STOP_WORDS), *category_phrases(), *ranked_candidates(texts)]
     for item in existing:
         if item.key.key_name != OTHER_KEY:
             out.extend(key_anchors(item.key))
