@@ -84,3 +84,18 @@ def patches_by_label(corpus: str, embedder: MiniLMEmbedder) -> dict[str, dict[st
         by_label[label] = patch
     assert set(by_label) == {lab for lab in labels if lab.startswith(("cluster:", "conflict:"))}
     return by_label
+
+
+# A power-source slot for the tests of closed sets: one value dominates; "mains" shares one fragment with
+# "battery" (the old and the new source).
+POWER = [
+    "site is running on battery power right now",
+    "we are on batteries, the mains supply dropped",
+    "battery power only at this site, save what you can",
+    "still on battery, the utility has not restored power",
+    "the cabinet switched over to the generator",
+    "running on battery backup after the grid failure",
+    "a portable generator is feeding the site",
+    "site is back on mains, relax the saving later",
+    "batteries are draining fast at the hub",
+]

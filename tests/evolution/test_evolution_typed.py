@@ -15,12 +15,12 @@ import numpy as np
 import pytest
 
 from an_agent.evolution.alternatives import (
-    _excludes,
-    _modifiers,
-    _same_family,
     _share_a_frame,
     _stem,
+    excludes,
     find_alternatives,
+    modifier_words,
+    same_family,
     values_separate,
 )
 from an_agent.evolution.config import EvolutionConfig
@@ -32,21 +32,9 @@ from an_agent.evolution.replay import replay
 from an_agent.evolution.synthesis import ExistingKey, find_conflict, induce_key, is_hypothesis_key
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.values import parse_constraints
-from conftest import DATA, FakeEmbedder, patches_by_label
+from conftest import DATA, POWER, FakeEmbedder, patches_by_label
 
 NOW = datetime(2026, 11, 10, 12, 0, tzinfo=UTC).timestamp()
-
-POWER = [  # one value dominates; "mains" shares one fragment with "battery" (the old and the new source)
-    "site is running on battery power right now",
-    "we are on batteries, the mains supply dropped",
-    "battery power only at this site, save what you can",
-    "still on battery, the utility has not restored power",
-    "the cabinet switched over to the generator",
-    "running on battery backup after the grid failure",
-    "a portable generator is feeding the site",
-    "site is back on mains, relax the saving later",
-    "batteries are draining fast at the hub",
-]
 
 
 def test_ranges_grow_in_1_2_5_steps_above_twice_the_largest_value() -> None:
@@ -97,16 +85,16 @@ def test_a_word_that_qualifies_values_is_their_frame_not_a_value() -> None:
     ]
     candidates = ["heavy", "strong", "wind", "storm", "rain"]
     docs = [{i for i, t in enumerate(texts) if c in t} for c in candidates]
-    assert {candidates[i] for i in _modifiers(texts, candidates, docs)} == {"heavy", "strong"}
+    assert {candidates[i] for i in modifier_words(texts, candidates, docs)} == {"heavy", "strong"}
 
 
 def test_values_exclude_each_other_with_one_tolerated_overlap() -> None:
     battery, mains = {0, 1, 2, 3, 5}, {1, 7}
-    assert _excludes(mains, [battery])  # one shared fragment with a value named three times or more
-    assert not _excludes({1, 7}, [{1, 2}])  # ... not with a value named twice
-    assert not _excludes({1}, [battery])  # a word named once must not overlap
-    assert not _excludes({1, 4}, [{1, 2, 3}, {4, 5, 6}])  # shares fragments with two values: context
-    assert _same_family("tilt", "downtilt") and _same_family("roaming", "roamers") and not _same_family("rain", "snow")
+    assert excludes(mains, [battery])  # one shared fragment with a value named three times or more
+    assert not excludes({1, 7}, [{1, 2}])  # ... not with a value named twice
+    assert not excludes({1}, [battery])  # a word named once must not overlap
+    assert not excludes({1, 4}, [{1, 2, 3}, {4, 5, 6}])  # shares fragments with two values: context
+    assert same_family("tilt", "downtilt") and same_family("roaming", "roamers") and not same_family("rain", "snow")
 
 
 def _with_similarities(gram: np.ndarray) -> np.ndarray:
@@ -187,6 +175,13 @@ def test_heldout_typed_corpus_end_to_end(minilm: MiniLMEmbedder) -> None:
     # The patch waits for a typing sample (10 fragments): "battery" and "generator" recur, a closed set.
     (power,) = by_label["cluster:power_source"]["new_keys"]
     assert power["key_name"] == "power_source" and "Acceptable values: battery, mains, generator." in str(power)
+    # Weather kinds said once each, with no shared frame: the shipped category "weather" holds them
+    # (evolution/categories.py); the flag `storm_damage` before it.
+    (weather,) = by_label["cluster:weather_condition"]["new_keys"]
+    values = parse_constraints(weather["semantic_description"]).enum
+    kinds = {"storm", "rain", "snow", "wind", "flood", "ice"}
+    assert weather["key_name"].startswith("weather_") and weather["key_type"] == "string", weather
+    assert len({k for k in kinds for v in values if v.startswith(k)}) >= 3, values
     hold = by_label["cluster:hold_until"]["new_keys"][0]
     assert hold["key_name"] == "hold_until" and hold["semantic_description"].startswith("Until when to hold")
     assert "'hold the field dispatch until 06:00' -> '2026-11-" in hold["semantic_description"]
@@ -222,9 +217,10 @@ def test_heldout_closed_sets_from_the_whole_cluster(minilm: MiniLMEmbedder) -> N
 
 @pytest.mark.slow
 def test_a_larger_typing_sample_types_the_weather_key(minilm: MiniLMEmbedder) -> None:
-    """Five weather kinds named twice each take 12 of the weather cluster's 13 fragments (at 10 most are
-    named once: a flag, `storm_damage`); a sample of 13 gives both enumerations but is not the default: it
-    makes the blind corpus's night-traffic key a spurious enumeration (docs/evolution-dev-corpus.md). The
+    """Five weather kinds named twice each take 12 of the weather cluster's 13 fragments: the lexical closed
+    set (at 10 most are named once, and only the weather category makes it an enumeration,
+    test_heldout_typed_corpus_end_to_end); a sample of 13 is not the default: it makes the blind corpus's
+    night-traffic key a spurious enumeration (docs/evolution-dev-corpus.md). The
     customer kinds are `customer_type` at either sample: "vip", named once, qualifies "customer" like
     "enterprise" (test_evolution_typed2.py)."""
     lines = (DATA / "heldout_typed_corpus.jsonl").read_text().splitlines()

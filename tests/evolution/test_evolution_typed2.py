@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from an_agent.evolution.alternatives import _heads, _modifiers, _stem, find_alternatives, slot_head
+from an_agent.evolution.alternatives import _heads, _stem, find_alternatives, modifier_words, slot_head
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.naming import STOP_WORDS, _id_noun, _moment_suffix, clause_like
@@ -52,13 +52,13 @@ def test_a_noun_that_several_words_qualify_is_a_head() -> None:
     weather = ["heavy rain", "heavy storm", "freezing rain", "the storm again", "rain and wind", "wind"]
     candidates, docs = _candidates(weather)
     assert _heads(weather, candidates, docs) == set()
-    assert {candidates[i] for i in _modifiers(weather, candidates, docs)} == {"heavy", "freez"}
+    assert {candidates[i] for i in modifier_words(weather, candidates, docs)} == {"heavy", "freez"}
 
 
 def test_a_value_before_a_head_is_no_modifier() -> None:
     texts = ["a fleet customer", "the fleet customer", "a private customer", "taxi company", "taxi rank"]
     candidates, docs = _candidates(texts)
-    assert not {candidates[i] for i in _modifiers(texts, candidates, docs)} & {"fleet", "private"}
+    assert not {candidates[i] for i in modifier_words(texts, candidates, docs)} & {"fleet", "private"}
 
 
 @pytest.mark.slow

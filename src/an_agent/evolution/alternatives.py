@@ -17,8 +17,8 @@ import numpy as np
 
 from an_agent.schemas.embedding import Embedder, Vectors
 
-_ALT_MIN_SHARE = 0.6  # share of fragments the alternatives of a closed set must cover together
-_ALT_MIN_VALUES = 3  # fewer distinct values is a phrasing habit (hot / thermal), not a closed set
+ALT_MIN_SHARE = 0.6  # share of fragments the alternatives of a closed set must cover together
+ALT_MIN_VALUES = 3  # fewer distinct values is a phrasing habit (hot / thermal), not a closed set
 _ALT_MAX_TOPIC = 0.75  # a word in more fragments than this is the cluster's topic, not a value
 _ALT_MIN_SHARE_EACH = 2  # fragments a recurring value appears in (a word said once is a wording, not a choice) ...
 _ALT_MIN_RECURRING = 2  # ... and recurring values a set needs before values named once may join it
@@ -58,8 +58,18 @@ def values_separate(alternatives: Sequence[tuple[str, frozenset[str]]], texts: S
 
     Slot values mean different things ("on battery" vs "on generator"): the fragments group by value.
     Wordings of one idea ("runs hot", "thermal alarm", "temperature alarm") are interchangeable: fragments
-    that use one are as close to those using another as to each other.
+    that use one are as close to those using another as to each other. The margin is `separation`'s.
     """
+    margin = separation(alternatives, texts, vectors)
+    return margin is not None and margin >= _SEPARATION
+
+
+def separation(
+    alternatives: Sequence[tuple[str, frozenset[str]]], texts: Sequence[str], vectors: Vectors
+) -> float | None:
+    """How much closer fragments naming one value are to each other than to those naming another: the mean
+    similarity within a value minus the mean between two values (each value and pair counted once), over
+    the values named alone in two fragments or more; None when fewer than two such values."""
     groups = [[i for i, t in enumerate(texts) if mentions(t, forms)] for _, forms in alternatives]
     # A fragment naming two values belongs to neither; a value named once has no "within" pairs and only
     # adds noise to "between": the recurring values decide.
@@ -75,8 +85,8 @@ def values_separate(alternatives: Sequence[tuple[str, frozenset[str]]], texts: S
         np.mean([float(sims[a, b]) for a in g for b in h]) for x, g in enumerate(groups) for h in groups[x + 1 :]
     ]
     if not within or not between:
-        return False
-    return float(np.mean(within)) - float(np.mean(between)) >= _SEPARATION
+        return None
+    return float(np.mean(within)) - float(np.mean(between))
 
 
 _ARTICLES = frozenset({"the", "a", "an", "my", "our", "their", "its", "this", "that"})
@@ -114,20 +124,20 @@ def find_alternatives(
     """A closed set of values the fragments choose from, as (value, stems that mention it), or [].
 
     Candidates are content words not in most of the fragments (the topic), not a modifier of other
-    candidates ("heavy" in "heavy rain", "heavy storm": it is the frame of the slot, `_modifiers`) and not
+    candidates ("heavy" in "heavy rain", "heavy storm": it is the frame of the slot, `modifier_words`) and not
     a head (`_heads`: "customer" in "fleet customer", "private customer" is the category). From each of
     the most frequent recurring candidates (in two fragments or more), the set grows by the admissible
     recurring word most of the kind of those chosen, then by words named once that qualify the same head
     as a chosen value (`_qualified_heads`: "private" next to "fleet"; said once without that frame, a
     word of the kind is as likely a wording). Admissible is a word that (a) excludes the
-    values chosen (`_excludes`: values of one slot are named in different fragments; one overlap is
+    values chosen (`excludes`: values of one slot are named in different fragments; one overlap is
     tolerated with a value named three times or more: "on batteries, the mains supply dropped") and (b)
     is of the same kind but not the same word (mean embedding similarity to the chosen words at least
-    ``_ALT_MIN_KIND``, none below ``_ALT_MIN_PAIR`` or above ``_ALT_MAX_KIND``, not `_same_family`) and
+    ``_ALT_MIN_KIND``, none below ``_ALT_MIN_PAIR`` or above ``_ALT_MAX_KIND``, not `same_family`) and
     (c) is not what a chosen value qualifies ("rental car": car). A word never named alone is then
     dropped as context ("customer" in "a VIP customer"). One value may dominate ("battery" in most
     fragments, "generator" and "mains" in two). The set needs
-    ``_ALT_MIN_VALUES`` values covering ``_ALT_MIN_SHARE`` of the fragments, and two of them must share a
+    ``ALT_MIN_VALUES`` values covering ``ALT_MIN_SHARE`` of the fragments, and two of them must share a
     frame (`_share_a_frame`); the largest such set wins (between equals, the most of one kind). Synonyms
     are merged only by stem (batteries / battery, flooded / flooding): two different words stay two values
     (UPS is not battery, grid is not mains), because the embedding cannot tell a synonym from a sibling
@@ -136,13 +146,13 @@ def find_alternatives(
     n = len(texts)
     if n < 4:
         return []
-    per_text, candidates, words = _candidates(texts, stop_words)
+    per_text, candidates, words = content_words(texts, stop_words)
     if len(candidates) < 2:
         return []
     vectors = embedder.embed(words)
     sims = vectors @ vectors.T
     doc_sets = [{i for i, words in enumerate(per_text) if c in words} for c in candidates]
-    modifiers = _modifiers(texts, candidates, doc_sets, sims)
+    modifiers = modifier_words(texts, candidates, doc_sets, sims)
     heads = _heads(texts, candidates, doc_sets, sims)
     qualified = _qualified_heads(texts, candidates, heads)
     adjacent = {pair for t in texts for pair in _pairs(t)}
@@ -165,7 +175,7 @@ def find_alternatives(
                     j in chosen
                     or j in modifiers
                     or j in categories
-                    or not _excludes(doc_sets[j], [doc_sets[k] for k in chosen])
+                    or not excludes(doc_sets[j], [doc_sets[k] for k in chosen])
                 ):
                     continue
                 if any((candidates[k], candidates[j]) in adjacent for k in chosen):
@@ -181,7 +191,7 @@ def find_alternatives(
                     continue
                 if float(np.mean(pair)) < _ALT_MIN_KIND:
                     continue
-                if not any(_same_family(candidates[j], candidates[k]) for k in chosen):
+                if not any(same_family(candidates[j], candidates[k]) for k in chosen):
                     admissible.append((float(np.mean(pair)), -j))
             if not admissible:
                 return
@@ -200,7 +210,7 @@ def find_alternatives(
         # customer"), while "storm" stays with "snow storm" and "flooded after the storm".
         chosen = [k for k in chosen if not doc_sets[k] <= set().union(*(doc_sets[m] for m in chosen if m != k))]
         covered = set().union(*(doc_sets[k] for k in chosen))
-        if len(chosen) < _ALT_MIN_VALUES:
+        if len(chosen) < ALT_MIN_VALUES:
             continue
         # Most fragments covered first; between equals, the set whose words are most of one kind.
         kind = float(np.mean([sims[a, b] for a in chosen for b in chosen if a < b]))
@@ -208,20 +218,20 @@ def find_alternatives(
             continue
         if _share_a_frame([candidates[i] for i in chosen], texts):
             best, best_score = chosen, (len(covered), kind)
-    if best_score[0] < _ALT_MIN_SHARE * n:
+    if best_score[0] < ALT_MIN_SHARE * n:
         return []
     # Values in the order of how often they are named: the dominant value first.
     best.sort(key=lambda i: (-len(doc_sets[i]), i))
     return [(words[i], frozenset({candidates[i]})) for i in best]
 
 
-def _same_family(a: str, b: str) -> bool:
+def same_family(a: str, b: str) -> bool:
     """Two spellings or derivations of one word: a shared four-letter prefix, or one inside the other
     (tilt / downtilt / uptilt)."""
     return a[:4] == b[:4] or (min(len(a), len(b)) >= 4 and (a in b or b in a))
 
 
-def _excludes(docs: set[int], chosen: Sequence[set[int]]) -> bool:
+def excludes(docs: set[int], chosen: Sequence[set[int]]) -> bool:
     """True when a word (the fragments ``docs`` using it) can be another value of the slot of ``chosen``.
 
     Values of one slot exclude each other. One shared fragment is tolerated with one chosen value, when
@@ -235,7 +245,7 @@ def _excludes(docs: set[int], chosen: Sequence[set[int]]) -> bool:
     return len(shared) == 1 and shared[0][0] == 1 and len(docs) >= 2 and shared[0][1] >= 3
 
 
-def _modifiers(
+def modifier_words(
     texts: Sequence[str], candidates: Sequence[str], doc_sets: Sequence[set[int]], sims: np.ndarray | None = None
 ) -> set[int]:
     """Candidates that mostly stand right before another recurring candidate ("heavy rain", "strong wind").
@@ -310,7 +320,7 @@ def _heads(
     return {b for b, words in before.items() if len(words) >= 2}
 
 
-def _candidates(texts: Sequence[str], stop_words: frozenset[str]) -> tuple[list[set[str]], list[str], list[str]]:
+def content_words(texts: Sequence[str], stop_words: frozenset[str]) -> tuple[list[set[str]], list[str], list[str]]:
     """(stems of each fragment, candidate value stems, each candidate's most frequent surface word).
 
     Candidates are the words in at least ``_ALT_MIN_SHARE_EACH`` fragments and at most ``_ALT_MAX_TOPIC``
@@ -340,7 +350,7 @@ def slot_head(
 ) -> str | None:
     """The noun two or more of the values stand right before ("fleet customer", "private customer" ->
     "customer"): the fragments' own word for the category of the slot, or None."""
-    per_text, candidates, words = _candidates(texts, stop_words)
+    per_text, candidates, words = content_words(texts, stop_words)
     doc_sets = [{i for i, stems in enumerate(per_text) if c in stems} for c in candidates]
     qualified = _qualified_heads(texts, candidates, _heads(texts, candidates, doc_sets))
     of = dict(zip(candidates, qualified, strict=True))
@@ -354,5 +364,5 @@ def alternative_words(texts: Sequence[str], stop_words: frozenset[str]) -> list[
     """The words `find_alternatives` embeds for these fragments (to embed them ahead, with others)."""
     if len(texts) < 4:
         return []
-    words = _candidates(texts, stop_words)[2]
+    words = content_words(texts, stop_words)[2]
     return words if len(words) >= 2 else []

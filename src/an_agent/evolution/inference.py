@@ -19,7 +19,9 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
    same slot in different fragments ("on battery", "on generator", "back on mains"; "fleet customer",
    "private customer") and rarely appear together, one of which may dominate: a ``string`` with
    ``Acceptable values:`` (the most named value first), and the noun the values qualify, if any, as
-   ``info["category"]`` for the name;
+   ``info["category"]`` for the name; failing that, words that each fall under one shipped category
+   (`an_agent.evolution.categories`: "storm", "snow", "strong wind" are weather), with the category's
+   key name as ``info["key"]``;
 6. otherwise the fragments state a condition or a wish: a ``boolean`` flag (default false).
 
 Every constraint is written in the description phrases of `an_agent.schemas.template`, so validation
@@ -35,7 +37,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from an_agent.evolution.alternatives import find_alternatives, mentions, slot_head, values_separate
+from an_agent.evolution.alternatives import find_alternatives, mentions, separation, slot_head, values_separate
+from an_agent.evolution.categories import CATEGORY_SEPARATION, category_alternatives
 from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
@@ -187,10 +190,19 @@ def infer_value(
     alternatives = find_alternatives(texts, embedder, stop_words)
     if alternatives and vectors is not None and not values_separate(alternatives, texts, vectors):
         alternatives = []
+    info: dict[str, Any] = {}
+    if alternatives:
+        head = slot_head(texts, alternatives, stop_words)
+        info = {"category": head} if head else {}
+    elif vectors is not None and (found := category_alternatives(texts, embedder, stop_words)) is not None:
+        # No shared frame, but each word falls under one shipped category ("storm", "snow", "strong wind":
+        # weather): the category is the evidence of a slot, the separation only rejects wordings.
+        margin = separation(found.values, texts, vectors)
+        if margin is not None and margin >= CATEGORY_SEPARATION:
+            alternatives = found.values
+            info = {"key": found.category.key, "category_margins": found.margins, "separation": round(margin, 3)}
     if alternatives:
         values = tuple(next((v for v, forms in alternatives if mentions(t, forms)), None) for t in texts)
         enum = tuple(v for v, _ in alternatives)
-        head = slot_head(texts, alternatives, stop_words)
-        info = {"category": head} if head else {}
         return ValueSpec("string", values, (f"Acceptable values: {', '.join(enum)}.",), enum=enum, info=info)
     return ValueSpec("boolean", tuple(True for _ in texts))

@@ -234,6 +234,8 @@ def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) ->
 def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, embedder: Embedder) -> str:
     """'<category> <head>' for a closed set: the category by meaning, the head by convention.
 
+    A set found by a shipped category (``spec.info["key"]``, `categories.category_alternatives`) is
+    named by that category's key ("weather condition").
     When the values qualify one noun in the fragments ("fleet customer", "private customer":
     ``spec.info["category"]``, `alternatives.slot_head`), that noun is the category. Otherwise the
     category word (a content word of the fragments, or a domain category of ``_CATEGORIES``) is the
@@ -253,6 +255,10 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     # "cause" names values that explain something ("fault_cause"); values that are only stated ("heavy
     # rain at the site") are a condition or a type of their category: the head needs causal wording.
     causal = sum(1 for t in texts if _CAUSAL & set(tokens(t))) >= 0.3 * len(texts)
+    key = spec.info.get("key")
+    if isinstance(key, str):
+        # A shipped category recognised the values (`categories.category_alternatives`): its key names them.
+        return key.replace("_", " ")
     named = spec.info.get("category")
     if isinstance(named, str):
         # The fragments name the category themselves: the values qualify it ("fleet customer", "private

@@ -28,6 +28,7 @@ from typing import Any, Literal
 import numpy as np
 
 from an_agent.evolution.alternatives import alternative_words
+from an_agent.evolution.categories import category_phrases
 from an_agent.evolution.cohesion import Core, core_of, rejoin
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
@@ -152,8 +153,10 @@ def induce_key(
     core = core or core_of(vectors)
     if core.outliers or core.second_idea:
         # What was set aside may name values of one slot (on battery / on mains): those fragments belong.
+        # Not for a set found by category (no shared frame): a set-aside "Samsung TV" or "iPhone case" is
+        # a one-off sharing a value's word as often as a value (the recall corpus's device models).
         whole = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
-        if whole.enum:
+        if whole.enum and "key" not in whole.info:
             set_aside = {*core.outliers, *core.second_idea}
             core = rejoin(core, vectors, {i for i in set_aside if whole.values[i] is not None})
     texts = [texts[i] for i in core.members]
@@ -367,13 +370,14 @@ def new_value(key: KeyDef, candidate: InducedKey, vectors: Vectors, embedder: Em
 def synthesis_phrases(texts: Sequence[str], existing: Sequence[ExistingKey]) -> list[str]:
     """The texts a synthesis over these fragments will likely embed, to embed them ahead in one call.
 
-    The fragments themselves, the candidate words of a closed set (`inference.alternative_words`) and of
+    The fragments themselves, the candidate words of a closed set (`inference.alternative_words`) and the
+    shipped category phrases (`categories.category_phrases`), the candidate words of
     a name (`naming.ranked_candidates`), and the anchors and allowed values (in words) of the keys the
     client sees (`find_conflict`). The synthesis works on the cluster's core, a subset of ``texts``:
     what it needs beyond this list it embeds itself; with an embedder that caches by text
     (`state.CachedEmbedder`) a synthesis then costs one forward pass or a few instead of ten calls.
     """
-    out = [*texts, *alternative_words(texts, STOP_WORDS), *ranked_candidates(texts)]
+    out = [*texts, *alternative_words(texts, STOP_WORDS), *category_phrases(), *ranked_candidates(texts)]
     for item in existing:
         if item.key.key_name != OTHER_KEY:
             out.extend(key_anchors(item.key))
