@@ -11,16 +11,22 @@ many words a fragment shares with the intent (they compare the fragment with the
    out: its own vector no longer pulls the centroid towards it) and the mean of its ``NEIGHBOURS`` best
    similarities to other fragments — and below ``OUTLIER_FLOOR`` on the first. An intent's loosest
    paraphrase is low on one view but rarely on both; a one-off that joined through a shared word is.
-2. **a second idea**: the cluster is split in two (spherical 2-means, tried from every fragment as a
-   seed, the split with the largest gap between the small group's inner similarity and its similarity
-   to the rest is kept). A small group of >= ``SUBGROUP_MIN`` fragments whose mean similarity to the
-   rest is below ``SUBGROUP_BETWEEN`` and below ``SUBGROUP_RATIO`` times the rest's own inner
-   similarity is a different recurring idea (a weak intent that rode in on shared words), not a
-   paraphrase of this one: it is set aside. Two fragments are never a second idea: pairs of
-   paraphrases that share a word (``water meters`` / ``utility meters``) look exactly like that. Nor
-   are the groups of a closed set: fragments naming ``battery`` and those naming ``mains`` split
-   apart too (and a fragment naming a rare value looks like an outlier), but the values fill one slot:
-   synthesis checks that and takes back every set-aside fragment that names a value (`rejoin`).
+2. **a second idea**, in two forms. *A small group riding on the intent*: the cluster is split in two
+   (spherical 2-means, tried from every fragment as a seed, the split with the largest gap between the
+   small group's inner similarity and its similarity to the rest is kept); a small group of >=
+   ``SUBGROUP_MIN`` fragments whose mean similarity to the rest is below ``SUBGROUP_BETWEEN`` and below
+   ``SUBGROUP_RATIO`` times the rest's own inner similarity is a different recurring idea (a weak
+   intent that rode in on shared words), not a paraphrase of this one. *Two ideas of comparable size*
+   (a merge of two intents worded as loose, varied instances: obstructions and temporary cells):
+   2-means from the centroid finds nothing there, so the cluster is also bisected spectrally
+   (`_two_ideas`); when its halves score below ``TWO_IDEAS_BETWEEN`` across and below
+   ``TWO_IDEAS_RATIO`` times *each* half's inner similarity, the smaller half is the second idea, however
+   large (43 % on the recall corpus). Either way it is set aside. Two fragments are never a second
+   idea: pairs of paraphrases that share a word (``water meters`` / ``utility meters``) look exactly like
+   that. Nor are the groups of a closed set: fragments naming ``battery`` and those naming ``mains``
+   split apart too (and a fragment naming a rare value looks like an outlier), but the values fill one
+   slot: synthesis takes back the set-aside fragments that differ from the core only by the value they
+   name (`value_fragments`, then `rejoin`) — not those that merely contain a candidate word.
 
 `Core.purity_proxy` (core size / cluster size: the replay's ``core_share``) and `Core.cohesion` (mean
 similarity of the core to its centroid) are what the replay and the calibration report; a patch needs a
@@ -31,12 +37,15 @@ cluster takes only fragments that pass it (`release`). Calibration: docs/evoluti
 
 from __future__ import annotations
 
+import re
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import numpy.typing as npt
 
-from an_agent.schemas.embedding import Vectors
+from an_agent.schemas.embedding import Embedder, Vectors
 
 NEIGHBOURS = 3  # other fragments a fragment is compared with (mean of its best similarities)
 OUTLIER_STD = 1.0  # standard deviations below the cluster's mean, on both views
@@ -44,6 +53,10 @@ OUTLIER_FLOOR = 0.50  # leave-one-out centroid similarity above which a fragment
 SUBGROUP_MIN = 3  # fragments a second idea needs (pairs of paraphrases look like two ideas too)
 SUBGROUP_BETWEEN = 0.30  # mean similarity of a second idea to the rest is below this ...
 SUBGROUP_RATIO = 0.75  # ... and below this share of the rest's inner similarity
+TWO_IDEAS_BETWEEN = 0.25  # a bisection's two groups are two ideas when across they score below this ...
+TWO_IDEAS_RATIO = 0.70  # ... and below this share of *each* group's inner similarity
+TWO_IDEAS_SHARED_CLIENTS = 0.25  # ... and at most this share of fragments from clients that wrote in both
+VALUE_HOLD = 0.80  # a set-aside group that keeps less of its inner similarity without its value words was values
 _ITERATIONS = 10
 
 
@@ -75,14 +88,18 @@ def cohesion_of(vectors: Vectors) -> float:
     return float(np.linalg.norm(vectors.sum(axis=0))) / len(vectors) if len(vectors) else 0.0
 
 
-def core_of(vectors: Vectors) -> Core:
-    """The core of a cluster given its fragments' unit ``vectors`` (module docstring)."""
+def core_of(vectors: Vectors, clients: Sequence[str] | None = None) -> Core:
+    """The core of a cluster given its fragments' unit ``vectors`` (module docstring).
+
+    ``clients``: who sent each fragment; without them two ideas of comparable size are not looked for.
+    """
     n = len(vectors)
     if n < 4:
         return Core(tuple(range(n)), (), (), cohesion_of(vectors), n)
     outliers = _outliers(vectors)
     kept = [i for i in range(n) if i not in outliers]
-    second = [kept[i] for i in _second_idea(vectors[kept])]
+    senders = [clients[i] for i in kept] if clients is not None else None
+    second = [kept[i] for i in _second_idea(vectors[kept], senders)]
     members = tuple(i for i in kept if i not in second)
     return Core(members, tuple(sorted(outliers)), tuple(sorted(second)), cohesion_of(vectors[list(members)]), n)
 
@@ -93,6 +110,65 @@ def rejoin(core: Core, vectors: Vectors, indexes: set[int]) -> Core:
     outliers = tuple(i for i in core.outliers if i not in indexes)
     second = tuple(i for i in core.second_idea if i not in indexes)
     return Core(members, outliers, second, cohesion_of(vectors[list(members)]), core.size)
+
+
+def value_fragments(
+    core: Core,
+    texts: Sequence[str],
+    vectors: Vectors,
+    embedder: Embedder,
+    closed_set: Callable[[Sequence[int]], Sequence[Any]],
+) -> set[int]:
+    """The set-aside fragments that name a value of the core's slot rather than say something else.
+
+    ``closed_set(indexes)``: what each of those fragments names of the closed set their texts make
+    (None: no value; all None: no closed set). Taking back every set-aside fragment that names a value
+    of the whole cluster's set is wrong when the set spans two ideas (obstructions and temporary cells
+    share "cell", "tower", "main": an enumeration of both). So:
+
+    - a **second idea** that names values is taken back when what held it together was its value word:
+      with the value words taken out of its texts (embedded again), its inner similarity falls below
+      ``VALUE_HOLD`` x what it was ("switched to generator", "a portable generator is feeding the site"
+      are little alike without "generator"). A second idea that keeps its inner similarity without the
+      word ("trees in front of the antenna", "a billboard right in front of the panel") stays out;
+    - an **outlier** is taken back when it names a value (a rare value looks like an outlier) of the
+      closed set of the fragments that stay: the whole cluster's when the second idea was values or
+      there is none, else the set of the core and the outliers alone, asked again.
+    """
+    values = list(closed_set(range(len(texts))))
+    second = [i for i in core.second_idea if isinstance(values[i], str)]
+    kept: set[int] = set()
+    if len(second) >= 2:
+        before = _inner(vectors[second] @ vectors[second].T, list(range(len(second))))
+        masked = embedder.embed([_without(texts[i], values[i]) for i in second])
+        if _inner(masked @ masked.T, list(range(len(second)))) < VALUE_HOLD * before:
+            kept.update(second)
+    if not set(core.second_idea) <= kept:
+        staying = sorted({*core.members, *core.outliers, *kept})
+        values = [None] * len(texts)
+        for i, value in zip(staying, closed_set(staying), strict=True):
+            values[i] = value
+    kept.update(i for i in core.outliers if isinstance(values[i], str))
+    return kept
+
+
+_TOKEN = re.compile(r"[A-Za-z][A-Za-z0-9\-]*|[^A-Za-z\s]+")
+
+
+def _without(text: str, value: Any) -> str:
+    """``text`` without the words that spell ``value`` (any inflection: batteries / battery)."""
+    if not isinstance(value, str):
+        return text
+    forms = {_base(w) for w in re.split(r"[\s_]+", value.lower()) if w}
+    kept = [t for t in _TOKEN.findall(text) if _base(t.lower()) not in forms]
+    return " ".join(kept)
+
+
+def _base(word: str) -> str:
+    for suffix in ("ies", "es", "s", "ing", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
 
 
 @dataclass(frozen=True)
@@ -143,12 +219,63 @@ def _outliers(vectors: Vectors) -> set[int]:
     return {i for i in range(len(vectors)) if not cuts.admits(float(loo[i]), float(knn[i]))}
 
 
-def _second_idea(vectors: Vectors) -> list[int]:
-    """Indexes of a distinct small group (module docstring, step 2), or none."""
+def _second_idea(vectors: Vectors, clients: Sequence[str] | None) -> list[int]:
+    """Indexes of a distinct small group, or of the smaller of two ideas (module docstring, step 2), or none."""
     n = len(vectors)
     if n < 2 * SUBGROUP_MIN:
         return []
     sims = vectors @ vectors.T
+    return _small_group(vectors, sims) or (_two_ideas(sims, clients) if clients is not None else [])
+
+
+def _two_ideas(sims: npt.NDArray[np.float32], clients: Sequence[str]) -> list[int]:
+    """The smaller half of the cluster's best bisection when the halves are two ideas, else none.
+
+    2-means from the centroid finds a small group riding on a tight intent; two ideas of comparable size
+    that share a loose, varied wording (a cluster made by a merge) pull the centroid between them and
+    2-means settles on single fragments. The bisection here is spectral: fragments ordered by the
+    Fiedler vector of the similarity graph (negative similarities as none), cut where the mean
+    similarity across, relative to the looser half's inner similarity, is lowest.
+
+    On MiniLM the similarities alone do not tell two ideas from two wordings of one loose intent (the
+    recall corpus's obstructions / temporary cells and the typed2 corpus's "remote site, VSAT satellite
+    backhaul" / "backhaul via dark fibre" halves both score 0.22 across, 0.35 inside). What does: a
+    second idea recurs among senders of its own, while a client that writes one intent twice words it
+    both ways. So the halves must also have their own clients: at most ``TWO_IDEAS_SHARED_CLIENTS`` of
+    the fragments come from a client that wrote in both halves.
+    """
+    n = len(sims)
+    weights = np.clip(sims, 0.0, None).astype(np.float64)
+    np.fill_diagonal(weights, 0.0)
+    degree = weights.sum(axis=1)
+    if (degree <= 0).any():
+        return []
+    scale = 1.0 / np.sqrt(degree)
+    laplacian = np.eye(n) - weights * scale[:, None] * scale[None, :]
+    _, eigenvectors = np.linalg.eigh(laplacian)
+    order = [int(i) for i in np.argsort(eigenvectors[:, 1] * scale, kind="stable")]
+    best: tuple[float, list[int], list[int]] | None = None
+    for cut in range(SUBGROUP_MIN, n - SUBGROUP_MIN + 1):
+        a, b = order[:cut], order[cut:]
+        between = float(sims[np.ix_(a, b)].mean())
+        ratio = between / max(min(_inner(sims, a), _inner(sims, b)), 1e-6)
+        if best is None or ratio < best[0]:
+            best = (ratio, a, b)
+    if best is None:
+        return []
+    ratio, a, b = best
+    between = float(sims[np.ix_(a, b)].mean())
+    if between >= TWO_IDEAS_BETWEEN or ratio >= TWO_IDEAS_RATIO:
+        return []
+    both = {clients[i] for i in a} & {clients[i] for i in b}
+    if sum(1 for c in clients if c in both) > TWO_IDEAS_SHARED_CLIENTS * n:
+        return []
+    return sorted(a if len(a) <= len(b) else b)
+
+
+def _small_group(vectors: Vectors, sims: npt.NDArray[np.float32]) -> list[int]:
+    """A small group riding on the cluster's intent (2-means from the centroid; module docstring)."""
+    n = len(vectors)
     centroid = unit_centroid(vectors)
     best: tuple[float, list[int]] | None = None
     seen: set[tuple[int, ...]] = set()
