@@ -19,14 +19,16 @@ many words a fragment shares with the intent (they compare the fragment with the
    intent that rode in on shared words), not a paraphrase of this one. *Two ideas of comparable size*
    (a merge of two intents worded as loose, varied instances: obstructions and temporary cells):
    2-means from the centroid finds nothing there, so the cluster is also bisected spectrally
-   (`_two_ideas`); when its halves score below ``TWO_IDEAS_BETWEEN`` across and below
-   ``TWO_IDEAS_RATIO`` times *each* half's inner similarity, the smaller half is the second idea, however
-   large (43 % on the recall corpus). Either way it is set aside. Two fragments are never a second
-   idea: pairs of paraphrases that share a word (``water meters`` / ``utility meters``) look exactly like
-   that. Nor are the groups of a closed set: fragments naming ``battery`` and those naming ``mains``
-   split apart too (and a fragment naming a rare value looks like an outlier), but the values fill one
-   slot: synthesis takes back the set-aside fragments that differ from the core only by the value they
-   name (`value_fragments`, then `rejoin`) — not those that merely contain a candidate word.
+   (`_two_ideas`); when its halves score below ``TWO_IDEAS_BETWEEN`` across, below ``TWO_IDEAS_RATIO``
+   times *each* half's inner similarity, and have clients of their own (at most
+   ``TWO_IDEAS_SHARED_CLIENTS`` of the fragments from a client that wrote in both halves), the smaller
+   half is the second idea, however large (5 of the 12 fragments left after outliers on the recall
+   corpus). Either way it is set aside. Two fragments are never a second idea: pairs of paraphrases
+   that share a word (``water meters`` / ``utility meters``) look exactly like that. Nor are the groups
+   of a closed set: fragments naming ``battery`` and those naming ``mains`` split apart too (and a
+   fragment naming a rare value looks like an outlier), but the values fill one slot: synthesis takes
+   back the set-aside fragments that differ from the core only by the value they name
+   (`value_fragments`, then `rejoin`), not those that merely contain a candidate word.
 
 `Core.purity_proxy` (core size / cluster size: the replay's ``core_share``) and `Core.cohesion` (mean
 similarity of the core to its centroid) are what the replay and the calibration report; a patch needs a
