@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,6 +15,7 @@ from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.policy import DefaultUpdatePolicy
+from an_agent.evolution.replay import replay
 from an_agent.store.evolution import EvolutionStore
 
 DATA = Path(__file__).parent / "data"
@@ -63,3 +67,20 @@ def engine(tmp_path: Path, fake: FakeEmbedder, clock: ManualClock) -> Iterator[E
         yield eng
     finally:
         eng.close()
+
+
+def patches_by_label(corpus: str, embedder: MiniLMEmbedder) -> dict[str, dict[str, Any]]:
+    """Replay a labelled corpus of ``DATA`` with the shipped defaults: each patch by the majority label of its
+    cluster. Asserts that every recurring intent (``cluster:*``, ``conflict:*``) has exactly one patch and
+    nothing else has one."""
+    lines = (DATA / corpus).read_text().splitlines()
+    labels = [json.loads(line)["label"] for line in lines]
+    report = replay(lines, embedder).to_dict()
+    members = {c["cluster_id"]: c["members"] for c in report["clusters"]}
+    by_label: dict[str, dict[str, Any]] = {}
+    for patch in report["patches"]:
+        label = Counter(labels[m] for m in members[patch["cluster_id"]]).most_common(1)[0][0]
+        assert label.startswith(("cluster:", "conflict:")) and label not in by_label, (label, patch["patch_id"])
+        by_label[label] = patch
+    assert set(by_label) == {lab for lab in labels if lab.startswith(("cluster:", "conflict:"))}
+    return by_label

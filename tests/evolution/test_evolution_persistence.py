@@ -118,3 +118,24 @@ def test_an_evicted_clusters_fragments_stay_until_they_leave_the_window(tmp_path
         assert engine.store.fragments(first) == [] and engine.store.fragments(second) == []
     finally:
         engine.close()
+
+
+def test_the_window_prune_keeps_the_fragments_of_a_waiting_cluster(tmp_path: Path, clock: ManualClock) -> None:
+    # The prune runs only when a fragment is older than the window (a sweep inside the first window skips
+    # it and its pass over the clusters); then it spares the fragments of queued and pending clusters.
+    engine = open_engine(tmp_path / "evolution.db", clock)
+    try:
+        waiting = engine.ingest([("a", ENERGY, "the landlord changed the gate code")])[0]
+        other = engine.ingest([("b", ENERGY, "cooling fans are noisy at night")])[0]
+        assert engine.store.oldest_fragment_ts() == clock.now()
+        engine.tick()  # inside the window: nothing pruned
+        assert len(engine.store.fragments(waiting)) == len(engine.store.fragments(other)) == 1
+        engine._state.pool(ENERGY).clusters[waiting].state = "queued"
+        clock.advance(8 * DAY)
+        engine.tick()
+        assert len(engine.store.fragments(waiting)) == 1 and engine.store.fragments(other) == []
+    finally:
+        engine.close()
+    empty = EvolutionStore(tmp_path / "empty.db")
+    assert empty.oldest_fragment_ts() is None
+    empty.close()

@@ -7,10 +7,10 @@ import json
 import pytest
 from jsonschema import Draft202012Validator
 
+from an_agent.evolution.alternatives import find_alternatives
 from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
-from an_agent.evolution.inference import find_alternatives
 from an_agent.evolution.naming import STOP_WORDS, clause_like, main_clause, snake_name
 from an_agent.evolution.synthesis import (
     ExistingKey,

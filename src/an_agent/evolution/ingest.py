@@ -127,42 +127,41 @@ class PoolKeeper:
     def _merge_pass(self, pool: SchemaPool, grown: list[Cluster], now: float) -> dict[str, str]:
         """Merge each grown cluster as `_merge_around` would; returns {absorbed id: survivor id}.
 
-        One matrix product gives every grown centroid's similarity to all centroids; only a cluster
-        with a partner at ``merge_threshold`` there (or near a cluster that changed by a merge since)
-        goes through `_merge_around`, whose own search then decides: merges are rare, the product is
-        what most clusters cost.
+        One matrix product gives every grown centroid's similarity to all centroids (`SchemaPool.
+        open_merge_screen`); each cluster's partner search then reads its column, re-measuring only the
+        clusters merges changed since, so a grown cluster costs a pass over one column, not a product
+        with every centroid. A cluster changed by a merge of this pass searches the whole index.
         """
         s = self._s
         skip_new = s.config.merge_threshold >= s.config.assign_threshold
         todo = [c for c in grown if not (skip_new and c.size == 1)]
         if not todo:
             return {}
-        ids, sims = pool.merge_screen(todo)
-        threshold = s.config.merge_threshold
         merged_into: dict[str, str] = {}
-        changed: list[str] = []  # survivors of merges in this pass: their screened similarities are stale
-        for j, cluster in enumerate(todo):
-            if cluster.cluster_id not in pool.clusters:
-                continue  # absorbed by an earlier merge of this pass
-            column = sims[:, j]
-            hits = [ids[int(i)] for i in np.flatnonzero(column >= threshold) if ids[int(i)] != cluster.cluster_id]
-            live = [c for c in changed if c in pool.clusters and c != cluster.cluster_id]
-            near_changed = live and bool(np.any(pool.centroid_similarities(live, cluster.centroid()) >= threshold))
-            if cluster.cluster_id not in changed and not near_changed and not [h for h in hits if h in pool.clusters]:
-                continue
-            survivor, absorbed = self._merge_around(pool, cluster, now)
-            for gone in absorbed:
-                merged_into[gone] = survivor.cluster_id
-            if absorbed:
-                changed.append(survivor.cluster_id)
+        pool.open_merge_screen(todo)
+        try:
+            for column, cluster in enumerate(todo):
+                if cluster.cluster_id not in pool.clusters:
+                    continue  # absorbed by an earlier merge of this pass
+                survivor, absorbed = self._merge_around(pool, cluster, now, column)
+                for gone in absorbed:
+                    merged_into[gone] = survivor.cluster_id
+        finally:
+            pool.close_screen()
         return merged_into
 
-    def _merge_around(self, pool: SchemaPool, cluster: Cluster, now: float) -> tuple[Cluster, list[str]]:
-        """Merge ``cluster`` with its partners until none is left; (survivor, ids of the absorbed)."""
+    def _merge_around(
+        self, pool: SchemaPool, cluster: Cluster, now: float, column: int | None = None
+    ) -> tuple[Cluster, list[str]]:
+        """Merge ``cluster`` with its partners until none is left; (survivor, ids of the absorbed).
+
+        ``column``: the cluster's column in the pool's open screen (its first search reads it).
+        """
         s = self._s
         absorbed: list[str] = []
         while True:
-            partner, similarity = pool.merge_partner(cluster)
+            partner, similarity = pool.merge_partner(cluster, column)
+            column = None  # after a merge the survivor's centroid is new: a full search
             if partner is None:
                 return cluster, absorbed
             keep, gone = pool.merge(cluster, partner, now)
@@ -196,6 +195,7 @@ class PoolKeeper:
         """Evict cold clusters and (unless history is kept) prune fragments older than the window."""
         s = self._s
         self._since_sweep = 0
+        evicted: list[str] = []
         for pool in s.pools.values():
             for cluster in pool.evictable(now):
                 pool.remove(cluster)
@@ -203,16 +203,21 @@ class PoolKeeper:
                     cluster.state = "evicted"
                     s.save_cluster(cluster)
                 else:
-                    # Its fragments stay until the window prune below takes them with the rest of their
-                    # time: deleting them now would rewrite a scattered page of the table and of each
-                    # index per evicted cluster (most are one-offs), the write-through cost that grew
-                    # with the table. Nothing reads them: cluster ids are never reused.
-                    s.store.delete_cluster(cluster.cluster_id, with_fragments=False)
-        if not s.keep_history:
+                    evicted.append(cluster.cluster_id)
+        # Without history an evicted cluster's row goes (one batch of deletes); its fragments stay until
+        # the window prune below takes them with the rest of their time: deleting them now would rewrite
+        # a scattered page of the table and of each index per evicted cluster (most are one-offs), the
+        # write-through cost that grew with the table. Nothing reads them: cluster ids are never reused.
+        s.store.delete_clusters(evicted)
+        if s.keep_history:
+            return
+        cut = now - s.config.window_s
+        oldest = s.store.oldest_fragment_ts()
+        if oldest is not None and oldest < cut:  # else nothing to prune: no pass over every cluster either
             waiting = [
                 c.cluster_id for p in s.pools.values() for c in p.clusters.values() if c.state in ("queued", "pending")
             ]
-            s.store.prune_fragments(now - s.config.window_s, keep_clusters=waiting)
+            s.store.prune_fragments(cut, keep_clusters=waiting)
 
     def load(self) -> None:
         """Restore the live clusters (centroids, windows, client counts) from the store."""

@@ -25,7 +25,7 @@ import numpy as np
 
 from an_agent.evolution.inference import ValueSpec
 from an_agent.schemas.embedding import Embedder, Vectors
-from an_agent.schemas.extract import UNIT_WORDS
+from an_agent.schemas.extract import UNIT_WORDS, find_ids
 from an_agent.schemas.template import OTHER_KEY, is_snake_case
 
 
@@ -42,9 +42,11 @@ _STOP = _words(
     until till after before about again already still yet even ever now today tonight tomorrow yesterday
     what which who whom whose where why how one two many much more most less least few lot lots s t
     around near nearby here there really quite during through throughout across behind inside outside
-    without within via per along against between among since toward towards beyond"""
+    without within via per along against between among since toward towards beyond another later latest
+    earlier twice thrice"""
 )
 _UNIT_SUFFIX = {
+    "dbm": "dbm",
     "db": "db",
     "percent": "percent",
     "degrees": "deg",
@@ -56,6 +58,10 @@ _UNIT_SUFFIX = {
     "km": "km",
     "mbps": "mbps",
 }
+_TIME_WORDS = _words(
+    """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
+    utc gmt monday tuesday wednesday thursday friday saturday sunday time latest"""
+)
 _MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
 _MAX_NAME = 40
 STOP_WORDS = _STOP  # words that never start or end a name
@@ -122,7 +128,8 @@ _VERBS = _words(
     decrease decreases hit hits say says said lose loses lost attach attaches attached affect affects
     complain complains fail fails failed stop stops come comes become becomes want wants ask asks seem
     seems look looks stay stays remain remains happen happens occur occurs get gets got drop_off depend
-    depends depended serve serves served"""
+    depends depended serve serves served bought sold took stole stolen broke brought gave found told paid
+    caught built prefer prefers preferred complaining"""
 )
 
 
@@ -147,7 +154,13 @@ def clause_like(phrase: str) -> bool:
     if len(words) < 2:
         return False
     last, before = words[-1], words[-2]
-    return last in _VERBS or (before.endswith("s") and last.endswith(("ing", "ed")) and len(last) > 4)
+    # A past form after a noun reads as a clause ("driver rebooted", "customer bought"); "-ing" only after
+    # a plural ("visitors roaming"): "energy saving", "load balancing" are nouns.
+    return (
+        last in _VERBS
+        or (last.endswith("ed") and len(last) > 4)
+        or (before.endswith("s") and last.endswith("ing") and len(last) > 4)
+    )
 
 
 def tokens(text: str) -> list[str]:
@@ -221,7 +234,9 @@ def rank_phrases(texts: Sequence[str], centroid: Vectors, embedder: Embedder) ->
 def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, embedder: Embedder) -> str:
     """'<category> <head>' for a closed set: the category by meaning, the head by convention.
 
-    The category word (a content word of the fragments, or a domain category of ``_CATEGORIES``) is the
+    When the values qualify one noun in the fragments ("fleet customer", "private customer":
+    ``spec.info["category"]``, `alternatives.slot_head`), that noun is the category. Otherwise the
+    category word (a content word of the fragments, or a domain category of ``_CATEGORIES``) is the
     one whose key-like phrases are closest to the values and the cluster. The embedding does not tell
     heads apart ("weather kind", "weather source", "weather condition" score within 0.05), so the head
     is the draft's convention for that category (`_CATEGORY_HEADS`: power_source, weather_condition),
@@ -238,6 +253,11 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     # "cause" names values that explain something ("fault_cause"); values that are only stated ("heavy
     # rain at the site") are a condition or a type of their category: the head needs causal wording.
     causal = sum(1 for t in texts if _CAUSAL & set(tokens(t))) >= 0.3 * len(texts)
+    named = spec.info.get("category")
+    if isinstance(named, str):
+        # The fragments name the category themselves: the values qualify it ("fleet customer", "private
+        # customer"). The embedding would pick a word of the fragments' topic instead ("vehicle").
+        return f"{named} {_CATEGORY_HEADS.get(named, 'cause' if causal else 'type')}"
     heads = [h for h in _HEADS if causal or h != "cause"]
     candidates = [*heads, *(f"{m} {h}" for m in modifiers for h in heads)]
     # One embedding call for both: each call pays a forward pass's fixed cost again.
@@ -268,20 +288,37 @@ def name_key(
     ranked = rank_phrases(texts, centroid, embedder)
     if spec.key_type in ("integer", "number") or spec.value_format in ("duration", "date-time"):
         ranked = [r for r in ranked if not set(r[1].split()) & UNIT_WORDS] or ranked
+    if spec.value_format in ("duration", "date-time"):
+        # The moment is the value, not the name: "by this evening", "by end of day" -> not evening_deadline.
+        ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked
     phrase = ranked[0][1] if ranked else "request"
-    if " " not in phrase:
+    deadline = spec.value_format == "date-time" and _moment_suffix(texts) == "deadline"
+    # A deadline's suffix is the second word of its name (compensation_deadline): no need to grow it.
+    if " " not in phrase and not deadline:
         # One word rarely names an idea ("roaming", "sms"): take the best phrase that grows it
         # ("roaming users", "sms alert"), the recurring phrase whose head it is or modifies.
-        longer = [p for _, p in ranked if " " in p and phrase in p.split()]
+        longer = [p for _, p in ranked if " " in p and phrase in p.split() and not clause_like(p)]
         pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
         if pairs or longer:
             phrase = (pairs or longer)[0]
     if spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
-    elif spec.value_format in ("duration", "date-time") and (verb := _leading_verb(texts)) is not None:
+    elif spec.key_type == "array" and spec.id_prefix and (noun := _id_noun(texts, spec.id_prefix)) is not None:
+        phrase = noun
+    elif (
+        spec.value_format == "duration" or (spec.value_format == "date-time" and _moment_suffix(texts) != "deadline")
+    ) and (verb := _leading_verb(texts)) is not None:
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
         # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause.
         phrase = verb
+    if deadline:
+        # A deadline is for a thing ("the compensation"), not for the imperative that opens a request
+        # ("please finish the compensation by 12:00" -> compensation_deadline).
+        # An imperative opens a request and takes an object: "finish the ...", "retune the ...".
+        openers = {ws[0] for t in texts if len(ws := [w for w in tokens(t) if w != "please"]) > 1 and ws[1] in _OBJECT}
+        words = [w for w in phrase.split() if w not in _STOP]
+        if len(words) > 1 and words[0] in openers:
+            phrase = " ".join(words[1:])
     alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
     name = snake_name(" ".join(w for w in phrase.split() if w not in _STOP) or phrase)
@@ -291,9 +328,7 @@ def name_key(
     elif spec.value_format == "duration":
         suffix = "duration"
     elif spec.value_format == "date-time":
-        # "hold until <time>" names a deadline, "start at <time>" a moment: the preposition says which.
-        until = sum(1 for t in texts if re.search(r"\b(until|till|before|by)\b", t.lower())) >= 0.3 * len(texts)
-        suffix = "until" if until else "time"
+        suffix = _moment_suffix(texts)
     elif spec.key_type == "array" and spec.id_prefix:
         suffix = f"{spec.id_prefix.lower().replace('-', '_')}_ids"
     if suffix and not name.endswith("_" + suffix):
@@ -304,6 +339,53 @@ def name_key(
         name = f"{base_name}_{counter}"
         counter += 1
     return name, phrase, alternatives
+
+
+_OBJECT = _words("the a an this these those it its our my your their all")
+_UNTIL = re.compile(r"\b(?:until|till|til)\b", re.IGNORECASE)
+# "due" only as a deadline ("due by 12:00", "is due tomorrow"), not as a cause ("due to the storm").
+_BY = re.compile(r"\b(?:by|before|no later than|at the latest|deadline|due(?!\s+to\b))\b", re.IGNORECASE)
+
+
+def _moment_suffix(texts: Sequence[str]) -> str:
+    """The suffix of a date-time key: the preposition says what the moment is.
+
+    "hold until <time>" is how long a state lasts (``until``: hold_until); "done by <time>", "before
+    <time>", "no later than <time>" is when something must be finished (``deadline``:
+    compensation_deadline); "start at <time>" is a moment (``time``).
+    """
+    until = sum(1 for t in texts if _UNTIL.search(t))
+    by = sum(1 for t in texts if _BY.search(t))
+    if max(until, by) < 0.3 * len(texts):
+        return "time"
+    return "until" if until >= by else "deadline"
+
+
+def _id_noun(texts: Sequence[str], prefix: str) -> str | None:
+    """What the identifiers are, in the fragments' words: the two words before the first identifier
+    ("change request CR-20931", "changes CR-4410" -> "change"; "microwave hop MW-5120" twice ->
+    "microwave hop"), the two-word phrase when two fragments share it, else the word most fragments
+    share there (>= 2), else None."""
+    pairs: Counter[str] = Counter()
+    words: Counter[str] = Counter()
+    spellings: dict[str, Counter[str]] = {}
+    for text in texts:
+        found = [f for f in find_ids(text) if f.prefix == prefix]
+        if not found:
+            continue
+        before = [w for w in tokens(text[: found[0].start])[-2:] if w not in _STOP and w.isalpha()]
+        stems = [_stem(w).removesuffix("e") for w in before]  # change / changes -> chang
+        for stem, w in zip(stems, before, strict=True):
+            spellings.setdefault(stem, Counter())[w] += 1
+        words.update(set(stems))
+        if len(before) == 2:
+            pairs[" ".join(stems)] += 1
+    surface = {stem: min(c.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0] for stem, c in spellings.items()}
+    if pairs and pairs.most_common(1)[0][1] >= 2:
+        return " ".join(surface[w] for w in pairs.most_common(1)[0][0].split())
+    if words and words.most_common(1)[0][1] >= 2:
+        return surface[words.most_common(1)[0][0]]
+    return None
 
 
 def _leading_verb(texts: Sequence[str]) -> str | None:

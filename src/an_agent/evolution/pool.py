@@ -13,10 +13,12 @@ make one idea (`SchemaPool.cohere`): across the two, fragments must be nearly as
 larger one, so a tight group of another idea does not ride in on a shared word. Why this method and
 these thresholds: docs/evolution.md (calibration, noise rejection).
 
-Cost per fragment is one matrix-vector product against the centroids of one scenario — for a batch,
-one matrix product for all its fragments (`SchemaPool.open_screen`) — and the number of clusters is
-bounded (cold clusters are evicted, see `SchemaPool.evictable`), so ingest cost stays flat as the pool
-grows.
+Cost per fragment: its share of one matrix product per batch and scenario with the live centroids
+(`SchemaPool.open_screen`, `centroid_index.Screen`) and of one more for the batch's merge search
+(`SchemaPool.open_merge_screen`), both bounded by ``max_clusters_per_schema`` (cold clusters are
+evicted, `SchemaPool.evictable`). The rest (its candidates' member checks on a contiguous sample,
+`member_sample.MemberSample`; a grown cluster's partner search; eviction's ranking, array operations)
+does not depend on the size of the clusters, nor on their number beyond those products.
 
 Heat: +``heat_increment`` per fragment, exponential decay with ``half_life_hours``. The trigger's counts
 (occurrences, distinct clients) are kept over a sliding window of ``window_days``.
@@ -33,9 +35,10 @@ from typing import Literal
 import numpy as np
 import numpy.typing as npt
 
-from an_agent.evolution.centroid_index import CentroidIndex
+from an_agent.evolution.centroid_index import CentroidIndex, Screen
 from an_agent.evolution.cohesion import Admission
 from an_agent.evolution.config import EvolutionConfig
+from an_agent.evolution.member_sample import MemberSample
 
 MEMBER_SAMPLE = 32  # recent member vectors kept per cluster for the member check
 MEMBER_NEIGHBOURS = 3  # members a fragment is compared with (mean of its best similarities)
@@ -52,30 +55,6 @@ Vector = npt.NDArray[np.float32]
 Matrix = npt.NDArray[np.float32]
 
 
-@dataclass
-class _Screen:
-    """Similarities of a batch of fragments to the centroids as they were when the batch began.
-
-    A cluster changed since (started, joined, merged, removed) has its row set to -inf, once, when it
-    changes: the row is stale. ``dirty`` lists the changed clusters still live, whose similarities are
-    recomputed per fragment; every other entry is exact, so screening changes no decision.
-    """
-
-    ids: list[str]
-    sims: Matrix  # (clusters, fragments)
-    rows: dict[str, int] = field(default_factory=dict)  # cluster id -> its row in ``sims``
-    dirty: dict[str, None] = field(default_factory=dict)  # an ordered set
-
-    def touch(self, cluster_id: str, live: bool) -> None:
-        row = self.rows.pop(cluster_id, None)
-        if row is not None:
-            self.sims[row] = -np.inf
-        if live:
-            self.dirty[cluster_id] = None
-        else:
-            self.dirty.pop(cluster_id, None)
-
-
 def decayed(heat: float, since: float, now: float, half_life_s: float) -> float:
     """``heat`` measured at ``since``, decayed exponentially to ``now``."""
     if now <= since:
@@ -83,7 +62,7 @@ def decayed(heat: float, since: float, now: float, half_life_s: float) -> float:
     return heat * math.pow(0.5, (now - since) / half_life_s)
 
 
-@dataclass
+@dataclass(slots=True)  # no per-instance dict: a full pool holds thousands, read on every sweep
 class Cluster:
     """One semantic cluster of a scenario's pool.
 
@@ -103,8 +82,7 @@ class Cluster:
     window: deque[tuple[float, str]] = field(default_factory=deque)
     window_clients: Counter[str] = field(default_factory=Counter)
     clients: Counter[str] = field(default_factory=Counter)
-    members: deque[Vector] = field(default_factory=lambda: deque(maxlen=MEMBER_SAMPLE))
-    _sample: Matrix | None = field(default=None, repr=False, compare=False)  # ``members`` stacked, until they change
+    members: MemberSample = field(default_factory=lambda: MemberSample(MEMBER_SAMPLE))
     # Set when the cluster's patch is made (its core's outlier test): later fragments must pass it (no drift).
     admission: Admission | None = None
 
@@ -117,21 +95,21 @@ class Cluster:
             return True
         return self.admission.admits(centroid_similarity, self.member_affinity(unit) if affinity is None else affinity)
 
-    def add_members(self, units: Iterable[Vector]) -> None:
+    def add_members(self, units: Iterable[Vector] | Matrix) -> None:
         """Add vectors to the member sample (the oldest leave beyond ``MEMBER_SAMPLE``)."""
         self.members.extend(units)
-        self._sample = None
 
     def member_affinity(self, unit: Vector) -> float:
         """Mean similarity of ``unit`` to its ``MEMBER_NEIGHBOURS`` most similar sampled members (1 if none)."""
-        if not self.members:
-            return 1.0
-        if self._sample is None:
-            # Stacked once per change of the sample, not once per fragment that looks at the cluster.
-            self._sample = np.stack(list(self.members))
-        sims = self._sample @ unit
-        k = min(MEMBER_NEIGHBOURS, len(sims))
-        return float(np.mean(np.partition(sims, len(sims) - k)[-k:]))
+        return self.members.affinity(unit, MEMBER_NEIGHBOURS)
+
+    def admits_all(self, units: Matrix) -> bool:
+        """`admits` for every row of ``units`` (one product for the member check of all of them)."""
+        if self.admission is None or not len(units):
+            return True
+        centroid = (units @ self.centroid()).astype(np.float64)
+        affinity = self.members.affinities(units, MEMBER_NEIGHBOURS).astype(np.float64)
+        return all(self.admission.admits(float(c), float(a)) for c, a in zip(centroid, affinity, strict=True))
 
     def inner_similarity(self) -> float:
         """Mean similarity between two distinct members (1 for fewer than two).
@@ -192,42 +170,37 @@ class SchemaPool:
         self.config = config
         self.clusters: dict[str, Cluster] = {}
         self._index = CentroidIndex(dimension)
-        self._screen: _Screen | None = None
+        self._screen: Screen | None = None
 
     # -- batches: one matrix product for a batch instead of one per fragment ---------------------
     def open_screen(self, units: Matrix) -> None:
         """Compare a batch of fragments (rows of ``units``) with every centroid at once.
 
         Until `close_screen`, ``choose(unit, column=i)`` for the batch's i-th fragment reads the
-        similarities from this product (recomputing those of clusters changed since), which is what
+        similarities from this product (re-measuring those of clusters changed since), which is what
         keeps the cost per fragment flat when a scenario holds ``max_clusters_per_schema`` clusters.
         """
-        ids, sims = self._index.screen(units)
-        self._screen = _Screen(ids, sims, {cluster_id: row for row, cluster_id in enumerate(ids)})
+        self._screen = self._index.screen(units, self.config.assign_threshold)
+
+    def open_merge_screen(self, clusters: Sequence[Cluster]) -> None:
+        """`open_screen` for the centroids of ``clusters``: ``merge_partner(clusters[i], column=i)`` reads it."""
+        self._screen = self._index.screen(np.stack([c.centroid() for c in clusters]), self.config.merge_threshold)
 
     def close_screen(self) -> None:
         self._screen = None
 
+    def _put(self, cluster: Cluster) -> None:
+        """(Re-)index ``cluster``: its centroid and its eviction keys; after every change to either."""
+        self._index.put(cluster.cluster_id, cluster.centroid(), (cluster.heat, cluster.heat_at, cluster.last_seen))
+
     def _touch(self, cluster_id: str) -> None:
         if self._screen is not None:
-            self._screen.touch(cluster_id, cluster_id in self.clusters)
+            self._screen.touch(cluster_id, self._index.vector(cluster_id) if cluster_id in self.clusters else None)
 
     def _nearest(self, unit: Vector, column: int | None) -> list[tuple[str, float]]:
-        screen = self._screen
-        if screen is None or column is None:
+        if self._screen is None or column is None:
             return self._index.nearest_k(unit, _CANDIDATES)
-        sims = screen.sims[:, column]
-        ranked: list[tuple[str, float]] = []
-        if len(sims):
-            # Stale rows are -inf: the best unchanged clusters are the top of the column as it is.
-            k = min(len(sims), _CANDIDATES)
-            top = np.argpartition(-sims, k - 1)[:k]
-            ranked = [(screen.ids[int(i)], float(sims[int(i)])) for i in top if sims[int(i)] > -np.inf]
-        if screen.dirty:
-            live = list(screen.dirty)
-            ranked.extend(zip(live, (float(x) for x in self._index.similarities_of(live, unit)), strict=True))
-        ranked.sort(key=lambda t: -t[1])
-        return ranked[:_CANDIDATES]
+        return self._screen.nearest(column, unit, _CANDIDATES)
 
     def choose(self, unit: Vector, column: int | None = None) -> Cluster | None:
         """The cluster ``unit`` joins (both conditions of the module docstring), or None to start one.
@@ -242,14 +215,6 @@ class SchemaPool:
             if affinity >= self.config.member_threshold and cluster.admits(unit, sim, affinity):
                 return cluster
         return None
-
-    def centroid_similarities(self, cluster_ids: Sequence[str], unit: Vector) -> Matrix:
-        """Similarity of ``unit`` to the centroids of ``cluster_ids`` (live clusters of this pool)."""
-        return self._index.similarities_of(cluster_ids, unit)
-
-    def merge_screen(self, clusters: Sequence[Cluster]) -> tuple[list[str], Matrix]:
-        """(cluster ids, similarity of every centroid (rows) to each of ``clusters``' centroids (columns))."""
-        return self._index.screen(np.stack([c.centroid() for c in clusters]))
 
     def start(self, cluster_id: str, unit: Vector, when: float, client_id: str) -> Cluster:
         """A new cluster holding one fragment."""
@@ -266,7 +231,7 @@ class SchemaPool:
         cluster.note(when, client_id)
         cluster.add_members([cluster.vector_sum.copy()])
         self.clusters[cluster_id] = cluster
-        self._index.put(cluster_id, cluster.centroid())
+        self._put(cluster)
         self._touch(cluster_id)
         return cluster
 
@@ -280,16 +245,25 @@ class SchemaPool:
         cluster.prune_window(when, self.config.window_s)
         cluster.note(when, client_id)
         cluster.add_members([unit])
-        self._index.put(cluster.cluster_id, cluster.centroid())
+        self._put(cluster)
         self._touch(cluster.cluster_id)
 
-    def merge_partner(self, cluster: Cluster) -> tuple[Cluster | None, float]:
+    def merge_partner(self, cluster: Cluster, column: int | None = None) -> tuple[Cluster | None, float]:
         """The cluster that ``cluster`` should merge with now, if any (never two clusters with patches).
 
         Centroids must reach ``merge_threshold`` and the members must pass the member check against each
         other (`cohere`), so a small cluster of one-offs does not ride into an intent on its centroid.
+        ``column``: the cluster's column in the open merge screen (same answer, no full search; ignored
+        once the cluster changed since). With it, a cluster with no partner in sight gets (None, -inf).
         """
-        other_id, sim = self._index.nearest(cluster.centroid(), exclude=cluster.cluster_id)
+        screen = self._screen
+        if column is not None and screen is not None and screen.unchanged(cluster.cluster_id):
+            if screen.alone(column, cluster.cluster_id):  # the common case: nothing near enough to merge
+                return None, -math.inf
+            ranked = screen.nearest(column, cluster.centroid(), 2)  # itself (~1.0) and the best other
+            other_id, sim = next(((c, s) for c, s in ranked if c != cluster.cluster_id), (None, -math.inf))
+        else:
+            other_id, sim = self._index.nearest(cluster.centroid(), exclude=cluster.cluster_id)
         if other_id is None or sim < self.config.merge_threshold:
             return None, sim
         other = self.clusters[other_id]
@@ -316,16 +290,11 @@ class SchemaPool:
             return False
         if not small.members or not large.members:
             return True
-        affinity = float(np.mean([large.member_affinity(v) for v in small.members]))
-        if affinity < self.config.member_threshold:
+        affinities = large.members.affinities(small.members.matrix, MEMBER_NEIGHBOURS)
+        if float(np.mean(affinities.astype(np.float64))) < self.config.member_threshold:
             return False
         # (3) A cluster with a patch takes in only what its core would keep (no drift), fragment by fragment.
-        for keep, other in ((a, b), (b, a)):
-            if keep.admission is not None:
-                centroid = keep.centroid()
-                if not all(keep.admits(v, float(v @ centroid)) for v in other.members):
-                    return False
-        return True
+        return a.admits_all(b.members.matrix) and b.admits_all(a.members.matrix)
 
     def merge(self, a: Cluster, b: Cluster, now: float) -> tuple[Cluster, Cluster]:
         """Merge two clusters; returns (survivor, absorbed).
@@ -348,19 +317,19 @@ class SchemaPool:
         keep.window = deque(sorted([*keep.window, *gone.window]))
         keep.window_clients.update(gone.window_clients)
         keep.clients.update(gone.clients)
-        keep.add_members(gone.members)  # the sample stays bounded (deque maxlen)
+        keep.add_members(gone.members.matrix)  # the sample stays bounded (the newest MEMBER_SAMPLE)
         keep.prune_window(now, self.config.window_s)
         if keep.state == "collecting" and gone.state == "queued":
             keep.state = "queued"
         self.remove(gone)
-        self._index.put(keep.cluster_id, keep.centroid())
+        self._put(keep)
         self._touch(keep.cluster_id)
         return keep, gone
 
     def add_loaded(self, cluster: Cluster) -> None:
         """Put back a cluster restored from the store."""
         self.clusters[cluster.cluster_id] = cluster
-        self._index.put(cluster.cluster_id, cluster.centroid())
+        self._put(cluster)
         self._touch(cluster.cluster_id)
 
     def remove(self, cluster: Cluster) -> None:
@@ -375,16 +344,23 @@ class SchemaPool:
         occurrence gate on old fragments and its heat has decayed for a whole window; beyond
         ``max_clusters_per_schema`` the coldest collecting clusters go too, so the index stays bounded.
         """
-        window_s = self.config.window_s
-        out = [c for c in self.clusters.values() if c.state == "collecting" and c.last_seen < now - window_s]
+        # Ranked from the index's arrays (kept with the centroids); a cluster's state is read only for
+        # the clusters ranked first. Same list, same order as ranking the collecting clusters in
+        # insertion order: the insertion order breaks ties of heat.
+        ids, keys, seq = self._index.eviction_keys()
+        cold = keys[:, 2] < now - self.config.window_s
+        cold_rows = np.flatnonzero(cold)
+        out = [self.clusters[ids[r]] for r in cold_rows[np.argsort(seq[cold_rows])].tolist()]
+        out = [c for c in out if c.state == "collecting"]
         excess = len(self.clusters) - len(out) - self.config.max_clusters_per_schema
         if excess > 0:
-            gone = {c.cluster_id for c in out}
-            rest = [c for c in self.clusters.values() if c.state == "collecting" and c.cluster_id not in gone]
-            # heat_now for every cluster, as one array expression (this runs on every sweep of a full pool)
-            heat = np.array([c.heat for c in rest]) * np.power(
-                0.5, np.maximum(0.0, now - np.array([c.heat_at for c in rest])) / self.config.half_life_s
-            )
-            order = np.argsort(heat, kind="stable")[:excess]
-            out.extend(rest[int(i)] for i in order)
+            # heat_now of every cluster, as one array expression
+            heat = keys[:, 0] * np.power(0.5, np.maximum(0.0, now - keys[:, 1]) / self.config.half_life_s)
+            for r in np.lexsort((seq, heat)).tolist():
+                cluster = self.clusters[ids[r]]
+                if not cold[r] and cluster.state == "collecting":
+                    out.append(cluster)
+                    excess -= 1
+                    if not excess:
+                        break
         return out

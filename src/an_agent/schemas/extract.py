@@ -39,7 +39,9 @@ _WORD_NUMBERS = {
 _NUMBER = r"(?P<num>[-+\u2212]?\d+(?:[.,]\d+)?|" + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True)) + r")"
 # canonical unit -> spellings (longest first in the regex)
 _UNITS = {
-    "db": ("dbm", "db", "decibels", "decibel"),
+    # dBm is an absolute power level, dB a ratio or a change ("raise the power by 2 dB"): two units.
+    "dbm": ("dbm",),
+    "db": ("db", "decibels", "decibel"),
     "percent": ("percent", "per cent", "pct", "%"),
     "degrees": ("degrees", "degree", "deg", "\u00b0c", "\u00b0", "celsius"),
     "seconds": ("seconds", "second", "secs", "sec", "s"),

@@ -47,6 +47,7 @@ DEFAULT_THRESHOLD = 0.45
 _CERTAIN = 0.99
 _SPLIT = re.compile(r"[.;!?\n]+\s*|:\s+|,\s+(?:and\s+|but\s+)?|\s+(?:and|but|also|plus|because)\s+(?=[a-z])")
 _UNIT_OF_KEY = {
+    "dbm": "dbm",
     "db": "db",
     "deg": "degrees",
     "degrees": "degrees",

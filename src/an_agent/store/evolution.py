@@ -238,8 +238,14 @@ class EvolutionStore:
 
     # -- clusters and fragments ------------------------------------------------------------------
     def save_cluster(self, row: ClusterRow) -> None:
+        # An upsert updates the row where it is; INSERT OR REPLACE deleted it and appended it again under
+        # a new rowid, rewriting pages of the table and of both indexes on every save (the commit's cost
+        # grew with the table).
         self._run(
-            "INSERT OR REPLACE INTO evo_cluster VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+            "INSERT INTO evo_cluster VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(cluster_id) DO UPDATE SET "
+            "schema_id = excluded.schema_id, state = excluded.state, size = excluded.size, heat = excluded.heat, "
+            "heat_at = excluded.heat_at, created = excluded.created, last_seen = excluded.last_seen, "
+            "centroid = excluded.centroid",
             (
                 row.cluster_id,
                 row.schema_id,
@@ -257,6 +263,14 @@ class EvolutionStore:
         self._run("DELETE FROM evo_cluster WHERE cluster_id = ?", (cluster_id,))
         if with_fragments:
             self._run("DELETE FROM evo_fragment WHERE cluster_id = ?", (cluster_id,))
+
+    def delete_clusters(self, cluster_ids: Iterable[str]) -> None:
+        """Delete the rows of ``cluster_ids`` (not their fragments), as one batch of statements."""
+        with self._lock:
+            try:
+                self._db.executemany("DELETE FROM evo_cluster WHERE cluster_id = ?", [(c,) for c in cluster_ids])
+            except sqlite3.Error as exc:
+                raise StoreError(f"evolution database {self.path}: {exc}") from None
 
     def clusters(self, exclude_states: tuple[str, ...] = ()) -> list[ClusterRow]:
         marks = ",".join("?" * len(exclude_states))
@@ -310,6 +324,11 @@ class EvolutionStore:
         for cluster_id, ref in self._run("SELECT cluster_id, ref FROM evo_fragment WHERE ref IS NOT NULL ORDER BY seq"):
             out.setdefault(str(cluster_id), []).append(int(ref))
         return out
+
+    def oldest_fragment_ts(self) -> float | None:
+        """The time of the oldest stored fragment (None when there is none); one look at the time index."""
+        rows = self._run("SELECT MIN(ts) FROM evo_fragment")
+        return None if not rows or rows[0][0] is None else float(rows[0][0])
 
     def prune_fragments(self, before: float, keep_clusters: Iterable[str] = ()) -> int:
         """Delete fragments older than ``before`` except those of ``keep_clusters``; returns how many."""
