@@ -19,16 +19,16 @@ many words a fragment shares with the intent (they compare the fragment with the
    intent that rode in on shared words), not a paraphrase of this one. *Two ideas of comparable size*
    (a merge of two intents worded as loose, varied instances: obstructions and temporary cells):
    2-means from the centroid finds nothing there, so the cluster is also bisected spectrally
-   (`_two_ideas`); when its halves score below ``TWO_IDEAS_BETWEEN`` across, below ``TWO_IDEAS_RATIO``
-   times *each* half's inner similarity, and have clients of their own (at most
-   ``TWO_IDEAS_SHARED_CLIENTS`` of the fragments from a client that wrote in both halves), the smaller
-   half is the second idea, however large (5 of the 12 fragments left after outliers on the recall
-   corpus). Either way it is set aside. Two fragments are never a second idea: pairs of paraphrases
-   that share a word (``water meters`` / ``utility meters``) look exactly like that. Nor are the groups
-   of a closed set: fragments naming ``battery`` and those naming ``mains`` split apart too (and a
-   fragment naming a rare value looks like an outlier), but the values fill one slot: synthesis takes
-   back the set-aside fragments that differ from the core only by the value they name
-   (`value_fragments`, then `rejoin`), not those that merely contain a candidate word.
+   (`_two_ideas`); when its halves (>= ``TWO_IDEAS_MIN`` fragments each) score below
+   ``TWO_IDEAS_BETWEEN`` across, below ``TWO_IDEAS_RATIO`` times *each* half's inner similarity, and
+   have clients of their own (at most ``TWO_IDEAS_SHARED_CLIENTS`` of the fragments from a client that
+   wrote in both halves), the smaller half is the second idea, however large (5 of the 12 fragments
+   left after outliers on the recall corpus). Either way it is set aside. Two fragments are never a
+   second idea: pairs of paraphrases that share a word (``water meters`` / ``utility meters``) look
+   exactly like that. Nor are the groups of a closed set: fragments naming ``battery`` and those naming
+   ``mains`` split apart too (and a fragment naming a rare value looks like an outlier), but the values
+   fill one slot: synthesis takes back the set-aside fragments that differ from the core only by the
+   value they name (`value_fragments`, then `rejoin`), not those that merely contain a candidate word.
 
 `Core.purity_proxy` (core size / cluster size: the replay's ``core_share``) and `Core.cohesion` (mean
 similarity of the core to its centroid) are what the replay and the calibration report; a patch needs a
@@ -58,6 +58,7 @@ SUBGROUP_RATIO = 0.75  # ... and below this share of the rest's inner similarity
 TWO_IDEAS_BETWEEN = 0.25  # a bisection's two groups are two ideas when across they score below this ...
 TWO_IDEAS_RATIO = 0.70  # ... and below this share of *each* group's inner similarity
 TWO_IDEAS_SHARED_CLIENTS = 0.25  # ... and at most this share of fragments from clients that wrote in both
+TWO_IDEAS_MIN = 5  # ... each half could recur on its own: as many fragments as the gate's default 5 clients
 VALUE_HOLD = 0.80  # a set-aside group that keeps less of its inner similarity without its value words was values
 _ITERATIONS = 10
 
@@ -271,7 +272,7 @@ def _two_ideas(sims: npt.NDArray[np.float32], clients: Sequence[str]) -> list[in
         first = (head - diagonal) / (k * (k - 1))
         rest = (tail - (diagonal[-1] - diagonal)) / ((n - k) * (n - k - 1))
         ratio = between / np.maximum(np.minimum(first, rest), 1e-6)
-    cuts = np.arange(SUBGROUP_MIN, n - SUBGROUP_MIN + 1)  # sizes of the first half
+    cuts = np.arange(TWO_IDEAS_MIN, n - TWO_IDEAS_MIN + 1)  # sizes of the first half
     if not len(cuts):
         return []
     cut = int(cuts[np.argmin(ratio[cuts - 1])])
