@@ -141,7 +141,7 @@ class PatchMaker:
         # One forward pass for what the steps below would embed in ten small calls (most cached already).
         s.phrases.prefetch(synthesis_phrases(texts, existing))
         vectors = s.phrases.embed(texts)
-        core = core_of(vectors)
+        core = core_of(vectors, [f.client_id for f in fragments])
         if core.cohesion < s.config.min_cohesion:
             # The cohesion gate: what would make the key is not one idea. The cluster keeps collecting.
             s.emit(

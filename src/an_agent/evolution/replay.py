@@ -222,8 +222,10 @@ def _other_texts(payload: Any, config: EvolutionConfig) -> tuple[str, ...]:
 
 def core_share(engine: EvolutionEngine, embedder: Embedder, cluster_id: str) -> float:
     """Share of the cluster's fragments that its core keeps (`cohesion.core_of`; 1.0: none set aside)."""
-    texts = [f.text for f in engine.store.fragments(cluster_id)]
-    return round(core_of(embedder.embed(texts)).purity_proxy, 4) if texts else 0.0
+    fragments = engine.store.fragments(cluster_id)
+    texts = [f.text for f in fragments]
+    core = core_of(embedder.embed(texts), [f.client_id for f in fragments]) if texts else None
+    return round(core.purity_proxy, 4) if core is not None else 0.0
 
 
 def _clusters(engine: EvolutionEngine, embedder: Embedder) -> list[dict[str, Any]]:

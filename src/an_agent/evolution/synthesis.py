@@ -29,7 +29,7 @@ import numpy as np
 
 from an_agent.evolution.alternatives import alternative_words
 from an_agent.evolution.categories import category_phrases
-from an_agent.evolution.cohesion import Core, core_of, rejoin
+from an_agent.evolution.cohesion import Core, core_of, rejoin, value_fragments
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
 from an_agent.schemas.anchors import example_mappings, key_anchors
@@ -152,13 +152,17 @@ def induce_key(
         raise ValueError("cannot induce a key from an empty cluster")
     core = core or core_of(vectors)
     if core.outliers or core.second_idea:
-        # What was set aside may name values of one slot (on battery / on mains): those fragments belong.
-        # Not for a set found by category (no shared frame): a set-aside "Samsung TV" or "iPhone case" is
-        # a one-off sharing a value's word as often as a value (the recall corpus's device models).
-        whole = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
-        if whole.enum and "key" not in whole.info:
-            set_aside = {*core.outliers, *core.second_idea}
-            core = rejoin(core, vectors, {i for i in set_aside if whole.values[i] is not None})
+        # What was set aside may name values of one slot (on battery / on mains): those fragments belong,
+        # unless they are a second idea that only contains a candidate word (`value_fragments`). Not for a
+        # set found by category (no shared frame): a set-aside "Samsung TV" or "iPhone case" is a one-off
+        # sharing a value's word as often as a value (the recall corpus's device models).
+        def closed_set(indexes: Sequence[int]) -> tuple[Any, ...]:
+            part = infer_value(
+                [texts[i] for i in indexes], embedder, now=now, stop_words=STOP_WORDS, vectors=vectors[list(indexes)]
+            )
+            return part.values if part.enum and "key" not in part.info else (None,) * len(part.values)
+
+        core = rejoin(core, vectors, value_fragments(core, texts, vectors, embedder, closed_set))
     texts = [texts[i] for i in core.members]
     vectors = vectors[list(core.members)]
     centroid = vectors.sum(axis=0)
