@@ -39,6 +39,7 @@ from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.events import EvolutionEvent
+from an_agent.evolution.patching import SYNTHESIS_FRAGMENTS
 from an_agent.evolution.policy import DefaultUpdatePolicy, UpdatePolicy
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.registry import TemplateRegistry
@@ -221,8 +222,12 @@ def _other_texts(payload: Any, config: EvolutionConfig) -> tuple[str, ...]:
 
 
 def core_share(engine: EvolutionEngine, embedder: Embedder, cluster_id: str) -> float:
-    """Share of the cluster's fragments that its core keeps (`cohesion.core_of`; 1.0: none set aside)."""
-    fragments = engine.store.fragments(cluster_id)
+    """Share of the cluster's fragments that its core keeps (`cohesion.core_of`; 1.0: none set aside).
+
+    Of the fragments a synthesis reads (the newest `SYNTHESIS_FRAGMENTS`): the core's two-ideas step is
+    cubic in the fragments, and a replay of a long log can hold clusters of thousands.
+    """
+    fragments = engine.store.fragments(cluster_id, limit=SYNTHESIS_FRAGMENTS)
     texts = [f.text for f in fragments]
     core = core_of(embedder.embed(texts), [f.client_id for f in fragments]) if texts else None
     return round(core.purity_proxy, 4) if core is not None else 0.0
