@@ -188,16 +188,32 @@ def snake_name(phrase: str) -> str:
     return name if is_snake_case(name) else re.sub(r"_+", "_", name)
 
 
+# Who a request is about or from: the participant of nearly every request of a scenario ("the customer is
+# deaf", "the other operator on this tower"), never what the request asks for. A name is not made of them.
+PARTICIPANTS = _words(
+    """customer customers customer's caller callers caller's subscriber subscribers subscriber's user users
+    user's client clients client's complainant complainant's operator operators operator's person people
+    someone somebody he she him her his hers they"""
+)
+
+
+_PAUSE = re.compile(r"[,;:!?()]|\.(?:\s|$)|\s[-\u2013\u2014]\s")
+
+
 def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
-    """1- to 3-word phrases without stop words at either end, counted once per fragment."""
+    """1- to 3-word phrases without stop words at either end, counted once per fragment.
+
+    A phrase holds no participant (`PARTICIPANTS`: "customer's phone" gives "phone", "phone model") and does
+    not cross punctuation (`_PAUSE`)."""
     counts: Counter[str] = Counter()
     for text in texts:
-        words = tokens(text)
+        # A phrase does not cross punctuation: "Christmas day, offices are closed" has no "day offices".
+        words = ["" if w in PARTICIPANTS else w for part in _PAUSE.split(text) for w in [*tokens(part), ""]]
         seen: set[str] = set()
         for n in (1, 2, 3):
             for i in range(len(words) - n + 1):
                 gram = words[i : i + n]
-                if gram[0] in _STOP or gram[-1] in _STOP or any(c.isdigit() for w in gram for c in w):
+                if gram[0] in _STOP or gram[-1] in _STOP or "" in gram or any(c.isdigit() for w in gram for c in w):
                     continue
                 phrase = " ".join(gram)
                 if phrase not in seen:
