@@ -216,10 +216,17 @@ def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
                 if gram[0] in _STOP or gram[-1] in _STOP or "" in gram or any(c.isdigit() for w in gram for c in w):
                     continue
                 phrase = " ".join(gram)
+                if n == 3 and gram[1] in _COPULA and gram[2].endswith("ed") and len(gram[2]) > 4:
+                    # "the tower is shared" says what a name says as "shared tower": a present state, its
+                    # participle before its noun ("the car was restarted" is an event; "is overheating" too).
+                    phrase = f"{gram[2]} {gram[0]}"
                 if phrase not in seen:
                     seen.add(phrase)
                     counts[phrase] += 1
     return counts
+
+
+_COPULA = _words("is are")
 
 
 def ranked_candidates(texts: Sequence[str]) -> list[str]:
