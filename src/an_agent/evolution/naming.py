@@ -1,6 +1,8 @@
 """Naming a synthesised key from the meaning of its cluster, not from its most frequent token.
 
-Candidates are the 1- to 3-word phrases of the fragments (no stop word at either end), plus key-like phrases
+Candidates are the 1- to 3-word phrases of the fragments (no stop word at either end, no participant such
+as "customer" or "operator" anywhere, none across punctuation; "the tower is shared" as "shared tower"),
+plus key-like phrases
 made of a content word of the fragments and a generic key head
 (``source``, ``type``, ``condition``, ``channel``, ...: the words the draft's and our templates use for keys
 that take a closed set of values). Each candidate is embedded with the same model as the pool and scored
