@@ -84,12 +84,14 @@ def test_battery_mains_generator_stay_the_lexical_closed_set(minilm: MiniLMEmbed
 @pytest.mark.slow
 def test_wordings_that_fall_under_a_category_do_not_separate(minilm: MiniLMEmbedder) -> None:
     """Solar / photovoltaic are power sources to the model, but the solar cluster says one thing: its
-    fragments do not group by the word (separation below CATEGORY_SEPARATION), so the key stays a flag."""
+    fragments do not group by the word (separation below CATEGORY_SEPARATION), so the key stays a flag.
+    The category took solar, photovoltaic and supply until the noun test (`alternatives.not_values`): "the
+    panels on the roof supply this site" uses supply as a verb, and two members are no set."""
     rows = [json.loads(line) for line in (DATA / "heldout_noise_corpus.jsonl").read_text().splitlines()]
     texts = [r["payload"]["other"] for r in rows if r["label"] == "cluster:solar_power"]
     vectors = minilm.embed(texts)
-    found = category_alternatives(texts, minilm, STOP_WORDS)
-    assert found is not None and found.category.key == "power_source"  # the category alone would take it
-    margin = separation(found.values, texts, vectors)
+    assert category_alternatives(texts, minilm, STOP_WORDS) is None
+    taken = [(w, frozenset({w})) for w in ("solar", "photovoltaic", "supply")]
+    margin = separation(taken, texts, vectors)
     assert margin is not None and margin < CATEGORY_SEPARATION
     assert infer_value(texts, minilm, now=NOW, stop_words=STOP_WORDS, vectors=vectors).key_type == "boolean"

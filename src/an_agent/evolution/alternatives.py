@@ -152,7 +152,8 @@ def find_alternatives(
     vectors = embedder.embed(words)
     sims = vectors @ vectors.T
     doc_sets = [{i for i, words in enumerate(per_text) if c in words} for c in candidates]
-    modifiers = modifier_words(texts, candidates, doc_sets, sims)
+    # A word used as a verb, a preposition or an evaluative adjective is no value, nor what a set grows from.
+    modifiers = modifier_words(texts, candidates, doc_sets, sims) | not_values(texts, candidates)
     heads = _heads(texts, candidates, doc_sets, sims)
     qualified = _qualified_heads(texts, candidates, heads)
     adjacent = {pair for t in texts for pair in _pairs(t)}
@@ -267,6 +268,48 @@ def modifier_words(
                 if b in recurring and b != a and b not in heads:
                     before[a] += 1
     return {index[c] for c, k in before.items() if k > 0.5 * uses[c]}
+
+
+# Adjectives that qualify any noun without classifying it: "the main site", "a new tower", "the same
+# cabinet" never name a value of a slot (English's evaluative and ordering adjectives, not a domain list).
+def _word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+_EVALUATIVE = _word_set(
+    """main new old big small large huge tiny whole entire same next first last own usual certain various
+    several real actual current recent"""
+)
+_DETERMINERS = _word_set("the a an this that these those my our your his her its their some any every each no")
+# A complex preposition is "<preposition> <noun> of" with no article: in front of, on top of, instead of.
+_PREPOSITIONS = _word_set("in on at by for instead because")
+_TOKEN = re.compile(r"[a-z][a-z0-9\-]*|[^\sa-z0-9]")  # punctuation kept: "on batteries, the mains" is no verb
+
+
+def not_values(texts: Sequence[str], candidates: Sequence[str]) -> set[int]:
+    """Candidates (stems) the fragments do not use as a noun: no value of a slot can be one of them.
+
+    A value names a thing or a kind ("on battery", "a fleet customer"). A word followed by a determiner
+    in most of its uses is a verb ("the roof blocks the line of sight"); one that stands between a
+    preposition and "of" in most of its uses is part of a complex preposition ("in front of the
+    antenna"); an evaluative adjective (`_EVALUATIVE`: "the main lobe", "a new tower") in all of its uses
+    qualifies any noun. Such words made an enumeration of junk (cell, front, tower, blocks, main) out of
+    a cluster of obstructions.
+    """
+    index = {c: i for i, c in enumerate(candidates)}
+    uses: Counter[str] = Counter()
+    not_noun: Counter[str] = Counter()
+    evaluative: Counter[str] = Counter()
+    for text in texts:
+        toks = _TOKEN.findall(text.lower())
+        for before, word, after in zip(["", *toks], toks, [*toks[1:], ""], strict=False):
+            stem = _stem(word)
+            if stem not in index:
+                continue
+            uses[stem] += 1
+            evaluative[stem] += word in _EVALUATIVE
+            not_noun[stem] += after in _DETERMINERS or (after == "of" and before in _PREPOSITIONS)
+    return {index[c] for c in uses if evaluative[c] == uses[c] or not_noun[c] > 0.5 * uses[c]}
 
 
 def _pairs(text: str) -> list[tuple[str, str]]:

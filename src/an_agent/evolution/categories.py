@@ -28,6 +28,7 @@ from an_agent.evolution.alternatives import (
     content_words,
     excludes,
     modifier_words,
+    not_values,
     same_family,
 )
 from an_agent.schemas.embedding import Embedder
@@ -103,7 +104,7 @@ def category_alternatives(
     embedded = embedder.embed([*words, *(c.phrase for c in categories)])
     sims = embedded[: len(words)] @ embedded[len(words) :].T
     word_sims = embedded[: len(words)] @ embedded[: len(words)].T
-    skip = modifier_words(texts, stems, doc_sets, word_sims)
+    skip = modifier_words(texts, stems, doc_sets, word_sims) | not_values(texts, stems)
     best: CategorySet | None = None
     best_cover = 0
     for c, category in enumerate(categories):

@@ -1,6 +1,8 @@
 """Naming a synthesised key from the meaning of its cluster, not from its most frequent token.
 
-Candidates are the 1- to 3-word phrases of the fragments (no stop word at either end), plus key-like phrases
+Candidates are the 1- to 3-word phrases of the fragments (no stop word at either end, no participant such
+as "customer" or "operator" anywhere, none across punctuation; "the tower is shared" as "shared tower"),
+plus key-like phrases
 made of a content word of the fragments and a generic key head
 (``source``, ``type``, ``condition``, ``channel``, ...: the words the draft's and our templates use for keys
 that take a closed set of values). Each candidate is embedded with the same model as the pool and scored
@@ -188,22 +190,45 @@ def snake_name(phrase: str) -> str:
     return name if is_snake_case(name) else re.sub(r"_+", "_", name)
 
 
+# Who a request is about or from: the participant of nearly every request of a scenario ("the customer is
+# deaf", "the other operator on this tower"), never what the request asks for. A name is not made of them.
+PARTICIPANTS = _words(
+    """customer customers customer's caller callers caller's subscriber subscribers subscriber's user users
+    user's client clients client's complainant complainant's operator operators operator's person people
+    someone somebody he she him her his hers they"""
+)
+
+
+_PAUSE = re.compile(r"[,;:!?()]|\.(?:\s|$)|\s[-\u2013\u2014]\s")
+
+
 def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
-    """1- to 3-word phrases without stop words at either end, counted once per fragment."""
+    """1- to 3-word phrases without stop words at either end, counted once per fragment.
+
+    A phrase holds no participant (`PARTICIPANTS`: "customer's phone" gives "phone", "phone model") and does
+    not cross punctuation (`_PAUSE`)."""
     counts: Counter[str] = Counter()
     for text in texts:
-        words = tokens(text)
+        # A phrase does not cross punctuation: "Christmas day, offices are closed" has no "day offices".
+        words = ["" if w in PARTICIPANTS else w for part in _PAUSE.split(text) for w in [*tokens(part), ""]]
         seen: set[str] = set()
         for n in (1, 2, 3):
             for i in range(len(words) - n + 1):
                 gram = words[i : i + n]
-                if gram[0] in _STOP or gram[-1] in _STOP or any(c.isdigit() for w in gram for c in w):
+                if gram[0] in _STOP or gram[-1] in _STOP or "" in gram or any(c.isdigit() for w in gram for c in w):
                     continue
                 phrase = " ".join(gram)
+                if n == 3 and gram[1] in _COPULA and gram[2].endswith("ed") and len(gram[2]) > 4:
+                    # "the tower is shared" says what a name says as "shared tower": a present state, its
+                    # participle before its noun ("the car was restarted" is an event; "is overheating" too).
+                    phrase = f"{gram[2]} {gram[0]}"
                 if phrase not in seen:
                     seen.add(phrase)
                     counts[phrase] += 1
     return counts
+
+
+_COPULA = _words("is are")
 
 
 def ranked_candidates(texts: Sequence[str]) -> list[str]:

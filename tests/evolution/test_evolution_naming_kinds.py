@@ -1,0 +1,155 @@
+"""Names that say the idea, and closed sets whose values are of one kind (issue 14; docs/evolution.md, section 5)."""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+import pytest
+
+from an_agent.evolution.alternatives import content_words, find_alternatives, not_values
+from an_agent.evolution.categories import category_alternatives
+from an_agent.evolution.embedder import MiniLMEmbedder
+from an_agent.evolution.inference import infer_value
+from an_agent.evolution.naming import STOP_WORDS, candidate_phrases, name_key
+from an_agent.evolution.replay import replay
+from conftest import DATA, POWER
+
+NOW = datetime(2026, 11, 10, 12, 0, tzinfo=UTC).timestamp()
+
+# The obstruction cluster of heldout_recall_corpus.jsonl as synthesis saw it (with the temporary-cell
+# lines that merged into it): it made an enumeration of cell, front, tower, blocks, main.
+OBSTRUCTION = [
+    "a new noise barrier along the motorway shields the cell",
+    "trees in front of the antenna have grown a lot",
+    "solar panels were mounted in front of the antenna",
+    "a huge billboard was put up right in front of the panel",
+    "emergency mobile tower installed next to the stadium",
+    "temporary COW deployed in the parking lot",
+    "a tower crane stands in the beam",
+    "the new stadium roof blocks the line of sight",
+    "a wind turbine went up in the main lobe",
+    "a truck with a mobile cell will arrive tomorrow",
+    "a new office building now blocks the sector",
+    "set up a portable base station for the weekend",
+    "a cell on wheels is being driven to the site",
+    "portable cell site brought in while the main site is down",
+]
+# heldout_recall_corpus.jsonl, cluster:device_model, with the one-offs its core kept.
+DEVICES = [
+    "the caller was on the metro when she rang",
+    "customer says the phone is useless in his cellar",
+    "customer uses an iPhone 15",
+    "the affected device is a Huawei P30",
+    "the handset is a Samsung Galaxy S23",
+    "happens with the Fairphone 5",
+    "caller's phone is a Motorola g54",
+    "customer's phone model is iPhone SE 2nd gen",
+    "the customer bought a new iPhone case",
+]
+# heldout_blind_corpus.jsonl, cluster:shared_tower, as synthesis saw it.
+SHARED = [
+    "a second operator's antennas are on this mast",
+    "the other operator on this tower must be informed",
+    "the tower is shared with another operator",
+    "two operators use the same cabinet on this mast",
+    "the mast is co-located with a competitor",
+    "the other operator's logo is on the shelter",
+]
+
+
+def _flagged(texts: list[str]) -> set[str]:
+    _, candidates, _ = content_words(texts, STOP_WORDS)
+    return {candidates[i] for i in not_values(texts, candidates)}
+
+
+def test_verbs_complex_prepositions_and_evaluative_adjectives_are_not_values() -> None:
+    flagged = _flagged(OBSTRUCTION)
+    assert {"block", "front", "main"} <= flagged  # "blocks the", "in front of", "the main lobe"
+    assert not {"cell", "tower", "antenna", "stadium"} & flagged
+    # Nouns followed by "of" after an article stay nouns ("the basement of the mall"); "mains" is not "main".
+    assert not _flagged(["the basement of the mall", "the basement of the hotel", "no signal in the basement"])
+    assert not {"battery", "mains", "generator"} & _flagged(POWER)
+
+
+def test_an_enumeration_of_junk_words_is_refused(minilm: MiniLMEmbedder) -> None:
+    """Without the noun test the obstruction cluster was `site_type` with cell, front, tower, blocks, main."""
+    values = {v for v, _ in find_alternatives(OBSTRUCTION, minilm, STOP_WORDS)}
+    assert not values & {"front", "blocks", "main"}, values
+    assert category_alternatives(OBSTRUCTION, minilm, STOP_WORDS) is None
+    spec = infer_value(OBSTRUCTION, minilm, now=NOW, stop_words=STOP_WORDS, vectors=minilm.embed(OBSTRUCTION))
+    assert spec.key_type == "boolean" and not spec.enum
+
+
+def test_closed_sets_of_one_kind_stay(minilm: MiniLMEmbedder) -> None:
+    assert [v for v, _ in find_alternatives(POWER, minilm, STOP_WORDS)] == ["battery", "mains", "generator"]
+
+
+def test_phrases_do_not_cross_punctuation_nor_hold_a_participant() -> None:
+    phrases = candidate_phrases(["it's Christmas day, offices are closed", "the customer is deaf - call back"])
+    assert "day offices" not in phrases and "christmas day" in phrases
+    assert "customer" not in phrases and "deaf call" not in phrases
+    assert set(candidate_phrases(["customer's phone model is an iPhone"])) >= {"phone", "phone model"}
+    assert not [p for p in candidate_phrases(["please call the customer back"]) if "customer" in p]
+
+
+def test_a_participant_does_not_name_the_key(minilm: MiniLMEmbedder) -> None:
+    """Who the requests are about (customer, caller, operator) is no name: `customer_phone` -> `phone_model`,
+    `operator` -> a word of what is said about the operator."""
+    assert _name(DEVICES, minilm) == "phone_model"  # was customer_phone
+    assert "operator" not in _name(SHARED, minilm)  # was operator
+
+
+def _name(texts: list[str], minilm: MiniLMEmbedder) -> str:
+    """The name `naming.name_key` gives these fragments (the core synthesis saw, no second core test)."""
+    vectors = minilm.embed(texts)
+    centroid = vectors.sum(axis=0)
+    centroid = centroid / np.linalg.norm(centroid)
+    spec = infer_value(texts, minilm, now=NOW, stop_words=STOP_WORDS, vectors=vectors)
+    return name_key(texts, spec, centroid, minilm)[0]
+
+
+def test_a_present_state_is_named_with_its_participle_first() -> None:
+    """ "the tower is shared" -> "shared tower"; an event ("was restarted") or a progressive ("is
+    overheating") stays as it is said."""
+    phrases = candidate_phrases(["the tower is shared with another operator", "the mast is co-located"])
+    assert {"shared tower", "co-located mast"} <= set(phrases) and "tower is shared" not in phrases
+    assert "restarted car" not in candidate_phrases(["the car was restarted twice"])
+    assert "overheating equipment" not in candidate_phrases(["the equipment is overheating"])
+
+
+def _keys(corpus: str, minilm: MiniLMEmbedder) -> dict[str, dict[str, Any]]:
+    """The key of each labelled intent's patch in a replay of ``corpus`` (with the real model)."""
+    lines = (DATA / corpus).read_text().splitlines()
+    labels = [json.loads(line)["label"] for line in lines]
+    report = replay(lines, minilm).to_dict()
+    members = {c["cluster_id"]: c["members"] for c in report["clusters"]}
+    out = {}
+    for patch in report["patches"]:
+        label = Counter(labels[m] for m in members[patch["cluster_id"]]).most_common(1)[0][0]
+        out[label] = (patch["new_keys"] + patch["modified_keys"])[0]
+    return out
+
+
+@pytest.mark.slow
+def test_held_out_names_say_the_idea_and_no_junk_enumeration(minilm: MiniLMEmbedder) -> None:
+    """heldout_recall / heldout_blind (docs/evolution-dev-corpus.md): no key is named after a participant
+    (was `customer`, `operator`, `customer_phone`), no phrase spans a comma (was `day_offices`), and no
+    key is an enumeration of cell, front, tower, blocks, main (the words of the obstruction and
+    temporary-cell lines; since the two-ideas split the obstruction lines make no patch on this corpus
+    and the temporary cell's is a flag: docs/evolution.md, section 4)."""
+    recall = _keys("heldout_recall_corpus.jsonl", minilm)
+    assert recall["cluster:device_model"]["key_name"] == "phone_model"
+    assert recall["cluster:public_holiday"]["key_name"] != "day_offices"
+    temporary = recall["cluster:temporary_cell"]
+    assert temporary["key_type"] == "boolean", temporary
+    assert "cluster:obstruction" not in recall
+    for key in recall.values():  # no junk set on any key: "blocks" is a verb, "front" part of "in front of"
+        values = key["semantic_description"].partition("Acceptable values:")[2].split(".")[0]
+        assert "blocks" not in values and "front" not in values, key
+    blind = _keys("heldout_blind_corpus.jsonl", minilm)
+    assert blind["cluster:shared_tower"]["key_name"] == "co_located_mast"
+    assert "customer" not in blind["cluster:accessibility"]["key_name"]
