@@ -15,14 +15,18 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
 3. **identifiers of one kind** (CELL-0401): an ``array`` with ``Item format:``;
 4. **time-of-day ranges** ("between 01:00 and 05:00"): a ``string`` with ``Format: <HH:MM-HH:MM>``... kept
    as the existing ``HH:MM-HH:MM`` wording;
-5. **a closed set of alternatives** (`an_agent.evolution.alternatives`): words of one kind that fill the
+5. **a free-form name** (`an_agent.evolution.freeform`): most fragments name a value of one kind that
+   differs in each of them ("a Samsung Galaxy S23", "an iPhone 15"; "firmware 21.3.2"; "Maria Lopez"): a
+   ``string`` without constraints, each fragment's value its name-like span, and the frame word the
+   values share (``info["frame"]``) for the name;
+6. **a closed set of alternatives** (`an_agent.evolution.alternatives`): words of one kind that fill the
    same slot in different fragments ("on battery", "on generator", "back on mains"; "fleet customer",
    "private customer") and rarely appear together, one of which may dominate: a ``string`` with
    ``Acceptable values:`` (the most named value first), and the noun the values qualify, if any, as
    ``info["category"]`` for the name; failing that, words that each fall under one shipped category
    (`an_agent.evolution.categories`: "storm", "snow", "strong wind" are weather), with the category's
    key name as ``info["key"]``;
-6. otherwise the fragments state a condition or a wish: a ``boolean`` flag (default false).
+7. otherwise the fragments state a condition or a wish: a ``boolean`` flag (default false).
 
 Every constraint is written in the description phrases of `an_agent.schemas.template`, so validation
 and the JSON Schema projection read the same thing the people and LLMs read.
@@ -39,6 +43,7 @@ from typing import Any
 
 from an_agent.evolution.alternatives import find_alternatives, mentions, separation, slot_head, values_separate
 from an_agent.evolution.categories import CATEGORY_SEPARATION, category_alternatives
+from an_agent.evolution.freeform import find_freeform
 from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
@@ -187,6 +192,10 @@ def infer_value(
     ):
         if spec is not None:
             return spec
+    # Names that differ in every fragment go before closed sets: no value recurs, so no set could form,
+    # and a shipped category would read a few of them as its words ("Samsung", "Nokia": devices).
+    if (freeform := find_freeform(texts, stop_words)) is not None:
+        return ValueSpec("string", freeform.values, info={"freeform": True, "frame": freeform.frame})
     alternatives = find_alternatives(texts, embedder, stop_words)
     if alternatives and vectors is not None and not values_separate(alternatives, texts, vectors):
         alternatives = []

@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import UNIT_WORDS, find_ids
@@ -334,6 +335,9 @@ def name_key(
             phrase = (pairs or longer)[0]
     if spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
+    elif spec.info.get("freeform") and (kind := freeform_phrase([p for _, p in ranked], spec.values)) is not None:
+        # A name that differs in every fragment: the key names its kind ("handset model"), not a value.
+        phrase = kind
     elif spec.key_type == "array" and spec.id_prefix and (noun := _id_noun(texts, spec.id_prefix)) is not None:
         phrase = noun
     elif (
@@ -350,7 +354,10 @@ def name_key(
         words = [w for w in phrase.split() if w not in _STOP]
         if len(words) > 1 and words[0] in openers:
             phrase = " ".join(words[1:])
-    alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
+    others = [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked]
+    if spec.info.get("freeform"):
+        others = without_values(others, spec.values)  # other names of the kind, not values
+    alternatives = _alternatives(phrase, others)
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
     name = snake_name(" ".join(w for w in phrase.split() if w not in _STOP) or phrase)
     suffix = None

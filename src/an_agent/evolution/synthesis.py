@@ -212,6 +212,8 @@ def _describe(
         head = f"{what}{also}, as an RFC 3339 date and time (UTC)."
     elif spec.key_type == "array":
         head = f"{what}{also}, as a list of identifiers."
+    elif spec.info.get("freeform"):
+        head = f"The {phrase} the request names{also}, as written (free text)."
     else:
         head = f"{what}{also}."
     constraints = "".join(" " + p for p in spec.phrases)
