@@ -143,6 +143,9 @@ def test_held_out_names_say_the_idea_and_no_junk_enumeration(minilm: MiniLMEmbed
     and the temporary cell's is a flag: docs/evolution.md, section 4)."""
     recall = _keys("heldout_recall_corpus.jsonl", minilm)
     assert recall["cluster:device_model"]["key_name"] == "phone_model"
+    # Each line names another model: a free-form string (evolution/freeform.py), no longer a flag.
+    assert recall["cluster:device_model"]["key_type"] == "string"
+    assert "-> 'Motorola g54'" in recall["cluster:device_model"]["semantic_description"]
     assert recall["cluster:public_holiday"]["key_name"] != "day_offices"
     temporary = recall["cluster:temporary_cell"]
     assert temporary["key_type"] == "boolean", temporary

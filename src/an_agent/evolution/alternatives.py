@@ -1,7 +1,7 @@
 """Closed sets of values for patch synthesis: words that fill one slot in a cluster's fragments.
 
 "on battery", "on generator", "back on mains": the fragments choose one of a few words of one kind, and
-the key takes ``Acceptable values:`` (`an_agent.evolution.inference`, rule 5). `find_alternatives` finds
+the key takes ``Acceptable values:`` (`an_agent.evolution.inference`, rule 6). `find_alternatives` finds
 the set, `values_separate` checks that the fragments group by value (slots) rather than using
 interchangeable words for one idea (wordings), and `mentions` says which value a fragment names.
 """
