@@ -64,10 +64,25 @@ def test_the_key_is_named_by_the_kind_of_its_values() -> None:
     assert value_head(["21.3.2", "SR OS 23.10.R1", "v3.9.7"]) == "version"
     assert value_head(["Maria Lopez", "Mr Jensen", None]) == "name"
     assert value_head(["Galaxy A54", "Xiaomi 13T", "Nokia"]) == "model"
+    assert value_head(["INC0012345", "L2600", "B3"]) == "code"
     values = ["Sony Xperia 10 V", "Galaxy A54"]
     assert freeform_phrase(["sony xperia", "handset"], values) == "handset model"
     assert freeform_phrase(["phone model"], values) == "phone model"
     assert freeform_phrase(["sony"], values) is None
+    # A noun the values are said of ("the n78 carrier", "the B3 carrier") names them before a better-ranked
+    # phrase, when it ends the phrase.
+    carriers = ["n78", "B3", "L2600"]
+    assert freeform_phrase(["sleep mode", "carrier overnight", "carrier"], carriers, ("carrier",)) == "carrier code"
+    found = find_freeform(
+        [
+            "see ticket INC0012345",
+            "same as previous ticket INC0012399",
+            "linked to INC0012401",
+            "refer to ticket INC0012455",
+        ],
+        STOP_WORDS,
+    )
+    assert found is not None and found.kinds == ("ticket",)
 
 
 def test_free_form_spec_comes_before_closed_sets_and_flags() -> None:

@@ -163,12 +163,26 @@ def _frame(text: str, span: Span) -> set[tuple[str, str]]:
     return {("before", w) for w in before} | {("after", w) for w in after}
 
 
+_COPULA = _words("is are was were : be")
+
+
+def _kind_words(text: str, span: Span, stop_words: frozenset[str]) -> set[str]:
+    """The nouns a value is said of: the content word before it, past articles, a copula and a colon
+    ("the handset is a <X>", "handset: <X>", "firmware <X>"), and the word right after it ("the <X>
+    carrier"); a stop word there ("on a <X>", "<X> at the gate") gives none."""
+    before = [w for w in re.findall(r"[a-z0-9]+|:", text[: span.start].lower()) if w not in _ARTICLES | _COPULA]
+    after = re.findall(r"[a-z0-9]+|\S", text[span.end :].lower())[:1]
+    return {w for w in [*before[-1:], *after] if w.isalpha() and len(w) >= 3 and w not in stop_words}
+
+
 @dataclass(frozen=True)
 class FreeForm:
-    """A free-form slot: each fragment's value (or None) and the frame words the values share."""
+    """A free-form slot: each fragment's value (or None), the frame words the values share, and the nouns
+    two values or more are said of (`_kind_words`), most frequent first: candidates for the key's name."""
 
     values: tuple[str | None, ...]
     frame: tuple[str, ...]
+    kinds: tuple[str, ...] = ()
 
 
 def find_freeform(texts: Sequence[str], stop_words: frozenset[str]) -> FreeForm | None:
@@ -191,7 +205,12 @@ def find_freeform(texts: Sequence[str], stop_words: frozenset[str]) -> FreeForm 
     shared = [w for (_, w), c in frames.most_common() if c >= 2]
     if not shared:
         return None
-    return FreeForm(tuple(s.text if s is not None else None for s in found), tuple(shared))
+    kinds = Counter(w for t, s in present for w in _kind_words(t, s, stop_words))
+    return FreeForm(
+        tuple(s.text if s is not None else None for s in found),
+        tuple(shared),
+        tuple(w for w, c in kinds.most_common() if c >= 2),
+    )
 
 
 def _has_name_word(value: str) -> bool:
@@ -199,13 +218,19 @@ def _has_name_word(value: str) -> bool:
     return any(t.isalpha() and len(t) >= 3 and not t.isupper() for t in _TOKEN.findall(value))
 
 
+_DOTTED = re.compile(r"\d\.[A-Za-z0-9]")
+
+
 def value_head(values: Sequence[str | None]) -> str:
-    """What the values are, by their shape: ``version`` when most are numbers and codes alone ("21.3.2",
-    "SR OS 23.10.R1"), ``name`` when most hold no digit ("Maria Lopez"), else ``model`` ("Galaxy A54")."""
+    """What the values are, by their shape, for the key's name: ``version`` when most hold a dotted number
+    ("21.3.2", "SR OS 23.10.R1", "v3.9.7"), ``code`` when most are letters and digits without a word
+    ("L2600", "INC0012560"), ``name`` when most hold no digit ("Maria Lopez"), else ``model`` ("Galaxy A54")."""
     present = [v for v in values if v]
     with_digit = [v for v in present if any(c.isdigit() for c in v)]
-    if sum(1 for v in with_digit if not _has_name_word(v)) > 0.5 * len(present):
+    if sum(1 for v in present if _DOTTED.search(v)) > 0.5 * len(present):
         return "version"
+    if sum(1 for v in with_digit if not _has_name_word(v)) > 0.5 * len(present):
+        return "code"
     if len(with_digit) < 0.5 * len(present):
         return "name"
     return "model"
@@ -217,13 +242,14 @@ def without_values(phrases: Sequence[str], values: Sequence[str | None]) -> list
     return [p for p in phrases if not set(p.split()) & words]
 
 
-def freeform_phrase(ranked: Sequence[str], values: Sequence[str | None]) -> str | None:
+def freeform_phrase(ranked: Sequence[str], values: Sequence[str | None], kinds: Sequence[str] = ()) -> str | None:
     """The name of a free-form key: the best-ranked phrase of one or two words that holds no word of a
-    value (`without_values`), with the values' head (`value_head`) appended unless the phrase ends with
-    it ("firmware" -> "firmware version", "phone model" stays); None without such a phrase."""
+    value (`without_values`), one ending with a noun the values are said of (``kinds``: "ticket" in "see
+    ticket <X>", "previous ticket <X>") first, with the values' head (`value_head`) appended unless the
+    phrase ends with it ("firmware" -> "firmware version", "phone model" stays); None without a phrase."""
     head = value_head(values)
-    for phrase in without_values(ranked, values):
-        parts = phrase.split()
-        if len(parts) <= 2:
-            return phrase if parts[-1] == head else f"{phrase} {head}"
+    phrases = [p for p in without_values(ranked, values) if len(p.split()) <= 2]
+    framed = [p for p in phrases if p.split()[-1] in kinds]  # the noun ends the phrase: not "carrier overnight"
+    for phrase in [*framed, *phrases][:1]:
+        return phrase if phrase.split()[-1] == head else f"{phrase} {head}"
     return None

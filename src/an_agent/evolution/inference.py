@@ -195,7 +195,8 @@ def infer_value(
     # Names that differ in every fragment go before closed sets: no value recurs, so no set could form,
     # and a shipped category would read a few of them as its words ("Samsung", "Nokia": devices).
     if (freeform := find_freeform(texts, stop_words)) is not None:
-        return ValueSpec("string", freeform.values, info={"freeform": True, "frame": freeform.frame})
+        named = {"freeform": True, "frame": freeform.frame, "kinds": freeform.kinds}
+        return ValueSpec("string", freeform.values, info=named)
     alternatives = find_alternatives(texts, embedder, stop_words)
     if alternatives and vectors is not None and not values_separate(alternatives, texts, vectors):
         alternatives = []

@@ -335,7 +335,10 @@ def name_key(
             phrase = (pairs or longer)[0]
     if spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
-    elif spec.info.get("freeform") and (kind := freeform_phrase([p for _, p in ranked], spec.values)) is not None:
+    elif (
+        spec.info.get("freeform")
+        and (kind := freeform_phrase([p for _, p in ranked], spec.values, spec.info["kinds"])) is not None
+    ):
         # A name that differs in every fragment: the key names its kind ("handset model"), not a value.
         phrase = kind
     elif spec.key_type == "array" and spec.id_prefix and (noun := _id_noun(texts, spec.id_prefix)) is not None:
