@@ -318,6 +318,8 @@ def name_key(
 ) -> tuple[str, str, tuple[str, ...]]:
     """(key name, the phrase it came from, alternative phrasings) for a cluster and its `ValueSpec`."""
     ranked = rank_phrases(texts, centroid, embedder)
+    if spec.info.get("freeform"):  # a name differing in every fragment: its kind names the key, not a value
+        ranked = [r for r in ranked if without_values([r[1]], spec.values)]
     if spec.key_type in ("integer", "number") or spec.value_format in ("duration", "date-time"):
         ranked = [r for r in ranked if not set(r[1].split()) & UNIT_WORDS] or ranked
     if spec.value_format in ("duration", "date-time"):
@@ -335,11 +337,7 @@ def name_key(
             phrase = (pairs or longer)[0]
     if spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
-    elif (
-        spec.info.get("freeform")
-        and (kind := freeform_phrase([p for _, p in ranked], spec.values, spec.info["kinds"])) is not None
-    ):
-        # A name that differs in every fragment: the key names its kind ("handset model"), not a value.
+    elif "kinds" in spec.info and (kind := freeform_phrase([r[1] for r in ranked], spec.values, spec.info["kinds"])):
         phrase = kind
     elif spec.key_type == "array" and spec.id_prefix and (noun := _id_noun(texts, spec.id_prefix)) is not None:
         phrase = noun
@@ -357,10 +355,7 @@ def name_key(
         words = [w for w in phrase.split() if w not in _STOP]
         if len(words) > 1 and words[0] in openers:
             phrase = " ".join(words[1:])
-    others = [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked]
-    if spec.info.get("freeform"):
-        others = without_values(others, spec.values)  # other names of the kind, not values
-    alternatives = _alternatives(phrase, others)
+    alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
     name = snake_name(" ".join(w for w in phrase.split() if w not in _STOP) or phrase)
     suffix = None
