@@ -18,7 +18,7 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
 5. **a free-form name** (`an_agent.evolution.freeform`): most fragments name a value of one kind that
    differs in each of them ("a Samsung Galaxy S23", "an iPhone 15"; "firmware 21.3.2"; "Maria Lopez"): a
    ``string`` without constraints, each fragment's value its name-like span, and the frame word the
-   values share (``info["frame"]``) for the name;
+   values share (``info["frame"]``) and the nouns they are said of (``info["kinds"]``, for the name);
 6. **a closed set of alternatives** (`an_agent.evolution.alternatives`): words of one kind that fill the
    same slot in different fragments ("on battery", "on generator", "back on mains"; "fleet customer",
    "private customer") and rarely appear together, one of which may dominate: a ``string`` with
