@@ -16,12 +16,12 @@ import pytest
 
 from an_agent.evolution.alternatives import (
     _share_a_frame,
-    _stem,
     excludes,
     find_alternatives,
     modifier_words,
     same_family,
     values_separate,
+    word_stem,
 )
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.embedder import MiniLMEmbedder
@@ -105,7 +105,7 @@ def _with_similarities(gram: np.ndarray) -> np.ndarray:
 
 def test_a_dominant_value_does_not_decide_alone_whether_values_separate() -> None:
     texts = [f"on battery {i}" for i in range(6)] + ["the generator runs", "a generator again"]
-    values = [("battery", frozenset({_stem("battery")})), ("generator", frozenset({_stem("generator")}))]
+    values = [("battery", frozenset({word_stem("battery")})), ("generator", frozenset({word_stem("generator")}))]
     group = np.array([0] * 6 + [1] * 2)
 
     def gram(battery: float, generator: float, across: float) -> np.ndarray:

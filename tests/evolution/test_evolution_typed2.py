@@ -11,7 +11,7 @@ from typing import Any
 
 import pytest
 
-from an_agent.evolution.alternatives import _heads, _stem, find_alternatives, modifier_words, slot_head
+from an_agent.evolution.alternatives import _heads, find_alternatives, modifier_words, slot_head, word_stem
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.naming import STOP_WORDS, _id_noun, _moment_suffix, clause_like
@@ -40,8 +40,8 @@ def _rows(name: str) -> list[dict[str, Any]]:
 
 
 def _candidates(texts: list[str]) -> tuple[list[str], list[set[int]]]:
-    stems = sorted({_stem(w) for t in texts for w in t.lower().replace(",", " ").split() if w not in STOP_WORDS})
-    return stems, [{i for i, t in enumerate(texts) if c in {_stem(w) for w in t.lower().split()}} for c in stems]
+    stems = sorted({word_stem(w) for t in texts for w in t.lower().replace(",", " ").split() if w not in STOP_WORDS})
+    return stems, [{i for i, t in enumerate(texts) if c in {word_stem(w) for w in t.lower().split()}} for c in stems]
 
 
 def test_a_noun_that_several_words_qualify_is_a_head() -> None:

@@ -32,7 +32,8 @@ _ALT_MAX = 8
 _WORD = re.compile(r"[a-z][a-z0-9\-]*")
 
 
-def _stem(word: str) -> str:
+def word_stem(word: str) -> str:
+    """The word without a plural or -ing/-ed ending (batteries -> battery, flooding -> flood)."""
     for suffix in ("ies", "es", "s"):
         if word.endswith(suffix) and len(word) - len(suffix) >= 3:
             return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
@@ -43,7 +44,7 @@ def _stem(word: str) -> str:
 
 
 def mentions(text: str, forms: frozenset[str]) -> bool:
-    return bool({_stem(w) for w in _WORD.findall(text.lower())} & forms)
+    return bool({word_stem(w) for w in _WORD.findall(text.lower())} & forms)
 
 
 # Fragments naming one value are closer to each other than to the rest by this much. MiniLM: slots separate
@@ -102,18 +103,18 @@ def _share_a_frame(values: Sequence[str], texts: Sequence[str]) -> bool:
     word the cluster is about (in half of the fragments or more: "shared site" / "shared tower" in a
     cluster about sharing) makes no slot: it is the idea, and the words it qualifies are wordings of it.
     """
-    topic = Counter(s for t in texts for s in {_stem(w) for w in _WORD.findall(t.lower())})
+    topic = Counter(s for t in texts for s in {word_stem(w) for w in _WORD.findall(t.lower())})
     # Content words only: "on" in half of the fragments is the slot's frame ("on battery", "on mains").
     not_a_frame = _NOT_A_FRAME | {w for w, c in topic.items() if c >= 0.5 * len(texts) and len(w) >= 4}
     frames: dict[str, set[tuple[str, str]]] = {v: set() for v in values}
     for text in texts:
         words = [w for w in _WORD.findall(text.lower()) if w not in _ARTICLES]
         for i, word in enumerate(words):
-            stem = _stem(word)
+            stem = word_stem(word)
             if stem in frames:
-                if i > 0 and _stem(words[i - 1]) not in not_a_frame:
+                if i > 0 and word_stem(words[i - 1]) not in not_a_frame:
                     frames[stem].add(("before", words[i - 1]))
-                if i + 1 < len(words) and _stem(words[i + 1]) not in not_a_frame:
+                if i + 1 < len(words) and word_stem(words[i + 1]) not in not_a_frame:
                     frames[stem].add(("after", words[i + 1]))
     return any(frames[a] & frames[b] for i, a in enumerate(values) for b in values[i + 1 :])
 
@@ -261,7 +262,7 @@ def modifier_words(
     before: Counter[str] = Counter()
     uses: Counter[str] = Counter()
     for text in texts:
-        stems = [_stem(w) for w in _WORD.findall(text.lower())]
+        stems = [word_stem(w) for w in _WORD.findall(text.lower())]
         for a, b in zip(stems, [*stems[1:], ""], strict=True):
             if a in index:
                 uses[a] += 1
@@ -303,7 +304,7 @@ def not_values(texts: Sequence[str], candidates: Sequence[str]) -> set[int]:
     for text in texts:
         toks = _TOKEN.findall(text.lower())
         for before, word, after in zip(["", *toks], toks, [*toks[1:], ""], strict=False):
-            stem = _stem(word)
+            stem = word_stem(word)
             if stem not in index:
                 continue
             uses[stem] += 1
@@ -313,7 +314,7 @@ def not_values(texts: Sequence[str], candidates: Sequence[str]) -> set[int]:
 
 
 def _pairs(text: str) -> list[tuple[str, str]]:
-    stems = [_stem(w) for w in _WORD.findall(text.lower())]
+    stems = [word_stem(w) for w in _WORD.findall(text.lower())]
     return list(itertools.pairwise(stems))
 
 
@@ -369,12 +370,12 @@ def content_words(texts: Sequence[str], stop_words: frozenset[str]) -> tuple[lis
     Candidates are the words in at least ``_ALT_MIN_SHARE_EACH`` fragments and at most ``_ALT_MAX_TOPIC``
     of them, most frequent first.
     """
-    per_text = [{_stem(w) for w in _WORD.findall(t.lower()) if w not in stop_words and len(w) >= 3} for t in texts]
+    per_text = [{word_stem(w) for w in _WORD.findall(t.lower()) if w not in stop_words and len(w) >= 3} for t in texts]
     surface: dict[str, Counter[str]] = {}
     for t in texts:
         for w in _WORD.findall(t.lower()):
             if w not in stop_words and len(w) >= 3:
-                surface.setdefault(_stem(w), Counter())[w] += 1
+                surface.setdefault(word_stem(w), Counter())[w] += 1
     df = Counter(s for words in per_text for s in words)
     candidates = [s for s, c in df.most_common() if c <= _ALT_MAX_TOPIC * len(texts)]
     return per_text, candidates, [_surface(c, surface[c]) for c in candidates]

@@ -47,6 +47,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from an_agent.evolution.alternatives import word_stem
 from an_agent.schemas.embedding import Embedder, Vectors
 
 NEIGHBOURS = 3  # other fragments a fragment is compared with (mean of its best similarities)
@@ -162,16 +163,9 @@ def _without(text: str, value: Any) -> str:
     """``text`` without the words that spell ``value`` (any inflection: batteries / battery)."""
     if not isinstance(value, str):
         return text
-    forms = {_base(w) for w in re.split(r"[\s_]+", value.lower()) if w}
-    kept = [t for t in _TOKEN.findall(text) if _base(t.lower()) not in forms]
+    forms = {word_stem(w) for w in re.split(r"[\s_]+", value.lower()) if w}
+    kept = [t for t in _TOKEN.findall(text) if word_stem(t.lower()) not in forms]
     return " ".join(kept)
-
-
-def _base(word: str) -> str:
-    for suffix in ("ies", "es", "s", "ing", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
 
 
 @dataclass(frozen=True)
