@@ -48,6 +48,7 @@ from an_agent.runtime.directory import Directory, entry_of_profile
 from an_agent.runtime.large_data import DataPolicy
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import ADMIN_GROUP, Principal
+from an_agent.runtime.workers import INPUT_WAIT
 from an_agent.schemas.embedding import Embedder
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.store.agent_store import AgentStore
@@ -119,6 +120,8 @@ class ServerConfig:
     task_workers: int = 8
     """How many tasks the behaviour may execute at once (more wait for a free worker)."""
     task_sync_wait: float = 30.0
+    input_timeout: float | None = INPUT_WAIT
+    """Real seconds a task asked for in words waits for each missing value before it fails (None: for ever)."""
     """How long the reply to an edit creating a ``task-async false`` task waits for its end (seconds)."""
     data_url_allow: list[str] = field(default_factory=list)
     """URL prefixes data-params may be fetched from besides ``file://<state_dir>/`` (e.g. ``https://files.lab/``)."""
@@ -224,6 +227,7 @@ class AgentServer:
             task_workers=config.task_workers,
             authorizer=NacmAuthorizer(nacm, yang),
             sync_wait=config.task_sync_wait,
+            input_wait=config.input_timeout,
             data_policy=DataPolicy(allow=tuple(config.data_url_allow)),
         )
         self.operations.bus.set_retention(config.notification_retention)

@@ -68,6 +68,7 @@ from an_agent.runtime.schemas import SchemaService
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
 from an_agent.runtime.text_input import AssignText, CompletingBehaviour, PayloadCompletion
+from an_agent.runtime.workers import INPUT_WAIT
 from an_agent.store.agent_store import AgentStore, TaskState
 from an_agent.yang.context import YangContext
 from an_agent.yang.info import ModuleInfo
@@ -86,6 +87,7 @@ class Operations:
         task_workers: int = 8,
         authorizer: Authorizer | None = None,
         sync_wait: float = 30.0,
+        input_wait: float | None = INPUT_WAIT,
         data_policy: DataPolicy | None = None,
     ) -> None:
         self.profile = profile
@@ -101,7 +103,7 @@ class Operations:
         self.completion = PayloadCompletion(profile, clock.now)
         """Tasks asked for in words: their payload mapped from the text or asked for (`assign_text`)."""
         completing = CompletingBehaviour(
-            behaviour, self.completion, lambda i, p: self.tasks.set_payload(i, p), self._data_params
+            behaviour, self.completion, lambda i, p: self.tasks.set_payload(i, p), self._data_params, input_wait
         )
         self.tasks = TaskEngine(completing, store, self.bus, clock, profile.name, workers=task_workers)
         behaviour.bind(
@@ -110,7 +112,7 @@ class Operations:
         self.context = ContextRecorder(self.datastore, clock, profile.name)
         self.data = DataResolver(store.path.parent, data_policy)
         self.admission = TaskAdmission(
-            self.datastore, self.tasks, behaviour, self.authorizer, store, self.context, self.data
+            self.datastore, self.tasks, completing, self.authorizer, store, self.context, self.data
         )
         self.tasks.ended_hook = self.context.answered
         self.sessions = SessionTable()
