@@ -19,6 +19,7 @@ face will call the same methods.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
@@ -72,6 +73,8 @@ from an_agent.runtime.workers import INPUT_WAIT
 from an_agent.store.agent_store import AgentStore, TaskState
 from an_agent.yang.context import YangContext
 from an_agent.yang.info import ModuleInfo
+
+log = logging.getLogger(__name__)
 
 
 class Operations:
@@ -155,6 +158,16 @@ class Operations:
         """Resume tasks that were running when the agent last stopped."""
         tasks = self.datastore.find(IRTF_AGENT_NS, "tasks")
         self.tasks.resume([] if tasks is None else [Task.from_xml(e) for e in tasks.iterchildren(TASK_TAG)])
+
+    def warm_text_mapping(self) -> None:
+        """Map a sample text once (blocking): the embedding model and the input templates' anchors load
+        now, so a client's first words are not the ones that wait seconds for them. Nothing to do when
+        no skill takes an input schema; a failure is only logged (the first real text will say it)."""
+        try:
+            if self.completion.input_templates():
+                self.completion.map("warm up")
+        except Exception:
+            log.exception("warming the text mapping up failed")
 
     def close(self) -> None:
         self.tasks.close()  # first: running behaviours may still report results
