@@ -46,9 +46,33 @@ EXIT_UNREACHABLE = 3
 EXIT_INTERRUPTED = 128 + signal.SIGINT  # 130
 EXIT_BROKEN_PIPE = 128 + signal.SIGPIPE  # 141
 
+_DEEPEST = "_an_agent_deepest_parser"
+
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, whose usage errors end with the command to run for help."""
+    """argparse's parser, whose usage errors come from the command they concern and name its --help.
+
+    argparse reports an unknown option of ``an-agent task assign`` as the top-level parser's error,
+    with the top-level usage; each parser here notes itself as the deepest one that parsed, and the
+    top level reports leftovers through that one.
+    """
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        parsed, extras = super().parse_known_args(args, namespace)
+        if not hasattr(parsed, _DEEPEST):  # a subcommand's parser finishes before its parents
+            setattr(parsed, _DEEPEST, self)
+        return parsed, extras
+
+    def parse_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> argparse.Namespace:
+        parsed, extras = self.parse_known_args(args, namespace)
+        deepest: argparse.ArgumentParser = vars(parsed).pop(_DEEPEST, self)
+        if extras:
+            deepest.error(f"unrecognized arguments: {' '.join(extras)}")
+        return parsed
 
     def error(self, message: str) -> NoReturn:
         self.print_usage(sys.stderr)
@@ -158,7 +182,10 @@ def _hint(exc: AnAgentError, args: argparse.Namespace) -> str:
         return "check --user and --password or --key (defaults from AN_AGENT_USER, AN_AGENT_PASSWORD)"
     if isinstance(exc, ConnectError):
         if a2a:
-            return f"is an agent serving A2A at {where}? ('an-agent serve --a2a-port PORT'; --a2a-trust for its certificate)"
+            return (
+                f"is an agent serving A2A at {where}? ('an-agent serve --a2a-port PORT'; "
+                "--a2a-trust for its certificate)"
+            )
         return (
             f"is an agent serving NETCONF at {where}? Start one with 'an-agent serve', or point at it with "
             "--host/--port (or AN_AGENT_HOST/AN_AGENT_PORT)"
