@@ -58,9 +58,14 @@ def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return out
 
 
+class _QuietHandler(http.server.SimpleHTTPRequestHandler):
+    def log_message(self, format: str, *args: object) -> None:  # the test output is not a web log
+        pass
+
+
 @pytest.fixture
 def served(site: Path) -> Iterator[str]:
-    handler = partial(http.server.SimpleHTTPRequestHandler, directory=str(site))
+    handler = partial(_QuietHandler, directory=str(site))
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
