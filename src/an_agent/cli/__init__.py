@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import select
 import signal
 import sys
 from collections.abc import Sequence
@@ -113,15 +114,17 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI; returns the process exit code (130 after Ctrl-C, 141 when stdout's reader left)."""
+    args = argparse.Namespace()
     try:
         args = build_parser().parse_args(argv)
         code: int = args.handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code
     except KeyboardInterrupt:
-        print(file=sys.stderr)  # the terminal's ^C is left on the prompt's line otherwise
         return EXIT_INTERRUPTED
     except BrokenPipeError:
+        if not _stdout_reader_gone():
+            raise  # a socket, not our output: a bug to see, not a reader that left
         _silence_stdout()
         return EXIT_BROKEN_PIPE
     except AnAgentError as exc:
@@ -141,6 +144,16 @@ def console_main() -> NoReturn:
             signal.signal(signum, signal.SIG_DFL)
             os.kill(os.getpid(), signum)
     sys.exit(code)
+
+
+def _stdout_reader_gone() -> bool:
+    """Whether stdout is a pipe whose reader closed it (poll reports POLLERR on its write end)."""
+    try:
+        poller = select.poll()
+        poller.register(sys.stdout.fileno(), select.POLLOUT)
+        return any(events & select.POLLERR for _, events in poller.poll(0))
+    except (OSError, ValueError, AttributeError):  # no descriptor (captured), or no poll on this system
+        return False
 
 
 def _silence_stdout() -> None:
