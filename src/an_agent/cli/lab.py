@@ -37,7 +37,7 @@ fails, 2 for a bad topology file.
 NETNS_HELP = (
     "run every agent in a Linux network namespace of its own on a lab bridge, with an address from "
     "198.18.0.0/15, no route out of the lab and peers known by name (needs root and iproute2; "
-    "see README, 'In network namespaces')"
+    "see docs/howto/netns.md)"
 )
 A2A_TLS_HELP = (
     "A2A faces (of agents with an a2a_port) over HTTPS with a certificate per agent made by the lab in the run "
