@@ -120,6 +120,9 @@ class TaskAdmission:
         config: etree._Element,
         default_operation: str = "merge",
         new_tasks: Iterable[Task] | None = None,
+        *,
+        replace_all: bool = False,
+        test_only: bool = False,
     ) -> Committed:
         """Admit one edit of running (the children of ``config``); `RpcError` refuses all of it.
 
@@ -127,7 +130,11 @@ class TaskAdmission:
 
         ``new_tasks`` are the tasks a typed request creates with this edit,
         already parsed (they are not parsed again); without it the task
-        entries of ``config`` are parsed here.
+        entries of ``config`` are parsed here. ``replace_all``: ``config``
+        is the whole new running datastore (`Datastore.edit`). ``test_only``
+        runs every step up to the commit (YANG validation, authorization,
+        payload validation, the behaviour's check) and then changes nothing
+        (``<validate>``, test-option ``test-only``).
         """
         in_edit = _data_params_in(config)
         candidates = self._new_task_entries(config, default_operation) if new_tasks is None else list(new_tasks)
@@ -144,9 +151,10 @@ class TaskAdmission:
                 prepared[task.task_id] = ready
             if stages.ON:
                 stages.mark("payloads-validated")
-        with self._datastore.edit(config, default_operation) as pending:
-            committed = self._commit(principal, pending, prepared, in_edit)
-        self._schedule(principal, committed)
+        with self._datastore.edit(config, default_operation, replace_all=replace_all) as pending:
+            committed = self._commit(principal, pending, prepared, in_edit, test_only)
+        if not test_only:
+            self._schedule(principal, committed)
         return committed
 
     # -- 1. parse once ----------------------------------------------------------
@@ -225,13 +233,19 @@ class TaskAdmission:
 
     # -- 4. commit ----------------------------------------------------------------
     def _commit(
-        self, principal: Principal, pending: PendingEdit, prepared: dict[str, _Prepared], in_edit: dict[str, DataParam]
+        self,
+        principal: Principal,
+        pending: PendingEdit,
+        prepared: dict[str, _Prepared],
+        in_edit: dict[str, DataParam],
+        test_only: bool = False,
     ) -> Committed:
         diff = pending.diff
         out = Committed()
         authorized = set(prepared)  # new tasks authorized before validation
         if not diff:
-            pending.commit()
+            if not test_only:
+                pending.commit()
             return out
         for element in diff.added.values():
             if element.tag != TASK_TAG:
@@ -262,6 +276,12 @@ class TaskAdmission:
         self._authorize_rest(principal, diff, out, authorized)
         for old_task, new_task in out.changed:
             self._changed_input(principal, old_task, new_task, in_edit, out)
+        if test_only:
+            for task in out.added:
+                self._behaviour.check_assignment(task)
+            for old_task, new_task in out.changed:
+                self._tasks.check_change(old_task, new_task)
+            return out  # the edit is left uncommitted: Datastore.edit rolls it back
         for check in out.checks:
             self._tasks.set_payload(check.task_id, next(iter(check.payloads.values()), None))
         try:
