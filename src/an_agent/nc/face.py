@@ -165,7 +165,7 @@ class NetconfFace:
         defaults = config_face.with_defaults(operation)
 
         def build() -> list[etree._Element]:
-            extra = [self._monitoring, *self.library.trees()]
+            extra = [self._monitoring, *self.library.trees(scope.wants_name)]
             if scope.wants_name(NETMOD_NOTIFICATION_NS, "netconf"):
                 extra.append(nc_state.streams(self.operations.log_created))
             if scope.wants_name(NACM_NS, "nacm"):
@@ -276,10 +276,11 @@ class NetconfFace:
         xpath = operation.find(f"{{{config_face.NMDA_NS}}}xpath-filter")
         flt = nc_state.nmda_filter(subtree, xpath)
         config_only = datastore != "operational" or config_filter is True
-        extra = [] if config_only else [self._monitoring, *self.library.trees()]
+        scope = nc_state.read_scope(flt)
+        extra = [] if config_only else [self._monitoring, *self.library.trees(scope.wants_name)]
         data = self.operations.read(
             principal,
-            nc_state.read_scope(flt),
+            scope,
             config_only,
             extra,
             datastore="candidate" if datastore == "candidate" else "running",

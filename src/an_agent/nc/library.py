@@ -19,8 +19,9 @@ notification is ever due.
 
 from __future__ import annotations
 
+import copy
 import hashlib
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 from lxml import etree
 
@@ -60,9 +61,17 @@ class YangLibrary:
             f"?revision={YANG_LIBRARY_REVISION}&content-id={self.content_id}"
         )
 
-    def trees(self) -> list[etree._Element]:
-        """``/yang-library`` and ``/modules-state`` (deep copies)."""
-        return [etree.fromstring(etree.tostring(self._library)), etree.fromstring(etree.tostring(self._modules_state))]
+    def trees(self, wants: Callable[[str, str], bool] | None = None) -> list[etree._Element]:
+        """``/yang-library`` and ``/modules-state`` (deep copies), those ``wants(namespace, name)`` accepts.
+
+        Only the trees a read can select are copied: the common ``<get>`` of
+        one subtree pays nothing for the library.
+        """
+        return [
+            copy.deepcopy(tree)
+            for tree in (self._library, self._modules_state)
+            if wants is None or wants(YANG_LIBRARY_NS, etree.QName(tree).localname)
+        ]
 
     def _yang_library(self) -> etree._Element:
         root = etree.Element(_YL + "yang-library", nsmap=default_ns(YANG_LIBRARY_NS))
