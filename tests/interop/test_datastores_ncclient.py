@@ -340,3 +340,20 @@ def test_nacm_covers_commit_and_the_candidate(server: AgentServer) -> None:
         assert carol.get(filter=("subtree", f'<yang-library xmlns="{YL}"/>')).data_xml.count("module-set") >= 1
     with connect(server) as admin:
         assert task_ids(admin.get_config(source="running", filter=TASKS)) == []
+
+
+def test_commit_applies_the_candidates_changes_not_a_stale_copy(server: AgentServer) -> None:
+    """What reached running after the candidate was edited (another session's task) survives the commit."""
+    with connect(server) as operator, connect(server, "other") as peer:
+        operator.edit_config(target="candidate", config=task("staged"))
+        peer.edit_config(target="running", config=task("meanwhile"))
+        operator.commit()
+        assert sorted(task_ids(operator.get_config(source="running", filter=TASKS))) == ["meanwhile", "staged"]
+        # Deleting in the candidate deletes in running; the untouched task stays.
+        operator.edit_config(
+            target="candidate",
+            config=f'<config><tasks xmlns="{IRTF}" xmlns:nc="{NC}"><task nc:operation="delete">'
+            "<task-id>staged</task-id></task></tasks></config>",
+        )
+        operator.commit()
+        assert task_ids(operator.get_config(source="running", filter=TASKS)) == ["meanwhile"]

@@ -86,12 +86,18 @@ class Candidate:
             self._root = empty
             self.version += 1
 
-    def changes(self) -> etree._Element | None:
-        """The edit of running that carries out the candidate's changes (None: it has none)."""
+    def changes(self, edited: etree._Element | None = None) -> tuple[etree._Element, set[str]] | None:
+        """The edit of running that carries out the candidate's changes, and the units it touches.
+
+        ``edited``: a candidate tree `edit` returned with ``keep`` False, instead of the candidate's
+        own. None when there is nothing to carry out.
+        """
         with self._lock:
-            if self._root is None or self._base is None:
+            after = self._root if edited is None else edited
+            if after is None:
                 return None
-            return changes(self._running, self._base, self._root)[0]
+            base = self._base if self._base is not None else self._running.snapshot()
+            return changes(self._running, base, after)
 
     def reset(self) -> None:
         """Forget the changes: the candidate is running again (``<discard-changes>``, after a commit)."""

@@ -84,8 +84,9 @@ class ConfigOperations:
         """``<edit-config>`` of the candidate; with ``test_only`` the result is validated like a commit."""
         with self._sessions.editing(session_id, "candidate"):
             edited = self.candidate.edit(config, default_operation, keep=not test_only)
-        if test_only:
-            self._check(principal, changes(self.running, self.running.snapshot(), edited)[0])
+        change_set = self.candidate.changes(edited) if test_only else None
+        if change_set is not None:
+            self._check(principal, change_set[0])
 
     def discard_changes(self, principal: Principal, session_id: int) -> None:
         """``<discard-changes>``: the candidate is running again."""
@@ -161,9 +162,9 @@ class ConfigOperations:
         if source == "running":
             self._validate_config(etree.tostring(self.running.snapshot(), encoding="unicode"))
             return
-        edit = self.candidate.changes()
-        if edit is not None:
-            self._check(principal, edit)
+        change_set = self.candidate.changes()
+        if change_set is not None:
+            self._check(principal, change_set[0])
 
     def copy_config(self, principal: Principal, session_id: int, target: str, source: str | etree._Element) -> None:
         """``<copy-config>`` between running and candidate, or from an inline ``<config>``."""
@@ -197,10 +198,10 @@ class ConfigOperations:
     def _apply_candidate(self, principal: Principal, session_id: int) -> set[str]:
         """Commit the candidate's changes to running (one admission); the candidate is reset. Touched units."""
         with self._sessions.editing(session_id, "candidate", "running"):
-            before = self.running.snapshot()
-            after = self.candidate.snapshot()
-            edit, touched = changes(self.running, before, after)
-            if touched:
+            change_set = self.candidate.changes()
+            touched: set[str] = set()
+            if change_set is not None and change_set[1]:
+                edit, touched = change_set
                 self._admission.run(principal, edit, "merge")
             self.candidate.reset()
         return touched
