@@ -7,7 +7,11 @@ lock holder's session-id, asked who holds the lock.
 
 from __future__ import annotations
 
+import contextlib
+import os
+import pty
 import re
+import select
 import shutil
 import subprocess
 import sys
@@ -204,3 +208,64 @@ def test_yangcli(served: AgentServer, tmp_path: Path) -> None:
         rival.lock("running")
         out = yangcli(served, "lock target=running\n", tmp_path)
         assert "lock-denied" in out and f"session-id {rival.session_id}" in out.replace("\n", " "), out
+
+
+class InteractiveYangcli:
+    """yangcli at its prompt on a pseudo-terminal (it reads commands only from a terminal), one session."""
+
+    def __init__(self, server: AgentServer) -> None:
+        binary = shutil.which("yangcli")
+        assert binary, "yangcli (Debian package yangcli) is not installed: run 'make setup'"
+        self._master, slave = pty.openpty()
+        self._process = subprocess.Popen(
+            [binary, "--server=127.0.0.1", f"--ncport={server.port}", "--user=admin", "--password=admin"],
+            stdin=slave, stdout=slave, stderr=slave, close_fds=True,
+        )  # fmt: skip
+        os.close(slave)
+        self.output = ""
+        self.read_until("yangcli admin@", 60)  # the prompt once the session and its modules are loaded
+
+    def read_until(self, marker: str, timeout: float = 30) -> str:
+        start = len(self.output)
+        deadline = time.monotonic() + timeout
+        while marker not in self.output[start:]:
+            assert time.monotonic() < deadline, f"yangcli did not print {marker!r}:\n{self.output[-3000:]}"
+            ready, _, _ = select.select([self._master], [], [], 0.1)
+            if ready:
+                self.output += os.read(self._master, 65536).decode(errors="replace")
+        return self.output[start:]
+
+    def run(self, command: str) -> str:
+        """Send one command; its output up to the next prompt."""
+        os.write(self._master, (command + "\r").encode())
+        return self.read_until("yangcli admin@")
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.write(self._master, b"quit\r")
+        try:
+            self._process.wait(10)
+        except subprocess.TimeoutExpired:
+            self._process.kill()
+            self._process.wait()
+        os.close(self._master)
+
+
+@pytest.mark.slow
+def test_yangcli_confirmed_commit_times_out_or_is_confirmed(served: AgentServer) -> None:
+    content = "'## target object S ## task description diagnose'"
+    cli = InteractiveYangcli(served)
+    try:
+        assert "confirmed-commit:1.1" in cli.output
+        cli.run(f"create /tasks/task -- task-id=timed task-sendFrom=yangcli task-async=true content={content}")
+        assert "RPC OK" in cli.run("commit confirmed confirm-timeout=1")
+        assert "task timed" in cli.run("sget /tasks/task/task-id")
+        time.sleep(2.5)  # the session stays open: the rollback is the timeout's
+        assert "task timed" not in cli.run("sget /tasks/task/task-id")
+        cli.run(f"create /tasks/task -- task-id=confirmed task-sendFrom=yangcli task-async=true content={content}")
+        assert "RPC OK" in cli.run("commit confirmed confirm-timeout=1")
+        assert "RPC OK" in cli.run("commit")  # confirming
+        time.sleep(2)
+        assert "task confirmed" in cli.run("sget /tasks/task/task-id")
+    finally:
+        cli.close()

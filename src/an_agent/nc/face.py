@@ -60,6 +60,9 @@ _S = f"{{{AN_AGENT_SCHEMA_NS}}}"
 BASE_CAPABILITIES = (
     "urn:ietf:params:netconf:capability:writable-running:1.0",
     "urn:ietf:params:netconf:capability:candidate:1.0",
+    # 1.0 as well (as ConfD does): yuma123's yangcli offers <commit>'s confirmed parameters only to
+    # servers that announce 1.0. 1.1 (persist, same-session rule) is the behaviour either way.
+    "urn:ietf:params:netconf:capability:confirmed-commit:1.0",
     "urn:ietf:params:netconf:capability:confirmed-commit:1.1",
     "urn:ietf:params:netconf:capability:rollback-on-error:1.0",
     "urn:ietf:params:netconf:capability:validate:1.1",
