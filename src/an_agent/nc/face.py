@@ -301,12 +301,12 @@ class NetconfFace:
     # -- sessions and locks -----------------------------------------------------
     def _lock(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"target"})
-        self.operations.lock(principal, session.session_id, config_face.datastore_of(operation, "target"))
+        self.operations.config.lock(principal, session.session_id, config_face.datastore_of(operation, "target"))
         return Reply()
 
     def _unlock(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"target"})
-        self.operations.unlock(principal, session.session_id, config_face.datastore_of(operation, "target"))
+        self.operations.config.unlock(principal, session.session_id, config_face.datastore_of(operation, "target"))
         return Reply()
 
     def _close_session(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:

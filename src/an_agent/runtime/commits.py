@@ -77,6 +77,26 @@ class ConfigOperations:
         self._confirming: _Confirming | None = None
         sessions.released = self._lock_released
 
+    # -- locks ----------------------------------------------------------------------
+    def lock(self, principal: Principal, session_id: int, datastore: str = "running") -> None:
+        """Lock running or candidate for the session (granted only once no other session's edit of it is in flight).
+
+        RFC 6241 7.5: the candidate cannot be locked while it holds uncommitted changes.
+        """
+        self._exec(principal, "ietf-netconf:lock")
+
+        def refuse() -> str | None:
+            if datastore == "candidate" and self.candidate.modified:
+                return "the candidate holds uncommitted changes: <commit> or <discard-changes> them first"
+            return None
+
+        self._sessions.lock(session_id, datastore, refuse=refuse)
+
+    def unlock(self, principal: Principal, session_id: int, datastore: str = "running") -> None:
+        """Unlock; unlocking the candidate discards its uncommitted changes (RFC 6241 8.3.5.2)."""
+        self._exec(principal, "ietf-netconf:unlock")
+        self._sessions.unlock(session_id, datastore)
+
     # -- candidate ----------------------------------------------------------------
     def edit_candidate(
         self, principal: Principal, session_id: int, config: etree._Element, default_operation: str, test_only: bool

@@ -12,8 +12,11 @@ face will call the same methods.
   per principal.
 - RPCs (`negotiate`, `subscribe`, `get_schema_template`, `decide_patch`, the
   session operations) are authorized as ``exec`` with their RPC name.
-- Per-session state (the running lock, subscriptions) lives in `SessionTable`,
+- Per-session state (the datastore locks, subscriptions) lives in `SessionTable`,
   keyed by the id the face gives each session.
+- The candidate datastore, ``<commit>`` (confirmed or not), ``<validate>``,
+  ``<copy-config>`` and ``<lock>``/``<unlock>`` are `config`
+  (`an_agent.runtime.commits.ConfigOperations`), over the same admission.
 """
 
 from __future__ import annotations
@@ -205,26 +208,6 @@ class Operations:
         self.config.session_closed(session_id)
         if state is not None and state.subscription is not None:
             state.subscription.end()
-
-    def lock(self, principal: Principal, session_id: int, datastore: str = "running") -> None:
-        """Lock running or candidate for the session (granted only once no other session's edit of it is in flight).
-
-        RFC 6241 7.5: the candidate cannot be locked while it holds uncommitted changes.
-        """
-        self._exec(principal, "ietf-netconf:lock")
-        candidate = self.config.candidate
-
-        def refuse() -> str | None:
-            if datastore == "candidate" and candidate.modified:
-                return "the candidate holds uncommitted changes: <commit> or <discard-changes> them first"
-            return None
-
-        self.sessions.lock(session_id, datastore, refuse=refuse)
-
-    def unlock(self, principal: Principal, session_id: int, datastore: str = "running") -> None:
-        """Unlock; unlocking the candidate discards its uncommitted changes (RFC 6241 8.3.5.2)."""
-        self._exec(principal, "ietf-netconf:unlock")
-        self.sessions.unlock(session_id, datastore)
 
     def kill_session(self, principal: Principal, session_id: int, target: int) -> None:
         """Close session ``target``: one's own other sessions, or (admins) anyone's."""
