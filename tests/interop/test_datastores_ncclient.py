@@ -155,6 +155,8 @@ def test_with_defaults_modes_on_get_config_and_get(server: AgentServer) -> None:
         m.edit_config(target="running", config=task("run-1"))
         got = to_ele(m.get(filter=TASKS, with_defaults="report-all-tagged").data_xml)
         assert [e.text for e in got.iter(f"{{{IRTF}}}task-id")] == ["run-1"]
+        # Defaults are added to the agent's data only: no RFC 6022 statistics of 0 that it does not count.
+        assert "<statistics" not in m.get(with_defaults="report-all").data_xml
         with pytest.raises(RPCError) as bad:
             m.dispatch(
                 to_ele(

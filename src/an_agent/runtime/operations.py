@@ -233,14 +233,14 @@ class Operations:
         built. ``extra`` are a face's own state trees (e.g. NETCONF
         monitoring) that go through the same read view. ``datastore``
         ``candidate`` reads the candidate (config only). ``with_defaults``:
-        the RFC 6243 mode, applied before the read view (so NACM judges
-        default nodes as any other).
+        the RFC 6243 mode, applied to the agent's data (not to ``extra``)
+        before the read view, so NACM judges default nodes as any other.
         """
         scope = scope or ReadScope()
         if datastore == "candidate":
             candidate = [e for e in elements(self.config.candidate.snapshot()) if scope.wants(e)]
-            both = [*candidate, *(e for e in extra if scope.wants(e))]
-            return self.authorizer.read_view(principal, self._defaults(both, with_defaults, True))
+            both = [*self._defaults(candidate, with_defaults, True), *(e for e in extra if scope.wants(e))]
+            return self.authorizer.read_view(principal, both)
         top: list[etree._Element] = []
         if not config_only and scope.wants(self._profile_xml):
             agent = copy.deepcopy(self._profile_xml)
@@ -256,8 +256,11 @@ class Operations:
                 if element.tag == TASKS_TAG:
                     for entry in element.iterchildren(TASK_TAG):
                         entry.extend(self.tasks.state_elements(entry.findtext(TASK_ID_TAG) or ""))
+        # The face's own trees are complete as built: schema defaults added to them would claim values
+        # the agent does not keep (e.g. RFC 6022 statistics counters of 0).
+        top = self._defaults(top, with_defaults, config_only)
         top.extend(e for e in extra if scope.wants(e))
-        return self.authorizer.read_view(principal, self._defaults(top, with_defaults, config_only))
+        return self.authorizer.read_view(principal, top)
 
     def _defaults(self, top: list[etree._Element], mode: WithDefaults, config_only: bool) -> list[etree._Element]:
         if mode == "explicit" or not top:
