@@ -323,6 +323,22 @@ def test_get_data_reads_running_candidate_and_operational(server: AgentServer) -
         tagged = get_data("running", "<with-defaults>report-all-tagged</with-defaults>")
         assert tagged.find(f".//{{{IRTF}}}task-async") is not None
 
+        def edit_data(datastore: str, task_id: str) -> None:
+            body = task(task_id).removeprefix("<config>").removesuffix("</config>")
+            m.dispatch(
+                to_ele(
+                    f'<edit-data xmlns="{NMDA}" xmlns:ds="urn:ietf:params:xml:ns:yang:ietf-datastores">'
+                    f"<datastore>ds:{datastore}</datastore><config>{body}</config></edit-data>"
+                )
+            )
+
+        edit_data("candidate", "via-edit-data")
+        assert "via-edit-data" in [e.text for e in get_data("candidate").iter(f"{{{IRTF}}}task-id")]
+        assert "via-edit-data" not in [e.text for e in get_data("running").iter(f"{{{IRTF}}}task-id")]
+        with pytest.raises(RPCError) as read_only:
+            edit_data("operational", "nope")
+        assert read_only.value.tag == "invalid-value"
+
 
 def test_nacm_covers_commit_and_the_candidate(server: AgentServer) -> None:
     """carol (no group; write-default deny) may stage in the candidate but not commit it; reads follow NACM."""

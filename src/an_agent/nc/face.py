@@ -264,6 +264,11 @@ class NetconfFace:
         self._validate_rpc(operation)
         if etree.QName(operation).localname == "edit-data":
             datastore, _ = config_face.get_data_params(operation)
+            if datastore == "operational":
+                raise RpcError.invalid_value(
+                    "ds:operational is not writable; edit ds:running or ds:candidate",
+                    path="/ietf-netconf-nmda:edit-data/datastore",
+                )
             config = operation.find(f"{{{config_face.NMDA_NS}}}config")
             if config is None:
                 raise RpcError.missing_element("config", "<edit-data> needs <config> (no :url capability)")
