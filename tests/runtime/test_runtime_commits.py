@@ -6,11 +6,14 @@ import pytest
 from lxml import etree
 from runtimesupport import ALICE, PROMPT, OpsFactory
 
+from an_agent.access.nacm import Nacm, Rule, RuleList
 from an_agent.errors import RpcError
 from an_agent.model import IRTF_AGENT_NS
+from an_agent.runtime.authorization import NacmAuthorizer
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import Commit, EditConfig
+from an_agent.yang.context import YangContext
 
 BOB = Principal.authenticated("bob")
 NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
@@ -123,3 +126,20 @@ def test_killing_the_session_of_a_confirmed_commit_rolls_it_back_unless_persist(
     ops.config.commit(BOB, 2, Commit(confirmed=True, confirm_timeout=60))
     ops.close_session(2)
     assert running(ops) == ["kept"] and not ops.config.confirming
+
+
+def test_a_rollback_is_not_refused_by_nacm_rules_without_an_admin_rule(make_ops: OpsFactory, yang: YangContext) -> None:
+    """The agent undoes a confirmed commit even under a rule set that grants "admin" nothing."""
+    ops_user = Principal("ops", frozenset({"ops"}))
+    rules = Nacm(
+        rule_lists=(
+            RuleList("ops", frozenset({"ops"}), (Rule("tasks", "permit", "irtf-agent", "data", "/irtf-agent:tasks"),)),
+        )
+    )
+    ops = make_ops(authorizer=NacmAuthorizer(rules, yang))
+    ops.open_session(1, ops_user, lambda: None)
+    ops.edit_config(ops_user, 1, EditConfig(config("t1"), target="candidate"))
+    ops.config.commit(ops_user, 1, Commit(confirmed=True, confirm_timeout=60))
+    assert running(ops) == ["t1"]
+    ops.config.cancel_commit(ops_user, 1, None)
+    assert running(ops) == []

@@ -15,7 +15,8 @@ units it changes as they were; a follow-up confirmed commit extends the
 timeout (and remembers more units); a confirming commit ends it; the
 timeout, ``<cancel-commit>`` or -- without ``persist`` -- the end of the
 session that issued it put back exactly those units, through the same
-pipeline, as the system (so NACM and ownership never block a rollback).
+pipeline, as the agent itself (validated, not authorized again: NACM and
+ownership never block a rollback).
 Timeouts run on the wall clock.
 """
 
@@ -270,7 +271,7 @@ class ConfigOperations:
         log.info("confirmed commit of session %s rolled back (%s): %d units", pending.session_id, why, len(touched))
         try:
             if touched:
-                self._admission.run(SYSTEM, edit, "merge")
+                self._admission.run(SYSTEM, edit, "merge", system=True)
         except RpcError:
             log.exception("rollback of a confirmed commit failed; running keeps the committed changes")
         self.candidate.reset()
