@@ -10,16 +10,18 @@ operation layer.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import cast
 
 from lxml import etree
 
 from an_agent.errors import RpcError
 from an_agent.model import NETCONF_BASE_NS
+from an_agent.nc import state as nc_state
 from an_agent.runtime.candidate import datastore_name
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
-from an_agent.runtime.requests import DEFAULT_CONFIRM_TIMEOUT, Commit, EditConfig, EditOperation
+from an_agent.runtime.requests import DEFAULT_CONFIRM_TIMEOUT, Commit, EditConfig, EditOperation, ReadScope
 from an_agent.yang.context import WithDefaults
 
 WITH_DEFAULTS_NS = "urn:ietf:params:xml:ns:yang:ietf-netconf-with-defaults"
@@ -152,3 +154,50 @@ def get_data_params(operation: etree._Element) -> tuple[str, bool | None]:
     if config_filter is None:
         return name, None
     return name, config_filter.strip() == "true"
+
+
+def edit_data_request(operation: etree._Element) -> EditConfig:
+    """``<edit-data>`` (RFC 8526) as the typed edit of ds:running or ds:candidate it is."""
+    datastore, _ = get_data_params(operation)
+    if datastore == "operational":
+        raise RpcError.invalid_value(
+            "ds:operational is not writable; edit ds:running or ds:candidate",
+            path="/ietf-netconf-nmda:edit-data/datastore",
+        )
+    config = operation.find(_DA + "config")
+    if config is None:
+        raise RpcError.missing_element("config", "<edit-data> needs <config> (no :url capability)")
+    return edit_request(operation, config, datastore)
+
+
+def get_data(
+    operations: Operations,
+    principal: Principal,
+    operation: etree._Element,
+    state_trees: Callable[[ReadScope], list[etree._Element]],
+) -> etree._Element:
+    """``<get-data>`` (RFC 8526): the ``<data>`` reply element.
+
+    ``state_trees`` gives the face's own state (monitoring, YANG library) a
+    read of ds:operational can select.
+    """
+    datastore, config_filter = get_data_params(operation)
+    depth = (operation.findtext(_DA + "max-depth") or "unbounded").strip()
+    if depth != "unbounded":
+        raise RpcError.operation_not_supported("max-depth is not supported; leave it out (unbounded)")
+    flt = nc_state.nmda_filter(operation.find(_DA + "subtree-filter"), operation.find(_DA + "xpath-filter"))
+    scope = nc_state.read_scope(flt)
+    config_only = datastore != "operational" or config_filter is True
+    data = operations.read_data(
+        principal,
+        scope,
+        config_only,
+        [] if config_only else state_trees(scope),
+        datastore="candidate" if datastore == "candidate" else "running",
+        with_defaults=with_defaults(operation),
+    )
+    if config_filter is False:
+        data = nc_state.state_only(data, operations.yang.schema_node)
+    holder = etree.Element(_DA + "data", nsmap={None: NMDA_NS})  # type: ignore[dict-item]
+    holder.extend(nc_state.filtered(flt, data, operations.keys_of))
+    return holder

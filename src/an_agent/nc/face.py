@@ -42,7 +42,6 @@ from an_agent.nc import state as nc_state
 from an_agent.nc.library import YangLibrary
 from an_agent.nc.reply_cache import ReplyCache, request_key
 from an_agent.nc.server import Reply, Session
-from an_agent.runtime.access import Access
 from an_agent.runtime.directory import DirectoryOperations
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
@@ -50,6 +49,7 @@ from an_agent.runtime.requests import (
     GetSchemaTemplate,
     PatchDecision,
     PatchDecisionKind,
+    ReadScope,
     Subscribe,
 )
 
@@ -263,45 +263,13 @@ class NetconfFace:
     def _nmda(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         self._validate_rpc(operation)
         if etree.QName(operation).localname == "edit-data":
-            datastore, _ = config_face.get_data_params(operation)
-            if datastore == "operational":
-                raise RpcError.invalid_value(
-                    "ds:operational is not writable; edit ds:running or ds:candidate",
-                    path="/ietf-netconf-nmda:edit-data/datastore",
-                )
-            config = operation.find(f"{{{config_face.NMDA_NS}}}config")
-            if config is None:
-                raise RpcError.missing_element("config", "<edit-data> needs <config> (no :url capability)")
-            request = config_face.edit_request(operation, config, datastore)
-            self.operations.edit_config(principal, session.session_id, request)
+            self.operations.edit_config(principal, session.session_id, config_face.edit_data_request(operation))
             return Reply()
-        self.operations.authorizer.authorize(Access(principal, "exec", rpc="ietf-netconf-nmda:get-data"))
-        datastore, config_filter = config_face.get_data_params(operation)
-        depth = (operation.findtext(f"{{{config_face.NMDA_NS}}}max-depth") or "unbounded").strip()
-        if depth != "unbounded":
-            raise RpcError.operation_not_supported("max-depth is not supported; leave it out (unbounded)")
-        subtree = operation.find(f"{{{config_face.NMDA_NS}}}subtree-filter")
-        xpath = operation.find(f"{{{config_face.NMDA_NS}}}xpath-filter")
-        flt = nc_state.nmda_filter(subtree, xpath)
-        config_only = datastore != "operational" or config_filter is True
-        scope = nc_state.read_scope(flt)
-        extra = [] if config_only else [self._monitoring, *self.library.trees(scope.wants_name)]
-        data = self.operations.read(
-            principal,
-            scope,
-            config_only,
-            extra,
-            datastore="candidate" if datastore == "candidate" else "running",
-            with_defaults=config_face.with_defaults(operation),
-        )
-        if config_filter is False:
-            data = nc_state.state_only(data, self.operations.yang.schema_node)
-        holder = etree.Element(
-            f"{{{config_face.NMDA_NS}}}data",
-            nsmap={None: config_face.NMDA_NS},  # type: ignore[dict-item]
-        )
-        holder.extend(nc_state.filtered(flt, data, self.operations.keys_of))
-        return Reply([holder])
+
+        def state_trees(scope: ReadScope) -> list[etree._Element]:
+            return [self._monitoring, *self.library.trees(scope.wants_name)]
+
+        return Reply([config_face.get_data(self.operations, principal, operation, state_trees)])
 
     # -- sessions and locks -----------------------------------------------------
     def _lock(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:

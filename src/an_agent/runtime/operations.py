@@ -262,6 +262,19 @@ class Operations:
         top.extend(e for e in extra if scope.wants(e))
         return self.authorizer.read_view(principal, top)
 
+    def read_data(
+        self,
+        principal: Principal,
+        scope: ReadScope,
+        config_only: bool,
+        extra: Iterable[etree._Element],
+        datastore: str,
+        with_defaults: WithDefaults,
+    ) -> list[etree._Element]:
+        """RFC 8526 ``<get-data>``: `read`, authorized as ``exec`` of ``ietf-netconf-nmda:get-data`` first."""
+        self._exec(principal, "ietf-netconf-nmda:get-data")
+        return self.read(principal, scope, config_only, extra, datastore=datastore, with_defaults=with_defaults)
+
     def _defaults(self, top: list[etree._Element], mode: WithDefaults, config_only: bool) -> list[etree._Element]:
         if mode == "explicit" or not top:
             return top
