@@ -285,10 +285,16 @@ class TaskAdmission:
         for old_task, new_task in out.changed:
             self._changed_input(principal, old_task, new_task, in_edit, out)
         if test_only:
-            for task in out.added:
-                self._behaviour.check_assignment(task)
-            for old_task, new_task in out.changed:
-                self._tasks.check_change(old_task, new_task)
+            tried: list[Task] = []
+            try:
+                for task in out.added:
+                    self._behaviour.check_assignment(task)
+                    tried.append(task)
+                for old_task, new_task in out.changed:
+                    self._tasks.check_change(old_task, new_task)
+            finally:
+                for task in tried:  # a test stores nothing: what check_assignment took goes back at once
+                    self._behaviour.released(task)
             return out  # the edit is left uncommitted: Datastore.edit rolls it back
         for check in out.checks:
             self._tasks.set_payload(check.task_id, next(iter(check.payloads.values()), None))
