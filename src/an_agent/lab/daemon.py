@@ -145,6 +145,7 @@ def serve_foreground(
                 }
                 for a in lab.agents.values()
             ],
+            "devices": lab.device_addresses(),
             "a2a_trust": str(lab.a2a_trust) if lab.a2a_trust is not None else None,
             "network": lab.net.to_json() if lab.net is not None else None,
         }
@@ -152,7 +153,8 @@ def serve_foreground(
         tmp.write_text(json.dumps(state, indent=2), encoding="utf-8")
         os.replace(tmp, _state_path(run_dir))
         print(
-            f"lab {topology.name} up: " + ", ".join(f"{a['name']}={a['port']}" for a in state["agents"]),
+            f"lab {topology.name} up: "
+            + ", ".join(f"{a['name']}={a['port']}" for a in [*state["agents"], *state["devices"]]),
             file=sys.stderr,
             flush=True,
         )
@@ -291,6 +293,7 @@ def _stop_lab(run_dir: Path) -> dict[str, Any]:
     _state_path(run_dir).unlink(missing_ok=True)
     # agents in namespaces are not on the host's loopback (and their lab network is checked by `cleanup`)
     ports = [a["port"] for a in state.get("agents", []) if not a.get("netns")]
+    ports += [d["port"] for d in state.get("devices", []) if not state.get("network")]
     open_ports = [p for p in ports if _port_open(p)]
     stopped = not open_ports and not _is_our_lab(pid, run_dir)
     leftovers = _leftovers(run_dir)

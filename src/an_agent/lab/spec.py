@@ -93,6 +93,30 @@ class AgentSpec:
     """The topology host it runs on (``hosts``); its ``address`` is then that host's."""
 
 
+class DeviceDomain(StrEnum):
+    """What an element manager (a topology's ``devices:`` entry) serves of the simulated network."""
+
+    TRANSPORT = "transport"
+    """Routers, links and the sites' backhaul (ietf-network-topology), link alarms, port restarts."""
+    RAN = "ran"
+    """Sites, cells and KPIs per area (an-agent-network), site alarms, base-station restarts, energy saving."""
+
+
+@dataclass(frozen=True)
+class DeviceSpec:
+    """An element manager of the lab: the simulated network of ``domain`` (in ``regions``) over NETCONF."""
+
+    name: str
+    domain: DeviceDomain
+    port: int = 0
+    """Its NETCONF port (0: a free one, or 8830 in a ``--netns`` lab)."""
+    regions: tuple[str, ...] = ()
+    """The regions it manages; empty means all."""
+
+    def in_scope(self, region: str) -> bool:
+        return not self.regions or region in self.regions
+
+
 @dataclass(frozen=True)
 class HostSpec:
     """A machine of a lab that spans several (``hosts``); the first one runs the lab's clock and network."""
@@ -234,6 +258,10 @@ class Topology:
     """(sender, receiver) pairs of ``talks_to`` marked ``transport: a2a``: tasks go over the receiver's A2A face."""
     hosts: tuple[HostSpec, ...] = ()
     """The machines the lab spans (empty: all on this one); see `HostSpec`."""
+    devices: tuple[DeviceSpec, ...] = ()
+    """The lab's element managers (`DeviceSpec`)."""
+    users_file: Path | None = None
+    """Users (the users-file format) who log in to the element managers besides the lab's admin and agents."""
 
     def agent(self, name: str) -> AgentSpec:
         for agent in self.agents:

@@ -31,6 +31,8 @@ from an_agent.lab.spec import (
     BaselineTiming,
     CellDefaults,
     CellSpec,
+    DeviceDomain,
+    DeviceSpec,
     EventSpec,
     FaultSpec,
     FaultType,
@@ -251,7 +253,25 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         peer_login_file=None if "peer_login_file" not in data else path.parent / data["peer_login_file"],
         a2a_links=frozenset(a2a_links),
         hosts=hosts,
+        devices=_devices(data.get("devices", []), problems, region_names, set(names)),
+        users_file=None if "users_file" not in data else path.parent / data["users_file"],
     )
+
+
+def _devices(
+    raw: list[dict[str, Any]], problems: _Problems, regions: set[str], agents: set[str]
+) -> tuple[DeviceSpec, ...]:
+    devices: list[DeviceSpec] = []
+    for i, entry in enumerate(raw):
+        name = entry["name"]
+        if name in agents or any(d.name == name for d in devices):
+            problems.add(["devices", i, "name"], f"name {name!r} is already used by an agent or another device")
+        for j, region in enumerate(entry.get("regions", ())):
+            if region not in regions:
+                problems.add(["devices", i, "regions", j], f"unknown region {region!r}; regions: {_list(regions)}")
+        domain = DeviceDomain(entry["domain"])
+        devices.append(DeviceSpec(name, domain, entry.get("port", 0), tuple(entry.get("regions", ()))))
+    return tuple(devices)
 
 
 def _hosts(raw: list[dict[str, Any]], problems: _Problems) -> tuple[HostSpec, ...]:

@@ -47,6 +47,7 @@ from an_agent.runtime.requests import (
     PatchDecisionKind,
     Subscribe,
 )
+from an_agent.runtime.served import Served
 
 _NC = f"{{{NETCONF_BASE_NS}}}"
 _NOTIF = f"{{{NETCONF_NOTIFICATION_NS}}}"
@@ -65,11 +66,15 @@ _SCHEMA_DECISIONS = {"approve-schema-patch", "reject-schema-patch", "withdraw-sc
 
 
 class NetconfFace:
-    """Serves `Operations` over NETCONF; one instance per agent, called from many session threads."""
+    """Serves an agent's `Operations` (or another `Served`, a lab's element manager) over NETCONF; one
+    instance per server, called from many session threads."""
 
-    def __init__(self, operations: Operations, principal_of: Callable[[str], Principal] | None = None) -> None:
+    def __init__(self, operations: Served, principal_of: Callable[[str], Principal] | None = None) -> None:
         """``principal_of`` maps an authenticated user name to its principal (default: an administrator)."""
         self.operations = operations
+        self._agent = operations if isinstance(operations, Operations) else None
+        """The agent, for the task, schema and directory RPCs (None: an element manager serves none)."""
+        self._served = {m.namespace for m in operations.modules()}
         self._principal_of = principal_of or Principal.authenticated
         self._namespaces = {m.name: m.namespace for m in operations.modules()}
         self._monitoring = nc_state.netconf_state([*_BASE_VERSIONS, *self.capabilities()], operations.modules())
@@ -116,19 +121,21 @@ class NetconfFace:
             return Reply([nc_state.get_schema(operation, self.operations.modules())])
         if q.namespace == NETCONF_NOTIFICATION_NS and q.localname == "create-subscription":
             return self._create_subscription(principal, session, operation)
-        if q.namespace == IRTF_AGENT_NS and q.localname == "task-negotiate":
+        agent = self._agent
+        if agent is not None and q.namespace == IRTF_AGENT_NS and q.localname == "task-negotiate":
             self._validate_rpc(operation)
-            result = self.operations.negotiate(principal, NegotiationRequest.from_xml(operation))
+            result = agent.negotiate(principal, NegotiationRequest.from_xml(operation))
             return Reply(result.to_xml())
-        if q.namespace == AN_AGENT_SCHEMA_NS and q.localname == "get-schema-template":
-            return self._get_schema_template(principal, operation)
-        if q.namespace == AN_AGENT_SCHEMA_NS and q.localname in _SCHEMA_DECISIONS:
-            return self._decide(principal, operation)
-        if q.namespace == AN_AGENT_DIRECTORY_NS and self.operations.directory is not None:
-            return self._directory(principal, operation, self.operations.directory)
-        known = {m.namespace for m in self.operations.modules()}
-        if q.namespace in known:
-            raise RpcError.operation_not_supported(f"RPC {q.localname} of module {q.namespace} is not implemented")
+        if agent is not None and q.namespace == AN_AGENT_SCHEMA_NS and q.localname == "get-schema-template":
+            return self._get_schema_template(agent, principal, operation)
+        if agent is not None and q.namespace == AN_AGENT_SCHEMA_NS and q.localname in _SCHEMA_DECISIONS:
+            return self._decide(agent, principal, operation)
+        if agent is not None and q.namespace == AN_AGENT_DIRECTORY_NS and agent.directory is not None:
+            return self._directory(principal, operation, agent.directory)
+        if q.namespace in self._served:
+            if agent is None:
+                self._validate_rpc(operation)
+            return Reply(self.operations.invoke(principal, operation))
         raise RpcError.unknown_namespace(
             q.localname, q.namespace or "", f"no module of this agent defines the RPC <{q.localname}> in {q.namespace}"
         )
@@ -281,8 +288,8 @@ class NetconfFace:
         raise RpcError.operation_not_supported(f"RPC {name} of module an-agent-directory is not implemented")
 
     # -- an-agent-schema --------------------------------------------------------
-    def _get_schema_template(self, principal: Principal, operation: etree._Element) -> Reply:
-        self._require_schemas()
+    def _get_schema_template(self, agent: Operations, principal: Principal, operation: etree._Element) -> Reply:
+        self._require_schemas(agent)
         self._validate_rpc(operation)
         request = GetSchemaTemplate(
             (operation.findtext(_S + "scenario") or "").strip(),
@@ -290,7 +297,7 @@ class NetconfFace:
             (operation.findtext(_S + "preferred-language") or "").strip() or None,
             tuple((e.text or "").strip() for e in operation.iterchildren(_S + "supported-version")),
         )
-        template = self.operations.get_schema_template(principal, request)
+        template = agent.get_schema_template(principal, request)
         holder = etree.Element(_S + "output", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
         etree.SubElement(holder, _S + "schema-id").text = template.schema_id
         etree.SubElement(holder, _S + "language").text = template.language
@@ -299,8 +306,8 @@ class NetconfFace:
             etree.SubElement(holder, _S + "applied-patch").text = patch_id
         return Reply(list(holder))
 
-    def _decide(self, principal: Principal, operation: etree._Element) -> Reply:
-        self._require_schemas()
+    def _decide(self, agent: Operations, principal: Principal, operation: etree._Element) -> Reply:
+        self._require_schemas(agent)
         self._validate_rpc(operation)
         key_name = (operation.findtext(_S + "key-name") or "").strip() or None
         decision = PatchDecision(
@@ -308,7 +315,7 @@ class NetconfFace:
             (operation.findtext(_S + "patch-id") or "").strip(),
             key_name,
         )
-        decided = self.operations.decide_patch(principal, decision)
+        decided = agent.decide_patch(principal, decision)
         if decided is None:
             return Reply()
         holder = etree.Element(_S + "output", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
@@ -316,9 +323,10 @@ class NetconfFace:
         etree.SubElement(holder, _S + "state").text = decided.state
         return Reply(list(holder))
 
-    def _require_schemas(self) -> None:
+    @staticmethod
+    def _require_schemas(agent: Operations) -> None:
         # Before libyang sees the RPC: without the service its input is not worth checking.
-        if self.operations.schemas is None:
+        if agent.schemas is None:
             raise RpcError.operation_not_supported("this agent serves no scenario schemas", error_type="application")
 
 
