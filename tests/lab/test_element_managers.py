@@ -19,10 +19,11 @@ from tests.lab.labsupport import TOPOLOGIES
 
 from an_agent.access.users import agent_users
 from an_agent.lab.agent import lab_host_key
+from an_agent.lab.devices import DeviceDomain, DeviceSpec
 from an_agent.lab.em.manager import ElementManager
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.spec import DeviceDomain, DeviceSpec, FaultSpec, FaultType
+from an_agent.lab.spec import FaultSpec, FaultType
 from an_agent.lab.topology import load_topology
 from an_agent.yang.context import MODULES_DIR, NETWORK_MODULES_DIR
 
@@ -258,3 +259,23 @@ def test_an_energy_saving_window_closes_on_the_lab_clock(rig: Rig) -> None:
                 f'<close-energy-saving-window xmlns="{AN}"><window-id>night</window-id></close-energy-saving-window>',
             )
         assert closed.value.tag == "data-missing"
+
+
+def test_the_topology_names_what_is_wrong_with_a_device(tmp_path: Path) -> None:
+    from an_agent.errors import ConfigError
+    from tests.lab.labsupport import variant
+
+    shipped = load_topology(TOPOLOGIES / "cross-domain-fault.yaml").devices
+    assert [(d.name, d.domain, d.port, d.regions) for d in shipped] == [
+        ("transport-em", "transport", 18850, ("metro",)),
+        ("ran-em", "ran", 18851, ("metro",)),
+    ]
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        ("{name: ran-em, domain: ran, port: 18851, regions: [metro]}", "{name: ip-fault, domain: ran, regions: [moon]}"),
+    )
+    with pytest.raises(ConfigError) as bad:
+        load_topology(path)
+    assert "devices[1].name: name 'ip-fault' is already used" in str(bad.value)
+    assert "devices[1].regions[0]: unknown region 'moon'" in str(bad.value)

@@ -21,6 +21,7 @@ from an_agent.agents.environment import (
     Timing,
 )
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import DeviceSpec
 
 Role = RoleName
 """The roles a topology agent may play (`an_agent.agents.environment.RoleName`)."""
@@ -91,30 +92,6 @@ class AgentSpec:
     """Directories of the operator's own templates, served beside the shipped ones."""
     host: str | None = None
     """The topology host it runs on (``hosts``); its ``address`` is then that host's."""
-
-
-class DeviceDomain(StrEnum):
-    """What an element manager (a topology's ``devices:`` entry) serves of the simulated network."""
-
-    TRANSPORT = "transport"
-    """Routers, links and the sites' backhaul (ietf-network-topology), link alarms, port restarts."""
-    RAN = "ran"
-    """Sites, cells and KPIs per area (an-agent-network), site alarms, base-station restarts, energy saving."""
-
-
-@dataclass(frozen=True)
-class DeviceSpec:
-    """An element manager of the lab: the simulated network of ``domain`` (in ``regions``) over NETCONF."""
-
-    name: str
-    domain: DeviceDomain
-    port: int = 0
-    """Its NETCONF port (0: a free one, or 8830 in a ``--netns`` lab)."""
-    regions: tuple[str, ...] = ()
-    """The regions it manages; empty means all."""
-
-    def in_scope(self, region: str) -> bool:
-        return not self.regions or region in self.regions
 
 
 @dataclass(frozen=True)

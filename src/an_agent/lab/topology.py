@@ -22,6 +22,7 @@ from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, Layer, SchemaMode, 
 from an_agent.agents.intent import intent_problems
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import devices_from
 from an_agent.lab.spec import (
     DEFAULT_COVERAGE_LOSS,
     DEFAULT_MAX_DURATION_MINUTES,
@@ -31,8 +32,6 @@ from an_agent.lab.spec import (
     BaselineTiming,
     CellDefaults,
     CellSpec,
-    DeviceDomain,
-    DeviceSpec,
     EventSpec,
     FaultSpec,
     FaultType,
@@ -253,25 +252,9 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         peer_login_file=None if "peer_login_file" not in data else path.parent / data["peer_login_file"],
         a2a_links=frozenset(a2a_links),
         hosts=hosts,
-        devices=_devices(data.get("devices", []), problems, region_names, set(names)),
+        devices=devices_from(data.get("devices", []), problems.add, region_names, set(names)),
         users_file=None if "users_file" not in data else path.parent / data["users_file"],
     )
-
-
-def _devices(
-    raw: list[dict[str, Any]], problems: _Problems, regions: set[str], agents: set[str]
-) -> tuple[DeviceSpec, ...]:
-    devices: list[DeviceSpec] = []
-    for i, entry in enumerate(raw):
-        name = entry["name"]
-        if name in agents or any(d.name == name for d in devices):
-            problems.add(["devices", i, "name"], f"name {name!r} is already used by an agent or another device")
-        for j, region in enumerate(entry.get("regions", ())):
-            if region not in regions:
-                problems.add(["devices", i, "regions", j], f"unknown region {region!r}; regions: {_list(regions)}")
-        domain = DeviceDomain(entry["domain"])
-        devices.append(DeviceSpec(name, domain, entry.get("port", 0), tuple(entry.get("regions", ()))))
-    return tuple(devices)
 
 
 def _hosts(raw: list[dict[str, Any]], problems: _Problems) -> tuple[HostSpec, ...]:

@@ -19,10 +19,10 @@ from typing import Literal
 from an_agent.access.nacm import Nacm, Rule, RuleList
 from an_agent.access.users import UserDb
 from an_agent.clock import Clock
+from an_agent.lab.devices import DeviceSpec
 from an_agent.lab.em.operations import MODULE, ElementOperations
 from an_agent.lab.em.windows import CallAt
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.spec import DeviceSpec
 from an_agent.nc.face import NetconfFace
 from an_agent.nc.server import NetconfSshServer
 from an_agent.nc.ssh_auth import load_or_create_host_key

@@ -19,11 +19,11 @@ from lxml import etree
 from an_agent.agents.environment import NetworkEvent
 from an_agent.clock import Clock, to_rfc3339
 from an_agent.errors import RpcError
+from an_agent.lab.devices import DeviceDomain, DeviceSpec
 from an_agent.lab.em.edits import check_and_apply, parse_edit
 from an_agent.lab.em.render import ANNET_NS, Renderer, element
 from an_agent.lab.em.windows import CallAt, EnergyWindows
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.spec import DeviceDomain, DeviceSpec
 from an_agent.runtime.access import Authorizer
 from an_agent.runtime.datastore import Datastore
 from an_agent.runtime.notifications import NotificationBus

@@ -21,8 +21,8 @@ from lxml import etree
 
 from an_agent.agents.environment import Alarm, LinkView
 from an_agent.clock import to_rfc3339
+from an_agent.lab.devices import DeviceDomain, DeviceSpec
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.spec import DeviceDomain, DeviceSpec
 
 NW_NS = "urn:ietf:params:xml:ns:yang:ietf-network"
 NT_NS = "urn:ietf:params:xml:ns:yang:ietf-network-topology"
