@@ -15,9 +15,10 @@ import pytest
 from lxml import etree
 from ncclient import manager
 from ncclient.operations import RPCError
-from tests.lab.labsupport import TOPOLOGIES
+from tests.lab.labsupport import TOPOLOGIES, variant
 
 from an_agent.access.users import agent_users
+from an_agent.errors import ConfigError
 from an_agent.lab.agent import lab_host_key
 from an_agent.lab.devices import DeviceDomain, DeviceSpec
 from an_agent.lab.em.manager import ElementManager
@@ -262,9 +263,6 @@ def test_an_energy_saving_window_closes_on_the_lab_clock(rig: Rig) -> None:
 
 
 def test_the_topology_names_what_is_wrong_with_a_device(tmp_path: Path) -> None:
-    from an_agent.errors import ConfigError
-    from tests.lab.labsupport import variant
-
     shipped = load_topology(TOPOLOGIES / "cross-domain-fault.yaml").devices
     assert [(d.name, d.domain, d.port, d.regions) for d in shipped] == [
         ("transport-em", "transport", 18850, ("metro",)),
@@ -273,7 +271,10 @@ def test_the_topology_names_what_is_wrong_with_a_device(tmp_path: Path) -> None:
     path = variant(
         tmp_path,
         "cross-domain-fault.yaml",
-        ("{name: ran-em, domain: ran, port: 18851, regions: [metro]}", "{name: ip-fault, domain: ran, regions: [moon]}"),
+        (
+            "{name: ran-em, domain: ran, port: 18851, regions: [metro]}",
+            "{name: ip-fault, domain: ran, regions: [moon]}",
+        ),
     )
     with pytest.raises(ConfigError) as bad:
         load_topology(path)
