@@ -74,6 +74,7 @@ def serve_foreground(
     secret_file: Path | None = None,
     netns: bool = False,
     a2a_tls: bool = True,
+    pace: float | None = None,
 ) -> int:
     """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file.
 
@@ -115,6 +116,7 @@ def serve_foreground(
         secret_file=secret_file,
         netns=netns,
         a2a_tls=a2a_tls,
+        pace=pace,
     )
     try:
         lab.start()
@@ -133,6 +135,7 @@ def serve_foreground(
             "log": str((run_dir / LOG_FILE).resolve()),
             "started": time.time(),
             "scenario": play,
+            "pace": pace,
             "agents": [
                 {
                     "name": a.spec.name,
@@ -197,6 +200,7 @@ def start_background(
     secret_file: Path | None = None,
     netns: bool = False,
     a2a_tls: bool = True,
+    pace: float | None = None,
 ) -> dict[str, Any]:
     """Start the lab process and wait for its state file; `ConfigError`/`AnAgentError` with its log if it fails."""
     if netns:
@@ -235,6 +239,8 @@ def start_background(
         command.append("--netns")
     if not a2a_tls:
         command += ["--a2a-tls", "off"]
+    if pace is not None:
+        command += ["--pace", repr(pace)]
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True

@@ -54,6 +54,7 @@ class Lab:
     """A running topology (module docstring).
 
     ``prefix``/``env``: what each agent process's command runs behind and with, ignored ``in_process``.
+    ``pace``: simulated seconds per wall second (`SimKernel.set_pace`), for participants the lab cannot see.
     ``netns``: every agent process in a network namespace of its own on a lab bridge (`an_agent.lab.netns`,
     made by `start`, removed by `stop`), listening on its lab address; needs root.
     """
@@ -74,6 +75,7 @@ class Lab:
         secret_file: Path | None = None,
         netns: bool = False,
         a2a_tls: bool = True,
+        pace: float | None = None,
     ) -> None:
         if netns and in_process:
             raise ConfigError("--netns puts every agent in a process of its own: it does not go with --in-process")
@@ -98,6 +100,7 @@ class Lab:
         self.admin = ADMIN
         self.in_process = in_process
         self.kernel = LabKernel(topology.start_time, stall_timeout=stall_timeout)
+        self.kernel.set_pace(pace)  # None: lock-step
         self.network = SimNetwork(topology.network, topology.seed, self.kernel.now, self.kernel.call_at)
         self.kernel.on_instant_end(self.network.sample)
         self.journal = Journal(self.kernel.now, on_note, on_exchange)
