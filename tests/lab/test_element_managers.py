@@ -18,10 +18,11 @@ from ncclient.operations import RPCError
 from tests.lab.labsupport import TOPOLOGIES, variant
 
 from an_agent.access.users import agent_users
-from an_agent.errors import ConfigError
+from an_agent.errors import AnAgentError, ConfigError
 from an_agent.lab.agent import lab_host_key
 from an_agent.lab.devices import DeviceDomain, DeviceSpec
 from an_agent.lab.em.manager import ElementManager
+from an_agent.lab.em.southbound import NetconfNetwork
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.spec import FaultSpec, FaultType
@@ -280,3 +281,39 @@ def test_the_topology_names_what_is_wrong_with_a_device(tmp_path: Path) -> None:
         load_topology(path)
     assert "devices[1].name: name 'ip-fault' is already used" in str(bad.value)
     assert "devices[1].regions[0]: unknown region 'moon'" in str(bad.value)
+
+
+def test_southbound_netconf_answers_what_the_simulator_answers_over_netconf_only(rig: Rig) -> None:
+    rig.network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-C2"))
+    rig.network.inject(FaultSpec(FaultType.ROUTER_PORT_FAULT, "LINK-A1"))
+    where = ("127.0.0.1", rig.transport.port)
+    adapter = NetconfNetwork(rig.network, lambda: where, ("ip-fault", rig.operator_password), "transport-em")
+    try:
+        assert adapter.active_alarms(["metro"], "ip_transport") == rig.network.active_alarms(["metro"], "ip_transport")
+        assert adapter.links(["metro"]) == rig.network.links(["metro"])
+        assert adapter.link("LINK-C2") == rig.network.link("LINK-C2")
+        assert adapter.sites_behind("LINK-A1") == rig.network.sites_behind("LINK-A1")
+        assert adapter.site("SITE-09").backhaul == rig.network.site("SITE-09").backhaul
+        assert adapter.reset_port("LINK-A1", "ip-fault") is True and rig.network.link("LINK-A1").up
+        assert adapter.reset_port("LINK-C2", "ip-fault") is False
+        assert [c.by for c in rig.network.changes() if c.action == "port_reset"] == ["ip-fault", "ip-fault"]
+        with pytest.raises(ValueError, match="no link 'LINK-X'"):
+            adapter.link("LINK-X")
+        adapter.close()
+        rig.transport.stop()  # what it answers, it reads over NETCONF: without its element manager it cannot
+        with pytest.raises(AnAgentError):
+            adapter.links()
+    finally:
+        adapter.close()
+
+
+def test_southbound_netconf_needs_an_ip_fault_agent_and_a_transport_element_manager(tmp_path: Path) -> None:
+    ran = "{name: ran-fault, role: ran-fault, port: 18832,"
+    transport = "  - {name: transport-em, domain: transport, port: 18850, regions: [metro]}\n"
+    path = variant(tmp_path, "cross-domain-fault.yaml", (ran, f"{ran} southbound: netconf,"))
+    with pytest.raises(ConfigError, match=r"agents\[1\]\.southbound: southbound: netconf is for ip-fault agents"):
+        load_topology(path)
+    ip = "{name: ip-fault, role: ip-fault, port: 18833,"
+    path = variant(tmp_path, "cross-domain-fault.yaml", (ip, f"{ip} southbound: netconf,"), (transport, ""))
+    with pytest.raises(ConfigError, match="needs a devices: entry of domain transport managing the agent's regions"):
+        load_topology(path)

@@ -59,8 +59,12 @@ def test_shipped_topology_closes_the_loop(name: str, state_dir: Path) -> None:
     assert result["outcome"]["time_to_restore_s"] < result["baseline"]["time_to_restore_s"]
 
 
-def test_cross_domain_fault_details(state_dir: Path) -> None:
-    result = run(TOPOLOGIES / "cross-domain-fault.yaml", state_dir)
+@pytest.mark.parametrize("southbound", ["simulator", "netconf"])
+def test_cross_domain_fault_details(state_dir: Path, tmp_path: Path, southbound: str) -> None:
+    # netconf: the IP agent reads alarms and topology from the transport element manager and acts by RPC
+    ip_fault = "{name: ip-fault, role: ip-fault, port: 18833,"
+    path = variant(tmp_path, "cross-domain-fault.yaml", (ip_fault, f"{ip_fault} southbound: {southbound},"))
+    result = run(path, state_dir)
     fault = only_fault(result)
     assert (fault["type"], fault["target"], len(fault["affected_sites"])) == ("link_cut", "LINK-C2", 22)
     assert fault["root_cause"]["decided_by"] == "service-fault"

@@ -7,6 +7,7 @@ profile and behaviour to `an_agent.server.AgentServer`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -23,6 +24,8 @@ from an_agent.agents.exchange import Exchange
 from an_agent.agents.peers import Peers
 from an_agent.agents.roles import ROLES
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import southbound_device
+from an_agent.lab.em.southbound import NetconfNetwork
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
@@ -171,12 +174,20 @@ def make_behaviour(
     """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses.
 
     ``credentials`` are the agent's login on its peers (default: the topology's `peer_login`).
+    With ``southbound: netconf`` the behaviour reads and acts on the network through the lab's transport
+    element manager (`an_agent.lab.em.southbound.NetconfNetwork`), logged in as itself.
     ``a2a_url_of`` gives the A2A URL of the peers it reaches over A2A (links marked ``transport: a2a``),
     ``a2a_trust`` the certificates their HTTPS is verified against (`an_agent.lab.certs`).
     """
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
     credentials = credentials or peer_login(topology)
+    if spec.southbound == "netconf":
+        device = southbound_device(spec, topology.devices)
+        if device is None:
+            raise ConfigError(f"agent {spec.name}: southbound: netconf but no transport element manager serves it")
+        # the lab's element manager, where the lab says it serves (a free port is known once it does)
+        network = NetconfNetwork(network, functools.partial(address_of, device.name), credentials, device.name)
     finder = senders = None
     if topology.directory_agent is not None:
         # talks_to is policy here: peers are what the directory answers, reached where it says they are.

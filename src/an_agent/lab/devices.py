@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import Any
+from typing import Any, Protocol
 
 
 class DeviceDomain(StrEnum):
@@ -32,14 +32,44 @@ class DeviceSpec:
         return not self.regions or region in self.regions
 
 
+class AgentSpecLike(Protocol):
+    """What this module reads of a topology agent (`an_agent.lab.spec.AgentSpec`)."""
+
+    @property
+    def name(self) -> str: ...
+    @property
+    def role(self) -> str: ...
+    @property
+    def regions(self) -> tuple[str, ...]: ...
+    @property
+    def southbound(self) -> str: ...
+
+
+SOUTHBOUND_ROLES = frozenset({"ip-fault"})
+"""The roles that may reach the network over NETCONF (``southbound: netconf``)."""
+
+
+def southbound_device(agent: AgentSpecLike, devices: Sequence[DeviceSpec]) -> DeviceSpec | None:
+    """The transport element manager a ``southbound: netconf`` agent uses: the first that manages all of its
+    regions (one managing every region for an agent of every region)."""
+    for device in devices:
+        if device.domain == DeviceDomain.TRANSPORT and (
+            not device.regions or (agent.regions and set(agent.regions) <= set(device.regions))
+        ):
+            return device
+    return None
+
+
 def devices_from(
     raw: Sequence[dict[str, Any]],
     problem: Callable[[list[str | int], str], None],
     regions: set[str],
-    taken: set[str],
+    agents: Sequence[AgentSpecLike],
 ) -> tuple[DeviceSpec, ...]:
     """The ``devices:`` entries (already checked against the JSON Schema); ``problem(path, message)`` for a
-    name already used (by an agent or another device) or an unknown region."""
+    name already used (by an agent or another device), an unknown region, or an agent on ``southbound:
+    netconf`` that may not be or that no transport element manager serves."""
+    taken = {a.name for a in agents}
     devices: list[DeviceSpec] = []
     for i, entry in enumerate(raw):
         name = entry["name"]
@@ -52,4 +82,15 @@ def devices_from(
                 )
         domain = DeviceDomain(entry["domain"])
         devices.append(DeviceSpec(name, domain, entry.get("port", 0), tuple(entry.get("regions", ()))))
+    for i, agent in enumerate(agents):
+        if agent.southbound != "netconf":
+            continue
+        if agent.role not in SOUTHBOUND_ROLES:
+            problem(["agents", i, "southbound"], f"southbound: netconf is for {', '.join(SOUTHBOUND_ROLES)} agents")
+        elif southbound_device(agent, devices) is None:
+            problem(
+                ["agents", i, "southbound"],
+                "southbound: netconf needs a devices: entry of domain transport managing the agent's regions "
+                f"({', '.join(agent.regions) or 'all'})",
+            )
     return tuple(devices)

@@ -143,6 +143,10 @@ class Lab:
         return self.net.host_address if self.net is not None else HOST
 
     def address_of(self, name: str) -> tuple[str, int] | None:
+        """Where agent (or element manager) ``name`` serves NETCONF; None while it does not."""
+        device = self.devices.get(name)
+        if device is not None:
+            return device.host, device.port
         port = self._ports.get(name)
         return None if port is None else (self.host_of(name), port)
 

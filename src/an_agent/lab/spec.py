@@ -92,6 +92,8 @@ class AgentSpec:
     """Directories of the operator's own templates, served beside the shipped ones."""
     host: str | None = None
     """The topology host it runs on (``hosts``); its ``address`` is then that host's."""
+    southbound: Literal["simulator", "netconf"] = "simulator"
+    """How it reaches the network: the simulator's interface, or the lab's element manager over NETCONF."""
 
 
 @dataclass(frozen=True)

@@ -137,7 +137,8 @@ class Renderer:
             _leaf(entry, _AL + "last-raised", to_rfc3339(alarm.raised_at))
             _leaf(entry, _AL + "last-changed", to_rfc3339(last_change))
             _leaf(entry, _AL + "perceived-severity", alarm.severity)
-            _leaf(entry, _AL + "alarm-text", f"{alarm.text} [{alarm.alarm_id}]")
+            _leaf(entry, _AL + "alarm-text", alarm.text)
+            _origin(entry, alarm)
         return root
 
     def _alarm_keys(self, entry: etree._Element, alarm: Alarm) -> None:
@@ -153,7 +154,8 @@ class Renderer:
         cleared = alarm.cleared_at is not None
         _leaf(root, _AL + "time", to_rfc3339(alarm.cleared_at if alarm.cleared_at is not None else alarm.raised_at))
         _leaf(root, _AL + "perceived-severity", "cleared" if cleared else alarm.severity)
-        _leaf(root, _AL + "alarm-text", f"{alarm.text} [{alarm.alarm_id}]" + (" (cleared)" if cleared else ""))
+        _leaf(root, _AL + "alarm-text", alarm.text + (" (cleared)" if cleared else ""))
+        _origin(root, alarm)
         return root
 
     # ---- ietf-network / ietf-network-topology ------------------------------------------------------------
@@ -295,6 +297,11 @@ class Renderer:
             _leaf(entry, _AN + "coverage", _dec(kpis.coverage_percent))
             _leaf(entry, _AN + "energy-kw", _dec(kpis.energy_kw, 3))
         return root
+
+
+def _origin(parent: etree._Element, alarm: Alarm) -> None:
+    _leaf(parent, _AN + "alarm-id", alarm.alarm_id)
+    _leaf(parent, _AN + "region", alarm.region)
 
 
 def _core_end(path: Sequence[LinkView]) -> str:
