@@ -233,8 +233,12 @@ def test_an_operator_without_write_rights_is_refused_and_nothing_changes(rig: Ri
         with pytest.raises(RPCError) as no_exec:
             rpc(session, f'<restart-element xmlns="{AN}"><element-id>SITE-05</element-id></restart-element>')
         assert no_exec.value.tag == "access-denied" and "an-agent-network:restart-element" in no_exec.value.message
+        session.create_subscription()  # a member of a group may watch
     assert rig.network.cell("CELL-0101") == cell
     assert not rig.network.site("SITE-05").in_service
+    with rig.connect(rig.ran, "ip-fault", rig.operator_password) as operator:  # an operator may act
+        reply = rpc(operator, f'<restart-element xmlns="{AN}"><element-id>SITE-05</element-id></restart-element>')
+    assert reply.findtext(".//an:fault-cleared", namespaces=NS) == "true" and rig.network.site("SITE-05").in_service
 
 
 def test_an_energy_saving_window_closes_on_the_lab_clock(rig: Rig) -> None:
