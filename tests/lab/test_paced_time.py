@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -49,3 +50,14 @@ def test_lock_step_stays_the_default_and_a_pace_must_be_positive() -> None:
             kernel.set_pace(0)
     finally:
         kernel.close()
+
+
+def test_the_command_line_refuses_a_pace_that_is_not_a_positive_number(capsys: pytest.CaptureFixture[str]) -> None:
+    from an_agent.cli import main
+
+    topology = str(Path(__file__).resolve().parents[2] / "topologies" / "cross-domain-fault.yaml")
+    for bad in ("0", "-3", "fast"):
+        with pytest.raises(SystemExit) as refused:
+            main(["lab", "run", topology, "--pace", bad])
+        assert refused.value.code == 2
+        assert "--pace" in capsys.readouterr().err

@@ -138,8 +138,10 @@ def peer_login(topology: Topology) -> tuple[str, str]:
 
 
 def topology_addresses(topology: Topology) -> dict[str, tuple[str, int]]:
-    """Each agent's NETCONF address as the topology gives it (``address``, default 127.0.0.1, and ``port``)."""
-    return {a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}
+    """Each agent's NETCONF address as the topology gives it (``address``, default 127.0.0.1, and ``port``),
+    and each element manager's with a port (on this machine: where ``lab up`` serves it)."""
+    devices = {d.name: (HOST, d.port) for d in topology.devices if d.port}
+    return {**devices, **{a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}}
 
 
 def topology_directory_login(topology: Topology, name: str) -> DirectoryLogin | None:
