@@ -230,6 +230,13 @@ def test_an_operator_without_write_rights_is_refused_and_nothing_changes(rig: Ri
             )
         assert denied.value.tag == "access-denied" and "viewer" in denied.value.message
         assert denied.value.path == "/an-agent-network:cells/cell[cell-id='CELL-0101']"
+        with pytest.raises(RPCError) as not_told:  # denied before it could learn that a cell does not exist
+            session.edit_config(
+                target="running",
+                config=f'<config><cells xmlns="{AN}"><cell><cell-id>NOPE-C9</cell-id><tilt>5</tilt></cell>'
+                "</cells></config>",
+            )
+        assert not_told.value.tag == "access-denied"
         with pytest.raises(RPCError) as no_exec:
             rpc(session, f'<restart-element xmlns="{AN}"><element-id>SITE-05</element-id></restart-element>')
         assert no_exec.value.tag == "access-denied" and "an-agent-network:restart-element" in no_exec.value.message

@@ -115,7 +115,10 @@ def check_and_apply(
     authorizer: Authorizer,
     device: str,
 ) -> None:
-    """Check every change (existence, NACM, limits), then apply them all; nothing changes on an error."""
+    """Check every change (NACM, existence, limits), then apply them all; nothing changes on an error.
+
+    NACM first: a user who may not write learns nothing about which cells exist."""
+    authorizer.authorize(Access(principal, "update", tuple(Touched("update", cell_path(c.cell_id)) for c in changes)))
     for change in changes:
         if change.cell_id not in mine:
             raise RpcError.data_missing(
@@ -123,7 +126,6 @@ def check_and_apply(
                 "an edit cannot create one",
                 cell_path(change.cell_id),
             )
-    authorizer.authorize(Access(principal, "update", tuple(Touched("update", cell_path(c.cell_id)) for c in changes)))
     by = principal.name
     for change in changes:
         _check(change, network, by)

@@ -21,7 +21,7 @@ from an_agent.clock import Clock, to_rfc3339
 from an_agent.errors import RpcError
 from an_agent.lab.devices import DeviceDomain, DeviceSpec
 from an_agent.lab.em.edits import check_and_apply, parse_edit
-from an_agent.lab.em.render import ANNET_NS, Renderer, element
+from an_agent.lab.em.render import ANNET_NS, Renderer, nsmap
 from an_agent.lab.em.windows import CallAt, EnergyWindows
 from an_agent.lab.network import SimNetwork
 from an_agent.runtime.access import Authorizer
@@ -179,8 +179,13 @@ class ElementOperations(SessionsAndEvents):
 
 
 def _output(leaves: list[tuple[str, str]]) -> list[etree._Element]:
-    """RPC output leaves of an-agent-network."""
-    return list(element("output", leaves))
+    """RPC output leaves of an-agent-network, each declaring its namespace."""
+    out = []
+    for name, text in leaves:
+        leaf = etree.Element(_AN + name, nsmap=nsmap(ANNET_NS))
+        leaf.text = text
+        out.append(leaf)
+    return out
 
 
 _Rpc = Callable[[ElementOperations, Principal, etree._Element], list[etree._Element] | None]

@@ -14,7 +14,7 @@ the simulator at the moment of the request, never kept: the simulator is the one
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from lxml import etree
@@ -313,11 +313,3 @@ def _core_end(path: Sequence[LinkView]) -> str:
         return last.a
     before = {path[-2].a, path[-2].b}
     return last.a if last.b in before else last.b
-
-
-def element(tag: str, children: Iterable[tuple[str, str]] = ()) -> etree._Element:
-    """An element of an-agent-network with leaf children (RPC outputs)."""
-    root = etree.Element(_AN + tag, nsmap=nsmap(ANNET_NS))
-    for name, text in children:
-        _leaf(root, _AN + name, text)
-    return root
