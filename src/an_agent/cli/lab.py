@@ -329,11 +329,14 @@ def cmd_up(args: argparse.Namespace) -> int:
             + (f"   (namespace {agent['netns']})" if agent.get("netns") else "")
             + (f"\n  {'':<18} {'':<19} A2A {agent['a2a_url']}" if agent.get("a2a_url") else "")
         )
-    for device in state.get("devices", []):
+    for device in state.get("devices", []):  # element managers (docs/element-managers.md)
+        where = f"{device['host']}:{device['port']}"
         print(
-            f"  {device['name']:<18} {'element manager (' + device['domain'] + ')':<27} "
-            f"{device['host']}:{device['port']}   NETCONF: ietf-alarms, ietf-network-topology, an-agent-network"
+            f"  {device['name']:<18} {device['domain'] + ' EM':<19} {where}   "
+            f"netconf-console2 --host {device['host']} --port {device['port']} -u admin -p admin --get"
         )
+    if state.get("pace"):
+        print(f"paced: {state['pace']:g} simulated seconds per wall second")
     if state.get("a2a_trust"):
         print(
             f"A2A over HTTPS: trust {state['a2a_trust']} (an-agent task ... --a2a URL --a2a-trust {state['a2a_trust']})"
