@@ -61,3 +61,21 @@ def test_the_command_line_refuses_a_pace_that_is_not_a_positive_number(capsys: p
             main(["lab", "run", topology, "--pace", bad])
         assert refused.value.code == 2
         assert "--pace" in capsys.readouterr().err
+
+
+def test_agents_in_other_processes_follow_the_paced_clock_between_instants() -> None:
+    from an_agent.lab.conductor import LabKernel
+
+    kernel = LabKernel(0.0)
+    kernel.set_pace(100.0)
+    kernel.join("agent-a")  # an agent process, as the control channel's hello makes it
+    runner = threading.Thread(target=kernel.run, kwargs={"forever": True})
+    runner.start()
+    try:
+        first = kernel.next_for("agent-a", {})  # its clock thread's long poll
+        second = kernel.next_for("agent-a", {"epoch": first["epoch"], "seq": 1, "busy": False, "head": None})
+    finally:
+        kernel.close()
+        runner.join(5)
+    assert 0.0 < first["advance"] < second["advance"]  # nothing scheduled, yet its clock moves with the lab's
+    assert kernel.next_for("agent-a", {}) == {"closed": True}

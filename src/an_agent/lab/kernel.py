@@ -20,7 +20,8 @@ Paced time (`set_pace`, ``lab run|up --pace N``): instead of jumping to the next
 everything is idle, the clock follows the wall clock at N simulated seconds per wall second, so that
 participants the kernel cannot see (an outside agent on an element manager, a person) act in the same
 time. Instants still play in order and only when everything is idle; an instant overdue (the lab was
-busy) plays at once. Between instants the lab's clock moves on with the wall clock (`PACE_TICK`).
+busy) plays at once. Between instants the lab's clock moves on with the wall clock (`PACE_TICK`), and
+the lab's kernel moves its agents' clocks with it.
 
 `run` plays until nothing is scheduled; if activities stay busy without any progress for
 ``stall_timeout`` real seconds it raises `LabStall` naming them (a lost hand-off is a bug to see, not to
@@ -145,10 +146,14 @@ class SimKernel:
         start, wall0 = self._pace_anchor
         target = start + (wall - wall0) * pace
         reach = target if at is None else min(target, at)
-        if reach > self.clock.now():
+        moved = reach > self.clock.now()
+        if moved:
             self.clock.set(reach)
         if at is not None and at <= target:
-            return None
+            return None  # `run` plays the instant (and tells the agents elsewhere)
+        if moved:
+            self._advanced(reach)  # agents in other processes follow the paced clock between instants too
+            self._cond.notify_all()
         return PACE_TICK if at is None else min(PACE_TICK, (at - target) / pace)
 
     # ---- accounting (callers hold _cond) --------------------------------------------------------
