@@ -52,25 +52,33 @@ from an_agent.runtime.requests import (
     ReadScope,
     Subscribe,
 )
+from an_agent.runtime.served import Served
 
 _NC = f"{{{NETCONF_BASE_NS}}}"
 _NOTIF = f"{{{NETCONF_NOTIFICATION_NS}}}"
 _S = f"{{{AN_AGENT_SCHEMA_NS}}}"
 
-BASE_CAPABILITIES = (
+SERVED_CAPABILITIES = (
     "urn:ietf:params:netconf:capability:writable-running:1.0",
+    "urn:ietf:params:netconf:capability:rollback-on-error:1.0",
+    "urn:ietf:params:netconf:capability:xpath:1.0",
+    "urn:ietf:params:netconf:capability:notification:1.0",
+    "urn:ietf:params:netconf:capability:interleave:1.0",
+)
+"""What every server of ours offers, an agent or a lab's element manager (its edits are all or nothing)."""
+AGENT_CAPABILITIES = (
     "urn:ietf:params:netconf:capability:candidate:1.0",
     # 1.0 as well (as ConfD does): yuma123's yangcli offers <commit>'s confirmed parameters only to
     # servers that announce 1.0. 1.1 (persist, same-session rule) is the behaviour either way.
     "urn:ietf:params:netconf:capability:confirmed-commit:1.0",
     "urn:ietf:params:netconf:capability:confirmed-commit:1.1",
-    "urn:ietf:params:netconf:capability:rollback-on-error:1.0",
     "urn:ietf:params:netconf:capability:validate:1.1",
-    "urn:ietf:params:netconf:capability:xpath:1.0",
-    "urn:ietf:params:netconf:capability:notification:1.0",
-    "urn:ietf:params:netconf:capability:interleave:1.0",
     config_face.WITH_DEFAULTS_CAPABILITY,
 )
+"""What an agent offers besides: the candidate datastore, confirmed commit, validate, with-defaults
+(an element manager renders the simulator as it is: no second datastore, no defaults to report)."""
+BASE_CAPABILITIES = SERVED_CAPABILITIES + AGENT_CAPABILITIES
+"""An agent's capabilities before its modules (docs/reference/netconf-capabilities.md)."""
 _BASE_VERSIONS = ("urn:ietf:params:netconf:base:1.0", "urn:ietf:params:netconf:base:1.1")
 # Base operations we know but do not offer (no startup, no URL capability).
 _UNSUPPORTED_BASE = {"delete-config"}
@@ -78,11 +86,15 @@ _SCHEMA_DECISIONS = {"approve-schema-patch", "reject-schema-patch", "withdraw-sc
 
 
 class NetconfFace:
-    """Serves `Operations` over NETCONF; one instance per agent, called from many session threads."""
+    """Serves an agent's `Operations` (or another `Served`, a lab's element manager) over NETCONF; one
+    instance per server, called from many session threads."""
 
-    def __init__(self, operations: Operations, principal_of: Callable[[str], Principal] | None = None) -> None:
+    def __init__(self, operations: Served, principal_of: Callable[[str], Principal] | None = None) -> None:
         """``principal_of`` maps an authenticated user name to its principal (default: an administrator)."""
         self.operations = operations
+        self._agent = operations if isinstance(operations, Operations) else None
+        """The agent, for the task, schema and directory RPCs (None: an element manager serves none)."""
+        self._served = {m.namespace for m in operations.modules()}
         self._principal_of = principal_of or Principal.authenticated
         self._namespaces = {m.name: m.namespace for m in operations.modules()}
         self.library = YangLibrary(operations.modules())
@@ -95,7 +107,17 @@ class NetconfFace:
     def capabilities(self) -> list[str]:
         # Every module is listed as well (RFC 6020 form), for clients that predate the YANG library
         # (yuma123 yangcli loads what the hello lists); /yang-library says the same.
-        return [*BASE_CAPABILITIES, self.library.capability, *(m.capability for m in self.operations.modules())]
+        offered = BASE_CAPABILITIES if self._agent is not None else SERVED_CAPABILITIES
+        return [*offered, self.library.capability, *(m.capability for m in self.operations.modules())]
+
+    def _agent_only(self, what: str) -> Operations:
+        """The agent served, or operation-not-supported naming ``what`` (an element manager has none of it)."""
+        if self._agent is None:
+            raise RpcError.operation_not_supported(
+                f"{what} is not supported here: this server renders the lab's network as it is (no candidate "
+                "datastore, no confirmed commit, no with-defaults); edit running"
+            )
+        return self._agent
 
     def session_opened(self, session: Session) -> None:
         # The transport authenticated the user; its groups and agent names come from the users file.
@@ -135,19 +157,21 @@ class NetconfFace:
             return self._nmda(principal, session, operation)
         if q.namespace == NETCONF_NOTIFICATION_NS and q.localname == "create-subscription":
             return self._create_subscription(principal, session, operation)
-        if q.namespace == IRTF_AGENT_NS and q.localname == "task-negotiate":
+        agent = self._agent
+        if agent is not None and q.namespace == IRTF_AGENT_NS and q.localname == "task-negotiate":
             self._validate_rpc(operation)
-            result = self.operations.negotiate(principal, NegotiationRequest.from_xml(operation))
+            result = agent.negotiate(principal, NegotiationRequest.from_xml(operation))
             return Reply(result.to_xml())
-        if q.namespace == AN_AGENT_SCHEMA_NS and q.localname == "get-schema-template":
-            return self._get_schema_template(principal, operation)
-        if q.namespace == AN_AGENT_SCHEMA_NS and q.localname in _SCHEMA_DECISIONS:
-            return self._decide(principal, operation)
-        if q.namespace == AN_AGENT_DIRECTORY_NS and self.operations.directory is not None:
-            return self._directory(principal, operation, self.operations.directory)
-        known = {m.namespace for m in self.operations.modules()}
-        if q.namespace in known:
-            raise RpcError.operation_not_supported(f"RPC {q.localname} of module {q.namespace} is not implemented")
+        if agent is not None and q.namespace == AN_AGENT_SCHEMA_NS and q.localname == "get-schema-template":
+            return self._get_schema_template(agent, principal, operation)
+        if agent is not None and q.namespace == AN_AGENT_SCHEMA_NS and q.localname in _SCHEMA_DECISIONS:
+            return self._decide(agent, principal, operation)
+        if agent is not None and q.namespace == AN_AGENT_DIRECTORY_NS and agent.directory is not None:
+            return self._directory(principal, operation, agent.directory)
+        if q.namespace in self._served:
+            if agent is None:
+                self._validate_rpc(operation)
+            return Reply(self.operations.invoke(principal, operation))
         raise RpcError.unknown_namespace(
             q.localname, q.namespace or "", f"no module of this agent defines the RPC <{q.localname}> in {q.namespace}"
         )
@@ -166,6 +190,8 @@ class NetconfFace:
         flt = operation.find(_NC + "filter")
         scope = nc_state.read_scope(flt)
         defaults = config_face.with_defaults(operation)
+        if defaults is not None:
+            self._agent_only("<with-defaults>")
 
         def build() -> list[etree._Element]:
             extra = [self._monitoring, *self.library.trees(scope.wants_name)]
@@ -173,7 +199,10 @@ class NetconfFace:
                 extra.append(nc_state.streams(self.operations.log_created))
             if scope.wants_name(NACM_NS, "nacm"):
                 extra.append(nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces))
-            data = self.operations.read(principal, scope, extra=extra, with_defaults=defaults)
+            if self._agent is not None:
+                data = self._agent.read(principal, scope, extra=extra, with_defaults=defaults)
+            else:
+                data = self.operations.read(principal, scope, extra=extra)
             return nc_state.filtered(flt, data, self.operations.keys_of)
 
         # /nacm carries denial counters that change without a data version: never memoised.
@@ -189,13 +218,17 @@ class NetconfFace:
         _check_params(operation, {"source", "filter", "with-defaults"})
         source = config_face.datastore_of(operation, "source")
         defaults = config_face.with_defaults(operation)
+        if source != "running" or defaults is not None:
+            self._agent_only("a <get-config> of candidate or with <with-defaults>")
 
         def build() -> list[etree._Element]:
             flt = operation.find(_NC + "filter")
             extra = [nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces, config_only=True)]
-            data = self.operations.read(
-                principal, nc_state.read_scope(flt), True, extra, datastore=source, with_defaults=defaults
-            )
+            scope = nc_state.read_scope(flt)
+            if self._agent is not None:
+                data = self._agent.read(principal, scope, True, extra, datastore=source, with_defaults=defaults)
+            else:
+                data = self.operations.read(principal, scope, True, extra)
             return nc_state.filtered(flt, data, self.operations.keys_of)
 
         return self._memo(version, principal, key, build)
@@ -227,40 +260,46 @@ class NetconfFace:
         config = operation.find(_NC + "config")
         if config is None:
             raise RpcError.missing_element("config", "<edit-config> needs a <config> element with the changes")
-        self.operations.edit_config(principal, session.session_id, config_face.edit_request(operation, config, target))
+        request = config_face.edit_request(operation, config, target)
+        if request.target != "running" or request.test_only:
+            self._agent_only("an <edit-config> of candidate or with test-option test-only")
+        self.operations.edit_config(principal, session.session_id, request)
         return Reply()
 
     # -- candidate, commit, validate, copy-config (RFC 6241 8.3, 8.4, 8.6) ----------------
     def _commit(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"confirmed", "confirm-timeout", "persist", "persist-id"})
-        config_face.commit(self.operations, principal, session.session_id, operation)
+        config_face.commit(self._agent_only("<commit>"), principal, session.session_id, operation)
         return Reply()
 
     def _discard_changes(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, set())
-        self.operations.config.discard_changes(principal, session.session_id)
+        self._agent_only("<discard-changes>").config.discard_changes(principal, session.session_id)
         return Reply()
 
     def _cancel_commit(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"persist-id"})
         persist_id = operation.findtext(_NC + "persist-id")
-        self.operations.config.cancel_commit(principal, session.session_id, persist_id)
+        self._agent_only("<cancel-commit>").config.cancel_commit(principal, session.session_id, persist_id)
         return Reply()
 
     def _validate(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"source"})
-        self.operations.config.validate(principal, session.session_id, config_face.source_of(operation))
+        agent = self._agent_only("<validate>")
+        agent.config.validate(principal, session.session_id, config_face.source_of(operation))
         return Reply()
 
     def _copy_config(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"target", "source", "with-defaults"})
         config_face.with_defaults(operation)  # checked; no :url, so a datastore target stores what it is given
         target = config_face.datastore_of(operation, "target")
-        self.operations.config.copy_config(principal, session.session_id, target, config_face.source_of(operation))
+        agent = self._agent_only("<copy-config>")
+        agent.config.copy_config(principal, session.session_id, target, config_face.source_of(operation))
         return Reply()
 
     # -- NMDA (RFC 8526) -----------------------------------------------------------------
     def _nmda(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
+        agent = self._agent_only(f"<{etree.QName(operation).localname}>")
         self._validate_rpc(operation)
         if etree.QName(operation).localname == "edit-data":
             self.operations.edit_config(principal, session.session_id, config_face.edit_data_request(operation))
@@ -269,17 +308,29 @@ class NetconfFace:
         def state_trees(scope: ReadScope) -> list[etree._Element]:
             return [self._monitoring, *self.library.trees(scope.wants_name)]
 
-        return Reply([config_face.get_data(self.operations, principal, operation, state_trees)])
+        return Reply([config_face.get_data(agent, principal, operation, state_trees)])
 
     # -- sessions and locks -----------------------------------------------------
     def _lock(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"target"})
-        self.operations.config.lock(principal, session.session_id, config_face.datastore_of(operation, "target"))
+        target = config_face.datastore_of(operation, "target")
+        if self._agent is not None:
+            self._agent.config.lock(principal, session.session_id, target)
+        elif target != "running":
+            self._agent_only("a lock of candidate")
+        else:
+            self.operations.lock(principal, session.session_id)
         return Reply()
 
     def _unlock(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"target"})
-        self.operations.config.unlock(principal, session.session_id, config_face.datastore_of(operation, "target"))
+        target = config_face.datastore_of(operation, "target")
+        if self._agent is not None:
+            self._agent.config.unlock(principal, session.session_id, target)
+        elif target != "running":
+            self._agent_only("an unlock of candidate")
+        else:
+            self.operations.unlock(principal, session.session_id)
         return Reply()
 
     def _close_session(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
@@ -332,8 +383,8 @@ class NetconfFace:
         raise RpcError.operation_not_supported(f"RPC {name} of module an-agent-directory is not implemented")
 
     # -- an-agent-schema --------------------------------------------------------
-    def _get_schema_template(self, principal: Principal, operation: etree._Element) -> Reply:
-        self._require_schemas()
+    def _get_schema_template(self, agent: Operations, principal: Principal, operation: etree._Element) -> Reply:
+        self._require_schemas(agent)
         self._validate_rpc(operation)
         request = GetSchemaTemplate(
             (operation.findtext(_S + "scenario") or "").strip(),
@@ -341,7 +392,7 @@ class NetconfFace:
             (operation.findtext(_S + "preferred-language") or "").strip() or None,
             tuple((e.text or "").strip() for e in operation.iterchildren(_S + "supported-version")),
         )
-        template = self.operations.get_schema_template(principal, request)
+        template = agent.get_schema_template(principal, request)
         holder = etree.Element(_S + "output", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
         etree.SubElement(holder, _S + "schema-id").text = template.schema_id
         etree.SubElement(holder, _S + "language").text = template.language
@@ -350,8 +401,8 @@ class NetconfFace:
             etree.SubElement(holder, _S + "applied-patch").text = patch_id
         return Reply(list(holder))
 
-    def _decide(self, principal: Principal, operation: etree._Element) -> Reply:
-        self._require_schemas()
+    def _decide(self, agent: Operations, principal: Principal, operation: etree._Element) -> Reply:
+        self._require_schemas(agent)
         self._validate_rpc(operation)
         key_name = (operation.findtext(_S + "key-name") or "").strip() or None
         decision = PatchDecision(
@@ -359,7 +410,7 @@ class NetconfFace:
             (operation.findtext(_S + "patch-id") or "").strip(),
             key_name,
         )
-        decided = self.operations.decide_patch(principal, decision)
+        decided = agent.decide_patch(principal, decision)
         if decided is None:
             return Reply()
         holder = etree.Element(_S + "output", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
@@ -367,9 +418,10 @@ class NetconfFace:
         etree.SubElement(holder, _S + "state").text = decided.state
         return Reply(list(holder))
 
-    def _require_schemas(self) -> None:
+    @staticmethod
+    def _require_schemas(agent: Operations) -> None:
         # Before libyang sees the RPC: without the service its input is not worth checking.
-        if self.operations.schemas is None:
+        if agent.schemas is None:
             raise RpcError.operation_not_supported("this agent serves no scenario schemas", error_type="application")
 
 

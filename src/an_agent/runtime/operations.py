@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
 
 from lxml import etree
@@ -53,9 +53,8 @@ from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore
 from an_agent.runtime.directory import Directory, DirectoryOperations
 from an_agent.runtime.edit import NC_OPERATION, YangSchema, elements
-from an_agent.runtime.event_rendering import EventSink
 from an_agent.runtime.large_data import DataPolicy, DataResolver
-from an_agent.runtime.notifications import NotificationBus, Subscription
+from an_agent.runtime.notifications import NotificationBus
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
     AssignTask,
@@ -67,10 +66,10 @@ from an_agent.runtime.requests import (
     ProvideInput,
     ReadScope,
     SchemaTemplate,
-    Subscribe,
 )
 from an_agent.runtime.results import label_result
 from an_agent.runtime.schemas import SchemaService
+from an_agent.runtime.served import SessionsAndEvents
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
 from an_agent.runtime.text_input import AssignText, CompletingBehaviour, PayloadCompletion
@@ -82,7 +81,7 @@ from an_agent.yang.info import ModuleInfo
 log = logging.getLogger(__name__)
 
 
-class Operations:
+class Operations(SessionsAndEvents):
     """One agent: datastore, tasks, notifications, schemas and behaviour behind typed operations."""
 
     def __init__(
@@ -190,16 +189,6 @@ class Operations:
             self.schemas.close()
         self.bus.close()
 
-    def publish_notification(self, content: etree._Element) -> None:
-        """Log ``content`` (a notification body) durably and send it to every subscriber."""
-        xml = etree.tostring(content, encoding="unicode")
-
-        def log_event() -> tuple[int, float, str]:
-            now = self.clock.now()
-            return self.store.append_notification(now, xml), now, xml
-
-        self.bus.publish(log_event)
-
     def modules(self) -> list[ModuleInfo]:
         """The YANG modules this agent implements (capabilities, RFC 6022 schemas)."""
         return self.yang.modules()
@@ -209,27 +198,10 @@ class Operations:
         found = self.datastore.find_entries(DATA_PARAMS_TAG, ("id",), [(i,) for i in dict.fromkeys(ids)])
         return self.data.resolve([DataParam.from_xml(element) for element in found])
 
-    def _exec(self, principal: Principal, rpc: str) -> None:
-        self.authorizer.authorize(Access(principal, "exec", rpc=rpc))
-
-    # -- sessions ---------------------------------------------------------------
-    def open_session(self, session_id: int, principal: Principal, close: Callable[[], None]) -> None:
-        """A face opened a session (``close`` ends it, for `kill_session`)."""
-        self.sessions.open(session_id, principal, close)
-
     def close_session(self, session_id: int) -> None:
-        """A session ended: release its locks, roll back its unconfirmed commit, end its subscription."""
-        state = self.sessions.close(session_id)
+        """A session ended: release its locks, end its subscription, roll back its unconfirmed commit."""
+        super().close_session(session_id)
         self.config.session_closed(session_id)
-        if state is not None and state.subscription is not None:
-            state.subscription.end()
-
-    def kill_session(self, principal: Principal, session_id: int, target: int) -> None:
-        """Close session ``target``: one's own other sessions, or (admins) anyone's."""
-        victim = self.sessions.get(target)
-        owner = victim.principal.name if victim is not None else None
-        self.authorizer.authorize(Access(principal, "exec", rpc="ietf-netconf:kill-session", owner=owner))
-        self.sessions.kill(session_id, target)
 
     # -- reads ------------------------------------------------------------------
     def read(
@@ -486,38 +458,10 @@ class Operations:
         self.context.negotiated(request, principal.name)
         return result
 
-    def subscribe(
-        self, principal: Principal, session_id: int, request: Subscribe, send: EventSink | Callable[[str], None]
-    ) -> Subscription:
-        """taskResultSubscribe: events of the durable log from ``start_time``, then live ones, to ``send``.
-
-        ``send`` is the session's `EventSink` or a function taking each
-        notification as text. Subscribers with the same principal and
-        ``request.filter_key`` share one filter decision per live event.
-
-        One subscription per session; it ends with the session. Call
-        `Subscription.start` once the caller has answered the request (replay
-        must follow the reply).
-        """
-        self._exec(principal, "notifications:create-subscription")
-        now = self.clock.now()
-        start, stop = request.start_time, request.stop_time
-        if stop is not None and start is None:
-            raise RpcError.missing_element("startTime", "stopTime needs a startTime (RFC 5277 2.1.1)")
-        if start is not None and start > now:
-            raise RpcError.bad_element("startTime", "startTime is in the future", error_type="protocol")
-        if start is not None and stop is not None and stop < start:
-            raise RpcError.bad_element("stopTime", "stopTime is earlier than startTime", error_type="protocol")
-        wanted = request.event_filter
-
-        def event_filter(event: etree._Element) -> bool:
-            return self.authorizer.may_receive(principal, event) and (wanted is None or wanted(event))
-
-        # The read view is the principal's: NACM decides per user and group.
-        view = None if request.filter_key is None else (principal, request.filter_key)
-        return self.sessions.subscribe(
-            session_id, lambda ended: self.bus.subscribe(send, event_filter, start, stop, ended, view)
-        )
+    def invoke(self, principal: Principal, operation: etree._Element) -> list[etree._Element] | None:
+        """`Served.invoke`: an agent has no RPCs beyond those the face carries (task-negotiate, schemas, directory)."""
+        q = etree.QName(operation)
+        raise RpcError.operation_not_supported(f"RPC {q.localname} of module {q.namespace} is not implemented")
 
     def _schema_service(self) -> SchemaService:
         if self.schemas is None:

@@ -33,10 +33,24 @@ from an_agent.yang.lyerrors import LyErrorItem, to_rpc_error
 from an_agent.yang.reach import UnitReach, analyse
 from an_agent.yang.schema_index import SchemaIndex
 
-__all__ = ["DEFAULT_FEATURES", "MODULES_DIR", "DocumentKind", "WithDefaults", "YangContext", "builtin_modules"]
+__all__ = [
+    "DEFAULT_FEATURES",
+    "MODULES_DIR",
+    "NETWORK_MODULES_DIR",
+    "PROTOCOL_MODULES",
+    "DocumentKind",
+    "WithDefaults",
+    "YangContext",
+    "builtin_modules",
+]
 
 MODULES_DIR = Path(__file__).resolve().parent / "modules"
 """The shipped modules, ``<name>@<revision>.yang`` (package data)."""
+NETWORK_MODULES_DIR = MODULES_DIR / "network"
+"""The modules a lab's element managers serve besides the protocol ones (ietf-alarms, ietf-network,
+ietf-network-topology, an-agent-network); agents do not load them."""
+PROTOCOL_MODULES = ("ietf-netconf", "ietf-netconf-acm", "ietf-netconf-monitoring", "notifications", "nc-notifications")
+"""The shipped modules every NETCONF server of ours needs whatever it serves (operations, NACM, RFC 6022, RFC 5277)."""
 
 
 DEFAULT_FEATURES: Mapping[str, Sequence[str]] = {
@@ -118,13 +132,24 @@ class YangContext:
     _default_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(
-        self, modules_dir: Path | str = MODULES_DIR, features: Mapping[str, Sequence[str]] = DEFAULT_FEATURES
+        self,
+        modules_dir: Path | str = MODULES_DIR,
+        features: Mapping[str, Sequence[str]] = DEFAULT_FEATURES,
+        *,
+        extra_dirs: Sequence[Path] = (),
+        only: Sequence[str] | None = None,
     ) -> None:
+        """``extra_dirs``: more directories whose modules are loaded (and searched for imports);
+        ``only``: load just these modules of ``modules_dir`` (all of ``extra_dirs``'s are loaded)."""
         _configure_libyang_logging()
         self._dir = Path(modules_dir)
         self._lock = threading.RLock()
         self._ctx = _new_ly_context(self._dir)
-        names = sorted({p.name.split("@", 1)[0].removesuffix(".yang") for p in self._dir.glob("*.yang")} - IMPORT_ONLY)
+        for extra in extra_dirs:
+            lib.ly_ctx_set_searchdir(self._ctx.cdata, str2c(str(extra)))
+        shipped_names = {_module_name(p) for p in self._dir.glob("*.yang")} - IMPORT_ONLY
+        names = sorted(n for n in shipped_names if only is None or n in only)
+        names += sorted({_module_name(p) for d in extra_dirs for p in Path(d).glob("*.yang")})
         if not names:
             raise YangError(f"no YANG modules (*.yang) in {self._dir}")
         shipped = [self._load(name, features.get(name, ())) for name in names]
@@ -461,6 +486,10 @@ class YangContext:
             finally:
                 lib.ly_set_free(node_set[0], ffi.NULL)
         return iter(result)
+
+
+def _module_name(path: Path) -> str:
+    return path.name.split("@", 1)[0].removesuffix(".yang")
 
 
 def _new_ly_context(search_dir: Path | None) -> libyang.Context:
