@@ -110,6 +110,8 @@ def yanglint_get(data: etree._Element, tmp_path: Path) -> subprocess.CompletedPr
             "ietf-netconf-acm@2018-02-14.yang",
             "nc-notifications@2008-07-14.yang",
             "notifications@2008-07-14.yang",
+            "ietf-yang-library@2019-01-04.yang",  # RFC 8525: every server of ours serves its YANG library
+            "ietf-datastores@2018-02-14.yang",
         )
     ]
     command = ["yanglint", "-t", "get", "-p", str(MODULES_DIR), "-p", str(NETWORK_MODULES_DIR)]

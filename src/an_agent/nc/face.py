@@ -190,8 +190,8 @@ class NetconfFace:
         flt = operation.find(_NC + "filter")
         scope = nc_state.read_scope(flt)
         defaults = config_face.with_defaults(operation)
-        if defaults is not None:
-            self._agent_only("<with-defaults>")
+        if defaults != "explicit":  # explicit is what a server without defaults reports
+            self._agent_only(f"<with-defaults> {defaults}")
 
         def build() -> list[etree._Element]:
             extra = [self._monitoring, *self.library.trees(scope.wants_name)]
@@ -218,7 +218,7 @@ class NetconfFace:
         _check_params(operation, {"source", "filter", "with-defaults"})
         source = config_face.datastore_of(operation, "source")
         defaults = config_face.with_defaults(operation)
-        if source != "running" or defaults is not None:
+        if source != "running" or defaults != "explicit":
             self._agent_only("a <get-config> of candidate or with <with-defaults>")
 
         def build() -> list[etree._Element]:

@@ -49,8 +49,17 @@ MODULES_DIR = Path(__file__).resolve().parent / "modules"
 NETWORK_MODULES_DIR = MODULES_DIR / "network"
 """The modules a lab's element managers serve besides the protocol ones (ietf-alarms, ietf-network,
 ietf-network-topology, an-agent-network); agents do not load them."""
-PROTOCOL_MODULES = ("ietf-netconf", "ietf-netconf-acm", "ietf-netconf-monitoring", "notifications", "nc-notifications")
-"""The shipped modules every NETCONF server of ours needs whatever it serves (operations, NACM, RFC 6022, RFC 5277)."""
+PROTOCOL_MODULES = (
+    "ietf-netconf",
+    "ietf-netconf-acm",
+    "ietf-netconf-monitoring",
+    "notifications",
+    "nc-notifications",
+    "ietf-yang-library",
+    "ietf-datastores",
+)
+"""The shipped modules every NETCONF server of ours needs whatever it serves (operations, NACM, RFC 6022,
+RFC 5277, the YANG library of RFC 8525)."""
 
 
 DEFAULT_FEATURES: Mapping[str, Sequence[str]] = {
