@@ -219,3 +219,17 @@ def test_a_stream_never_goes_back_after_its_first_event(agent: Agent) -> None:
     resubscribed = agent.stream("SubscribeToTask", {"id": waiting})
     assert [e["task"]["status"]["state"] for e in resubscribed] == ["TASK_STATE_INPUT_REQUIRED"]  # now, only
     agent.rpc("CancelTask", {"id": waiting})
+
+
+def test_a_megabyte_of_text_is_answered_and_the_agent_goes_on(agent: Agent) -> None:
+    # The TCK's large payload: one run of letters, no id in it. Reading ids out of it was quadratic
+    # (an hour of CPU per message, a worker lost); every pattern that reads client text is linear now.
+    for text in ("A" * (1024 * 1024), PROMPT + " " + "SITE-" * 100_000):
+        answer = agent.rpc(
+            "SendMessage", {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}}
+        )
+        assert "result" in answer or answer["error"]["code"] == -32602, str(answer)[:300]
+    done = agent.rpc(
+        "SendMessage", {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": PROMPT}]}}
+    )
+    assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", done

@@ -41,7 +41,7 @@ from an_agent.model import Task
 from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
-_ELEMENT_ID = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
+_ELEMENT_ID = re.compile(r"(?<![A-Z0-9])[A-Z][A-Z0-9]*+(?:-[A-Z0-9]++)+")
 """What a site or cell id looks like in a prompt (``SITE-02``, ``CELL-0401``): compared with the inventory."""
 
 

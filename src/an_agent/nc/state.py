@@ -27,7 +27,7 @@ _NETMOD = f"{{{NETMOD_NOTIFICATION_NS}}}"
 _TASK_ID = f"{{{IRTF_AGENT_NS}}}task-id"
 _ACM = f"{{{NACM_NS}}}"
 _RULE_TYPE_LEAF = {"rpc": "rpc-name", "notification": "notification-name"}
-_PATH_MODULE = re.compile(r"([A-Za-z_][\w.-]*):")
+_PATH_MODULE = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*+):")  # linear: starts only where a name starts
 
 KeysOf = Callable[[etree._Element], tuple[str, ...]]
 

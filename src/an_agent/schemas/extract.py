@@ -57,7 +57,12 @@ UNIT_WORDS = frozenset(s for s in _UNIT_OF if s.isalpha())
 _UNIT_RE = "|".join(re.escape(s) for s in sorted(_UNIT_OF, key=len, reverse=True))
 _QUANTITY = re.compile(rf"(?<![\w.]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
 _BARE_NUMBER = re.compile(r"(?<![\w.\-:])[-+\u2212]?\d+(?:\.\d+)?(?![\w:]|-\d)")
-_ID = re.compile(r"\b(?P<prefix>[A-Z]{2,}(?:-[A-Z]+)*)-(?P<body>[A-Z0-9]*\d[A-Z0-9]*)\b")
+# Linear in the text (client text can be a megabyte): a match starts only where an id can start, not
+# inside "SITE-SITE-..."; prefix parts are taken once (each followed by "-"); the body is checked for a
+# digit ahead instead of being split around one.
+_ID = re.compile(
+    r"(?<![A-Z0-9]-)(?<![A-Za-z0-9])(?P<prefix>[A-Z]{2,}+(?:-[A-Z]++(?=-))*+)-(?P<body>(?=[A-Z0-9]*\d)[A-Z0-9]++)\b"
+)
 _ISO_DT = re.compile(
     r"\b(?P<date>\d{4}-\d{2}-\d{2})(?:[T ](?P<time>\d{1,2}:\d{2}(?::\d{2})?)\s*(?P<tz>Z|UTC|GMT|[+-]\d{2}:?\d{2})?)?\b",
     re.IGNORECASE,

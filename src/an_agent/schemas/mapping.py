@@ -45,7 +45,7 @@ from an_agent.schemas.template import OTHER_KEY, KeyDef, Template
 
 DEFAULT_THRESHOLD = 0.45
 _CERTAIN = 0.99
-_SPLIT = re.compile(r"[.;!?\n]+\s*|:\s+|,\s+(?:and\s+|but\s+)?|\s+(?:and|but|also|plus|because)\s+(?=[a-z])")
+_SPLIT = re.compile(r"[.;!?\n]+\s*|:\s+|,\s+(?:and\s+|but\s+)?|(?<!\s)\s+(?:and|but|also|plus|because)\s+(?=[a-z])")
 _UNIT_OF_KEY = {
     "dbm": "dbm",
     "db": "db",
