@@ -19,6 +19,7 @@ by its similarity to what the key must name:
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -59,7 +60,10 @@ _UNIT_SUFFIX = {
     "days": "days",
     "weeks": "weeks",
     "km": "km",
+    "kmh": "kmh",
     "mbps": "mbps",
+    "kwh": "kwh",
+    "celsius": "celsius",
 }
 _TIME_WORDS = _words(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
@@ -335,7 +339,9 @@ def name_key(
         pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
         if pairs or longer:
             phrase = (pairs or longer)[0]
-    if spec.enum:
+    if spec.enum and isinstance(frame := spec.info.get("frame"), str):
+        phrase = _code_phrase(texts, frame)  # codes (P1-P4, Class A / B / C): the word they are said after
+    elif spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
     elif "kinds" in spec.info and (kind := freeform_phrase([r[1] for r in ranked], spec.values, spec.info["kinds"])):
         phrase = kind
@@ -381,6 +387,20 @@ _OBJECT = _words("the a an this these those it its our my your their all")
 _UNTIL = re.compile(r"\b(?:until|till|til)\b", re.IGNORECASE)
 # "due" only as a deadline ("due by 12:00", "is due tomorrow"), not as a cause ("due to the storm").
 _BY = re.compile(r"\b(?:by|before|no later than|at the latest|deadline|due(?!\s+to\b))\b", re.IGNORECASE)
+
+
+def _code_phrase(texts: Sequence[str], frame: str) -> str:
+    """The name of a set of codes: their frame word ("priority P1", "prio P2" -> priority), grown by the
+    word two fragments or more put before it ("site class: B", "site class = C" -> site class)."""
+    before: Counter[str] = Counter()
+    for text in texts:
+        words = tokens(text)
+        before.update(
+            {a for a, b in itertools.pairwise(words) if b[:4] == frame[:4] and a not in _STOP and a.isalpha()}
+        )
+    if before and (top := before.most_common(1)[0])[1] >= 2 and top[0][:4] != frame[:4]:
+        return f"{top[0]} {frame}"
+    return frame
 
 
 def _moment_suffix(texts: Sequence[str]) -> str:

@@ -32,6 +32,7 @@ from an_agent.evolution.categories import category_phrases
 from an_agent.evolution.cohesion import Core, core_of, rejoin, value_fragments
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
+from an_agent.evolution.review import security_words
 from an_agent.schemas.anchors import example_mappings, key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.template import OTHER_KEY, KeyDef
@@ -41,7 +42,8 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Words that make a key touch security (draft section 8): patches with them are never published automatically.
+# Words that make a key touch security (draft section 8): a signal of the review gate (`review`); a key whose
+# name or meaning holds one, or most of whose examples do, is never published automatically.
 SECURITY_TERMS = _words(
     """password passwords credential credentials token tokens secret secrets auth authentication authorization
     authorisation login logins privilege privileges permission permissions payment payments billing card
@@ -51,13 +53,9 @@ SECURITY_TERMS = _words(
 
 
 def is_security_relevant(*texts: str) -> bool:
-    """True when a key name or description touches credentials, payment, identity or access control."""
-    # "root cause" (suspected_root_cause) is about faults, not the superuser.
-    words = {w for text in texts for w in re.findall(r"[a-z]+", _ROOT_CAUSE.sub(" ", text.lower()))}
-    return bool(words & SECURITY_TERMS)
-
-
-_ROOT_CAUSE = re.compile(r"(?<![a-z])root[ _]cause")
+    """True when one of the texts holds a word of the security list: one signal of the review gate
+    (`review.security_reasons` judges a key by its name, meaning and values)."""
+    return any(security_words(text, SECURITY_TERMS) for text in texts)
 
 
 @dataclass(frozen=True)
