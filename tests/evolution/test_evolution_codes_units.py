@@ -150,6 +150,14 @@ def test_the_review_gate_judges_what_a_key_means() -> None:
         "array",
     )
     assert security_reasons(incidents, SECURITY_TERMS) == ()
+    moment = _key(
+        "restored_time",
+        "Restored, as an RFC 3339 date and time (UTC). Format: date-time. Example mapping: "
+        "'service restored around 16:00' -> '2027-01-15T16:00:00Z'.",
+    )
+    assert security_reasons(moment, SECURITY_TERMS) == ()  # a time is no IPv6 address
+    v6 = _key("mgmt_address", "Management address. Example mapping: 'reach it on fe80::1' -> 'fe80::1'.")
+    assert security_reasons(v6, SECURITY_TERMS)
     # A key whose name or meaning says credentials, or whose values are addresses or commands, is held.
     password = _key("router_password", "The router password the request names. Example mapping: 'pw is x' -> 'x'.")
     assert security_reasons(password, SECURITY_TERMS)

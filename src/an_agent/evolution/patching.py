@@ -27,6 +27,7 @@ from an_agent.evolution.synthesis import (
     refine_key,
     synthesis_phrases,
 )
+from an_agent.evolution.time_concepts import apart_from_moment_keys
 from an_agent.evolution.trigger import GateResult, evaluate_gate
 
 SYNTHESIS_FRAGMENTS = 200  # newest fragments of a cluster used to synthesise its key
@@ -157,6 +158,7 @@ class PatchMaker:
                 )
             )
             return
+        core = apart_from_moment_keys(core, texts, vectors, [k.key for k in existing], s.phrases, now)
         taken = frozenset(k.key.key_name for k in existing) | frozenset(s.compat_keys(cluster.schema_id, None))
         induced = induce_key(
             texts,

@@ -24,7 +24,13 @@ from an_agent.schemas.template import KeyDef
 
 # Shapes of values that a system would use to log in, run or connect.
 _VALUE_SHAPES = (
-    ("an IP address", re.compile(r"\b(?:\d{1,3}\.){3}\d{1,3}\b|\b[0-9a-f]{0,4}(?::[0-9a-f]{0,4}){2,7}\b", re.I)),
+    # IPv4, or IPv6 with four groups or more or a "::" (a clock time 16:00:00 has three groups).
+    (
+        "an IP address",
+        re.compile(
+            r"\b(?:\d{1,3}\.){3}\d{1,3}\b|\b(?:[0-9a-f]{1,4}:){3,7}[0-9a-f]{1,4}\b|[0-9a-f]{1,4}::[0-9a-f]{0,4}", re.I
+        ),
+    ),
     ("a URL", re.compile(r"\b[a-z][a-z0-9+.\-]*://\S+", re.I)),
     ("an e-mail address", re.compile(r"\b[\w.+\-]+@[\w\-]+\.[\w.\-]+\b")),
     ("a secret", re.compile(r"\b(?:password|passwd|pwd|token|secret|api[_\-]?key)\s*[=:]\s*\S+", re.I)),

@@ -33,6 +33,7 @@ from an_agent.evolution.cohesion import Core, core_of, rejoin, value_fragments
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
 from an_agent.evolution.review import security_words
+from an_agent.evolution.time_concepts import is_moment_key, restates
 from an_agent.schemas.anchors import example_mappings, key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.template import OTHER_KEY, KeyDef
@@ -274,7 +275,8 @@ def find_conflict(
     hypotheses (``HYPOTHESIS_SHARE``: "we suspect rodents", "probably vandalism") fits a free-text key
     whose examples are hypotheses too (`is_hypothesis_key`: suspected_root_cause) from
     ``HYPOTHESIS_FLOOR``: the form says which key holds the idea when the words of a new cause are far
-    from the key's examples.
+    from the key's examples. A cluster of moments is another time concept than a date-time key unless its
+    fragments, without their moments, restate that key (`time_concepts.restates`).
     """
     for item in existing:
         if item.key.key_name == candidate.key.key_name:
@@ -283,9 +285,12 @@ def find_conflict(
     fitting: list[Conflict] = []  # the key's meaning fits, and its allowed values (if any) too
     restating: list[Conflict] = []  # the meaning fits, the values do not: other words for existing values
     scored: list[tuple[float, ExistingKey]] = []
+    moments = candidate.spec is not None and candidate.spec.value_format == "date-time"
     for item in existing:
         if item.key.key_name == OTHER_KEY:
             continue
+        if moments and texts and is_moment_key(item.key) and not restates(texts, item.key, embedder):
+            continue  # another time concept: the moments make it look like the key, its words do not
         score = meaning_score(vectors, item.key, embedder)
         scored.append((score, item))
         if hypotheses and score >= HYPOTHESIS_FLOOR and is_hypothesis_key(item.key):
