@@ -107,21 +107,30 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
 
 
 def _frame(
-    texts: Sequence[str],
-    found: Sequence[list[tuple[tuple[str, str], str, int, int]]],
-    family: tuple[str, str],
-    stop: frozenset[str],
+    texts: Sequence[str], found: Sequence[list[_Code]], family: tuple[str, str], stop: frozenset[str]
 ) -> str | None:
-    """The word family most fragments put right before a code of ``family`` (else right after), by its
-    longest spelling, when two fragments or more share it."""
+    """The frame word of the codes of ``family`` (`frame_word`)."""
+    spans = [next(((c[2], c[3]) for c in codes if c[0] == family), None) for codes in found]
+    return frame_word(texts, spans, stop)
+
+
+def label_frame(values: Sequence[str], texts: Sequence[str], stop: frozenset[str]) -> str | None:
+    """The frame word of values written as labels ("tier: Silver", "Bronze tier" -> tier; `frame_word`)."""
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(v) for v in values) + r")\b", re.IGNORECASE)
+    spans = [(m.start(), m.end()) if (m := pattern.search(t)) else None for t in texts]
+    return frame_word(texts, spans, stop)
+
+
+def frame_word(texts: Sequence[str], spans: Sequence[tuple[int, int] | None], stop: frozenset[str]) -> str | None:
+    """The word family most fragments put right before their value (at ``spans``; else right after), by its
+    most used spelling, when two fragments or more share it."""
     spellings: dict[str, Counter[str]] = {}
-    for text, codes in zip(texts, found, strict=True):
-        code = next((c for c in codes if c[0] == family), None)
-        if code is None:
+    for text, span in zip(texts, spans, strict=True):
+        if span is None:
             continue
-        before = [w for w in _WORD.findall(text[: code[2]].lower()) if w not in stop][-1:]
-        after = _WORD.findall(text[code[3] :].lower())[:1]
-        after = [w for w in after if w not in stop and re.match(r"\s*[a-z]", text[code[3] :].lower())]
+        before = [w for w in _WORD.findall(text[: span[0]].lower()) if w not in stop][-1:]
+        after = _WORD.findall(text[span[1] :].lower())[:1]
+        after = [w for w in after if w not in stop and re.match(r"\s*[a-z]", text[span[1] :].lower())]
         for word in before or after:
             if len(word) < 3 or word in UNIT_WORDS:
                 continue

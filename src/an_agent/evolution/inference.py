@@ -46,7 +46,7 @@ from typing import Any
 
 from an_agent.evolution.alternatives import find_alternatives, mentions, separation, slot_head, values_separate
 from an_agent.evolution.categories import CATEGORY_SEPARATION, category_alternatives
-from an_agent.evolution.codes import find_codes, named_as_labels
+from an_agent.evolution.codes import find_codes, label_frame, named_as_labels
 from an_agent.evolution.freeform import find_freeform
 from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
@@ -224,6 +224,9 @@ def infer_value(
     if alternatives:
         head = slot_head(texts, alternatives, stop_words)
         info = {"category": head} if head else {}
+        words = [v for v, _ in alternatives]
+        if named_as_labels(words, texts) and (frame := label_frame(words, texts, stop_words)) is not None:
+            info["frame"] = frame  # labels are named by the word they are said after: "tier: Silver"
     elif vectors is not None and (found := category_alternatives(texts, embedder, stop_words)) is not None:
         # No shared frame, but each word falls under one shipped category ("storm", "snow", "strong wind":
         # weather): the category is the evidence of a slot, the separation only rejects wordings.

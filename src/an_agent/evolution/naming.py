@@ -340,7 +340,12 @@ def name_key(
         if pairs or longer:
             phrase = (pairs or longer)[0]
     if spec.enum and isinstance(frame := spec.info.get("frame"), str):
-        phrase = _code_phrase(texts, frame)  # codes (P1-P4, Class A / B / C): the word they are said after
+        # Codes (P1-P4, Class A / B / C) and labels (Gold / Silver): the word they are said after, with
+        # the noun they qualify when the fragments name one ("customer" + "tier" -> customer tier).
+        category = spec.info.get("category")
+        phrase = _code_phrase(texts, frame)
+        if isinstance(category, str) and " " not in phrase and category[:4] != frame[:4]:
+            phrase = f"{category} {frame}"
     elif spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
     elif "kinds" in spec.info and (kind := freeform_phrase([r[1] for r in ranked], spec.values, spec.info["kinds"])):
