@@ -158,6 +158,12 @@ def test_the_review_gate_judges_what_a_key_means() -> None:
     assert security_reasons(moment, SECURITY_TERMS) == ()  # a time is no IPv6 address
     v6 = _key("mgmt_address", "Management address. Example mapping: 'reach it on fe80::1' -> 'fe80::1'.")
     assert security_reasons(v6, SECURITY_TERMS)
+    segments = _key(
+        "customer_type",
+        "Customer type (also phrased as: taxi company, rental vehicle, fleet account): the one the request names. "
+        "Acceptable values: fleet, rental, taxi. Example mapping: 'a fleet customer' -> 'fleet'; 'a taxi' -> 'taxi'.",
+    )
+    assert security_reasons(segments, SECURITY_TERMS) == ()  # one phrasing says "account"
     # A key whose name or meaning says credentials, or whose values are addresses or commands, is held.
     password = _key("router_password", "The router password the request names. Example mapping: 'pw is x' -> 'x'.")
     assert security_reasons(password, SECURITY_TERMS)
@@ -228,6 +234,7 @@ def test_held_out_mail_corpus_tiers_classes_and_units(minilm: MiniLMEmbedder) ->
     keys = {lab: patch["new_keys"] + patch["modified_keys"] for lab, patch in got.items()}
     tier = got["cluster:customer_tier"]
     assert tier["state"] == "active"  # "Gold account" is no credential
+    assert tier["new_keys"][0]["key_name"] == "customer_tier"  # "tier: Silver", "Bronze tier"; "Silver customer"
     assert parse_constraints(tier["new_keys"][0]["semantic_description"]).enum == (
         "gold",
         "bronze",

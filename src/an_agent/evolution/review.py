@@ -5,11 +5,12 @@ run) or **addresses** (where a system would connect or send: IP addresses, URLs,
 that touches payment, identity or access control, is never published automatically: it waits for an
 administrator (`policy.DefaultUpdatePolicy`). `security_reasons` judges what the key *means*:
 
-- its **name** and its **meaning** (the description without its mapping examples: the phrase, its other
-  phrasings and the constraints) holding a word of the security list (`synthesis.SECURITY_TERMS`);
+- its **name** and its **meaning** (the description without its mapping examples and other phrasings:
+  the phrase and the constraints) holding a word of the security list (`synthesis.SECURITY_TERMS`);
 - its **values** (the example values and the allowed values) having the shape of a credential, a
   command or an address (`_VALUE_SHAPES`), whatever words surround them;
-- the **example fragments** holding security words counts only when most of them do: a word of the list
+- the **example fragments** and the other phrasings (both are the fragments' words) holding security words
+  count only when most of them do: a word of the list
   in one fragment out of context ("same root?" beside a list of incident ids) is one signal, not the
   verdict — the fragments of a key about credentials say so again and again.
 """
@@ -46,6 +47,7 @@ _VALUE_SHAPES = (
 # Share of the example fragments that must hold a security word for the fragments to count (a majority).
 _FRAGMENT_SHARE = 0.5
 _EXAMPLES = re.compile(r"\s*(?:Example mapping:|Also covers requests phrased like:)")
+_ALSO = re.compile(r"\s*\(also phrased as: ([^)]*)\)")
 _ROOT_CAUSE = re.compile(r"(?<![a-z])root[ _]cause")
 
 
@@ -60,6 +62,9 @@ def security_reasons(key: KeyDef, terms: frozenset[str]) -> tuple[str, ...]:
     if words := security_words(key.key_name.replace("_", " "), terms):
         reasons.append(f"its name says {', '.join(sorted(words))}")
     meaning = _EXAMPLES.split(key.semantic_description, maxsplit=1)[0]
+    # Other phrasings are fragments' words, like the examples: "fleet account" beside "taxi company".
+    phrasings = [p.strip() for m in _ALSO.finditer(meaning) for p in m.group(1).split(",")]
+    meaning = _ALSO.sub("", meaning)
     if words := security_words(meaning, terms):
         reasons.append(f"its meaning says {', '.join(sorted(words))}")
     examples = example_mappings(key)
@@ -67,7 +72,7 @@ def security_reasons(key: KeyDef, terms: frozenset[str]) -> tuple[str, ...]:
     for label, shape in _VALUE_SHAPES:
         if any(shape.search(v) for v in values):
             reasons.append(f"its values carry {label}")
-    fragments = [phrase for phrase, _ in examples]
+    fragments = [phrase for phrase, _ in examples] + phrasings
     if fragments and _most_say(fragments, terms):
         reasons.append("most of its examples speak of credentials, payment, identity or access")
     return tuple(reasons)
