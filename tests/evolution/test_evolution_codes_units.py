@@ -12,11 +12,11 @@ from typing import Any
 
 import pytest
 
-from an_agent.evolution.codes import find_codes, named_as_labels
+from an_agent.evolution.codes import code_phrase, find_codes, named_as_labels
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.moments import find_moment
-from an_agent.evolution.naming import STOP_WORDS, _code_phrase
+from an_agent.evolution.naming import STOP_WORDS
 from an_agent.evolution.replay import replay
 from an_agent.evolution.review import security_reasons
 from an_agent.evolution.synthesis import SECURITY_TERMS
@@ -49,8 +49,8 @@ def test_codes_of_one_shape_are_a_closed_set_in_natural_order() -> None:
     assert priorities is not None and priorities.enum == ("P1", "P2", "P3") and priorities.frame == "priority"
     classes = find_codes(CLASSES, STOP_WORDS)
     assert classes is not None and classes.enum == ("A", "B", "C") and classes.frame == "class"
-    assert _code_phrase(CLASSES, "class") == "site class"  # "site class" in two fragments
-    assert _code_phrase(PRIORITIES, "priority") == "priority"
+    assert code_phrase(CLASSES, "class", STOP_WORDS) == "site class"  # "site class" in two fragments
+    assert code_phrase(PRIORITIES, "priority", STOP_WORDS) == "priority"
 
 
 def test_what_is_no_code_set() -> None:

@@ -25,6 +25,7 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
@@ -146,6 +147,19 @@ def frame_word(texts: Sequence[str], spans: Sequence[tuple[int, int] | None], st
     # used ("priority", "technology"); a longer word is a word of its own ("class", not "classification").
     longer = [w for w in count if w.startswith(word) and w != word]
     return max(longer, key=lambda w: (count[w], len(w))) if len(word) <= 4 and longer else word
+
+
+def code_phrase(texts: Sequence[str], frame: str, stop: frozenset[str], category: str | None = None) -> str:
+    """The name of a set of codes or labels: their frame word ("priority P1", "prio P2" -> priority), grown
+    by the word two fragments or more put right before it ("site class: B", "site class = C" -> site class),
+    else by the noun the values qualify (``category``: "Silver customer" and "tier: Silver" -> customer tier)."""
+    before: Counter[str] = Counter()
+    for text in texts:
+        words = _WORD.findall(text.lower())
+        before.update({a for a, b in itertools.pairwise(words) if b[:4] == frame[:4] and a not in stop and a.isalpha()})
+    if before and (top := before.most_common(1)[0])[1] >= 2 and top[0][:4] != frame[:4]:
+        return f"{top[0]} {frame}"
+    return f"{category} {frame}" if category and category[:4] != frame[:4] else frame
 
 
 def named_as_labels(values: Sequence[str], texts: Sequence[str]) -> bool:

@@ -19,13 +19,13 @@ by its similarity to what the key must name:
 
 from __future__ import annotations
 
-import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
+from an_agent.evolution.codes import code_phrase
 from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
 from an_agent.schemas.embedding import Embedder, Vectors
@@ -49,22 +49,7 @@ _STOP = _words(
     without within via per along against between among since toward towards beyond another later latest
     earlier twice thrice"""
 )
-_UNIT_SUFFIX = {
-    "dbm": "dbm",
-    "db": "db",
-    "percent": "percent",
-    "degrees": "deg",
-    "seconds": "seconds",
-    "minutes": "minutes",
-    "hours": "hours",
-    "days": "days",
-    "weeks": "weeks",
-    "km": "km",
-    "kmh": "kmh",
-    "mbps": "mbps",
-    "kwh": "kwh",
-    "celsius": "celsius",
-}
+_UNIT_SUFFIX = {"degrees": "deg"}  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 _TIME_WORDS = _words(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
     utc gmt monday tuesday wednesday thursday friday saturday sunday time latest"""
@@ -339,13 +324,8 @@ def name_key(
         pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
         if pairs or longer:
             phrase = (pairs or longer)[0]
-    if spec.enum and isinstance(frame := spec.info.get("frame"), str):
-        # Codes (P1-P4, Class A / B / C) and labels (Gold / Silver): the word they are said after, with
-        # the noun they qualify when the fragments name one ("customer" + "tier" -> customer tier).
-        category = spec.info.get("category")
-        phrase = _code_phrase(texts, frame)
-        if isinstance(category, str) and " " not in phrase and category[:4] != frame[:4]:
-            phrase = f"{category} {frame}"
+    if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
+        phrase = code_phrase(texts, frame, _STOP, spec.info.get("category"))
     elif spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
     elif "kinds" in spec.info and (kind := freeform_phrase([r[1] for r in ranked], spec.values, spec.info["kinds"])):
@@ -392,20 +372,6 @@ _OBJECT = _words("the a an this these those it its our my your their all")
 _UNTIL = re.compile(r"\b(?:until|till|til)\b", re.IGNORECASE)
 # "due" only as a deadline ("due by 12:00", "is due tomorrow"), not as a cause ("due to the storm").
 _BY = re.compile(r"\b(?:by|before|no later than|at the latest|deadline|due(?!\s+to\b))\b", re.IGNORECASE)
-
-
-def _code_phrase(texts: Sequence[str], frame: str) -> str:
-    """The name of a set of codes: their frame word ("priority P1", "prio P2" -> priority), grown by the
-    word two fragments or more put before it ("site class: B", "site class = C" -> site class)."""
-    before: Counter[str] = Counter()
-    for text in texts:
-        words = tokens(text)
-        before.update(
-            {a for a, b in itertools.pairwise(words) if b[:4] == frame[:4] and a not in _STOP and a.isalpha()}
-        )
-    if before and (top := before.most_common(1)[0])[1] >= 2 and top[0][:4] != frame[:4]:
-        return f"{top[0]} {frame}"
-    return frame
 
 
 def _moment_suffix(texts: Sequence[str]) -> str:
