@@ -265,6 +265,7 @@ class AgentServer:
                 self._listener, config.state_dir, config.host, config.sshd_port, self._keys_by_user()
             )
         self._started = False
+        self._warm_up: threading.Thread | None = None
         self.a2a: A2AServer | None = None
         self.registration: DirectoryRegistration | None = None
         """This agent's registration with `ServerConfig.register_with` (None: no directory, or not started)."""
@@ -344,7 +345,10 @@ class AgentServer:
             self.a2a.start()
             # Text arrives over A2A: load what mapping it needs now, in the background (seconds), not on
             # the first client's message (the TCK measured 4.5 s for it).
-            threading.Thread(target=self.operations.warm_text_mapping, name="text mapping warm-up", daemon=True).start()
+            self._warm_up = threading.Thread(
+                target=self.operations.warm_text_mapping, name="text mapping warm-up", daemon=True
+            )
+            self._warm_up.start()
         self._started = True
         self._register()
         log.info("agent %s listening on %s:%d", self.profile.name, self.host, self.port)
@@ -356,6 +360,10 @@ class AgentServer:
             self.store.close()
             return
         self._started = False
+        if self._warm_up is not None:
+            # A process must not end while torch loads on another thread: its C++ runtime aborts then
+            # ("terminate called without an active exception", exit 134). The load ends in seconds.
+            self._warm_up.join(timeout=120)
         self._deregister()
         if self.a2a is not None:
             self.a2a.stop()

@@ -58,7 +58,10 @@ _UNIT_OF_KEY = {
     "hours": "hours",
     "days": "days",
     "mbps": "mbps",
+    "kmh": "kmh",
     "km": "km",
+    "kwh": "kwh",
+    "celsius": "celsius",
     "seconds": "seconds",
 }
 _TIME_UNITS = ("seconds", "minutes", "hours", "days", "weeks")
@@ -284,7 +287,10 @@ def _typed(keys: _Keys, clause: str, vector: Vectors, now: float) -> list[Assign
         fits = [
             i
             for i, unit in enumerate(keys.units)
-            if unit == quantity.unit or (unit == "minutes" and quantity.unit in _TIME_UNITS)
+            if unit == quantity.unit
+            or (unit == "minutes" and quantity.unit in _TIME_UNITS)
+            # A temperature key named _deg (synthesised before a Celsius spelling was its own unit) takes °C.
+            or (unit == "degrees" and quantity.unit == "celsius")
         ]
         if not fits:
             continue
