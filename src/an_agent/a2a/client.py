@@ -455,6 +455,24 @@ class A2AAgentClient:
                 raise
             yield task
 
+    def send_data(self, mime_type: str, data: Mapping[str, Any]) -> Task:
+        """Send one data part as it is, its metadata ``mimeType`` set to ``mime_type``, and return the task
+        the agent answers with (as it is then; the task is not followed).
+
+        Nothing is checked here (unlike `stream`): for tools that probe how an agent treats a payload,
+        valid or not. The agent's refusal is raised (`RpcError`); an answer without a task is a
+        `ConnectError`.
+        """
+        part = {"data": dict(data), "mediaType": "application/json", "metadata": {"mimeType": mime_type}}
+        message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [part]}
+        request = json_to_protobuf(
+            {"message": message, "configuration": {"returnImmediately": True}}, SendMessageRequest()
+        )
+        for event in self._events(self._client.send_message(request)):
+            if isinstance(event, Task):
+                return event
+        raise ConnectError("the A2A agent answered the message without a task")
+
     def get_task(self, task_id: str) -> Task:
         """The task with its result (`RpcError` data-missing for an unknown id)."""
         task = self._run(self._client.get_task(GetTaskRequest(id=task_id)))
@@ -477,6 +495,46 @@ class A2AAgentClient:
         with self._lock:
             self._negotiated.clear()
             self._stale = True
+
+
+@dataclass(frozen=True)
+class CardDocument:
+    """What an agent serves at its well-known card path, as received (`fetch_card`)."""
+
+    url: str
+    status: int
+    content_type: str
+    text: str
+    document: Any
+    """The parsed JSON (any JSON value), or None when the body is not JSON."""
+
+
+def fetch_card(
+    url: str,
+    *,
+    timeout: float = 30.0,
+    trust: Path | None = None,
+    username: str | None = None,
+    password: str | None = None,
+) -> CardDocument:
+    """GET ``<url>/.well-known/agent-card.json`` and return the answer as it is, whatever its status.
+
+    No SDK involved: for tools that judge the card itself (the SDK's card drops what its protobuf has no
+    field for, such as the input/output-schemas extension's ``schemas``). HTTPS is verified as in
+    `A2AAgentClient`. Raises `ConnectError` (unreachable, TLS failure) or `RequestTimeout`.
+    """
+    address = url.rstrip("/") + CARD_PATH
+    auth = (username, password or "") if username else None
+    try:
+        with httpx.Client(verify=_verification(trust), timeout=timeout, auth=auth) as http:
+            reply = http.get(address)
+    except Exception as exc:  # httpx's, translated at the one boundary
+        raise from_a2a_error(exc) from None
+    try:
+        document: Any = reply.json()
+    except ValueError:
+        document = None
+    return CardDocument(address, reply.status_code, reply.headers.get("content-type", ""), reply.text, document)
 
 
 def _verification(trust: Path | None) -> ssl.SSLContext | bool:

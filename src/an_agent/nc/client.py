@@ -30,6 +30,7 @@ from typing import Any, Literal, NoReturn, cast
 import paramiko
 from lxml import etree
 from ncclient import manager as nc_manager
+from ncclient.operations import Dispatch as NcDispatch
 from ncclient.operations import errors as nc_op_errors
 from ncclient.operations import rpc as nc_rpc
 from ncclient.transport import errors as nc_transport_errors
@@ -351,6 +352,27 @@ class NetconfClient:
         name = etree.QName(element).localname
         reply = self._run(name, lambda: self._manager.dispatch(element))
         return _reply_root(reply)
+
+    def exchange(self, rpc: etree._Element | str) -> etree._Element:
+        """Send any RPC and return its ``<rpc-reply>`` as the server sent it, ``<rpc-error>`` included.
+
+        For tools that judge the reply itself (``an-agent conformance`` checks that rpc-errors are well
+        formed): nothing in the reply is raised; only a transport failure or a missing reply is
+        (TransportError, RequestTimeout).
+        """
+        element = etree.fromstring(rpc.encode("utf-8")) if isinstance(rpc, str) else rpc
+        name = etree.QName(element).localname
+
+        def request() -> Any:
+            operation = NcDispatch(
+                self._manager._session,
+                device_handler=self._manager._device_handler,
+                timeout=self._manager.timeout,
+                raise_mode=nc_rpc.RaiseMode.NONE,
+            )
+            return operation.request(rpc_command=element)
+
+        return _reply_root(self._run(name, request))
 
     def get_schema(self, identifier: str, version: str | None = None, fmt: str = "yang") -> str:
         """RFC 6022 ``<get-schema>``: the module text."""
