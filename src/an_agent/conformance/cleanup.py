@@ -57,7 +57,7 @@ def run_netconf(side: NetconfSide, found: Findings, ledger: Ledger) -> None:
             except RpcError as exc:
                 problems.append(f"cancel {task_id}: {exc}")
     edits = [tasks_element([Task(task_id)], operation="remove") for task_id in ledger.tasks]
-    records = _context_records(side, client, [*ledger.tasks, *ledger.data_params])
+    records = _context_records(side, client, [ledger.prefix, *ledger.tasks, *ledger.data_params])
     edits += [_remove("context", record) for record in records]
     edits += [_remove("data-params", param_id) for param_id in ledger.data_params]
     for edit in edits:
@@ -84,7 +84,7 @@ def _remove(top: str, entry_id: str) -> etree._Element:
 
 
 def _context_records(side: NetconfSide, client: AgentClient, ids: list[str]) -> list[str]:
-    """The ids of the context records that mention any of ``ids``."""
+    """The ids of the context records that mention any of ``ids`` (or a text containing one)."""
     data = side.step("<get-config> context", lambda: client.netconf.get_config(filter=root("context")))
     wanted = set(ids)
     out = []

@@ -55,8 +55,10 @@ def run(target: Target, options: Options) -> Report:
         key=lambda c: order.index(c.section),
     )
     found = Findings(selected)
-    if target.netconf is None:
-        found.skip_pending("no NETCONF address given (--netconf)", face=Face.NETCONF, section=None)
+    if target.netconf is None:  # cleanup, if any, then goes over A2A
+        for c in found.pending(Face.NETCONF):
+            if c.section != "cleanup":
+                found.skipped(c, "no NETCONF address given (--netconf)")
     if target.a2a is None:
         found.skip_pending("no A2A URL given (--a2a)", face=Face.A2A)
     for c in selected:
