@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Callable, Iterator
+from typing import TypeVar
 
 from lxml import etree
 
@@ -29,6 +31,7 @@ from an_agent.model import (
 )
 from an_agent.model.ns import NETCONF_BASE_NS
 
+T = TypeVar("T")
 _NC = Face.NETCONF
 DRAFT = "draft-wang-nmrg-magent-im-00"
 MODULE = check("wang.module", "the server implements module irtf-agent", DRAFT, "appendix A", Level.MUST, _NC)
@@ -160,10 +163,20 @@ def run(side: NetconfSide, found: Findings, ledger: Ledger, writes: bool) -> Non
         found.skip_pending("writes the target: run with --allow-writes", section="wang")
         return
     prompt = probe_prompt(agent)
-    ended = _lifecycle(side, found, ledger, prompt)
-    _negotiate(side, found, ledger, prompt, ended)
-    _sync(side, found, ledger, prompt)
-    _invalid(side, found, ledger)
+    ended = _isolated(found, (TASK_CREATE, TASK_NOTIFY, TASK_RESULT), lambda: _lifecycle(side, found, ledger, prompt))
+    _isolated(found, (FEASIBILITY, FULFILLMENT), lambda: _negotiate(side, found, ledger, prompt, ended))
+    _isolated(found, (TASK_SYNC,), lambda: _sync(side, found, ledger, prompt))
+    _isolated(found, (TASK_INVALID,), lambda: _invalid(side, found, ledger))
+
+
+def _isolated(found: Findings, checks: tuple[Check, ...], work: Callable[[], T]) -> T | None:
+    """Run one interaction; a refusal it did not expect fails its own checks only (not the section)."""
+    try:
+        return work()
+    except RpcError as exc:
+        for c in checks:
+            found.failed(c, f"an unexpected refusal: {exc}")
+        return None
 
 
 def probe_prompt(agent: etree._Element | None) -> str:
@@ -282,7 +295,13 @@ def _lifecycle(side: NetconfSide, found: Findings, ledger: Ledger, prompt: str) 
     """Create an asynchronous task and follow it to its end; returns its id when it ended."""
     task_id = ledger.new_id("task")
     watcher = side.open()
-    events = side.step("<create-subscription>", lambda: watcher.watch(task_id=task_id, timeout=side.options.timeout))
+    events: Iterator[ConditionNotification] | None = None
+    try:
+        events = side.step(
+            "<create-subscription>", lambda: watcher.watch(task_id=task_id, timeout=side.options.timeout)
+        )
+    except RpcError as exc:
+        found.failed(TASK_NOTIFY, f"<create-subscription> refused: {exc}")
     task = Task(task_id, send_from=PROBE_SENDER, commu_type=CommuType.TASK_ASSIGN, content=prompt, task_async=True)
     sent = etree.tostring(task.to_xml(), encoding="unicode")
     ledger.task(task_id)
@@ -294,18 +313,8 @@ def _lifecycle(side: NetconfSide, found: Findings, ledger: Ledger, prompt: str) 
         found.skipped(TASK_RESULT, "no task was created")
         return None
     found.passed(TASK_CREATE, f"task {task_id} created", sent=sent)
-    seen: list[ConditionNotification] = []
-    problem = ""
-    try:
-        with side.watch.step(f"waiting for condition-notifications of {task_id}"):
-            for event in events:
-                seen.append(event)
-    except RequestTimeout:
-        problem = f"no further notification within {side.options.timeout:g} s"
-    except RpcError as exc:
-        problem = f"a notification the kit cannot read: {exc}"
+    seen, problem = _follow(side, task_id, events)
     statuses = [str(e.status) for e in seen]
-    expected = "created, processing, then finished or failed (other statuses may come between)"
     ok = (
         not problem
         and len(statuses) >= 3
@@ -318,29 +327,46 @@ def _lifecycle(side: NetconfSide, found: Findings, ledger: Ledger, prompt: str) 
         ok,
         f"statuses {', '.join(statuses)}"
         if ok
-        else f"statuses {', '.join(statuses) or '(none)'}; {problem}".rstrip("; "),
+        else f"statuses {', '.join(statuses) or '(none)'}: {problem or 'not the expected sequence'}",
         received=", ".join(statuses),
-        expected=expected,
+        expected="created, processing, then finished or failed (other statuses may come between)",
     )
-    if not seen or not seen[-1].status.terminal:
-        found.failed(TASK_RESULT, f"task {task_id} did not end within the notifications received")
-        return None
-    last = seen[-1]
     current = side.step(f"<get> task {task_id}", lambda: side.client.get_task(task_id))
-    result_ok = last.data is not None and bool(last.data.xml.strip())
+    last = seen[-1] if seen else None
+    result_ok = last is not None and last.status.terminal and last.data is not None and bool(last.data.xml.strip())
     query_ok = current.status is not None and current.status.terminal
     found.judge(
         TASK_RESULT,
         result_ok and query_ok,
         "; ".join(
             [
-                "the last notification carries data" if result_ok else "the last notification carries no data",
-                f"<get> shows task-status {current.status}",
+                "the last notification (an end) carries data"
+                if result_ok
+                else f"no end notification with data (last: {last.status if last else 'none'})",
+                f"<get> shows task-status {current.status or '(none)'}",
             ]
         ),
-        received=last.data.xml if last.data is not None else None,
+        received=last.data.xml if last is not None and last.data is not None else None,
     )
-    return task_id
+    return task_id if query_ok else None
+
+
+def _follow(
+    side: NetconfSide, task_id: str, events: Iterator[ConditionNotification] | None
+) -> tuple[list[ConditionNotification], str]:
+    """The task's notifications until its end, and what went wrong (empty: nothing)."""
+    seen: list[ConditionNotification] = []
+    if events is None:
+        return seen, "no subscription"
+    try:
+        with side.watch.step(f"waiting for condition-notifications of {task_id}"):
+            for event in events:
+                seen.append(event)
+    except RequestTimeout:
+        return seen, f"no further notification within {side.options.timeout:g} s"
+    except RpcError as exc:
+        return seen, f"a notification the kit cannot read: {exc}"
+    return seen, ""
 
 
 def _negotiate(side: NetconfSide, found: Findings, ledger: Ledger, prompt: str, ended: str | None) -> None:
@@ -365,8 +391,10 @@ def _judge_negotiation(
     ok = error is None and answer in ("true", "false") and answered_type == str(request.type)
     if error is not None:
         reason = f"refused: {error.findtext(_E + 'error-tag')}: {error.findtext(_E + 'error-message')}"
+    elif answered_type is None and answer is None:
+        reason = f"the reply has no output (no type, no {answer_leaf})"
     else:
-        reason = f"type {answered_type}, {answer_leaf} {answer}"
+        reason = f"type {answered_type or '(none)'}, {answer_leaf} {answer or '(none)'}"
     found.judge(
         which,
         ok,
@@ -392,7 +420,7 @@ def _sync(side: NetconfSide, found: Findings, ledger: Ledger, prompt: str) -> No
     found.judge(
         TASK_SYNC,
         status is not None and status.terminal,
-        f"the reply came after {took:.2f} s; the task is then {status}",
+        f"the reply came after {took:.2f} s; the task is then {status or 'without task-status'}",
         expected="an end status (finished, failed, canceled) right after the reply",
     )
 

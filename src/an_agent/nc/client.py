@@ -23,6 +23,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from copy import deepcopy
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Literal, NoReturn, cast
@@ -47,7 +48,13 @@ from an_agent.errors import (
     RpcError,
     TransportError,
 )
-from an_agent.model.ns import IRTF_AGENT_NS, NETCONF_BASE_NS, NETCONF_NOTIFICATION_NS, NETMOD_NOTIFICATION_NS
+from an_agent.model.ns import (
+    IRTF_AGENT_NS,
+    NETCONF_BASE_NS,
+    NETCONF_MONITORING_NS,
+    NETCONF_NOTIFICATION_NS,
+    NETMOD_NOTIFICATION_NS,
+)
 
 DEFAULT_PORT = 8830
 CLOSE_TIMEOUT = 5.0
@@ -375,9 +382,22 @@ class NetconfClient:
         return _reply_root(self._run(name, request))
 
     def get_schema(self, identifier: str, version: str | None = None, fmt: str = "yang") -> str:
-        """RFC 6022 ``<get-schema>``: the module text."""
-        reply = self._run("get-schema", lambda: self._manager.get_schema(identifier, version=version, format=fmt))
-        return str(reply.data)
+        """RFC 6022 ``<get-schema>``: the module text.
+
+        The request is ours, not ncclient's: ncclient puts ``<format>`` under a generated prefix with no
+        default namespace, so its unprefixed identity ``yang`` names no module (RFC 7950 section 9.10.3)
+        and yuma123 netconfd refuses it ("wrong namespace"). Here the monitoring namespace is the default.
+        """
+        request = etree.Element(f"{{{NETCONF_MONITORING_NS}}}get-schema", nsmap={None: NETCONF_MONITORING_NS})  # type: ignore[dict-item]
+        etree.SubElement(request, f"{{{NETCONF_MONITORING_NS}}}identifier").text = identifier
+        if version is not None:
+            etree.SubElement(request, f"{{{NETCONF_MONITORING_NS}}}version").text = version
+        etree.SubElement(request, f"{{{NETCONF_MONITORING_NS}}}format").text = fmt
+        reply = self.call(request)
+        data = reply.find(f"{{{NETCONF_MONITORING_NS}}}data")
+        if data is None:
+            raise RpcError.missing_element("data", "the <get-schema> reply has no <data>", error_type="protocol")
+        return data.text or ""
 
     def subscribe(
         self,
@@ -394,15 +414,8 @@ class NetconfClient:
         ``replayComplete``); with ``stop_time`` it ends the subscription with
         ``notificationComplete``. One subscription per session.
         """
-        spec = _filter_spec(filter, filter_type, namespaces)
-        start = None if start_time is None else to_rfc3339(start_time)
-        stop = None if stop_time is None else to_rfc3339(stop_time)
-        self._run(
-            "create-subscription",
-            lambda: self._manager.create_subscription(
-                filter=spec, stream_name=stream, start_time=start, stop_time=stop
-            ),
-        )
+        request = _subscription_request(stream, filter, filter_type, namespaces, start_time, stop_time)
+        self._run("create-subscription", lambda: self._manager.dispatch(request))
         self._subscription = Subscription(self._manager)
         return self._subscription
 
@@ -426,6 +439,41 @@ def _filter_spec(filter: Filter | None, filter_type: FilterType, namespaces: dic
     if filter_type != "subtree":
         raise ValueError(f"filter_type must be 'subtree' or 'xpath', not {filter_type!r}")
     return ("subtree", filter)
+
+
+def _subscription_request(
+    stream: str | None,
+    filter: Filter | None,
+    filter_type: FilterType,
+    namespaces: dict[str, str] | None,
+    start_time: float | None,
+    stop_time: float | None,
+) -> etree._Element:
+    """The RFC 5277 ``<create-subscription>``, its ``<filter>`` in the notification namespace.
+
+    Ours rather than ncclient's: ncclient puts the filter in the base namespace, which RFC 5277's
+    schema does not allow and yuma123 netconfd refuses ("unknown object"); our agents take both.
+    """
+    n = f"{{{NETCONF_NOTIFICATION_NS}}}"
+    request = etree.Element(n + "create-subscription", nsmap={None: NETCONF_NOTIFICATION_NS})  # type: ignore[dict-item]
+    if stream is not None:
+        etree.SubElement(request, n + "stream").text = stream
+    if filter is not None:
+        if filter_type == "xpath":
+            if not isinstance(filter, str):
+                raise TypeError("an xpath filter is a string")
+            nsmap = namespaces or {"irtf-agent": IRTF_AGENT_NS}
+            etree.SubElement(request, n + "filter", type="xpath", select=filter, nsmap=nsmap)
+        elif filter_type == "subtree":
+            holder = etree.SubElement(request, n + "filter", type="subtree")
+            holder.append(etree.fromstring(filter.encode("utf-8")) if isinstance(filter, str) else deepcopy(filter))
+        else:
+            raise ValueError(f"filter_type must be 'subtree' or 'xpath', not {filter_type!r}")
+    if start_time is not None:
+        etree.SubElement(request, n + "startTime").text = to_rfc3339(start_time)
+    if stop_time is not None:
+        etree.SubElement(request, n + "stopTime").text = to_rfc3339(stop_time)
+    return request
 
 
 def _config_element(config: etree._Element | list[etree._Element]) -> etree._Element:
