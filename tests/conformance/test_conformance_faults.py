@@ -1,0 +1,83 @@
+"""A target that hangs or drops the connection ends as failed checks within --timeout, never a hang."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from an_agent.conformance import Options, Outcome, Target, run
+
+TIMEOUT = 2.0
+SLACK = 2.5  # the watchdog's grace (1 s), its polling, closing what is left
+
+
+class FakeServer:
+    """A TCP listener on 127.0.0.1 that either never speaks (``hang``) or closes each connection (``drop``)."""
+
+    def __init__(self, mode: str) -> None:
+        self.mode = mode
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.port = self.sock.getsockname()[1]
+        self.held: list[socket.socket] = []
+        self._thread = threading.Thread(target=self._serve, daemon=True)
+        self._thread.start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            if self.mode == "drop":
+                conn.close()
+            else:
+                self.held.append(conn)
+
+    def close(self) -> None:
+        self.sock.shutdown(socket.SHUT_RDWR)  # wakes the accept() of the serving thread
+        self.sock.close()
+        for conn in self.held:
+            conn.close()
+        self._thread.join(5)
+
+
+@pytest.fixture(params=["hang", "drop"])
+def servers(request: pytest.FixtureRequest) -> Iterator[tuple[FakeServer, FakeServer]]:
+    netconf, a2a = FakeServer(request.param), FakeServer(request.param)
+    try:
+        yield netconf, a2a
+    finally:
+        netconf.close()
+        a2a.close()
+
+
+def test_a_silent_or_dropping_target_fails_every_check_within_the_timeout(
+    servers: tuple[FakeServer, FakeServer],
+) -> None:
+    netconf, a2a = servers
+    target = Target(netconf=("127.0.0.1", netconf.port), a2a=f"http://127.0.0.1:{a2a.port}", password="admin")
+    started = time.monotonic()
+    report = run(target, Options(allow_writes=True, timeout=TIMEOUT))
+    took = time.monotonic() - started
+
+    assert took < TIMEOUT + SLACK, took
+    by_id = {f.check.id: f for f in report.findings}
+    assert by_id["netconf.hello-base"].outcome is Outcome.FAIL
+    assert by_id["a2a.card"].outcome is Outcome.FAIL
+    for f in report.findings:
+        if f.check.section == "cleanup":
+            assert f.outcome is Outcome.PASS and f.reason == "the run created nothing"
+        else:
+            assert f.outcome is Outcome.FAIL, (f.check.id, f.outcome, f.reason)
+    nc_reason, a2a_reason = by_id["netconf.hello-base"].reason, by_id["a2a.card"].reason
+    if netconf.mode == "hang":
+        assert f"no answer within {TIMEOUT:g} s" in nc_reason or "timed out" in nc_reason, nc_reason
+        assert "did not answer in time" in a2a_reason or f"within {TIMEOUT:g} s" in a2a_reason, a2a_reason
+    else:
+        assert nc_reason.startswith(f"cannot open a NETCONF session to 127.0.0.1:{netconf.port}"), nc_reason
+        assert "cannot reach the A2A agent" in a2a_reason, a2a_reason
+    assert report.must_failed
