@@ -72,6 +72,9 @@ class Check:
 
     @property
     def reference(self) -> str:
+        """``RFC 6241 section 8.1``; a clause not starting with a number is written as it is."""
+        if self.clause[:1].isdigit():
+            return f"{self.source} section {self.clause}"
         return f"{self.source} {self.clause}".strip()
 
 
