@@ -1,0 +1,49 @@
+"""`an-agent conformance` as a command: usage errors exit 2 with a message, an unreachable agent exits 1."""
+
+from __future__ import annotations
+
+import socket
+from pathlib import Path
+
+import pytest
+
+from an_agent.cli import main
+
+
+def _closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        ([], "give the agent's --netconf HOST:PORT, its --a2a URL, or both"),
+        (["--netconf", "no-port"], "--netconf wants HOST:PORT, not 'no-port'"),
+        (["--netconf", "127.0.0.1:830", "--key", "/nonexistent/key"], "--key /nonexistent/key: no such file"),
+        (["--a2a", "https://x", "--a2a-trust", "/nonexistent.pem"], "--a2a-trust /nonexistent.pem: no such file"),
+    ],
+)
+def test_usage_errors_exit_2_with_a_message(argv: list[str], message: str, capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["conformance", *argv]) == 2
+    assert message in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("argv", [["--only", "netconf,bogus"], ["--timeout", "0"], ["--password", "x", "--key", "k"]])
+def test_bad_options_are_refused_by_the_parser(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_:
+        main(["conformance", "--netconf", "127.0.0.1:830", *argv])
+    assert exit_.value.code == 2
+    assert "error:" in capsys.readouterr().err
+
+
+def test_an_unreachable_agent_fails_its_checks_with_exit_1(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    port = _closed_port()
+    code = main(["conformance", "--netconf", f"127.0.0.1:{port}", "--only", "netconf", "--timeout", "2"])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert f"cannot open a NETCONF session to 127.0.0.1:{port}" in out
+    assert "FAIL  MUST    netconf.hello-base" in out
+    assert "not conformant" in out.splitlines()[-1]
+    assert "draft-wang" not in out  # --only netconf
