@@ -23,10 +23,9 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
-from copy import deepcopy
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Literal, NoReturn, cast
+from typing import Any, NoReturn, cast
 
 import paramiko
 from lxml import etree
@@ -38,7 +37,7 @@ from ncclient.transport import errors as nc_transport_errors
 from ncclient.transport import session as nc_session
 from ncclient.transport import ssh as nc_ssh
 
-from an_agent.clock import from_rfc3339, to_rfc3339
+from an_agent.clock import from_rfc3339
 from an_agent.errors import (
     AnAgentError,
     AuthError,
@@ -49,11 +48,17 @@ from an_agent.errors import (
     TransportError,
 )
 from an_agent.model.ns import (
-    IRTF_AGENT_NS,
-    NETCONF_BASE_NS,
     NETCONF_MONITORING_NS,
     NETCONF_NOTIFICATION_NS,
     NETMOD_NOTIFICATION_NS,
+)
+from an_agent.nc.requests import (
+    Filter,
+    FilterType,
+    config_element,
+    filter_spec,
+    get_schema_request,
+    subscription_request,
 )
 
 DEFAULT_PORT = 8830
@@ -64,8 +69,6 @@ never send it, and ncclient does not end a pending request when the transport dr
 
 """RFC 5277 namespace of ``<replayComplete>`` and ``<notificationComplete>``."""
 
-FilterType = Literal["subtree", "xpath"]
-Filter = etree._Element | str
 
 _ERROR_TYPES: frozenset[str] = frozenset({"transport", "rpc", "protocol", "application"})
 
@@ -312,7 +315,7 @@ class NetconfClient:
         ``filter_type="xpath"``, an XPath; its prefixes are resolved with
         ``namespaces`` (default: ``irtf-agent`` for the agent module).
         """
-        spec = _filter_spec(filter, filter_type, namespaces)
+        spec = filter_spec(filter, filter_type, namespaces)
         reply = self._run("get", lambda: self._manager.get(filter=spec))
         return _data(reply)
 
@@ -324,7 +327,7 @@ class NetconfClient:
         namespaces: dict[str, str] | None = None,
     ) -> etree._Element:
         """``<get-config>`` of ``source``: the ``<data>`` element of the reply (filters as in `get`)."""
-        spec = _filter_spec(filter, filter_type, namespaces)
+        spec = filter_spec(filter, filter_type, namespaces)
         reply = self._run("get-config", lambda: self._manager.get_config(source=source, filter=spec))
         return _data(reply)
 
@@ -335,7 +338,7 @@ class NetconfClient:
         default_operation: str | None = None,
     ) -> None:
         """``<edit-config>``: ``config`` is a ``<config>`` element or the top-level nodes to put in one."""
-        wrapped = _config_element(config)
+        wrapped = config_element(config)
         self._run(
             "edit-config",
             lambda: self._manager.edit_config(config=wrapped, target=target, default_operation=default_operation),
@@ -384,15 +387,10 @@ class NetconfClient:
     def get_schema(self, identifier: str, version: str | None = None, fmt: str = "yang") -> str:
         """RFC 6022 ``<get-schema>``: the module text.
 
-        The request is ours, not ncclient's: ncclient puts ``<format>`` under a generated prefix with no
-        default namespace, so its unprefixed identity ``yang`` names no module (RFC 7950 section 9.10.3)
-        and yuma123 netconfd refuses it ("wrong namespace"). Here the monitoring namespace is the default.
+        The request is ours (`get_schema_request`), not ncclient's, whose ``<format>`` yuma123 netconfd
+        refuses.
         """
-        request = etree.Element(f"{{{NETCONF_MONITORING_NS}}}get-schema", nsmap={None: NETCONF_MONITORING_NS})  # type: ignore[dict-item]
-        etree.SubElement(request, f"{{{NETCONF_MONITORING_NS}}}identifier").text = identifier
-        if version is not None:
-            etree.SubElement(request, f"{{{NETCONF_MONITORING_NS}}}version").text = version
-        etree.SubElement(request, f"{{{NETCONF_MONITORING_NS}}}format").text = fmt
+        request = get_schema_request(identifier, version, fmt)
         reply = self.call(request)
         data = reply.find(f"{{{NETCONF_MONITORING_NS}}}data")
         if data is None:
@@ -414,7 +412,7 @@ class NetconfClient:
         ``replayComplete``); with ``stop_time`` it ends the subscription with
         ``notificationComplete``. One subscription per session.
         """
-        request = _subscription_request(stream, filter, filter_type, namespaces, start_time, stop_time)
+        request = subscription_request(stream, filter, filter_type, namespaces, start_time, stop_time)
         self._run("create-subscription", lambda: self._manager.dispatch(request))
         self._subscription = Subscription(self._manager)
         return self._subscription
@@ -426,64 +424,6 @@ class NetconfClient:
             return request()
         except Exception as exc:
             _translate(exc, operation, connecting=False)
-
-
-def _filter_spec(filter: Filter | None, filter_type: FilterType, namespaces: dict[str, str] | None) -> Any:
-    """The ``filter`` argument ncclient's operations take."""
-    if filter is None:
-        return None
-    if filter_type == "xpath":
-        if not isinstance(filter, str):
-            raise TypeError("an xpath filter is a string")
-        return ("xpath", (namespaces or {"irtf-agent": IRTF_AGENT_NS}, filter))
-    if filter_type != "subtree":
-        raise ValueError(f"filter_type must be 'subtree' or 'xpath', not {filter_type!r}")
-    return ("subtree", filter)
-
-
-def _subscription_request(
-    stream: str | None,
-    filter: Filter | None,
-    filter_type: FilterType,
-    namespaces: dict[str, str] | None,
-    start_time: float | None,
-    stop_time: float | None,
-) -> etree._Element:
-    """The RFC 5277 ``<create-subscription>``, its ``<filter>`` in the notification namespace.
-
-    Ours rather than ncclient's: ncclient puts the filter in the base namespace, which RFC 5277's
-    schema does not allow and yuma123 netconfd refuses ("unknown object"); our agents take both.
-    """
-    n = f"{{{NETCONF_NOTIFICATION_NS}}}"
-    request = etree.Element(n + "create-subscription", nsmap={None: NETCONF_NOTIFICATION_NS})  # type: ignore[dict-item]
-    if stream is not None:
-        etree.SubElement(request, n + "stream").text = stream
-    if filter is not None:
-        if filter_type == "xpath":
-            if not isinstance(filter, str):
-                raise TypeError("an xpath filter is a string")
-            nsmap = namespaces or {"irtf-agent": IRTF_AGENT_NS}
-            etree.SubElement(request, n + "filter", type="xpath", select=filter, nsmap=nsmap)
-        elif filter_type == "subtree":
-            holder = etree.SubElement(request, n + "filter", type="subtree")
-            holder.append(etree.fromstring(filter.encode("utf-8")) if isinstance(filter, str) else deepcopy(filter))
-        else:
-            raise ValueError(f"filter_type must be 'subtree' or 'xpath', not {filter_type!r}")
-    if start_time is not None:
-        etree.SubElement(request, n + "startTime").text = to_rfc3339(start_time)
-    if stop_time is not None:
-        etree.SubElement(request, n + "stopTime").text = to_rfc3339(stop_time)
-    return request
-
-
-def _config_element(config: etree._Element | list[etree._Element]) -> etree._Element:
-    if not isinstance(config, list) and config.tag == f"{{{NETCONF_BASE_NS}}}config":
-        return config
-    # lxml-stubs type nsmap keys as str, but lxml documents None as the default namespace.
-    wrapped = etree.Element(f"{{{NETCONF_BASE_NS}}}config", nsmap={None: NETCONF_BASE_NS})  # type: ignore[dict-item]
-    for node in config if isinstance(config, list) else [config]:
-        wrapped.append(node)
-    return wrapped
 
 
 def _reply_root(reply: Any) -> etree._Element:
