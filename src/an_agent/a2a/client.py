@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import ssl
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping
@@ -50,6 +49,7 @@ import httpx
 from jsonschema import Draft202012Validator
 
 from an_agent.a2a.convert import status_from_json, task_from_json
+from an_agent.a2a.discovery import CARD_PATH, verification
 from an_agent.a2a.inbound import integral_numbers
 from an_agent.a2a.sdk import (
     CancelTaskRequest,
@@ -69,7 +69,6 @@ from an_agent.a2a.sdk import (
 from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
 from an_agent.errors import (
     AnAgentError,
-    ConfigError,
     ConnectError,
     RequestTimeout,
     RpcError,
@@ -81,7 +80,6 @@ from an_agent.schemas.registry import parse_version
 from an_agent.schemas.suggestion import schema_update_suggestions
 from an_agent.schemas.validate import media_type
 
-CARD_PATH = "/.well-known/agent-card.json"
 _VERSION = re.compile(r"^(.*)_v(\d+)$")
 T = TypeVar("T")
 TaskEvent = Task | ConditionNotification
@@ -116,7 +114,7 @@ class A2AAgentClient:
         self.timeout = timeout
         self._auth = (username, password or "") if username else None
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._verify = _verification(trust)
+        self._verify = verification(trust)
         self._binding = binding
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="a2a-client", daemon=True)
@@ -495,56 +493,6 @@ class A2AAgentClient:
         with self._lock:
             self._negotiated.clear()
             self._stale = True
-
-
-@dataclass(frozen=True)
-class CardDocument:
-    """What an agent serves at its well-known card path, as received (`fetch_card`)."""
-
-    url: str
-    status: int
-    content_type: str
-    text: str
-    document: Any
-    """The parsed JSON (any JSON value), or None when the body is not JSON."""
-
-
-def fetch_card(
-    url: str,
-    *,
-    timeout: float = 30.0,
-    trust: Path | None = None,
-    username: str | None = None,
-    password: str | None = None,
-) -> CardDocument:
-    """GET ``<url>/.well-known/agent-card.json`` and return the answer as it is, whatever its status.
-
-    No SDK involved: for tools that judge the card itself (the SDK's card drops what its protobuf has no
-    field for, such as the input/output-schemas extension's ``schemas``). HTTPS is verified as in
-    `A2AAgentClient`. Raises `ConnectError` (unreachable, TLS failure) or `RequestTimeout`.
-    """
-    address = url.rstrip("/") + CARD_PATH
-    auth = (username, password or "") if username else None
-    try:
-        with httpx.Client(verify=_verification(trust), timeout=timeout, auth=auth) as http:
-            reply = http.get(address)
-    except Exception as exc:  # httpx's, translated at the one boundary
-        raise from_a2a_error(exc) from None
-    try:
-        document: Any = reply.json()
-    except ValueError:
-        document = None
-    return CardDocument(address, reply.status_code, reply.headers.get("content-type", ""), reply.text, document)
-
-
-def _verification(trust: Path | None) -> ssl.SSLContext | bool:
-    """How HTTPS peers are verified: against ``trust`` only when given, else the system's CAs (always verified)."""
-    if trust is None:
-        return True
-    try:
-        return ssl.create_default_context(cafile=str(trust))
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"cannot trust {trust}: {exc}") from None
 
 
 def scenario_version(name: str) -> tuple[str, int | None]:

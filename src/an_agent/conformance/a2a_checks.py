@@ -1,6 +1,6 @@
 """Section ``a2a``: the A2A v1 agent card and the input/output-schemas extension.
 
-The card is read raw (`an_agent.a2a.client.fetch_card`): the SDK's card has no place for the
+The card is read raw (`an_agent.a2a.discovery.fetch_card`): the SDK's card has no place for the
 extension's root ``schemas``. Messages go through our SDK-based client (`A2AAgentClient.send_data`,
 which sends a data part as it is, valid or not). Levels follow the sources: the A2A specification's
 REQUIRED card fields and the extension's MUSTs (its "highly recommended" text mode is a SHOULD), and
@@ -16,7 +16,8 @@ from jsonschema import Draft202012Validator
 from jsonschema.exceptions import SchemaError as JsonSchemaError
 
 from an_agent.a2a.card import SCHEMAS_EXTENSION
-from an_agent.a2a.client import A2AAgentClient, CardDocument, fetch_card
+from an_agent.a2a.client import A2AAgentClient
+from an_agent.a2a.discovery import CardDocument, fetch_card
 from an_agent.conformance.checks import Face, Findings, Level, check
 from an_agent.conformance.target import Ledger, Options, Target, Watch
 from an_agent.errors import RpcError
