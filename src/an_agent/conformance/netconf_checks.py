@@ -153,8 +153,12 @@ def run(side: NetconfSide, found: Findings) -> None:
         received="\n".join(caps),
         expected=BASE_11,
     )
-    session_id = side.nc.session_id
-    found.judge(HELLO_SESSION, session_id > 0, f"session-id {session_id}")
+    try:
+        session_id = side.nc.session_id
+    except (TypeError, ValueError):
+        found.failed(HELLO_SESSION, "the hello carries no session-id, or one that is not a number")
+    else:
+        found.judge(HELLO_SESSION, session_id > 0, f"session-id {session_id}")
     modules, problems = module_capabilities(caps)
     found.judge(
         HELLO_MODULES,

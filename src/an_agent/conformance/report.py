@@ -67,7 +67,9 @@ class Report:
             "started": self.started,
             "seconds": round(self.seconds, 3),
             "allow_writes": self.options.allow_writes,
-            "sections": [s for s in SECTIONS if s in self.options.sections or s == "cleanup"],
+            "sections": [
+                s for s in SECTIONS if s in self.options.sections or (s == "cleanup" and self.options.allow_writes)
+            ],
             "verdict": self.verdict,
             "counts": self.counts,
             "must_failed": [f.check.id for f in self.must_failed],
