@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
 import time
@@ -119,10 +120,8 @@ class CuttingProxy:
         except OSError:
             pass
         for end in (source, sink):
-            try:
+            with contextlib.suppress(OSError):
                 end.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
             end.close()
 
     def close(self) -> None:
