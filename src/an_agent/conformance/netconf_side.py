@@ -38,6 +38,8 @@ _LIB = f"{{{YANG_LIBRARY_NS}}}"
 _REVISION = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 _HEADER = re.compile(r"^\s*(module|submodule)\s+([A-Za-z_][\w.-]*)", re.MULTILINE)
 _REVISIONS = re.compile(r"^\s*revision\s+\"?(\d{4}-\d{2}-\d{2})", re.MULTILINE)
+# An include statement, not a description line that starts with the word: the name ends in ";" or "{".
+_INCLUDE = re.compile(r"^\s*include\s+[\"']?([A-Za-z_][\w.-]*)[\"']?\s*[;{]", re.MULTILINE)
 _YANG_11 = re.compile(r"^\s*yang-version\s+\"?1\.1", re.MULTILINE)
 
 
@@ -255,7 +257,7 @@ class NetconfSide:
                 )
             out.texts[module.name] = text
         for text in list(out.texts.values()):
-            for name in re.findall(r"^\s*include\s+\"?([\w.-]+)", text, re.MULTILINE):
+            for name in _INCLUDE.findall(text):
                 if name in out.submodules:
                     continue
                 try:
