@@ -22,7 +22,7 @@ from bench.reference import NetconfdReference  # noqa: E402
 from an_agent.conformance import Options, Outcome, Report, Target, run  # noqa: E402
 from bench import data  # noqa: E402
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.slow]  # ~6 s: netconfd and its sshd start and stop
 MODULES = ROOT / "src" / "an_agent" / "yang" / "modules"
 
 

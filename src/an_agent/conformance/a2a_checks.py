@@ -299,10 +299,25 @@ def _flow(
     if invalid is None:
         found.skipped(EXT_INVALID, f"no payload invalid against {name} could be made (it accepts anything)")
         return
+    before = _task_ids(side)
     try:
         task = _send(side, mode, invalid)
     except RpcError as exc:
-        found.passed(EXT_INVALID, f"refused: {exc}", sent=f"{mode}: {invalid}", received=str(exc))
+        after = _task_ids(side)
+        appeared = sorted(after - before) if before is not None and after is not None else []
+        for task_id in appeared:
+            ledger.task(task_id)
+        if before is None or after is None:
+            note = "; ListTasks is not answered, so no new task could be ruled out"
+        else:
+            note = f"; ListTasks shows {len(after)} tasks, none new" if not appeared else ""
+        found.judge(
+            EXT_INVALID,
+            not appeared,
+            f"refused: {exc}{note}" if not appeared else f"refused, but a task appeared: {', '.join(appeared)}",
+            sent=f"{mode}: {invalid}",
+            received=str(exc),
+        )
         return
     ledger.task(task.task_id)
     found.failed(
@@ -311,6 +326,16 @@ def _flow(
         sent=f"{mode}: {invalid}",
         expected="an error response and no task",
     )
+
+
+def _task_ids(side: A2ASide) -> set[str] | None:
+    """The ids of the tasks the agent lists for this user (None: it does not answer ListTasks)."""
+    client = side.client()
+    try:
+        with side.watch.step("ListTasks"):
+            return {t.task_id for t in client.list_tasks()}
+    except RpcError:
+        return None
 
 
 def _send(side: A2ASide, mode: str, data: dict[str, Any]) -> Any:

@@ -125,7 +125,7 @@ class NetconfSide:
             client = AgentClient.connect(
                 self.host,
                 self.port,
-                username=self.target.user or "admin",
+                username=self.target.user,
                 password=None if key else self.target.password,
                 key_filename=key,
                 timeout=self.options.timeout,

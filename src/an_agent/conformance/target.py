@@ -22,8 +22,9 @@ class Target:
 
     netconf: tuple[str, int] | None = None
     a2a: str | None = None
-    user: str | None = None
+    user: str = "admin"
     password: str | None = None
+    """SSH password, and HTTP Basic on the A2A face (None: the A2A face is called without credentials)."""
     key: Path | None = None
     """SSH private key for NETCONF (instead of the password)."""
     a2a_trust: Path | None = None
