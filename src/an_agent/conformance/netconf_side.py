@@ -115,7 +115,6 @@ class NetconfSide:
         self._library: LibraryAnswer | None = None
         self._fetched: Fetched | None = None
         self._compiled: YangContext | YangError | None = None
-        self._workdir: Path | None = None
 
     # -- sessions -----------------------------------------------------------------------------
     def open(self) -> AgentClient:
@@ -155,14 +154,13 @@ class NetconfSide:
             session.abort()
 
     def close(self) -> None:
+        """Close every session politely (abort those that do not answer)."""
         for session in self._sessions:
             try:
                 with self.watch.step("close-session"):
                     session.netconf.close(timeout=min(5.0, self.options.timeout))
             except AnAgentError:
                 session.abort()
-        if self._workdir is not None:
-            shutil.rmtree(self._workdir, ignore_errors=True)
 
     # -- what the target serves --------------------------------------------------------------------
     @property
@@ -274,19 +272,23 @@ class NetconfSide:
         """One libyang context of the fetched texts (with the features the target announces), or why not."""
         if self._compiled is None:
             fetched = self.fetched()
-            self._workdir = Path(tempfile.mkdtemp(prefix="an-conformance-"))  # 0700
-            (self._workdir / "sub").mkdir()
-            for name, text in fetched.texts.items():
-                (self._workdir / f"{name}.yang").write_text(text)
-            for name, text in fetched.submodules.items():
-                (self._workdir / "sub" / f"{name}.yang").write_text(text)
-            features = {m.name: list(m.features) for m in [*self.library().modules, *self.hello_modules] if m.features}
+            workdir = Path(tempfile.mkdtemp(prefix="an-conformance-"))  # 0700, gone once compiled
             try:
-                self._compiled = YangContext(self._workdir, features)
+                (workdir / "sub").mkdir()
+                for name, text in fetched.texts.items():
+                    (workdir / f"{name}.yang").write_text(text)
+                for name, text in fetched.submodules.items():
+                    (workdir / "sub" / f"{name}.yang").write_text(text)
+                features = {
+                    m.name: list(m.features) for m in [*self.library().modules, *self.hello_modules] if m.features
+                }
+                self._compiled = YangContext(workdir, features)
             except YangError as exc:
                 self._compiled = exc
             except Exception as exc:  # libyang on a module it chokes on: a finding, not a crash
                 self._compiled = YangError(f"libyang failed: {type(exc).__name__}: {exc}")
+            finally:
+                shutil.rmtree(workdir, ignore_errors=True)
         return self._compiled
 
 
