@@ -33,9 +33,10 @@ def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
         "conformance",
         help="check a running agent (any implementation) against the drafts and RFCs",
-        description="Check a running agent, ours or anyone's, through the faces a peer uses: NETCONF and "
-        "A2A. Each check names its source document and section, its level (MUST or SHOULD), and passes, "
-        "fails or is skipped with the reason (what was sent, what came back, what was expected).",
+        description="Check a running agent, ours or anyone's, through the faces a peer uses: NETCONF and\n"
+        "A2A. Each check names its source document and section, its level (MUST or SHOULD), and passes,\n"
+        "fails or is skipped with the reason (what was sent, what came back, what was expected).\n"
+        "The list of checks: docs/conformance.md.",
         epilog=EPILOG,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
@@ -64,6 +65,7 @@ def register(subparsers: Any) -> None:
     parser.add_argument(
         "--timeout",
         type=_seconds,
+        metavar="SECONDS",
         default=30.0,
         help="seconds any one step may take (connect, request, wait for a notification or a task's end); "
         "a face silent that long fails its remaining checks (default: 30)",
