@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from an_agent.cli import main
+from an_agent.model import AgentProfile
+from an_agent.server import AgentServer, ServerConfig
+from support import TEST_PROFILE
 
 
 def _closed_port() -> int:
@@ -47,3 +50,17 @@ def test_an_unreachable_agent_fails_its_checks_with_exit_1(capsys: pytest.Captur
     assert "FAIL  MUST    netconf.hello-base" in out
     assert "not conformant" in out.splitlines()[-1]
     assert "draft-wang" not in out  # --only netconf
+
+
+def test_a_conformant_a2a_face_over_https_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    config = ServerConfig(
+        tmp_path / "state", port=0, profile=AgentProfile.from_dict(TEST_PROFILE), a2a_port=0, a2a_tls=True
+    )
+    with AgentServer(config) as server:
+        assert server.a2a is not None and server.a2a.url.startswith("https://")
+        argv = ["conformance", "--a2a", server.a2a.url, "--a2a-trust", str(tmp_path / "state" / "a2a-cert.pem")]
+        code = main([*argv, "--only", "a2a", "--timeout", "10"])
+    out = capsys.readouterr().out
+    assert code == 0, out
+    assert "PASS  MUST    a2a.card " in out and out.splitlines()[-1].endswith(": conformant")
+    assert "SKIP  MUST    a2a.ext-task" in out and "run with --allow-writes" in out
