@@ -1,4 +1,5 @@
-"""`an-agent conformance` as a command: usage errors exit 2 with a message, an unreachable agent exits 1."""
+"""`an-agent conformance` as a command: usage errors exit 2 with a message, an unreachable agent exits 1,
+a conformant face exits 0."""
 
 from __future__ import annotations
 
