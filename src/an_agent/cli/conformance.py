@@ -28,7 +28,7 @@ examples:
 
 
 def register(subparsers: Any) -> None:
-    from an_agent.conformance import SELECTABLE
+    from an_agent.conformance.checks import SELECTABLE
 
     parser = subparsers.add_parser(
         "conformance",

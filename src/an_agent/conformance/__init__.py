@@ -3,7 +3,8 @@
 It talks to the agent only through its public faces, as a peer would: NETCONF (RFC 6241 over SSH)
 and A2A v1 (HTTP JSON-RPC), and reports, check by check, what the drafts and RFCs ask and what the
 agent did. `run` returns a `Report`; `catalogue` lists every check (the docs' table is generated
-from it).
+from it). The registry fills as the section modules are imported: by `run` and `catalogue`, which import
+them on first use so that importing this package stays cheap (use `catalogue`, not the registry).
 
 Sections: ``netconf`` (NETCONF and YANG basics), ``wang`` (draft-wang-nmrg-magent-im data model and
 interaction), ``zhou`` (draft-zhou-structured-data-schema-interaction), ``a2a`` (A2A and the
@@ -17,11 +18,9 @@ import re
 
 from an_agent.conformance.checks import CHECKS, SECTIONS, SELECTABLE, Check, Finding, Level, Outcome
 from an_agent.conformance.report import FORMAT, Report
-from an_agent.conformance.runner import run
 from an_agent.conformance.target import Options, Target
 
 __all__ = [
-    "CHECKS",
     "FORMAT",
     "SECTIONS",
     "SELECTABLE",
@@ -38,8 +37,19 @@ __all__ = [
 ]
 
 
+def run(target: Target, options: Options) -> Report:
+    """Run the checks against ``target`` (`an_agent.conformance.runner.run`)."""
+    # Imported here: the sections bring ncclient, libyang and a2a-sdk, which the CLI's start-up
+    # (every command registers its options) must not pay for.
+    from an_agent.conformance.runner import run as run_checks
+
+    return run_checks(target, options)
+
+
 def catalogue() -> list[Check]:
     """Every check, sections in report order."""
+    from an_agent.conformance import runner  # noqa: F401 - importing the sections declares their checks
+
     order = list(SECTIONS)
     return sorted(CHECKS.values(), key=lambda c: order.index(c.section))
 
