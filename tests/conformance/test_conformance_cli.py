@@ -11,6 +11,7 @@ import pytest
 from an_agent.cli import main
 from an_agent.model import AgentProfile
 from an_agent.server import AgentServer, ServerConfig
+from fake_embedder import FakeEmbedder
 from support import TEST_PROFILE
 
 
@@ -54,8 +55,10 @@ def test_an_unreachable_agent_fails_its_checks_with_exit_1(capsys: pytest.Captur
 
 
 def test_a_conformant_a2a_face_over_https_exits_0(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    profile = AgentProfile.from_dict(TEST_PROFILE)
+    # FakeEmbedder: the A2A face's text-mapping warm-up would load torch in a thread (test_conformance_roles.py).
     config = ServerConfig(
-        tmp_path / "state", port=0, profile=AgentProfile.from_dict(TEST_PROFILE), a2a_port=0, a2a_tls=True
+        tmp_path / "state", port=0, profile=profile, a2a_port=0, a2a_tls=True, embedder=FakeEmbedder()
     )
     with AgentServer(config) as server:
         assert server.a2a is not None and server.a2a.url.startswith("https://")

@@ -23,6 +23,7 @@ from an_agent.lab.tour import tour_topology
 from an_agent.model._xml import root
 from an_agent.nc.client import NetconfClient
 from an_agent.server import AgentServer, ServerConfig
+from fake_embedder import FakeEmbedder
 
 
 @pytest.fixture(params=sorted(ROLES), ids=str)
@@ -39,7 +40,15 @@ def role_agent(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Agent
     agent = assemble_agent(topology, spec.name)
     agent.start_clock()
     config = ServerConfig(
-        tmp_path / "state", port=0, profile=agent.profile, behaviour=agent.behaviour, schemas="validate", a2a_port=0
+        tmp_path / "state",
+        port=0,
+        profile=agent.profile,
+        behaviour=agent.behaviour,
+        schemas="validate",
+        a2a_port=0,
+        # The A2A face warms its text mapping up in a thread; with the real model that is torch, and a test
+        # process that ends while torch loads aborts (std::terminate). The kit never sends text.
+        embedder=FakeEmbedder(),
     )
     with AgentServer(config) as server:
         yield server
