@@ -38,7 +38,19 @@ from an_agent.errors import (
 )
 
 # Command-group modules, in the order their commands appear in --help.
-_GROUPS = ("serve", "users", "profile", "task", "agents", "yang", "schema", "lab", "copilot", "completion")
+_GROUPS = (
+    "serve",
+    "users",
+    "profile",
+    "task",
+    "agents",
+    "yang",
+    "schema",
+    "lab",
+    "copilot",
+    "conformance",
+    "completion",
+)
 
 EXIT_OK = 0
 EXIT_REFUSED = 1
