@@ -264,15 +264,19 @@ class TaskAdmission:
             self._changed_input(principal, old_task, new_task, in_edit, out)
         for check in out.checks:
             self._tasks.set_payload(check.task_id, next(iter(check.payloads.values()), None))
+        accepted: list[Task] = []
         try:
             for task in out.added:
                 self._behaviour.check_assignment(task)
+                accepted.append(task)
             for old_task, new_task in out.changed:
                 self._tasks.check_change(old_task, new_task)
             pending.commit(task_owners={task.task_id: principal.name for task in out.added})
         except BaseException:
             for check in out.checks:
                 self._tasks.set_payload(check.task_id, None)
+            for task in accepted:  # nothing was stored: what check_assignment took goes back at once
+                self._behaviour.released(task)
             raise
         return out
 

@@ -19,6 +19,7 @@ face will call the same methods.
 from __future__ import annotations
 
 import copy
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
 
@@ -68,9 +69,12 @@ from an_agent.runtime.schemas import SchemaService
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
 from an_agent.runtime.text_input import AssignText, CompletingBehaviour, PayloadCompletion
+from an_agent.runtime.workers import INPUT_WAIT
 from an_agent.store.agent_store import AgentStore, TaskState
 from an_agent.yang.context import YangContext
 from an_agent.yang.info import ModuleInfo
+
+log = logging.getLogger(__name__)
 
 
 class Operations:
@@ -86,6 +90,7 @@ class Operations:
         task_workers: int = 8,
         authorizer: Authorizer | None = None,
         sync_wait: float = 30.0,
+        input_wait: float | None = INPUT_WAIT,
         data_policy: DataPolicy | None = None,
     ) -> None:
         self.profile = profile
@@ -101,7 +106,7 @@ class Operations:
         self.completion = PayloadCompletion(profile, clock.now)
         """Tasks asked for in words: their payload mapped from the text or asked for (`assign_text`)."""
         completing = CompletingBehaviour(
-            behaviour, self.completion, lambda i, p: self.tasks.set_payload(i, p), self._data_params
+            behaviour, self.completion, lambda i, p: self.tasks.set_payload(i, p), self._data_params, input_wait
         )
         self.tasks = TaskEngine(completing, store, self.bus, clock, profile.name, workers=task_workers)
         behaviour.bind(
@@ -110,7 +115,7 @@ class Operations:
         self.context = ContextRecorder(self.datastore, clock, profile.name)
         self.data = DataResolver(store.path.parent, data_policy)
         self.admission = TaskAdmission(
-            self.datastore, self.tasks, behaviour, self.authorizer, store, self.context, self.data
+            self.datastore, self.tasks, completing, self.authorizer, store, self.context, self.data
         )
         self.tasks.ended_hook = self.context.answered
         self.sessions = SessionTable()
@@ -153,6 +158,16 @@ class Operations:
         """Resume tasks that were running when the agent last stopped."""
         tasks = self.datastore.find(IRTF_AGENT_NS, "tasks")
         self.tasks.resume([] if tasks is None else [Task.from_xml(e) for e in tasks.iterchildren(TASK_TAG)])
+
+    def warm_text_mapping(self) -> None:
+        """Map a sample text once (blocking): the embedding model and the input templates' anchors load
+        now, so a client's first words are not the ones that wait seconds for them. Nothing to do when
+        no skill takes an input schema; a failure is only logged (the first real text will say it)."""
+        try:
+            if self.completion.input_templates():
+                self.completion.map("warm up")
+        except Exception:
+            log.exception("warming the text mapping up failed")
 
     def close(self) -> None:
         self.tasks.close()  # first: running behaviours may still report results
