@@ -78,16 +78,19 @@ def serve(state: Path) -> Iterator[Agent]:
 
 
 def _environment(agent: Agent) -> dict[str, str]:
-    """Ours minus pytest's and Python's own settings; the TCK's header hook adds the login and the version
+    """Ours minus pytest's, Python's and the TCK's own settings (a caller's A2A_*, TCK_*, SUT_* would change
+    the run); the TCK's header hook adds the login and the version
     (spec 3.6.1: a request without A2A-Version is taken as 0.3, which a 1.0 agent refuses); the generated
     certificate is the CA of the TCK's requests client (its httpx REST client verifies nothing)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTEST", "PYTHON", "VIRTUAL_ENV"))}
+    own = ("PYTEST", "PYTHON", "VIRTUAL_ENV", "A2A_", "TCK_", "SUT_")
+    env = {k: v for k, v in os.environ.items() if not k.startswith(own)}
     login = base64.b64encode(b"admin:admin").decode()
     env.update(
         A2A_AUTH_HEADERS=json.dumps({"Authorization": f"Basic {login}", "A2A-Version": "1.0"}),
         SSL_CERT_FILE=str(agent.certificate),
         REQUESTS_CA_BUNDLE=str(agent.certificate),
         TCK_LOG_LEVEL="WARNING",
+        TCK_STREAMING_TIMEOUT="10",  # the TCK's knob for slow machines (2 s by default): a bound, not a wait
         PYTHONDONTWRITEBYTECODE="1",
     )
     return env
