@@ -6,7 +6,7 @@ run by the TCK's own runner (``run_tck.run_test_category``) with its JSON report
 Every failed or erroring TCK test must be listed in tck_expected_failures.yaml (with the A2A v1.0 text that
 shows the TCK is wrong, or that it tests what the card says we do not offer), and every listed test must
 still fail: the test fails both ways, so the list cannot rot. Skips are reported, not judged.
-docs/a2a-tck.md says how to run it by hand.
+docs/reference/a2a-tck.md says how to run it by hand.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ TRANSPORTS = ("jsonrpc", "rest")
 CATEGORIES = ("mandatory", "capabilities", "quality", "features")
 FAILED = frozenset({"failed", "error"})
 AGENT = ["--profile", str(ROOT / "src" / "an_agent" / "data" / "example-profile.json"), "--schemas", "off"]
-"""The shipped example profile, text taken as the task's prompt (docs/a2a-tck.md says why not the quick tour)."""
+"""The shipped example profile, text taken as the task's prompt (docs/reference/a2a-tck.md says why not the quick tour)."""
 
 # The TCK's own runner builds the pytest command of a category (paths, markers, options); we only ask it for
 # the JSON report it writes under reports/ in its folder.

@@ -22,9 +22,10 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
   and propose the new task's id (``an-agent/task-id``, as a NETCONF client chooses it; an id in use is
   refused); tasks made over A2A are ``task-async`` (the reply never waits on the behaviour).
 - ``SendStreamingMessage`` and ``SubscribeToTask`` stream the task from the durable notification log
-  (`Operations.subscribe` with ``start_time``): the current task first, then every status change, the
-  result artifact before ``completed``. A resubscription replays the task's log from its start, so a
-  client that reconnects misses nothing.
+  (`Operations.subscribe` with ``start_time``) and never go back in time after their first event (spec
+  11.7): a new task as created, then each later change (the result artifact before ``completed``); an
+  answered task as answered, then what follows; a resubscription's task as the log leaves it at the
+  subscription, then what follows (`_follow`'s ``lead``).
 - ``GetTask``/``ListTasks``/``CancelTask`` are `Operations.get_task`/`read`/`cancel_task`; the A2A task
   id is the NETCONF task-id, states map through `an_agent.a2a.states`. ListTasks' filters and cursor
   pages are `an_agent.a2a.listing`'s; a task that ended is not cancelable (``TaskNotCancelableError``,

@@ -62,7 +62,12 @@ def register(subparsers: Any) -> None:
         "the directory registration (default: --host; with --topology, the agent's address there; on a "
         "wildcard --host such as 0.0.0.0, this machine's name)",
     )
-    parser.add_argument("--port", type=int, default=8830, help="TCP port (default: 8830; 0 picks a free one)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("AN_AGENT_PORT", "8830")),
+        help="TCP port (default: $AN_AGENT_PORT, as the client commands, else 8830; 0 picks a free one)",
+    )
     parser.add_argument(
         "--state-dir",
         type=Path,

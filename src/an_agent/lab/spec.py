@@ -21,6 +21,7 @@ from an_agent.agents.environment import (
     Timing,
 )
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import DeviceSpec
 
 Role = RoleName
 """The roles a topology agent may play (`an_agent.agents.environment.RoleName`)."""
@@ -91,6 +92,8 @@ class AgentSpec:
     """Directories of the operator's own templates, served beside the shipped ones."""
     host: str | None = None
     """The topology host it runs on (``hosts``); its ``address`` is then that host's."""
+    southbound: Literal["simulator", "netconf"] = "simulator"
+    """How it reaches the network: the simulator's interface, or the lab's element manager over NETCONF."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +237,10 @@ class Topology:
     """(sender, receiver) pairs of ``talks_to`` marked ``transport: a2a``: tasks go over the receiver's A2A face."""
     hosts: tuple[HostSpec, ...] = ()
     """The machines the lab spans (empty: all on this one); see `HostSpec`."""
+    devices: tuple[DeviceSpec, ...] = ()
+    """The lab's element managers (`DeviceSpec`)."""
+    users_file: Path | None = None
+    """Users (the users-file format) who log in to the element managers besides the lab's admin and agents."""
 
     def agent(self, name: str) -> AgentSpec:
         for agent in self.agents:

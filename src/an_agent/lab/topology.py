@@ -22,6 +22,7 @@ from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, Layer, SchemaMode, 
 from an_agent.agents.intent import intent_problems
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import devices_from
 from an_agent.lab.spec import (
     DEFAULT_COVERAGE_LOSS,
     DEFAULT_MAX_DURATION_MINUTES,
@@ -183,6 +184,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 a2a_port=raw.get("a2a_port"),
                 templates=(path.parent / raw["templates"],) if "templates" in raw else (),
                 host=raw.get("host"),
+                southbound=raw.get("southbound", "simulator"),
             )
         )
     directories = [i for i, raw in enumerate(data["agents"]) if raw["role"] == Role.DIRECTORY]
@@ -251,6 +253,8 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         peer_login_file=None if "peer_login_file" not in data else path.parent / data["peer_login_file"],
         a2a_links=frozenset(a2a_links),
         hosts=hosts,
+        devices=devices_from(data.get("devices", []), problems.add, region_names, agents),
+        users_file=None if "users_file" not in data else path.parent / data["users_file"],
     )
 
 
