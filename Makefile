@@ -8,8 +8,11 @@ BIN := $(VENV)/bin
 # chromium opens the built manual in the docs tests, zsh checks the zsh completion script.
 SYS_PACKAGES := libyang2-dev libyang2-tools netconfd yangcli openssh-server gcc chromium zsh
 STATE ?= $(CURDIR)/state
+# The official A2A TCK (third_party/a2a-tck) runs from its own virtualenv, its dependencies pinned in
+# requirements-tck.lock: tests/a2a/test_a2a_tck.py runs it against a real agent (docs/reference/a2a-tck.md).
+TCK_VENV := .venv-tck
 
-.PHONY: setup sys-deps demo docs test test-fast lint typecheck check bench bench-quick bench-compare fuzz clean
+.PHONY: setup sys-deps tck-setup demo docs test test-fast lint typecheck check bench bench-quick bench-compare fuzz clean
 
 setup: sys-deps $(VENV)/.installed
 
@@ -34,6 +37,15 @@ $(VENV)/.installed: pyproject.toml requirements.lock
 	@echo "an-agent is installed: $(BIN)/an-agent"
 	@touch $@
 
+# Everything the TCK needs, from PyPI now, so that nothing downloads while the tests run.
+tck-setup: $(TCK_VENV)/.installed
+
+$(TCK_VENV)/.installed: requirements-tck.lock
+	@test -x $(TCK_VENV)/bin/python || $(PYTHON) -m venv $(TCK_VENV)
+	@echo "installing the A2A TCK's pinned dependencies (requirements-tck.lock) into $(TCK_VENV) ..."
+	$(TCK_VENV)/bin/pip install -qq -r requirements-tck.lock
+	@touch $@
+
 demo: setup
 	$(BIN)/python -m an_agent.demo --state-dir $(STATE)/demo
 
@@ -42,7 +54,7 @@ demo: setup
 docs: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
-test: setup check
+test: setup tck-setup check
 	$(BIN)/python -m pytest -q
 
 test-fast: setup
@@ -71,4 +83,4 @@ bench-compare: setup
 	$(BIN)/python -m bench.compare
 
 clean:
-	rm -rf $(VENV) build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf $(VENV) $(TCK_VENV) build dist site src/*.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -341,6 +341,7 @@ class AgentServer:
                 netconf_port=self.port,
                 advertise=self.advertised_host,
                 tls=self._a2a_tls(),
+                max_body_bytes=self.config.max_message_bytes,
             )
             self.a2a.start()
             # Text arrives over A2A: load what mapping it needs now, in the background (seconds), not on

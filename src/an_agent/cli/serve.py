@@ -111,7 +111,8 @@ def register(subparsers: Any) -> None:
         type=_positive_int,
         default=16 * 1024 * 1024,
         metavar="N",
-        help="largest NETCONF message accepted; a bigger one is discarded with a too-big rpc-error (default: 16 MiB)",
+        help="largest NETCONF message or A2A request body accepted; a bigger one is discarded with a too-big "
+        "rpc-error (NETCONF) or refused with HTTP 413 (A2A) (default: 16 MiB)",
     )
     parser.add_argument(
         "--hello-timeout",
