@@ -30,7 +30,7 @@ from typing import Any, ClassVar
 
 from an_agent.agents import payloads
 from an_agent.agents.environment import AgentEnvironment, Shutdown
-from an_agent.agents.exchange import InputAnswer
+from an_agent.agents.exchange import InputAnswer, read_input
 from an_agent.agents.findings import Finding
 from an_agent.agents.peers import Peers, TaskHandle
 from an_agent.agents.schema_use import adopt_evolved_keys, supported_versions
@@ -314,11 +314,49 @@ class LabBehaviour(Behaviour):
         )
 
     def finish(self, run: TaskRun, summary: str, result: dict[str, Any]) -> None:
+        """End the task finished with the JSON ``result``.
+
+        ``result`` is first checked against the response schema the skill that took the task declares
+        (`AgentInfo.check_result`): one that is not what the skill promises raises `SchemaError` (the
+        task then fails saying which keys are wrong) rather than reaching the assigner.
+        """
+        self.agent.check_result(run.task.task_id, result)
         run.finish(
             TaskResult(
                 summary=summary, reason=summary, format="application/json", data=json.dumps(result, sort_keys=True)
             )
         )
+
+    def ask_input(self, run: TaskRun, keys: list[str], reason: str, timeout: float | None) -> dict[str, str] | None:
+        """``input-required`` naming ``keys``; the assigner's answers (``{key: value}``, every key) or None.
+
+        Each key is asked for as a prompt (target object: the key) the assigner answers with a text
+        data-param of ``key: value`` lines, or a new content holding such lines (over A2A: a text part).
+        None when the task was cancelled or nothing came within ``timeout`` seconds (real time); a
+        partial answer raises `TaskFailure` naming what is still missing.
+        """
+        required = [
+            build_prompt(key, f"give {key}: add a text data-param with the line '{key}: <value>' to the task's "
+                         "msg-data")
+            for key in keys
+        ]  # fmt: skip
+        provided = run.request_input(required, reason, timeout=timeout)
+        if provided is None:
+            return None
+        texts = [p.data for p in provided.data_params if p.data]
+        answers = read_input(texts or [provided.task.content or ""])
+        still = [key for key in keys if key not in answers]
+        if still:
+            who = provided.provided_by or "the assigner"
+            raise TaskFailure(f"the input {who} sent gives no {', '.join(still)}")
+        return {key: answers[key] for key in keys}
+
+    def find_peers(self, skill: str) -> list[str]:
+        """The agents this one may talk to that have ``skill`` (sorted): asked of the lab's directory
+        agent when it has one (``find-agents``, filtered by ``talks_to``), else read from the topology."""
+        if self.env.finder is not None:
+            return sorted(self.env.finder.find(skill))
+        return sorted(e.name for e in self.env.directory if skill in e.skills)
 
     def ask(
         self,

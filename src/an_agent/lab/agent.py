@@ -21,12 +21,13 @@ from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.environment import AgentEnvironment, ManagedNetwork, RoleName, SchemaMode
 from an_agent.agents.exchange import Exchange
 from an_agent.agents.peers import Peers
+from an_agent.agents.plugins import load_behaviour_class
 from an_agent.agents.roles import ROLES
 from an_agent.errors import ConfigError
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.spec import AgentSpec, Topology
+from an_agent.lab.spec import AgentSpec, NetworkSpec, Topology
 from an_agent.lab.topology import load_topology
 from an_agent.model import AgentProfile, Capability, Skill
 from an_agent.nc.directory_client import DirectoryLogin
@@ -105,7 +106,7 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
     return AgentProfile(
         name=spec.name,
         alias=spec.role,
-        description=spec.description or role.behaviour.description,
+        description=spec.description or behaviour_class(spec).description,
         type=spec.role,
         skills=skills,
         version="1.0.0",
@@ -222,7 +223,17 @@ def make_behaviour(
         task_capacity=task_capacity,
         schemas=spec.schemas,
     )
-    return ROLES[spec.role].behaviour(env, peers), peers
+    return behaviour_class(spec)(env, peers), peers
+
+
+def behaviour_class(spec: AgentSpec) -> type[LabBehaviour]:
+    """The class playing ``spec``: its ``behaviour`` (an outsider's, `an_agent.agents.plugins`), else the role's."""
+    if spec.behaviour is None:
+        return ROLES[spec.role].behaviour
+    cls = load_behaviour_class(spec.behaviour)
+    if not issubclass(cls, LabBehaviour):
+        raise ConfigError(f"agent {spec.name}: behaviour {spec.behaviour} does not subclass LabBehaviour")
+    return cls
 
 
 def _found_first(found: Callable[[str], Any], wired: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -301,3 +312,32 @@ def load_agent(path: Path, name: str, schemas: SchemaMode | None = None) -> tupl
         spec = replace(topology.agent(name), schemas=schemas)
         topology = replace(topology, agents=tuple(spec if a.name == name else a for a in topology.agents))
     return standalone_agent(topology, name)
+
+
+def plugin_agent(profile: AgentProfile, cls: type[LabBehaviour], schemas: SchemaMode) -> LabBehaviour:
+    """A `LabBehaviour` subclass served with a profile and no topology (``serve --behaviour --profile``).
+
+    It gets what a lab agent gets, empty: a simulated clock that plays as fast as its work allows
+    (from now), a network with no element, no peers. Time it waits (``env.scheduler.sleep``) passes at
+    once; for a network and peers, name it in a topology (``behaviour:``).
+    """
+    import time
+
+    kernel = SimKernel(time.time(), peers_elsewhere=True)
+    network = SimNetwork(NetworkSpec((), (), (), ()), 0, kernel.now, kernel.call_at)
+    journal = Journal(kernel.now, on_note=lambda note: log.info("%s %s: %s", note.agent, note.kind, note.text))
+    peers = Peers(profile.name, kernel, lambda name: None, (), journal.record)
+    env = AgentEnvironment(
+        name=profile.name,
+        role=profile.type or "plugin",
+        regions=(),
+        scheduler=kernel,
+        network=network,
+        journal=journal,
+        directory=(),
+        task_capacity=8,
+        schemas=schemas,
+    )
+    behaviour = cls(env, peers)
+    threading.Thread(target=kernel.run, kwargs={"forever": True}, name=f"clock:{profile.name}", daemon=True).start()
+    return behaviour

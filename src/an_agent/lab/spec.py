@@ -91,6 +91,9 @@ class AgentSpec:
     """Directories of the operator's own templates, served beside the shipped ones."""
     host: str | None = None
     """The topology host it runs on (``hosts``); its ``address`` is then that host's."""
+    behaviour: str | None = None
+    """An outsider's behaviour playing the role: ``PACKAGE.MODULE:CLASS`` or an ``an_agent.behaviours``
+    entry-point name (a `an_agent.agents.sdk.LabBehaviour` subclass). None: the role's own."""
 
 
 @dataclass(frozen=True)
@@ -261,5 +264,18 @@ class Topology:
 
     def directory_for(self, name: str) -> tuple[AgentDirectoryEntry, ...]:
         """The agents ``name`` may talk to, with role, regions and (FME copilots) layer."""
+        from an_agent.agents.roles import ROLES  # the behaviours' registry: only when an agent is assembled
+
         allowed = set(self.talks_to.get(name, ()))
-        return tuple(AgentDirectoryEntry(a.name, a.role, a.regions, a.layer) for a in self.agents if a.name in allowed)
+        return tuple(
+            AgentDirectoryEntry(
+                a.name,
+                a.role,
+                a.regions,
+                a.layer,
+                tuple(s.name for s in a.skills)
+                or (tuple(s.name for s in ROLES[a.role].skills) if a.role in ROLES else ()),
+            )
+            for a in self.agents
+            if a.name in allowed
+        )

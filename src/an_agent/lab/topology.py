@@ -22,6 +22,7 @@ from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, Layer, SchemaMode, 
 from an_agent.agents.intent import intent_problems
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
+from an_agent.lab.outsiders import plugin_problem
 from an_agent.lab.spec import (
     DEFAULT_COVERAGE_LOSS,
     DEFAULT_MAX_DURATION_MINUTES,
@@ -183,8 +184,13 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 a2a_port=raw.get("a2a_port"),
                 templates=(path.parent / raw["templates"],) if "templates" in raw else (),
                 host=raw.get("host"),
+                behaviour=raw.get("behaviour"),
             )
         )
+        if "behaviour" in raw:
+            problem = plugin_problem(raw["name"], raw["behaviour"])
+            if problem:
+                problems.add(["agents", i, "behaviour"], problem)
     directories = [i for i, raw in enumerate(data["agents"]) if raw["role"] == Role.DIRECTORY]
     for i in directories[1:]:
         problems.add(["agents", i, "role"], f"a lab has one directory agent; agents[{directories[0]}] is already one")

@@ -11,7 +11,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from an_agent.clock import Clock
 from an_agent.model import (
@@ -41,6 +41,10 @@ def _nothing_to_learn() -> None:
     return None
 
 
+def _any_result(task_id: str, data: dict[str, Any]) -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class AgentInfo:
     """What a behaviour may know of the agent it runs in.
@@ -62,6 +66,11 @@ class AgentInfo:
     accepted so far (patches it triggers are published by then); it returns at
     once when the agent does not learn. A lab behaviour on simulated time calls
     it so that learning, which runs on real time, cannot fall behind the clock.
+
+    ``check_result`` raises `an_agent.errors.SchemaError` (listing each problem) when a JSON result for
+    the task is not what the skill that took its payload declares in its output modes
+    (``application/json;schema=<response schema>``, checked against the agent's template of it); it
+    returns when there is nothing to check.
     """
 
     profile: AgentProfile
@@ -69,6 +78,7 @@ class AgentInfo:
     data_params: Callable[[Sequence[str]], list[DataParam]] = _no_data_params
     payload: Callable[[str], ValidatedPayload | None] = _no_payload
     learned: Callable[[], None] = _nothing_to_learn
+    check_result: Callable[[str, dict[str, Any]], None] = _any_result
 
 
 @dataclass(frozen=True)

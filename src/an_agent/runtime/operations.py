@@ -21,6 +21,7 @@ from __future__ import annotations
 import copy
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from lxml import etree
 
@@ -63,7 +64,7 @@ from an_agent.runtime.requests import (
     SchemaTemplate,
     Subscribe,
 )
-from an_agent.runtime.results import label_result
+from an_agent.runtime.results import check_result, label_result
 from an_agent.runtime.schemas import SchemaService
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
@@ -105,7 +106,14 @@ class Operations:
         )
         self.tasks = TaskEngine(completing, store, self.bus, clock, profile.name, workers=task_workers)
         behaviour.bind(
-            AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload, learned=self._learned)
+            AgentInfo(
+                profile,
+                clock,
+                data_params=self._data_params,
+                payload=self.tasks.payload,
+                learned=self._learned,
+                check_result=self._check_result,
+            )
         )
         self.context = ContextRecorder(self.datastore, clock, profile.name)
         self.data = DataResolver(store.path.parent, data_policy)
@@ -142,6 +150,10 @@ class Operations:
         """`AgentInfo.learned`: wait for the schema service's learning queue (no service: nothing to wait for)."""
         if self.schemas is not None and self.schemas.learn:
             self.schemas.drain()
+
+    def _check_result(self, task_id: str, data: dict[str, Any]) -> None:
+        """`AgentInfo.check_result`: against the response schema of the skill that took the task's payload."""
+        check_result(self.profile, self.schemas, self.tasks.payload(task_id), data)
 
     def _finished_result(self, task_id: str, result: TaskResult) -> TaskResult:
         """A finished task's result: labelled with its skill's response schema, then decorated with suggestions."""
