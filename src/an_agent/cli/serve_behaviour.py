@@ -88,7 +88,12 @@ def own_behaviour(
             raise ConfigError("--behaviour-command is empty")
         if args.behaviour_timeout <= 0:
             raise ConfigError("--behaviour-timeout must be a positive number of seconds")
-        return profile, CommandBehaviour(argv, args.state_dir, timeout=args.behaviour_timeout)
+        from an_agent.lab.agent import plugin_agent
+
+        state_dir, timeout = args.state_dir.resolve(), args.behaviour_timeout
+        return profile, plugin_agent(
+            profile, lambda env, peers: CommandBehaviour(env, peers, argv, state_dir, timeout), schemas
+        )
     from an_agent.agents.plugins import load_behaviour_class
     from an_agent.agents.sdk import LabBehaviour
 

@@ -168,12 +168,14 @@ def make_behaviour(
     credentials: tuple[str, str] | None = None,
     a2a_url_of: UrlOf = lambda name: None,
     a2a_trust: Path | None = None,
+    state_dir: Path | None = None,
 ) -> tuple[LabBehaviour, Peers]:
     """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses.
 
     ``credentials`` are the agent's login on its peers (default: the topology's `peer_login`).
     ``a2a_url_of`` gives the A2A URL of the peers it reaches over A2A (links marked ``transport: a2a``),
     ``a2a_trust`` the certificates their HTTPS is verified against (`an_agent.lab.certs`).
+    ``state_dir`` is the agent's own directory (a ``command``'s working directory).
     """
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
@@ -223,6 +225,10 @@ def make_behaviour(
         task_capacity=task_capacity,
         schemas=spec.schemas,
     )
+    if spec.command:
+        from an_agent.agents.command import CommandBehaviour
+
+        return CommandBehaviour(env, peers, spec.command, state_dir, spec.behaviour_timeout), peers
     return behaviour_class(spec)(env, peers), peers
 
 
@@ -314,8 +320,11 @@ def load_agent(path: Path, name: str, schemas: SchemaMode | None = None) -> tupl
     return standalone_agent(topology, name)
 
 
-def plugin_agent(profile: AgentProfile, cls: type[LabBehaviour], schemas: SchemaMode) -> LabBehaviour:
-    """A `LabBehaviour` subclass served with a profile and no topology (``serve --behaviour --profile``).
+def plugin_agent(
+    profile: AgentProfile, build: Callable[[AgentEnvironment, Peers], LabBehaviour], schemas: SchemaMode
+) -> LabBehaviour:
+    """A `LabBehaviour` (``build(env, peers)``, e.g. its class) served with a profile and no topology
+    (``serve --behaviour --profile``, ``--behaviour-command``).
 
     It gets what a lab agent gets, empty: a simulated clock that plays as fast as its work allows
     (from now), a network with no element, no peers. Time it waits (``env.scheduler.sleep``) passes at
@@ -338,6 +347,6 @@ def plugin_agent(profile: AgentProfile, cls: type[LabBehaviour], schemas: Schema
         task_capacity=8,
         schemas=schemas,
     )
-    behaviour = cls(env, peers)
+    behaviour = build(env, peers)
     threading.Thread(target=kernel.run, kwargs={"forever": True}, name=f"clock:{profile.name}", daemon=True).start()
     return behaviour

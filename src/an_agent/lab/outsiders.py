@@ -6,7 +6,26 @@ starts), each problem as a sentence naming the agent.
 
 from __future__ import annotations
 
+from typing import Any
+
 from an_agent.errors import ConfigError
+
+OUTSIDERS = ("behaviour", "command", "a2a_upstream", "external")
+"""The keys of a topology agent that bring its logic from outside; an agent has at most one."""
+
+
+def outsider_problems(raw: dict[str, Any]) -> list[tuple[str, str]]:
+    """``(key, problem)`` for a topology agent's outsider keys (the file is already schema-valid)."""
+    name = raw["name"]
+    given = [key for key in OUTSIDERS if key in raw]
+    problems = [(key, f"agent {name}: {key} and {given[0]} both say who does the work: give one") for key in given[1:]]
+    if "behaviour" in raw:
+        problem = plugin_problem(name, raw["behaviour"])
+        if problem:
+            problems.append(("behaviour", problem))
+    if "behaviour_timeout" in raw and "command" not in raw:
+        problems.append(("behaviour_timeout", f"agent {name}: behaviour_timeout is for a command"))
+    return problems
 
 
 def plugin_problem(name: str, ref: str) -> str | None:

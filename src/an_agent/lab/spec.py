@@ -94,6 +94,10 @@ class AgentSpec:
     behaviour: str | None = None
     """An outsider's behaviour playing the role: ``PACKAGE.MODULE:CLASS`` or an ``an_agent.behaviours``
     entry-point name (a `an_agent.agents.sdk.LabBehaviour` subclass). None: the role's own."""
+    command: tuple[str, ...] = ()
+    """A program playing the role (argv; docs/behaviour-command.md); empty: none."""
+    behaviour_timeout: float = 300.0
+    """With ``command``: the longest one task's program may run (wall-clock seconds)."""
 
 
 @dataclass(frozen=True)

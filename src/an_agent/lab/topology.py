@@ -22,7 +22,7 @@ from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, Layer, SchemaMode, 
 from an_agent.agents.intent import intent_problems
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
-from an_agent.lab.outsiders import plugin_problem
+from an_agent.lab.outsiders import outsider_problems
 from an_agent.lab.spec import (
     DEFAULT_COVERAGE_LOSS,
     DEFAULT_MAX_DURATION_MINUTES,
@@ -185,12 +185,12 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 templates=(path.parent / raw["templates"],) if "templates" in raw else (),
                 host=raw.get("host"),
                 behaviour=raw.get("behaviour"),
+                command=tuple(raw.get("command", ())),
+                behaviour_timeout=float(raw.get("behaviour_timeout", 300.0)),
             )
         )
-        if "behaviour" in raw:
-            problem = plugin_problem(raw["name"], raw["behaviour"])
-            if problem:
-                problems.add(["agents", i, "behaviour"], problem)
+        for key, message in outsider_problems(raw):
+            problems.add(["agents", i, key], message)
     directories = [i for i, raw in enumerate(data["agents"]) if raw["role"] == Role.DIRECTORY]
     for i in directories[1:]:
         problems.add(["agents", i, "role"], f"a lab has one directory agent; agents[{directories[0]}] is already one")
