@@ -61,28 +61,26 @@ def test_documented_example_speaks_the_protocol(tmp_path: Path) -> None:
     program = tmp_path / "transport_agent.py"
     program.write_text(documented_example(), encoding="utf-8")
     profile = profile_file(tmp_path)
-    with serve(tmp_path, "--behaviour-command", f"{sys.executable} {program}", "--profile", str(profile)) as port:
-        with connect(port) as client:
-            refused = feasibility(client, "f1", "Diagnose the backhaul", {"fault_type": "transmission_failure"})
-            assert not refused.feasible and refused.reason == "say how severe"
-            assert '"severity": "major"' in (refused.counter_proposal or "")
-            accepted = feasibility(
-                client, "f2", "Diagnose", {"fault_type": "transmission_failure", "severity": "major"}
-            )
-            assert accepted.feasible and accepted.reason == "I can look at that backhaul"
+    argv = ["--behaviour-command", f"{sys.executable} {program}", "--profile", str(profile)]
+    with serve(tmp_path, *argv) as port, connect(port) as client:
+        refused = feasibility(client, "f1", "Diagnose the backhaul", {"fault_type": "transmission_failure"})
+        assert not refused.feasible and refused.reason == "say how severe"
+        assert '"severity": "major"' in (refused.counter_proposal or "")
+        accepted = feasibility(client, "f2", "Diagnose", {"fault_type": "transmission_failure", "severity": "major"})
+        assert accepted.feasible and accepted.reason == "I can look at that backhaul"
 
-            payload = {"fault_type": "transmission_failure", "affected_site_ids": ["SITE-09", "SITE-10"]}
-            assign(client, "t1", "Diagnose the backhaul", payload)
-            asked = wait_status(client, "t1", "input-required")
-            assert "ticket_id" in asked.input_required[0].required
-            client.provide_input(
-                "t1", [DataParam(id="t1.in", data_type=DataType.TEXT, format="text/plain", data="ticket_id: TT-4")]
-            )
-            done = wait_end(client, "t1")
-            assert done.status is not None and done.status.value == "finished", done.result
-            result = json.loads(done.result.data or "{}")  # type: ignore[union-attr]
-            assert result["root_cause"] == "backhaul of 2 site(s) checked (TT-4): no fault found"
-            assert done.result is not None and done.result.summary == "backhaul of 2 site(s) healthy"
+        payload = {"fault_type": "transmission_failure", "affected_site_ids": ["SITE-09", "SITE-10"]}
+        assign(client, "t1", "Diagnose the backhaul", payload)
+        asked = wait_status(client, "t1", "input-required")
+        assert "ticket_id" in asked.input_required[0].required
+        client.provide_input(
+            "t1", [DataParam(id="t1.in", data_type=DataType.TEXT, format="text/plain", data="ticket_id: TT-4")]
+        )
+        done = wait_end(client, "t1")
+        assert done.status is not None and done.status.value == "finished", done.result
+        result = json.loads(done.result.data or "{}")  # type: ignore[union-attr]
+        assert result["root_cause"] == "backhaul of 2 site(s) checked (TT-4): no fault found"
+        assert done.result is not None and done.result.summary == "backhaul of 2 site(s) healthy"
 
 
 def test_program_failures_end_the_task_not_the_agent(tmp_path: Path) -> None:
@@ -133,15 +131,15 @@ def test_program_failures_end_the_task_not_the_agent(tmp_path: Path) -> None:
 
 def test_a_missing_program_fails_the_task(tmp_path: Path) -> None:
     profile = profile_file(tmp_path)
-    with serve(tmp_path, "--behaviour-command", "/nonexistent/agent --x", "--profile", str(profile)) as port:
-        with connect(port) as client:
-            assign(client, "t1", "Diagnose", {"fault_type": "unknown"})
-            task = wait_end(client, "t1")
-            assert "program /nonexistent/agent cannot be started: No such file or directory" in (
-                task.result.reason or ""  # type: ignore[union-attr]
-            )
-            refused = feasibility(client, "f1", "Diagnose", {"fault_type": "unknown"})
-            assert not refused.feasible and "cannot be started" in (refused.reason or "")
+    argv = ["--behaviour-command", "/nonexistent/agent --x", "--profile", str(profile)]
+    with serve(tmp_path, *argv) as port, connect(port) as client:
+        assign(client, "t1", "Diagnose", {"fault_type": "unknown"})
+        task = wait_end(client, "t1")
+        assert "program /nonexistent/agent cannot be started: No such file or directory" in (
+            task.result.reason or ""  # type: ignore[union-attr]
+        )
+        refused = feasibility(client, "f1", "Diagnose", {"fault_type": "unknown"})
+        assert not refused.feasible and "cannot be started" in (refused.reason or "")
 
 
 def test_serve_needs_a_profile_for_a_command(tmp_path: Path) -> None:

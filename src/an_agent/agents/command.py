@@ -14,6 +14,7 @@ says so; the agent itself goes on.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -248,10 +249,8 @@ def stop(proc: subprocess.Popen[str]) -> None:
 
 
 def _signal(proc: subprocess.Popen[str], sig: signal.Signals) -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(proc.pid, sig)
-    except (ProcessLookupError, PermissionError):
-        pass
 
 
 def minimal_env(cwd: Path) -> dict[str, str]:
