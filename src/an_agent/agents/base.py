@@ -252,7 +252,7 @@ class LabBehaviour(Behaviour):
         value = payloads.prompt_payload(content)
         sections = parse_prompt(content)
         try:
-            validated = payloads.validate(value, self.env.accepts_evolved_keys) if value is not None else None
+            validated = self._proposed_payload(value, request.send_from)
             reason = self.feasibility(sections.task_description or "", validated, request.send_from)
         except SchemaError as exc:
             return NegotiationResult(
@@ -268,6 +268,15 @@ class LabBehaviour(Behaviour):
                 NegotiationType.FEASIBILITY, feasible=False, reason=str(exc), counter_proposal=counter
             )
         return NegotiationResult(NegotiationType.FEASIBILITY, feasible=True, reason=reason)
+
+    def _proposed_payload(self, value: dict[str, Any] | None, requester: str | None) -> ValidatedPayload | None:
+        """A FEASIBILITY proposal's payload, validated: against the shipped template of its schema, else (a
+        template the agent serves besides them: ``--templates``, a gateway's) the agent's own."""
+        if value is None:
+            return None
+        if value.get("schema_id") in payloads.templates().schema_ids or self.env.schemas == "off":
+            return payloads.validate(value, self.env.accepts_evolved_keys)
+        return self.agent.validate(requester or "", value)
 
     def _fulfillment(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
         """The executor's answer: its task judged by the criteria the requester sent (or its expected-response)."""

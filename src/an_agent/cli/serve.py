@@ -297,7 +297,8 @@ def run(args: argparse.Namespace) -> int:
         if args.topology is not None:
             raise ConfigError("in a topology, name the agent's behaviour, command or a2a_upstream there")
         loaded = AgentProfile.load(args.profile) if args.profile is not None else None
-        profile, behaviour = serve_behaviour.own_behaviour(args, loaded, schemas)
+        profile, behaviour, upstream_templates = serve_behaviour.own_behaviour(args, loaded, schemas)
+        templates += upstream_templates
     elif args.profile is not None:
         profile = AgentProfile.load(args.profile)
     elif args.lab_control is not None:

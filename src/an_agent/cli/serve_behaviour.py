@@ -70,14 +70,13 @@ def wants_own_behaviour(args: argparse.Namespace) -> bool:
 
 def own_behaviour(
     args: argparse.Namespace, profile: AgentProfile | None, schemas: SchemaMode
-) -> tuple[AgentProfile, Behaviour]:
-    """The profile and behaviour the options ask for (`ConfigError` when they do not fit together)."""
+) -> tuple[AgentProfile, Behaviour, list[Path]]:
+    """The profile, behaviour and extra template directories the options ask for (`ConfigError` when they
+    do not fit together)."""
     if args.a2a_upstream:
-        from an_agent.agents.gateway import gateway_agent
-
         if profile is not None:
             raise ConfigError("--a2a-upstream reads the profile from the upstream's agent card: give no --profile")
-        return gateway_agent(args.a2a_upstream, args.a2a_upstream_trust, _auth(args.a2a_upstream_auth), schemas)
+        return gateway_agent(args, schemas)
     if profile is None:
         raise ConfigError("--behaviour and --behaviour-command need --profile FILE (what the agent says it can do)")
     if args.behaviour_command:
@@ -91,9 +90,10 @@ def own_behaviour(
         from an_agent.lab.agent import plugin_agent
 
         state_dir, timeout = args.state_dir.resolve(), args.behaviour_timeout
-        return profile, plugin_agent(
+        built = plugin_agent(
             profile, lambda env, peers: CommandBehaviour(env, peers, argv, state_dir, timeout), schemas
         )
+        return profile, built, []
     from an_agent.agents.plugins import load_behaviour_class
     from an_agent.agents.sdk import LabBehaviour
 
@@ -101,11 +101,43 @@ def own_behaviour(
     if issubclass(cls, LabBehaviour):
         from an_agent.lab.agent import plugin_agent
 
-        return profile, plugin_agent(profile, cls, schemas)
+        return profile, plugin_agent(profile, cls, schemas), []
     try:
-        return profile, cls()
+        return profile, cls(), []
     except TypeError as exc:
         raise ConfigError(f"behaviour {args.behaviour}: cannot be built with no argument: {exc}") from None
+
+
+def gateway_agent(args: argparse.Namespace, schemas: SchemaMode) -> tuple[AgentProfile, Behaviour, list[Path]]:
+    """``--a2a-upstream``: the profile from the card, the gateway behaviour, the projected templates' directory.
+
+    The card is read once here (an upstream that is down or declares a schema the gateway cannot serve
+    stops the start with a `ConfigError` saying so); that client serves the first tasks.
+    """
+    from an_agent.a2a.client import A2AAgentClient
+    from an_agent.agents.gateway import GatewayBehaviour, card_profile, card_templates, open_upstream, write_templates
+    from an_agent.lab.agent import plugin_agent
+    from an_agent.schemas.registry import TemplateRegistry
+
+    url, trust, auth = args.a2a_upstream, args.a2a_upstream_trust, _auth(args.a2a_upstream_auth)
+    client = open_upstream(url, trust, auth)
+    try:
+        profile = card_profile(client.card)
+        templates = card_templates(client.card, url)
+    except BaseException:
+        client.close()
+        raise
+    shipped = {t.schema_id for t in TemplateRegistry.default().templates()}
+    directory = write_templates(templates, args.state_dir / "upstream-templates", shipped)
+    first = [client]
+
+    def reuse_then_reconnect() -> A2AAgentClient:
+        return first.pop() if first else open_upstream(url, trust, auth)
+
+    behaviour = plugin_agent(
+        profile, lambda env, peers: GatewayBehaviour(env, peers, reuse_then_reconnect, url), schemas
+    )
+    return profile, behaviour, [directory]
 
 
 def _auth(value: str | None) -> tuple[str, str] | str | None:
