@@ -2,6 +2,15 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -9,7 +18,33 @@ import pytest
 from labsupport import TOPOLOGIES, run, variant
 
 from an_agent.errors import ConfigError
+from an_agent.lab.runner import Lab
 from an_agent.lab.topology import load_topology
+from an_agent.nc.agent_client import AgentClient
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "byo"))
+from byosupport import profile_file
+
+
+@contextmanager
+def serve_at(state: Path, port: int, *argv: str) -> Iterator[None]:
+    """``an-agent serve ARGV`` on ``port``, as someone outside the lab would start it."""
+    state.mkdir(parents=True)
+    log = (state / "serve.log").open("w")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "an_agent.cli", "serve", "--port", str(port), "--state-dir", str(state), *argv],
+        stdout=log, stderr=log, start_new_session=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 60
+        while "serving" not in (state / "serve.log").read_text():
+            assert proc.poll() is None and time.monotonic() < deadline, (state / "serve.log").read_text()
+            time.sleep(0.1)
+        yield
+    finally:
+        os.killpg(proc.pid, signal.SIGTERM)
+        proc.wait(20)
+        log.close()
 
 
 def _closed(result: dict[str, Any]) -> None:
@@ -39,3 +74,115 @@ def test_bad_plugin_path_refuses_the_lab_naming_the_agent(tmp_path: Path) -> Non
         load_topology(path)
     message = str(caught.value)
     assert "agents[2].behaviour: agent ip-fault: behaviour 'acme_missing.agent:Agent': no module" in message
+
+
+def _free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+IP_FAULT = "  - {name: ip-fault, role: ip-fault, port: 18833, a2a_port: 18843, regions: [metro]}"
+TO_IP = "service-fault: [{agent: ip-fault, transport: a2a}, ran-fault, fme-copilot]"
+HEALTHY = textwrap.dedent(
+    """
+    import json, sys
+    request = json.loads(sys.stdin.readline())
+    if request.get("negotiate"):
+        print(json.dumps({"feasible": True, "reason": "I look at backhauls"}))
+    else:
+        sites = (request.get("payload") or {}).get("affected_site_ids") or []
+        print(json.dumps({"result": {"root_cause": f"backhaul of {len(sites)} site(s): no alarm seen here",
+                                     "fault_type": "none", "element": None, "explained_site_ids": []},
+                          "summary": "nothing found"}))
+    """
+)
+
+
+def test_an_external_agent_that_does_not_answer_stops_the_lab(tmp_path: Path, state_dir: Path) -> None:
+    port = _free_port()
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        (
+            IP_FAULT,
+            f'  - {{name: ip-fault, role: ip-fault, regions: [metro], external: {{netconf: "127.0.0.1:{port}"}}}}',
+        ),
+        (TO_IP, "service-fault: [ip-fault, ran-fault, fme-copilot]"),
+    )
+    with pytest.raises(ConfigError) as caught:
+        run(path, state_dir)
+    assert f"external agent ip-fault does not answer: NETCONF 127.0.0.1:{port} (admin)" in str(caught.value)
+
+
+@pytest.mark.slow  # a whole scenario played to its deadline (about 30 s)
+def test_an_external_agent_is_reached_by_name(tmp_path: Path, state_dir: Path) -> None:
+    """The lab does not start it; our agents log in with its credentials, negotiate, assign, get the end."""
+    program = tmp_path / "healthy.py"
+    program.write_text(HEALTHY, encoding="utf-8")
+    profile = profile_file(tmp_path, "outside-ip")
+    (tmp_path / "login").write_text("ipx:s3cret\n", encoding="utf-8")
+    port = _free_port()
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        (IP_FAULT, "  - {name: ip-fault, role: ip-fault, regions: [metro], "
+                   f'external: {{netconf: "127.0.0.1:{port}", credentials: login}}}}'),
+        (TO_IP, "service-fault: [ip-fault, ran-fault, fme-copilot]"),
+    )  # fmt: skip
+    argv = ["--behaviour-command", f"{sys.executable} {program}", "--profile", str(profile), "--user", "ipx:s3cret"]
+    with serve_at(tmp_path / "outside", port, *argv):
+        result = run(path, state_dir)
+    to_ip = [m for m in result["messages"] if m["from"] == "service-fault" and m["to"] == "ip-fault"]
+    kinds = {m["commuType"] for m in to_ip if m["ok"]}
+    assert {"CapabilityRequest", "FeasibilityNegotiate", "taskAssign"} <= kinds, [
+        (m["commuType"], m["summary"]) for m in to_ip
+    ]
+    ends = [m for m in result["messages"] if m["from"] == "ip-fault" and m["to"] == "service-fault"]
+    assert any("finished" in m["summary"] for m in ends), [(m["commuType"], m["summary"]) for m in ends]
+    assert not [m for m in to_ip if not m["ok"]], [(m["summary"], m.get("error")) for m in to_ip if not m["ok"]]
+    # every hand-off with the outside agent ended (a stall would raise LabStall); with nothing found on the
+    # transport side the incident stays open until the scenario's end
+    assert result["run"]["end_reason"] in ("idle", "deadline")
+    assert any("no alarm seen here" in n["text"] for n in result["notes"] if n["agent"] == "service-fault")
+
+
+def test_services_start_first_and_stop_last(tmp_path: Path, state_dir: Path) -> None:
+    """A gateway agent of the lab fronts an a2a-sdk agent that the lab starts as a service."""
+    port = _free_port()
+    upstream = Path(__file__).resolve().parents[2] / "examples" / "a2a-transport" / "transport_a2a_agent.py"
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        (IP_FAULT, f"  - {{name: ip-fault, role: ip-fault, regions: [metro], a2a_upstream: 'http://127.0.0.1:{port}'}}"),
+        (TO_IP, "service-fault: [ip-fault, ran-fault, fme-copilot]"),
+        ("scenario:\n", f"services:\n  - {{name: capacity, argv: ['{{python}}', '{upstream}', --port, '{port}'], "
+                        f"port: {port}, ready: {{http: /.well-known/agent-card.json}}}}\n\nscenario:\n"),
+    )  # fmt: skip
+    topology = load_topology(path)
+    lab = Lab(topology, state_dir, in_process=True)
+    try:
+        lab.start()
+        assert [s.spec.name for s in lab.services] == ["capacity"]
+        address = lab.address_of("ip-fault")
+        assert address is not None
+        with AgentClient.connect(*address, username="admin", password="admin") as client:
+            profile = client.profile()
+        assert (profile.name, profile.alias, profile.provider) == ("ip-fault", "acme-capacity", "ACME Networks")
+        service = lab.services[0].process
+    finally:
+        lab.stop()
+    assert service.poll() is not None  # stopped with the lab
+
+
+def test_a_service_that_exits_stops_the_lab_naming_it(tmp_path: Path, state_dir: Path) -> None:
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        ("scenario:\n", "services:\n  - {name: licence, argv: ['{python}', -c, 'import sys; "
+                        "print(\"no licence key\"); sys.exit(3)'], port: 1}\n\nscenario:\n"),
+    )  # fmt: skip
+    with pytest.raises(ConfigError) as caught:
+        run(path, state_dir)
+    assert "service licence exited (status 3) before it was ready" in str(caught.value)
+    assert "no licence key" in str(caught.value)

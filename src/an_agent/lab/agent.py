@@ -20,13 +20,14 @@ from an_agent.agents.discovery import DirectoryPeers
 from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.environment import AgentEnvironment, ManagedNetwork, RoleName, SchemaMode
 from an_agent.agents.exchange import Exchange
-from an_agent.agents.peers import Peers
+from an_agent.agents.peers import OutsideLogin, Peers
 from an_agent.agents.plugins import load_behaviour_class
 from an_agent.agents.roles import ROLES
 from an_agent.errors import ConfigError
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
+from an_agent.lab.services import external_login, read_login
 from an_agent.lab.spec import AgentSpec, NetworkSpec, Topology
 from an_agent.lab.topology import load_topology
 from an_agent.model import AgentProfile, Capability, Skill
@@ -91,6 +92,8 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
             capability=Capability(streaming=False, push_notifications=True, negotiate=list(NEGOTIATION_TYPES)),
             management_object="the lab's agents",
         )
+    if spec.a2a_upstream:
+        return upstream_profile(spec)
     role = ROLES[spec.role]
     skills = [
         Skill(
@@ -117,6 +120,24 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
     )
 
 
+def upstream_profile(spec: AgentSpec) -> AgentProfile:
+    """The profile of a topology agent whose work an A2A agent does: from its card (name and role the topology's).
+
+    `ConfigError` naming the agent when the upstream does not answer with a card.
+    """
+    from an_agent.agents.gateway import card_profile, open_upstream
+
+    assert spec.a2a_upstream is not None
+    try:
+        client = open_upstream(spec.a2a_upstream, spec.a2a_upstream_trust, None)
+    except ConfigError as exc:
+        raise ConfigError(f"agent {spec.name}: {exc}") from None
+    try:
+        return card_profile(client.card, name=spec.name, role=spec.role)
+    finally:
+        client.close()
+
+
 def peer_login(topology: Topology) -> tuple[str, str]:
     """The ``(user, password)`` agents log in to their peers with: the topology's ``peer_login_file``.
 
@@ -125,14 +146,7 @@ def peer_login(topology: Topology) -> tuple[str, str]:
     """
     if topology.peer_login_file is None:
         return ("admin", "admin")
-    try:
-        text = topology.peer_login_file.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise ConfigError(f"peer_login_file {topology.peer_login_file}: {exc.strerror}") from None
-    user, sep, password = text.partition(":")
-    if not sep or not user or not password:
-        raise ConfigError(f"peer_login_file {topology.peer_login_file}: expected one line user:password")
-    return (user, password)
+    return read_login(topology.peer_login_file, "peer_login_file")
 
 
 def topology_addresses(topology: Topology) -> dict[str, tuple[str, int]]:
@@ -199,16 +213,23 @@ def make_behaviour(
         extra = {"bss"} if spec.role == RoleName.COMPLAINT else set()
         extra |= {ENGINEER} if spec.role == RoleName.FME_COPILOT else set()
         senders = topology.senders_of(spec.name) | extra
+    talks_to = topology.talks_to.get(spec.name, ())
+    outside = {
+        a.name: OutsideLogin(*external_login(a.external), a.external.trust)
+        for a in topology.agents
+        if a.external is not None and a.name in talks_to
+    }
     peers = Peers(
         spec.name,
         kernel,
         address_of,
-        topology.talks_to.get(spec.name, ()),
+        talks_to,
         journal.record,
         credentials=credentials,
         over_a2a=topology.over_a2a(spec.name),
         a2a_url_of=a2a_url_of,
         a2a_trust=a2a_trust,
+        outside=outside,
     )
     env = AgentEnvironment(
         name=spec.name,
@@ -225,6 +246,11 @@ def make_behaviour(
         task_capacity=task_capacity,
         schemas=spec.schemas,
     )
+    if spec.a2a_upstream:
+        from an_agent.agents.gateway import GatewayBehaviour, open_upstream
+
+        url, trust = spec.a2a_upstream, spec.a2a_upstream_trust
+        return GatewayBehaviour(env, peers, lambda: open_upstream(url, trust, None), url), peers
     if spec.command:
         from an_agent.agents.command import CommandBehaviour
 
@@ -344,7 +370,7 @@ def plugin_agent(
         network=network,
         journal=journal,
         directory=(),
-        task_capacity=8,
+        task_capacity=TASK_CAPACITY,  # more than the server's workers: the extra tasks wait for one, none refused
         schemas=schemas,
     )
     behaviour = build(env, peers)

@@ -118,7 +118,8 @@ def serve_foreground(
     )
     try:
         lab.start()
-        elsewhere = {a.name for a in topology.agents} - {a.name for a in lab.local_agents}
+        # agents of other hosts join later; external agents answered already (checked by start)
+        elsewhere = {a.name for a in topology.agents if a.external is None} - {a.name for a in lab.local_agents}
         if play and not elsewhere:
             lab.schedule_scenario()
         elif play:

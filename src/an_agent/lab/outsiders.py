@@ -6,9 +6,11 @@ starts), each problem as a sentence naming the agent.
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from an_agent.errors import ConfigError
+from an_agent.lab.spec import AgentSpec, ExternalSpec, ServiceSpec
 
 OUTSIDERS = ("behaviour", "command", "a2a_upstream", "external")
 """The keys of a topology agent that bring its logic from outside; an agent has at most one."""
@@ -25,7 +27,67 @@ def outsider_problems(raw: dict[str, Any]) -> list[tuple[str, str]]:
             problems.append(("behaviour", problem))
     if "behaviour_timeout" in raw and "command" not in raw:
         problems.append(("behaviour_timeout", f"agent {name}: behaviour_timeout is for a command"))
+    if "a2a_upstream_trust" in raw and "a2a_upstream" not in raw:
+        problems.append(("a2a_upstream_trust", f"agent {name}: a2a_upstream_trust is for an a2a_upstream"))
+    external = raw.get("external")
+    if isinstance(external, dict):
+        if "netconf" not in external and "a2a" not in external:
+            problems.append(("external", f"agent {name}: an external agent needs netconf: HOST:PORT or a2a: URL"))
+        if "port" in raw or "a2a_port" in raw or "host" in raw:
+            problems.append(("external", f"agent {name}: the lab does not start an external agent: give its "
+                             "netconf/a2a addresses under external, not port, a2a_port or host"))  # fmt: skip
     return problems
+
+
+def outsider_fields(raw: dict[str, Any], base: Path) -> dict[str, Any]:
+    """The `AgentSpec` fields of a topology agent's outsider keys (files relative to ``base``, the topology's
+    directory)."""
+    return {
+        "behaviour": raw.get("behaviour"),
+        "command": tuple(raw.get("command", ())),
+        "behaviour_timeout": float(raw.get("behaviour_timeout", 300.0)),
+        "a2a_upstream": raw.get("a2a_upstream"),
+        "a2a_upstream_trust": base / raw["a2a_upstream_trust"] if "a2a_upstream_trust" in raw else None,
+        "external": external_spec(raw.get("external"), base),
+    }
+
+
+def a2a_port_of(agent: AgentSpec) -> int | None:
+    """Whether ``agent`` serves A2A, as ``talks_to``'s ``transport: a2a`` needs: its ``a2a_port``, or (an
+    external agent with an ``a2a`` URL) 0; None when it does not."""
+    if agent.external is None:
+        return agent.a2a_port
+    return 0 if agent.external.a2a else None
+
+
+def external_spec(raw: dict[str, Any] | None, base: Path) -> ExternalSpec | None:
+    """An ``external`` entry (schema-checked already); files relative to the topology's directory."""
+    if raw is None:
+        return None
+    netconf = None
+    if "netconf" in raw:
+        host, _, port = str(raw["netconf"]).rpartition(":")
+        netconf = (host.strip("[]"), int(port))
+    return ExternalSpec(
+        netconf=netconf,
+        a2a=raw.get("a2a"),
+        credentials=base / raw["credentials"] if "credentials" in raw else None,
+        trust=base / raw["trust"] if "trust" in raw else None,
+    )
+
+
+def service_specs(raw: list[dict[str, Any]], base: Path) -> tuple[ServiceSpec, ...]:
+    """The ``services`` entries (schema-checked already)."""
+    return tuple(
+        ServiceSpec(
+            name=entry["name"],
+            argv=tuple(str(a) for a in entry["argv"]),
+            port=int(entry["port"]),
+            ready_http=(entry.get("ready") or {}).get("http"),
+            ready_seconds=float((entry.get("ready") or {}).get("seconds", 30.0)),
+        )
+        for entry in raw
+    )
 
 
 def plugin_problem(name: str, ref: str) -> str | None:

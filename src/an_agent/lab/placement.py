@@ -41,8 +41,9 @@ def host_of(topology: Topology, agent: AgentSpec) -> str | None:
 
 
 def runs_here(topology: Topology, agent: AgentSpec, host: str | None) -> bool:
-    """True when ``agent`` is started by the lab process of ``host`` (every agent when ``host`` is None)."""
-    return host is None or host_of(topology, agent) == host
+    """True when ``agent`` is started by the lab process of ``host`` (every agent when ``host`` is None),
+    never for an ``external`` agent (the lab does not start it)."""
+    return agent.external is None and (host is None or host_of(topology, agent) == host)
 
 
 def check_host(topology: Topology, host: str | None) -> None:

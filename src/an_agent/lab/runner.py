@@ -40,6 +40,7 @@ from an_agent.lab.journal import Journal, Note
 from an_agent.lab.netns import LabNetwork
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.placement import lab_host, runs_here
+from an_agent.lab.services import Service, check_external, start_services, stop_services
 from an_agent.lab.spec import EventSpec, Role, Topology
 from an_agent.model import CommuType, Task, build_prompt
 
@@ -111,6 +112,9 @@ class Lab:
         self._started_at = 0.0
         self._stopped = False
         self._threads_before: set[threading.Thread] = set()
+        self._externals = {a.name: a.external for a in topology.agents if a.external is not None}
+        self.services: list[Service] = []
+        """The topology's ``services``, started first by `start` and stopped last by `stop`."""
 
     @property
     def agents(self) -> Mapping[str, Any]:
@@ -137,11 +141,17 @@ class Lab:
         return self.net.host_address if self.net is not None else HOST
 
     def address_of(self, name: str) -> tuple[str, int] | None:
+        external = self._externals.get(name)
+        if external is not None:
+            return external.netconf
         port = self._ports.get(name)
         return None if port is None else (self.host_of(name), port)
 
     def a2a_url_of(self, name: str) -> str | None:
-        """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology)."""
+        """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology, an external's ``a2a``)."""
+        external = self._externals.get(name)
+        if external is not None:
+            return external.a2a
         port = self._a2a_ports.get(name)
         return None if port is None else a2a_url(self.host_of(name), port, self.a2a_trust)
 
@@ -183,6 +193,13 @@ class Lab:
         engineers = {a.name: [ENGINEER] for a in self.topology.agents if a.role == Role.FME_COPILOT}
         agent_db, self._logins = agent_users((a.name for a in self.topology.agents), speaks_for=engineers)
         try:
+            first = lab_host(self.topology)
+            if first is None or self.host in (None, first.name):  # the first host brings up what is outside
+                base = self.topology.source.parent if self.topology.source is not None else Path.cwd()
+                self.services = start_services(self.topology.services, base, self.state_dir)
+                for agent in self.topology.agents:
+                    if agent.external is not None:
+                        check_external(agent)
             if self.netns:
                 self.net = lab_netns.create(self.state_dir, [a.name for a in self.local_agents])
             for spec in self.local_agents:
@@ -223,6 +240,7 @@ class Lab:
         self._stopped = True
         leftovers = self.kernel.close()
         leftovers += self.fleet.stop()
+        leftovers += stop_services(self.services)
         if self.net is not None:
             # after the fleet: a process still running in a namespace now is one the fleet did not stop
             removed = self.net.destroy()

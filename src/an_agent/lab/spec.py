@@ -65,6 +65,31 @@ class SkillSpec:
 
 
 @dataclass(frozen=True)
+class ExternalSpec:
+    """An agent the lab does not start (``external``): where it answers, and how to log in to it."""
+
+    netconf: tuple[str, int] | None = None
+    a2a: str | None = None
+    credentials: Path | None = None
+    """A file holding ``user:password`` (one line) our agents log in to it with; None: admin/admin."""
+    trust: Path | None = None
+    """The certificate (PEM) its A2A face's HTTPS is verified against."""
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """An outside program the lab starts before its agents and stops after them (``services``)."""
+
+    name: str
+    argv: tuple[str, ...]
+    """``{python}`` in it stands for the Python an-agent runs on; run from the topology's directory."""
+    port: int
+    ready_http: str | None = None
+    """Ready when an HTTP GET of this path on 127.0.0.1:port answers 2xx; None: when the port accepts."""
+    ready_seconds: float = 30.0
+
+
+@dataclass(frozen=True)
 class AgentSpec:
     name: str
     role: Role
@@ -98,6 +123,11 @@ class AgentSpec:
     """A program playing the role (argv; docs/behaviour-command.md); empty: none."""
     behaviour_timeout: float = 300.0
     """With ``command``: the longest one task's program may run (wall-clock seconds)."""
+    a2a_upstream: str | None = None
+    """An A2A agent at this URL does the work (the gateway, `an_agent.agents.gateway`)."""
+    a2a_upstream_trust: Path | None = None
+    external: ExternalSpec | None = None
+    """The lab does not start this agent: it answers there already (`ExternalSpec`)."""
 
 
 @dataclass(frozen=True)
@@ -241,6 +271,8 @@ class Topology:
     """(sender, receiver) pairs of ``talks_to`` marked ``transport: a2a``: tasks go over the receiver's A2A face."""
     hosts: tuple[HostSpec, ...] = ()
     """The machines the lab spans (empty: all on this one); see `HostSpec`."""
+    services: tuple[ServiceSpec, ...] = ()
+    """Outside programs the lab starts first and stops last (`ServiceSpec`)."""
 
     def agent(self, name: str) -> AgentSpec:
         for agent in self.agents:

@@ -22,7 +22,7 @@ from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, Layer, SchemaMode, 
 from an_agent.agents.intent import intent_problems
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
-from an_agent.lab.outsiders import outsider_problems
+from an_agent.lab.outsiders import a2a_port_of, outsider_fields, outsider_problems, service_specs
 from an_agent.lab.spec import (
     DEFAULT_COVERAGE_LOSS,
     DEFAULT_MAX_DURATION_MINUTES,
@@ -184,9 +184,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 a2a_port=raw.get("a2a_port"),
                 templates=(path.parent / raw["templates"],) if "templates" in raw else (),
                 host=raw.get("host"),
-                behaviour=raw.get("behaviour"),
-                command=tuple(raw.get("command", ())),
-                behaviour_timeout=float(raw.get("behaviour_timeout", 300.0)),
+                **outsider_fields(raw, path.parent),
             )
         )
         for key, message in outsider_problems(raw):
@@ -207,7 +205,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
             agents[i] = replace(agent, address=host_names[agent.host].address)
     talks_to: dict[str, tuple[str, ...]] = {}
     a2a_links: set[tuple[str, str]] = set()
-    a2a_ports = {a.name: a.a2a_port for a in agents}
+    a2a_ports = {a.name: a2a_port_of(a) for a in agents}
     for sender, links in data["talks_to"].items():
         if sender not in names:
             problems.add(["talks_to", sender], f"unknown agent {sender!r}; agents: {_list(names)}", key=True)
@@ -257,6 +255,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         peer_login_file=None if "peer_login_file" not in data else path.parent / data["peer_login_file"],
         a2a_links=frozenset(a2a_links),
         hosts=hosts,
+        services=service_specs(data.get("services", []), path.parent),
     )
 
 
