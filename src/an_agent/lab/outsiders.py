@@ -6,6 +6,7 @@ starts), each problem as a sentence naming the agent.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +45,18 @@ def outsider_fields(raw: dict[str, Any], base: Path) -> dict[str, Any]:
     directory)."""
     return {
         "behaviour": raw.get("behaviour"),
-        "command": tuple(raw.get("command", ())),
+        "command": expand_argv(raw.get("command", ()), base),
         "behaviour_timeout": float(raw.get("behaviour_timeout", 300.0)),
         "a2a_upstream": raw.get("a2a_upstream"),
         "a2a_upstream_trust": base / raw["a2a_upstream_trust"] if "a2a_upstream_trust" in raw else None,
         "external": external_spec(raw.get("external"), base),
     }
+
+
+def expand_argv(argv: list[str] | tuple[str, ...], base: Path) -> tuple[str, ...]:
+    """A topology's argv with ``{python}`` (the Python an-agent runs on) and ``{here}`` (the topology's
+    directory) put in: a program of the topology runs the same from any working directory."""
+    return tuple(str(a).replace("{python}", sys.executable).replace("{here}", str(base.resolve())) for a in argv)
 
 
 def a2a_port_of(agent: AgentSpec) -> int | None:
@@ -81,7 +88,7 @@ def service_specs(raw: list[dict[str, Any]], base: Path) -> tuple[ServiceSpec, .
     return tuple(
         ServiceSpec(
             name=entry["name"],
-            argv=tuple(str(a) for a in entry["argv"]),
+            argv=expand_argv(entry["argv"], base),
             port=int(entry["port"]),
             ready_http=(entry.get("ready") or {}).get("http"),
             ready_seconds=float((entry.get("ready") or {}).get("seconds", 30.0)),

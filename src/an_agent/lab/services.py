@@ -17,7 +17,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.error
 import urllib.request
@@ -65,7 +64,7 @@ def _start(spec: ServiceSpec, cwd: Path, state_dir: Path) -> Service:
     logs.mkdir(mode=0o700, parents=True, exist_ok=True)
     log_path = logs / f"{spec.name}.log"
     fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    argv = [sys.executable if arg == "{python}" else arg for arg in spec.argv]
+    argv = list(spec.argv)
     try:
         process = subprocess.Popen(
             argv, cwd=cwd, stdin=subprocess.DEVNULL, stdout=fd, stderr=fd, close_fds=True, start_new_session=True

@@ -82,7 +82,7 @@ class ServiceSpec:
 
     name: str
     argv: tuple[str, ...]
-    """``{python}`` in it stands for the Python an-agent runs on; run from the topology's directory."""
+    """Run from the topology's directory; ``{python}`` and ``{here}`` already put in (`an_agent.lab.outsiders`)."""
     port: int
     ready_http: str | None = None
     """Ready when an HTTP GET of this path on 127.0.0.1:port answers 2xx; None: when the port accepts."""
