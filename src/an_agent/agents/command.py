@@ -19,12 +19,13 @@ import json
 import logging
 import os
 import queue
+import re
 import signal
 import subprocess
 import tempfile
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import IO, Any
 
@@ -42,6 +43,7 @@ FEASIBILITY_SECONDS = 10.0
 KILL_GRACE = 3.0
 """Seconds between SIGTERM and SIGKILL when a program is stopped."""
 _STATUSES = {"processing", "blocked", "suspended"}
+_DEVICE = re.compile(r"\{device:([A-Za-z0-9_.-]+)\}")
 
 
 class CommandBehaviour(LabBehaviour):
@@ -56,6 +58,7 @@ class CommandBehaviour(LabBehaviour):
         argv: Sequence[str] = (),
         cwd: Path | None = None,
         timeout: float = 300.0,
+        address_of: Callable[[str], tuple[str, int] | None] = lambda name: None,
     ) -> None:
         super().__init__(env, peers)
         if not argv:
@@ -63,6 +66,15 @@ class CommandBehaviour(LabBehaviour):
         self.argv = list(argv)
         self.cwd = cwd
         self.timeout = timeout
+        self._address_of = address_of
+
+    def _argv(self) -> list[str]:
+        """The argv with its ``{device:NAME}`` put in (`expand_devices`), looked up per run: an element
+        manager's address is known once the lab serves it."""
+        try:
+            return expand_devices(self.argv, self._address_of)
+        except LookupError as exc:
+            raise TaskFailure(f"{{device:{exc}}} in the command: the lab serves no element manager {exc}") from None
 
     # ---- the task ---------------------------------------------------------------------------------------
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
@@ -94,7 +106,7 @@ class CommandBehaviour(LabBehaviour):
 
         Status lines are reported on ``run`` as they come; an ``error`` line raises `TaskFailure`.
         """
-        with _Program(self.argv, self._cwd(), lines) as program:
+        with _Program(self._argv(), self._cwd(), lines) as program:
             while True:
                 if run is not None and run.cancelled:
                     return None
@@ -134,7 +146,7 @@ class CommandBehaviour(LabBehaviour):
         }
         deadline = time.monotonic() + min(self.timeout, FEASIBILITY_SECONDS)
         try:
-            with _Program(self.argv, self._cwd(), [message]) as program:
+            with _Program(self._argv(), self._cwd(), [message]) as program:
                 while True:
                     if time.monotonic() > deadline:
                         raise NotFeasible(f"{self.argv[0]} did not answer the feasibility question in time")
@@ -164,6 +176,20 @@ class CommandBehaviour(LabBehaviour):
         if self.cwd is None:
             self.cwd = Path(tempfile.mkdtemp(prefix=f"an-agent-{self.name}-"))  # 0700
         return self.cwd
+
+
+def expand_devices(argv: Sequence[str], address_of: Callable[[str], tuple[str, int] | None]) -> list[str]:
+    """``argv`` with each ``{device:NAME}`` replaced by ``HOST:PORT`` of the lab's element manager NAME;
+    `LookupError` (its argument: the name) for one that does not serve."""
+    out = []
+    for arg in argv:
+        for name in _DEVICE.findall(arg):
+            where = address_of(name)
+            if where is None:
+                raise LookupError(name)
+            arg = arg.replace(f"{{device:{name}}}", f"{where[0]}:{where[1]}")
+        out.append(arg)
+    return out
 
 
 _EOF = "\x00eof"

@@ -6,8 +6,8 @@ their input/output modes; `card_templates` turns each JSON Schema of the input/o
 extension into a template (`an_agent.schemas.from_jsonschema`). A card without the extension still
 works: its tasks travel as text.
 
-`GatewayBehaviour` relays each task as an A2A message — a data part with the schema's media type when
-the task's payload is of a schema the card declares, else the prompt's task description as text —
+`GatewayBehaviour` relays each task as an A2A message — the prompt's task description as text, plus a
+data part with the schema's media type when the task's payload is of a schema the card declares —
 follows the remote task's statuses through the one mapping table (`an_agent.a2a.states`, read by
 `an_agent.a2a.client`), passes ``input-required`` both ways (the remote agent's question goes to our
 assigner, the answer back as a follow-up message), cancels the remote task when ours is cancelled,
@@ -166,14 +166,13 @@ class GatewayBehaviour(LabBehaviour):
 
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
         client = self._client()
+        # the task description as text (what to do), and the payload as a data part when the card declares it
+        message: dict[str, Any] = {"text": parse_prompt(task.content or "").task_description or task.content or ""}
         if payload is not None and payload.schema_id in client.schemas:
             values = dict(payload.values)
             if payload.other.fragments:
                 values["other"] = list(payload.other.fragments)
-            message: dict[str, Any] = {"scenario": payload.schema_id, "payload": values}
-        else:
-            sections = parse_prompt(task.content or "")
-            message = {"text": sections.task_description or task.content or ""}
+            message.update(scenario=payload.schema_id, payload=values)
         try:
             events = client.stream(**message)
             while True:

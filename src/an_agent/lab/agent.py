@@ -254,7 +254,7 @@ def make_behaviour(
     if spec.command:
         from an_agent.agents.command import CommandBehaviour
 
-        return CommandBehaviour(env, peers, spec.command, state_dir, spec.behaviour_timeout), peers
+        return CommandBehaviour(env, peers, spec.command, state_dir, spec.behaviour_timeout, address_of), peers
     return behaviour_class(spec)(env, peers), peers
 
 

@@ -196,7 +196,7 @@ class Lab:
             first = lab_host(self.topology)
             if first is None or self.host in (None, first.name):  # the first host brings up what is outside
                 base = self.topology.source.parent if self.topology.source is not None else Path.cwd()
-                self.services = start_services(self.topology.services, base, self.state_dir)
+                self.services = start_services(self.topology.services, base, self.state_dir, self.address_of)
                 for agent in self.topology.agents:
                     if agent.external is not None:
                         check_external(agent)

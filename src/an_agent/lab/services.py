@@ -20,9 +20,11 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, replace
 from pathlib import Path
 
+from an_agent.agents.command import expand_devices
 from an_agent.errors import AnAgentError, ConfigError
 from an_agent.lab.spec import AgentSpec, ExternalSpec, ServiceSpec
 
@@ -46,12 +48,23 @@ class Service:
         return "\n".join(text.splitlines()[-lines:]) or "(empty log)"
 
 
-def start_services(specs: tuple[ServiceSpec, ...], cwd: Path, state_dir: Path) -> list[Service]:
-    """Start ``specs`` in order, each ready before the next (module docstring); all stopped on a failure."""
+def start_services(
+    specs: tuple[ServiceSpec, ...], cwd: Path, state_dir: Path, address_of: Callable[[str], tuple[str, int] | None]
+) -> list[Service]:
+    """Start ``specs`` in order, each ready before the next (module docstring); all stopped on a failure.
+
+    ``{device:NAME}`` in an argv is the address of the lab's element manager NAME (``address_of``).
+    """
     started: list[Service] = []
     try:
         for spec in specs:
-            started.append(_start(spec, cwd, state_dir))
+            try:
+                argv = expand_devices(spec.argv, address_of)
+            except LookupError as exc:
+                raise ConfigError(
+                    f"service {spec.name}: {{device:{exc}}}: the lab serves no element manager {exc}"
+                ) from None
+            started.append(_start(replace(spec, argv=tuple(argv)), cwd, state_dir))
             _wait_ready(started[-1])
     except BaseException:
         stop_services(started)
