@@ -20,7 +20,9 @@ from labsupport import TOPOLOGIES, run, variant
 from an_agent.errors import ConfigError
 from an_agent.lab.runner import Lab
 from an_agent.lab.topology import load_topology
+from an_agent.model.directory import AgentQuery
 from an_agent.nc.agent_client import AgentClient
+from an_agent.nc.directory_client import DirectoryLogin
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "byo"))
 from byosupport import profile_file
@@ -186,3 +188,26 @@ def test_a_service_that_exits_stops_the_lab_naming_it(tmp_path: Path, state_dir:
         run(path, state_dir)
     assert "service licence exited (status 3) before it was ready" in str(caught.value)
     assert "no licence key" in str(caught.value)
+
+
+def test_an_external_agent_is_registered_in_the_lab_directory(tmp_path: Path, state_dir: Path) -> None:
+    """With a directory agent, the lab registers the external agent there on its behalf, under its topology name."""
+    port = _free_port()
+    profile = profile_file(tmp_path, "vendor-ip")
+    path = variant(
+        tmp_path,
+        "discovery-input.yaml",
+        ("  - {name: ip-south, role: ip-fault, regions: [south], port: 18878}",
+         f'  - {{name: ip-south, role: ip-fault, regions: [south], external: {{netconf: "127.0.0.1:{port}"}}}}'),
+    )  # fmt: skip
+    with serve_at(tmp_path / "outside", port, "--profile", str(profile)):
+        lab = Lab(load_topology(path), state_dir, in_process=True)
+        try:
+            lab.start()
+            directory = lab.address_of("directory")
+            assert directory is not None
+            with DirectoryLogin(directory[0], directory[1], "admin", "admin").connect() as client:
+                found = {e.name: e for e in client.find(AgentQuery(skill="transport-diagnosis"))}
+            assert found["ip-south"].port == port and found["ip-south"].provider == "ACME"
+        finally:
+            lab.stop()

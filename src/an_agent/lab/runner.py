@@ -40,9 +40,10 @@ from an_agent.lab.journal import Journal, Note
 from an_agent.lab.netns import LabNetwork
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.placement import lab_host, runs_here
-from an_agent.lab.services import Service, check_external, start_services, stop_services
+from an_agent.lab.services import Service, check_external, register_externals, start_services, stop_services
 from an_agent.lab.spec import EventSpec, Role, Topology
-from an_agent.model import CommuType, Task, build_prompt
+from an_agent.model import AgentProfile, CommuType, Task, build_prompt
+from an_agent.nc.registration import DirectoryRegistration
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +115,8 @@ class Lab:
         self._threads_before: set[threading.Thread] = set()
         self._externals = {a.name: a.external for a in topology.agents if a.external is not None}
         self.services: list[Service] = []
+        self._external_profiles: dict[str, AgentProfile] = {}
+        self._registrations: list[DirectoryRegistration] = []
         """The topology's ``services``, started first by `start` and stopped last by `stop`."""
 
     @property
@@ -199,7 +202,7 @@ class Lab:
                 self.services = start_services(self.topology.services, base, self.state_dir, self.address_of)
                 for agent in self.topology.agents:
                     if agent.external is not None:
-                        check_external(agent)
+                        self._external_profiles[agent.name] = check_external(agent)
             if self.netns:
                 self.net = lab_netns.create(self.state_dir, [a.name for a in self.local_agents])
             for spec in self.local_agents:
@@ -212,6 +215,7 @@ class Lab:
                 self.fleet.start(dict([ADMIN]), agent_db)
             else:
                 self.fleet.start({"logins": dict(self._logins), "speaks_for": engineers, "admin": list(ADMIN)})
+            self._registrations = register_externals(self._external_profiles, self.topology, self.address_of)
         except BaseException:
             self.stop()
             raise
@@ -239,6 +243,8 @@ class Lab:
             return []
         self._stopped = True
         leftovers = self.kernel.close()
+        for registration in self._registrations:  # before the directory stops with the fleet
+            registration.stop()
         leftovers += self.fleet.stop()
         leftovers += stop_services(self.services)
         if self.net is not None:

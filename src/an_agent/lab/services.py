@@ -7,7 +7,8 @@ that exits or is not ready in time stops the start with a `ConfigError` naming i
 `stop_services` stops them in reverse order: SIGTERM to the group, SIGKILL after a grace.
 
 `check_external` asks an external agent whether it answers — its NETCONF profile (with the login the
-topology gives), its A2A agent card — and raises a `ConfigError` naming the agent when it does not.
+topology gives), its A2A agent card — and raises a `ConfigError` naming the agent when it does not;
+`register_externals` registers them in the lab's directory agent on their behalf.
 """
 
 from __future__ import annotations
@@ -26,7 +27,11 @@ from pathlib import Path
 
 from an_agent.agents.command import expand_devices
 from an_agent.errors import AnAgentError, ConfigError
-from an_agent.lab.spec import AgentSpec, ExternalSpec, ServiceSpec
+from an_agent.lab.spec import AgentSpec, ExternalSpec, ServiceSpec, Topology
+from an_agent.model import AgentProfile
+from an_agent.nc.directory_client import DirectoryLogin
+from an_agent.nc.registration import DirectoryRegistration
+from an_agent.runtime.directory import entry_of_profile
 
 STOP_GRACE = 5.0
 """Seconds a service has to stop after SIGTERM before its process group is killed."""
@@ -143,25 +148,37 @@ def _group(process: subprocess.Popen[bytes], sig: signal.Signals) -> None:
         os.killpg(process.pid, sig)
 
 
-def check_external(agent: AgentSpec, timeout: float = 10.0) -> None:
-    """`ConfigError` naming ``agent`` when its NETCONF face or A2A face (those given) does not answer."""
+def check_external(agent: AgentSpec, timeout: float = 10.0) -> AgentProfile:
+    """The profile ``agent`` answers with (its NETCONF profile, else one read from its A2A card); `ConfigError`
+    naming ``agent`` when its NETCONF face or A2A face (those given) does not answer."""
     external = agent.external
     assert external is not None
-    problems = []
+    problems: list[str] = []
+    profiles: list[AgentProfile] = []
     if external.netconf is not None:
-        problem = _netconf_problem(external, timeout)
-        if problem:
-            problems.append(problem)
+        _answer(_netconf_profile, external, timeout, problems, profiles)
     if external.a2a is not None:
-        problem = _a2a_problem(external, timeout)
-        if problem:
-            problems.append(problem)
+        _answer(_a2a_profile, external, timeout, problems, profiles)
     if problems:
         raise ConfigError(
             f"external agent {agent.name} does not answer: "
             + "; ".join(problems)
             + " (the lab does not start external agents: start it first, docs/bring-your-own-agent.md)"
         )
+    return profiles[0]
+
+
+def _answer(
+    ask: Callable[[ExternalSpec, float], AgentProfile],
+    external: ExternalSpec,
+    timeout: float,
+    problems: list[str],
+    profiles: list[AgentProfile],
+) -> None:
+    try:
+        profiles.append(ask(external, timeout))
+    except AnAgentError as exc:
+        problems.append(str(exc))
 
 
 def external_login(external: ExternalSpec) -> tuple[str, str]:
@@ -181,7 +198,7 @@ def read_login(path: Path, label: str) -> tuple[str, str]:
     return (user, password)
 
 
-def _netconf_problem(external: ExternalSpec, timeout: float) -> str | None:
+def _netconf_profile(external: ExternalSpec, timeout: float) -> AgentProfile:
     from an_agent.nc.agent_client import AgentClient
 
     assert external.netconf is not None
@@ -189,18 +206,39 @@ def _netconf_problem(external: ExternalSpec, timeout: float) -> str | None:
     user, password = external_login(external)
     try:
         with AgentClient.connect(host, port, username=user, password=password, timeout=timeout) as client:
-            client.profile()
+            return client.profile()
     except AnAgentError as exc:
-        return f"NETCONF {host}:{port} ({user}): {exc}"
-    return None
+        raise ConfigError(f"NETCONF {host}:{port} ({user}): {exc}") from None
 
 
-def _a2a_problem(external: ExternalSpec, timeout: float) -> str | None:
+def _a2a_profile(external: ExternalSpec, timeout: float) -> AgentProfile:
     from an_agent.a2a.client import A2AAgentClient
+    from an_agent.agents.gateway import card_profile
 
     assert external.a2a is not None
     try:
-        A2AAgentClient.connect(external.a2a, timeout=timeout, trust=external.trust).close()
+        with A2AAgentClient.connect(external.a2a, timeout=timeout, trust=external.trust) as client:
+            return card_profile(client.card)
     except AnAgentError as exc:
-        return f"A2A {external.a2a}: {exc}"
-    return None
+        raise ConfigError(f"A2A {external.a2a}: {exc}") from None
+
+
+def register_externals(
+    profiles: dict[str, AgentProfile], topology: Topology, address_of: Callable[[str], tuple[str, int] | None]
+) -> list[DirectoryRegistration]:
+    """Register each external agent (by its topology name, with the profile it answered) in the lab's directory
+    agent, as the lab's admin; none without a directory. The registrations end with `DirectoryRegistration.stop`."""
+    directory = topology.directory_agent
+    where = None if directory is None else address_of(directory)
+    if where is None:
+        return []
+    registrations = []
+    for name, profile in profiles.items():
+        external = topology.agent(name).external
+        assert external is not None
+        host, port = external.netconf or ("", 0)
+        entry = entry_of_profile(replace(profile, name=name), host, port, external.a2a)
+        registration = DirectoryRegistration(DirectoryLogin(where[0], where[1], "admin", "admin"), entry)
+        registration.start()
+        registrations.append(registration)
+    return registrations
