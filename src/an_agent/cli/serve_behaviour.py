@@ -36,7 +36,8 @@ def add_arguments(parser: Any) -> None:
         "--behaviour-command",
         metavar="'PROGRAM ARGS...'",
         help="run this program per task (split like a shell would, never run by one; cwd the state directory) "
-        "speaking the JSON-lines protocol of docs/behaviour-command.md on its stdin/stdout",
+        "speaking the JSON-lines protocol of docs/behaviour-command.md on its stdin/stdout; {python} is the "
+        "Python an-agent runs on, {here} the current directory",
     )
     own.add_argument(
         "--a2a-upstream",
@@ -81,8 +82,9 @@ def own_behaviour(
         raise ConfigError("--behaviour and --behaviour-command need --profile FILE (what the agent says it can do)")
     if args.behaviour_command:
         from an_agent.agents.command import CommandBehaviour
+        from an_agent.lab.outsiders import expand_argv
 
-        argv = shlex.split(args.behaviour_command)
+        argv = list(expand_argv(shlex.split(args.behaviour_command), Path.cwd()))
         if not argv:
             raise ConfigError("--behaviour-command is empty")
         if args.behaviour_timeout <= 0:
