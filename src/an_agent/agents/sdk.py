@@ -46,7 +46,8 @@ with ``(env, peers)``; any other `Behaviour` subclass with no argument.
 
 from __future__ import annotations
 
-from an_agent.agents.base import LabBehaviour, NotFeasible, Outcome, TaskFailure, verb_of
+from an_agent.agents.base import LabBehaviour, verb_of
+from an_agent.agents.conversation import Outcome
 from an_agent.agents.environment import (
     AgentEnvironment,
     Alarm,
@@ -58,6 +59,7 @@ from an_agent.agents.environment import (
     Shutdown,
     SiteView,
 )
+from an_agent.agents.failures import NotFeasible, TaskFailure
 from an_agent.agents.payloads import envelope
 from an_agent.errors import AnAgentError, RpcError, SchemaError
 from an_agent.model import (
