@@ -57,6 +57,7 @@ def _closed(result: dict[str, Any]) -> None:
     assert fault["root_cause_found"] and fault["root_cause"]["diagnosed_by"] == "ip-fault"
 
 
+@pytest.mark.slow  # a whole scenario, a process per agent
 def test_example_plugin_plays_the_ip_fault_role(state_dir: Path) -> None:
     """(a): examples/acme-transport, installed with pip (make setup), named by its entry point."""
     pytest.importorskip("acme_transport", reason="make setup installs examples/acme-transport")
@@ -211,3 +212,59 @@ def test_an_external_agent_is_registered_in_the_lab_directory(tmp_path: Path, st
             assert found["ip-south"].port == port and found["ip-south"].provider == "ACME"
         finally:
             lab.stop()
+
+
+RELAY = textwrap.dedent(
+    '''
+    """A complaint desk of a third party: finds the service agent by skill and asks it (sdk only)."""
+    import re
+
+    from an_agent.agents.sdk import LabBehaviour, TaskFailure, envelope, parse_prompt
+
+
+    class ComplaintDesk(LabBehaviour):
+        description = "a third party's complaint desk"
+
+        def feasibility(self, description, payload, requester):
+            return "tickets are welcome"
+
+        def handle(self, task, payload, run):
+            text = parse_prompt(task.content or "").task_description or ""
+            ticket = re.search(r"TT-[0-9]+", text).group(0)
+            found = self.find_peers("cross-domain-correlation")
+            self.note("found", f"{ticket}: cross-domain-correlation by {', '.join(found) or 'nobody'}", found=found)
+            if not found:
+                raise TaskFailure("no agent correlates complaints")
+            value = envelope("complaint_ticket_v1", {"ticket_id": ticket, "complaint_category": "no_coverage",
+                                                     "location": "harbour district", "region": "metro"})
+            outcome = self.ask(found[0], f"desk.{ticket}", "harbour district", f"Complaint ticket {ticket}", value)
+            if not outcome.finished:
+                raise TaskFailure(f"{found[0]}: {outcome.reason}")
+            self.finish(run, f"{found[0]} says: {outcome.reason}", outcome.result())
+    '''
+)
+
+
+@pytest.mark.slow  # a whole scenario (about 25 s)
+def test_a_plugin_finds_a_peer_by_skill_and_asks_it(
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """FEASIBILITY -> taskAssign -> result with a peer found by skill, from a plugin (a process per agent)."""
+    (tmp_path / "byo_desk.py").write_text(RELAY, encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        (
+            "{name: complaint, role: complaint,",
+            '{name: complaint, role: complaint, behaviour: "byo_desk:ComplaintDesk",',
+        ),
+    )
+    result = run(path, state_dir)
+    found = [n for n in result["notes"] if n["agent"] == "complaint" and n["kind"] == "found"]
+    assert found and found[0]["details"]["found"] == ["service-fault"]
+    to_service = {m["commuType"] for m in result["messages"] if m["from"] == "complaint" and m["to"] == "service-fault"}
+    assert {"FeasibilityNegotiate", "taskAssign"} <= to_service
+    ticket = next(t for t in result["tasks"] if t["task_id"] == "bss.ticket.1")
+    assert ticket["status"] == "finished" and "LINK-C2" in ticket["reason"], ticket
