@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import socket
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from byosupport import REPO, connect, run_cli, serve, wait_end, wait_status
+from byosupport import REPO, connect, profile_file, run_cli, serve, wait_end, wait_status
 
 from an_agent.model import CommuType, DataParam, DataType, Task, build_prompt
 from an_agent.nc.agent_client import AgentClient
@@ -151,3 +152,44 @@ def test_gateway_refuses_to_start_on_a_bad_upstream(tmp_path: Path) -> None:
     assert "declares a schema the gateway cannot serve" in bad.stderr
     assert "linkId: property names must be snake_case" in bad.stderr
     assert "type 'frobnicate' is not one of" in bad.stderr
+
+
+@pytest.mark.slow  # three agent processes
+def test_gateway_in_front_of_an_agent_of_ours_with_a_login(tmp_path: Path) -> None:
+    """Any A2A v1 agent: here our own A2A face, whose card we generate, behind HTTP Basic."""
+    profile = profile_file(tmp_path, "inner-agent")
+    inner = ["--profile", str(profile), "--a2a-port", "0", "--a2a-tls", "off", "--user", "bob:s3cret"]
+    (tmp_path / "inner").mkdir()
+    with serve(tmp_path / "inner", *inner):
+        log = (tmp_path / "inner" / "serve.log").read_text(encoding="utf-8")
+        url = re.search(r"A2A on (http://127\.0\.0\.1:\d+)/", log)
+        assert url, log
+        outer = tmp_path / "outer"
+        outer.mkdir()
+        gateway = ["--a2a-upstream", url.group(1), "--a2a-upstream-auth", "bob:s3cret"]
+        with serve(outer, *gateway) as port, connect(port) as client:
+            assert client.profile().name == "inner-agent"
+            _capacity_free_text(client, "t1", "## target object\nSITE-09\n## task description\nDiagnose the fault")
+            # our agent maps the words to a fault_diagnosis_v1 payload and asks for the key it lacks, by name:
+            # the question comes through the gateway as input-required naming that key, the answer goes back
+            asked = wait_status(client, "t1", "input-required")
+            assert any("fault_type" in item.required for item in asked.input_required), asked.input_required
+            answer = DataParam(id="t1.in", data_type=DataType.TEXT, format="text/plain", data="fault_type: unknown")
+            client.provide_input("t1", [answer])
+            done = wait_end(client, "t1")
+            assert done.status is not None and done.status.value == "finished", done.result
+        wrong = tmp_path / "wrong"
+        wrong.mkdir()
+        with (
+            serve(wrong, "--a2a-upstream", url.group(1), "--a2a-upstream-auth", "bob:nope") as port,
+            connect(port) as c,
+        ):
+            _capacity_free_text(c, "t2", "## target object\nSITE-09\n## task description\nDiagnose the fault")
+            failed = wait_end(c, "t2")  # the card is public; the message is refused
+            assert failed.status is not None and failed.status.value == "failed"
+            assert "the A2A agent at" in (failed.result.reason or "")  # type: ignore[union-attr]
+
+
+def _capacity_free_text(client: AgentClient, task_id: str, content: str) -> None:
+    client.assign_task(Task(task_id=task_id, send_from="admin", commu_type=CommuType.TASK_ASSIGN, content=content,
+                            task_async=True))  # fmt: skip

@@ -139,7 +139,8 @@ def gateway_agent(args: argparse.Namespace, schemas: SchemaMode) -> tuple[AgentP
     behaviour = plugin_agent(
         profile, lambda env, peers: GatewayBehaviour(env, peers, reuse_then_reconnect, url), schemas
     )
-    return profile, behaviour, [directory]
+    served = [directory] if any(directory.glob("*.json")) else []  # the card's schemas may all be shipped ones
+    return profile, behaviour, served
 
 
 def _auth(value: str | None) -> tuple[str, str] | str | None:
