@@ -10,6 +10,7 @@ import textwrap
 import time
 from pathlib import Path
 
+import pytest
 from byosupport import REPO, assign, connect, feasibility, profile_file, run_cli, serve, wait_end, wait_status
 
 from an_agent.model import DataParam, DataType
@@ -57,6 +58,7 @@ def documented_example() -> str:
     return code
 
 
+@pytest.mark.slow  # agent processes, several seconds
 def test_documented_example_speaks_the_protocol(tmp_path: Path) -> None:
     program = tmp_path / "transport_agent.py"
     program.write_text(documented_example(), encoding="utf-8")
@@ -83,6 +85,7 @@ def test_documented_example_speaks_the_protocol(tmp_path: Path) -> None:
         assert done.result is not None and done.result.summary == "backhaul of 2 site(s) healthy"
 
 
+@pytest.mark.slow  # agent processes, several seconds
 def test_program_failures_end_the_task_not_the_agent(tmp_path: Path) -> None:
     program = tmp_path / "modes.py"
     program.write_text(MODES, encoding="utf-8")

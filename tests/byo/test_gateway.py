@@ -80,6 +80,7 @@ def _capacity_task(client: AgentClient, task_id: str, payload: dict[str, object]
     client.assign_task(task, [param])
 
 
+@pytest.mark.slow  # agent processes, several seconds
 def test_gateway_relays_tasks_both_ways(tmp_path: Path, upstream: str) -> None:
     with serve(tmp_path, "--a2a-upstream", upstream) as port, connect(port) as client:
         profile = client.profile()
@@ -133,6 +134,7 @@ def test_gateway_relays_tasks_both_ways(tmp_path: Path, upstream: str) -> None:
         assert echoed.result is not None and echoed.result.data == "echo: how busy is it"
 
 
+@pytest.mark.slow  # agent processes, several seconds
 def test_gateway_refuses_to_start_on_a_bad_upstream(tmp_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
