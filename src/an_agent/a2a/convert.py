@@ -92,6 +92,17 @@ def task_json(task: Task) -> dict[str, Any]:
     return out
 
 
+def task_json_at(task: Task, event: ConditionNotification) -> dict[str, Any]:
+    """The A2A ``Task`` of ``task`` as it was at ``event`` (one of its logged status changes): the event's
+    status, and the result artifact only when that event is the finish."""
+    out = task_json(task)
+    out["status"] = status_event_json(event)["status"]
+    out["metadata"] = {DRAFT_STATUS_KEY: event.status.value}
+    if event.status != TaskStatus.FINISHED:
+        out.pop("artifacts", None)
+    return out
+
+
 def artifact_json(task: Task) -> dict[str, Any] | None:
     """The ``result`` artifact of a finished task, or None when it has no result data."""
     result = task.result

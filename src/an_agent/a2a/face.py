@@ -22,9 +22,10 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
   and propose the new task's id (``an-agent/task-id``, as a NETCONF client chooses it; an id in use is
   refused); tasks made over A2A are ``task-async`` (the reply never waits on the behaviour).
 - ``SendStreamingMessage`` and ``SubscribeToTask`` stream the task from the durable notification log
-  (`Operations.subscribe` with ``start_time``): the current task first, then every status change, the
-  result artifact before ``completed``. A resubscription replays the task's log from its start, so a
-  client that reconnects misses nothing.
+  (`Operations.subscribe` with ``start_time``) and never go back in time after their first event (spec
+  11.7): a new task as created, then each later change (the result artifact before ``completed``); an
+  answered task as answered, then what follows; a resubscription's task as the log leaves it at the
+  subscription, then what follows (`_follow`'s ``lead``).
 - ``GetTask``/``ListTasks``/``CancelTask`` are `Operations.get_task`/`read`/`cancel_task`; the A2A task
   id is the NETCONF task-id, states map through `an_agent.a2a.states`. ListTasks' filters and cursor
   pages are `an_agent.a2a.listing`'s; a task that ended is not cancelable (``TaskNotCancelableError``,
@@ -52,14 +53,14 @@ import itertools
 import logging
 import uuid
 from collections.abc import AsyncGenerator, Callable, Collection
-from typing import Any
+from typing import Any, Literal
 
 from lxml import etree
 from starlette.requests import Request
 from starlette.routing import BaseRoute
 
 from an_agent.a2a.card import A2A_PROTOCOL_VERSION
-from an_agent.a2a.convert import artifact_json, status_event_json, task_json
+from an_agent.a2a.convert import artifact_json, status_event_json, task_json, task_json_at
 from an_agent.a2a.inbound import InboundMessage, read_message
 from an_agent.a2a.listing import list_tasks
 from an_agent.a2a.messages import answer_parts, check_configuration, metadata_string, sender, task_content
@@ -134,6 +135,12 @@ PrincipalOf = Callable[[str], Principal]
 
 def _a2a_task(task: DraftTask) -> Task:
     return json_to_protobuf(task_json(task), Task())
+
+
+def _state_of(event: ConditionNotification) -> int:
+    """The A2A ``TaskState`` an event moves its task to (through the one mapping table)."""
+    state: int = json_to_protobuf(status_event_json(event), TaskStatusUpdateEvent()).status.state
+    return state
 
 
 async def _call(work: Callable[[], Any]) -> Any:
@@ -244,7 +251,8 @@ class OperationsRequestHandler(RequestHandler):
         check_configuration(params)
         message = params.message
         if message.task_id:
-            async for _ in self._follow(principal, message.task_id, None, self._answer(principal, message)):
+            answer = self._answer(principal, message)
+            async for _ in self._follow(principal, message.task_id, None, answer, lead="first"):
                 if params.configuration.return_immediately:
                     break  # the first event is the answered task
             return await self._task(principal, message.task_id)
@@ -262,18 +270,26 @@ class OperationsRequestHandler(RequestHandler):
         check_configuration(params)
         message = params.message
         if message.task_id:
-            async for event in self._follow(principal, message.task_id, None, self._answer(principal, message)):
+            answer = self._answer(principal, message)
+            async for event in self._follow(principal, message.task_id, None, answer, lead="first"):
                 yield event
             return
         task_id, since = await _call(lambda: self._admit(principal, message, _language(context)))
-        yield await self._task(principal, task_id)
-        async for event in self._follow(principal, task_id, since):
+        # The task as it was created, then each change in the log's order (spec 11.7: no re-ordering).
+        async for event in self._follow(principal, task_id, since, lead="first"):
             yield event
 
     # -- tasks ------------------------------------------------------------------------------------
     async def _task(self, principal: Principal, task_id: str) -> Task:
         task = await _call(lambda: self.operations.get_task(principal, task_id))
         return _a2a_task(task)
+
+    async def _task_at(self, principal: Principal, task_id: str, event: ConditionNotification | None) -> Task:
+        """The task as ``event`` left it (its current state when there is no event)."""
+        task = await _call(lambda: self.operations.get_task(principal, task_id))
+        if event is None:
+            return _a2a_task(task)
+        return json_to_protobuf(task_json_at(task, event), Task())
 
     @validate_request_params
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
@@ -322,20 +338,29 @@ class OperationsRequestHandler(RequestHandler):
                 app_tag=TASK_ENDED,
             )
             raise to_a2a_error(ended)  # UnsupportedOperationError
-        yield snapshot
         if snapshot.status.state in _ENDED:
+            yield snapshot
             return
-        async for event in self._follow(principal, params.id, self.operations.log_created):
+        # The task's log replayed to now gives its current state (the first event), then what follows.
+        async for event in self._follow(principal, params.id, self.operations.log_created, lead="current"):
             yield event
 
     async def _follow(
-        self, principal: Principal, task_id: str, since: float | None, answer: Callable[[], object] | None = None
+        self,
+        principal: Principal,
+        task_id: str,
+        since: float | None,
+        answer: Callable[[], object] | None = None,
+        lead: Literal["first", "current"] | None = None,
     ) -> AsyncGenerator[Event, None]:
         """The task's status changes from the durable log since ``since``, until it ends or is interrupted.
 
         ``answer`` (with ``since`` None) changes the task once the live subscription is in place, so the
-        stream holds exactly what follows it (a simulated clock may give earlier events the same time):
-        the task as answered first, then its changes.
+        stream holds exactly what follows it. ``lead`` puts a ``Task`` first, as streams must (spec 3.1.2,
+        3.1.6), without ever going back in time after it (11.7): ``"first"``, the task as the first event
+        left it (created, or answered), then each later event; ``"current"``, the task as the replayed
+        log leaves it at the subscription (events up to ``replayComplete`` are folded into it), then the
+        events after.
         """
         loop = asyncio.get_running_loop()
         queue: asyncio.Queue[str | None] = asyncio.Queue()
@@ -357,12 +382,26 @@ class OperationsRequestHandler(RequestHandler):
             subscription.start()
             if answer is not None:
                 await _call(answer)
-                yield await self._task(principal, task_id)
+            folded: ConditionNotification | None = None
             while (xml := await queue.get()) is not None:
                 note = etree.fromstring(xml.encode("utf-8"))
                 if note.find(f".//{_CONDITION}") is None:
+                    if lead == "current" and note.find(".//{*}replayComplete") is not None:
+                        lead = None
+                        yield await self._task_at(principal, task_id, folded)
+                        if folded is not None and _state_of(folded) in _ENDED:
+                            return
                     continue  # replayComplete and other markers
                 event = ConditionNotification.from_xml(note)
+                if lead == "current":
+                    folded = event
+                    continue
+                if lead == "first":
+                    lead = None
+                    yield await self._task_at(principal, task_id, event)
+                    if _state_of(event) in _ENDED:
+                        return
+                    continue
                 if event.status.terminal and event.status.value == "finished":
                     task = await _call(lambda: self.operations.get_task(principal, task_id))
                     artifact = artifact_json(task)

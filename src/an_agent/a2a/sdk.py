@@ -29,8 +29,10 @@ from a2a.client.errors import A2AClientError, A2AClientTimeoutError, AgentCardRe
 from a2a.server.context import ServerCallContext
 from a2a.server.request_handlers import RequestHandler
 from a2a.server.request_handlers.request_handler import validate_request_params
+from a2a.server.request_handlers.response_helpers import build_error_response
 from a2a.server.routes import create_jsonrpc_routes, create_rest_routes
 from a2a.server.routes.common import DefaultServerCallContextBuilder
+from a2a.server.routes.jsonrpc_dispatcher import JsonRpcDispatcher
 from a2a.types import (
     AgentCard,
     CancelTaskRequest,
@@ -53,6 +55,7 @@ from a2a.types import (
     TaskStatusUpdateEvent,
 )
 from a2a.utils.constants import DEFAULT_LIST_TASKS_PAGE_SIZE, VERSION_HEADER
+from a2a.utils.error_handlers import build_rest_error_payload
 from a2a.utils.errors import (
     A2AError,
     ContentTypeNotSupportedError,
@@ -73,6 +76,7 @@ from a2a.utils.task import (
     validate_history_length,
     validate_page_size,
 )
+from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message as ProtoMessage
 
@@ -81,6 +85,7 @@ from an_agent.runtime.operations import NO_INPUT_REQUESTED, TASK_ENDED
 
 __all__ = [
     "DEFAULT_LIST_TASKS_PAGE_SIZE",
+    "JSONRPC_REQUEST_TYPES",
     "VERSION_HEADER",
     "A2AError",
     "AgentCard",
@@ -90,7 +95,9 @@ __all__ = [
     "ContentTypeNotSupportedError",
     "DefaultServerCallContextBuilder",
     "DeleteTaskPushNotificationConfigRequest",
+    "Descriptor",
     "ExtendedAgentCardNotConfiguredError",
+    "FieldDescriptor",
     "GetExtendedAgentCardRequest",
     "GetTaskPushNotificationConfigRequest",
     "GetTaskRequest",
@@ -119,6 +126,8 @@ __all__ = [
     "TaskStatusUpdateEvent",
     "UnsupportedOperationError",
     "VersionNotSupportedError",
+    "build_error_response",
+    "build_rest_error_payload",
     "create_jsonrpc_routes",
     "create_rest_routes",
     "decode_list_tasks_cursor",
@@ -134,6 +143,9 @@ __all__ = [
 ]
 
 P = TypeVar("P", bound=ProtoMessage)
+
+JSONRPC_REQUEST_TYPES: dict[str, type[ProtoMessage]] = dict(JsonRpcDispatcher.METHOD_TO_MODEL)
+"""The request message of each JSON-RPC method, as the SDK's dispatcher parses it."""
 
 _ERROR_TYPES: dict[str, ErrorType] = {t: t for t in ("transport", "rpc", "protocol", "application")}
 _BY_TAG: dict[str, type[A2AError]] = {

@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from an_agent.a2a.card import CardOptions, build_card
 from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
+from an_agent.a2a.strict import StrictParams
 from an_agent.a2a.tls import TlsFiles
 from an_agent.access.logins import LoginThrottle
 from an_agent.runtime.operations import Operations
@@ -258,7 +259,11 @@ class A2AServer:
             *sdk_routes(operations, declared_schemas, logins.principal_of),
         ]
         app = BasicAuth(
-            Starlette(routes=routes), logins.check_password, {CARD_PATH}, logins.throttle, logins.token_owner
+            StrictParams(Starlette(routes=routes), JSONRPC_PATH),
+            logins.check_password,
+            {CARD_PATH},
+            logins.throttle,
+            logins.token_owner,
         )
         config = uvicorn.Config(
             app,

@@ -97,10 +97,10 @@ class LabBehaviour(PeerConversation, Behaviour):
 
     # ---- runtime hooks ------------------------------------------------------------------------------
     def check_assignment(self, task: Task) -> None:
+        if task.commu_type not in (None, CommuType.TASK_ASSIGN):
+            return  # stored as canceled at once: no work, nothing to hold
         token = self.env.scheduler.hold(f"{self.name}: accepted {task.task_id}")
         try:
-            if task.commu_type not in (None, CommuType.TASK_ASSIGN):
-                return
             senders = self.env.senders
             if senders is not None and task.send_from not in senders:
                 # talks_to is policy (a lab with a directory): finding an agent does not entitle one to task it
@@ -131,6 +131,15 @@ class LabBehaviour(PeerConversation, Behaviour):
         with self._lock:
             self._holds[task.task_id] = token
             self._payloads[task.task_id] = payload
+
+    def released(self, task: Task) -> None:
+        """The task ended without its worker taking over its hold (canceled before or during input, undone):
+        its slot and its hold on simulated time go back; after `execute` there is nothing left to give."""
+        with self._lock:
+            token = self._holds.pop(task.task_id, None)
+            self._payloads.pop(task.task_id, None)
+        if token is not None:
+            self.env.scheduler.release(token)
 
     def resumed(self, task: Task) -> None:
         """A task resumed after a restart is pending work from now (`execute` adopts it): time holds until

@@ -196,6 +196,8 @@ class CellView:
     energy_saving: str
     """``enabled``, ``suspended`` or ``reduced``."""
     saving_percent: float
+    locked: bool = False
+    """Administratively locked: the cell serves nobody (an element manager's ``admin-state``)."""
 
 
 @dataclass(frozen=True)

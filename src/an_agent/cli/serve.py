@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from an_agent.cli import serve_behaviour
 from an_agent.errors import ConfigError
+from an_agent.runtime.workers import INPUT_WAIT
 
 if TYPE_CHECKING:
     from an_agent.agents.environment import SchemaMode
@@ -62,7 +63,12 @@ def register(subparsers: Any) -> None:
         "the directory registration (default: --host; with --topology, the agent's address there; on a "
         "wildcard --host such as 0.0.0.0, this machine's name)",
     )
-    parser.add_argument("--port", type=int, default=8830, help="TCP port (default: 8830; 0 picks a free one)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("AN_AGENT_PORT", "8830")),
+        help="TCP port (default: $AN_AGENT_PORT, as the client commands, else 8830; 0 picks a free one)",
+    )
     parser.add_argument(
         "--state-dir",
         type=Path,
@@ -122,6 +128,14 @@ def register(subparsers: Any) -> None:
         metavar="SECONDS",
         help="close a session that sent no message and received no notification in this time, unless it or "
         "another session of its user holds a notification subscription; 0 never (default: 3600)",
+    )
+    parser.add_argument(
+        "--input-timeout",
+        type=_seconds,
+        default=INPUT_WAIT,
+        metavar="SECONDS",
+        help="a task asked for in words that waits for a missing value (input-required) fails when no answer "
+        f"comes in this time, giving back its place; 0 waits for ever (default: {INPUT_WAIT:g})",
     )
     parser.add_argument(
         "--notification-retention",
@@ -381,6 +395,7 @@ def run(args: argparse.Namespace) -> int:
         max_message_bytes=args.max_message_bytes,
         hello_timeout=args.hello_timeout,
         idle_timeout=args.idle_timeout,
+        input_timeout=args.input_timeout or None,
         notification_retention=args.notification_retention,
         schema_admins=args.schema_admin,
         schema_approval=approval,

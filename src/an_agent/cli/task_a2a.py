@@ -21,6 +21,7 @@ bounds each call.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import os
 import sys
@@ -84,9 +85,10 @@ def run_assign(args: argparse.Namespace, text: str | None) -> int:
         first = next(events)
         task_id = first.task_id
         if args.wait:
-            for event in events:
-                if isinstance(event, ConditionNotification):
-                    _print_event(event, args.json, sys.stderr)
+            for event in itertools.chain([first], events):
+                if isinstance(event, Task):  # the stream's first event: the task as created (or answered)
+                    event = ConditionNotification(event.task_id, event.status or TaskStatus.CREATED)
+                _print_event(event, args.json, sys.stderr)
         else:
             events.close()  # type: ignore[attr-defined]
         stored = client.get_task(task_id)

@@ -7,6 +7,7 @@ profile and behaviour to `an_agent.server.AgentServer`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -24,6 +25,8 @@ from an_agent.agents.peers import OutsideLogin, Peers
 from an_agent.agents.plugins import load_behaviour_class
 from an_agent.agents.roles import ROLES
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import southbound_device
+from an_agent.lab.em.southbound import NetconfNetwork
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
@@ -150,8 +153,10 @@ def peer_login(topology: Topology) -> tuple[str, str]:
 
 
 def topology_addresses(topology: Topology) -> dict[str, tuple[str, int]]:
-    """Each agent's NETCONF address as the topology gives it (``address``, default 127.0.0.1, and ``port``)."""
-    return {a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}
+    """Each agent's NETCONF address as the topology gives it (``address``, default 127.0.0.1, and ``port``),
+    and each element manager's with a port (on this machine: where ``lab up`` serves it)."""
+    devices = {d.name: (HOST, d.port) for d in topology.devices if d.port}
+    return {**devices, **{a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}}
 
 
 def topology_directory_login(topology: Topology, name: str) -> DirectoryLogin | None:
@@ -187,6 +192,8 @@ def make_behaviour(
     """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses.
 
     ``credentials`` are the agent's login on its peers (default: the topology's `peer_login`).
+    With ``southbound: netconf`` the behaviour reads and acts on the network through the lab's transport
+    element manager (`an_agent.lab.em.southbound.NetconfNetwork`), logged in as itself.
     ``a2a_url_of`` gives the A2A URL of the peers it reaches over A2A (links marked ``transport: a2a``),
     ``a2a_trust`` the certificates their HTTPS is verified against (`an_agent.lab.certs`).
     ``state_dir`` is the agent's own directory (a ``command``'s working directory).
@@ -194,6 +201,12 @@ def make_behaviour(
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
     credentials = credentials or peer_login(topology)
+    if spec.southbound == "netconf":
+        device = southbound_device(spec, topology.devices)
+        if device is None:
+            raise ConfigError(f"agent {spec.name}: southbound: netconf but no transport element manager serves it")
+        # the lab's element manager, where the lab says it serves (a free port is known once it does)
+        network = NetconfNetwork(network, functools.partial(address_of, device.name), credentials, device.name)
     finder = senders = None
     if topology.directory_agent is not None:
         # talks_to is policy here: peers are what the directory answers, reached where it says they are.

@@ -74,6 +74,7 @@ def serve_foreground(
     secret_file: Path | None = None,
     netns: bool = False,
     a2a_tls: bool = True,
+    pace: float | None = None,
 ) -> int:
     """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file.
 
@@ -115,6 +116,7 @@ def serve_foreground(
         secret_file=secret_file,
         netns=netns,
         a2a_tls=a2a_tls,
+        pace=pace,
     )
     try:
         lab.start()
@@ -134,6 +136,7 @@ def serve_foreground(
             "log": str((run_dir / LOG_FILE).resolve()),
             "started": time.time(),
             "scenario": play,
+            "pace": pace,
             "agents": [
                 {
                     "name": a.spec.name,
@@ -152,6 +155,7 @@ def serve_foreground(
                 if a.external is not None
             ],
             "services": [{"name": s.spec.name, "port": s.spec.port, "pid": s.process.pid} for s in lab.services],
+            "devices": lab.device_addresses(),
             "a2a_trust": str(lab.a2a_trust) if lab.a2a_trust is not None else None,
             "network": lab.net.to_json() if lab.net is not None else None,
         }
@@ -159,7 +163,8 @@ def serve_foreground(
         tmp.write_text(json.dumps(state, indent=2), encoding="utf-8")
         os.replace(tmp, _state_path(run_dir))
         print(
-            f"lab {topology.name} up: " + ", ".join(f"{a['name']}={a['port']}" for a in state["agents"]),
+            f"lab {topology.name} up: "
+            + ", ".join(f"{a['name']}={a['port']}" for a in [*state["agents"], *state["devices"]]),
             file=sys.stderr,
             flush=True,
         )
@@ -202,6 +207,7 @@ def start_background(
     secret_file: Path | None = None,
     netns: bool = False,
     a2a_tls: bool = True,
+    pace: float | None = None,
 ) -> dict[str, Any]:
     """Start the lab process and wait for its state file; `ConfigError`/`AnAgentError` with its log if it fails."""
     if netns:
@@ -240,6 +246,8 @@ def start_background(
         command.append("--netns")
     if not a2a_tls:
         command += ["--a2a-tls", "off"]
+    if pace is not None:
+        command += ["--pace", repr(pace)]
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True
@@ -298,6 +306,7 @@ def _stop_lab(run_dir: Path) -> dict[str, Any]:
     _state_path(run_dir).unlink(missing_ok=True)
     # agents in namespaces are not on the host's loopback (and their lab network is checked by `cleanup`)
     ports = [a["port"] for a in state.get("agents", []) if not a.get("netns")]
+    ports += [d["port"] for d in state.get("devices", []) if not state.get("network")]
     open_ports = [p for p in ports if _port_open(p)]
     stopped = not open_ports and not _is_our_lab(pid, run_dir)
     leftovers = _leftovers(run_dir)

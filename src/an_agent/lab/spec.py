@@ -21,6 +21,7 @@ from an_agent.agents.environment import (
     Timing,
 )
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import DeviceSpec
 
 Role = RoleName
 """The roles a topology agent may play (`an_agent.agents.environment.RoleName`)."""
@@ -128,6 +129,8 @@ class AgentSpec:
     a2a_upstream_trust: Path | None = None
     external: ExternalSpec | None = None
     """The lab does not start this agent: it answers there already (`ExternalSpec`)."""
+    southbound: Literal["simulator", "netconf"] = "simulator"
+    """How it reaches the network: the simulator's interface, or the lab's element manager over NETCONF."""
 
 
 @dataclass(frozen=True)
@@ -273,6 +276,10 @@ class Topology:
     """The machines the lab spans (empty: all on this one); see `HostSpec`."""
     services: tuple[ServiceSpec, ...] = ()
     """Outside programs the lab starts first and stops last (`ServiceSpec`)."""
+    devices: tuple[DeviceSpec, ...] = ()
+    """The lab's element managers (`DeviceSpec`)."""
+    users_file: Path | None = None
+    """Users (the users-file format) who log in to the element managers besides the lab's admin and agents."""
 
     def agent(self, name: str) -> AgentSpec:
         for agent in self.agents:

@@ -22,6 +22,7 @@ from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, Layer, SchemaMode, 
 from an_agent.agents.intent import intent_problems
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import devices_from
 from an_agent.lab.outsiders import a2a_port_of, outsider_fields, outsider_problems, service_specs
 from an_agent.lab.spec import (
     DEFAULT_COVERAGE_LOSS,
@@ -185,6 +186,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 templates=(path.parent / raw["templates"],) if "templates" in raw else (),
                 host=raw.get("host"),
                 **outsider_fields(raw, path.parent),
+                southbound=raw.get("southbound", "simulator"),
             )
         )
         for key, message in outsider_problems(raw):
@@ -256,6 +258,8 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         a2a_links=frozenset(a2a_links),
         hosts=hosts,
         services=service_specs(data.get("services", []), path.parent),
+        devices=devices_from(data.get("devices", []), problems.add, region_names, agents),
+        users_file=None if "users_file" not in data else path.parent / data["users_file"],
     )
 
 

@@ -16,6 +16,7 @@ from lxml import etree
 from an_agent.clock import from_rfc3339, to_rfc3339
 from an_agent.errors import RpcError
 from an_agent.model.ns import IRTF_AGENT_NS, NETCONF_BASE_NS
+from an_agent.model.xmltext import from_xml_text, to_xml_text
 
 E = TypeVar("E")
 
@@ -69,7 +70,7 @@ def time_leaf(parent: Element, name: str, when: float | None, ns: str = IRTF_AGE
 def format_value(value: object) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value)
+    return to_xml_text(str(value))  # client text may hold what XML cannot (model/xmltext.py)
 
 
 def local(el: Element) -> str:
@@ -90,12 +91,12 @@ def text(el: Element, name: str, ns: str = IRTF_AGENT_NS) -> str | None:
     found = el.find(qname(name, ns))
     if found is None:
         return None
-    return found.text or ""
+    return from_xml_text(found.text or "")
 
 
 def texts(el: Element, name: str, ns: str = IRTF_AGENT_NS) -> list[str]:
     """Texts of every child ``name`` (a leaf-list), in order."""
-    return [c.text or "" for c in children(el, name, ns)]
+    return [from_xml_text(c.text or "") for c in children(el, name, ns)]
 
 
 def required_text(el: Element, name: str, ns: str = IRTF_AGENT_NS) -> str:

@@ -8,6 +8,7 @@ from lxml import etree
 
 from an_agent.model._xml import root
 from an_agent.model.ns import IRTF_AGENT_NS
+from an_agent.model.xmltext import from_xml_text, to_xml_text
 
 
 @dataclass(frozen=True)
@@ -25,7 +26,7 @@ class AnyXml:
     @classmethod
     def from_text(cls, value: str) -> AnyXml:
         holder = etree.Element("x")
-        holder.text = value
+        holder.text = to_xml_text(value)
         return cls._of(holder)
 
     @classmethod
@@ -53,7 +54,7 @@ class AnyXml:
     @property
     def text(self) -> str:
         """The node's text content (children's text included, in document order)."""
-        return "".join(str(t) for t in self._holder().itertext())
+        return from_xml_text("".join(str(t) for t in self._holder().itertext()))
 
     def elements(self) -> list[etree._Element]:
         """Copies of the child elements."""

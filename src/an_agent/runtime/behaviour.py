@@ -66,7 +66,8 @@ class AgentInfo:
     ``payload`` returns the structured payload of a task as the operation
     layer validated it, once, on assignment against the template in force for
     its client (None when the task carries none, when structured payloads are
-    off, or after a restart): a behaviour need not validate it again.
+    off, after a restart, or once the task ended): a behaviour need not
+    validate it again.
 
     ``learned`` blocks until schema evolution has learned from every payload
     accepted so far (patches it triggers are published by then); it returns at
@@ -282,6 +283,18 @@ class Behaviour(ABC):
         """Refuse a new task by raising `an_agent.errors.RpcError` (nothing is stored then).
 
         The default accepts every task that passed YANG validation.
+        """
+
+    def released(self, task: Task) -> None:  # noqa: B027 (optional hook: nothing to release is the default)
+        """``task`` is no longer this behaviour's concern: release what `check_assignment` took for it.
+
+        Called exactly once for every task `check_assignment` accepted or `resumed` announced, after the
+        task ended whichever way it ended: finished or failed by `execute`; canceled, also before
+        `execute` started or while it waited for input; failed when an input never came; its entry
+        deleted; its admission undone after `check_assignment` accepted it (another task of the same
+        edit was refused); or the agent stopped before running it. A slot, a clock hold or a memo a
+        behaviour keeps per accepted task is given back here, so that no way of ending a task, and no
+        caller walking away from a question, can use up the agent's capacity.
         """
 
     def resumed(self, task: Task) -> None:  # noqa: B027 (optional hook: nothing to do is the default)

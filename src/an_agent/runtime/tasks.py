@@ -23,7 +23,6 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict
 
 from lxml import etree
@@ -34,6 +33,7 @@ from an_agent.errors import RpcError
 from an_agent.model import AnyXml, CommuType, ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
 from an_agent.runtime.behaviour import Behaviour, ProvidedInput, TaskRun
 from an_agent.runtime.notifications import NotificationBus
+from an_agent.runtime.workers import TaskWorkers
 from an_agent.schemas.validate import ValidatedPayload
 from an_agent.store.agent_store import AgentStore, TaskState
 
@@ -68,8 +68,10 @@ class TaskEngine:
         self._tasks: dict[str, Task] = {}
         self._payloads: dict[str, ValidatedPayload] = {}
         self._input_slots: dict[str, _InputSlot] = {}
+        # Tasks the behaviour accepted and has not been told of their end yet (`Behaviour.released`).
+        self._unreleased: dict[str, Task] = {}
         self._created_seq: dict[str, int] = {}  # log position of each running task's "created" event
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="task")
+        self._workers = TaskWorkers(workers)
         self._closed = False
         self._version = 0
         # Set by the runtime: a last look at a finished task's result (schema_update_suggestion).
@@ -166,7 +168,10 @@ class TaskEngine:
     def admit(self, task: Task) -> None:
         """After commit: start a new task (``created``), or record it cancelled when assigned as taskCancel."""
         if task.commu_type == CommuType.TASK_CANCEL:
+            with self._lock:
+                self._unreleased[task.task_id] = task
             self._transition(task.task_id, TaskStatus.CANCELED, "assigned already cancelled", None, task)
+            self._release(task.task_id)
             return
         self._assign(task)
 
@@ -181,7 +186,8 @@ class TaskEngine:
             self.cancel(new.task_id, f"cancelled by {new.send_from or 'the assigner'} (taskCancel)")
             return
         with self._lock:
-            self._tasks[new.task_id] = new
+            if new.task_id in self._cancel_events:  # running: its later notifications name the edited task
+                self._tasks[new.task_id] = new
             slot = self._input_slots.get(new.task_id) if provided is not None else None
             if slot is None or provided is None or not self.awaiting_input(new.task_id):
                 return
@@ -205,10 +211,11 @@ class TaskEngine:
         waited = 0.0
         step = 0.05  # cancellation is another event: poll both at a short interval
         try:
-            while not slot.event.wait(step):
-                waited += step
-                if cancelled.is_set() or self._closed or (timeout is not None and waited >= timeout):
-                    return None
+            with self._workers.parked():  # waiting for the assigner is no work: another task may start
+                while not slot.event.wait(step):
+                    waited += step
+                    if cancelled.is_set() or self._closed or (timeout is not None and waited >= timeout):
+                        return None
             return slot.provided
         finally:
             with self._lock:
@@ -232,8 +239,6 @@ class TaskEngine:
         for task in tasks:
             state = self.state(task.task_id)
             if state is not None and TaskStatus(state.status).terminal:
-                with self._lock:
-                    self._tasks[task.task_id] = task
                 continue
             log.info("resuming task %s after restart (was %s)", task.task_id, state.status if state else "unassigned")
             try:
@@ -254,17 +259,18 @@ class TaskEngine:
         with self._lock:
             for event in self._cancel_events.values():
                 event.set()
-        self._pool.shutdown(wait=True, cancel_futures=True)
+        self._workers.close()  # a task queued, never started, is released then
 
     def _assign(self, task: Task, resumed: bool = False) -> None:
         cancelled = threading.Event()
         with self._lock:
             self._tasks[task.task_id] = task
             self._cancel_events[task.task_id] = cancelled
+            self._unreleased[task.task_id] = task
         if not resumed:
             self._transition(task.task_id, TaskStatus.CREATED, None, None, task)
         run = TaskRun(task, self, cancelled, self._agent_name)
-        self._pool.submit(self._execute, task, run)
+        self._workers.submit(lambda: self._execute(task, run), lambda: self._release(task.task_id))
 
     def wait_announced(self, task_id: str, timeout: float = FANOUT_GRACE) -> None:
         """Wait (at most ``timeout`` s) until the task's ``created`` event is on every subscriber's transport.
@@ -295,6 +301,21 @@ class TaskEngine:
                 )
             with self._lock:
                 self._cancel_events.pop(task.task_id, None)
+                # An ended task needs no memo: its state and result are in `_states` and the store.
+                self._tasks.pop(task.task_id, None)
+                self._payloads.pop(task.task_id, None)
+            self._release(task.task_id)
+
+    def _release(self, task_id: str) -> None:
+        """Tell the behaviour, once, that a task it accepted ended (`Behaviour.released`)."""
+        with self._lock:
+            task = self._unreleased.pop(task_id, None)
+        if task is None:
+            return
+        try:
+            self._behaviour.released(task)
+        except Exception:  # the task ended all the same: the hook only gives back what it held
+            log.exception("behaviour hook 'released' failed on task %s", task_id)
 
     def report(
         self,

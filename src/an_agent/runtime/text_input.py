@@ -52,6 +52,8 @@ MAPPED_SUFFIX = "-mapped"
 """Data-param id suffix of the keys the text gave, while required keys are still missing."""
 PAYLOAD_SUFFIX = "-payload"
 """Data-param id suffix of a payload mapped completely from the text."""
+WAITING_PER_CLIENT = 16
+"""Default bound of `PayloadCompletion.waiting_per_client`."""
 _MISSING = re.compile(r"^(\S+): required key is (?:missing|null)$")
 
 
@@ -112,8 +114,12 @@ class Collecting:
 class PayloadCompletion:
     """Maps text to payloads and completes the partial ones with the client (module docstring); thread-safe."""
 
-    def __init__(self, profile: AgentProfile, now: Callable[[], float]) -> None:
+    def __init__(
+        self, profile: AgentProfile, now: Callable[[], float], waiting_per_client: int = WAITING_PER_CLIENT
+    ) -> None:
         self.profile = profile
+        self.waiting_per_client = waiting_per_client
+        """At most this many tasks of one client wait for its answers at once (a new one is refused)."""
         self.schemas: SchemaService | None = None
         """Set when the agent serves schemas (`Operations.attach_schemas`); without it text is a prompt."""
         self._now = now
@@ -155,6 +161,16 @@ class PayloadCompletion:
                 if task.task_id in self._collecting:  # never replace (nor, on refusal, drop) another task's
                     raise RpcError.data_exists(
                         f"task {task.task_id} exists already", f"/irtf-agent:tasks/task[task-id='{task.task_id}']"
+                    )
+                waiting = sorted(i for i, c in self._collecting.items() if c.client_id == client_id)
+                if len(waiting) >= self.waiting_per_client:
+                    # Each waits on a thread until answered, cancelled or timed out: one client, few at once.
+                    raise RpcError(
+                        "application",
+                        "resource-denied",
+                        f"{client_id} already has {len(waiting)} tasks waiting for its answers (at most "
+                        f"{self.waiting_per_client}): answer or cancel one of them first ({', '.join(waiting[:3])}"
+                        f"{', ...' if len(waiting) > 3 else ''})",
                     )
                 self._collecting[task.task_id] = collecting
         task.msg_data = [param.id]
@@ -319,6 +335,11 @@ class CompletingBehaviour(Behaviour):
     a task's ``msg-data`` entries (to rebuild its state after a restart, `PayloadCompletion.recover`);
     ``input_seconds`` bounds the wait for each answer (None: no limit), after which the task fails saying
     what never came.
+
+    A task being completed is not yet work for the inner behaviour: its `check_assignment` (where a
+    behaviour counts the tasks it has in hand) runs once the payload is complete, just before its
+    `execute`; a refusal then fails the task with the behaviour's reason. So a client that walks away
+    from a question takes none of the agent's capacity, only one of its own waiting places.
     """
 
     def __init__(
@@ -334,15 +355,34 @@ class CompletingBehaviour(Behaviour):
         self.set_payload = set_payload
         self.data_params = data_params
         self.input_seconds = input_seconds
+        self._lock = threading.Lock()
+        self._inner_has: set[str] = set()  # tasks the inner behaviour accepted (or resumed)
 
     def bind(self, agent: AgentInfo) -> None:
         self.inner.bind(agent)
 
     def check_assignment(self, task: Task) -> None:
+        if self.completion.collecting(task.task_id) is not None:
+            return  # the inner behaviour is asked once the payload is complete (class docstring)
+        self._inner_accepts(task)
+
+    def _inner_accepts(self, task: Task) -> None:
         self.inner.check_assignment(task)
+        with self._lock:
+            self._inner_has.add(task.task_id)
 
     def resumed(self, task: Task) -> None:
         self.inner.resumed(task)
+        with self._lock:
+            self._inner_has.add(task.task_id)
+
+    def released(self, task: Task) -> None:
+        self.completion.drop(task.task_id)
+        with self._lock:
+            had = task.task_id in self._inner_has
+            self._inner_has.discard(task.task_id)
+        if had:
+            self.inner.released(task)
 
     def negotiate(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
         return self.inner.negotiate(request, task)
@@ -357,6 +397,14 @@ class CompletingBehaviour(Behaviour):
                     return
             finally:
                 self.completion.drop(task.task_id)
+        with self._lock:
+            accepted = task.task_id in self._inner_has
+        if not accepted:
+            try:
+                self._inner_accepts(run.task)
+            except RpcError as exc:
+                run.fail(f"the completed task was refused: {exc.message}")
+                return
         self.inner.execute(run.task, run)
 
     def _collect(self, task_id: str, collecting: Collecting, run: TaskRun) -> bool:
