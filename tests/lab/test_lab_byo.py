@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
+import re
+import shlex
 import signal
 import socket
 import subprocess
@@ -268,3 +271,54 @@ def test_a_plugin_finds_a_peer_by_skill_and_asks_it(
     assert {"FeasibilityNegotiate", "taskAssign"} <= to_service
     ticket = next(t for t in result["tasks"] if t["task_id"] == "bss.ticket.1")
     assert ticket["status"] == "finished" and "LINK-C2" in ticket["reason"], ticket
+
+
+def _ip_results(result: dict[str, Any]) -> list[dict[str, Any]]:
+    """The results of the diagnoses the lab's ip-fault agent finished."""
+    return [t["result"] for t in result["tasks"] if t["agent"] == "ip-fault" and t["result"]]
+
+
+@pytest.mark.slow  # a whole scenario, a process per agent, a program per task
+def test_command_behaviour_plays_the_ip_fault_role(state_dir: Path) -> None:
+    """(b): a program written against docs/behaviour-command.md only, on the element managers over NETCONF."""
+    result = run(TOPOLOGIES / "cross-domain-fault-command.yaml", state_dir)
+    _closed(result)
+    diagnosed = _ip_results(result)
+    assert diagnosed and {r["diagnosed_by"] for r in diagnosed} == {"acme-command"}
+    assert {r["element"] for r in diagnosed} == {"LINK-C2"}
+
+
+@pytest.mark.slow  # a whole scenario, a process per agent, an A2A agent as a service
+def test_a2a_agent_behind_the_gateway_plays_the_ip_fault_role(state_dir: Path) -> None:
+    """(c): an a2a-sdk agent (nothing of ours imported), started by the lab as a service, fronted by a gateway."""
+    result = run(TOPOLOGIES / "cross-domain-fault-a2a.yaml", state_dir)
+    _closed(result)
+    diagnosed = _ip_results(result)
+    assert diagnosed and {r["diagnosed_by"] for r in diagnosed} == {"acme-transport-a2a"}
+    with socket.socket() as probe:  # the service stopped with the lab
+        assert probe.connect_ex(("127.0.0.1", 18943)) != 0
+
+
+@pytest.mark.slow  # a whole scenario with an agent started outside the lab
+def test_an_external_agent_plays_the_ip_fault_role(
+    tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """(d): started as the topology's comment says, before the lab; the lab only names it."""
+    topology = TOPOLOGIES / "cross-domain-fault-external.yaml"
+    started = re.search(
+        r"#   an-agent serve (.*?) &\n", topology.read_text(encoding="utf-8").replace("\\\n#    ", ""), re.S
+    )
+    assert started, "the topology documents the command that starts the outside agent"
+    argv = shlex.split(started.group(1).replace("/tmp/acme-outside", str(tmp_path / "outside")))
+    port = int(argv[argv.index("--port") + 1])
+    argv = [a for i, a in enumerate(argv) if a != "--port" and argv[i - 1] != "--port" and a != "--state-dir"
+            and argv[i - 1] != "--state-dir"]  # fmt: skip
+    monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the command is given from the repository's root
+    with serve_at(tmp_path / "outside", port, *argv):
+        result = run(topology, state_dir)
+        with AgentClient.connect("127.0.0.1", port, username="admin", password="admin") as outside:
+            done = [t for t in outside.list_tasks() if t.task_id.startswith("service-fault.diagnose-transport")]
+    _closed(result)
+    assert done and all(t.status is not None and t.status.value == "finished" for t in done)
+    assert all(json.loads(t.result.data or "{}")["diagnosed_by"] == "acme-command" for t in done if t.result)
+    assert not [a for a in result["agents"] if a["name"] == "ip-fault" and a["address"]]  # the lab did not start it
