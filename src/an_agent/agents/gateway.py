@@ -173,6 +173,7 @@ class GatewayBehaviour(LabBehaviour):
             if payload.other.fragments:
                 values["other"] = list(payload.other.fragments)
             message.update(scenario=payload.schema_id, payload=values)
+        self.note("relayed", f"task {task.task_id} relayed to the A2A agent at {self.url}", task_id=task.task_id)
         try:
             events = client.stream(**message)
             while True:
