@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +33,16 @@ _SERVING = re.compile(r"serving \S+ on (?P<host>[^:\s]+):(?P<port>\d+)")
 def lab_host(topology: Topology) -> HostSpec | None:
     """The host that runs the lab's clock and network (the first of ``hosts``), None without hosts."""
     return topology.hosts[0] if topology.hosts else None
+
+
+def hosts_from(raw: list[dict[str, Any]], problem: Callable[[list[str | int], str], None]) -> tuple[HostSpec, ...]:
+    """A topology's ``hosts`` (schema-checked already); ``problem(path, message)`` for a name given twice."""
+    hosts: list[HostSpec] = []
+    for i, entry in enumerate(raw):
+        if any(h.name == entry["name"] for h in hosts):
+            problem(["hosts", i, "name"], f"host {entry['name']!r} is listed twice")
+        hosts.append(HostSpec(entry["name"], entry["address"], int(entry.get("control_port", 7830))))
+    return tuple(hosts)
 
 
 def host_of(topology: Topology, agent: AgentSpec) -> str | None:
