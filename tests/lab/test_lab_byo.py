@@ -303,7 +303,8 @@ def test_a2a_agent_behind_the_gateway_plays_the_ip_fault_role(state_dir: Path) -
 def test_an_external_agent_plays_the_ip_fault_role(
     tmp_path: Path, state_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """(d): started as the topology's comment says, before the lab; the lab only names it."""
+    """(d): started as the topology's comment says, before the lab; the lab only names it. The lab runs paced
+    (600 simulated seconds per wall second), as for participants it cannot see."""
     topology = TOPOLOGIES / "cross-domain-fault-external.yaml"
     started = re.search(
         r"#   an-agent serve (.*?) &\n", topology.read_text(encoding="utf-8").replace("\\\n#    ", ""), re.S
@@ -315,7 +316,7 @@ def test_an_external_agent_plays_the_ip_fault_role(
             and argv[i - 1] != "--state-dir"]  # fmt: skip
     monkeypatch.chdir(Path(__file__).resolve().parents[2])  # the command is given from the repository's root
     with serve_at(tmp_path / "outside", port, *argv):
-        result = run(topology, state_dir)
+        result = run(topology, state_dir, pace=600.0)
         with AgentClient.connect("127.0.0.1", port, username="admin", password="admin") as outside:
             done = [t for t in outside.list_tasks() if t.task_id.startswith("service-fault.diagnose-transport")]
     _closed(result)
