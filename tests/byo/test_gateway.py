@@ -195,3 +195,21 @@ def test_gateway_in_front_of_an_agent_of_ours_with_a_login(tmp_path: Path) -> No
 def _capacity_free_text(client: AgentClient, task_id: str, content: str) -> None:
     client.assign_task(Task(task_id=task_id, send_from="admin", commu_type=CommuType.TASK_ASSIGN, content=content,
                             task_async=True))  # fmt: skip
+
+
+@pytest.mark.slow  # two processes
+def test_an_upstream_that_goes_away_fails_the_task_not_the_agent(tmp_path: Path) -> None:
+    proc, url = start_upstream()
+    try:
+        with serve(tmp_path, "--a2a-upstream", url) as port, connect(port) as client:
+            proc.terminate()
+            proc.wait(10)
+            _capacity_task(client, "t1", {"link_id": "LINK-C2"})
+            failed = wait_end(client, "t1")
+            assert failed.status is not None and failed.status.value == "failed"
+            assert f"the A2A agent at {url}" in (failed.result.reason or "")  # type: ignore[union-attr]
+            assert client.profile().name == "acme-capacity"  # the agent itself goes on
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            proc.wait(10)
