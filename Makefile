@@ -27,13 +27,15 @@ sys-deps:
 
 # torch goes in first, pinned, so that sentence-transformers finds it and does not
 # pull a CUDA build; then the full lock; then our package, editable.
-$(VENV)/.installed: pyproject.toml requirements.lock
+$(VENV)/.installed: pyproject.toml requirements.lock examples/acme-transport/pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	@echo "installing PyTorch (CPU build, pinned) into $(VENV) ..."
 	$(BIN)/python -m pip install -qq torch==2.13.0
 	@echo "installing the pinned Python packages of requirements.lock ..."
 	$(BIN)/python -m pip install -qq -r requirements.lock
 	$(BIN)/python -m pip install -qq --no-deps --no-build-isolation -e .
+	@# The third-party plugin example, installed as a user would (topologies/cross-domain-fault-acme.yaml plays it).
+	$(BIN)/python -m pip install -qq --no-deps --no-build-isolation ./examples/acme-transport
 	@echo "an-agent is installed: $(BIN)/an-agent"
 	@touch $@
 

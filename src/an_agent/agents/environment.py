@@ -376,6 +376,8 @@ class AgentDirectoryEntry:
     """The regions (management domains) the agent is responsible for; empty means all."""
     layer: str | None = None
     """An FME copilot's `Layer` (None for other roles)."""
+    skills: tuple[str, ...] = ()
+    """The names of its skills (its profile's)."""
 
 
 class PeerFinder(Protocol):

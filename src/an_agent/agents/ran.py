@@ -33,12 +33,12 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from an_agent.agents import payloads
-from an_agent.agents.base import NotFeasible, TaskFailure, short, stamp, verb_of
+from an_agent.agents.base import short, stamp
 from an_agent.agents.environment import NetworkEvent, RoleName
 from an_agent.agents.mandate import INTENT_TASK, Mandates
 from an_agent.agents.ran_repair import RanRepair
+from an_agent.agents.sdk import NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.model import Task
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 _ELEMENT_ID = re.compile(r"(?<![A-Z0-9])[A-Z][A-Z0-9]*+(?:-[A-Z0-9]++)+")

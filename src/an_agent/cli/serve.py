@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from an_agent.cli import serve_behaviour
 from an_agent.errors import ConfigError
 from an_agent.runtime.workers import INPUT_WAIT
 
@@ -226,6 +227,7 @@ def register(subparsers: Any) -> None:
         "SSH in C, a process per connection, faster with many sessions; public-key login only (users-file "
         "authorized-keys), every user mapped onto the account the agent runs as; needs /usr/sbin/sshd",
     )
+    serve_behaviour.add_arguments(parser)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.set_defaults(handler=run)
 
@@ -306,7 +308,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--lab-control and --lab-secret-file go together")
     if args.lab_control is not None and (args.topology is None or not args.agent):
         raise ConfigError("--lab-control needs --topology FILE --agent NAME (which agent of the lab this is)")
-    if args.profile is not None:
+    if serve_behaviour.wants_own_behaviour(args):
+        if args.topology is not None:
+            raise ConfigError("in a topology, name the agent's behaviour, command or a2a_upstream there")
+        loaded = AgentProfile.load(args.profile) if args.profile is not None else None
+        profile, behaviour, upstream_templates = serve_behaviour.own_behaviour(args, loaded, schemas)
+        templates += upstream_templates
+    elif args.profile is not None:
         profile = AgentProfile.load(args.profile)
     elif args.lab_control is not None:
         from an_agent.lab.remote import join_lab

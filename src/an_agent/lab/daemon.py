@@ -120,7 +120,8 @@ def serve_foreground(
     )
     try:
         lab.start()
-        elsewhere = {a.name for a in topology.agents} - {a.name for a in lab.local_agents}
+        # agents of other hosts join later; external agents answered already (checked by start)
+        elsewhere = {a.name for a in topology.agents if a.external is None} - {a.name for a in lab.local_agents}
         if play and not elsewhere:
             lab.schedule_scenario()
         elif play:
@@ -148,6 +149,12 @@ def serve_foreground(
                 }
                 for a in lab.agents.values()
             ],
+            "external": [  # agents the lab did not start (it checked that they answer)
+                {"name": a.name, "role": a.role, "netconf": lab.address_of(a.name), "a2a_url": lab.a2a_url_of(a.name)}
+                for a in topology.agents
+                if a.external is not None
+            ],
+            "services": [{"name": s.spec.name, "port": s.spec.port, "pid": s.process.pid} for s in lab.services],
             "devices": lab.device_addresses(),
             "a2a_trust": str(lab.a2a_trust) if lab.a2a_trust is not None else None,
             "network": lab.net.to_json() if lab.net is not None else None,

@@ -70,7 +70,9 @@ def run_topology(
         pace=pace,
     )
     try:
-        phase(f"starting {len(topology.agents)} agents")
+        outside = [a.name for a in topology.agents if a.external is not None]
+        started = len(topology.agents) - len(outside)
+        phase(f"starting {started} agents" + (f" ({', '.join(outside)}: external, not started)" if outside else ""))
         lab.start()
         phase("playing the scenario: " + ", ".join(f"{a.spec.name} on {a.port}" for a in lab.agents.values()))
         lab.schedule_scenario()

@@ -41,8 +41,10 @@ from an_agent.lab.journal import Journal, Note
 from an_agent.lab.netns import LabNetwork
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.placement import lab_host, runs_here
+from an_agent.lab.services import Service, check_external, register_externals, start_services, stop_services
 from an_agent.lab.spec import EventSpec, Role, Topology
-from an_agent.model import CommuType, Task, build_prompt
+from an_agent.model import AgentProfile, CommuType, Task, build_prompt
+from an_agent.nc.registration import DirectoryRegistration
 
 log = logging.getLogger(__name__)
 
@@ -117,6 +119,11 @@ class Lab:
         self._started_at = 0.0
         self._stopped = False
         self._threads_before: set[threading.Thread] = set()
+        self._externals = {a.name: a.external for a in topology.agents if a.external is not None}
+        self.services: list[Service] = []
+        self._external_profiles: dict[str, AgentProfile] = {}
+        self._registrations: list[DirectoryRegistration] = []
+        """The topology's ``services``, started first by `start` and stopped last by `stop`."""
 
     @property
     def agents(self) -> Mapping[str, Any]:
@@ -144,6 +151,9 @@ class Lab:
 
     def address_of(self, name: str) -> tuple[str, int] | None:
         """Where agent (or element manager) ``name`` serves NETCONF; None while it does not."""
+        external = self._externals.get(name)
+        if external is not None:
+            return external.netconf
         device = self.devices.get(name)
         if device is not None:
             return device.host, device.port
@@ -151,7 +161,10 @@ class Lab:
         return None if port is None else (self.host_of(name), port)
 
     def a2a_url_of(self, name: str) -> str | None:
-        """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology)."""
+        """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology, an external's ``a2a``)."""
+        external = self._externals.get(name)
+        if external is not None:
+            return external.a2a
         port = self._a2a_ports.get(name)
         return None if port is None else a2a_url(self.host_of(name), port, self.a2a_trust)
 
@@ -204,20 +217,33 @@ class Lab:
             first = lab_host(self.topology)
             if first is None or self.host in (None, first.name):  # the host that has the network
                 self._start_devices(agent_db, self.control_host if first is None else first.address)
+                self._start_outside()
             if isinstance(self.fleet, InProcessFleet):
                 self.fleet.start(dict([ADMIN]), agent_db)
             else:
                 self.fleet.start({"logins": dict(self._logins), "speaks_for": engineers, "admin": list(ADMIN)})
+            self._registrations = register_externals(self._external_profiles, self.topology, self.address_of)
         except BaseException:
             self.stop()
             raise
         complaint_agents = [a.name for a in self.topology.agents if a.role == Role.COMPLAINT]
         self._bss = Peers("bss", self.kernel, self.address_of, complaint_agents, self.journal.record, credentials=ADMIN)
 
+    def _start_outside(self) -> None:
+        """The topology's services (after the element managers, whose addresses their argv may name; before
+        the agents, which may need them), then a check that each external agent answers."""
+        base = self.topology.source.parent if self.topology.source is not None else Path.cwd()
+        self.services = start_services(self.topology.services, base, self.state_dir, self.address_of)
+        for agent in self.topology.agents:
+            if agent.external is not None:
+                self._external_profiles[agent.name] = check_external(agent)
+
     def _start_devices(self, agent_db: UserDb, host: str) -> None:
         """The element managers, in this process beside the network they serve (`an_agent.lab.em`)."""
         for device in self.topology.devices:
-            port = device.port if self.use_topology_ports or self.net is not None else 0
+            # an agent the lab does not start cannot be told a free port: it finds them where the topology says
+            fixed = self.use_topology_ports or self.net is not None or bool(self._externals)
+            port = device.port if fixed else 0
             manager = ElementManager(
                 device,
                 self.network,
@@ -267,9 +293,12 @@ class Lab:
             return []
         self._stopped = True
         leftovers = self.kernel.close()
+        for registration in self._registrations:  # before the directory stops with the fleet
+            registration.stop()
         leftovers += self.fleet.stop()
         for manager in self.devices.values():
             manager.stop()
+        leftovers += stop_services(self.services)  # last: what the lab started first
         if self.net is not None:
             # after the fleet: a process still running in a namespace now is one the fleet did not stop
             removed = self.net.destroy()

@@ -25,12 +25,13 @@ import copy
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from lxml import etree
 
 from an_agent.access.nacm import NACM_NS, NACM_PATH
 from an_agent.clock import Clock
-from an_agent.errors import RpcError
+from an_agent.errors import RpcError, SchemaError
 from an_agent.model import (
     AN_AGENT_DIRECTORY_NS,
     IRTF_AGENT_NS,
@@ -67,13 +68,14 @@ from an_agent.runtime.requests import (
     ReadScope,
     SchemaTemplate,
 )
-from an_agent.runtime.results import label_result
+from an_agent.runtime.results import check_result, label_result
 from an_agent.runtime.schemas import SchemaService
 from an_agent.runtime.served import SessionsAndEvents
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
 from an_agent.runtime.text_input import AssignText, CompletingBehaviour, PayloadCompletion
 from an_agent.runtime.workers import INPUT_WAIT
+from an_agent.schemas.validate import ValidatedPayload
 from an_agent.store.agent_store import AgentStore, TaskState
 from an_agent.yang.context import WithDefaults, YangContext
 from an_agent.yang.info import ModuleInfo
@@ -114,7 +116,15 @@ class Operations(SessionsAndEvents):
         )
         self.tasks = TaskEngine(completing, store, self.bus, clock, profile.name, workers=task_workers)
         behaviour.bind(
-            AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload, learned=self._learned)
+            AgentInfo(
+                profile,
+                clock,
+                data_params=self._data_params,
+                payload=self.tasks.payload,
+                learned=self._learned,
+                check_result=self._check_result,
+                validate=self._validate,
+            )
         )
         self.context = ContextRecorder(self.datastore, clock, profile.name)
         self.data = DataResolver(store.path.parent, data_policy)
@@ -160,6 +170,16 @@ class Operations(SessionsAndEvents):
         """`AgentInfo.learned`: wait for the schema service's learning queue (no service: nothing to wait for)."""
         if self.schemas is not None and self.schemas.learn:
             self.schemas.drain()
+
+    def _check_result(self, task_id: str, data: dict[str, Any]) -> None:
+        """`AgentInfo.check_result`: against the response schema of the skill that took the task's payload."""
+        check_result(self.profile, self.schemas, self.tasks.payload(task_id), data)
+
+    def _validate(self, client_id: str, envelope: dict[str, Any]) -> ValidatedPayload:
+        """`AgentInfo.validate`: against the template the schema service serves ``client_id``."""
+        if self.schemas is None:
+            raise SchemaError("this agent serves no schema templates (schemas off)", ["schema_id: not served"])
+        return self.schemas.engine.validate(client_id, envelope)
 
     def _finished_result(self, task_id: str, result: TaskResult) -> TaskResult:
         """A finished task's result: labelled with its skill's response schema, then decorated with suggestions."""
