@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -233,3 +234,11 @@ def test_a_megabyte_of_text_is_answered_and_the_agent_goes_on(agent: Agent) -> N
         "SendMessage", {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": PROMPT}]}}
     )
     assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", done
+
+
+def test_an_a2a_port_in_use_is_a_clear_refusal(agent: Agent, tmp_path: Path) -> None:
+    port = int(agent.url.rsplit(":", 1)[1].strip("/"))
+    command = [sys.executable, "-m", "an_agent.cli", "serve", "--port", "0", "--a2a-port", str(port)]
+    done = subprocess.run([*command, "--state-dir", str(tmp_path / "s")], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert f"cannot listen on 127.0.0.1:{port} for the A2A face" in done.stderr

@@ -37,6 +37,7 @@ from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
 from an_agent.a2a.strict import BodyLimit, StrictParams
 from an_agent.a2a.tls import TlsFiles
 from an_agent.access.logins import LoginThrottle
+from an_agent.errors import ConfigError
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.text_input import served_templates
@@ -257,7 +258,10 @@ class A2AServer:
         max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._socket = socket.create_server((host, port), family=family)  # only the address asked for
+        try:
+            self._socket = socket.create_server((host, port), family=family)  # only the address asked for
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port} for the A2A face: {exc.strerror}") from None
         # Accepted connections inherit it: without, each small reply waits ~40 ms for a delayed ACK.
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.host = host
