@@ -146,11 +146,7 @@ class Operations(SessionsAndEvents):
         self.directory: DirectoryOperations | None = None
         """The directory role's registry (`attach_directory`), None for other agents."""
         self._profile_xml = profile.to_xml()
-        created = store.get_meta("log-created")
-        if created is None:
-            created = repr(clock.now())
-            store.set_meta("log-created", created)
-        self.log_created = float(created)
+        self.log_created = store.log_created(clock.now())
         """When the notification log began (RFC 5277 ``replayLogCreationTime``)."""
 
     # -- life cycle -------------------------------------------------------------

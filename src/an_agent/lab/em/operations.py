@@ -64,11 +64,7 @@ class ElementOperations(SessionsAndEvents):
         self.windows = EnergyWindows(network, clock.now, call_at)
         self._namespaces = {m.namespace for m in yang.modules()}
         self._versions = itertools.count()
-        created = store.get_meta("log-created")
-        if created is None:
-            created = repr(clock.now())
-            store.set_meta("log-created", created)
-        self.log_created = float(created)
+        self.log_created = store.log_created(clock.now())
         network.subscribe(self._on_event)
 
     def close(self) -> None:
