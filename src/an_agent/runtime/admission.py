@@ -36,7 +36,8 @@ after commit, and the task resumes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from lxml import etree
@@ -285,34 +286,40 @@ class TaskAdmission:
         for old_task, new_task in out.changed:
             self._changed_input(principal, old_task, new_task, in_edit, out)
         if test_only:
-            tried: list[Task] = []
-            try:
-                for task in out.added:
-                    self._behaviour.check_assignment(task)
-                    tried.append(task)
-                for old_task, new_task in out.changed:
-                    self._tasks.check_change(old_task, new_task)
-            finally:
-                for task in tried:  # a test stores nothing: what check_assignment took goes back at once
-                    self._behaviour.released(task)
-            return out  # the edit is left uncommitted: Datastore.edit rolls it back
+            with self._accepted(out):
+                pass
+            return out  # a test stores nothing: the edit is left uncommitted, Datastore.edit rolls it back
         for check in out.checks:
             self._tasks.set_payload(check.task_id, next(iter(check.payloads.values()), None))
+        try:
+            with self._accepted(out, keep=True):
+                pending.commit(task_owners={task.task_id: principal.name for task in out.added})
+        except BaseException:
+            for check in out.checks:
+                self._tasks.set_payload(check.task_id, None)
+            raise
+        return out
+
+    @contextmanager
+    def _accepted(self, out: Committed, keep: bool = False) -> Iterator[None]:
+        """The behaviour's and the engine's checks of the new and changed tasks, around the block (the commit).
+
+        What `Behaviour.check_assignment` took for a task goes back at once (`Behaviour.released`) when a
+        later check or the block fails, and in any case unless ``keep`` (a test stores nothing)."""
         accepted: list[Task] = []
+        kept = False
         try:
             for task in out.added:
                 self._behaviour.check_assignment(task)
                 accepted.append(task)
             for old_task, new_task in out.changed:
                 self._tasks.check_change(old_task, new_task)
-            pending.commit(task_owners={task.task_id: principal.name for task in out.added})
-        except BaseException:
-            for check in out.checks:
-                self._tasks.set_payload(check.task_id, None)
-            for task in accepted:  # nothing was stored: what check_assignment took goes back at once
-                self._behaviour.released(task)
-            raise
-        return out
+            yield
+            kept = keep
+        finally:
+            if not kept:
+                for task in accepted:
+                    self._behaviour.released(task)
 
     def _changed_input(
         self, principal: Principal, old: Task, new: Task, in_edit: dict[str, DataParam], out: Committed
