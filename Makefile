@@ -4,8 +4,9 @@ PYTHON ?= $(shell command -v python3.11 || command -v python3)
 VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages: libyang (C library + yanglint) for validation, yuma123 (netconfd,
-# yangcli) as interop client and benchmark reference, sshd as netconfd's SSH front end.
-SYS_PACKAGES := libyang2-dev libyang2-tools netconfd yangcli openssh-server gcc
+# yangcli) as interop client and benchmark reference, sshd as netconfd's SSH front end, prometheus
+# (the server) to check that a lab's agents can be scraped (tests/lab/test_lab_prometheus.py).
+SYS_PACKAGES := libyang2-dev libyang2-tools netconfd yangcli openssh-server gcc prometheus
 STATE ?= $(CURDIR)/state
 
 .PHONY: setup sys-deps demo test test-fast lint typecheck check bench bench-quick bench-compare fuzz clean

@@ -24,6 +24,7 @@ import ipaddress
 import logging
 import socket
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -32,6 +33,7 @@ from typing import TYPE_CHECKING, Literal
 
 import paramiko
 
+from an_agent import metrics
 from an_agent.access.nacm import DEFAULT_NACM, load_nacm
 from an_agent.access.users import UserDb, load_users
 from an_agent.clock import Clock, SystemClock
@@ -56,13 +58,37 @@ from an_agent.store.agent_store import AgentStore
 from an_agent.yang.context import YangContext
 
 if TYPE_CHECKING:
-    from an_agent.a2a.server import A2AServer
+    from an_agent.a2a.server import A2AServer, Logins
     from an_agent.a2a.tls import TlsFiles
+    from an_agent.metrics_http import MetricsServer
 
 log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8830
 DEFAULT_USER = ("admin", "admin")
+
+
+def watch(operations: Operations, sessions: Callable[[], int]) -> None:
+    """The gauges read at scrape time (`an_agent.metrics.probe`): sessions, subscribers, queue, evolution."""
+    metrics.probe("an_agent_netconf_sessions", "Open NETCONF sessions", sessions)
+    metrics.probe(
+        "an_agent_subscribers", "Notification subscriptions (NETCONF and A2A streams)", operations.bus.subscriber_count
+    )
+    metrics.probe(
+        "an_agent_notification_queue", "Notifications queued for subscribers, not yet written", operations.bus.backlog
+    )
+    schemas = operations.schemas
+    if schemas is None:
+        return
+    metrics.probe(
+        "an_agent_evolution_pool_fragments",
+        "Fragments in the semantic pool of schema evolution",
+        lambda: schemas.census()[0],
+    )
+    metrics.probe(
+        "an_agent_evolution_clusters", "Clusters of the semantic pool by state", lambda: schemas.census()[1], ["state"]
+    )
+    metrics.probe("an_agent_evolution_patches", "Schema patches by state", lambda: schemas.census()[2], ["state"])
 
 
 def example_profile() -> AgentProfile:
@@ -156,6 +182,11 @@ class ServerConfig:
     sshd_port: int | None = None
     """Also serve NETCONF through a private OpenSSH sshd on this port (0: a free one; key login only); None: off."""
     """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
+    metrics_port: int | None = None
+    """Serve Prometheus metrics at ``/metrics`` on this port (0: a free one) and record them; None: neither."""
+    metrics_host: str = "127.0.0.1"
+    """Where ``/metrics`` listens: open on loopback, else with the A2A face's users and TLS
+    (`an_agent.metrics_http`)."""
 
     def load_user_db(self) -> UserDb:
         """The users file's users and `user_db`'s; `ConfigError` for a bad file or a name given twice."""
@@ -266,6 +297,8 @@ class AgentServer:
             )
         self._started = False
         self.a2a: A2AServer | None = None
+        self.metrics: MetricsServer | None = None
+        """``/metrics`` (`ServerConfig.metrics_port`), None when not served."""
         self.registration: DirectoryRegistration | None = None
         """This agent's registration with `ServerConfig.register_with` (None: no directory, or not started)."""
 
@@ -286,6 +319,31 @@ class AgentServer:
         if config.a2a_cert is not None and config.a2a_key is not None:
             return given_certificate(config.a2a_cert, config.a2a_key)
         return load_or_create_certificate(config.state_dir, self.advertised_host) if config.a2a_tls else None
+
+    def _logins(self) -> Logins:
+        """The A2A face's logins: the same users, password check, principals and throttle as NETCONF."""
+        from an_agent.a2a.server import Logins
+
+        return Logins(
+            self.credentials.check_password,
+            self.principal_of,
+            self._listener.login_throttle,
+            token_owner=self.users.token_owner if any(u.tokens for u in self.users.users.values()) else None,
+        )
+
+    def _metrics_server(self) -> MetricsServer:
+        """``/metrics`` with this agent's probes (read at scrape time); off loopback with users and TLS."""
+        from an_agent.a2a.tls import load_or_create_certificate
+        from an_agent.metrics_http import MetricsServer
+
+        config, operations = self.config, self.operations
+        watch(operations, self.session_count)
+        loopback = is_loopback(config.metrics_host)
+        tls = None
+        if not loopback:
+            tls = self._a2a_tls() or load_or_create_certificate(config.state_dir, self.advertised_host)
+        logins = None if loopback else self._logins()
+        return MetricsServer(config.metrics_host, config.metrics_port or 0, loopback, logins, tls)
 
     def _keys_by_user(self) -> dict[str, list[str]]:
         """Public key lines per user for the sshd path; ``--authorized-keys`` keys log in as the agent's account."""
@@ -324,17 +382,11 @@ class AgentServer:
                 raise
         self.operations.start()
         if self.config.a2a_port is not None:
-            from an_agent.a2a.server import A2AServer, Logins  # a2a-sdk and uvicorn only when the face is wanted
+            from an_agent.a2a.server import A2AServer  # a2a-sdk and uvicorn only when the face is wanted
 
             self.a2a = A2AServer.for_agent(
                 self.operations,
-                # The same users, password check, principals (NACM) and login throttle as NETCONF.
-                Logins(
-                    self.credentials.check_password,
-                    self.principal_of,
-                    self._listener.login_throttle,
-                    token_owner=self.users.token_owner if any(u.tokens for u in self.users.users.values()) else None,
-                ),
+                self._logins(),
                 self.host,
                 self.config.a2a_port,
                 netconf_port=self.port,
@@ -345,6 +397,8 @@ class AgentServer:
             # Text arrives over A2A: load what mapping it needs now, in the background (seconds), not on
             # the first client's message (the TCK measured 4.5 s for it).
             threading.Thread(target=self.operations.warm_text_mapping, name="text mapping warm-up", daemon=True).start()
+        if self.config.metrics_port is not None:
+            self.metrics = self._metrics_server().start()
         self._started = True
         self._register()
         log.info("agent %s listening on %s:%d", self.profile.name, self.host, self.port)
@@ -357,6 +411,8 @@ class AgentServer:
             return
         self._started = False
         self._deregister()
+        if self.metrics is not None:
+            self.metrics.stop()
         if self.a2a is not None:
             self.a2a.stop()
         if self.sshd is not None:

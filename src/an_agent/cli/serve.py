@@ -220,6 +220,28 @@ def register(subparsers: Any) -> None:
         "SSH in C, a process per connection, faster with many sessions; public-key login only (users-file "
         "authorized-keys), every user mapped onto the account the agent runs as; needs /usr/sbin/sshd",
     )
+    observe = parser.add_argument_group("observability (docs/observability.md)")
+    observe.add_argument(
+        "--metrics-port",
+        type=int,
+        metavar="PORT",
+        help="serve Prometheus metrics at http://HOST:PORT/metrics (0 picks a free one); off by default, and "
+        "nothing is recorded while off",
+    )
+    observe.add_argument(
+        "--metrics-host",
+        default="127.0.0.1",
+        metavar="HOST",
+        help="address of --metrics-port (default 127.0.0.1, open); any other address needs users and serves "
+        "HTTPS with the A2A face's certificate, like the A2A face",
+    )
+    observe.add_argument(
+        "--log-format",
+        choices=["text", "json"],
+        default="text",
+        help="text for people (default), or json: one object per line with time, level, agent, event, "
+        "task_id, trace_id, peer, message",
+    )
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.set_defaults(handler=run)
 
@@ -394,6 +416,8 @@ def run(args: argparse.Namespace) -> int:
         a2a_cert=args.a2a_cert,
         a2a_key=args.a2a_key,
         sshd_port=args.sshd_port,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
         # a lab's directory agent plays the role; the others register with it (as themselves)
         directory=directory_role or (member is not None and member.behaviour is None),
         register_with=register_with or (member.register_with if member is not None else None),
@@ -435,6 +459,7 @@ def run(args: argparse.Namespace) -> int:
             a2a += f" (certificate {server.a2a.certificate}, SHA-256 {fingerprint(server.a2a.certificate)})"
     # No " on " before the sshd address: scripts read the NETCONF port from the first "on HOST:PORT".
     sshd = f", NETCONF by sshd at {server.host}:{server.sshd.port}" if server.sshd is not None else ""
+    sshd += f", metrics at {server.metrics.url}" if server.metrics is not None else ""
     print(
         f"an-agent: serving {server.profile.name} on {server.host}:{server.port}{a2a}{sshd} "
         f"(state in {args.state_dir}); Ctrl-C to stop",

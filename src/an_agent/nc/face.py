@@ -13,11 +13,13 @@ are refused with ``operation-not-supported``.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable
 from typing import cast
 
 from lxml import etree
 
+from an_agent import metrics
 from an_agent._lxml import default_ns
 from an_agent.access.nacm import NACM_NS
 from an_agent.clock import from_rfc3339
@@ -91,6 +93,24 @@ class NetconfFace:
         return self.operations.sessions.watched_by(session.session_id)
 
     def handle(self, session: Session, operation: etree._Element) -> Reply:
+        """One RPC, counted and timed for the metrics (`an_agent.metrics`) when they are on."""
+        if not metrics.enabled():
+            return self._dispatch(session, operation)
+        name = etree.QName(operation).localname
+        label = name if name in _KNOWN_OPERATIONS else "other"
+        start = time.perf_counter()
+        try:
+            reply = self._dispatch(session, operation)
+        except RpcError as exc:
+            metrics.netconf_request(label, exc.error_tag, time.perf_counter() - start)
+            raise
+        except Exception:
+            metrics.netconf_request(label, "operation-failed", time.perf_counter() - start)
+            raise
+        metrics.netconf_request(label, "ok", time.perf_counter() - start)
+        return reply
+
+    def _dispatch(self, session: Session, operation: etree._Element) -> Reply:
         state = self.operations.sessions.get(session.session_id)
         principal = state.principal if state is not None else self._principal_of(session.username)
         q = etree.QName(operation)
@@ -370,3 +390,18 @@ _BASE_OPERATIONS: dict[str, _Handler] = {
     "close-session": NetconfFace._close_session,
     "kill-session": NetconfFace._kill_session,
 }
+# The operation label of the request metrics: every RPC this face serves; anything else counts as "other".
+_KNOWN_OPERATIONS = frozenset(
+    {
+        *_BASE_OPERATIONS,
+        *_UNSUPPORTED_BASE,
+        *_SCHEMA_DECISIONS,
+        "get-schema",
+        "create-subscription",
+        "task-negotiate",
+        "get-schema-template",
+        "register-agent",
+        "deregister-agent",
+        "find-agents",
+    }
+)

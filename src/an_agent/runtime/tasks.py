@@ -27,7 +27,7 @@ from dataclasses import asdict
 
 from lxml import etree
 
-from an_agent import stages
+from an_agent import metrics, stages
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
 from an_agent.model import AnyXml, CommuType, ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
@@ -78,6 +78,9 @@ class TaskEngine:
         self.result_hook: Callable[[str, TaskResult], TaskResult] | None = None
         # Set by the runtime: told (holding no lock of ours) when a task reached an end state.
         self.ended_hook: Callable[[str], None] | None = None
+        # Set by the runtime: the profile skill a task's payload goes to (the duration metric's label).
+        self.skill_of: Callable[[str], str] = lambda task_id: "none"
+        self._opened: dict[str, float] = {}  # created tasks of this process -> monotonic start (metrics)
 
     # -- reading --------------------------------------------------------------
     @property
@@ -426,7 +429,21 @@ class TaskEngine:
                 self._created_seq.pop(task_id, None)
             self._states[task_id] = state
             self._version += 1
+            self._measure(task_id, status)
             return True
+
+    def _measure(self, task_id: str, status: TaskStatus) -> None:
+        """The task metrics of a recorded transition (`an_agent.metrics`; a flag test when they are off)."""
+        if not metrics.enabled():
+            return
+        metrics.task_status("executor", status.value)
+        if status == TaskStatus.CREATED:
+            self._opened[task_id] = time.monotonic()
+            metrics.task_open("executor", 1)
+        elif status.terminal and task_id in self._opened:
+            metrics.task_open("executor", -1)
+            seconds = time.monotonic() - self._opened.pop(task_id)
+            metrics.task_duration(self.skill_of(task_id), status.value, seconds)
 
 
 _STATE_NODES = ("task-status", "input-required", "result")
