@@ -20,16 +20,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 from abc import abstractmethod
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
+from an_agent import tracing
 from an_agent.agents import payloads
-from an_agent.agents.environment import AgentEnvironment, Shutdown
+from an_agent.agents.environment import AgentEnvironment, Alarm, Shutdown
 from an_agent.agents.exchange import InputAnswer
 from an_agent.agents.findings import Finding
 from an_agent.agents.peers import Peers, TaskHandle
@@ -309,7 +311,23 @@ class LabBehaviour(Behaviour):
         return f"{self.name}.{slug}" + (f".{count}" if count > 1 else "")
 
     def note(self, kind: str, text: str, **details: Any) -> None:
+        span = tracing.current()
+        if span is not None:  # the timeline can be filtered by trace
+            details.setdefault("trace_id", span.trace_id)
         self.env.journal.note(self.name, kind, text, **details)
+
+    @contextlib.contextmanager
+    def traced(self, alarms: Sequence[Alarm]) -> Iterator[None]:
+        """Run the block (and what it spawns) in the trace of the fault behind ``alarms``: the first one
+        that has a trace, else a new trace (alarms of no known fault are a cause of their own)."""
+        parent = next((a.traceparent for a in alarms if a.traceparent), None)
+        span = tracing.received(parent)
+        elements = sorted({a.element for a in alarms})
+        tracing.event(
+            self.name, "alarm.received", f"alarm(s) on {short(elements)}", span, alarms=[a.alarm_id for a in alarms]
+        )
+        with tracing.use(span):
+            yield
 
     def note_root_cause(self, finding: Finding, diagnosed_by: str) -> None:
         """Journal a diagnosed fault (the outcome's root-cause check reads these)."""
@@ -438,8 +456,14 @@ class LabBehaviour(Behaviour):
             task_async=True,
             expected_response=expected_response,
             msg_data=[param.id],
+            traceparent=tracing.outgoing(),  # NETCONF: the an-agent-trace leaf; A2A: message metadata
         )
-        return self.peers.peer(peer).assign(task, [param], on_input)
+        link = self.peers.peer(peer)
+        face = link.face
+        tracing.event(
+            self.name, "task.sent", f"task {task_id} to {peer} over {face}", task_id=task_id, peer=peer, face=face
+        )
+        return link.assign(task, [param], on_input)
 
     def evaluate(self, peer: str, outcome: Outcome, keys: list[str], covers: dict[str, list[str]]) -> bool:
         """FULFILLMENT on a peer's task, judged by this agent (the requester): does the result give ``keys``

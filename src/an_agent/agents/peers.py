@@ -66,6 +66,9 @@ RECONNECT_RETRY = Backoff(first=0.25, factor=2.0, cap=5.0, limit=300.0)
 class Peer(PeerSessions):
     """The sessions of ``me`` to one peer agent and the operations over them (module docstring)."""
 
+    face = "netconf"
+    """The face tasks go to the peer over (the trace events' ``face``)."""
+
     # ---- operations ---------------------------------------------------------------------------------
     def schema(self, scenario: str, supported_versions: Sequence[str]) -> NegotiatedTemplate:
         """``get-schema-template`` for ``scenario``, stating the versions ``me`` supports (draft-zhou 5).

@@ -300,14 +300,11 @@ def parse_users(values: list[str], environ: Mapping[str, str] = os.environ) -> d
 
 
 def run(args: argparse.Namespace) -> int:
+    from an_agent.logs import configure, name_agent
     from an_agent.model import AgentProfile
     from an_agent.server import AgentServer, ServerConfig
 
-    logging.basicConfig(
-        level=logging.WARNING - 10 * min(args.verbose, 2),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure(args.log_format, logging.WARNING - 10 * min(args.verbose, 2), args.agent)
     profile = None
     behaviour: Behaviour | None = None
     schemas: SchemaMode = args.schemas or "evolve"
@@ -430,6 +427,8 @@ def run(args: argparse.Namespace) -> int:
             user_db=lab_settings["user_db"],
         )
     server = AgentServer(config)
+    if args.agent is None:  # a topology agent is named by the topology
+        name_agent(server.profile.name)
     if member is not None and member.behaviour is None and server.operations.directory is not None:
         from an_agent.lab.inprocess import journal_directory
 

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from an_agent import tracing
 from an_agent.access.users import agent_users
 from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.peers import Exchange, Peers
@@ -273,6 +274,7 @@ class Lab:
     def bss_ticket(self, index: int, to: str, text: str) -> None:
         """The ticket system assigns ticket ``index`` (natural language) to a complaint agent, waits for its end."""
         assert self._bss is not None
+        span = tracing.new_trace()  # a request from outside: a trace of its own
         task = Task(
             task_id=f"bss.ticket.{index}",
             send_from="bss",
@@ -281,8 +283,10 @@ class Lab:
             content=build_prompt("trouble ticket", text),
             task_async=True,
             expected_response="the resolution of the complaint",
+            traceparent=span.traceparent(),
         )
-        self.journal.note("bss", "ticket", f"ticket {task.task_id} sent to {to}: {text}")
+        tracing.event("bss", "request.sent", f"ticket {task.task_id} to {to}", span, task_id=task.task_id, peer=to)
+        self.journal.note("bss", "ticket", f"ticket {task.task_id} sent to {to}: {text}", trace_id=span.trace_id)
         done = self._bss.peer(to).assign(task).result()
         reason = done.result.reason if done.result and done.result.reason else ""
         self.journal.note(
@@ -301,15 +305,19 @@ class _EventPlayer:
     def __call__(self) -> None:
         if self.event.fault is not None:
             fault = self.event.fault
-            record = self.lab.network.inject(fault)
+            span = tracing.new_trace()  # the fault's trace: its alarms carry it to the agents
+            with tracing.use(span):
+                record = self.lab.network.inject(fault)
+            text = f"{fault.type} on {fault.target}"
+            tracing.event("scenario", "fault.injected", text, span, target=fault.target)
             self.lab.journal.note(
                 "scenario",
                 "fault",
-                f"{fault.type} on {fault.target}"
-                + (f": {len(record.affected_sites)} site(s) out of service" if record.affected_sites else ""),
+                text + (f": {len(record.affected_sites)} site(s) out of service" if record.affected_sites else ""),
                 type=fault.type,
                 target=fault.target,
                 sites=list(record.affected_sites),
+                trace_id=span.trace_id,
             )
         elif self.event.ticket is not None:
             self.lab.bss_ticket(self.index, self.event.ticket.to, self.event.ticket.text)

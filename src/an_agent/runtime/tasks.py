@@ -27,7 +27,7 @@ from dataclasses import asdict
 
 from lxml import etree
 
-from an_agent import metrics, stages
+from an_agent import metrics, stages, tracing
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
 from an_agent.model import AnyXml, CommuType, ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
@@ -81,6 +81,7 @@ class TaskEngine:
         # Set by the runtime: the profile skill a task's payload goes to (the duration metric's label).
         self.skill_of: Callable[[str], str] = lambda task_id: "none"
         self._opened: dict[str, float] = {}  # created tasks of this process -> monotonic start (metrics)
+        self._spans: dict[str, tracing.Span] = {}  # running tasks' spans (`an_agent.tracing`)
 
     # -- reading --------------------------------------------------------------
     @property
@@ -266,10 +267,20 @@ class TaskEngine:
 
     def _assign(self, task: Task, resumed: bool = False) -> None:
         cancelled = threading.Event()
+        span = tracing.received(task.traceparent)  # the assigner's trace, or a new one (a request from outside)
         with self._lock:
             self._tasks[task.task_id] = task
             self._cancel_events[task.task_id] = cancelled
             self._unreleased[task.task_id] = task
+            self._spans[task.task_id] = span
+        tracing.event(
+            self._agent_name,
+            "task.received",
+            f"task {task.task_id} from {task.send_from or '?'}" + (" (resumed)" if resumed else ""),
+            span,
+            task_id=task.task_id,
+            peer=task.send_from,
+        )
         if not resumed:
             self._transition(task.task_id, TaskStatus.CREATED, None, None, task)
         run = TaskRun(task, self, cancelled, self._agent_name)
@@ -292,7 +303,8 @@ class TaskEngine:
         try:
             self.wait_announced(task.task_id)
             if not run.cancelled:
-                self._behaviour.execute(task, run)
+                with tracing.use(self._spans.get(task.task_id)):  # what the behaviour asks for is in its trace
+                    self._behaviour.execute(task, run)
         except Exception as exc:
             log.exception("behaviour failed on task %s", task.task_id)
             self._transition(task.task_id, TaskStatus.FAILED, f"the agent's behaviour failed: {exc}", None)
@@ -430,6 +442,12 @@ class TaskEngine:
             self._states[task_id] = state
             self._version += 1
             self._measure(task_id, status)
+            if status.terminal:
+                span = self._spans.pop(task_id, None)
+                tracing.event(
+                    self._agent_name, "task.ended", f"task {task_id} {status.value}", span,
+                    task_id=task_id, peer=task.send_from, status=status.value,
+                )  # fmt: skip
             return True
 
     def _measure(self, task_id: str, status: TaskStatus) -> None:
