@@ -62,3 +62,15 @@ def name_agent(agent: str) -> None:
     for handler in logging.getLogger().handlers:
         if isinstance(handler.formatter, JsonFormatter):
             handler.formatter.agent = agent
+
+
+def trace_to_stderr(agent: str) -> None:
+    """Write the trace events (`an_agent.tracing`) of a process that logs nothing else as JSON lines on
+    stderr, naming ``agent`` (a lab process: its scenario's faults and requests)."""
+    from an_agent.tracing import LOGGER
+
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(JsonFormatter(agent))
+    trace = logging.getLogger(LOGGER)
+    trace.addHandler(handler)
+    trace.propagate = False

@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from an_agent.errors import AnAgentError, ConfigError, RpcError, SchemaError, TransportError
 
 # Command-group modules, in the order their commands appear in --help.
-_GROUPS = ("serve", "users", "profile", "task", "agents", "yang", "schema", "lab", "copilot")
+_GROUPS = ("serve", "users", "profile", "task", "agents", "yang", "schema", "lab", "trace", "copilot")
 
 EXIT_OK = 0
 EXIT_REFUSED = 1

@@ -440,7 +440,11 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     server.start()
     if member is not None:
-        member.ready(server.port, server.a2a.port if server.a2a is not None else None)
+        member.ready(
+            server.port,
+            server.a2a.port if server.a2a is not None else None,
+            server.metrics.port if server.metrics is not None else None,
+        )
         lab_closed = member.closed
 
         def stop_when_the_lab_closes() -> None:

@@ -116,8 +116,14 @@ def serve_foreground(
         netns=netns,
         a2a_tls=a2a_tls,
     )
+    from an_agent.lab.prometheus import watch_lab
+    from an_agent.logs import trace_to_stderr
+
+    trace_to_stderr("lab")  # the scenario's trace events, JSON lines in lab.log (`an-agent trace`)
+    kpis = None
     try:
         lab.start()
+        kpis = watch_lab(lab, run_dir)  # Prometheus targets of the agents, the network's KPIs
         elsewhere = {a.name for a in topology.agents} - {a.name for a in lab.local_agents}
         if play and not elsewhere:
             lab.schedule_scenario()
@@ -146,6 +152,7 @@ def serve_foreground(
                 for a in lab.agents.values()
             ],
             "a2a_trust": str(lab.a2a_trust) if lab.a2a_trust is not None else None,
+            "metrics_url": kpis.url,
             "network": lab.net.to_json() if lab.net is not None else None,
         }
         tmp = _state_path(run_dir).with_suffix(".tmp")
@@ -165,6 +172,8 @@ def serve_foreground(
             pass
         print("lab stopping", file=sys.stderr, flush=True)
     finally:
+        if kpis is not None:
+            kpis.stop()
         leftovers = lab.stop()
         write_private(run_dir / STOP_FILE, json.dumps({"leftovers": leftovers}).encode())
         _state_path(run_dir).unlink(missing_ok=True)

@@ -65,6 +65,8 @@ def agent_argv(launch: AgentLaunch) -> list[str]:
     ]
     if launch.a2a_port is not None:
         argv += ["--a2a-port", str(launch.a2a_port)]
+    # Scraped by Prometheus (a free port on the agent's loopback, told to the lab when ready) and traced.
+    argv += ["--metrics-port", "0", "--log-format", "json"]
     if launch.schemas is not None:
         argv += ["--schemas", launch.schemas]
     return argv
