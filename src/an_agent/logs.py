@@ -49,12 +49,17 @@ class JsonFormatter(logging.Formatter):
 
 
 def configure(log_format: LogFormat, level: int, agent: str | None = None) -> None:
-    """Send this process's log records to stderr in ``log_format`` at ``level`` (trace events always)."""
+    """Send this process's log records to stderr in ``log_format`` at ``level`` (in JSON the trace events
+    of `an_agent.tracing` at any level: they are the record ``an-agent trace`` reads)."""
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(JsonFormatter(agent) if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(level)
+    if log_format == "json":  # the trace events are what `an-agent trace` reads: whatever the level
+        from an_agent.tracing import LOGGER
+
+        logging.getLogger(LOGGER).setLevel(logging.INFO)
 
 
 def name_agent(agent: str) -> None:
@@ -73,4 +78,5 @@ def trace_to_stderr(agent: str) -> None:
     handler.setFormatter(JsonFormatter(agent))
     trace = logging.getLogger(LOGGER)
     trace.addHandler(handler)
+    trace.setLevel(logging.INFO)
     trace.propagate = False

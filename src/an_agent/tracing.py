@@ -9,10 +9,11 @@ Context's name for it). Inside an agent the trace of the work in hand is a conte
 activities a behaviour spawns, and a task a behaviour assigns carries `outgoing` (the same trace id,
 this agent's span as parent).
 
-Each agent records what it did for a trace with `event` on the logger ``an_agent.trace`` (INFO, always
-on): ``task.received``, ``task.sent``, ``task.ended``, and a lab's ``fault.injected`` /
-``request.sent``; ``an-agent serve --log-format json`` writes them as JSON lines, which ``an-agent trace
-TRACE_ID --lab RUN_DIR`` reads back into the causal chain (`an_agent.lab.trace`).
+Each agent records what it did for a trace with `event` on the logger ``an_agent.trace`` (INFO):
+``alarm.received``, ``task.received``, ``task.sent``, ``task.ended``, and a lab's ``fault.injected`` /
+``request.sent``. ``an-agent serve --log-format json`` writes them always, as JSON lines, which
+``an-agent trace TRACE_ID --lab RUN_DIR`` reads back into the causal chain (`an_agent.lab.trace`); the
+text format shows them from ``-v`` on.
 """
 
 from __future__ import annotations
@@ -31,7 +32,6 @@ TRACEPARENT_KEY = "traceparent"
 
 LOGGER = "an_agent.trace"
 _log = logging.getLogger(LOGGER)
-_log.setLevel(logging.INFO)  # the trace events are the record `an-agent trace` reads: never filtered out
 
 _TRACEPARENT = re.compile(r"^00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$")
 

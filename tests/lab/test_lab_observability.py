@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.lab.labsupport import variant
+from tests.lab.labsupport import TOPOLOGIES, variant
 
 from an_agent.cli import main
 
@@ -104,6 +104,12 @@ def test_prometheus_scrapes_every_agent_and_the_tasks_move(lab: tuple[Path, dict
             lambda r: {"service-fault", "ip-fault"} <= {s["metric"]["agent"] for s in r if float(s["value"][1]) > 0},
         )
         assert moved
+        asked = _wait(
+            port,
+            'an_agent_tasks_total{agent="service-fault", side="requester", status="finished"}',
+            lambda r: bool(r) and float(r[0]["value"][1]) > 0,
+        )  # the diagnosis, the ticket, the verification it asked its peers for
+        assert asked
         requests = _wait(port, 'an_agent_a2a_requests_total{agent="ip-fault"}', lambda r: bool(r))
         assert {s["metric"]["method"] for s in requests} & {"SendStreamingMessage", "agent-card"}
         kpis = _wait(port, "an_agent_lab_cells_total", lambda r: bool(r))
@@ -146,3 +152,28 @@ def test_trace_follows_the_fault_across_agents_over_both_faces(
     diagnose = next(s for s in chain if s["event"] == "task.received" and s["agent"] == "ip-fault")
     assert diagnose["peer"] == "service-fault"  # the diagnosis came over A2A and kept the trace
     assert main(["trace", "0" * 32, "--lab", str(run_dir)]) == 1
+
+
+def test_the_timeline_and_the_report_filter_by_trace(tmp_path: Path) -> None:
+    from an_agent.lab.report import render
+    from an_agent.lab.run import run_topology
+    from an_agent.lab.text import timeline
+    from an_agent.lab.topology import load_topology
+
+    result = run_topology(load_topology(TOPOLOGIES / "cross-domain-fault.yaml"), tmp_path / "state", stall_timeout=30.0)
+    document = result.to_json()
+    fault = next(n for n in document["notes"] if n["kind"] == "fault")
+    ticket = next(n for n in document["notes"] if n["kind"] == "ticket")
+    trace, other = fault["details"]["trace_id"], ticket["details"]["trace_id"]
+    assert trace != other  # a fault and a request from outside: a trace each
+    mine = [m for m in document["messages"] if m["trace_id"] == trace]
+    operations = {(m["from"], m["to"], m["operation"]) for m in mine}
+    assert ("service-fault", "ip-fault", "SendStreamingMessage") in operations  # A2A
+    assert ("ran-fault", "service-fault", "edit-config") in operations  # NETCONF
+    assert ("ip-fault", "service-fault", "TaskStatusUpdateEvent") in operations  # the A2A task's statuses too
+    lines = timeline(result, trace[:12])
+    assert f"[trace {trace}]" in "\n".join(lines) and len(lines) < len(timeline(result))
+    assert not any("bss.ticket.1" in line for line in lines)
+    html = render(result)
+    assert f"<option value='{trace}'>" in html and f"<option value='{other}'>" in html
+    assert html.count(f"data-trace='{trace}'") >= len(mine)

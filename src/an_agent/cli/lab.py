@@ -79,6 +79,12 @@ def register(subparsers: Any) -> None:
         help="keep the agents' databases in DIR (default: a temporary directory, removed)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.add_argument(
+        "--trace",
+        metavar="TRACE_ID",
+        help="print only the timeline of this trace (a fault's or ticket's: the timeline shows their ids; a "
+        "unique start is enough); the HTML report has the same choice",
+    )
     run.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
     run.add_argument("--netns", action="store_true", help=NETNS_HELP)
     run.add_argument("--a2a-tls", choices=["on", "off"], default="on", help=A2A_TLS_HELP)
@@ -260,7 +266,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_json())
     else:
-        print("\n".join(timeline(result)))
+        print("\n".join(timeline(result, args.trace)))
         print()
         print("\n".join(outcome(result)))
         if result.report is not None:

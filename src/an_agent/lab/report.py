@@ -85,20 +85,23 @@ def render(result: LabResult) -> str:
         "<h2>Agent interactions</h2>",
         "<p>Every NETCONF operation between agents (hover for the task and detail); red dots are what an agent "
         "decided or did.</p>",
+        _trace_filter(result),
         _legend(),
         _sequence(result),
         "<h2>Agents</h2>",
         _agents(result),
         "<h2>What the agents noted</h2>",
+        _trace_filter(result),
         "<table><tr><th>time</th><th>agent</th><th>kind</th><th>note</th></tr>"
         + "".join(
-            f"<tr><td>{clock_of(result, n['t'])}</td><td>{_e(n['agent'])}</td><td>{_e(n['kind'])}</td>"
-            f"<td>{_e(n['text'])}</td></tr>"
+            f"<tr data-trace='{_e(_trace(n))}'><td>{clock_of(result, n['t'])}</td><td>{_e(n['agent'])}</td>"
+            f"<td>{_e(n['kind'])}</td><td>{_e(n['text'])}</td></tr>"
             for n in result.notes
         )
         + "</table>",
         "<h2>Tasks</h2>",
         _tasks(result),
+        f"<script>{_FILTER_SCRIPT}</script>",
         "</body></html>",
     ]
     return "\n".join(parts)
@@ -184,7 +187,7 @@ def _sequence(result: LabResult) -> str:
             x = xs[item["agent"]]
             text = item["text"] if len(item["text"]) <= 90 else item["text"][:89] + "\u2026"
             svg.append(
-                f"<g><title>{_e(item['agent'])}: {_e(item['text'])}</title>"
+                f"<g data-trace='{_e(_trace(item))}'><title>{_e(item['agent'])}: {_e(item['text'])}</title>"
                 f"<circle cx='{x}' cy='{y}' r='4' fill='#b91c1c'/>"
                 f"<text x='{x + 8}' y='{y + 4}' class='note'>{_e(text)}</text></g>"
             )
@@ -199,7 +202,7 @@ def _sequence(result: LabResult) -> str:
             label += f" [{m['status']}]"
         detail = f"{m['from']} -> {m['to']}: {m['operation']} {m['commuType']} {m['task_id'] or ''}\n{m['summary']}"
         svg.append(
-            f"<g><title>{_e(detail)}</title>"
+            f"<g data-trace='{_e(_trace(m))}'><title>{_e(detail)}</title>"
             f"<line x1='{x1}' y1='{y}' x2='{x2}' y2='{y}' stroke='{colour}' stroke-width='1.6'{dash} "
             f"marker-end='url(#arrow)'/>"
             f"<text x='{(x1 + x2) / 2}' y='{y - 3}' text-anchor='middle' class='msg'>{_e(label)}</text></g>"
@@ -208,6 +211,35 @@ def _sequence(result: LabResult) -> str:
     more = len(rows) - len(shown)
     note = f"<p>{more} later entries are not drawn; the JSON output has them all.</p>" if more > 0 else ""
     return "<div class='scroll'>" + "".join(svg) + "</div>" + note
+
+
+def _trace(row: dict[str, Any]) -> str:
+    """The trace id of a message or note row ("" when it has none)."""
+    return str(row.get("trace_id") or (row.get("details") or {}).get("trace_id") or "")
+
+
+def _trace_filter(result: LabResult) -> str:
+    """A choice of the run's traces (each fault and outside request) that shows only what belongs to one."""
+    origins = {_trace(n): f"{n['agent']}: {n['text']}" for n in result.notes if n["kind"] in ("fault", "ticket")}
+    origins = {trace: label for trace, label in origins.items() if trace}
+    if not origins:
+        return ""
+    options = "".join(f"<option value='{_e(t)}'>{_e(label[:80])}</option>" for t, label in origins.items())
+    return (
+        "<p class='trace-filter'><label>Show one trace: <select class='trace' onchange='showTrace(this.value)'>"
+        f"<option value=''>all</option>{options}</select></label> (a fault or request and every task it caused, "
+        "as 'an-agent trace' follows it)</p>"
+    )
+
+
+_FILTER_SCRIPT = """
+function showTrace(id) {
+  document.querySelectorAll('select.trace').forEach(function (s) { s.value = id; });
+  document.querySelectorAll('[data-trace]').forEach(function (el) {
+    el.style.display = !id || el.getAttribute('data-trace') === id ? '' : 'none';
+  });
+}
+"""
 
 
 FIELD_NOTE_KINDS = (
