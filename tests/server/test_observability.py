@@ -10,6 +10,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import paramiko
 import pytest
@@ -151,3 +152,17 @@ def test_json_log_lines_have_the_documented_keys() -> None:
     assert list(line)[:8] == ["time", "level", "agent", "event", "task_id", "trace_id", "peer", "message"]
     assert line["agent"] == "ran-fault" and line["event"] == "log" and line["message"] == "hello world"
     assert line["level"] == "warning" and line["time"].endswith("+00:00") and line["trace_id"] is None
+
+
+def test_the_trace_leaf_for_a_stock_ncclient(nc: Any) -> None:
+    """What an outside client relies on: the module in the hello and in <get-schema>, the leaf kept, a
+    malformed value refused with the leaf's path."""
+    assert any(TRACE_NS in c and "module=an-agent-trace" in c for c in nc.server_capabilities)
+    schema = nc.get_schema("an-agent-trace")
+    assert 'augment "/agtask:tasks/agtask:task"' in schema.data
+    extra = f'<traceparent xmlns="{TRACE_NS}">{TRACEPARENT}</traceparent>'
+    assert nc.edit_config(target="running", config=task_xml("n1", extra=extra)).ok
+    assert TRACEPARENT in nc.get_config(source="running").data_xml
+    bad = f'<traceparent xmlns="{TRACE_NS}">00-{"x" * 32}-00f067aa0ba902b7-01</traceparent>'
+    refused = nc.edit_config(target="running", config=task_xml("n2", extra=bad))
+    assert not refused.ok and refused.error.tag == "invalid-value" and "traceparent" in (refused.error.path or "")
