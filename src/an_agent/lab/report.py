@@ -4,7 +4,8 @@ It shows the outcome and the closed-loop checks, the KPIs over simulated time ne
 without collaboration (inline SVG step charts), a service intent's targets against the area's KPIs
 with its checks (`an_agent.lab.report_intent`), trouble tickets sent to field engineers with their
 copilot dialogue, a sequence diagram of every NETCONF exchange between the agents (inline SVG), the
-agents' notes, and every task with its structured payload and result.
+agents' notes, and every task with its structured payload and result. The diagram and the notes can be
+narrowed to one trace, a fault's or a ticket's (`an_agent.tracing`), by radio buttons and CSS alone.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def render(result: LabResult) -> str:
         "<!DOCTYPE html>",
         "<html lang='en'><head><meta charset='utf-8'>",
         f"<title>an-agent lab: {_e(topo.name)}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{_CSS}{_trace_rules(result)}</style></head><body>",
         f"<h1>Lab run: {_e(topo.name)}</h1>",
         f"<p class='lead'>{_e(topo.description)}</p>",
         f"<p>{topo.sites} sites, {topo.cells} cells, {topo.links} transport links, "
@@ -86,12 +87,12 @@ def render(result: LabResult) -> str:
         "<p>Every NETCONF operation between agents (hover for the task and detail); red dots are what an agent "
         "decided or did.</p>",
         _trace_filter(result),
+        "<div class='traced'>",
         _legend(),
         _sequence(result),
         "<h2>Agents</h2>",
         _agents(result),
         "<h2>What the agents noted</h2>",
-        _trace_filter(result),
         "<table><tr><th>time</th><th>agent</th><th>kind</th><th>note</th></tr>"
         + "".join(
             f"<tr data-trace='{_e(_trace(n))}'><td>{clock_of(result, n['t'])}</td><td>{_e(n['agent'])}</td>"
@@ -101,8 +102,7 @@ def render(result: LabResult) -> str:
         + "</table>",
         "<h2>Tasks</h2>",
         _tasks(result),
-        f"<script>{_FILTER_SCRIPT}</script>",
-        "</body></html>",
+        "</div></body></html>",
     ]
     return "\n".join(parts)
 
@@ -218,28 +218,36 @@ def _trace(row: dict[str, Any]) -> str:
     return str(row.get("trace_id") or (row.get("details") or {}).get("trace_id") or "")
 
 
-def _trace_filter(result: LabResult) -> str:
-    """A choice of the run's traces (each fault and outside request) that shows only what belongs to one."""
+def _origins(result: LabResult) -> dict[str, str]:
+    """The run's traces: each fault's and outside request's trace id, with its note."""
     origins = {_trace(n): f"{n['agent']}: {n['text']}" for n in result.notes if n["kind"] in ("fault", "ticket")}
-    origins = {trace: label for trace, label in origins.items() if trace}
+    return {trace: label for trace, label in origins.items() if trace}
+
+
+def _trace_filter(result: LabResult) -> str:
+    """A choice of the run's traces that narrows what follows in ``div.traced`` (the interactions and the
+    notes) to one trace: radio buttons, and a CSS rule per trace (`_trace_rules`); no script."""
+    origins = _origins(result)
     if not origins:
         return ""
-    options = "".join(f"<option value='{_e(t)}'>{_e(label[:80])}</option>" for t, label in origins.items())
-    return (
-        "<p class='trace-filter'><label>Show one trace: <select class='trace' onchange='showTrace(this.value)'>"
-        f"<option value=''>all</option>{options}</select></label> (a fault or request and every task it caused, "
-        "as 'an-agent trace' follows it)</p>"
+    controls = [
+        "<p class='trace-filter'>Show one trace (a fault or request and every task it caused, as 'an-agent trace' "
+        "follows it):</p><input type='radio' name='trace' id='trace-all' checked><label for='trace-all'>all</label>"
+    ]
+    controls += [
+        f"<input type='radio' name='trace' id='trace-{index}'><label for='trace-{index}' title='{_e(trace)}'>"
+        f"{_e(label[:80])}</label>"
+        for index, (trace, label) in enumerate(origins.items())
+    ]
+    return "".join(controls)
+
+
+def _trace_rules(result: LabResult) -> str:
+    """The CSS of `_trace_filter`: with trace N chosen, whatever belongs to another trace is hidden."""
+    return "\n".join(
+        f"#trace-{index}:checked ~ .traced [data-trace]:not([data-trace='{trace}']) {{ display: none; }}"
+        for index, trace in enumerate(_origins(result))  # hex digits: nothing to escape
     )
-
-
-_FILTER_SCRIPT = """
-function showTrace(id) {
-  document.querySelectorAll('select.trace').forEach(function (s) { s.value = id; });
-  document.querySelectorAll('[data-trace]').forEach(function (el) {
-    el.style.display = !id || el.getAttribute('data-trace') === id ? '' : 'none';
-  });
-}
-"""
 
 
 FIELD_NOTE_KINDS = (
