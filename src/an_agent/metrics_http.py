@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import socket
 import threading
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 import uvicorn
@@ -28,6 +29,7 @@ from an_agent.errors import ConfigError
 if TYPE_CHECKING:
     from an_agent.a2a.server import Logins
     from an_agent.a2a.tls import TlsFiles
+    from an_agent.runtime.operations import Operations
 
 METRICS_PATH = "/metrics"
 
@@ -91,3 +93,26 @@ class MetricsServer:
         if self._thread.is_alive():
             self._thread.join(timeout=10)
         self._socket.close()
+
+
+def watch_agent(operations: Operations, sessions: Callable[[], int]) -> None:
+    """The gauges read at scrape time (`an_agent.metrics.probe`): sessions, subscribers, queue, evolution."""
+    metrics.probe("an_agent_netconf_sessions", "Open NETCONF sessions", sessions)
+    metrics.probe(
+        "an_agent_subscribers", "Notification subscriptions (NETCONF and A2A streams)", operations.bus.subscriber_count
+    )
+    metrics.probe(
+        "an_agent_notification_queue", "Notifications queued for subscribers, not yet written", operations.bus.backlog
+    )
+    schemas = operations.schemas
+    if schemas is None:
+        return
+    metrics.probe(
+        "an_agent_evolution_pool_fragments",
+        "Fragments in the semantic pool of schema evolution",
+        lambda: schemas.census()[0],
+    )
+    metrics.probe(
+        "an_agent_evolution_clusters", "Clusters of the semantic pool by state", lambda: schemas.census()[1], ["state"]
+    )
+    metrics.probe("an_agent_evolution_patches", "Schema patches by state", lambda: schemas.census()[2], ["state"])

@@ -24,7 +24,6 @@ import ipaddress
 import logging
 import socket
 import threading
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -33,7 +32,6 @@ from typing import TYPE_CHECKING, Literal
 
 import paramiko
 
-from an_agent import metrics
 from an_agent.access.nacm import DEFAULT_NACM, load_nacm
 from an_agent.access.users import UserDb, load_users
 from an_agent.clock import Clock, SystemClock
@@ -66,29 +64,6 @@ log = logging.getLogger(__name__)
 
 DEFAULT_PORT = 8830
 DEFAULT_USER = ("admin", "admin")
-
-
-def watch(operations: Operations, sessions: Callable[[], int]) -> None:
-    """The gauges read at scrape time (`an_agent.metrics.probe`): sessions, subscribers, queue, evolution."""
-    metrics.probe("an_agent_netconf_sessions", "Open NETCONF sessions", sessions)
-    metrics.probe(
-        "an_agent_subscribers", "Notification subscriptions (NETCONF and A2A streams)", operations.bus.subscriber_count
-    )
-    metrics.probe(
-        "an_agent_notification_queue", "Notifications queued for subscribers, not yet written", operations.bus.backlog
-    )
-    schemas = operations.schemas
-    if schemas is None:
-        return
-    metrics.probe(
-        "an_agent_evolution_pool_fragments",
-        "Fragments in the semantic pool of schema evolution",
-        lambda: schemas.census()[0],
-    )
-    metrics.probe(
-        "an_agent_evolution_clusters", "Clusters of the semantic pool by state", lambda: schemas.census()[1], ["state"]
-    )
-    metrics.probe("an_agent_evolution_patches", "Schema patches by state", lambda: schemas.census()[2], ["state"])
 
 
 def example_profile() -> AgentProfile:
@@ -334,10 +309,10 @@ class AgentServer:
     def _metrics_server(self) -> MetricsServer:
         """``/metrics`` with this agent's probes (read at scrape time); off loopback with users and TLS."""
         from an_agent.a2a.tls import load_or_create_certificate
-        from an_agent.metrics_http import MetricsServer
+        from an_agent.metrics_http import MetricsServer, watch_agent
 
-        config, operations = self.config, self.operations
-        watch(operations, self.session_count)
+        config = self.config
+        watch_agent(self.operations, self.session_count)
         loopback = is_loopback(config.metrics_host)
         tls = None
         if not loopback:

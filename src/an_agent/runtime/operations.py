@@ -120,7 +120,7 @@ class Operations:
             self.datastore, self.tasks, completing, self.authorizer, store, self.context, self.data
         )
         self.tasks.ended_hook = self.context.answered
-        self.tasks.skill_of = self._skill_of
+        self.tasks.watch.skill_of = self._skill_of
         self.sessions = SessionTable()
         self.schemas: SchemaService | None = None
         self.directory: DirectoryOperations | None = None

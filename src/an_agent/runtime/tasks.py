@@ -27,12 +27,13 @@ from dataclasses import asdict
 
 from lxml import etree
 
-from an_agent import metrics, stages, tracing
+from an_agent import stages, tracing
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
 from an_agent.model import AnyXml, CommuType, ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
 from an_agent.runtime.behaviour import Behaviour, ProvidedInput, TaskRun
 from an_agent.runtime.notifications import NotificationBus
+from an_agent.runtime.task_watch import TaskWatch
 from an_agent.runtime.workers import TaskWorkers
 from an_agent.schemas.validate import ValidatedPayload
 from an_agent.store.agent_store import AgentStore, TaskState
@@ -78,10 +79,8 @@ class TaskEngine:
         self.result_hook: Callable[[str, TaskResult], TaskResult] | None = None
         # Set by the runtime: told (holding no lock of ours) when a task reached an end state.
         self.ended_hook: Callable[[str], None] | None = None
-        # Set by the runtime: the profile skill a task's payload goes to (the duration metric's label).
-        self.skill_of: Callable[[str], str] = lambda task_id: "none"
-        self._opened: dict[str, float] = {}  # created tasks of this process -> monotonic start (metrics)
-        self._spans: dict[str, tracing.Span] = {}  # running tasks' spans (`an_agent.tracing`)
+        self.watch = TaskWatch(agent_name)
+        """Metrics and trace events of the tasks (`an_agent.runtime.task_watch`)."""
 
     # -- reading --------------------------------------------------------------
     @property
@@ -267,20 +266,11 @@ class TaskEngine:
 
     def _assign(self, task: Task, resumed: bool = False) -> None:
         cancelled = threading.Event()
-        span = tracing.received(task.traceparent)  # the assigner's trace, or a new one (a request from outside)
         with self._lock:
             self._tasks[task.task_id] = task
             self._cancel_events[task.task_id] = cancelled
             self._unreleased[task.task_id] = task
-            self._spans[task.task_id] = span
-        tracing.event(
-            self._agent_name,
-            "task.received",
-            f"task {task.task_id} from {task.send_from or '?'}" + (" (resumed)" if resumed else ""),
-            span,
-            task_id=task.task_id,
-            peer=task.send_from,
-        )
+        self.watch.assigned(task, resumed)
         if not resumed:
             self._transition(task.task_id, TaskStatus.CREATED, None, None, task)
         run = TaskRun(task, self, cancelled, self._agent_name)
@@ -303,7 +293,7 @@ class TaskEngine:
         try:
             self.wait_announced(task.task_id)
             if not run.cancelled:
-                with tracing.use(self._spans.get(task.task_id)):  # what the behaviour asks for is in its trace
+                with tracing.use(self.watch.span(task.task_id)):  # what the behaviour asks for is in its trace
                     self._behaviour.execute(task, run)
         except Exception as exc:
             log.exception("behaviour failed on task %s", task.task_id)
@@ -441,27 +431,8 @@ class TaskEngine:
                 self._created_seq.pop(task_id, None)
             self._states[task_id] = state
             self._version += 1
-            self._measure(task_id, status)
-            if status.terminal:
-                span = self._spans.pop(task_id, None)
-                tracing.event(
-                    self._agent_name, "task.ended", f"task {task_id} {status.value}", span,
-                    task_id=task_id, peer=task.send_from, status=status.value,
-                )  # fmt: skip
+            self.watch.recorded(task, status)
             return True
-
-    def _measure(self, task_id: str, status: TaskStatus) -> None:
-        """The task metrics of a recorded transition (`an_agent.metrics`; a flag test when they are off)."""
-        if not metrics.enabled():
-            return
-        metrics.task_status("executor", status.value)
-        if status == TaskStatus.CREATED:
-            self._opened[task_id] = time.monotonic()
-            metrics.task_open("executor", 1)
-        elif status.terminal and task_id in self._opened:
-            metrics.task_open("executor", -1)
-            seconds = time.monotonic() - self._opened.pop(task_id)
-            metrics.task_duration(self.skill_of(task_id), status.value, seconds)
 
 
 _STATE_NODES = ("task-status", "input-required", "result")
