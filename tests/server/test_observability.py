@@ -98,7 +98,7 @@ def test_metrics_count_what_the_agent_did(observed: AgentServer, caplog: pytest.
     assert moved(samples, before, "an_agent_failed_logins_total", face="ssh") == 1
     assert moved(samples, before, "an_agent_sqlite_commit_seconds_count", database="agent") >= 1
     assert ("an_agent_notification_queue", "{}") in samples and ("an_agent_subscribers", "{}") in samples
-    assert value(samples, "an_agent_evolution_pool_fragments") == 0  # evolution on, nothing learned yet
+    assert samples[("an_agent_evolution_pool_fragments", "{}")] == 0  # evolution on, nothing learned yet
     assert value(samples, "process_resident_memory_bytes") > 0
     # no task id, user or address among the labels
     assert not any("m1" in labels or "admin" in labels or "127.0.0.1" in labels for _, labels in samples)
