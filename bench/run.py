@@ -358,6 +358,7 @@ class Bench:
         pool = m_requests.WorkerPool(self.plan.tp_sessions)
         reps = max(9, self.plan.tp_reps)
         rates: dict[str, list[float]] = {"on": [], "off": []}
+        cpu: dict[str, list[float]] = {"on": [], "off": []}  # server CPU per request (ms): less load-bound
         try:
             with (
                 ours.AgentProcess(data.profile_json(), metrics=True) as on,
@@ -373,6 +374,18 @@ class Bench:
                         )
                         if rate is not None:
                             rates[name].append(rate)
+                        sequential = self._attempt(
+                            f"metrics {name} CPU",
+                            partial(
+                                m_requests.sequential,
+                                agent,
+                                data.GET_PROFILE,
+                                self.plan.min_requests,
+                                self.plan.min_seconds,
+                            ),
+                        )
+                        if sequential is not None:
+                            cpu[name].append(sequential.cpu_per_request() * MS)
                         if name == "on":
                             scraped = _scrape(url)
                             self.raw.setdefault("metrics_scrape_bytes", []).append(len(scraped))
@@ -386,6 +399,23 @@ class Bench:
         ratio = _med(pairs)
         cost = None if ratio is None else round(100.0 * (1.0 - ratio), 2)
         self.raw["metrics cost %"] = cost
+        self.raw["metrics cpu_ms <get>"] = cpu
+        cpu_pairs = [a / b for a, b in zip(cpu["on"], cpu["off"], strict=False) if b]
+        cpu_ratio = _med(cpu_pairs)
+        cpu_cost = None if cpu_ratio is None else round(100.0 * (cpu_ratio - 1.0), 2)
+        self.rows.append(
+            Row(
+                "1m. server CPU per <get> added by metrics",
+                "%",
+                cpu_cost,
+                None,
+                f"<= {METRICS_COST:g} %",
+                None if cpu_cost is None else cpu_cost <= METRICS_COST,
+                note=f"median of on/off ratios of server CPU per request (utime+stime, {len(cpu_pairs)} adjacent "
+                f"pairs of sequential runs; medians: on {_fmt(_med(cpu['on']))}, off {_fmt(_med(cpu['off']))} ms)",
+                runs=len(cpu_pairs),
+            )
+        )
         self.rows.append(
             Row(
                 f"1m. <get> throughput cost of metrics, {self.plan.tp_sessions} sessions",

@@ -66,29 +66,19 @@ NEGOTIATIONS = Counter(
     ["type", "outcome"],
     registry=REGISTRY,
 )
-NETCONF_REQUESTS = Counter(
-    "an_agent_netconf_requests",
-    "NETCONF RPCs handled, by operation and result (ok or the rpc-error's error-tag)",
-    ["operation", "result"],
-    registry=REGISTRY,
-)
-NETCONF_SECONDS = Histogram(
+NETCONF_REQUESTS = Histogram(
     "an_agent_netconf_request_seconds",
-    "Seconds from a parsed <rpc> to its reply built, by operation",
-    ["operation"],
+    "NETCONF RPCs handled, by operation and result (ok or the rpc-error's error-tag): seconds from a parsed <rpc> "
+    "to its reply built; its _count is the number of requests",
+    ["operation", "result"],
     buckets=_LATENCY,
     registry=REGISTRY,
 )
-A2A_REQUESTS = Counter(
-    "an_agent_a2a_requests",
-    "A2A requests handled (JSON-RPC method, or the HTTP route), by result (ok, or the HTTP status class)",
-    ["method", "result"],
-    registry=REGISTRY,
-)
-A2A_SECONDS = Histogram(
+A2A_REQUESTS = Histogram(
     "an_agent_a2a_request_seconds",
-    "Seconds from an A2A request's arrival to the start of its response, by method",
-    ["method"],
+    "A2A requests handled, by method (the JSON-RPC method, agent-card, http+json, other) and result (ok, the HTTP "
+    "status class, aborted): seconds from arrival to the start of the response; its _count is the number of requests",
+    ["method", "result"],
     buckets=_LATENCY,
     registry=REGISTRY,
 )
@@ -155,15 +145,14 @@ def negotiation(kind: str, outcome: str) -> None:
 
 
 def netconf_request(operation: str, result: str, seconds: float) -> None:
+    """One RPC: one observation (a histogram's count is the request counter: half the cost of two families)."""
     if _on:
-        _child(NETCONF_REQUESTS, operation, result).inc()
-        _child(NETCONF_SECONDS, operation).observe(seconds)
+        _child(NETCONF_REQUESTS, operation, result).observe(seconds)
 
 
 def a2a_request(method: str, result: str, seconds: float) -> None:
     if _on:
-        _child(A2A_REQUESTS, method, result).inc()
-        _child(A2A_SECONDS, method).observe(seconds)
+        _child(A2A_REQUESTS, method, result).observe(seconds)
 
 
 def failed_login(face: str) -> None:

@@ -34,8 +34,8 @@ def test_a2a_requests_and_the_trace_in_message_metadata(tmp_path: Path, caplog: 
     for method, count in (("agent-card", 1), ("SendStreamingMessage", 1)):
         labels = {"method": method, "result": "ok"}
         assert (
-            value(samples, "an_agent_a2a_requests_total", **labels)
-            - value(before, "an_agent_a2a_requests_total", **labels)
+            value(samples, "an_agent_a2a_request_seconds_count", **labels)
+            - value(before, "an_agent_a2a_request_seconds_count", **labels)
             == count
         )
     received_events = [r for r in caplog.records if getattr(r, "event", None) == "task.received"]

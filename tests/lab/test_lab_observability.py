@@ -110,7 +110,7 @@ def test_prometheus_scrapes_every_agent_and_the_tasks_move(lab: tuple[Path, dict
             lambda r: bool(r) and float(r[0]["value"][1]) > 0,
         )  # the diagnosis, the ticket, the verification it asked its peers for
         assert asked
-        requests = _wait(port, 'an_agent_a2a_requests_total{agent="ip-fault"}', lambda r: bool(r))
+        requests = _wait(port, 'an_agent_a2a_request_seconds_count{agent="ip-fault"}', lambda r: bool(r))
         assert {s["metric"]["method"] for s in requests} & {"SendStreamingMessage", "agent-card"}
         kpis = _wait(port, "an_agent_lab_cells_total", lambda r: bool(r))
         assert float(kpis[0]["value"][1]) == 96.0

@@ -92,9 +92,12 @@ def test_metrics_count_what_the_agent_did(observed: AgentServer, caplog: pytest.
         moved(samples, before, "an_agent_task_duration_seconds_count", skill="fault-diagnosis", status="finished") == 1
     )
     assert moved(samples, before, "an_agent_negotiations_total", type="FEASIBILITY", outcome="yes") == 1
-    assert moved(samples, before, "an_agent_netconf_requests_total", operation="edit-config", result="ok") == 1
-    assert moved(samples, before, "an_agent_netconf_requests_total", operation="other", result="unknown-namespace") == 1
-    assert moved(samples, before, "an_agent_netconf_request_seconds_count", operation="get") >= 1
+    assert moved(samples, before, "an_agent_netconf_request_seconds_count", operation="edit-config", result="ok") == 1
+    assert (
+        moved(samples, before, "an_agent_netconf_request_seconds_count", operation="other", result="unknown-namespace")
+        == 1
+    )
+    assert moved(samples, before, "an_agent_netconf_request_seconds_count", operation="get", result="ok") >= 1
     assert moved(samples, before, "an_agent_failed_logins_total", face="ssh") == 1
     assert moved(samples, before, "an_agent_sqlite_commit_seconds_count", database="agent") >= 1
     assert ("an_agent_notification_queue", "{}") in samples and ("an_agent_subscribers", "{}") in samples

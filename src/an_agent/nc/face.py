@@ -96,7 +96,7 @@ class NetconfFace:
         """One RPC, counted and timed for the metrics (`an_agent.metrics`) when they are on."""
         if not metrics.enabled():
             return self._dispatch(session, operation)
-        name = etree.QName(operation).localname
+        name = str(operation.tag).rpartition("}")[2]  # the local name, cheaper than etree.QName
         label = name if name in _KNOWN_OPERATIONS else "other"
         start = time.perf_counter()
         try:
