@@ -271,6 +271,7 @@ class AgentServer:
                 self._listener, config.state_dir, config.host, config.sshd_port, self._keys_by_user()
             )
         self._started = False
+        self._warm_up: threading.Thread | None = None
         self.a2a: A2AServer | None = None
         self.metrics: MetricsServer | None = None
         """``/metrics`` (`ServerConfig.metrics_port`), None when not served."""
@@ -367,11 +368,15 @@ class AgentServer:
                 netconf_port=self.port,
                 advertise=self.advertised_host,
                 tls=self._a2a_tls(),
+                max_body_bytes=self.config.max_message_bytes,
             )
             self.a2a.start()
             # Text arrives over A2A: load what mapping it needs now, in the background (seconds), not on
             # the first client's message (the TCK measured 4.5 s for it).
-            threading.Thread(target=self.operations.warm_text_mapping, name="text mapping warm-up", daemon=True).start()
+            self._warm_up = threading.Thread(
+                target=self.operations.warm_text_mapping, name="text mapping warm-up", daemon=True
+            )
+            self._warm_up.start()
         if self.config.metrics_port is not None:
             self.metrics = self._metrics_server().start()
         self._started = True
@@ -385,6 +390,10 @@ class AgentServer:
             self.store.close()
             return
         self._started = False
+        if self._warm_up is not None:
+            # A process must not end while torch loads on another thread: its C++ runtime aborts then
+            # ("terminate called without an active exception", exit 134). The load ends in seconds.
+            self._warm_up.join(timeout=120)
         self._deregister()
         if self.metrics is not None:
             self.metrics.stop()

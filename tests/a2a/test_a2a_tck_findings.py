@@ -16,6 +16,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -219,3 +220,25 @@ def test_a_stream_never_goes_back_after_its_first_event(agent: Agent) -> None:
     resubscribed = agent.stream("SubscribeToTask", {"id": waiting})
     assert [e["task"]["status"]["state"] for e in resubscribed] == ["TASK_STATE_INPUT_REQUIRED"]  # now, only
     agent.rpc("CancelTask", {"id": waiting})
+
+
+def test_a_megabyte_of_text_is_answered_and_the_agent_goes_on(agent: Agent) -> None:
+    # The TCK's large payload: one run of letters, no id in it. Reading ids out of it was quadratic
+    # (an hour of CPU per message, a worker lost); every pattern that reads client text is linear now.
+    for text in ("A" * (1024 * 1024), PROMPT + " " + "SITE-" * 100_000):
+        answer = agent.rpc(
+            "SendMessage", {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": text}]}}
+        )
+        assert "result" in answer or answer["error"]["code"] == -32602, str(answer)[:300]
+    done = agent.rpc(
+        "SendMessage", {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": PROMPT}]}}
+    )
+    assert done["result"]["task"]["status"]["state"] == "TASK_STATE_COMPLETED", done
+
+
+def test_an_a2a_port_in_use_is_a_clear_refusal(agent: Agent, tmp_path: Path) -> None:
+    port = int(agent.url.rsplit(":", 1)[1].strip("/"))
+    command = [sys.executable, "-m", "an_agent.cli", "serve", "--port", "0", "--a2a-port", str(port)]
+    done = subprocess.run([*command, "--state-dir", str(tmp_path / "s")], capture_output=True, text=True, timeout=120)
+    assert done.returncode != 0 and "Traceback" not in done.stderr, done.stderr[-2000:]
+    assert f"cannot listen on 127.0.0.1:{port} for the A2A face" in done.stderr

@@ -154,7 +154,7 @@ def test_names_never_start_or_end_with_a_preposition() -> None:
 
 # The held-out corpus: expected key kind per intent (tests/evolution/data/README.md).
 NEW_KEYS: dict[str, dict[str, Any]] = {
-    "cluster:cabinet_temperature": {"type": "integer", "unit": "degrees", "suffix": "_deg"},
+    "cluster:cabinet_temperature": {"type": "integer", "unit": "celsius", "suffix": "_celsius"},
     "cluster:hold_until": {"type": "string", "format": "date-time", "suffix": "_until"},
     "cluster:microwave_links": {"type": "array", "suffix": "_mw_ids"},
     "cluster:shared_site": {"type": "boolean"},

@@ -14,6 +14,7 @@ import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from lxml import etree
@@ -26,6 +27,7 @@ pytestmark = pytest.mark.interop
 IRTF = "urn:ietf:params:xml:ns:yang:irtf-agent"
 NC = "urn:ietf:params:xml:ns:netconf:base:1.0"
 NCC = str(Path(sys.executable).parent / "netconf-console2")
+RUN: dict[str, Any] = {"capture_output": True, "text": True, "timeout": 60, "check": False}
 
 
 @pytest.fixture
@@ -170,3 +172,53 @@ def test_yangcli_autoloads_the_modules_and_reads_the_profile(served: AgentServer
     assert "irtf-agent@2025-06-01" in out
     assert f"name {served.profile.name}" in out, out
     assert "skill-name" in out
+
+
+def test_netconf_console2_reads_an_element_managers_alarms_and_restarts_a_link(tmp_path: Path) -> None:
+    """A person with netconf-console2 on a lab's transport element manager (docs/element-managers.md)."""
+    from an_agent.access.users import agent_users
+    from an_agent.lab.agent import lab_host_key
+    from an_agent.lab.devices import DeviceDomain, DeviceSpec
+    from an_agent.lab.em.manager import ElementManager
+    from an_agent.lab.kernel import SimKernel
+    from an_agent.lab.network import SimNetwork
+    from an_agent.lab.spec import FaultSpec, FaultType
+    from an_agent.lab.topology import load_topology
+
+    topology = load_topology(Path(__file__).resolve().parents[2] / "topologies" / "cross-domain-fault.yaml")
+    kernel = SimKernel(topology.start_time)
+    network = SimNetwork(topology.network, topology.seed, kernel.now, kernel.call_at)
+    lab_host_key(tmp_path / "key")
+    em = ElementManager(
+        DeviceSpec("transport-em", DeviceDomain.TRANSPORT),
+        network,
+        kernel.call_at,
+        kernel,
+        state_dir=tmp_path / "em",
+        host="127.0.0.1",
+        port=0,
+        host_key=tmp_path / "key",
+        logins={"admin": "admin"},
+        user_db=agent_users([])[0],
+    ).start()
+    try:
+        network.inject(FaultSpec(FaultType.ROUTER_PORT_FAULT, "LINK-A2"))
+        al = "urn:ietf:params:xml:ns:yang:ietf-alarms"
+        base = [NCC, "--host", "127.0.0.1", "--port", str(em.port), "-u", "admin", "-p", "admin"]
+        got = subprocess.run([*base, "--ns", f"al={al}", "--get", "-x", "/al:alarms/al:alarm-list"], **RUN)
+        assert got.returncode == 0, got.stderr
+        alarm = etree.fromstring(got.stdout.encode()).find(f".//{{{al}}}alarm")
+        assert alarm is not None and alarm.findtext(f"{{{al}}}resource", "").endswith("[nt:link-id='LINK-A2']")
+        rpc = tmp_path / "restart.xml"
+        rpc.write_text(
+            '<restart-element xmlns="urn:an-agent:params:xml:ns:yang:an-agent-network">'
+            "<element-id>LINK-A2</element-id></restart-element>"
+        )
+        done = subprocess.run([*base, "--rpc", str(rpc)], **RUN)
+        assert done.returncode == 0, done.stderr
+        cleared = etree.fromstring(done.stdout.encode()).findtext("{*}fault-cleared")
+        assert cleared == "true"
+        assert network.link("LINK-A2").up
+    finally:
+        em.stop()
+        kernel.close()

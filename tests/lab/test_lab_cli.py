@@ -140,7 +140,7 @@ def test_up_serves_a2a_faces_over_https_unless_told_otherwise(
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
         a2a_port = free.getsockname()[1]
-    ports = [(f"port: {p}", "port: 0") for p in range(18831, 18837)]
+    ports = [(f"port: {p}", "port: 0") for p in [*range(18831, 18837), 18850, 18851]]
     path = variant(tmp_path, "cross-domain-fault.yaml", ("a2a_port: 18843", f"a2a_port: {a2a_port}"), *ports)
     run_dir = tmp_path / "run"
     command = ["lab", "up", str(path), "--run-dir", str(run_dir), "--idle", "--in-process", "--a2a-tls", tls]

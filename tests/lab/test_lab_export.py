@@ -14,11 +14,12 @@ import jsonschema
 import pytest
 import regex
 import yaml
-from labsupport import SHIPPED, TOPOLOGIES
+from labsupport import SHIPPED, TOPOLOGIES, variant
 
 from an_agent.cli import main
+from an_agent.errors import ConfigError
 from an_agent.lab.agent import load_agent, peer_login
-from an_agent.lab.export import talk_pairs
+from an_agent.lab.export import containerlab, talk_pairs
 from an_agent.lab.generate import generate
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.topology import load_topology
@@ -46,9 +47,15 @@ def _generated(tmp_path: Path) -> Path:
     return path
 
 
+def _outside(path: Path) -> bool:
+    """A topology with agents or programs that run outside the an-agent image (bring your own agent)."""
+    topology = load_topology(path)
+    return bool(topology.services) or any(a.external or a.command or a.a2a_upstream for a in topology.agents)
+
+
 def _sources(tmp_path: Path) -> list[Path]:
-    """Every shipped topology (one of them with a directory agent), and a generated one."""
-    shipped = [TOPOLOGIES / n for n in SHIPPED]
+    """Every shipped topology that can be exported (one of them with a directory agent), and a generated one."""
+    shipped = [TOPOLOGIES / n for n in SHIPPED if not _outside(TOPOLOGIES / n)]
     assert any(load_topology(p).directory_agent is not None for p in shipped)
     return [*shipped, _generated(tmp_path)]
 
@@ -374,3 +381,15 @@ def test_exported_agents_register_with_the_exported_directory_in_any_start_order
             process.terminate()
         for process in processes.values():
             process.wait(30)
+
+
+def test_export_refuses_what_runs_outside_the_image(tmp_path: Path) -> None:
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        ("{name: ip-fault, role: ip-fault, port: 18833, a2a_port: 18843, regions: [metro]}",
+         '{name: ip-fault, role: ip-fault, regions: [metro], external: {netconf: "127.0.0.1:18933"}}'),
+        ("{agent: ip-fault, transport: a2a}", "ip-fault"),
+    )  # fmt: skip
+    with pytest.raises(ConfigError, match=r"cannot carry what runs outside it: ip-fault \(external\)"):
+        containerlab.export(load_topology(path), tmp_path / "out")

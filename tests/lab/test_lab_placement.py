@@ -141,7 +141,7 @@ def test_an_a2a_link_across_two_hosts_is_https_verified_against_the_lab_bundle(
         "cross-domain-fault.yaml",
         ("agents:\n", f"hosts:\n  - {{name: h1, address: 127.0.0.1, control_port: {_free_port()}}}\n"
          "  - {name: h2, address: 127.0.0.2}\nagents:\n"),
-        *((f"port: {p}", "port: 0") for p in (18831, 18832, 18834, 18835, 18836)),
+        *((f"port: {p}", "port: 0") for p in (18831, 18832, 18834, 18835, 18836, 18850, 18851)),
         ("{name: ip-fault, role: ip-fault, port: 18833, a2a_port: 18843,",
          f"{{name: ip-fault, role: ip-fault, host: h2, a2a_port: {a2a_port},"),
     )  # fmt: skip

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,12 @@ def assert_closed_loop(result: dict[str, Any]) -> None:
 @pytest.mark.parametrize(
     "name",
     # schema-evolution learns with the real embedding model: seconds to load, so among the slow tests.
-    [pytest.param(n, marks=pytest.mark.slow) if n == "schema-evolution.yaml" else n for n in SHIPPED],
+    # An external agent is started outside the lab first: tests/lab/test_lab_byo.py plays that one.
+    [
+        pytest.param(n, marks=pytest.mark.slow) if n == "schema-evolution.yaml" else n
+        for n in SHIPPED
+        if not n.endswith("-external.yaml")
+    ],
 )
 def test_shipped_topology_closes_the_loop(name: str, state_dir: Path) -> None:
     result = run(TOPOLOGIES / name, state_dir)
@@ -59,8 +65,26 @@ def test_shipped_topology_closes_the_loop(name: str, state_dir: Path) -> None:
     assert result["outcome"]["time_to_restore_s"] < result["baseline"]["time_to_restore_s"]
 
 
-def test_cross_domain_fault_details(state_dir: Path) -> None:
-    result = run(TOPOLOGIES / "cross-domain-fault.yaml", state_dir)
+@pytest.fixture(scope="module")
+def cross_domain(tmp_path_factory: pytest.TempPathFactory) -> Callable[[str], dict[str, Any]]:
+    """The cross-domain-fault run with the IP agent on ``southbound`` (each run once per module)."""
+    runs: dict[str, dict[str, Any]] = {}
+
+    def result(southbound: str) -> dict[str, Any]:
+        if southbound not in runs:
+            where = tmp_path_factory.mktemp(f"cross-domain-{southbound}")
+            ip_fault = "{name: ip-fault, role: ip-fault, port: 18833,"
+            path = variant(where, "cross-domain-fault.yaml", (ip_fault, f"{ip_fault} southbound: {southbound},"))
+            runs[southbound] = run(path, where / "state")
+        return runs[southbound]
+
+    return result
+
+
+@pytest.mark.parametrize("southbound", ["simulator", "netconf"])
+def test_cross_domain_fault_details(cross_domain: Callable[[str], dict[str, Any]], southbound: str) -> None:
+    # netconf: the IP agent reads alarms and topology from the transport element manager and acts by RPC
+    result = cross_domain(southbound)
     fault = only_fault(result)
     assert (fault["type"], fault["target"], len(fault["affected_sites"])) == ("link_cut", "LINK-C2", 22)
     assert fault["root_cause"]["decided_by"] == "service-fault"
@@ -78,6 +102,11 @@ def test_cross_domain_fault_details(state_dir: Path) -> None:
     assert sorted(diagnosis["result"]["explained_site_ids"]) == fault["affected_sites"]
     ticket = next(t for t in result["tasks"] if t["task_id"] == "bss.ticket.1")
     assert ticket["status"] == "finished" and "LINK-C2" in ticket["reason"]
+
+
+def test_the_ip_agent_on_netconf_makes_the_same_run(cross_domain: Callable[[str], dict[str, Any]]) -> None:
+    # the same decisions, tasks, messages, KPIs and outcome whether it reads the simulator or its element manager
+    assert comparable(cross_domain("netconf")) == comparable(cross_domain("simulator"))
 
 
 def test_fault_energy_optimization_full_loop(state_dir: Path) -> None:

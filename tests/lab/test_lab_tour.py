@@ -126,6 +126,8 @@ def test_the_tour_profile_is_the_ran_roles_and_claims_only_what_is_implemented()
 def test_shipped_topology_profiles_claim_served_schemas_only(path: Path) -> None:
     served = {t.schema_id for t in TemplateRegistry.default().templates()}
     for spec in load_topology(path).agents:
+        if spec.a2a_upstream is not None or spec.external is not None:
+            continue  # its profile is what the outside agent claims (its card, read when the lab runs)
         profile = build_profile(spec)
         assert not profile.auth_methods  # no authentication claimed that nothing implements
         for skill in profile.skills:

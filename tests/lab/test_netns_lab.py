@@ -96,6 +96,12 @@ def test_up_in_namespaces_reach_only_through_the_lab_network_and_down(
         assert connect_in(ip_ns, "ran-fault", ran["port"]) == "connected"  # by name, over the lab bridge
         assert connect_in(ip_ns, "127.0.0.1", ran["port"]).startswith("failed")  # not through a loopback
         assert connect_in(ip_ns, "192.0.2.1", 80).startswith("failed")  # no route out of the lab
+        # the element managers are in the lab network too: an agent in its namespace reaches them by address
+        devices = {d["name"]: d for d in state["devices"]}
+        assert {d["domain"] for d in devices.values()} == {"transport", "ran"}
+        transport = devices["transport-em"]
+        assert ipaddress.ip_address(transport["host"]) in subnet
+        assert connect_in(ip_ns, transport["host"], transport["port"]) == "connected"
         # people on the host reach the agents through the bridge
         with AgentClient.connect(ran["host"], ran["port"], username="admin", password="admin") as client:
             assert client.profile().name == "ran-fault"

@@ -238,7 +238,7 @@ def test_a_memo_hit_skips_no_check_a_different_request_needs(server: AgentServer
         for _ in range(2):
             reply = alice.rpc(bad)
             assert reply.findtext("nc:rpc-error/nc:error-tag", namespaces=NS) == "unknown-element"
-        bad_source = f'<get-config><source><candidate/></source><filter type="subtree"><tasks xmlns="{IRTF}"/></filter></get-config>'
+        bad_source = f'<get-config><source><startup/></source><filter type="subtree"><tasks xmlns="{IRTF}"/></filter></get-config>'
         assert alice.rpc(bad_source).findtext("nc:rpc-error/nc:error-tag", namespaces=NS) == "invalid-value"
         assert _task_ids(alice.rpc(GET_TASKS)) == []  # the kept request still answers
     finally:

@@ -192,7 +192,7 @@ def test_lock_waits_for_an_edit_in_flight_and_then_keeps_others_out(make_ops: Op
     edit.start()
     assert behaviour.entered.wait(5)  # session 1's edit is in flight (inside the commit)
     locked = threading.Event()
-    locker = threading.Thread(target=lambda: (ops.lock(ALICE, 2), locked.set()))
+    locker = threading.Thread(target=lambda: (ops.config.lock(ALICE, 2), locked.set()))
     locker.start()
     assert not locked.wait(0.3), "<lock> was granted while another session's edit was in flight"
     with pytest.raises(RpcError) as caught:  # the lock is claimed: no new edit of session 1 starts

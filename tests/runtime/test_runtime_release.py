@@ -170,3 +170,19 @@ def test_workers_bound_the_tasks_at_work_and_drop_the_queued_on_close() -> None:
     gate.set()
     closing.join(10)
     assert dropped == ["d"] and "d" not in started
+
+
+def test_validating_a_candidate_takes_nothing_a_commit_keeps(make_ops: OpsFactory) -> None:
+    from test_runtime_commits import stage
+
+    from an_agent.runtime.requests import Commit
+
+    behaviour = Slots(capacity=1)
+    ops = make_ops(behaviour)
+    ops.open_session(1, ALICE, lambda: None)
+    stage(ops, 1, "c1")
+    for _ in range(3):  # a test-only check asks the behaviour, and gives back at once what it took
+        ops.config.validate(ALICE, 1, "candidate")
+    assert not behaviour.held and behaviour.released_calls == Counter({"c1": 3})
+    ops.config.commit(ALICE, 1, Commit())
+    wait_status(ops, "c1", TaskStatus.FINISHED)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from an_agent.agents.base import Outcome
 from an_agent.agents.default import DefaultBehaviour
+from an_agent.agents.sdk import Outcome
 from an_agent.cli import main
 from an_agent.lab.agent import make_behaviour
 from an_agent.lab.journal import Journal, Note

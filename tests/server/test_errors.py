@@ -50,8 +50,10 @@ def test_missing_message_id(raw: RawSession) -> None:
 def test_unknown_rpc(raw: RawSession) -> None:
     fields = error_fields(raw.rpc('<reboot-everything xmlns="urn:example:nope"/>'))
     assert fields["tag"] == "unknown-namespace"
-    fields = error_fields(raw.rpc("<copy-config><target><startup/></target><source><running/></source></copy-config>"))
+    fields = error_fields(raw.rpc("<delete-config><target><startup/></target></delete-config>"))
     assert fields["tag"] == "operation-not-supported"
+    fields = error_fields(raw.rpc("<copy-config><target><startup/></target><source><running/></source></copy-config>"))
+    assert fields["tag"] == "invalid-value" and "no :startup" in (fields["message"] or "")
 
 
 def test_unknown_element_has_error_path(raw: RawSession) -> None:
@@ -122,7 +124,7 @@ def test_unknown_namespace_in_config(raw: RawSession) -> None:
 def test_bad_filter_and_datastore(raw: RawSession) -> None:
     fields = error_fields(raw.rpc('<get><filter type="regex"/></get>'))
     assert fields["tag"] == "bad-attribute"
-    fields = error_fields(raw.rpc("<get-config><source><candidate/></source></get-config>"))
+    fields = error_fields(raw.rpc("<get-config><source><startup/></source></get-config>"))
     assert fields["tag"] == "invalid-value"
     fields = error_fields(raw.rpc("<get-config/>"))
     assert fields["tag"] == "missing-element" and fields["bad-element"] == "source"

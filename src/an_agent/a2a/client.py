@@ -35,7 +35,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import re
-import ssl
 import threading
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping
@@ -51,6 +50,7 @@ from jsonschema import Draft202012Validator
 
 from an_agent import tracing
 from an_agent.a2a.convert import status_from_json, task_from_json
+from an_agent.a2a.discovery import CARD_PATH, verification
 from an_agent.a2a.inbound import integral_numbers
 from an_agent.a2a.sdk import (
     CancelTaskRequest,
@@ -70,7 +70,6 @@ from an_agent.a2a.sdk import (
 from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
 from an_agent.errors import (
     AnAgentError,
-    ConfigError,
     ConnectError,
     RequestTimeout,
     RpcError,
@@ -83,7 +82,6 @@ from an_agent.schemas.suggestion import schema_update_suggestions
 from an_agent.schemas.validate import media_type
 from an_agent.tracing import TRACEPARENT_KEY
 
-CARD_PATH = "/.well-known/agent-card.json"
 _VERSION = re.compile(r"^(.*)_v(\d+)$")
 T = TypeVar("T")
 TaskEvent = Task | ConditionNotification
@@ -118,7 +116,7 @@ class A2AAgentClient:
         self.timeout = timeout
         self._auth = (username, password or "") if username else None
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
-        self._verify = _verification(trust)
+        self._verify = verification(trust)
         self._binding = binding
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="a2a-client", daemon=True)
@@ -460,6 +458,24 @@ class A2AAgentClient:
                 raise
             yield task
 
+    def send_data(self, mime_type: str, data: Mapping[str, Any]) -> Task:
+        """Send one data part as it is, its metadata ``mimeType`` set to ``mime_type``, and return the task
+        the agent answers with (as it is then; the task is not followed).
+
+        Nothing is checked here (unlike `stream`): for tools that probe how an agent treats a payload,
+        valid or not. The agent's refusal is raised (`RpcError`); an answer without a task is a
+        `ConnectError`.
+        """
+        part = {"data": dict(data), "mediaType": "application/json", "metadata": {"mimeType": mime_type}}
+        message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [part]}
+        request = json_to_protobuf(
+            {"message": message, "configuration": {"returnImmediately": True}}, SendMessageRequest()
+        )
+        for event in self._events(self._client.send_message(request)):
+            if isinstance(event, Task):
+                return event
+        raise ConnectError("the A2A agent answered the message without a task")
+
     def get_task(self, task_id: str) -> Task:
         """The task with its result (`RpcError` data-missing for an unknown id)."""
         task = self._run(self._client.get_task(GetTaskRequest(id=task_id)))
@@ -482,16 +498,6 @@ class A2AAgentClient:
         with self._lock:
             self._negotiated.clear()
             self._stale = True
-
-
-def _verification(trust: Path | None) -> ssl.SSLContext | bool:
-    """How HTTPS peers are verified: against ``trust`` only when given, else the system's CAs (always verified)."""
-    if trust is None:
-        return True
-    try:
-        return ssl.create_default_context(cafile=str(trust))
-    except (OSError, ssl.SSLError) as exc:
-        raise ConfigError(f"cannot trust {trust}: {exc}") from None
 
 
 def scenario_version(name: str) -> tuple[str, int | None]:

@@ -22,9 +22,10 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
   and propose the new task's id (``an-agent/task-id``, as a NETCONF client chooses it; an id in use is
   refused); tasks made over A2A are ``task-async`` (the reply never waits on the behaviour).
 - ``SendStreamingMessage`` and ``SubscribeToTask`` stream the task from the durable notification log
-  (`Operations.subscribe` with ``start_time``): the current task first, then every status change, the
-  result artifact before ``completed``. A resubscription replays the task's log from its start, so a
-  client that reconnects misses nothing.
+  (`Operations.subscribe` with ``start_time``) and never go back in time after their first event (spec
+  11.7): a new task as created, then each later change (the result artifact before ``completed``); an
+  answered task as answered, then what follows; a resubscription's task as the log leaves it at the
+  subscription, then what follows (`_follow`'s ``lead``).
 - ``GetTask``/``ListTasks``/``CancelTask`` are `Operations.get_task`/`read`/`cancel_task`; the A2A task
   id is the NETCONF task-id, states map through `an_agent.a2a.states`. ListTasks' filters and cursor
   pages are `an_agent.a2a.listing`'s; a task that ended is not cancelable (``TaskNotCancelableError``,
@@ -56,7 +57,7 @@ from typing import Any, Literal
 
 from lxml import etree
 from starlette.requests import Request
-from starlette.routing import BaseRoute
+from starlette.routing import BaseRoute, Route
 
 from an_agent.a2a.card import A2A_PROTOCOL_VERSION
 from an_agent.a2a.convert import artifact_json, status_event_json, task_json, task_json_at
@@ -122,6 +123,7 @@ log = logging.getLogger(__name__)
 
 JSONRPC_PATH = "/"
 REST_PREFIX = "/rest"
+"""Where the card puts the HTTP+JSON binding; `sdk_routes` serves its routes at the root as well."""
 _CONDITION = f"{{{IRTF_AGENT_NS}}}condition-notifications"
 _TASK_ID = f"{{{IRTF_AGENT_NS}}}task-id"
 _session_ids = itertools.count(-1, -1)  # A2A streams are sessions of the operation layer; NETCONF's are > 0
@@ -467,11 +469,19 @@ def sdk_routes(
     declared_schemas: Callable[[], Collection[str]],
     principal_of: PrincipalOf,
 ) -> list[BaseRoute]:
-    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`."""
+    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`.
+
+    The HTTP+JSON routes are served at the root too (``POST /message:send``, ``GET /tasks/{id}`` ...; not
+    the SDK's ``/{tenant}`` variants): a client that joins the binding's paths to the card's URL with a
+    leading slash, such as the A2A TCK's (``urljoin(url, "/message:send")``), drops ``/rest``. None of
+    these paths is JSON-RPC's (``POST /``) or the card's; clients that follow the card are unaffected.
+    """
     handler = OperationsRequestHandler(operations, declared_schemas, principal_of)
     context = _ContextBuilder()
+    root = [route for route in create_rest_routes(handler, context_builder=context) if isinstance(route, Route)]
     return [
         *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context),
+        *root,  # before the /{tenant} mount below, which would take any two-segment path
         *create_rest_routes(handler, path_prefix=REST_PREFIX, context_builder=context),
     ]
 

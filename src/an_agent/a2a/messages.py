@@ -11,6 +11,7 @@ import uuid
 from an_agent.a2a.inbound import InboundMessage, accepts_our_output
 from an_agent.a2a.sdk import (
     ContentTypeNotSupportedError,
+    InvalidParamsError,
     InvalidRequestError,
     Message,
     PushNotificationNotSupportedError,
@@ -46,10 +47,32 @@ def check_configuration(params: SendMessageRequest) -> None:
         )
 
 
+_KINDS = {
+    "number_value": "a number",
+    "bool_value": "true/false",
+    "null_value": "null",
+    "list_value": "a list",
+    "struct_value": "an object",
+    "string_value": "an empty string",
+}
+
+
 def metadata_string(message: Message, key: str) -> str:
-    """A string of the message's metadata ("" when absent)."""
+    """The string the message's metadata gives for ``key`` ("" when the key is absent).
+
+    Any other value (a number, null, an empty string...) is `InvalidParamsError` naming the key (spec 3.3.2:
+    servers MUST validate all input): a client that asked for a task id or a sender must not get a default.
+    """
     value = message.metadata.fields.get(key) if message.HasField("metadata") else None
-    return value.string_value if value is not None else ""
+    if value is None:
+        return ""
+    kind = value.WhichOneof("kind")
+    if kind != "string_value" or not value.string_value:
+        raise InvalidParamsError(
+            message=f"message metadata {key!r} must be a non-empty string, not {_KINDS.get(kind or '', 'empty')}"
+        )
+    text: str = value.string_value
+    return text
 
 
 def sender(principal: Principal, message: Message) -> str:

@@ -35,15 +35,18 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from an_agent.a2a.card import CardOptions, build_card
 from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
 from an_agent.a2a.observed import RequestMetrics
-from an_agent.a2a.strict import StrictParams
+from an_agent.a2a.strict import BodyLimit, StrictParams
 from an_agent.a2a.tls import TlsFiles
 from an_agent.access.logins import LoginThrottle
+from an_agent.errors import ConfigError
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.text_input import served_templates
 from an_agent.schemas.languages import DEFAULT_LANGUAGE, localize, pick_language
 
 CARD_PATH = "/.well-known/agent-card.json"
+MAX_BODY_BYTES = 16 * 1024 * 1024
+"""The largest request body taken by default (`BodyLimit`; ``an-agent serve --max-message-bytes``)."""
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +210,7 @@ class A2AServer:
         netconf_port: int,
         tls: TlsFiles | None = None,
         advertise: str | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> A2AServer:
         """The face of ``operations`` with its card: the profile, the served templates, both faces' URLs.
 
@@ -230,7 +234,17 @@ class A2AServer:
             )
             return lambda language: live.card(options, language)
 
-        return cls(operations, card, live.declared, logins, host, port, tls=tls, advertise=advertise)
+        return cls(
+            operations,
+            card,
+            live.declared,
+            logins,
+            host,
+            port,
+            tls=tls,
+            advertise=advertise,
+            max_body_bytes=max_body_bytes,
+        )
 
     def __init__(
         self,
@@ -242,9 +256,13 @@ class A2AServer:
         port: int = 0,
         tls: TlsFiles | None = None,
         advertise: str | None = None,
+        max_body_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         family = socket.AF_INET6 if ":" in host else socket.AF_INET
-        self._socket = socket.create_server((host, port), family=family)  # only the address asked for
+        try:
+            self._socket = socket.create_server((host, port), family=family)  # only the address asked for
+        except OSError as exc:
+            raise ConfigError(f"cannot listen on {host}:{port} for the A2A face: {exc.strerror}") from None
         # Accepted connections inherit it: without, each small reply waits ~40 ms for a delayed ACK.
         self._socket.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.host = host
@@ -260,8 +278,8 @@ class A2AServer:
             *sdk_routes(operations, declared_schemas, logins.principal_of),
         ]
         app = RequestMetrics(
-            BasicAuth(
-                StrictParams(Starlette(routes=routes), JSONRPC_PATH),
+            BasicAuth(  # the body bound inside: an unauthenticated request is refused before its body is read
+                BodyLimit(StrictParams(Starlette(routes=routes), JSONRPC_PATH), max_body_bytes),
                 logins.check_password,
                 {CARD_PATH},
                 logins.throttle,

@@ -8,7 +8,8 @@ validated, answered ``-32602`` / HTTP 400 (section 6.5's example names the field
 values). This ASGI layer sits between authentication and the SDK's routes and checks, before the SDK
 parses them, every enum value of the request message the method takes (at any depth: a message's
 role, a task state filter) and every boolean of a query string (``includeArtifacts=yes`` would read as
-false). Everything else passes through untouched, byte for byte.
+false). Everything else passes through untouched, byte for byte. `BodyLimit`, outside it, bounds the
+size of what either reads.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from collections.abc import Mapping
 from typing import Any
 from urllib.parse import parse_qs
 
-from starlette.responses import JSONResponse
+from starlette.responses import JSONResponse, PlainTextResponse
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from an_agent.a2a.sdk import (
@@ -161,6 +162,34 @@ class StrictParams:
         await self.app(scope, receive, send)
 
 
+class BodyLimit:
+    """ASGI middleware: a request body over ``limit`` bytes is answered 413 and never reaches the app.
+
+    The SDK's routes (and `StrictParams`) read a request's whole body into memory before parsing it, so an
+    unbounded body is unbounded memory; the bound is the agent's ``--max-message-bytes``, as for a NETCONF
+    message. A declared ``Content-Length`` over it is refused unread; a chunked body is read up to it.
+    """
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length", b"")
+        too_large = declared.isdigit() and int(declared) > self.limit
+        if not too_large:
+            body, receive = await _buffered(receive, self.limit)
+            too_large = len(body) > self.limit
+        if too_large:
+            refusal = f"request body larger than {self.limit} bytes (the agent's --max-message-bytes)"
+            await PlainTextResponse(refusal, status_code=413)(scope, receive, send)
+            return
+        await self.app(scope, receive, send)
+
+
 def _jsonrpc_refusal(body: bytes) -> JSONResponse | None:
     request = _json(body)
     if not isinstance(request, Mapping):
@@ -183,15 +212,18 @@ def _json(body: bytes) -> Any:
         return None  # the SDK's parser answers malformed JSON with its own error
 
 
-async def _buffered(receive: Receive) -> tuple[bytes, Receive]:
-    """The whole request body, and a ``receive`` that gives it again to the app behind."""
+async def _buffered(receive: Receive, limit: int | None = None) -> tuple[bytes, Receive]:
+    """The whole request body, and a ``receive`` that gives it again to the app behind; with ``limit``,
+    reading stops as soon as the body is longer (the caller refuses it)."""
     chunks: list[bytes] = []
+    size = 0
     while True:
         message = await receive()
         if message["type"] != "http.request":
             break  # the client went away: the app behind sees it on its first receive
         chunks.append(message.get("body", b""))
-        if not message.get("more_body", False):
+        size += len(chunks[-1])
+        if not message.get("more_body", False) or (limit is not None and size > limit):
             break
     body = b"".join(chunks)
     replayed = False

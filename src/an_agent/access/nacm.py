@@ -17,8 +17,8 @@ validates ``--nacm FILE``, RFC 7951 JSON, against the module with libyang;
    marked ``nacm:default-deny-all`` (``/nacm`` itself) are denied; then
    ``exec-default``, ``read-default`` or ``write-default``.
 
-The operation layer calls it through its authorizer hook (see README,
-"Security"); `prune` removes what a user may not read from a reply tree.
+The operation layer calls it through its authorizer hook (see docs/howto/users-and-access.md,
+"NACM"); `prune` removes what a user may not read from a reply tree.
 """
 
 from __future__ import annotations

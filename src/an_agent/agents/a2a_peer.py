@@ -20,7 +20,7 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -63,7 +63,16 @@ class Links(Protocol):
     a2a_trust: Path | None
     reconnect: Backoff
 
+    @property
+    def outside(self) -> Mapping[str, Any]:
+        """Peers the lab does not run (`an_agent.agents.peers.Peers.outside`)."""
+        ...
+
     def a2a_url_of(self, name: str) -> str | None: ...
+
+    def login_for(self, name: str) -> tuple[str, str]: ...
+
+    def trust_for(self, name: str) -> Path | None: ...
 
     def record(self, exchange: Exchange) -> None: ...
 
@@ -119,8 +128,10 @@ class A2APeer:
             url = peers.a2a_url_of(self.name)
             if url is None:
                 raise ConfigError(f"{peers.me} has no A2A address for agent {self.name!r} (no a2a_port?)")
-            user, password = peers.credentials
-            client = A2AAgentClient.connect(url, user, password, timeout=peers.timeout, trust=peers.a2a_trust)
+            user, password = peers.login_for(self.name)
+            client = A2AAgentClient.connect(
+                url, user, password, timeout=peers.timeout, trust=peers.trust_for(self.name)
+            )
             card = client.card
             peers.record_exchange(
                 self.name,
@@ -174,6 +185,8 @@ class A2APeer:
         peers.record_exchange(
             self.name, "SendStreamingMessage", "taskAssign", first.task_id, summary, payload=envelope, order=order
         )
+        if self.name in peers.outside:  # no executor of the lab's will arrive: stand in for it (`Peers.outside`)
+            peers.scheduler.arrive(key)
         threading.Thread(
             target=self._follow,
             args=(stream, key, first.task_id, on_input),

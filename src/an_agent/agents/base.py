@@ -12,10 +12,12 @@
   FULFILLMENT, answered, judges a finished task's JSON result by the criteria the requester sent
   (`an_agent.schemas.fulfilment`); asked (`evaluate`), the requester judges the result itself and
   only records the executor's answer.
-- Talking to other agents: `ask` negotiates the payload's schema with the peer (`negotiated_value`,
-  `an_agent.agents.schema_use`), then runs the draft's section 5.3 sequence — FEASIBILITY,
-  a second round on the peer's counter-proposal when the requester accepts it, then taskAssign — and
-  waits for the result by notification.
+- Talking to other agents (`an_agent.agents.conversation`, mixed in): `find_peers` by skill; `ask`
+  negotiates the payload's schema with the peer, then runs the draft's section 5.3 sequence —
+  FEASIBILITY, a second round on the peer's counter-proposal when the requester accepts it, then
+  taskAssign — and waits for the result by notification.
+- Towards its own assigner: `ask_input` (``input-required`` naming keys), `finish` (the result checked
+  against the skill's declared response schema).
 """
 
 from __future__ import annotations
@@ -25,17 +27,17 @@ import json
 import logging
 import threading
 from abc import abstractmethod
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
 from an_agent import tracing
 from an_agent.agents import payloads
+from an_agent.agents.conversation import PeerConversation
 from an_agent.agents.environment import AgentEnvironment, Alarm, Shutdown
-from an_agent.agents.exchange import InputAnswer
+from an_agent.agents.exchange import read_input
+from an_agent.agents.failures import NotFeasible, TaskFailure
 from an_agent.agents.findings import Finding
-from an_agent.agents.peers import Peers, TaskHandle
-from an_agent.agents.schema_use import adopt_evolved_keys, supported_versions
+from an_agent.agents.peers import Peers
 from an_agent.clock import to_rfc3339
 from an_agent.errors import AnAgentError, RpcError, SchemaError
 from an_agent.model import (
@@ -51,67 +53,13 @@ from an_agent.model import (
 )
 from an_agent.runtime.behaviour import AgentInfo, Behaviour, TaskRun
 from an_agent.runtime.schemas import shared_embedder
-from an_agent.schemas.fulfilment import Expectation, Fulfilment, fulfilment_request_content, request_expectation
-from an_agent.schemas.validate import ValidatedPayload, validate_payload
+from an_agent.schemas.fulfilment import Expectation, request_expectation
+from an_agent.schemas.validate import ValidatedPayload
 
 log = logging.getLogger(__name__)
 
 
-class TaskFailure(Exception):
-    """Raised by a role's handler to end the task as failed; the message is the reason."""
-
-
-class NotFeasible(Exception):
-    """Raised by a role's feasibility check; ``counter`` is a counter-proposal envelope, if any."""
-
-    def __init__(self, reason: str, counter: dict[str, Any] | None = None) -> None:
-        super().__init__(reason)
-        self.counter = counter
-
-
-@dataclass(frozen=True)
-class Outcome:
-    """What `LabBehaviour.ask` got: the peer's task (None when no agreement), and the negotiation trail."""
-
-    task: Task | None
-    agreed: dict[str, Any] | None
-    """The payload finally assigned (the counter-proposal when one was accepted)."""
-    refusals: tuple[str, ...] = ()
-
-    @property
-    def finished(self) -> bool:
-        return self.task is not None and self.task.status == TaskStatus.FINISHED
-
-    def result(self) -> dict[str, Any]:
-        """The task's JSON result ({} when there is none)."""
-        if self.task is None or self.task.result is None or not self.task.result.data:
-            return {}
-        try:
-            value = json.loads(self.task.result.data)
-        except json.JSONDecodeError:
-            return {}
-        return value if isinstance(value, dict) else {}
-
-    @property
-    def reason(self) -> str:
-        if self.task is None:
-            return "; ".join(self.refusals) or "not assigned"
-        return (self.task.result.reason if self.task.result else None) or str(self.task.status)
-
-
-Accept = Callable[[dict[str, Any]], bool]
-
-
-@dataclass(frozen=True)
-class Agreement:
-    """The result of a FEASIBILITY negotiation: the task id and payload to assign (None: no agreement)."""
-
-    task_id: str | None
-    value: dict[str, Any]
-    refusals: tuple[str, ...] = ()
-
-
-class LabBehaviour(Behaviour):
+class LabBehaviour(PeerConversation, Behaviour):
     """Base of the lab roles (module docstring). Subclasses implement `handle` and `feasibility`."""
 
     role: str = "lab"
@@ -129,10 +77,6 @@ class LabBehaviour(Behaviour):
         self._payloads: dict[str, ValidatedPayload | None] = {}
         self._lock = threading.Lock()
         self._ids: dict[str, int] = {}
-
-    @property
-    def name(self) -> str:
-        return self.env.name
 
     def bind(self, agent: AgentInfo) -> None:
         super().bind(agent)
@@ -263,7 +207,7 @@ class LabBehaviour(Behaviour):
         value = payloads.prompt_payload(content)
         sections = parse_prompt(content)
         try:
-            validated = payloads.validate(value, self.env.accepts_evolved_keys) if value is not None else None
+            validated = self._proposed_payload(value, request.send_from)
             reason = self.feasibility(sections.task_description or "", validated, request.send_from)
         except SchemaError as exc:
             return NegotiationResult(
@@ -279,6 +223,15 @@ class LabBehaviour(Behaviour):
                 NegotiationType.FEASIBILITY, feasible=False, reason=str(exc), counter_proposal=counter
             )
         return NegotiationResult(NegotiationType.FEASIBILITY, feasible=True, reason=reason)
+
+    def _proposed_payload(self, value: dict[str, Any] | None, requester: str | None) -> ValidatedPayload | None:
+        """A FEASIBILITY proposal's payload, validated: against the shipped template of its schema, else (a
+        template the agent serves besides them: ``--templates``, a gateway's) the agent's own."""
+        if value is None:
+            return None
+        if value.get("schema_id") in payloads.templates().schema_ids or self.env.schemas == "off":
+            return payloads.validate(value, self.env.accepts_evolved_keys)
+        return self.agent.validate(requester or "", value)
 
     def _fulfillment(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
         """The executor's answer: its task judged by the criteria the requester sent (or its expected-response)."""
@@ -303,19 +256,6 @@ class LabBehaviour(Behaviour):
         """The reason the proposed task is feasible, or raise `NotFeasible` (with a counter-proposal)."""
 
     # ---- helpers ------------------------------------------------------------------------------------
-    def new_task_id(self, slug: str) -> str:
-        """A task id unique for this agent and the same in every run of the topology (no clock, no random)."""
-        with self._lock:
-            count = self._ids.get(slug, 0) + 1
-            self._ids[slug] = count
-        return f"{self.name}.{slug}" + (f".{count}" if count > 1 else "")
-
-    def note(self, kind: str, text: str, **details: Any) -> None:
-        span = tracing.current()
-        if span is not None:  # the timeline can be filtered by trace
-            details.setdefault("trace_id", span.trace_id)
-        self.env.journal.note(self.name, kind, text, **details)
-
     @contextlib.contextmanager
     def traced(self, alarms: Sequence[Alarm]) -> Iterator[None]:
         """Run the block (and what it spawns) in the trace of the fault behind ``alarms``: the first one
@@ -341,160 +281,42 @@ class LabBehaviour(Behaviour):
         )
 
     def finish(self, run: TaskRun, summary: str, result: dict[str, Any]) -> None:
+        """End the task finished with the JSON ``result``.
+
+        ``result`` is first checked against the response schema the skill that took the task declares
+        (`AgentInfo.check_result`): one that is not what the skill promises raises `SchemaError` (the
+        task then fails saying which keys are wrong) rather than reaching the assigner.
+        """
+        self.agent.check_result(run.task.task_id, result)
         run.finish(
             TaskResult(
                 summary=summary, reason=summary, format="application/json", data=json.dumps(result, sort_keys=True)
             )
         )
 
-    def ask(
-        self,
-        peer: str,
-        slug: str,
-        target: str,
-        description: str,
-        value: dict[str, Any],
-        accept_counter: Accept | None = None,
-        expected_response: str | None = None,
-        on_input: InputAnswer | None = None,
-    ) -> Outcome:
-        """`propose`, then taskAssign and wait for the end (by notification).
+    def ask_input(self, run: TaskRun, keys: list[str], reason: str, timeout: float | None) -> dict[str, str] | None:
+        """``input-required`` naming ``keys``; the assigner's answers (``{key: value}``, every key) or None.
 
-        Returns the peer's finished or failed task, or an `Outcome` without task when no agreement was
-        reached (its refusals say why). ``on_input`` answers the peer's ``input-required`` meanwhile.
+        Each key is asked for as a prompt (target object: the key) the assigner answers with a text
+        data-param of ``key: value`` lines, or a new content holding such lines (over A2A: a text part).
+        None when the task was cancelled or nothing came within ``timeout`` seconds (real time); a
+        partial answer raises `TaskFailure` naming what is still missing.
         """
-        agreed = self.propose(peer, slug, target, description, value, accept_counter)
-        if agreed.task_id is None:
-            return Outcome(None, None, agreed.refusals)
-        handle = self.assign(peer, agreed.task_id, target, description, agreed.value, expected_response, on_input)
-        return Outcome(handle.result(), agreed.value, agreed.refusals)
-
-    def propose(
-        self,
-        peer: str,
-        slug: str,
-        target: str,
-        description: str,
-        value: dict[str, Any],
-        accept_counter: Accept | None = None,
-    ) -> Agreement:
-        """FEASIBILITY with ``peer``, and a second round on its counter-proposal when ``accept_counter`` takes it."""
-        task_id = self.new_task_id(slug)
-        link = self.peers.peer(peer)
-        value = self.negotiated_value(peer, value)
-        refusals: list[str] = []
-        proposal = value
-        for _ in range(2):
-            answer = link.negotiate(
-                NegotiationRequest(
-                    task_id,
-                    NegotiationType.FEASIBILITY,
-                    [payloads.proposal(target, description, proposal)],
-                    self.name,
-                    peer,
-                )
-            )
-            if answer.feasible:
-                return Agreement(task_id, proposal, tuple(refusals))
-            refusals.append(f"{peer}: {answer.reason or 'not feasible'}")
-            counter = payloads.prompt_payload(answer.counter_proposal or "")
-            if counter is None or accept_counter is None or counter == proposal or not accept_counter(counter):
-                break
-            proposal = counter
-        return Agreement(None, value, tuple(refusals))
-
-    def negotiated_value(self, peer: str, value: dict[str, Any]) -> dict[str, Any]:
-        """``value`` for the template ``peer`` serves this agent (`an_agent.agents.schema_use`).
-
-        Negotiates the version (``get-schema-template``), moves ``other`` content into the experimental
-        keys of that template when it maps (journal note ``evolved_keys_used``) and validates the result
-        client side. A peer that serves no templates (``schemas: off``) gets ``value`` as it is; no
-        common version ends the calling task (`TaskFailure`).
-        """
-        scenario = payloads.templates().get(value["schema_id"]).scenario
-        try:
-            agreed = self.peers.peer(peer).schema(scenario, supported_versions(value["schema_id"]))
-        except SchemaError as exc:
-            raise TaskFailure(f"{peer}: {exc}: " + "; ".join(exc.problems)) from None
-        except RpcError as exc:
-            if exc.error_tag in ("operation-not-supported", "unknown-element"):
-                return value  # no schema service on the peer: the shipped template is all there is
-            raise
-        payload = dict(value["payload"])
-        adopted = adopt_evolved_keys(agreed.template, payload, shared_embedder, self.env.scheduler.now())
-        if adopted.keys:
-            self.note(
-                "evolved_keys_used",
-                f"payload for {peer} uses experimental key(s) {', '.join(adopted.keys)} of {agreed.schema_id} "
-                "instead of 'other'",
-                keys=list(adopted.keys),
-                schema_id=agreed.schema_id,
-                peer=peer,
-            )
-        envelope = {"schema_id": agreed.schema_id, "payload": adopted.payload}
-        validate_payload(agreed.template, envelope)  # a bug of ours is found here, not by the peer
-        return envelope
-
-    def assign(
-        self,
-        peer: str,
-        task_id: str,
-        target: str,
-        description: str,
-        value: dict[str, Any],
-        expected_response: str | None = None,
-        on_input: InputAnswer | None = None,
-    ) -> TaskHandle:
-        """taskAssign with the payload as a data-param; the handle waits for the end (``on_input``: `ask`)."""
-        param = payloads.data_param(f"{task_id}.payload", value, f"{value['schema_id']} payload of {task_id}")
-        task = Task(
-            task_id=task_id,
-            send_from=self.name,
-            send_to=peer,
-            commu_type=CommuType.TASK_ASSIGN,
-            content=build_prompt(target, description),
-            task_async=True,
-            expected_response=expected_response,
-            msg_data=[param.id],
-            traceparent=tracing.outgoing(),  # NETCONF: the an-agent-trace leaf; A2A: message metadata
-        )
-        link = self.peers.peer(peer)
-        face = link.face
-        tracing.event(
-            self.name, "task.sent", f"task {task_id} to {peer} over {face}", task_id=task_id, peer=peer, face=face
-        )
-        return link.assign(task, [param], on_input)
-
-    def evaluate(self, peer: str, outcome: Outcome, keys: list[str], covers: dict[str, list[str]]) -> bool:
-        """FULFILLMENT on a peer's task, judged by this agent (the requester): does the result give ``keys``
-        and cover ``covers``? The criteria go to the peer in the negotiation; the peer's answer is noted
-        (``fulfillment_disputed`` when it differs) but the verdict is this agent's own judgement.
-        """
-        if outcome.task is None:
-            return False
-        expectation = Expectation(keys=tuple(keys), covers={k: tuple(v) for k, v in covers.items()})
-        judgement = expectation.judge(outcome.task)
-        answer = self.peers.peer(peer).negotiate(
-            NegotiationRequest(
-                outcome.task.task_id,
-                NegotiationType.FULFILLMENT,
-                [fulfilment_request_content(outcome.task.task_id, expectation)],
-                self.name,
-                peer,
-            )
-        )
-        verdict = Fulfilment(judgement, answer.fulfilled, answer.reason)
-        if verdict.disagrees:
-            self.note(
-                "fulfillment_disputed",
-                f"{peer} says task {outcome.task.task_id} is "
-                + ("fulfilled" if answer.fulfilled else "not fulfilled")
-                + f"; {self.name} judges it "
-                + ("fulfilled" if verdict.fulfilled else f"not fulfilled: {judgement.reason}"),
-                task_id=outcome.task.task_id,
-                fulfilled=verdict.fulfilled,
-            )
-        return verdict.fulfilled
+        required = [
+            build_prompt(key, f"give {key}: add a text data-param with the line '{key}: <value>' to the task's "
+                         "msg-data")
+            for key in keys
+        ]  # fmt: skip
+        provided = run.request_input(required, reason, timeout=timeout)
+        if provided is None:
+            return None
+        texts = [p.data for p in provided.data_params if p.data]
+        answers = read_input(texts or [provided.task.content or ""])
+        still = [key for key in keys if key not in answers]
+        if still:
+            who = provided.provided_by or "the assigner"
+            raise TaskFailure(f"the input {who} sent gives no {', '.join(still)}")
+        return {key: answers[key] for key in keys}
 
 
 def stamp(t: float) -> str:

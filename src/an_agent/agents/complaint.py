@@ -18,13 +18,12 @@ from __future__ import annotations
 from typing import Any
 
 from an_agent.agents import payloads
-from an_agent.agents.base import NotFeasible, Outcome, TaskFailure
 from an_agent.agents.complaint_text import parse_ticket
 from an_agent.agents.environment import RoleName
+from an_agent.agents.sdk import NotFeasible, Outcome, TaskFailure, TaskRun
 from an_agent.agents.subtickets import SubTicketing
 from an_agent.clock import to_rfc3339
 from an_agent.model import ConditionNotification, Task, parse_prompt
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 

@@ -29,6 +29,7 @@ import json
 import re
 from dataclasses import replace
 
+from an_agent.agents.sdk import Behaviour, TaskRun
 from an_agent.model import (
     NegotiationRequest,
     NegotiationResult,
@@ -40,7 +41,6 @@ from an_agent.model import (
     build_prompt,
     parse_prompt,
 )
-from an_agent.runtime.behaviour import Behaviour, TaskRun
 from an_agent.schemas.fulfilment import Expectation, request_expectation
 
 _WORD = re.compile(r"[a-z0-9]+")

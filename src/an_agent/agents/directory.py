@@ -13,9 +13,9 @@ from __future__ import annotations
 import json
 
 from an_agent.agents.default import DefaultBehaviour
+from an_agent.agents.sdk import TaskRun
 from an_agent.model import Task, TaskResult, TaskStatus, parse_prompt
 from an_agent.model.directory import AgentQuery
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.runtime.directory import Directory
 
 QUERY_SCHEMA = "agent_query_v1"

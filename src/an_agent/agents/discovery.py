@@ -20,6 +20,7 @@ from collections.abc import Callable, Collection, Mapping
 from dataclasses import replace
 
 from an_agent.agents.exchange import Exchange, Recorder, next_order
+from an_agent.agents.sdk import Behaviour, TaskRun
 from an_agent.errors import AnAgentError
 from an_agent.model import (
     DataParam,
@@ -33,7 +34,6 @@ from an_agent.model import (
 from an_agent.model.directory import AgentQuery, DirectoryEntry
 from an_agent.nc.agent_client import AgentClient
 from an_agent.nc.directory_client import DirectoryLogin
-from an_agent.runtime.behaviour import Behaviour, TaskRun
 from an_agent.schemas.validate import schema_id_from_media_type
 
 

@@ -27,13 +27,13 @@ import threading
 from dataclasses import dataclass, replace
 
 from an_agent.agents import payloads
-from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp
+from an_agent.agents.base import short, stamp
 from an_agent.agents.environment import RoleName, Timer
 from an_agent.agents.intent import Target
 from an_agent.agents.mandate import INTENT_TASK, Mandate, Mandates, read_mandate
+from an_agent.agents.sdk import LabBehaviour, NotFeasible, TaskFailure, TaskRun
 from an_agent.errors import SchemaError
 from an_agent.model import Task
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 REDUCED_SHARE = 0.5

@@ -198,6 +198,8 @@ class CellView:
     energy_saving: str
     """``enabled``, ``suspended`` or ``reduced``."""
     saving_percent: float
+    locked: bool = False
+    """Administratively locked: the cell serves nobody (an element manager's ``admin-state``)."""
 
 
 @dataclass(frozen=True)
@@ -376,6 +378,8 @@ class AgentDirectoryEntry:
     """The regions (management domains) the agent is responsible for; empty means all."""
     layer: str | None = None
     """An FME copilot's `Layer` (None for other roles)."""
+    skills: tuple[str, ...] = ()
+    """The names of its skills (its profile's)."""
 
 
 class PeerFinder(Protocol):

@@ -12,10 +12,11 @@ from __future__ import annotations
 import zlib
 
 from an_agent.agents import payloads
-from an_agent.agents.base import LabBehaviour, TaskFailure, stamp
+from an_agent.agents.base import stamp
 from an_agent.agents.environment import Layer, RoleName
 from an_agent.agents.findings import Finding
 from an_agent.agents.guidance import TICKET_FAULT, region_of
+from an_agent.agents.sdk import LabBehaviour, TaskFailure
 
 
 def ticket_id(element: str, when: float) -> str:

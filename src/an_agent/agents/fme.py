@@ -23,14 +23,14 @@ import threading
 from typing import Any
 
 from an_agent.agents import guidance, payloads
-from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, stamp, verb_of
+from an_agent.agents.base import stamp
 from an_agent.agents.engineer import FieldEngineer, engineer_sessions
 from an_agent.agents.environment import Layer, RoleName, SimFuture
 from an_agent.agents.field import ticket_id
 from an_agent.agents.guidance import Query
 from an_agent.agents.peers import Peers
+from an_agent.agents.sdk import LabBehaviour, NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.model import Task, parse_prompt
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 _ELEMENT = re.compile(r"\b(?:LINK|SITE|CELL)-[A-Z0-9]+\b")

@@ -15,11 +15,11 @@ from __future__ import annotations
 import threading
 
 from an_agent.agents import payloads
-from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, verb_of
+from an_agent.agents.base import short
 from an_agent.agents.environment import Alarm, NetworkEvent, RoleName
 from an_agent.agents.findings import Finding, elements_in, link_ids
+from an_agent.agents.sdk import LabBehaviour, NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.model import Task
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 _CAUSE = {

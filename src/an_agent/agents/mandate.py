@@ -13,12 +13,12 @@ from __future__ import annotations
 import threading
 from dataclasses import dataclass
 
-from an_agent.agents.base import LabBehaviour, NotFeasible, short, stamp
+from an_agent.agents.base import short, stamp
 from an_agent.agents.intent import Target, parse_targets
+from an_agent.agents.sdk import LabBehaviour, NotFeasible, TaskRun
 from an_agent.clock import from_rfc3339
 from an_agent.errors import SchemaError
 from an_agent.model import Task
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 INTENT_TASK = "intent_task_v1"

@@ -36,12 +36,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from an_agent.agents import compensation_plan, payloads
-from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp, verb_of
+from an_agent.agents.base import short, stamp
 from an_agent.agents.environment import RoleName, Timer
 from an_agent.agents.mandate import INTENT_TASK, Mandates
+from an_agent.agents.sdk import LabBehaviour, NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.clock import from_rfc3339
 from an_agent.model import Task
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 SUSPENSION_MARGIN_MINUTES = 1

@@ -70,6 +70,8 @@ def base_view(validated: ValidatedPayload) -> ValidatedPayload:
     counter-proposals must stay valid for any peer), so the others are dropped from ``values`` and
     named in ``warnings``, as `validate` does with ``evolved_keys``.
     """
+    if validated.schema_id not in templates().schema_ids:  # an operator's or a gateway's template: as admitted
+        return validated
     template = templates().get(validated.schema_id)
     extra = sorted(k for k in validated.values if template.key(k) is None)
     if not extra:

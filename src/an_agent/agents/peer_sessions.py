@@ -70,7 +70,7 @@ class PeerSessions:
             if address is None:
                 raise ConfigError(f"{peers.me} has no address for agent {self.name!r} (no port in the topology?)")
             host, port = address
-            user, password = peers.credentials
+            user, password = peers.login_for(self.name)
             client = AgentClient.connect(host, port, username=user, password=password, timeout=peers.timeout)
             try:
                 profile = client.profile()

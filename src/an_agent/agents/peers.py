@@ -19,8 +19,8 @@ from __future__ import annotations
 import json
 import logging
 import threading
-from collections.abc import Callable, Iterable, Sequence
-from dataclasses import replace
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -191,6 +191,8 @@ class Peer(PeerSessions):
         self._peers.record_exchange(
             self.name, "edit-config", "taskAssign", task.task_id, summary, payload=payload, order=order
         )
+        if self.name in self._peers.outside:  # no executor of the lab's will arrive: stand in for it
+            scheduler.arrive(key)
         return TaskHandle(self, task.task_id, ended)
 
     def get_task(self, task_id: str) -> Task:
@@ -210,8 +212,27 @@ class Peer(PeerSessions):
         return task
 
 
+@dataclass(frozen=True)
+class OutsideLogin:
+    """How an agent logs in to a peer the lab does not run: its credentials, the certificate its A2A face has."""
+
+    user: str
+    password: str
+    trust: Path | None = None
+
+
 class Peers:
     """The peers of agent ``me``: sessions opened on first use, only to agents ``allowed``."""
+
+    def login_for(self, name: str) -> tuple[str, str]:
+        """The ``(user, password)`` to log in to ``name`` with: an outside peer's own, else this agent's."""
+        outside = self.outside.get(name)
+        return (outside.user, outside.password) if outside is not None else self.credentials
+
+    def trust_for(self, name: str) -> Path | None:
+        """The certificates ``name``'s HTTPS is verified against: an outside peer's, else the lab's."""
+        outside = self.outside.get(name)
+        return outside.trust if outside is not None and outside.trust is not None else self.a2a_trust
 
     def __init__(
         self,
@@ -227,8 +248,13 @@ class Peers:
         a2a_trust: Path | None = None,
         retry: Backoff = REQUEST_RETRY,
         reconnect: Backoff = RECONNECT_RETRY,
+        outside: Mapping[str, OutsideLogin] | None = None,
     ) -> None:
         self.me = me
+        self.outside = dict(outside or {})
+        """Peers the lab does not run (a topology's ``external`` agents), with the login and trust to use on
+        them. A task assigned to one is done outside the lab's time: the hand-off stands in for its
+        executor's arrival (`Peer.assign`), so the lab's time waits for its end and the end completes it."""
         self.a2a_trust = a2a_trust
         """The certificates an ``https://`` A2A peer is verified against (None: the system's CAs)."""
         self.retry = retry

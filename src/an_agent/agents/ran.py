@@ -33,15 +33,15 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from an_agent.agents import payloads
-from an_agent.agents.base import NotFeasible, TaskFailure, short, stamp, verb_of
+from an_agent.agents.base import short, stamp
 from an_agent.agents.environment import NetworkEvent, RoleName
 from an_agent.agents.mandate import INTENT_TASK, Mandates
 from an_agent.agents.ran_repair import RanRepair
+from an_agent.agents.sdk import NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.model import Task
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
-_ELEMENT_ID = re.compile(r"[A-Z][A-Z0-9]*(?:-[A-Z0-9]+)+")
+_ELEMENT_ID = re.compile(r"(?<![A-Z0-9])[A-Z][A-Z0-9]*+(?:-[A-Z0-9]++)+")
 """What a site or cell id looks like in a prompt (``SITE-02``, ``CELL-0401``): compared with the inventory."""
 
 

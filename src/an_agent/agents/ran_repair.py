@@ -13,11 +13,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from an_agent.agents import payloads
-from an_agent.agents.base import TaskFailure, short, stamp
+from an_agent.agents.base import short, stamp
 from an_agent.agents.environment import RoleName, SimFuture
 from an_agent.agents.field import FieldRepair, ticket_id
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding
-from an_agent.runtime.behaviour import TaskRun
+from an_agent.agents.sdk import TaskFailure, TaskRun
 
 
 @dataclass

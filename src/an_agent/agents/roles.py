@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from an_agent.agents.base import LabBehaviour
 from an_agent.agents.complaint import ComplaintBehaviour
 from an_agent.agents.energy import EnergySavingBehaviour
 from an_agent.agents.environment import RoleName
@@ -12,6 +11,7 @@ from an_agent.agents.fme import FmeCopilotBehaviour
 from an_agent.agents.ip import IpFaultBehaviour
 from an_agent.agents.optimization import OptimizationBehaviour
 from an_agent.agents.ran import RanFaultBehaviour
+from an_agent.agents.sdk import LabBehaviour
 from an_agent.agents.service import CrossDomainFaultBehaviour
 from an_agent.agents.service_intent import ServiceIntentBehaviour
 from an_agent.agents.trouble_ticket import TroubleTicketBehaviour

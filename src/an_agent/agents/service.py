@@ -21,12 +21,12 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
 from an_agent.agents import payloads
-from an_agent.agents.base import NotFeasible, TaskFailure, short, stamp, verb_of
+from an_agent.agents.base import short, stamp
 from an_agent.agents.environment import RoleName, SimFuture
 from an_agent.agents.field import FieldRepair, ticket_id
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding, elements_in, link_ids
+from an_agent.agents.sdk import NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.model import Task
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 

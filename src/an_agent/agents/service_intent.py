@@ -28,13 +28,13 @@ from collections.abc import Mapping
 from typing import Any, ClassVar
 
 from an_agent.agents import payloads
-from an_agent.agents.base import LabBehaviour, NotFeasible, TaskFailure, short, stamp
+from an_agent.agents.base import short, stamp
 from an_agent.agents.environment import AreaKpis, RoleName
 from an_agent.agents.intent import COVERAGE_KPIS, Expectation, Intent, fulfilment, kpi_value, load_intent
 from an_agent.agents.mandate import INTENT_TASK
+from an_agent.agents.sdk import LabBehaviour, NotFeasible, TaskFailure, TaskRun
 from an_agent.errors import AnAgentError
 from an_agent.model import Task
-from an_agent.runtime.behaviour import TaskRun
 from an_agent.schemas.validate import ValidatedPayload
 
 FIRST_RELAX_STEP = 0.05

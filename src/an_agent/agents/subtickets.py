@@ -13,10 +13,11 @@ from __future__ import annotations
 from typing import Any
 
 from an_agent.agents import payloads
-from an_agent.agents.base import Outcome, TaskFailure, short
+from an_agent.agents.base import short
 from an_agent.agents.environment import RoleName
 from an_agent.agents.field import FieldRepair, ticket_id
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding
+from an_agent.agents.sdk import Outcome, TaskFailure
 
 _CATEGORY_FAULT = {
     "no_coverage": "base_station_outage",

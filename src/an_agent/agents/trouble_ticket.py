@@ -16,12 +16,10 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, ClassVar
 
-from an_agent.agents.base import NotFeasible, TaskFailure
 from an_agent.agents.environment import RoleName
-from an_agent.agents.exchange import read_input
+from an_agent.agents.sdk import NotFeasible, TaskFailure, TaskRun
 from an_agent.agents.subtickets import SubTicketing
-from an_agent.model import Task, build_prompt
-from an_agent.runtime.behaviour import TaskRun
+from an_agent.model import Task
 from an_agent.schemas.validate import ValidatedPayload
 
 
@@ -67,29 +65,22 @@ class TroubleTicketBehaviour(SubTicketing):
     def _ask_assigner(self, task: Task, run: TaskRun, ticket: str, missing: list[str]) -> dict[str, str]:
         """``input-required`` towards the assigner for the ``missing`` keys; its answers, or `TaskFailure`."""
         assigner = task.send_from or "the assigner"
-        required = [
-            build_prompt(key, f"complaint ticket {ticket} does not give its {key}: add a text data-param with "
-                         f"the line '{key}: <value>' to the task's msg-data")
-            for key in missing
-        ]  # fmt: skip
         self.note(
             "input_required", f"ticket {ticket}: asks {assigner} for {', '.join(missing)}", task_id=task.task_id,
             missing=missing,
         )  # fmt: skip
         seconds = float({**self.option_defaults, **self.env.options}["input_seconds"])
-        provided = run.request_input(
-            required, f"complaint ticket {ticket} does not say {', '.join(missing)}", timeout=seconds
-        )
-        if provided is None:
+        try:
+            answers = self.ask_input(
+                run, missing, f"complaint ticket {ticket} does not say {', '.join(missing)}", seconds
+            )
+        except TaskFailure as exc:
+            raise TaskFailure(f"ticket {ticket}: {exc}") from None
+        if answers is None:
             raise TaskFailure(f"ticket {ticket}: {assigner} gave no {', '.join(missing)} within {seconds:g} s")
-        texts = [p.data for p in provided.data_params if p.data]
-        answers = read_input(texts)
-        still = [key for key in missing if key not in answers]
-        if still:
-            raise TaskFailure(f"ticket {ticket}: the input {provided.provided_by} sent gives no {', '.join(still)}")
         self.note(
             "input_provided",
-            f"ticket {ticket}: {provided.provided_by} provided "
+            f"ticket {ticket}: {assigner} provided "
             + ", ".join(f"{key} {answers[key]}" for key in missing)
             + "; resuming",
             task_id=task.task_id,

@@ -1,7 +1,5 @@
 """``python -m an_agent.cli`` is the ``an-agent`` command."""
 
-import sys
+from an_agent.cli import console_main
 
-from an_agent.cli import main
-
-sys.exit(main())
+console_main()

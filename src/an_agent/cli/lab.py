@@ -37,7 +37,12 @@ fails, 2 for a bad topology file.
 NETNS_HELP = (
     "run every agent in a Linux network namespace of its own on a lab bridge, with an address from "
     "198.18.0.0/15, no route out of the lab and peers known by name (needs root and iproute2; "
-    "see README, 'In network namespaces')"
+    "see docs/howto/netns.md)"
+)
+PACE_HELP = (
+    "paced time: the lab's clock follows the wall clock at N simulated seconds per wall second (1 = real "
+    "time) instead of jumping ahead whenever the lab's own agents are idle, so that participants the lab "
+    "cannot see (outside agents on its element managers, a person) act in the same time; default: lock-step"
 )
 A2A_TLS_HELP = (
     "A2A faces (of agents with an a2a_port) over HTTPS with a certificate per agent made by the lab in the run "
@@ -99,6 +104,7 @@ def register(subparsers: Any) -> None:
         "The result lists each event and the time to restore with and without it (the run is played once more "
         "without chaos, in one process, to compare)",
     )
+    run.add_argument("--pace", type=_pace, metavar="N", help=PACE_HELP)
     run.add_argument(
         "--stall-timeout",
         type=float,
@@ -143,6 +149,7 @@ def register(subparsers: Any) -> None:
     )
     up.add_argument("--netns", action="store_true", help=NETNS_HELP)
     up.add_argument("--a2a-tls", choices=["on", "off"], default="on", help=A2A_TLS_HELP)
+    up.add_argument("--pace", type=_pace, metavar="N", help=PACE_HELP)
     up.set_defaults(handler=cmd_up)
 
     down = sub.add_parser(
@@ -200,6 +207,16 @@ def register(subparsers: Any) -> None:
     check.set_defaults(handler=cmd_check)
 
 
+def _pace(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"the pace must be above 0 simulated seconds per wall second, not {text}")
+    return value
+
+
 def _quiet_transport_logs() -> None:
     # A peer closing its SSH session at shutdown is normal; paramiko/ncclient log it as an error.
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
@@ -252,6 +269,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             netns=args.netns,
             partitions=partitions,
             a2a_tls=args.a2a_tls == "on",
+            pace=args.pace,
         )
     finally:
         if args.state_dir is None:
@@ -290,6 +308,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             secret_file=args.lab_secret_file,
             netns=args.netns,
             a2a_tls=args.a2a_tls == "on",
+            pace=args.pace,
         )
     from an_agent.lab.placement import check_host
 
@@ -303,6 +322,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         secret_file=args.lab_secret_file,
         netns=args.netns,
         a2a_tls=args.a2a_tls == "on",
+        pace=args.pace,
     )
     if args.json:
         print_json(state)
@@ -315,6 +335,14 @@ def cmd_up(args: argparse.Namespace) -> int:
             + (f"   (namespace {agent['netns']})" if agent.get("netns") else "")
             + (f"\n  {'':<18} {'':<19} A2A {agent['a2a_url']}" if agent.get("a2a_url") else "")
         )
+    for device in state.get("devices", []):  # element managers (docs/element-managers.md)
+        where = f"{device['host']}:{device['port']}"
+        print(
+            f"  {device['name']:<18} {device['domain'] + ' EM':<19} {where}   "
+            f"netconf-console2 --host {device['host']} --port {device['port']} -u admin -p admin --get"
+        )
+    if state.get("pace"):
+        print(f"paced: {state['pace']:g} simulated seconds per wall second")
     if state.get("a2a_trust"):
         print(
             f"A2A over HTTPS: trust {state['a2a_trust']} (an-agent task ... --a2a URL --a2a-trust {state['a2a_trust']})"

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from an_agent.cli import serve_behaviour
 from an_agent.errors import ConfigError
 from an_agent.runtime.workers import INPUT_WAIT
 
@@ -62,7 +63,12 @@ def register(subparsers: Any) -> None:
         "the directory registration (default: --host; with --topology, the agent's address there; on a "
         "wildcard --host such as 0.0.0.0, this machine's name)",
     )
-    parser.add_argument("--port", type=int, default=8830, help="TCP port (default: 8830; 0 picks a free one)")
+    parser.add_argument(
+        "--port",
+        type=int,
+        default=int(os.environ.get("AN_AGENT_PORT", "8830")),
+        help="TCP port (default: $AN_AGENT_PORT, as the client commands, else 8830; 0 picks a free one)",
+    )
     parser.add_argument(
         "--state-dir",
         type=Path,
@@ -106,7 +112,8 @@ def register(subparsers: Any) -> None:
         type=_positive_int,
         default=16 * 1024 * 1024,
         metavar="N",
-        help="largest NETCONF message accepted; a bigger one is discarded with a too-big rpc-error (default: 16 MiB)",
+        help="largest NETCONF message or A2A request body accepted; a bigger one is discarded with a too-big "
+        "rpc-error (NETCONF) or refused with HTTP 413 (A2A) (default: 16 MiB)",
     )
     parser.add_argument(
         "--hello-timeout",
@@ -220,6 +227,7 @@ def register(subparsers: Any) -> None:
         "SSH in C, a process per connection, faster with many sessions; public-key login only (users-file "
         "authorized-keys), every user mapped onto the account the agent runs as; needs /usr/sbin/sshd",
     )
+    serve_behaviour.add_arguments(parser)
     observe = parser.add_argument_group("observability (docs/observability.md)")
     observe.add_argument(
         "--metrics-port",
@@ -319,7 +327,13 @@ def run(args: argparse.Namespace) -> int:
         raise ConfigError("--lab-control and --lab-secret-file go together")
     if args.lab_control is not None and (args.topology is None or not args.agent):
         raise ConfigError("--lab-control needs --topology FILE --agent NAME (which agent of the lab this is)")
-    if args.profile is not None:
+    if serve_behaviour.wants_own_behaviour(args):
+        if args.topology is not None:
+            raise ConfigError("in a topology, name the agent's behaviour, command or a2a_upstream there")
+        loaded = AgentProfile.load(args.profile) if args.profile is not None else None
+        profile, behaviour, upstream_templates = serve_behaviour.own_behaviour(args, loaded, schemas)
+        templates += upstream_templates
+    elif args.profile is not None:
         profile = AgentProfile.load(args.profile)
     elif args.lab_control is not None:
         from an_agent.lab.remote import join_lab

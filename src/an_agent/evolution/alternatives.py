@@ -154,11 +154,12 @@ def find_alternatives(
     sims = vectors @ vectors.T
     doc_sets = [{i for i, words in enumerate(per_text) if c in words} for c in candidates]
     # A word used as a verb, a preposition or an evaluative adjective is no value, nor what a set grows from.
-    modifiers = modifier_words(texts, candidates, doc_sets, sims) | not_values(texts, candidates)
     heads = _heads(texts, candidates, doc_sets, sims)
     qualified = _qualified_heads(texts, candidates, heads)
     adjacent = {pair for t in texts for pair in _pairs(t)}
     recurring = [i for i in range(len(candidates)) if len(doc_sets[i]) >= _ALT_MIN_SHARE_EACH]
+    modifiers = _siblings_kept(modifier_words(texts, candidates, doc_sets, sims), candidates, recurring, sims, adjacent)
+    modifiers |= not_values(texts, candidates)
     once = [i for i in range(len(candidates)) if len(doc_sets[i]) < _ALT_MIN_SHARE_EACH]
     best: list[int] = []
     best_score = (0, 0.0)
@@ -225,6 +226,36 @@ def find_alternatives(
     # Values in the order of how often they are named: the dominant value first.
     best.sort(key=lambda i: (-len(doc_sets[i]), i))
     return [(words[i], frozenset({candidates[i]})) for i in best]
+
+
+# A word before other candidates is still a value when it is a sibling of two recurring candidates it never
+# stands before: "Bronze tier", "Bronze contract" put bronze before two recurring words, as "heavy rain",
+# "heavy storm" do, but bronze is of the kind of silver and gold (MiniLM 0.70, 0.55; platinum / gold 0.52),
+# while a word of degree is far from the words it qualifies (heavy / rain 0.39, freezing / rain 0.43).
+_SIBLING = 0.5
+
+
+def _siblings_kept(
+    modifiers: set[int],
+    candidates: Sequence[str],
+    recurring: Sequence[int],
+    sims: np.ndarray,
+    adjacent: set[tuple[str, str]],
+) -> set[int]:
+    """``modifiers`` without the words that are siblings of recurring candidates (``_SIBLING``)."""
+
+    def sibling(i: int) -> bool:
+        kin = [
+            j
+            for j in recurring
+            if j != i
+            and j not in modifiers
+            and float(sims[i, j]) >= _SIBLING
+            and (candidates[i], candidates[j]) not in adjacent
+        ]
+        return len(kin) >= 2
+
+    return {i for i in modifiers if not sibling(i)}
 
 
 def same_family(a: str, b: str) -> bool:

@@ -19,7 +19,10 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
    differs in each of them ("a Samsung Galaxy S23", "an iPhone 15"; "firmware 21.3.2"; "Maria Lopez"): a
    ``string`` without constraints, each fragment's value its name-like span, and the frame word the
    values share (``info["frame"]``) and the nouns they are said of (``info["kinds"]``, for the name);
-6. **a closed set of alternatives** (`an_agent.evolution.alternatives`): words of one kind that fill the
+6. **a closed set of codes** (`an_agent.evolution.codes`): tokens of one shape that fill one slot
+   ("4G", "5G", "2G"; "P1", "P3"; "Class A", "class-C"): a ``string`` with ``Acceptable values:`` in their
+   natural order, and the frame word the codes share (``info["frame"]``) for the name;
+   then **a closed set of alternatives** (`an_agent.evolution.alternatives`): words of one kind that fill the
    same slot in different fragments ("on battery", "on generator", "back on mains"; "fleet customer",
    "private customer") and rarely appear together, one of which may dominate: a ``string`` with
    ``Acceptable values:`` (the most named value first), and the noun the values qualify, if any, as
@@ -37,12 +40,13 @@ from __future__ import annotations
 import math
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from an_agent.evolution.alternatives import find_alternatives, mentions, separation, slot_head, values_separate
 from an_agent.evolution.categories import CATEGORY_SEPARATION, category_alternatives
+from an_agent.evolution.codes import find_codes, label_frame, named_as_labels
 from an_agent.evolution.freeform import find_freeform
 from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
@@ -100,6 +104,9 @@ def _fmt(value: float) -> str:
 def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     n = len(texts)
     found = [find_quantities(t) for t in texts]
+    if any(q.unit == "celsius" for qs in found for q in qs):
+        # A temperature said in degrees next to °C / Celsius is in Celsius: one unit per key.
+        found = [[replace(q, unit="celsius") if q.unit == "degrees" else q for q in qs] for qs in found]
     units = Counter(q[0].unit for q in found if q)
     if not units:
         return None
@@ -138,7 +145,10 @@ def _id_spec(texts: Sequence[str]) -> ValueSpec | None:
     if count < TYPE_SHARE * len(texts):
         return None
     values = tuple([f.value for f in found if f.prefix == prefix] or None for found in ids)
-    return ValueSpec("array", values, (f"Item format: {prefix}-<alnum>.",), id_prefix=prefix)
+    dashes = Counter(f.dash for found in ids for f in found if f.prefix == prefix)
+    # INC4303720: numbers written without a dash keep their own shape (a prefix and digits).
+    item = f"{prefix}-<alnum>" if dashes.most_common(1)[0][0] else f"{prefix}<digits>"
+    return ValueSpec("array", values, (f"Item format: {item}.",), id_prefix=prefix)
 
 
 def _datetime_spec(texts: Sequence[str], now: float) -> ValueSpec | None:
@@ -192,18 +202,31 @@ def infer_value(
     ):
         if spec is not None:
             return spec
+    # Codes (2G / 4G / 5G, P1-P4, Class A / B / C) are recognised by their shape, not their words.
+    if (codes := find_codes(texts, stop_words)) is not None:
+        phrases = (f"Acceptable values: {', '.join(codes.enum)}.",)
+        coded: dict[str, Any] = {"codes": True, "frame": codes.frame}
+        return ValueSpec("string", codes.values, phrases, enum=codes.enum, info=coded)
     # Names that differ in every fragment go before closed sets: no value recurs, so no set could form,
     # and a shipped category would read a few of them as its words ("Samsung", "Nokia": devices).
     if (freeform := find_freeform(texts, stop_words)) is not None:
         named = {"freeform": True, "frame": freeform.frame, "kinds": freeform.kinds}
         return ValueSpec("string", freeform.values, info=named)
     alternatives = find_alternatives(texts, embedder, stop_words)
-    if alternatives and vectors is not None and not values_separate(alternatives, texts, vectors):
+    if (
+        alternatives
+        and vectors is not None
+        and not values_separate(alternatives, texts, vectors)
+        and not named_as_labels([v for v, _ in alternatives], texts)  # Gold / Silver / Bronze: codes in words
+    ):
         alternatives = []
     info: dict[str, Any] = {}
     if alternatives:
         head = slot_head(texts, alternatives, stop_words)
         info = {"category": head} if head else {}
+        words = [v for v, _ in alternatives]
+        if named_as_labels(words, texts) and (frame := label_frame(words, texts, stop_words)) is not None:
+            info["frame"] = frame  # labels are named by the word they are said after: "tier: Silver"
     elif vectors is not None and (found := category_alternatives(texts, embedder, stop_words)) is not None:
         # No shared frame, but each word falls under one shipped category ("storm", "snow", "strong wind":
         # weather): the category is the evidence of a slot, the separation only rejects wordings.

@@ -19,6 +19,9 @@ _DAY_OFFSET = {"today": 0, "tonight": 0, "tomorrow": 1}
 _CLOCK = re.compile(
     r"\b(?:until|till|til|by|before|at|from)\s+(\d{1,2}):(\d{2})\b(?!\s*(?:-|to|and)\s*\d)", re.IGNORECASE
 )
+# A time of day said without a preposition, as operators log events ("traffic recovered 11:05", "onset
+# 04:30 UTC", "around 16:00"): not part of a date, a range or a longer number.
+_BARE_CLOCK = re.compile(r"(?<![\d:.\-/])(\d{1,2}):(\d{2})(?![\d:]|\s*(?:-|to|and|until)\s*\d)")
 DEADLINE = re.compile(r"\b(?:until|till|til|by|before)\b", re.IGNORECASE)
 
 
@@ -31,8 +34,9 @@ def find_moment(text: str, now: float) -> str | None:
     """The date and time a fragment names, RFC 3339 UTC, or None.
 
     Beyond `extract.find_datetimes` (ISO dates, today / tomorrow [at HH:MM]): a part of a day ("tomorrow
-    morning" -> 08:00, afternoon 14:00, evening 18:00, night 22:00) and a bare time of day after
-    until / till / by / before / at / from ("until 06:00"): its next occurrence after ``now``.
+    morning" -> 08:00, afternoon 14:00, evening 18:00, night 22:00) and a time of day, after
+    until / till / by / before / at / from ("until 06:00") or alone ("recovered 11:05"): its next
+    occurrence after ``now``.
     """
     base = datetime.fromtimestamp(now, tz=UTC)
     part = _PART_OF_DAY.search(text)
@@ -42,7 +46,8 @@ def find_moment(text: str, now: float) -> str | None:
     found = find_datetimes(text, now)
     if found:
         return found[0][0]
-    clock = None if find_clock_ranges(text) else _CLOCK.search(text)  # "from 01:00 until 05:00" is a range
+    # "from 01:00 until 05:00" is a range, not a moment.
+    clock = None if find_clock_ranges(text) else _CLOCK.search(text) or _BARE_CLOCK.search(text)
     if clock and int(clock[1]) < 24 and int(clock[2]) < 60:
         moment = base.replace(hour=int(clock[1]), minute=int(clock[2]), second=0, microsecond=0)
         return stamp(moment if moment > base else moment + timedelta(days=1))

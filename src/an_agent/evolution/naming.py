@@ -25,6 +25,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from an_agent.evolution.codes import code_phrase
 from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
 from an_agent.schemas.embedding import Embedder, Vectors
@@ -48,19 +49,7 @@ _STOP = _words(
     without within via per along against between among since toward towards beyond another later latest
     earlier twice thrice"""
 )
-_UNIT_SUFFIX = {
-    "dbm": "dbm",
-    "db": "db",
-    "percent": "percent",
-    "degrees": "deg",
-    "seconds": "seconds",
-    "minutes": "minutes",
-    "hours": "hours",
-    "days": "days",
-    "weeks": "weeks",
-    "km": "km",
-    "mbps": "mbps",
-}
+_UNIT_SUFFIX = {"degrees": "deg"}  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 _TIME_WORDS = _words(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
     utc gmt monday tuesday wednesday thursday friday saturday sunday time latest"""
@@ -335,7 +324,9 @@ def name_key(
         pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
         if pairs or longer:
             phrase = (pairs or longer)[0]
-    if spec.enum:
+    if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
+        phrase = code_phrase(texts, frame, _STOP, spec.info.get("category"))
+    elif spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
     elif "kinds" in spec.info and (kind := freeform_phrase([r[1] for r in ranked], spec.values, spec.info["kinds"])):
         phrase = kind

@@ -16,16 +16,18 @@ from an_agent.evolution.patches import Patch, PatchKey, effective_template
 from an_agent.evolution.policy import EVOLUTION_ACTOR, SchemaChange
 from an_agent.evolution.pool import Cluster
 from an_agent.evolution.release import release_set_aside
+from an_agent.evolution.review import security_reasons
 from an_agent.evolution.state import DAY, EngineState
 from an_agent.evolution.stewardship import KeySteward
 from an_agent.evolution.synthesis import (
+    SECURITY_TERMS,
     ExistingKey,
     find_conflict,
     induce_key,
-    is_security_relevant,
     refine_key,
     synthesis_phrases,
 )
+from an_agent.evolution.time_concepts import apart_from_moment_keys
 from an_agent.evolution.trigger import GateResult, evaluate_gate
 
 SYNTHESIS_FRAGMENTS = 200  # newest fragments of a cluster used to synthesise its key
@@ -156,6 +158,7 @@ class PatchMaker:
                 )
             )
             return
+        core = apart_from_moment_keys(core, texts, vectors, [k.key for k in existing], s.phrases, now)
         taken = frozenset(k.key.key_name for k in existing) | frozenset(s.compat_keys(cluster.schema_id, None))
         induced = induce_key(
             texts,
@@ -250,7 +253,6 @@ class PatchMaker:
     def change(patch: Patch, kind: Any) -> SchemaChange:
         """The `SchemaChange` an `UpdatePolicy` judges for ``kind`` applied to ``patch``."""
         names = tuple(k.key.key_name for k in patch.keys)
-        texts = [t for k in patch.keys for t in (k.key.key_name, k.key.semantic_description)]
         return SchemaChange(
             kind,
             patch.schema_id,
@@ -258,7 +260,8 @@ class PatchMaker:
             patch.client_id,
             names,
             any(k.kind == "new" for k in patch.keys),
-            is_security_relevant(*texts),
+            # What the keys mean (name, meaning, value shapes), not any word of their examples (`review`).
+            any(security_reasons(k.key, SECURITY_TERMS) for k in patch.keys),
         )
 
     def authorize(self, actor: str, patch: Patch, kind: Any, names: tuple[str, ...] | None = None) -> None:

@@ -32,6 +32,8 @@ from an_agent.evolution.categories import category_phrases
 from an_agent.evolution.cohesion import Core, core_of, rejoin, value_fragments
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
+from an_agent.evolution.review import security_words
+from an_agent.evolution.time_concepts import is_moment_key, restates
 from an_agent.schemas.anchors import example_mappings, key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.template import OTHER_KEY, KeyDef
@@ -41,7 +43,8 @@ def _words(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-# Words that make a key touch security (draft section 8): patches with them are never published automatically.
+# Words that make a key touch security (draft section 8): a signal of the review gate (`review`); a key whose
+# name or meaning holds one, or most of whose examples do, is never published automatically.
 SECURITY_TERMS = _words(
     """password passwords credential credentials token tokens secret secrets auth authentication authorization
     authorisation login logins privilege privileges permission permissions payment payments billing card
@@ -51,13 +54,9 @@ SECURITY_TERMS = _words(
 
 
 def is_security_relevant(*texts: str) -> bool:
-    """True when a key name or description touches credentials, payment, identity or access control."""
-    # "root cause" (suspected_root_cause) is about faults, not the superuser.
-    words = {w for text in texts for w in re.findall(r"[a-z]+", _ROOT_CAUSE.sub(" ", text.lower()))}
-    return bool(words & SECURITY_TERMS)
-
-
-_ROOT_CAUSE = re.compile(r"(?<![a-z])root[ _]cause")
+    """True when one of the texts holds a word of the security list: one signal of the review gate
+    (`review.security_reasons` judges a key by its name, meaning and values)."""
+    return any(security_words(text, SECURITY_TERMS) for text in texts)
 
 
 @dataclass(frozen=True)
@@ -276,7 +275,8 @@ def find_conflict(
     hypotheses (``HYPOTHESIS_SHARE``: "we suspect rodents", "probably vandalism") fits a free-text key
     whose examples are hypotheses too (`is_hypothesis_key`: suspected_root_cause) from
     ``HYPOTHESIS_FLOOR``: the form says which key holds the idea when the words of a new cause are far
-    from the key's examples.
+    from the key's examples. A cluster of moments is another time concept than a date-time key unless its
+    fragments, without their moments, restate that key (`time_concepts.restates`).
     """
     for item in existing:
         if item.key.key_name == candidate.key.key_name:
@@ -285,9 +285,12 @@ def find_conflict(
     fitting: list[Conflict] = []  # the key's meaning fits, and its allowed values (if any) too
     restating: list[Conflict] = []  # the meaning fits, the values do not: other words for existing values
     scored: list[tuple[float, ExistingKey]] = []
+    moments = candidate.spec is not None and candidate.spec.value_format == "date-time"
     for item in existing:
         if item.key.key_name == OTHER_KEY:
             continue
+        if moments and texts and is_moment_key(item.key) and not restates(texts, item.key, embedder):
+            continue  # another time concept: the moments make it look like the key, its words do not
         score = meaning_score(vectors, item.key, embedder)
         scored.append((score, item))
         if hypotheses and score >= HYPOTHESIS_FLOOR and is_hypothesis_key(item.key):

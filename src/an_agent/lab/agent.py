@@ -7,6 +7,7 @@ profile and behaviour to `an_agent.server.AgentServer`.
 
 from __future__ import annotations
 
+import functools
 import logging
 import os
 import threading
@@ -20,13 +21,17 @@ from an_agent.agents.discovery import DirectoryPeers
 from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.environment import AgentEnvironment, ManagedNetwork, RoleName, SchemaMode
 from an_agent.agents.exchange import Exchange
-from an_agent.agents.peers import Peers
+from an_agent.agents.peers import OutsideLogin, Peers
+from an_agent.agents.plugins import load_behaviour_class
 from an_agent.agents.roles import ROLES
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import southbound_device
+from an_agent.lab.em.southbound import NetconfNetwork
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.spec import AgentSpec, Topology
+from an_agent.lab.services import external_login, read_login
+from an_agent.lab.spec import AgentSpec, NetworkSpec, Topology
 from an_agent.lab.topology import load_topology
 from an_agent.model import AgentProfile, Capability, Skill
 from an_agent.nc.directory_client import DirectoryLogin
@@ -90,6 +95,8 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
             capability=Capability(streaming=False, push_notifications=True, negotiate=list(NEGOTIATION_TYPES)),
             management_object="the lab's agents",
         )
+    if spec.a2a_upstream:
+        return upstream_profile(spec)
     role = ROLES[spec.role]
     skills = [
         Skill(
@@ -105,7 +112,7 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
     return AgentProfile(
         name=spec.name,
         alias=spec.role,
-        description=spec.description or role.behaviour.description,
+        description=spec.description or behaviour_class(spec).description,
         type=spec.role,
         skills=skills,
         version="1.0.0",
@@ -116,6 +123,24 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
     )
 
 
+def upstream_profile(spec: AgentSpec) -> AgentProfile:
+    """The profile of a topology agent whose work an A2A agent does: from its card (name and role the topology's).
+
+    `ConfigError` naming the agent when the upstream does not answer with a card.
+    """
+    from an_agent.agents.gateway import card_profile, open_upstream
+
+    assert spec.a2a_upstream is not None
+    try:
+        client = open_upstream(spec.a2a_upstream, spec.a2a_upstream_trust, None)
+    except ConfigError as exc:
+        raise ConfigError(f"agent {spec.name}: {exc}") from None
+    try:
+        return card_profile(client.card, name=spec.name, role=spec.role)
+    finally:
+        client.close()
+
+
 def peer_login(topology: Topology) -> tuple[str, str]:
     """The ``(user, password)`` agents log in to their peers with: the topology's ``peer_login_file``.
 
@@ -124,19 +149,14 @@ def peer_login(topology: Topology) -> tuple[str, str]:
     """
     if topology.peer_login_file is None:
         return ("admin", "admin")
-    try:
-        text = topology.peer_login_file.read_text(encoding="utf-8").strip()
-    except OSError as exc:
-        raise ConfigError(f"peer_login_file {topology.peer_login_file}: {exc.strerror}") from None
-    user, sep, password = text.partition(":")
-    if not sep or not user or not password:
-        raise ConfigError(f"peer_login_file {topology.peer_login_file}: expected one line user:password")
-    return (user, password)
+    return read_login(topology.peer_login_file, "peer_login_file")
 
 
 def topology_addresses(topology: Topology) -> dict[str, tuple[str, int]]:
-    """Each agent's NETCONF address as the topology gives it (``address``, default 127.0.0.1, and ``port``)."""
-    return {a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}
+    """Each agent's NETCONF address as the topology gives it (``address``, default 127.0.0.1, and ``port``),
+    and each element manager's with a port (on this machine: where ``lab up`` serves it)."""
+    devices = {d.name: (HOST, d.port) for d in topology.devices if d.port}
+    return {**devices, **{a.name: (a.address or HOST, a.port) for a in topology.agents if a.port}}
 
 
 def topology_directory_login(topology: Topology, name: str) -> DirectoryLogin | None:
@@ -167,16 +187,26 @@ def make_behaviour(
     credentials: tuple[str, str] | None = None,
     a2a_url_of: UrlOf = lambda name: None,
     a2a_trust: Path | None = None,
+    state_dir: Path | None = None,
 ) -> tuple[LabBehaviour, Peers]:
     """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses.
 
     ``credentials`` are the agent's login on its peers (default: the topology's `peer_login`).
+    With ``southbound: netconf`` the behaviour reads and acts on the network through the lab's transport
+    element manager (`an_agent.lab.em.southbound.NetconfNetwork`), logged in as itself.
     ``a2a_url_of`` gives the A2A URL of the peers it reaches over A2A (links marked ``transport: a2a``),
     ``a2a_trust`` the certificates their HTTPS is verified against (`an_agent.lab.certs`).
+    ``state_dir`` is the agent's own directory (a ``command``'s working directory).
     """
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
     credentials = credentials or peer_login(topology)
+    if spec.southbound == "netconf":
+        device = southbound_device(spec, topology.devices)
+        if device is None:
+            raise ConfigError(f"agent {spec.name}: southbound: netconf but no transport element manager serves it")
+        # the lab's element manager, where the lab says it serves (a free port is known once it does)
+        network = NetconfNetwork(network, functools.partial(address_of, device.name), credentials, device.name)
     finder = senders = None
     if topology.directory_agent is not None:
         # talks_to is policy here: peers are what the directory answers, reached where it says they are.
@@ -196,16 +226,23 @@ def make_behaviour(
         extra = {"bss"} if spec.role == RoleName.COMPLAINT else set()
         extra |= {ENGINEER} if spec.role == RoleName.FME_COPILOT else set()
         senders = topology.senders_of(spec.name) | extra
+    talks_to = topology.talks_to.get(spec.name, ())
+    outside = {
+        a.name: OutsideLogin(*external_login(a.external), a.external.trust)
+        for a in topology.agents
+        if a.external is not None and a.name in talks_to
+    }
     peers = Peers(
         spec.name,
         kernel,
         address_of,
-        topology.talks_to.get(spec.name, ()),
+        talks_to,
         journal.record,
         credentials=credentials,
         over_a2a=topology.over_a2a(spec.name),
         a2a_url_of=a2a_url_of,
         a2a_trust=a2a_trust,
+        outside=outside,
     )
     env = AgentEnvironment(
         name=spec.name,
@@ -222,7 +259,26 @@ def make_behaviour(
         task_capacity=task_capacity,
         schemas=spec.schemas,
     )
-    return ROLES[spec.role].behaviour(env, peers), peers
+    if spec.a2a_upstream:
+        from an_agent.agents.gateway import GatewayBehaviour, open_upstream
+
+        url, trust = spec.a2a_upstream, spec.a2a_upstream_trust
+        return GatewayBehaviour(env, peers, lambda: open_upstream(url, trust, None), url), peers
+    if spec.command:
+        from an_agent.agents.command import CommandBehaviour
+
+        return CommandBehaviour(env, peers, spec.command, state_dir, spec.behaviour_timeout, address_of), peers
+    return behaviour_class(spec)(env, peers), peers
+
+
+def behaviour_class(spec: AgentSpec) -> type[LabBehaviour]:
+    """The class playing ``spec``: its ``behaviour`` (an outsider's, `an_agent.agents.plugins`), else the role's."""
+    if spec.behaviour is None:
+        return ROLES[spec.role].behaviour
+    cls = load_behaviour_class(spec.behaviour)
+    if not issubclass(cls, LabBehaviour):
+        raise ConfigError(f"agent {spec.name}: behaviour {spec.behaviour} does not subclass LabBehaviour")
+    return cls
 
 
 def _found_first(found: Callable[[str], Any], wired: Callable[[str], Any]) -> Callable[[str], Any]:
@@ -301,3 +357,35 @@ def load_agent(path: Path, name: str, schemas: SchemaMode | None = None) -> tupl
         spec = replace(topology.agent(name), schemas=schemas)
         topology = replace(topology, agents=tuple(spec if a.name == name else a for a in topology.agents))
     return standalone_agent(topology, name)
+
+
+def plugin_agent(
+    profile: AgentProfile, build: Callable[[AgentEnvironment, Peers], LabBehaviour], schemas: SchemaMode
+) -> LabBehaviour:
+    """A `LabBehaviour` (``build(env, peers)``, e.g. its class) served with a profile and no topology
+    (``serve --behaviour --profile``, ``--behaviour-command``).
+
+    It gets what a lab agent gets, empty: a simulated clock that plays as fast as its work allows
+    (from now), a network with no element, no peers. Time it waits (``env.scheduler.sleep``) passes at
+    once; for a network and peers, name it in a topology (``behaviour:``).
+    """
+    import time
+
+    kernel = SimKernel(time.time(), peers_elsewhere=True)
+    network = SimNetwork(NetworkSpec((), (), (), ()), 0, kernel.now, kernel.call_at)
+    journal = Journal(kernel.now, on_note=lambda note: log.info("%s %s: %s", note.agent, note.kind, note.text))
+    peers = Peers(profile.name, kernel, lambda name: None, (), journal.record)
+    env = AgentEnvironment(
+        name=profile.name,
+        role=profile.type or "plugin",
+        regions=(),
+        scheduler=kernel,
+        network=network,
+        journal=journal,
+        directory=(),
+        task_capacity=TASK_CAPACITY,  # more than the server's workers: the extra tasks wait for one, none refused
+        schemas=schemas,
+    )
+    behaviour = build(env, peers)
+    threading.Thread(target=kernel.run, kwargs={"forever": True}, name=f"clock:{profile.name}", daemon=True).start()
+    return behaviour

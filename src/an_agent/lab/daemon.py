@@ -74,6 +74,7 @@ def serve_foreground(
     secret_file: Path | None = None,
     netns: bool = False,
     a2a_tls: bool = True,
+    pace: float | None = None,
 ) -> int:
     """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file.
 
@@ -115,6 +116,7 @@ def serve_foreground(
         secret_file=secret_file,
         netns=netns,
         a2a_tls=a2a_tls,
+        pace=pace,
     )
     from an_agent.lab.prometheus import watch_lab
     from an_agent.logs import trace_to_stderr
@@ -124,7 +126,8 @@ def serve_foreground(
     try:
         lab.start()
         kpis = watch_lab(lab, run_dir)  # Prometheus targets of the agents, the network's KPIs
-        elsewhere = {a.name for a in topology.agents} - {a.name for a in lab.local_agents}
+        # agents of other hosts join later; external agents answered already (checked by start)
+        elsewhere = {a.name for a in topology.agents if a.external is None} - {a.name for a in lab.local_agents}
         if play and not elsewhere:
             lab.schedule_scenario()
         elif play:
@@ -139,6 +142,7 @@ def serve_foreground(
             "log": str((run_dir / LOG_FILE).resolve()),
             "started": time.time(),
             "scenario": play,
+            "pace": pace,
             "agents": [
                 {
                     "name": a.spec.name,
@@ -151,6 +155,13 @@ def serve_foreground(
                 }
                 for a in lab.agents.values()
             ],
+            "external": [  # agents the lab did not start (it checked that they answer)
+                {"name": a.name, "role": a.role, "netconf": lab.address_of(a.name), "a2a_url": lab.a2a_url_of(a.name)}
+                for a in topology.agents
+                if a.external is not None
+            ],
+            "services": [{"name": s.spec.name, "port": s.spec.port, "pid": s.process.pid} for s in lab.services],
+            "devices": lab.device_addresses(),
             "a2a_trust": str(lab.a2a_trust) if lab.a2a_trust is not None else None,
             "metrics_url": kpis.url,
             "network": lab.net.to_json() if lab.net is not None else None,
@@ -159,7 +170,8 @@ def serve_foreground(
         tmp.write_text(json.dumps(state, indent=2), encoding="utf-8")
         os.replace(tmp, _state_path(run_dir))
         print(
-            f"lab {topology.name} up: " + ", ".join(f"{a['name']}={a['port']}" for a in state["agents"]),
+            f"lab {topology.name} up: "
+            + ", ".join(f"{a['name']}={a['port']}" for a in [*state["agents"], *state["devices"]]),
             file=sys.stderr,
             flush=True,
         )
@@ -204,6 +216,7 @@ def start_background(
     secret_file: Path | None = None,
     netns: bool = False,
     a2a_tls: bool = True,
+    pace: float | None = None,
 ) -> dict[str, Any]:
     """Start the lab process and wait for its state file; `ConfigError`/`AnAgentError` with its log if it fails."""
     if netns:
@@ -242,6 +255,8 @@ def start_background(
         command.append("--netns")
     if not a2a_tls:
         command += ["--a2a-tls", "off"]
+    if pace is not None:
+        command += ["--pace", repr(pace)]
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True
@@ -300,6 +315,7 @@ def _stop_lab(run_dir: Path) -> dict[str, Any]:
     _state_path(run_dir).unlink(missing_ok=True)
     # agents in namespaces are not on the host's loopback (and their lab network is checked by `cleanup`)
     ports = [a["port"] for a in state.get("agents", []) if not a.get("netns")]
+    ports += [d["port"] for d in state.get("devices", []) if not state.get("network")]
     open_ports = [p for p in ports if _port_open(p)]
     stopped = not open_ports and not _is_our_lab(pid, run_dir)
     leftovers = _leftovers(run_dir)

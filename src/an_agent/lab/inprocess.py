@@ -66,6 +66,7 @@ class InProcessFleet:
                 credentials=lab.login_of(spec.name),
                 a2a_url_of=lab.a2a_url_of,
                 a2a_trust=lab.a2a_trust,
+                state_dir=agent_dir,
             )  # fmt: skip
             port = spec.port if lab.use_topology_ports else 0
             a2a_port = None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0

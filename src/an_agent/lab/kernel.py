@@ -16,6 +16,13 @@ Work in flight between agents must stay counted, or time would jump while a NETC
 So the order of events at different simulated instants never depends on thread scheduling; what
 happens at the same instant must not depend on the order either (behaviours sort what they handle).
 
+Paced time (`set_pace`, ``lab run|up --pace N``): instead of jumping to the next instant as soon as
+everything is idle, the clock follows the wall clock at N simulated seconds per wall second, so that
+participants the kernel cannot see (an outside agent on an element manager, a person) act in the same
+time. Instants still play in order and only when everything is idle; an instant overdue (the lab was
+busy) plays at once. Between instants the lab's clock moves on with the wall clock (`PACE_TICK`), and
+the lab's kernel moves its agents' clocks with it.
+
 `run` plays until nothing is scheduled; if activities stay busy without any progress for
 ``stall_timeout`` real seconds it raises `LabStall` naming them (a lost hand-off is a bug to see, not to
 wait out).
@@ -43,6 +50,8 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 Key = tuple[str, str]
+PACE_TICK = 0.25
+"""Paced time: the longest the lab's clock stands still (wall seconds) while nothing happens."""
 
 
 class LabStall(AnAgentError):
@@ -110,7 +119,43 @@ class SimKernel:
         self._local = threading.local()
         self._handoffs: dict[Key, _Handoff] = {}
         self._hooks: list[Callable[[float], None]] = []
+        self._pace: float | None = None
+        self._pace_anchor: tuple[float, float] | None = None
         self.stats = KernelStats()
+
+    def set_pace(self, pace: float | None) -> None:
+        """Follow the wall clock at ``pace`` simulated seconds per wall second (None: lock-step, the default)."""
+        if pace is not None and pace <= 0:
+            raise ValueError(f"the pace must be above 0 simulated seconds per wall second, not {pace:g}")
+        with self._cond:
+            self._pace = pace
+            self._pace_anchor = None
+            self._cond.notify_all()
+
+    @property
+    def pace(self) -> float | None:
+        return self._pace
+
+    def _paced_wait(self, at: float | None) -> float | None:
+        """Paced: move the clock with the wall clock (never past ``at``); the wall seconds to wait before
+        ``at`` is due, or None when it is due now (caller holds _cond)."""
+        pace = self._pace
+        assert pace is not None
+        wall = time.monotonic()
+        if self._pace_anchor is None:
+            self._pace_anchor = (self.clock.now(), wall)
+        start, wall0 = self._pace_anchor
+        target = start + (wall - wall0) * pace
+        reach = target if at is None else min(target, at)
+        moved = reach > self.clock.now()
+        if moved:
+            self.clock.set(reach)
+        if at is not None and at <= target:
+            return None  # `run` plays the instant (and tells the agents elsewhere)
+        if moved:
+            self._advanced(reach)  # agents in other processes follow the paced clock between instants too
+            self._cond.notify_all()
+        return PACE_TICK if at is None else min(PACE_TICK, (at - target) / pace)
 
     # ---- accounting (callers hold _cond) --------------------------------------------------------
     def _inc(self, label: str) -> None:
@@ -309,13 +354,19 @@ class SimKernel:
                     return "closed"
                 if self._busy != 0 or self._head() != at:
                     continue  # something started or was scheduled meanwhile
-                if at is None:
-                    if not forever:
-                        return "idle"
+                if at is None and not forever:
+                    return "idle"
+                if at is not None and until is not None and at > until:
+                    return "deadline"
+                if self._pace is not None:
+                    wait = self._paced_wait(at)
+                    if wait is not None:
+                        self._cond.wait(wait)
+                        continue
+                elif at is None:
                     self._cond.wait(0.5)
                     continue
-                if until is not None and at > until:
-                    return "deadline"
+                assert at is not None
                 if at > self.clock.now():
                     self.clock.set(at)
                 self.stats.instants += 1

@@ -211,6 +211,25 @@ class SimNetwork:
     def set_energy_saving(self, cell_id: str, state: str, by: str, saving_percent: float | None = None) -> None:
         self.energy.set_energy_saving(cell_id, state, by, saving_percent)
 
+    def check_cell_radio(self, cell_id: str, power_dbm: float, tilt_deg: float, by: str) -> None:
+        """What `set_cell_radio` refuses, without changing anything (ValueError naming the limit)."""
+        self.radio.check_cell_radio(cell_id, power_dbm, tilt_deg, by)
+
+    def set_cell_locked(self, cell_id: str, locked: bool, by: str) -> None:
+        """Lock or unlock a cell (an element manager's ``admin-state``; not an agent action)."""
+        self.radio.set_cell_locked(cell_id, locked, by)
+
+    def cell_kw(self, cell_id: str) -> float:
+        """What the cell draws now."""
+        with self._s.lock:
+            cell = self._s.cell(cell_id)
+            return self.energy.cell_kw(cell, self._s.sites[cell.site_id])
+
+    @property
+    def spec(self) -> NetworkSpec:
+        """The network as the topology describes it (routers, links, sites, regions)."""
+        return self._spec
+
     def reset_site(self, site_id: str, by: str) -> bool:
         return self._change(lambda pending: self.radio.reset_site(site_id, by))
 
@@ -303,7 +322,7 @@ class SimNetwork:
             cells = self._s.cells.values()
             sites = self._s.sites
             return Kpis(
-                cells_in_service=sum(1 for c in cells if sites[c.site_id].in_service),
+                cells_in_service=sum(1 for c in cells if sites[c.site_id].in_service and not c.locked),
                 cells_total=len(cells),
                 sites_out_of_service=len(self._down_sites()),
                 users_total=sum(c.users for c in cells),

@@ -18,6 +18,7 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -34,6 +35,16 @@ def lab_host(topology: Topology) -> HostSpec | None:
     return topology.hosts[0] if topology.hosts else None
 
 
+def hosts_from(raw: list[dict[str, Any]], problem: Callable[[list[str | int], str], None]) -> tuple[HostSpec, ...]:
+    """A topology's ``hosts`` (schema-checked already); ``problem(path, message)`` for a name given twice."""
+    hosts: list[HostSpec] = []
+    for i, entry in enumerate(raw):
+        if any(h.name == entry["name"] for h in hosts):
+            problem(["hosts", i, "name"], f"host {entry['name']!r} is listed twice")
+        hosts.append(HostSpec(entry["name"], entry["address"], int(entry.get("control_port", 7830))))
+    return tuple(hosts)
+
+
 def host_of(topology: Topology, agent: AgentSpec) -> str | None:
     """The host ``agent`` runs on: its ``host``, else the first host (None without hosts)."""
     first = lab_host(topology)
@@ -41,8 +52,9 @@ def host_of(topology: Topology, agent: AgentSpec) -> str | None:
 
 
 def runs_here(topology: Topology, agent: AgentSpec, host: str | None) -> bool:
-    """True when ``agent`` is started by the lab process of ``host`` (every agent when ``host`` is None)."""
-    return host is None or host_of(topology, agent) == host
+    """True when ``agent`` is started by the lab process of ``host`` (every agent when ``host`` is None),
+    never for an ``external`` agent (the lab does not start it)."""
+    return agent.external is None and (host is None or host_of(topology, agent) == host)
 
 
 def check_host(topology: Topology, host: str | None) -> None:

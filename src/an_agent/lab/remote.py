@@ -392,6 +392,7 @@ def join_lab(
         credentials=(name, logins[name]),
         a2a_url_of=a2a_url_of,
         a2a_trust=a2a_trust,
+        state_dir=state_dir,
     )  # fmt: skip
     user_db = UserDb(
         {

@@ -32,6 +32,7 @@ def run_topology(
     netns: bool = False,
     partitions: Sequence[Partition] = (),
     a2a_tls: bool = True,
+    pace: float | None = None,
 ) -> LabResult:
     """Run ``topology`` to the end of its closed loop and return the result (`build_result`).
 
@@ -46,6 +47,9 @@ def run_topology(
     ``partition_healed``). The result's ``chaos`` lists each with the time to
     restore of this run and of the same run without them (played first, in one process: it has the same
     outcome as with agent processes).
+
+    ``pace``: the lab's clock follows the wall clock at that many simulated seconds per wall second
+    (`SimKernel.set_pace`) instead of lock-step.
     """
     if chaos and in_process:
         raise ConfigError("--chaos kills agent processes: it cannot be combined with --in-process")
@@ -63,9 +67,12 @@ def run_topology(
         in_process=in_process,
         netns=netns,
         a2a_tls=a2a_tls,
+        pace=pace,
     )
     try:
-        phase(f"starting {len(topology.agents)} agents")
+        outside = [a.name for a in topology.agents if a.external is not None]
+        started = len(topology.agents) - len(outside)
+        phase(f"starting {started} agents" + (f" ({', '.join(outside)}: external, not started)" if outside else ""))
         lab.start()
         phase("playing the scenario: " + ", ".join(f"{a.spec.name} on {a.port}" for a in lab.agents.values()))
         lab.schedule_scenario()

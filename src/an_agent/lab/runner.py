@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent import tracing
-from an_agent.access.users import agent_users
+from an_agent.access.users import UserDb, agent_users
 from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.peers import Exchange, Peers
 from an_agent.errors import ConfigError
@@ -35,14 +35,17 @@ from an_agent.lab import netns as lab_netns
 from an_agent.lab.agent import HOST, lab_host_key
 from an_agent.lab.certs import a2a_url, hello_files, lab_a2a_certificates
 from an_agent.lab.conductor import LabKernel
+from an_agent.lab.em.manager import ElementManager
 from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.inprocess import InProcessFleet, fresh_agent_dir
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.netns import LabNetwork
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.placement import lab_host, runs_here
+from an_agent.lab.services import Service, check_external, register_externals, start_services, stop_services
 from an_agent.lab.spec import EventSpec, Role, Topology
-from an_agent.model import CommuType, Task, build_prompt
+from an_agent.model import AgentProfile, CommuType, Task, build_prompt
+from an_agent.nc.registration import DirectoryRegistration
 
 log = logging.getLogger(__name__)
 
@@ -54,6 +57,7 @@ class Lab:
     """A running topology (module docstring).
 
     ``prefix``/``env``: what each agent process's command runs behind and with, ignored ``in_process``.
+    ``pace``: simulated seconds per wall second (`SimKernel.set_pace`), for participants the lab cannot see.
     ``netns``: every agent process in a network namespace of its own on a lab bridge (`an_agent.lab.netns`,
     made by `start`, removed by `stop`), listening on its lab address; needs root.
     """
@@ -74,6 +78,7 @@ class Lab:
         secret_file: Path | None = None,
         netns: bool = False,
         a2a_tls: bool = True,
+        pace: float | None = None,
     ) -> None:
         if netns and in_process:
             raise ConfigError("--netns puts every agent in a process of its own: it does not go with --in-process")
@@ -98,11 +103,14 @@ class Lab:
         self.admin = ADMIN
         self.in_process = in_process
         self.kernel = LabKernel(topology.start_time, stall_timeout=stall_timeout)
+        self.kernel.set_pace(pace)  # None: lock-step
         self.network = SimNetwork(topology.network, topology.seed, self.kernel.now, self.kernel.call_at)
         self.kernel.on_instant_end(self.network.sample)
         self.journal = Journal(self.kernel.now, on_note, on_exchange)
         self.fleet: InProcessFleet | ProcessFleet = InProcessFleet(self) if in_process else ProcessFleet(self, env)
         self._bss: Peers | None = None
+        self.devices: dict[str, ElementManager] = {}
+        """The element managers by name (the topology's ``devices:``), serving once started."""
         self._ports: dict[str, int] = {}
         self._logins: dict[str, str] = {}
         self._a2a_ports: dict[str, int] = {}
@@ -112,6 +120,11 @@ class Lab:
         self._started_at = 0.0
         self._stopped = False
         self._threads_before: set[threading.Thread] = set()
+        self._externals = {a.name: a.external for a in topology.agents if a.external is not None}
+        self.services: list[Service] = []
+        self._external_profiles: dict[str, AgentProfile] = {}
+        self._registrations: list[DirectoryRegistration] = []
+        """The topology's ``services``, started first by `start` and stopped last by `stop`."""
 
     @property
     def agents(self) -> Mapping[str, Any]:
@@ -138,11 +151,21 @@ class Lab:
         return self.net.host_address if self.net is not None else HOST
 
     def address_of(self, name: str) -> tuple[str, int] | None:
+        """Where agent (or element manager) ``name`` serves NETCONF; None while it does not."""
+        external = self._externals.get(name)
+        if external is not None:
+            return external.netconf
+        device = self.devices.get(name)
+        if device is not None:
+            return device.host, device.port
         port = self._ports.get(name)
         return None if port is None else (self.host_of(name), port)
 
     def a2a_url_of(self, name: str) -> str | None:
-        """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology)."""
+        """The A2A URL of an agent that serves the A2A face (``a2a_port`` in the topology, an external's ``a2a``)."""
+        external = self._externals.get(name)
+        if external is not None:
+            return external.a2a
         port = self._a2a_ports.get(name)
         return None if port is None else a2a_url(self.host_of(name), port, self.a2a_trust)
 
@@ -192,15 +215,63 @@ class Lab:
             serving_a2a = [(self._a2a_dir(a.name), self.host_of(a.name)) for a in self.topology.agents if a.a2a_port]
             if self.a2a_tls and serving_a2a:
                 self.a2a_trust = lab_a2a_certificates(self.state_dir, serving_a2a)
+            first = lab_host(self.topology)
+            if first is None or self.host in (None, first.name):  # the host that has the network
+                self._start_devices(agent_db, self.control_host if first is None else first.address)
+                self._start_outside()
             if isinstance(self.fleet, InProcessFleet):
                 self.fleet.start(dict([ADMIN]), agent_db)
             else:
                 self.fleet.start({"logins": dict(self._logins), "speaks_for": engineers, "admin": list(ADMIN)})
+            self._registrations = register_externals(self._external_profiles, self.topology, self.address_of)
         except BaseException:
             self.stop()
             raise
         complaint_agents = [a.name for a in self.topology.agents if a.role == Role.COMPLAINT]
         self._bss = Peers("bss", self.kernel, self.address_of, complaint_agents, self.journal.record, credentials=ADMIN)
+
+    def _start_outside(self) -> None:
+        """The topology's services (after the element managers, whose addresses their argv may name; before
+        the agents, which may need them), then a check that each external agent answers."""
+        base = self.topology.source.parent if self.topology.source is not None else Path.cwd()
+        self.services = start_services(self.topology.services, base, self.state_dir, self.address_of)
+        for agent in self.topology.agents:
+            if agent.external is not None:
+                self._external_profiles[agent.name] = check_external(agent)
+
+    def _start_devices(self, agent_db: UserDb, host: str) -> None:
+        """The element managers, in this process beside the network they serve (`an_agent.lab.em`)."""
+        for device in self.topology.devices:
+            # an agent the lab does not start cannot be told a free port: it finds them where the topology says
+            fixed = self.use_topology_ports or self.net is not None or bool(self._externals)
+            port = device.port if fixed else 0
+            manager = ElementManager(
+                device,
+                self.network,
+                self.kernel.call_at,
+                self.kernel,
+                state_dir=self.state_dir / "devices" / device.name,
+                host=host,
+                port=port,
+                host_key=self.state_dir / "ssh_host_rsa_key",
+                logins=dict([ADMIN]),
+                user_db=agent_db,
+                users_file=self.topology.users_file,
+            )
+            self.devices[device.name] = manager.start()
+
+    def device_addresses(self) -> list[dict[str, Any]]:
+        """Each element manager: ``name``, ``domain``, ``host``, ``port``, ``regions`` (``lab up --json``)."""
+        return [
+            {
+                "name": name,
+                "domain": str(manager.device.domain),
+                "host": manager.host,
+                "port": manager.port,
+                "regions": list(manager.device.regions),
+            }
+            for name, manager in self.devices.items()
+        ]
 
     def schedule_scenario(self) -> None:
         """Put the scenario's faults and tickets on the simulated timeline."""
@@ -223,7 +294,12 @@ class Lab:
             return []
         self._stopped = True
         leftovers = self.kernel.close()
+        for registration in self._registrations:  # before the directory stops with the fleet
+            registration.stop()
         leftovers += self.fleet.stop()
+        for manager in self.devices.values():
+            manager.stop()
+        leftovers += stop_services(self.services)  # last: what the lab started first
         if self.net is not None:
             # after the fleet: a process still running in a namespace now is one the fleet did not stop
             removed = self.net.destroy()

@@ -21,6 +21,7 @@ from an_agent.agents.environment import (
     Timing,
 )
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import DeviceSpec
 
 Role = RoleName
 """The roles a topology agent may play (`an_agent.agents.environment.RoleName`)."""
@@ -65,6 +66,31 @@ class SkillSpec:
 
 
 @dataclass(frozen=True)
+class ExternalSpec:
+    """An agent the lab does not start (``external``): where it answers, and how to log in to it."""
+
+    netconf: tuple[str, int] | None = None
+    a2a: str | None = None
+    credentials: Path | None = None
+    """A file holding ``user:password`` (one line) our agents log in to it with; None: admin/admin."""
+    trust: Path | None = None
+    """The certificate (PEM) its A2A face's HTTPS is verified against."""
+
+
+@dataclass(frozen=True)
+class ServiceSpec:
+    """An outside program the lab starts before its agents and stops after them (``services``)."""
+
+    name: str
+    argv: tuple[str, ...]
+    """Run from the topology's directory; ``{python}`` and ``{here}`` already put in (`an_agent.lab.outsiders`)."""
+    port: int
+    ready_http: str | None = None
+    """Ready when an HTTP GET of this path on 127.0.0.1:port answers 2xx; None: when the port accepts."""
+    ready_seconds: float = 30.0
+
+
+@dataclass(frozen=True)
 class AgentSpec:
     name: str
     role: Role
@@ -91,6 +117,20 @@ class AgentSpec:
     """Directories of the operator's own templates, served beside the shipped ones."""
     host: str | None = None
     """The topology host it runs on (``hosts``); its ``address`` is then that host's."""
+    behaviour: str | None = None
+    """An outsider's behaviour playing the role: ``PACKAGE.MODULE:CLASS`` or an ``an_agent.behaviours``
+    entry-point name (a `an_agent.agents.sdk.LabBehaviour` subclass). None: the role's own."""
+    command: tuple[str, ...] = ()
+    """A program playing the role (argv; docs/behaviour-command.md); empty: none."""
+    behaviour_timeout: float = 300.0
+    """With ``command``: the longest one task's program may run (wall-clock seconds)."""
+    a2a_upstream: str | None = None
+    """An A2A agent at this URL does the work (the gateway, `an_agent.agents.gateway`)."""
+    a2a_upstream_trust: Path | None = None
+    external: ExternalSpec | None = None
+    """The lab does not start this agent: it answers there already (`ExternalSpec`)."""
+    southbound: Literal["simulator", "netconf"] = "simulator"
+    """How it reaches the network: the simulator's interface, or the lab's element manager over NETCONF."""
 
 
 @dataclass(frozen=True)
@@ -234,6 +274,12 @@ class Topology:
     """(sender, receiver) pairs of ``talks_to`` marked ``transport: a2a``: tasks go over the receiver's A2A face."""
     hosts: tuple[HostSpec, ...] = ()
     """The machines the lab spans (empty: all on this one); see `HostSpec`."""
+    services: tuple[ServiceSpec, ...] = ()
+    """Outside programs the lab starts first and stops last (`ServiceSpec`)."""
+    devices: tuple[DeviceSpec, ...] = ()
+    """The lab's element managers (`DeviceSpec`)."""
+    users_file: Path | None = None
+    """Users (the users-file format) who log in to the element managers besides the lab's admin and agents."""
 
     def agent(self, name: str) -> AgentSpec:
         for agent in self.agents:
@@ -261,5 +307,18 @@ class Topology:
 
     def directory_for(self, name: str) -> tuple[AgentDirectoryEntry, ...]:
         """The agents ``name`` may talk to, with role, regions and (FME copilots) layer."""
+        from an_agent.agents.roles import ROLES  # the behaviours' registry: only when an agent is assembled
+
         allowed = set(self.talks_to.get(name, ()))
-        return tuple(AgentDirectoryEntry(a.name, a.role, a.regions, a.layer) for a in self.agents if a.name in allowed)
+        return tuple(
+            AgentDirectoryEntry(
+                a.name,
+                a.role,
+                a.regions,
+                a.layer,
+                tuple(s.name for s in a.skills)
+                or (tuple(s.name for s in ROLES[a.role].skills) if a.role in ROLES else ()),
+            )
+            for a in self.agents
+            if a.name in allowed
+        )

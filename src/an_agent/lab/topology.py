@@ -22,6 +22,9 @@ from an_agent.agents.environment import DEFAULT_SCHEMA_MODE, Layer, SchemaMode, 
 from an_agent.agents.intent import intent_problems
 from an_agent.clock import from_rfc3339
 from an_agent.errors import ConfigError
+from an_agent.lab.devices import devices_from
+from an_agent.lab.outsiders import a2a_port_of, outsider_fields, outsider_problems, service_specs
+from an_agent.lab.placement import hosts_from
 from an_agent.lab.spec import (
     DEFAULT_COVERAGE_LOSS,
     DEFAULT_MAX_DURATION_MINUTES,
@@ -34,7 +37,6 @@ from an_agent.lab.spec import (
     EventSpec,
     FaultSpec,
     FaultType,
-    HostSpec,
     LinkSpec,
     NetworkSpec,
     PlaceSpec,
@@ -183,12 +185,16 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
                 a2a_port=raw.get("a2a_port"),
                 templates=(path.parent / raw["templates"],) if "templates" in raw else (),
                 host=raw.get("host"),
+                **outsider_fields(raw, path.parent),
+                southbound=raw.get("southbound", "simulator"),
             )
         )
+        for key, message in outsider_problems(raw):
+            problems.add(["agents", i, key], message)
     directories = [i for i, raw in enumerate(data["agents"]) if raw["role"] == Role.DIRECTORY]
     for i in directories[1:]:
         problems.add(["agents", i, "role"], f"a lab has one directory agent; agents[{directories[0]}] is already one")
-    hosts = _hosts(data.get("hosts", []), problems)
+    hosts = hosts_from(data.get("hosts", []), problems.add)
     host_names = {h.name: h for h in hosts}
     for i, agent in enumerate(agents):
         if agent.host is None:
@@ -201,7 +207,7 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
             agents[i] = replace(agent, address=host_names[agent.host].address)
     talks_to: dict[str, tuple[str, ...]] = {}
     a2a_links: set[tuple[str, str]] = set()
-    a2a_ports = {a.name: a.a2a_port for a in agents}
+    a2a_ports = {a.name: a2a_port_of(a) for a in agents}
     for sender, links in data["talks_to"].items():
         if sender not in names:
             problems.add(["talks_to", sender], f"unknown agent {sender!r}; agents: {_list(names)}", key=True)
@@ -251,16 +257,10 @@ def _build(data: dict[str, Any], problems: _Problems, path: Path) -> Topology:
         peer_login_file=None if "peer_login_file" not in data else path.parent / data["peer_login_file"],
         a2a_links=frozenset(a2a_links),
         hosts=hosts,
+        services=service_specs(data.get("services", []), path.parent),
+        devices=devices_from(data.get("devices", []), problems.add, region_names, agents),
+        users_file=None if "users_file" not in data else path.parent / data["users_file"],
     )
-
-
-def _hosts(raw: list[dict[str, Any]], problems: _Problems) -> tuple[HostSpec, ...]:
-    hosts: list[HostSpec] = []
-    for i, entry in enumerate(raw):
-        if any(h.name == entry["name"] for h in hosts):
-            problems.add(["hosts", i, "name"], f"host {entry['name']!r} is listed twice")
-        hosts.append(HostSpec(entry["name"], entry["address"], int(entry.get("control_port", 7830))))
-    return tuple(hosts)
 
 
 def _network(raw: dict[str, Any], problems: _Problems, region_names: set[str]) -> NetworkSpec:

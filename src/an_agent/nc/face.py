@@ -6,9 +6,13 @@ libyang validation of RPC input), calls `an_agent.runtime.operations.Operations`
 and renders the result. It decides, validates and stores nothing itself.
 Operations handled: ``<get>``, ``<get-config>``, ``<edit-config>``,
 ``<lock>``, ``<unlock>``, ``<close-session>``, ``<kill-session>``,
-``<get-schema>`` (RFC 6022), ``<create-subscription>`` (RFC 5277),
-``task-negotiate`` and the ``an-agent-schema`` RPCs; other base operations
-are refused with ``operation-not-supported``.
+``<commit>``, ``<discard-changes>``, ``<cancel-commit>``, ``<validate>``,
+``<copy-config>`` (with `an_agent.nc.config_face`), ``<get-data>`` and
+``<edit-data>`` (RFC 8526), ``<get-schema>`` (RFC 6022),
+``<create-subscription>`` (RFC 5277), ``task-negotiate`` and the
+``an-agent-schema`` RPCs; ``<delete-config>`` is refused with
+``operation-not-supported`` (no :startup). docs/reference/netconf-capabilities.md lists
+what each capability covers.
 """
 
 from __future__ import annotations
@@ -35,52 +39,87 @@ from an_agent.model import (
     NegotiationRequest,
 )
 from an_agent.model.directory import AgentQuery, DirectoryEntry, entries_to
+from an_agent.nc import config_face
 from an_agent.nc import state as nc_state
+from an_agent.nc.library import YangLibrary
 from an_agent.nc.reply_cache import ReplyCache, request_key
 from an_agent.nc.server import Reply, Session
 from an_agent.runtime.directory import DirectoryOperations
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
-    EditConfig,
-    EditOperation,
     GetSchemaTemplate,
     PatchDecision,
     PatchDecisionKind,
+    ReadScope,
     Subscribe,
 )
+from an_agent.runtime.served import Served
 
 _NC = f"{{{NETCONF_BASE_NS}}}"
 _NOTIF = f"{{{NETCONF_NOTIFICATION_NS}}}"
 _S = f"{{{AN_AGENT_SCHEMA_NS}}}"
 
-BASE_CAPABILITIES = (
+SERVED_CAPABILITIES = (
     "urn:ietf:params:netconf:capability:writable-running:1.0",
+    "urn:ietf:params:netconf:capability:rollback-on-error:1.0",
     "urn:ietf:params:netconf:capability:xpath:1.0",
     "urn:ietf:params:netconf:capability:notification:1.0",
     "urn:ietf:params:netconf:capability:interleave:1.0",
 )
+"""What every server of ours offers, an agent or a lab's element manager (its edits are all or nothing)."""
+AGENT_CAPABILITIES = (
+    "urn:ietf:params:netconf:capability:candidate:1.0",
+    # 1.0 as well (as ConfD does): yuma123's yangcli offers <commit>'s confirmed parameters only to
+    # servers that announce 1.0. 1.1 (persist, same-session rule) is the behaviour either way.
+    "urn:ietf:params:netconf:capability:confirmed-commit:1.0",
+    "urn:ietf:params:netconf:capability:confirmed-commit:1.1",
+    "urn:ietf:params:netconf:capability:validate:1.1",
+    config_face.WITH_DEFAULTS_CAPABILITY,
+)
+"""What an agent offers besides: the candidate datastore, confirmed commit, validate, with-defaults
+(an element manager renders the simulator as it is: no second datastore, no defaults to report)."""
+BASE_CAPABILITIES = SERVED_CAPABILITIES + AGENT_CAPABILITIES
+"""An agent's capabilities before its modules (docs/reference/netconf-capabilities.md)."""
 _BASE_VERSIONS = ("urn:ietf:params:netconf:base:1.0", "urn:ietf:params:netconf:base:1.1")
-# Base operations we know but do not offer (no candidate, no startup, no URL capability).
-_UNSUPPORTED_BASE = {"copy-config", "delete-config", "commit", "discard-changes", "validate", "cancel-commit"}
+# Base operations we know but do not offer (no startup, no URL capability).
+_UNSUPPORTED_BASE = {"delete-config"}
 _SCHEMA_DECISIONS = {"approve-schema-patch", "reject-schema-patch", "withdraw-schema-key"}
 
 
 class NetconfFace:
-    """Serves `Operations` over NETCONF; one instance per agent, called from many session threads."""
+    """Serves an agent's `Operations` (or another `Served`, a lab's element manager) over NETCONF; one
+    instance per server, called from many session threads."""
 
-    def __init__(self, operations: Operations, principal_of: Callable[[str], Principal] | None = None) -> None:
+    def __init__(self, operations: Served, principal_of: Callable[[str], Principal] | None = None) -> None:
         """``principal_of`` maps an authenticated user name to its principal (default: an administrator)."""
         self.operations = operations
+        self._agent = operations if isinstance(operations, Operations) else None
+        """The agent, for the task, schema and directory RPCs (None: an element manager serves none)."""
+        self._served = {m.namespace for m in operations.modules()}
         self._principal_of = principal_of or Principal.authenticated
         self._namespaces = {m.name: m.namespace for m in operations.modules()}
+        self.library = YangLibrary(operations.modules())
+        """RFC 8525 ``/yang-library`` and RFC 7895 ``/modules-state``; its content-id is in the hello."""
         self._monitoring = nc_state.netconf_state([*_BASE_VERSIONS, *self.capabilities()], operations.modules())
         self.replies = ReplyCache()
         """Serialised ``<get>``/``<get-config>`` replies by data version, read view and request."""
 
     # -- RpcHandler -----------------------------------------------------------
     def capabilities(self) -> list[str]:
-        return [*BASE_CAPABILITIES, *(m.capability for m in self.operations.modules())]
+        # Every module is listed as well (RFC 6020 form), for clients that predate the YANG library
+        # (yuma123 yangcli loads what the hello lists); /yang-library says the same.
+        offered = BASE_CAPABILITIES if self._agent is not None else SERVED_CAPABILITIES
+        return [*offered, self.library.capability, *(m.capability for m in self.operations.modules())]
+
+    def _agent_only(self, what: str) -> Operations:
+        """The agent served, or operation-not-supported naming ``what`` (an element manager has none of it)."""
+        if self._agent is None:
+            raise RpcError.operation_not_supported(
+                f"{what} is not supported here: this server renders the lab's network as it is (no candidate "
+                "datastore, no confirmed commit, no with-defaults); edit running"
+            )
+        return self._agent
 
     def session_opened(self, session: Session) -> None:
         # The transport authenticated the user; its groups and agent names come from the users file.
@@ -126,29 +165,33 @@ class NetconfFace:
                 return method(self, principal, session, operation)
             if q.localname in _UNSUPPORTED_BASE:
                 raise RpcError.operation_not_supported(
-                    f"<{q.localname}> is not supported: this agent has only the running datastore "
-                    "(capability :writable-running)"
+                    f"<{q.localname}> is not supported: this agent has no startup datastore (running is "
+                    "persistent) and no :url capability"
                 )
             raise RpcError.unknown_element(
                 q.localname, f"<{q.localname}> is not a NETCONF operation", error_type="protocol"
             )
         if q.namespace == NETCONF_MONITORING_NS and q.localname == "get-schema":
             return Reply([nc_state.get_schema(operation, self.operations.modules())])
+        if q.namespace == config_face.NMDA_NS and q.localname in ("get-data", "edit-data"):
+            return self._nmda(principal, session, operation)
         if q.namespace == NETCONF_NOTIFICATION_NS and q.localname == "create-subscription":
             return self._create_subscription(principal, session, operation)
-        if q.namespace == IRTF_AGENT_NS and q.localname == "task-negotiate":
+        agent = self._agent
+        if agent is not None and q.namespace == IRTF_AGENT_NS and q.localname == "task-negotiate":
             self._validate_rpc(operation)
-            result = self.operations.negotiate(principal, NegotiationRequest.from_xml(operation))
+            result = agent.negotiate(principal, NegotiationRequest.from_xml(operation))
             return Reply(result.to_xml())
-        if q.namespace == AN_AGENT_SCHEMA_NS and q.localname == "get-schema-template":
-            return self._get_schema_template(principal, operation)
-        if q.namespace == AN_AGENT_SCHEMA_NS and q.localname in _SCHEMA_DECISIONS:
-            return self._decide(principal, operation)
-        if q.namespace == AN_AGENT_DIRECTORY_NS and self.operations.directory is not None:
-            return self._directory(principal, operation, self.operations.directory)
-        known = {m.namespace for m in self.operations.modules()}
-        if q.namespace in known:
-            raise RpcError.operation_not_supported(f"RPC {q.localname} of module {q.namespace} is not implemented")
+        if agent is not None and q.namespace == AN_AGENT_SCHEMA_NS and q.localname == "get-schema-template":
+            return self._get_schema_template(agent, principal, operation)
+        if agent is not None and q.namespace == AN_AGENT_SCHEMA_NS and q.localname in _SCHEMA_DECISIONS:
+            return self._decide(agent, principal, operation)
+        if agent is not None and q.namespace == AN_AGENT_DIRECTORY_NS and agent.directory is not None:
+            return self._directory(principal, operation, agent.directory)
+        if q.namespace in self._served:
+            if agent is None:
+                self._validate_rpc(operation)
+            return Reply(self.operations.invoke(principal, operation))
         raise RpcError.unknown_namespace(
             q.localname, q.namespace or "", f"no module of this agent defines the RPC <{q.localname}> in {q.namespace}"
         )
@@ -166,14 +209,20 @@ class NetconfFace:
         _check_params(operation, {"filter", "with-defaults"})
         flt = operation.find(_NC + "filter")
         scope = nc_state.read_scope(flt)
+        defaults = config_face.with_defaults(operation)
+        if defaults != "explicit":  # explicit is what a server without defaults reports
+            self._agent_only(f"<with-defaults> {defaults}")
 
         def build() -> list[etree._Element]:
-            extra = [self._monitoring]
+            extra = [self._monitoring, *self.library.trees(scope.wants_name)]
             if scope.wants_name(NETMOD_NOTIFICATION_NS, "netconf"):
                 extra.append(nc_state.streams(self.operations.log_created))
             if scope.wants_name(NACM_NS, "nacm"):
                 extra.append(nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces))
-            data = self.operations.read(principal, scope, extra=extra)
+            if self._agent is not None:
+                data = self._agent.read(principal, scope, extra=extra, with_defaults=defaults)
+            else:
+                data = self.operations.read(principal, scope, extra=extra)
             return nc_state.filtered(flt, data, self.operations.keys_of)
 
         # /nacm carries denial counters that change without a data version: never memoised.
@@ -187,12 +236,19 @@ class NetconfFace:
         if kept is not None:
             return Reply(serialized=kept)
         _check_params(operation, {"source", "filter", "with-defaults"})
-        _datastore_name(operation, "source")
+        source = config_face.datastore_of(operation, "source")
+        defaults = config_face.with_defaults(operation)
+        if source != "running" or defaults != "explicit":
+            self._agent_only("a <get-config> of candidate or with <with-defaults>")
 
         def build() -> list[etree._Element]:
             flt = operation.find(_NC + "filter")
             extra = [nc_state.nacm(self.operations.authorizer.nacm_state(), self._namespaces, config_only=True)]
-            data = self.operations.read(principal, nc_state.read_scope(flt), config_only=True, extra=extra)
+            scope = nc_state.read_scope(flt)
+            if self._agent is not None:
+                data = self._agent.read(principal, scope, True, extra, datastore=source, with_defaults=defaults)
+            else:
+                data = self.operations.read(principal, scope, True, extra)
             return nc_state.filtered(flt, data, self.operations.keys_of)
 
         return self._memo(version, principal, key, build)
@@ -218,37 +274,83 @@ class NetconfFace:
 
     def _edit_config(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"target", "default-operation", "test-option", "error-option", "config", "url"})
-        _datastore_name(operation, "target")
+        target = config_face.datastore_of(operation, "target")
         if operation.find(_NC + "url") is not None:
             raise RpcError.operation_not_supported("<url> is not supported (no :url capability); send <config>")
         config = operation.find(_NC + "config")
         if config is None:
             raise RpcError.missing_element("config", "<edit-config> needs a <config> element with the changes")
-        default_operation = (operation.findtext(_NC + "default-operation") or "merge").strip()
-        if default_operation not in ("merge", "replace", "none"):
-            raise RpcError.invalid_value(
-                f"default-operation must be merge, replace or none, not {default_operation!r}", error_type="protocol"
-            )
-        test_option = (operation.findtext(_NC + "test-option") or "test-then-set").strip()
-        if test_option not in ("test-then-set", "set", "test-only"):
-            raise RpcError.invalid_value(f"test-option {test_option!r} is not supported", error_type="protocol")
-        if test_option == "test-only":
-            raise RpcError.operation_not_supported("test-option test-only is not supported (no :validate capability)")
-        request = EditConfig(config, cast(EditOperation, default_operation))
+        request = config_face.edit_request(operation, config, target)
+        if request.target != "running" or request.test_only:
+            self._agent_only("an <edit-config> of candidate or with test-option test-only")
         self.operations.edit_config(principal, session.session_id, request)
         return Reply()
+
+    # -- candidate, commit, validate, copy-config (RFC 6241 8.3, 8.4, 8.6) ----------------
+    def _commit(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
+        _check_params(operation, {"confirmed", "confirm-timeout", "persist", "persist-id"})
+        config_face.commit(self._agent_only("<commit>"), principal, session.session_id, operation)
+        return Reply()
+
+    def _discard_changes(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
+        _check_params(operation, set())
+        self._agent_only("<discard-changes>").config.discard_changes(principal, session.session_id)
+        return Reply()
+
+    def _cancel_commit(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
+        _check_params(operation, {"persist-id"})
+        persist_id = operation.findtext(_NC + "persist-id")
+        self._agent_only("<cancel-commit>").config.cancel_commit(principal, session.session_id, persist_id)
+        return Reply()
+
+    def _validate(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
+        _check_params(operation, {"source"})
+        agent = self._agent_only("<validate>")
+        agent.config.validate(principal, session.session_id, config_face.source_of(operation))
+        return Reply()
+
+    def _copy_config(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
+        _check_params(operation, {"target", "source", "with-defaults"})
+        config_face.with_defaults(operation)  # checked; no :url, so a datastore target stores what it is given
+        target = config_face.datastore_of(operation, "target")
+        agent = self._agent_only("<copy-config>")
+        agent.config.copy_config(principal, session.session_id, target, config_face.source_of(operation))
+        return Reply()
+
+    # -- NMDA (RFC 8526) -----------------------------------------------------------------
+    def _nmda(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
+        agent = self._agent_only(f"<{etree.QName(operation).localname}>")
+        self._validate_rpc(operation)
+        if etree.QName(operation).localname == "edit-data":
+            self.operations.edit_config(principal, session.session_id, config_face.edit_data_request(operation))
+            return Reply()
+
+        def state_trees(scope: ReadScope) -> list[etree._Element]:
+            return [self._monitoring, *self.library.trees(scope.wants_name)]
+
+        return Reply([config_face.get_data(agent, principal, operation, state_trees)])
 
     # -- sessions and locks -----------------------------------------------------
     def _lock(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"target"})
-        _datastore_name(operation, "target")
-        self.operations.lock(principal, session.session_id)
+        target = config_face.datastore_of(operation, "target")
+        if self._agent is not None:
+            self._agent.config.lock(principal, session.session_id, target)
+        elif target != "running":
+            self._agent_only("a lock of candidate")
+        else:
+            self.operations.lock(principal, session.session_id)
         return Reply()
 
     def _unlock(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
         _check_params(operation, {"target"})
-        _datastore_name(operation, "target")
-        self.operations.unlock(principal, session.session_id)
+        target = config_face.datastore_of(operation, "target")
+        if self._agent is not None:
+            self._agent.config.unlock(principal, session.session_id, target)
+        elif target != "running":
+            self._agent_only("an unlock of candidate")
+        else:
+            self.operations.unlock(principal, session.session_id)
         return Reply()
 
     def _close_session(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
@@ -301,8 +403,8 @@ class NetconfFace:
         raise RpcError.operation_not_supported(f"RPC {name} of module an-agent-directory is not implemented")
 
     # -- an-agent-schema --------------------------------------------------------
-    def _get_schema_template(self, principal: Principal, operation: etree._Element) -> Reply:
-        self._require_schemas()
+    def _get_schema_template(self, agent: Operations, principal: Principal, operation: etree._Element) -> Reply:
+        self._require_schemas(agent)
         self._validate_rpc(operation)
         request = GetSchemaTemplate(
             (operation.findtext(_S + "scenario") or "").strip(),
@@ -310,7 +412,7 @@ class NetconfFace:
             (operation.findtext(_S + "preferred-language") or "").strip() or None,
             tuple((e.text or "").strip() for e in operation.iterchildren(_S + "supported-version")),
         )
-        template = self.operations.get_schema_template(principal, request)
+        template = agent.get_schema_template(principal, request)
         holder = etree.Element(_S + "output", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
         etree.SubElement(holder, _S + "schema-id").text = template.schema_id
         etree.SubElement(holder, _S + "language").text = template.language
@@ -319,8 +421,8 @@ class NetconfFace:
             etree.SubElement(holder, _S + "applied-patch").text = patch_id
         return Reply(list(holder))
 
-    def _decide(self, principal: Principal, operation: etree._Element) -> Reply:
-        self._require_schemas()
+    def _decide(self, agent: Operations, principal: Principal, operation: etree._Element) -> Reply:
+        self._require_schemas(agent)
         self._validate_rpc(operation)
         key_name = (operation.findtext(_S + "key-name") or "").strip() or None
         decision = PatchDecision(
@@ -328,7 +430,7 @@ class NetconfFace:
             (operation.findtext(_S + "patch-id") or "").strip(),
             key_name,
         )
-        decided = self.operations.decide_patch(principal, decision)
+        decided = agent.decide_patch(principal, decision)
         if decided is None:
             return Reply()
         holder = etree.Element(_S + "output", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
@@ -336,9 +438,10 @@ class NetconfFace:
         etree.SubElement(holder, _S + "state").text = decided.state
         return Reply(list(holder))
 
-    def _require_schemas(self) -> None:
+    @staticmethod
+    def _require_schemas(agent: Operations) -> None:
         # Before libyang sees the RPC: without the service its input is not worth checking.
-        if self.operations.schemas is None:
+        if agent.schemas is None:
             raise RpcError.operation_not_supported("this agent serves no scenario schemas", error_type="application")
 
 
@@ -347,27 +450,14 @@ def _check_params(operation: etree._Element, allowed: set[str]) -> None:
         if not isinstance(child.tag, str):
             continue
         q = etree.QName(child)
-        if q.namespace != NETCONF_BASE_NS or q.localname not in allowed:
+        namespace = config_face.WITH_DEFAULTS_NS if q.localname == "with-defaults" else NETCONF_BASE_NS
+        if q.namespace not in (namespace, NETCONF_BASE_NS) or q.localname not in allowed:
             raise RpcError.unknown_element(
                 q.localname,
                 f"<{etree.QName(operation).localname}> takes only {', '.join(sorted(allowed))}; "
                 f"<{q.localname}> is not one of them",
                 error_type="protocol",
             )
-
-
-def _datastore_name(operation: etree._Element, param: str) -> str:
-    holder = operation.find(_NC + param)
-    if holder is None:
-        raise RpcError.missing_element(param, f"<{etree.QName(operation).localname}> needs <{param}>")
-    chosen = [etree.QName(c).localname for c in holder if isinstance(c.tag, str)]
-    if len(chosen) != 1:
-        raise RpcError.missing_element(param, f"<{param}> must name exactly one datastore, e.g. <running/>")
-    if chosen[0] != "running":
-        raise RpcError.invalid_value(
-            f"datastore <{chosen[0]}> is not available: this agent has only <running/>", error_type="protocol"
-        )
-    return chosen[0]
 
 
 def _time_param(operation: etree._Element, name: str) -> float | None:
@@ -389,6 +479,11 @@ _BASE_OPERATIONS: dict[str, _Handler] = {
     "unlock": NetconfFace._unlock,
     "close-session": NetconfFace._close_session,
     "kill-session": NetconfFace._kill_session,
+    "commit": NetconfFace._commit,
+    "discard-changes": NetconfFace._discard_changes,
+    "cancel-commit": NetconfFace._cancel_commit,
+    "validate": NetconfFace._validate,
+    "copy-config": NetconfFace._copy_config,
 }
 # The operation label of the request metrics: every RPC this face serves; anything else counts as "other".
 _KNOWN_OPERATIONS = frozenset(

@@ -36,7 +36,14 @@ from an_agent.schemas.validate import ValidatedPayload, media_type, validate_pay
 _S = f"{{{AN_AGENT_SCHEMA_NS}}}"
 _A = f"{{{IRTF_AGENT_NS}}}"
 PatchDecision = Literal["approve", "reject", "withdraw"]
-__all__ = ["NegotiatedTemplate", "PatchDecision", "SchemaClient", "SchemaUpdate", "schema_update_suggestions"]
+__all__ = [
+    "NegotiatedTemplate",
+    "PatchDecision",
+    "SchemaClient",
+    "SchemaUpdate",
+    "schema_update_suggestions",
+    "template_request",
+]
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,25 @@ class NegotiatedTemplate:
     @property
     def schema_id(self) -> str:
         return self.template.schema_id
+
+
+def template_request(
+    scenario: str,
+    supported_versions: Collection[str] = (),
+    *,
+    client_id: str | None = None,
+    language: str | None = None,
+) -> etree._Element:
+    """The ``get-schema-template`` RPC element (the arguments as in `SchemaClient.template`)."""
+    rpc = etree.Element(_S + "get-schema-template", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
+    etree.SubElement(rpc, _S + "scenario").text = scenario
+    if language:
+        etree.SubElement(rpc, _S + "preferred-language").text = language
+    if client_id:
+        etree.SubElement(rpc, _S + "client-id").text = client_id
+    for version in supported_versions:
+        etree.SubElement(rpc, _S + "supported-version").text = version
+    return rpc
 
 
 @dataclass(frozen=True)
@@ -111,15 +137,9 @@ class SchemaClient:
             cached = None if refresh else self._schemas.get(key)
         if cached is not None:
             return cached
-        rpc = etree.Element(_S + "get-schema-template", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
-        etree.SubElement(rpc, _S + "scenario").text = scenario
-        if language:
-            etree.SubElement(rpc, _S + "preferred-language").text = language
-        if client_id:
-            etree.SubElement(rpc, _S + "client-id").text = client_id
-        for version in supported_versions:
-            etree.SubElement(rpc, _S + "supported-version").text = version
-        reply = self.netconf.call(rpc)
+        reply = self.netconf.call(
+            template_request(scenario, supported_versions, client_id=client_id, language=language)
+        )
         text = reply.findtext(_S + "template")
         if text is None:
             raise RpcError.missing_element("template", "the get-schema-template reply has no template")

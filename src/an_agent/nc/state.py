@@ -6,6 +6,7 @@ elements to predicates; `an_agent.nc.face` calls them.
 
 from __future__ import annotations
 
+import copy
 import re
 from collections.abc import Callable, Iterable, Mapping
 
@@ -18,7 +19,7 @@ from an_agent.errors import RpcError
 from an_agent.model import IRTF_AGENT_NS, NETCONF_BASE_NS, NETCONF_MONITORING_NS, NETMOD_NOTIFICATION_NS
 from an_agent.runtime.filters import subtree_filter, xpath_filter
 from an_agent.runtime.requests import EventFilter, ReadScope
-from an_agent.yang.info import ModuleInfo
+from an_agent.yang.info import ModuleInfo, SchemaNodeInfo
 
 _NC = f"{{{NETCONF_BASE_NS}}}"
 _NCM = f"{{{NETCONF_MONITORING_NS}}}"
@@ -26,7 +27,7 @@ _NETMOD = f"{{{NETMOD_NOTIFICATION_NS}}}"
 _TASK_ID = f"{{{IRTF_AGENT_NS}}}task-id"
 _ACM = f"{{{NACM_NS}}}"
 _RULE_TYPE_LEAF = {"rpc": "rpc-name", "notification": "notification-name"}
-_PATH_MODULE = re.compile(r"([A-Za-z_][\w.-]*):")
+_PATH_MODULE = re.compile(r"(?<![\w.-])([A-Za-z_][\w.-]*+):")  # linear: starts only where a name starts
 
 KeysOf = Callable[[etree._Element], tuple[str, ...]]
 
@@ -200,3 +201,41 @@ def data_reply(elements: list[etree._Element]) -> etree._Element:
 def _prefixes(element: etree._Element) -> dict[str, str]:
     """The prefix -> namespace declarations in scope at ``element`` (for an xpath select)."""
     return {prefix: uri for prefix, uri in element.nsmap.items() if prefix}
+
+
+def nmda_filter(subtree: etree._Element | None, xpath: etree._Element | None) -> etree._Element | None:
+    """An RFC 8526 ``<get-data>`` filter (``subtree-filter`` or ``xpath-filter``) as a base ``<filter>``."""
+    if subtree is not None:
+        flt = etree.Element(_NC + "filter", type="subtree")
+        flt.extend(copy.deepcopy(child) for child in subtree if isinstance(child.tag, str))
+        return flt
+    if xpath is not None:
+        prefixes = _prefixes(xpath)
+        return etree.Element(_NC + "filter", type="xpath", select=(xpath.text or "").strip(), nsmap=prefixes)
+    return None
+
+
+SchemaNodeOf = Callable[[tuple[tuple[str, str], ...]], SchemaNodeInfo | None]
+
+
+def state_only(data: list[etree._Element], schema_node: SchemaNodeOf) -> list[etree._Element]:
+    """``config-filter false`` of ``<get-data>``: the state (config false) nodes and their ancestors with keys."""
+
+    def keep(element: etree._Element, path: tuple[tuple[str, str], ...]) -> bool:
+        q = etree.QName(element)
+        here = (*path, (q.namespace or "", q.localname))
+        info = schema_node(here)
+        if info is None or not info.config:
+            return True
+        children = [c for c in element if isinstance(c.tag, str)]
+        kept = [c for c in children if keep(c, here)]
+        for child in children:
+            if child not in kept and not _is_key(child, info.keys):
+                element.remove(child)
+        return bool(kept)
+
+    return [e for e in data if keep(e, ())]
+
+
+def _is_key(element: etree._Element, keys: tuple[str, ...]) -> bool:
+    return etree.QName(element).localname in keys

@@ -36,7 +36,8 @@ after commit, and the task resumes.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 from lxml import etree
@@ -44,7 +45,7 @@ from lxml import etree
 from an_agent import stages
 from an_agent.errors import RpcError
 from an_agent.model import IRTF_AGENT_NS, CommuType, DataParam, Task
-from an_agent.runtime.access import Access, AccessKind, Authorizer, Touched
+from an_agent.runtime.access import Access, AccessKind, Authorizer, PermitAll, Touched
 from an_agent.runtime.behaviour import Behaviour, ProvidedInput
 from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore, PendingEdit
@@ -120,6 +121,10 @@ class TaskAdmission:
         config: etree._Element,
         default_operation: str = "merge",
         new_tasks: Iterable[Task] | None = None,
+        *,
+        replace_all: bool = False,
+        test_only: bool = False,
+        system: bool = False,
     ) -> Committed:
         """Admit one edit of running (the children of ``config``); `RpcError` refuses all of it.
 
@@ -127,13 +132,21 @@ class TaskAdmission:
 
         ``new_tasks`` are the tasks a typed request creates with this edit,
         already parsed (they are not parsed again); without it the task
-        entries of ``config`` are parsed here.
+        entries of ``config`` are parsed here. ``replace_all``: ``config``
+        is the whole new running datastore (`Datastore.edit`). ``test_only``
+        runs every step up to the commit (YANG validation, authorization,
+        payload validation, the behaviour's check) and then changes nothing
+        (``<validate>``, test-option ``test-only``). ``system``: the agent's
+        own edit (a confirmed commit's rollback, restoring what was authorized
+        before), not authorized again -- NACM rules may not lock the agent
+        out of undoing a change.
         """
+        authorizer: Authorizer = PermitAll() if system else self._authorizer
         in_edit = _data_params_in(config)
         candidates = self._new_task_entries(config, default_operation) if new_tasks is None else list(new_tasks)
         prepared: dict[str, _Prepared] = {}
         if candidates:
-            self._authorize_new(principal, candidates)
+            self._authorize_new(authorizer, principal, candidates)
             if stages.ON:
                 stages.mark("authorized")
             for task in candidates:
@@ -144,9 +157,10 @@ class TaskAdmission:
                 prepared[task.task_id] = ready
             if stages.ON:
                 stages.mark("payloads-validated")
-        with self._datastore.edit(config, default_operation) as pending:
-            committed = self._commit(principal, pending, prepared, in_edit)
-        self._schedule(principal, committed)
+        with self._datastore.edit(config, default_operation, replace_all=replace_all) as pending:
+            committed = self._commit(authorizer, principal, pending, prepared, in_edit, test_only)
+        if not test_only:
+            self._schedule(principal, committed)
         return committed
 
     # -- 1. parse once ----------------------------------------------------------
@@ -188,11 +202,13 @@ class TaskAdmission:
         return [DataParam.from_xml(element) for element in found]
 
     # -- 2. authorize -----------------------------------------------------------
-    def _authorize_new(self, principal: Principal, tasks: list[Task]) -> None:
+    def _authorize_new(self, authorizer: Authorizer, principal: Principal, tasks: list[Task]) -> None:
         touched = tuple(Touched("create", task_path(t.task_id), None, t, None) for t in tasks)
-        self._authorizer.authorize(Access(principal, "create", touched))
+        authorizer.authorize(Access(principal, "create", touched))
 
-    def _authorize_rest(self, principal: Principal, diff: EditDiff, tasks: Committed, authorized: set[str]) -> None:
+    def _authorize_rest(
+        self, authorizer: Authorizer, principal: Principal, diff: EditDiff, tasks: Committed, authorized: set[str]
+    ) -> None:
         """Authorize every unit of the diff except the new tasks already authorized before validation."""
         parsed_new = {t.task_id: t for t in tasks.added}
         parsed_changed = {new.task_id: new for _, new in tasks.changed}
@@ -214,7 +230,7 @@ class TaskAdmission:
             return
         kinds = {t.kind for t in touched}
         kind: AccessKind = next(iter(kinds)) if len(kinds) == 1 else "update"
-        self._authorizer.authorize(Access(principal, kind, tuple(touched)))
+        authorizer.authorize(Access(principal, kind, tuple(touched)))
 
     # -- 3. validate once ---------------------------------------------------------
     def _validate(self, principal: Principal, task: Task, params: list[DataParam]) -> PayloadCheck | None:
@@ -225,13 +241,20 @@ class TaskAdmission:
 
     # -- 4. commit ----------------------------------------------------------------
     def _commit(
-        self, principal: Principal, pending: PendingEdit, prepared: dict[str, _Prepared], in_edit: dict[str, DataParam]
+        self,
+        authorizer: Authorizer,
+        principal: Principal,
+        pending: PendingEdit,
+        prepared: dict[str, _Prepared],
+        in_edit: dict[str, DataParam],
+        test_only: bool = False,
     ) -> Committed:
         diff = pending.diff
         out = Committed()
         authorized = set(prepared)  # new tasks authorized before validation
         if not diff:
-            pending.commit()
+            if not test_only:
+                pending.commit()
             return out
         for element in diff.added.values():
             if element.tag != TASK_TAG:
@@ -259,26 +282,44 @@ class TaskAdmission:
         for element in diff.removed.values():
             if element.tag == TASK_TAG:
                 out.removed.append(_task_id_of(element) or "")
-        self._authorize_rest(principal, diff, out, authorized)
+        self._authorize_rest(authorizer, principal, diff, out, authorized)
         for old_task, new_task in out.changed:
             self._changed_input(principal, old_task, new_task, in_edit, out)
+        if test_only:
+            with self._accepted(out):
+                pass
+            return out  # a test stores nothing: the edit is left uncommitted, Datastore.edit rolls it back
         for check in out.checks:
             self._tasks.set_payload(check.task_id, next(iter(check.payloads.values()), None))
+        try:
+            with self._accepted(out, keep=True):
+                pending.commit(task_owners={task.task_id: principal.name for task in out.added})
+        except BaseException:
+            for check in out.checks:
+                self._tasks.set_payload(check.task_id, None)
+            raise
+        return out
+
+    @contextmanager
+    def _accepted(self, out: Committed, keep: bool = False) -> Iterator[None]:
+        """The behaviour's and the engine's checks of the new and changed tasks, around the block (the commit).
+
+        What `Behaviour.check_assignment` took for a task goes back at once (`Behaviour.released`) when a
+        later check or the block fails, and in any case unless ``keep`` (a test stores nothing)."""
         accepted: list[Task] = []
+        kept = False
         try:
             for task in out.added:
                 self._behaviour.check_assignment(task)
                 accepted.append(task)
             for old_task, new_task in out.changed:
                 self._tasks.check_change(old_task, new_task)
-            pending.commit(task_owners={task.task_id: principal.name for task in out.added})
-        except BaseException:
-            for check in out.checks:
-                self._tasks.set_payload(check.task_id, None)
-            for task in accepted:  # nothing was stored: what check_assignment took goes back at once
-                self._behaviour.released(task)
-            raise
-        return out
+            yield
+            kept = keep
+        finally:
+            if not kept:
+                for task in accepted:
+                    self._behaviour.released(task)
 
     def _changed_input(
         self, principal: Principal, old: Task, new: Task, in_edit: dict[str, DataParam], out: Committed

@@ -11,7 +11,7 @@ import threading
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol
+from typing import Any, Protocol
 
 from an_agent.clock import Clock
 from an_agent.model import (
@@ -26,7 +26,7 @@ from an_agent.model import (
     TaskStatus,
     parse_prompt,
 )
-from an_agent.schemas.validate import ValidatedPayload
+from an_agent.schemas.validate import ValidatedPayload, validate_payload
 
 
 def _no_data_params(ids: Sequence[str]) -> list[DataParam]:
@@ -39,6 +39,16 @@ def _no_payload(task_id: str) -> ValidatedPayload | None:
 
 def _nothing_to_learn() -> None:
     return None
+
+
+def _any_result(task_id: str, data: dict[str, Any]) -> None:
+    return None
+
+
+def _shipped_only(client_id: str, envelope: dict[str, Any]) -> ValidatedPayload:
+    from an_agent.schemas.registry import TemplateRegistry  # the shipped templates, when the agent serves none
+
+    return validate_payload(TemplateRegistry.default().get(str(envelope.get("schema_id"))), envelope)
 
 
 @dataclass(frozen=True)
@@ -63,6 +73,16 @@ class AgentInfo:
     accepted so far (patches it triggers are published by then); it returns at
     once when the agent does not learn. A lab behaviour on simulated time calls
     it so that learning, which runs on real time, cannot fall behind the clock.
+
+    ``check_result`` raises `an_agent.errors.SchemaError` (listing each problem) when a JSON result for
+    the task is not what the skill that took its payload declares in its output modes
+    (``application/json;schema=<response schema>``, checked against the agent's template of it); it
+    returns when there is nothing to check.
+
+    ``validate(client_id, envelope)`` validates a structured payload ``{"schema_id", "payload"}`` against
+    the template the agent serves that client (its own templates included, e.g. ``--templates`` or a
+    gateway's), raising `an_agent.errors.SchemaError` listing each problem: what a behaviour uses for a
+    payload that comes another way than an assignment (a FEASIBILITY proposal).
     """
 
     profile: AgentProfile
@@ -70,6 +90,8 @@ class AgentInfo:
     data_params: Callable[[Sequence[str]], list[DataParam]] = _no_data_params
     payload: Callable[[str], ValidatedPayload | None] = _no_payload
     learned: Callable[[], None] = _nothing_to_learn
+    check_result: Callable[[str, dict[str, Any]], None] = _any_result
+    validate: Callable[[str, dict[str, Any]], ValidatedPayload] = _shipped_only
 
 
 @dataclass(frozen=True)

@@ -36,6 +36,7 @@ from an_agent.runtime.edit import (
     TreeEditor,
     elements,
     qname,
+    stripped,
 )
 from an_agent.runtime.validation_scope import TouchedEntry, validation_document, whole_document
 from an_agent.store.agent_store import AgentStore, ConfigUnit
@@ -138,6 +139,11 @@ class Datastore:
                     return None
             return copy.deepcopy(node)
 
+    def snapshot(self) -> etree._Element:
+        """A deep copy of the whole datastore: a ``<data>`` element holding the top-level config nodes."""
+        with self._lock:
+            return copy.deepcopy(self._root)
+
     def keys_of(self, element: etree._Element) -> tuple[str, ...]:
         """List key names when ``element`` is a list entry of the data tree, else ()."""
         info = self._schema.schema_node(self.schema_path(element))
@@ -156,8 +162,14 @@ class Datastore:
 
     # -- editing --------------------------------------------------------------
     @contextmanager
-    def edit(self, config: etree._Element, default_operation: str = "merge") -> Iterator[PendingEdit]:
+    def edit(
+        self, config: etree._Element, default_operation: str = "merge", replace_all: bool = False
+    ) -> Iterator[PendingEdit]:
         """Stage the children of an ``<edit-config>``'s ``<config>`` element; hold the datastore lock meanwhile.
+
+        With ``replace_all`` the children of ``config`` become the whole
+        datastore (``<commit>`` of the candidate, ``<copy-config>``, a
+        confirmed commit's rollback): what they leave out is deleted.
 
         Raises `RpcError` (and changes nothing) when the edit is malformed or
         its result does not validate against the YANG modules. Inside the
@@ -169,8 +181,10 @@ class Datastore:
                 f"default-operation must be merge, replace or none, not {default_operation!r}", error_type="protocol"
             )
         with self._lock:
-            plan = self._unit_plan(config, default_operation)
-            if plan is not None:
+            plan = None if replace_all else self._unit_plan(config, default_operation)
+            if replace_all:
+                pending, abort = self._stage_tree(config, default_operation, replace_all=True)
+            elif plan is not None:
                 pending, abort = self._stage_units(config, default_operation, plan)
             else:
                 pending, abort = self._stage_tree(config, default_operation)
@@ -182,16 +196,22 @@ class Datastore:
             if not pending.committed:
                 abort()
 
-    def _stage_tree(self, config: etree._Element, default_operation: str) -> tuple[PendingEdit, Callable[[], None]]:
+    def _stage_tree(
+        self, config: etree._Element, default_operation: str, replace_all: bool = False
+    ) -> tuple[PendingEdit, Callable[[], None]]:
         """Whole-tree path (replace/delete of a container, default-operation replace, ...).
 
         Edits a full copy, validates and diffs everything; the live tree is
         swapped only on commit, so aborting is free.
         """
-        candidate = copy.deepcopy(self._root)
         self._index.clear()  # it indexes the live tree; the copy gets its own entries
-        for child in elements(config):
-            self._editor.apply(candidate, child, default_operation, ())
+        if replace_all:
+            candidate = etree.Element(self._root.tag)
+            candidate.extend(stripped(child) for child in elements(config))
+        else:
+            candidate = copy.deepcopy(self._root)
+            for child in elements(config):
+                self._editor.apply(candidate, child, default_operation, ())
         xml = whole_document(candidate)
         self._schema.validate_config(xml)
         diff, upserts, deletes, unit_xml = self._diff(candidate)
@@ -388,8 +408,12 @@ class Datastore:
     def _unit_key(self, element: etree._Element, parent_key: str) -> str:
         return self._unit_key_for(self.schema_path(element), element, parent_key)
 
-    def _units(self, root: etree._Element) -> dict[str, tuple[str, etree._Element, bool]]:
-        """unit key -> (parent key, element, shallow) for every unit of a tree."""
+    def units(self, root: etree._Element) -> dict[str, tuple[str, etree._Element, bool]]:
+        """unit key -> (parent key, element, shallow) for every unit of a tree (a ``<data>`` element).
+
+        A unit is a top-level node, or a child of a top-level container
+        (shallow: the container itself, compared without its children).
+        """
         units: dict[str, tuple[str, etree._Element, bool]] = {}
         for top in elements(root):
             info = self._schema.schema_node(self.schema_path(top))
@@ -405,8 +429,8 @@ class Datastore:
     def _diff(self, candidate: etree._Element) -> tuple[EditDiff, list[ConfigUnit], list[str], dict[str, str]]:
         diff = EditDiff()
         upserts: list[ConfigUnit] = []
-        old_units = self._units(self._root)
-        new_units = self._units(candidate)
+        old_units = self.units(self._root)
+        new_units = self.units(candidate)
         new_xml: dict[str, str] = {}
         next_pos = self._next_position()
         for key, (parent_key, element, shallow) in new_units.items():
@@ -437,7 +461,7 @@ class Datastore:
             parent.append(element)
             by_key[unit.unit_key] = element
             self._unit_pos[unit.unit_key] = unit.position
-        for key, (_, element, shallow) in self._units(self._root).items():
+        for key, (_, element, shallow) in self.units(self._root).items():
             self._unit_xml[key] = _serialise(element, shallow)
 
 

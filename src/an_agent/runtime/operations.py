@@ -12,23 +12,27 @@ face will call the same methods.
   per principal.
 - RPCs (`negotiate`, `subscribe`, `get_schema_template`, `decide_patch`, the
   session operations) are authorized as ``exec`` with their RPC name.
-- Per-session state (the running lock, subscriptions) lives in `SessionTable`,
+- Per-session state (the datastore locks, subscriptions) lives in `SessionTable`,
   keyed by the id the face gives each session.
+- The candidate datastore, ``<commit>`` (confirmed or not), ``<validate>``,
+  ``<copy-config>`` and ``<lock>``/``<unlock>`` are `config`
+  (`an_agent.runtime.commits.ConfigOperations`), over the same admission.
 """
 
 from __future__ import annotations
 
 import copy
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import replace
+from typing import Any
 
 from lxml import etree
 
 from an_agent import metrics
 from an_agent.access.nacm import NACM_NS, NACM_PATH
 from an_agent.clock import Clock
-from an_agent.errors import RpcError
+from an_agent.errors import RpcError, SchemaError
 from an_agent.model import (
     AN_AGENT_DIRECTORY_NS,
     IRTF_AGENT_NS,
@@ -46,13 +50,14 @@ from an_agent.model import (
 from an_agent.runtime.access import Access, AccessKind, Authorizer, PermitAll, Touched
 from an_agent.runtime.admission import DATA_PARAMS_TAG, TASK_ID_TAG, TASK_TAG, TASKS_TAG, TaskAdmission
 from an_agent.runtime.behaviour import AgentInfo, Behaviour
+from an_agent.runtime.candidate import Candidate
+from an_agent.runtime.commits import ConfigOperations
 from an_agent.runtime.context_records import ContextRecorder
 from an_agent.runtime.datastore import Datastore
 from an_agent.runtime.directory import Directory, DirectoryOperations
 from an_agent.runtime.edit import NC_OPERATION, YangSchema, elements
-from an_agent.runtime.event_rendering import EventSink
 from an_agent.runtime.large_data import DataPolicy, DataResolver
-from an_agent.runtime.notifications import NotificationBus, Subscription
+from an_agent.runtime.notifications import NotificationBus
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
     AssignTask,
@@ -64,22 +69,23 @@ from an_agent.runtime.requests import (
     ProvideInput,
     ReadScope,
     SchemaTemplate,
-    Subscribe,
 )
-from an_agent.runtime.results import label_result
+from an_agent.runtime.results import check_result, label_result
 from an_agent.runtime.schemas import SchemaService
+from an_agent.runtime.served import SessionsAndEvents
 from an_agent.runtime.sessions import SessionTable
 from an_agent.runtime.tasks import TaskEngine
 from an_agent.runtime.text_input import AssignText, CompletingBehaviour, PayloadCompletion
 from an_agent.runtime.workers import INPUT_WAIT
+from an_agent.schemas.validate import ValidatedPayload
 from an_agent.store.agent_store import AgentStore, TaskState
-from an_agent.yang.context import YangContext
+from an_agent.yang.context import WithDefaults, YangContext
 from an_agent.yang.info import ModuleInfo
 
 log = logging.getLogger(__name__)
 
 
-class Operations:
+class Operations(SessionsAndEvents):
     """One agent: datastore, tasks, notifications, schemas and behaviour behind typed operations."""
 
     def __init__(
@@ -112,7 +118,15 @@ class Operations:
         )
         self.tasks = TaskEngine(completing, store, self.bus, clock, profile.name, workers=task_workers)
         behaviour.bind(
-            AgentInfo(profile, clock, data_params=self._data_params, payload=self.tasks.payload, learned=self._learned)
+            AgentInfo(
+                profile,
+                clock,
+                data_params=self._data_params,
+                payload=self.tasks.payload,
+                learned=self._learned,
+                check_result=self._check_result,
+                validate=self._validate,
+            )
         )
         self.context = ContextRecorder(self.datastore, clock, profile.name)
         self.data = DataResolver(store.path.parent, data_policy)
@@ -122,15 +136,20 @@ class Operations:
         self.tasks.ended_hook = self.context.answered
         self.tasks.watch.skill_of = self._skill_of
         self.sessions = SessionTable()
+        self.config = ConfigOperations(
+            self.datastore,
+            Candidate(self.datastore, YangSchema(self.yang)),
+            self.admission,
+            self.sessions,
+            self.authorizer,
+            self.yang.validate_config,
+        )
+        """The candidate datastore, commit and confirmed commit, validate, copy-config."""
         self.schemas: SchemaService | None = None
         self.directory: DirectoryOperations | None = None
         """The directory role's registry (`attach_directory`), None for other agents."""
         self._profile_xml = profile.to_xml()
-        created = store.get_meta("log-created")
-        if created is None:
-            created = repr(clock.now())
-            store.set_meta("log-created", created)
-        self.log_created = float(created)
+        self.log_created = store.log_created(clock.now())
         """When the notification log began (RFC 5277 ``replayLogCreationTime``)."""
 
     # -- life cycle -------------------------------------------------------------
@@ -150,6 +169,16 @@ class Operations:
         """`AgentInfo.learned`: wait for the schema service's learning queue (no service: nothing to wait for)."""
         if self.schemas is not None and self.schemas.learn:
             self.schemas.drain()
+
+    def _check_result(self, task_id: str, data: dict[str, Any]) -> None:
+        """`AgentInfo.check_result`: against the response schema of the skill that took the task's payload."""
+        check_result(self.profile, self.schemas, self.tasks.payload(task_id), data)
+
+    def _validate(self, client_id: str, envelope: dict[str, Any]) -> ValidatedPayload:
+        """`AgentInfo.validate`: against the template the schema service serves ``client_id``."""
+        if self.schemas is None:
+            raise SchemaError("this agent serves no schema templates (schemas off)", ["schema_id: not served"])
+        return self.schemas.engine.validate(client_id, envelope)
 
     def _finished_result(self, task_id: str, result: TaskResult) -> TaskResult:
         """A finished task's result: labelled with its skill's response schema, then decorated with suggestions."""
@@ -183,20 +212,11 @@ class Operations:
             log.exception("warming the text mapping up failed")
 
     def close(self) -> None:
+        self.config.close()
         self.tasks.close()  # first: running behaviours may still report results
         if self.schemas is not None:
             self.schemas.close()
         self.bus.close()
-
-    def publish_notification(self, content: etree._Element) -> None:
-        """Log ``content`` (a notification body) durably and send it to every subscriber."""
-        xml = etree.tostring(content, encoding="unicode")
-
-        def log_event() -> tuple[int, float, str]:
-            now = self.clock.now()
-            return self.store.append_notification(now, xml), now, xml
-
-        self.bus.publish(log_event)
 
     def modules(self) -> list[ModuleInfo]:
         """The YANG modules this agent implements (capabilities, RFC 6022 schemas)."""
@@ -207,35 +227,10 @@ class Operations:
         found = self.datastore.find_entries(DATA_PARAMS_TAG, ("id",), [(i,) for i in dict.fromkeys(ids)])
         return self.data.resolve([DataParam.from_xml(element) for element in found])
 
-    def _exec(self, principal: Principal, rpc: str) -> None:
-        self.authorizer.authorize(Access(principal, "exec", rpc=rpc))
-
-    # -- sessions ---------------------------------------------------------------
-    def open_session(self, session_id: int, principal: Principal, close: Callable[[], None]) -> None:
-        """A face opened a session (``close`` ends it, for `kill_session`)."""
-        self.sessions.open(session_id, principal, close)
-
     def close_session(self, session_id: int) -> None:
-        """A session ended: release its lock, end its subscription."""
-        state = self.sessions.close(session_id)
-        if state is not None and state.subscription is not None:
-            state.subscription.end()
-
-    def lock(self, principal: Principal, session_id: int) -> None:
-        """Lock running for the session (granted only once no other session's edit is in flight)."""
-        self._exec(principal, "ietf-netconf:lock")
-        self.sessions.lock(session_id)
-
-    def unlock(self, principal: Principal, session_id: int) -> None:
-        self._exec(principal, "ietf-netconf:unlock")
-        self.sessions.unlock(session_id)
-
-    def kill_session(self, principal: Principal, session_id: int, target: int) -> None:
-        """Close session ``target``: one's own other sessions, or (admins) anyone's."""
-        victim = self.sessions.get(target)
-        owner = victim.principal.name if victim is not None else None
-        self.authorizer.authorize(Access(principal, "exec", rpc="ietf-netconf:kill-session", owner=owner))
-        self.sessions.kill(session_id, target)
+        """A session ended: release its locks, end its subscription, roll back its unconfirmed commit."""
+        super().close_session(session_id)
+        self.config.session_closed(session_id)
 
     # -- reads ------------------------------------------------------------------
     def read(
@@ -244,15 +239,24 @@ class Operations:
         scope: ReadScope | None = None,
         config_only: bool = False,
         extra: Iterable[etree._Element] = (),
+        datastore: str = "running",
+        with_defaults: WithDefaults = "explicit",
     ) -> list[etree._Element]:
         """The data tree ``principal`` may read, as top-level elements (private copies).
 
         Config and state (the profile, task status and results, schema
         templates) unless ``config_only``. Only what ``scope`` can select is
         built. ``extra`` are a face's own state trees (e.g. NETCONF
-        monitoring) that go through the same read view.
+        monitoring) that go through the same read view. ``datastore``
+        ``candidate`` reads the candidate (config only). ``with_defaults``:
+        the RFC 6243 mode, applied to the agent's data (not to ``extra``)
+        before the read view, so NACM judges default nodes as any other.
         """
         scope = scope or ReadScope()
+        if datastore == "candidate":
+            candidate = [e for e in elements(self.config.candidate.snapshot()) if scope.wants(e)]
+            both = [*self._defaults(candidate, with_defaults, True), *(e for e in extra if scope.wants(e))]
+            return self.authorizer.read_view(principal, both)
         top: list[etree._Element] = []
         if not config_only and scope.wants(self._profile_xml):
             agent = copy.deepcopy(self._profile_xml)
@@ -268,22 +272,45 @@ class Operations:
                 if element.tag == TASKS_TAG:
                     for entry in element.iterchildren(TASK_TAG):
                         entry.extend(self.tasks.state_elements(entry.findtext(TASK_ID_TAG) or ""))
+        # The face's own trees are complete as built: schema defaults added to them would claim values
+        # the agent does not keep (e.g. RFC 6022 statistics counters of 0).
+        top = self._defaults(top, with_defaults, config_only)
         top.extend(e for e in extra if scope.wants(e))
         return self.authorizer.read_view(principal, top)
 
-    def data_version(self) -> tuple[int, int, int, int]:
+    def read_data(
+        self,
+        principal: Principal,
+        scope: ReadScope,
+        config_only: bool,
+        extra: Iterable[etree._Element],
+        datastore: str,
+        with_defaults: WithDefaults,
+    ) -> list[etree._Element]:
+        """RFC 8526 ``<get-data>``: `read`, authorized as ``exec`` of ``ietf-netconf-nmda:get-data`` first."""
+        self._exec(principal, "ietf-netconf-nmda:get-data")
+        return self.read(principal, scope, config_only, extra, datastore=datastore, with_defaults=with_defaults)
+
+    def _defaults(self, top: list[etree._Element], mode: WithDefaults, config_only: bool) -> list[etree._Element]:
+        if mode == "explicit" or not top:
+            return top
+        xml = "".join(etree.tostring(e, encoding="unicode") for e in top)
+        holder = etree.fromstring(f"<r>{self.yang.with_defaults(xml, mode, config_only)}</r>")
+        return list(elements(holder))
+
+    def data_version(self) -> tuple[int, int, int, int, int]:
         """A value that changes whenever what `read` returns may change (for a face's reply memo).
 
         Covers config commits (the datastore), task state (status and result,
         ``config false``, which change without a commit) and the schema
-        templates, and the directory's registrations. Each part is bumped after its change is visible, so a
-        reply built after reading version v holds data at least as new as v.
+        templates, the directory's registrations and the candidate. Each part
+        is bumped after its change is visible, so a reply built after reading version v holds data at least as new as v.
         The profile and the face's own extra trees do not change while the
         agent runs.
         """
         schemas = self.schemas.version if self.schemas is not None else -1
         directory = self.directory.registry.version if self.directory is not None else -1
-        return (self.datastore.version, self.tasks.version, schemas, directory)
+        return (self.datastore.version, self.tasks.version, schemas, directory, self.config.candidate.version)
 
     def keys_of(self, element: etree._Element) -> tuple[str, ...]:
         """List key names when ``element`` is a list entry of the data tree, else () (for filters)."""
@@ -299,7 +326,8 @@ class Operations:
 
     # -- writes (one admission pipeline) ------------------------------------------
     def edit_config(self, principal: Principal, session_id: int, request: EditConfig) -> None:
-        """A generic YANG edit of running; new task entries in it are admitted like `assign_task`.
+        """A generic YANG edit of running or the candidate; new task entries are admitted like `assign_task`
+        (in the candidate: at ``<commit>``, `ConfigOperations`).
 
         A new task with ``task-async`` false (the YANG default) is synchronous:
         this call returns once it ended, holding no lock meanwhile. When it
@@ -313,8 +341,17 @@ class Operations:
         ``--nacm FILE`` and change with a restart, never silently in running.
         """
         self._refuse_nacm_edit(principal, request)
+        if request.target == "candidate":
+            self.config.edit_candidate(
+                principal, session_id, request.config, request.default_operation, request.test_only
+            )
+            return
         with self.sessions.editing(session_id):
-            committed = self.admission.run(principal, request.config, request.default_operation)
+            committed = self.admission.run(
+                principal, request.config, request.default_operation, test_only=request.test_only
+            )
+        if request.test_only:
+            return
         for task_id, state in self._settle(committed.added).items():
             path = f"/irtf-agent:tasks/task[task-id='{task_id}']"
             if state is not None and state.status == TaskStatus.INPUT_REQUIRED.value:
@@ -456,38 +493,10 @@ class Operations:
         self.context.negotiated(request, principal.name)
         return result
 
-    def subscribe(
-        self, principal: Principal, session_id: int, request: Subscribe, send: EventSink | Callable[[str], None]
-    ) -> Subscription:
-        """taskResultSubscribe: events of the durable log from ``start_time``, then live ones, to ``send``.
-
-        ``send`` is the session's `EventSink` or a function taking each
-        notification as text. Subscribers with the same principal and
-        ``request.filter_key`` share one filter decision per live event.
-
-        One subscription per session; it ends with the session. Call
-        `Subscription.start` once the caller has answered the request (replay
-        must follow the reply).
-        """
-        self._exec(principal, "notifications:create-subscription")
-        now = self.clock.now()
-        start, stop = request.start_time, request.stop_time
-        if stop is not None and start is None:
-            raise RpcError.missing_element("startTime", "stopTime needs a startTime (RFC 5277 2.1.1)")
-        if start is not None and start > now:
-            raise RpcError.bad_element("startTime", "startTime is in the future", error_type="protocol")
-        if start is not None and stop is not None and stop < start:
-            raise RpcError.bad_element("stopTime", "stopTime is earlier than startTime", error_type="protocol")
-        wanted = request.event_filter
-
-        def event_filter(event: etree._Element) -> bool:
-            return self.authorizer.may_receive(principal, event) and (wanted is None or wanted(event))
-
-        # The read view is the principal's: NACM decides per user and group.
-        view = None if request.filter_key is None else (principal, request.filter_key)
-        return self.sessions.subscribe(
-            session_id, lambda ended: self.bus.subscribe(send, event_filter, start, stop, ended, view)
-        )
+    def invoke(self, principal: Principal, operation: etree._Element) -> list[etree._Element] | None:
+        """`Served.invoke`: an agent has no RPCs beyond those the face carries (task-negotiate, schemas, directory)."""
+        q = etree.QName(operation)
+        raise RpcError.operation_not_supported(f"RPC {q.localname} of module {q.namespace} is not implemented")
 
     def _schema_service(self) -> SchemaService:
         if self.schemas is None:

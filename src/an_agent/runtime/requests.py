@@ -21,10 +21,15 @@ EditOperation = Literal["merge", "replace", "none"]
 
 @dataclass(frozen=True)
 class EditConfig:
-    """A generic YANG edit of running (RFC 6241 semantics): the children of ``config`` are applied."""
+    """A generic YANG edit (RFC 6241 semantics) of ``target``: the children of ``config`` are applied.
+
+    ``test_only``: every check of the edit runs, nothing changes (test-option ``test-only``).
+    """
 
     config: etree._Element
     default_operation: EditOperation = "merge"
+    target: Literal["running", "candidate"] = "running"
+    test_only: bool = False
 
 
 @dataclass(frozen=True)
@@ -148,3 +153,23 @@ class PatchDecided:
 
     patch_id: str
     state: str
+
+
+DEFAULT_CONFIRM_TIMEOUT = 600.0
+"""RFC 6241 section 8.4.5.1: a confirmed commit not confirmed within 600 s (default) is rolled back."""
+
+
+@dataclass(frozen=True)
+class Commit:
+    """``<commit>`` of the candidate (RFC 6241 8.3.4.1), confirmed or confirming (8.4.5.1, :confirmed-commit:1.1).
+
+    ``confirmed``: running is rolled back unless a confirming commit arrives within
+    ``confirm_timeout`` seconds. ``persist``: the confirmed commit survives the end of
+    its session and is confirmed (or cancelled) from any session that gives the
+    same value as ``persist_id``.
+    """
+
+    confirmed: bool = False
+    confirm_timeout: float = DEFAULT_CONFIRM_TIMEOUT
+    persist: str | None = None
+    persist_id: str | None = None

@@ -12,8 +12,9 @@ from __future__ import annotations
 import json
 import logging
 from dataclasses import replace
+from typing import Any
 
-from an_agent.errors import AnAgentError
+from an_agent.errors import AnAgentError, SchemaError
 from an_agent.model import AgentProfile, TaskResult
 from an_agent.runtime.schemas import SchemaService
 from an_agent.schemas import schema_id_from_media_type
@@ -33,6 +34,27 @@ def response_schema(profile: AgentProfile, input_schema: str) -> str | None:
             if schema is not None:
                 return schema
     return None
+
+
+def check_result(
+    profile: AgentProfile, schemas: SchemaService | None, payload: ValidatedPayload | None, data: dict[str, Any]
+) -> None:
+    """Raise `SchemaError` when ``data`` is not what the skill that took ``payload`` declares it answers.
+
+    The declared response schema is `response_schema`'s; nothing is checked when the task carries no
+    structured payload, the skill declares none, or the agent serves no template of it.
+    """
+    if payload is None or schemas is None:
+        return
+    schema = response_schema(profile, payload.schema_id)
+    if schema is None or schema not in {t.schema_id for t in schemas.engine.registry.templates()}:
+        return
+    try:
+        schemas.engine.validate(profile.name, {"schema_id": schema, "payload": data})
+    except SchemaError as exc:
+        raise SchemaError(
+            f"the result is not a valid {schema} (the skill's declared response): {exc}", exc.problems
+        ) from None
 
 
 def label_result(

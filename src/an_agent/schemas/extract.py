@@ -43,28 +43,77 @@ _UNITS = {
     "dbm": ("dbm",),
     "db": ("db", "decibels", "decibel"),
     "percent": ("percent", "per cent", "pct", "%"),
-    "degrees": ("degrees", "degree", "deg", "\u00b0c", "\u00b0", "celsius"),
+    # Degrees alone are an angle (tilt) or a temperature; a Celsius spelling is a temperature.
+    "degrees": ("degrees", "degree", "deg", "\u00b0"),
+    "celsius": (
+        "\u00b0c",
+        "\u00b0 c",
+        "\u00bac",
+        "oc",
+        "degc",
+        "deg c",
+        "degrees c",
+        "degrees celsius",
+        "degree celsius",
+        "celsius",
+        "c",
+    ),
     "seconds": ("seconds", "second", "secs", "sec", "s"),
     "minutes": ("minutes", "minute", "mins", "min"),
     "hours": ("hours", "hour", "hrs", "hr", "h"),
     "days": ("days", "day"),
     "weeks": ("weeks", "week"),
     "km": ("kilometres", "kilometers", "kilometre", "kilometer", "km"),
-    "mbps": ("mbit/s", "mbps", "mb/s"),
+    "kmh": ("km/h", "kmh", "kph", "km/hr", "kilometres per hour", "kilometers per hour", "km per hour"),
+    "mbps": ("mbit/s", "mbps", "mb/s", "mbits/s", "megabits per second"),
+    "kwh": ("kwh", "kilowatt hours", "kilowatt-hours", "kilowatt hour", "kilowatt-hour", "kw h"),
 }
+# Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
+# unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
+_SCALED = {
+    "mph": ("kmh", 1.609344),
+    "miles per hour": ("kmh", 1.609344),
+    "mile per hour": ("kmh", 1.609344),
+    "kbps": ("mbps", 0.001),
+    "kbit/s": ("mbps", 0.001),
+    "kb/s": ("mbps", 0.001),
+    "kbits/s": ("mbps", 0.001),
+    "gbps": ("mbps", 1000.0),
+    "gbit/s": ("mbps", 1000.0),
+    "gb/s": ("mbps", 1000.0),
+    "mwh": ("kwh", 1000.0),
+    "megawatt hours": ("kwh", 1000.0),
+}
+_FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit")
 _UNIT_OF = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
-UNIT_WORDS = frozenset(s for s in _UNIT_OF if s.isalpha())
-_UNIT_RE = "|".join(re.escape(s) for s in sorted(_UNIT_OF, key=len, reverse=True))
+_SCALE_OF = {spelling: (unit, 1.0) for spelling, unit in _UNIT_OF.items()} | _SCALED
+_SCALE_OF |= {spelling: ("celsius", 1.0) for spelling in _FAHRENHEIT}
+UNIT_WORDS = frozenset(
+    w for s in _SCALE_OF for w in [*s.split(), *re.split(r"[\s\-]", s)] if w.replace("-", "").isalpha()
+)
+_UNIT_RE = "|".join(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))
 _QUANTITY = re.compile(rf"(?<![\w.]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
+_HOURS_MINUTES = re.compile(
+    r"(?<![\w.:])(?P<h>\d{1,2})\s?h\s?(?P<m>[0-5]\d)(?:\s?(?:min|m)\b)?(?![\w:])", re.IGNORECASE
+)
 _BARE_NUMBER = re.compile(r"(?<![\w.\-:])[-+\u2212]?\d+(?:\.\d+)?(?![\w:]|-\d)")
-_ID = re.compile(r"\b(?P<prefix>[A-Z]{2,}(?:-[A-Z]+)*)-(?P<body>[A-Z0-9]*\d[A-Z0-9]*)\b")
+# Linear in the text (client text can be a megabyte): a match starts only where an id can start, not
+# inside "SITE-SITE-..."; prefix parts are taken once (each followed by "-"); the body is checked for a
+# digit ahead instead of being split around one.
+_ID = re.compile(
+    r"(?<![A-Z0-9]-)(?<![A-Za-z0-9])(?P<prefix>[A-Z]{2,}+(?:-[A-Z]++(?=-))*+)-(?P<body>(?=[A-Z0-9]*\d)[A-Z0-9]++)\b"
+)
+# Ticket and incident numbers written without a dash (INC4303720, CHG0012345): letters, then five digits or more.
+_ID_NO_DASH = re.compile(r"(?<![A-Za-z0-9])(?P<prefix>[A-Z]{2,5}+)(?P<body>\d{5,}+)\b")
 _ISO_DT = re.compile(
-    r"\b(?P<date>\d{4}-\d{2}-\d{2})(?:[T ](?P<time>\d{1,2}:\d{2}(?::\d{2})?)\s*(?P<tz>Z|UTC|GMT|[+-]\d{2}:?\d{2})?)?\b",
+    r"\b(?P<date>\d{4}-\d{2}-\d{2})"
+    r"(?:(?:[T ]|,?\s+at\s+)(?P<time>\d{1,2}:\d{2}(?::\d{2})?)\s*(?P<tz>Z|UTC|GMT|[+-]\d{2}:?\d{2})?)?\b",
     re.IGNORECASE,
 )
 _RELATIVE_DAY = re.compile(
     r"(?:\b(?P<before>\d{1,2}:\d{2})\s*(?:UTC|GMT|Z)?\s+)?"  # '06:00 UTC today'
-    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?:\s+at\s+(?P<time>\d{1,2}:\d{2}))?",  # 'today at 06:00'
+    # 'today at 06:00', 'tomorrow 08:00'
+    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?:\s+(?:at\s+|from\s+)?(?P<time>\d{1,2}:\d{2}))?",
     re.IGNORECASE,
 )
 _CLOCK_RANGE = re.compile(
@@ -91,6 +140,7 @@ class FoundId:
     value: str
     start: int
     end: int
+    dash: bool = True  # PREFIX-123; False for INC4303720
 
 
 def _to_number(text: str) -> float | None:
@@ -104,17 +154,31 @@ def _to_number(text: str) -> float | None:
 
 
 def find_quantities(text: str) -> list[Quantity]:
-    """Numbers followed by a unit, e.g. '2 dB', 'two hours', '40 degrees', '10%'."""
+    """Numbers followed by a unit, e.g. '2 dB', 'two hours', '40 degrees', '10%', '1h30'.
+
+    Each quantity is in its canonical unit (`_UNITS`): other units of the same quantity are converted
+    (`_SCALED`: mph -> km/h, kbps and Gbps -> Mbps, MWh -> kWh; Fahrenheit -> Celsius), so a key has one unit.
+    "1h30" / "2h15" (hours and minutes) is a number of minutes.
+    """
     out = []
+    for match in _HOURS_MINUTES.finditer(text):
+        out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
     for match in _QUANTITY.finditer(text):
+        spelling = match.group("unit").lower()
         value = _to_number(match.group("num"))
-        unit = _UNIT_OF.get(match.group("unit").lower())
-        if value is None or unit is None:
+        if value is None or spelling not in _SCALE_OF or any(q.start <= match.start() < q.end for q in out):
             continue
-        if unit in ("seconds", "hours") and len(match.group("unit")) == 1 and not match.group("num")[-1].isdigit():
+        unit, factor = _SCALE_OF[spelling]
+        if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
             continue  # "a h" / "one s" are not quantities
+        if spelling == "c" and match.group("unit") != "C":
+            continue  # "37 C" is Celsius; a lower-case "c" after a number is rarely one
+        if spelling in _FAHRENHEIT:
+            value = round((value - 32) * 5 / 9, 1)
+        elif factor != 1.0:
+            value = round(value * factor, 3)
         out.append(Quantity(value, unit, match.start(), match.end()))
-    return out
+    return sorted(out, key=lambda q: q.start)
 
 
 def find_numbers(text: str) -> list[tuple[float, int, int]]:
@@ -134,8 +198,13 @@ def duration_minutes(quantity: Quantity) -> float | None:
 
 
 def find_ids(text: str) -> list[FoundId]:
-    """Identifiers of the form PREFIX-123 / PREFIX-A1B2 (upper-case prefix of two letters or more)."""
-    return [FoundId(m.group("prefix"), m.group(0), m.start(), m.end()) for m in _ID.finditer(text)]
+    """Identifiers of the form PREFIX-123 / PREFIX-A1B2 (upper-case prefix of two letters or more), and
+    numbers written without the dash (INC4303720: two to five capitals and five digits or more)."""
+    found = [FoundId(m.group("prefix"), m.group(0), m.start(), m.end()) for m in _ID.finditer(text)]
+    found += [
+        FoundId(m.group("prefix"), m.group(0), m.start(), m.end(), dash=False) for m in _ID_NO_DASH.finditer(text)
+    ]
+    return sorted(found, key=lambda f: f.start)
 
 
 def find_clock_ranges(text: str) -> list[tuple[str, int, int]]:

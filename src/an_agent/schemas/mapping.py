@@ -45,7 +45,7 @@ from an_agent.schemas.template import OTHER_KEY, KeyDef, Template
 
 DEFAULT_THRESHOLD = 0.45
 _CERTAIN = 0.99
-_SPLIT = re.compile(r"[.;!?\n]+\s*|:\s+|,\s+(?:and\s+|but\s+)?|\s+(?:and|but|also|plus|because)\s+(?=[a-z])")
+_SPLIT = re.compile(r"[.;!?\n]+\s*|:\s+|,\s+(?:and\s+|but\s+)?|(?<!\s)\s+(?:and|but|also|plus|because)\s+(?=[a-z])")
 _UNIT_OF_KEY = {
     "dbm": "dbm",
     "db": "db",
@@ -58,7 +58,10 @@ _UNIT_OF_KEY = {
     "hours": "hours",
     "days": "days",
     "mbps": "mbps",
+    "kmh": "kmh",
     "km": "km",
+    "kwh": "kwh",
+    "celsius": "celsius",
     "seconds": "seconds",
 }
 _TIME_UNITS = ("seconds", "minutes", "hours", "days", "weeks")
@@ -284,7 +287,10 @@ def _typed(keys: _Keys, clause: str, vector: Vectors, now: float) -> list[Assign
         fits = [
             i
             for i, unit in enumerate(keys.units)
-            if unit == quantity.unit or (unit == "minutes" and quantity.unit in _TIME_UNITS)
+            if unit == quantity.unit
+            or (unit == "minutes" and quantity.unit in _TIME_UNITS)
+            # A temperature key named _deg (synthesised before a Celsius spelling was its own unit) takes °C.
+            or (unit == "degrees" and quantity.unit == "celsius")
         ]
         if not fits:
             continue

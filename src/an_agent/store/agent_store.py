@@ -298,3 +298,12 @@ class AgentStore:
     def set_meta(self, key: str, value: str) -> None:
         with self._tx() as db:
             db.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def log_created(self, now: float) -> float:
+        """When the notification log began (RFC 5277 ``replayLogCreationTime``): ``now`` on the first call
+        for this state directory, kept from then on."""
+        created = self.get_meta("log-created")
+        if created is None:
+            created = repr(now)
+            self.set_meta("log-created", created)
+        return float(created)

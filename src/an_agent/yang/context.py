@@ -33,15 +33,58 @@ from an_agent.yang.lyerrors import LyErrorItem, to_rpc_error
 from an_agent.yang.reach import UnitReach, analyse
 from an_agent.yang.schema_index import SchemaIndex
 
-__all__ = ["DEFAULT_FEATURES", "MODULES_DIR", "DocumentKind", "YangContext", "builtin_modules"]
+__all__ = [
+    "DEFAULT_FEATURES",
+    "MODULES_DIR",
+    "NETWORK_MODULES_DIR",
+    "PROTOCOL_MODULES",
+    "DocumentKind",
+    "WithDefaults",
+    "YangContext",
+    "builtin_modules",
+]
 
 MODULES_DIR = Path(__file__).resolve().parent / "modules"
 """The shipped modules, ``<name>@<revision>.yang`` (package data)."""
+NETWORK_MODULES_DIR = MODULES_DIR / "network"
+"""The modules a lab's element managers serve besides the protocol ones (ietf-alarms, ietf-network,
+ietf-network-topology, an-agent-network); agents do not load them."""
+PROTOCOL_MODULES = (
+    "ietf-netconf",
+    "ietf-netconf-acm",
+    "ietf-netconf-monitoring",
+    "notifications",
+    "nc-notifications",
+    "ietf-yang-library",
+    "ietf-datastores",
+)
+"""The shipped modules every NETCONF server of ours needs whatever it serves (operations, NACM, RFC 6022,
+RFC 5277, the YANG library of RFC 8525)."""
 
 
-DEFAULT_FEATURES: Mapping[str, Sequence[str]] = {"ietf-netconf": ("writable-running", "xpath")}
+DEFAULT_FEATURES: Mapping[str, Sequence[str]] = {
+    "ietf-netconf": ("writable-running", "candidate", "confirmed-commit", "rollback-on-error", "validate", "xpath"),
+    "ietf-netconf-nmda": ("with-defaults",),
+}
 """Features enabled when loading the shipped modules: what the an-agent server supports
-(``<edit-config>`` on running, XPath filters)."""
+(``<edit-config>`` on running and candidate, confirmed commit, rollback-on-error,
+``<validate>``, XPath filters; ``with-defaults`` in ``<get-data>``, but not ``origin``)."""
+
+IMPORT_ONLY = frozenset({"ietf-origin"})
+"""Shipped modules that are only imported, never implemented: ``ietf-origin`` gives
+``ietf-netconf-nmda`` its types; this server reports no origin metadata."""
+
+WithDefaults = Literal["report-all", "report-all-tagged", "trim", "explicit"]
+"""RFC 6243 retrieval modes."""
+_WD_PRINT: dict[str, int] = {
+    "report-all": lib.LYD_PRINT_WD_ALL,
+    "report-all-tagged": lib.LYD_PRINT_WD_ALL_TAG,
+    "trim": lib.LYD_PRINT_WD_TRIM,
+    "explicit": lib.LYD_PRINT_WD_EXPLICIT,
+}
+
+_LY_WD_DECL = 'xmlns:ncwd="urn:ietf:params:xml:ns:yang:ietf-netconf-with-defaults"'
+_WD_DECL = 'xmlns:wd="urn:ietf:params:xml:ns:netconf:default:1.0"'
 
 DocumentKind = Literal["data", "config", "rpc", "reply", "notification"]
 """What a document is: a ``<get>`` reply (``data``), the running datastore
@@ -98,13 +141,24 @@ class YangContext:
     _default_lock: ClassVar[threading.Lock] = threading.Lock()
 
     def __init__(
-        self, modules_dir: Path | str = MODULES_DIR, features: Mapping[str, Sequence[str]] = DEFAULT_FEATURES
+        self,
+        modules_dir: Path | str = MODULES_DIR,
+        features: Mapping[str, Sequence[str]] = DEFAULT_FEATURES,
+        *,
+        extra_dirs: Sequence[Path] = (),
+        only: Sequence[str] | None = None,
     ) -> None:
+        """``extra_dirs``: more directories whose modules are loaded (and searched for imports);
+        ``only``: load just these modules of ``modules_dir`` (all of ``extra_dirs``'s are loaded)."""
         _configure_libyang_logging()
         self._dir = Path(modules_dir)
         self._lock = threading.RLock()
         self._ctx = _new_ly_context(self._dir)
-        names = sorted({p.name.split("@", 1)[0].removesuffix(".yang") for p in self._dir.glob("*.yang")})
+        for extra in extra_dirs:
+            lib.ly_ctx_set_searchdir(self._ctx.cdata, str2c(str(extra)))
+        shipped_names = {_module_name(p) for p in self._dir.glob("*.yang")} - IMPORT_ONLY
+        names = sorted(n for n in shipped_names if only is None or n in only)
+        names += sorted({_module_name(p) for d in extra_dirs for p in Path(d).glob("*.yang")})
         if not names:
             raise YangError(f"no YANG modules (*.yang) in {self._dir}")
         shipped = [self._load(name, features.get(name, ())) for name in names]
@@ -211,6 +265,46 @@ class YangContext:
         Without the RFC 5277 ``<notification>``/``<eventTime>`` envelope.
         """
         self._free(self._parse_op(xml, "xml", "notification"))
+
+    # ---------------------------------------------------------- with-defaults
+
+    def with_defaults(self, xml: str, mode: WithDefaults, config_only: bool = False) -> str:
+        """The top-level data elements in ``xml`` (in sequence) as RFC 6243 ``mode`` reports them.
+
+        ``explicit`` (the agent's basic mode) returns ``xml`` as it is: the
+        datastore keeps only what clients set. ``report-all`` adds every
+        default node inside the subtrees present (state defaults too, unless
+        ``config_only``); ``report-all-tagged`` adds them with the
+        ``wd:default="true"`` attribute (RFC 6243 section 6); ``trim`` leaves
+        out leaves whose value equals their default. Top-level subtrees that
+        ``xml`` does not hold are never added (a filter or a read view left
+        them out). Elements no module defines pass through unchanged.
+        """
+        if mode == "explicit" or not xml.strip():
+            return xml
+        opts = lib.LYD_PARSE_ONLY | lib.LYD_PARSE_OPAQ
+        tree = ffi.new("struct lyd_node **")
+        with self._lock:
+            if lib.lyd_parse_data_mem(self._ctx.cdata, str2c(xml), lib.LYD_XML, opts, 0, tree) != lib.LY_SUCCESS:
+                self._free(tree[0])
+                raise self._fail(xml, "xml", "data")
+            if mode != "trim":
+                present = set()
+                node = tree[0]
+                while node != ffi.NULL:
+                    present.add(int(ffi.cast("uintptr_t", node)))
+                    node = node.next
+                implicit = lib.LYD_IMPLICIT_NO_STATE if config_only else 0
+                if lib.lyd_new_implicit_all(tree, self._ctx.cdata, implicit, ffi.NULL) != lib.LY_SUCCESS:
+                    self._free(tree[0])
+                    raise YangError(f"libyang cannot add default nodes: {self._take_errors()}")
+                tree[0] = _keep_top(tree[0], present)
+        try:
+            printed = self._print(tree[0], "xml", _WD_PRINT[mode])
+        finally:
+            self._free(tree[0])
+        # libyang 2.1 puts the attribute in the module's namespace; RFC 6243 section 6 names its own.
+        return printed.replace(_LY_WD_DECL, _WD_DECL).replace(" ncwd:default=", " wd:default=")
 
     # -------------------------------------------------------------- conversion
 
@@ -326,12 +420,12 @@ class YangContext:
         finally:
             self._free(tree)
 
-    def _print(self, tree: Any, fmt: str) -> str:
+    def _print(self, tree: Any, fmt: str, extra: int = 0) -> str:
         if tree == ffi.NULL:
             return "{}" if fmt == "json" else ""
         out = ffi.new("char **")
         with self._lock:
-            ret = lib.lyd_print_mem(out, tree, _format(fmt), lib.LYD_PRINT_WITHSIBLINGS | lib.LYD_PRINT_SHRINK)
+            ret = lib.lyd_print_mem(out, tree, _format(fmt), lib.LYD_PRINT_WITHSIBLINGS | lib.LYD_PRINT_SHRINK | extra)
             if ret != lib.LY_SUCCESS:
                 raise YangError(f"libyang cannot print data: {self._take_errors()}")
         try:
@@ -403,6 +497,10 @@ class YangContext:
         return iter(result)
 
 
+def _module_name(path: Path) -> str:
+    return path.name.split("@", 1)[0].removesuffix(".yang")
+
+
 def _new_ly_context(search_dir: Path | None) -> libyang.Context:
     # Created through the C API: libyang.Context() would also search the
     # directories named by $YANGPATH / $YANG_MODPATH.
@@ -453,6 +551,21 @@ def _strip_implicit(first: Any) -> Any:
             child = lib.lyd_child(node)
             if child != ffi.NULL:
                 _strip_implicit(child)
+        node = following
+    return head
+
+
+def _keep_top(first: Any, present: set[int]) -> Any:
+    """Free the top-level siblings not in ``present`` (added by lyd_new_implicit_all); the new first sibling."""
+    head = ffi.NULL
+    node = first
+    while node != ffi.NULL:
+        following = node.next
+        if int(ffi.cast("uintptr_t", node)) in present:
+            if head == ffi.NULL:
+                head = node
+        else:
+            lib.lyd_free_tree(node)
         node = following
     return head
 

@@ -50,6 +50,25 @@ def check_names(topology: Topology) -> None:
     bad = [a.name for a in topology.agents if not _DNS_LABEL.match(a.name)]
     if bad:
         raise ConfigError(f"agent names must be DNS labels (not ending with '-') to be exported: {', '.join(bad)}")
+    check_outsiders(topology)
+
+
+def check_outsiders(topology: Topology) -> None:
+    """`ConfigError` for what an exported lab cannot carry: agents it does not start (``external``), programs
+    and A2A agents of this machine (``command``, ``a2a_upstream``, ``services``). A ``behaviour`` plugin is
+    exported: the image must have its package installed."""
+    outside = [
+        f"{a.name} ({key})"
+        for a in topology.agents
+        for key, given in (("external", a.external), ("command", a.command), ("a2a_upstream", a.a2a_upstream))
+        if given
+    ]
+    outside += [f"service {s.name}" for s in topology.services]
+    if outside:
+        raise ConfigError(
+            "an exported lab runs each agent from the an-agent image; it cannot carry what runs outside it: "
+            + ", ".join(outside)
+        )
 
 
 def lab_topology_text(topology: Topology, addresses: dict[str, str]) -> str:

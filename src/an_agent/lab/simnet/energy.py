@@ -20,16 +20,20 @@ class Energy:
     def __init__(self, state: NetState) -> None:
         self._s = state
 
-    def set_energy_saving(self, cell_id: str, state: str, by: str, saving_percent: float | None = None) -> None:
-        """Enable, suspend or reduce (to ``saving_percent``) a cell's energy saving; ValueError when it cannot."""
+    def check(self, cell_id: str, state: str, saving_percent: float | None = None) -> None:
+        """What `set_energy_saving` refuses (ValueError), without changing anything."""
         if state not in ES_STATES:
             raise ValueError(f"energy-saving state must be enabled, suspended or reduced, not {state!r}")
         if state == "reduced" and saving_percent is None:
             raise ValueError("a reduced energy saving needs its saving percentage")
+        if not self._s.cell(cell_id).es_configured:
+            raise ValueError(f"{cell_id} has no energy-saving function")
+
+    def set_energy_saving(self, cell_id: str, state: str, by: str, saving_percent: float | None = None) -> None:
+        """Enable, suspend or reduce (to ``saving_percent``) a cell's energy saving; ValueError when it cannot."""
         with self._s.lock:
+            self.check(cell_id, state, saving_percent)
             cell = self._s.cell(cell_id)
-            if not cell.es_configured:
-                raise ValueError(f"{cell_id} has no energy-saving function")
             saving = {"enabled": cell.base_saving, "suspended": 0.0}.get(state, saving_percent or 0.0)
             if (cell.es_state, cell.saving) == (state, saving):
                 return
@@ -42,6 +46,8 @@ class Energy:
         """What ``cell`` draws now (module docstring)."""
         if not site.in_service:  # out of service but powered (no backhaul, hung software): the radio idles
             return 0.0 if site.fault == "site_power_failure" else BASE_CELL_KW
+        if cell.locked:
+            return BASE_CELL_KW
         factor = 1.0 - cell.saving / 100.0 if cell.es_state in ("enabled", "reduced") else 1.0
         return (BASE_CELL_KW + KW_PER_TX_WATT * 10 ** ((cell.power - 30.0) / 10.0)) * factor
 

@@ -8,7 +8,8 @@
 - a neighbour cell still in energy saving transmits ``ES_POWER_PENALTY_DB`` below its setting at its
   planned saving (proportionally less at a reduced saving, nothing when suspended), which is why the
   optimization agent asks the energy-saving agent to suspend saving before compensating;
-- a misconfigured cell (wrong tilt, no alarm) leaves ``coverage_loss`` of its users without coverage.
+- a misconfigured cell (wrong tilt, no alarm) leaves ``coverage_loss`` of its users without coverage;
+- an administratively locked cell serves none of its users and recovers nobody else's.
 """
 
 from __future__ import annotations
@@ -71,6 +72,7 @@ class Radio:
                 max_tilt_deg=cell.max_tilt,
                 energy_saving=cell.es_state,
                 saving_percent=cell.saving,
+                locked=cell.locked,
             )
 
     def neighbour_cells(self, cell_ids: Sequence[str]) -> list[str]:
@@ -101,7 +103,8 @@ class Radio:
             return RadioDiagnostics(site_id, True, "misconfigured" if misconfigured else "healthy", misconfigured)
 
     # ---- actions (the caller of those taking `pending` holds the lock) -------------------------------------
-    def set_cell_radio(self, cell_id: str, power_dbm: float, tilt_deg: float, by: str) -> None:
+    def check_cell_radio(self, cell_id: str, power_dbm: float, tilt_deg: float, by: str) -> None:
+        """Refuse (ValueError, recorded as a limit refusal) a power or tilt beyond the cell's limits."""
         with self._s.lock:
             cell = self._s.cell(cell_id)
             problem = None
@@ -112,11 +115,25 @@ class Radio:
             if problem is not None:
                 self._s.limit_refusals.append(f"{by}: {problem}")
                 raise ValueError(problem)
+
+    def set_cell_radio(self, cell_id: str, power_dbm: float, tilt_deg: float, by: str) -> None:
+        with self._s.lock:
+            self.check_cell_radio(cell_id, power_dbm, tilt_deg, by)
+            cell = self._s.cell(cell_id)
             if (cell.power, cell.tilt) == (power_dbm, tilt_deg):
                 return
             text = f"power {cell.power:g} -> {power_dbm:g} dBm, tilt {cell.tilt:g} -> {tilt_deg:g} deg"
             cell.power, cell.tilt = power_dbm, tilt_deg
             self._s.log(by, cell_id, "radio", text)
+
+    def set_cell_locked(self, cell_id: str, locked: bool, by: str) -> None:
+        """Lock (serve nobody) or unlock a cell."""
+        with self._s.lock:
+            cell = self._s.cell(cell_id)
+            if cell.locked == locked:
+                return
+            cell.locked = locked
+            self._s.log(by, cell_id, "admin_state", "locked" if locked else "unlocked")
 
     def reset_site(self, site_id: str, by: str) -> bool:
         """Remote restart: clears a software hang (True), nothing else. Caller holds the lock."""
@@ -175,6 +192,8 @@ class Radio:
                 continue
             for cell_id in other.cell_ids:
                 cell = self._s.cells[cell_id]
+                if cell.locked:
+                    continue
                 penalty = es_penalty_db(cell)
                 extra_db = max(0.0, cell.power - cell.base_power - penalty)
                 uptilt = max(0.0, cell.base_tilt - cell.tilt) if cell.coverage_loss == 0 else 0.0
@@ -191,7 +210,7 @@ class Radio:
         """
         sites = {k: s for k, s in self._s.sites.items() if regions is None or s.region in regions}
         without = sum(
-            c.users * c.coverage_loss
+            c.users * (1.0 if c.locked else c.coverage_loss)
             for c in self._s.cells.values()
             if c.site_id in sites and sites[c.site_id].in_service
         )
@@ -203,7 +222,9 @@ class Radio:
 
     @staticmethod
     def residual(cell: Cell) -> str | None:
-        """How the cell's power and tilt differ from the plan, or None when they do not."""
+        """How the cell's power, tilt and admin state differ from the plan, or None when they do not."""
+        if cell.locked:
+            return f"{cell.cell_id}: administratively locked"
         if cell.power == cell.base_power and cell.tilt == cell.base_tilt:
             return None
         return (

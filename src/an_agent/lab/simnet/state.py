@@ -35,6 +35,8 @@ class Cell:
     saving: float = 0.0
     coverage_loss: float = 0.0
     """Share of users without coverage because of a misconfiguration (0 when configured as planned)."""
+    locked: bool = False
+    """Administratively locked (an element manager's ``admin-state``): it serves nobody."""
 
 
 @dataclass

@@ -1,0 +1,185 @@
+"""Closed sets of short codes for patch synthesis: 2G / 3G / 4G / 5G, P1-P4, Class A / B / C.
+
+Operators name many slots with codes rather than words: radio generations, priorities, site classes,
+service tiers. A code is no word to the embedding model (4G and 5G are 0.85 alike on MiniLM, above the
+lexical rule's "two spellings of one word"), and its values are tokens of one *shape* rather than words of
+one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before the lexical closed set):
+
+- a **family** of codes is one shape with one fixed part: digits and a letter suffix (``2G``, ``4G``:
+  the family ``<n>G``), a letter prefix and digits (``P1``, ``P4``: ``P<n>``), or a single capital
+  letter after one frame word (``Class A``, ``class-C``, ``classification B``: the family ``class``);
+  tokens that are units or ordinals (``2h``, ``45min``, ``3rd``), or part of an identifier
+  (``CELL-0401``), are no codes;
+- the set needs ``ALT_MIN_VALUES`` distinct values, two of them in two fragments or more, covering
+  ``ALT_MIN_SHARE`` of the fragments (the lexical rule's numbers): a code in every fragment is the topic
+  ("the 5G launch"), a code in one fragment a one-off;
+- each fragment's value is the first code of the family it names; the values are listed in their natural
+  order (2G, 3G, 4G, 5G), not by frequency: a code's order usually means something (a priority, a class);
+- the **frame word** (`CodeSet.frame`) is the content word most fragments put right before a code (or
+  right after, when none is before): "priority P1", "prio P2" -> priority; "site class: B" -> class;
+  "impacted RAT: 4G", "technology 4G" -> technology. Spellings of one word family (prio / priority, class /
+  classification) count together and the most used spelling names them (the longest between equals; a clipped spelling
+  of four letters or fewer, "prio", by its full word when it is used too, "priority").
+  It names the key (`naming`).
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES, same_family
+from an_agent.schemas.extract import UNIT_WORDS
+
+# Digits then 1-2 letters (4G, 5GC) or 1-2 letters then digits (P1, T2); never part of an id or a number.
+_DIGIT_FIRST = re.compile(r"(?<![\w.\-])(\d{1,2})([A-Za-z]{1,2})(?![\w.\-])")
+_LETTER_FIRST = re.compile(r"(?<![\w.\-])([A-Za-z]{1,2})(\d{1,2})(?![\w.\-]|:\d)")
+# A single capital letter, with the word before it (punctuation such as ':', '=', '|', '-' in between).
+_LETTER = re.compile(r"(?<![A-Za-z])([A-Za-z]{3,}+)[\s:=|\-]{1,4}([A-Z])(?![\w'\u2019])")  # starts at a word: linear
+_WORD = re.compile(r"[a-z][a-z\-]*")
+_NOT_CODES = UNIT_WORDS | frozenset(
+    {"h", "m", "s", "d", "k", "x", "st", "nd", "rd", "th", "am", "pm", "ms", "kb", "mb"}
+)
+_MIN_RECURRING = 2  # values named in two fragments or more
+
+
+_Code = tuple[tuple[str, str], str, int, int]  # (family, code, start, end)
+
+
+@dataclass(frozen=True)
+class CodeSet:
+    """A closed set of codes: the values in natural order, each fragment's value, and the frame word."""
+
+    enum: tuple[str, ...]
+    values: tuple[str | None, ...]
+    frame: str | None
+
+
+def _codes(text: str) -> list[_Code]:
+    """(family, code, start, end) of every code-shaped token of ``text``, in order."""
+    out = []
+    for match in _DIGIT_FIRST.finditer(text):
+        letters = match.group(2)
+        if letters.lower() not in _NOT_CODES:
+            out.append((("suffix", letters.upper()), match.group(0).upper(), match.start(), match.end()))
+    for match in _LETTER_FIRST.finditer(text):
+        letters = match.group(1)
+        if letters.lower() not in _NOT_CODES:
+            out.append((("prefix", letters.upper()), match.group(0).upper(), match.start(), match.end()))
+    for match in _LETTER.finditer(text):
+        frame = match.group(1).lower()
+        if match.group(2) != "I":  # the pronoun
+            out.append((("frame", frame[:4]), match.group(2), match.start(2), match.end(2)))
+    return sorted(out, key=lambda c: c[2])
+
+
+def _natural(code: str) -> tuple[int, str]:
+    digits = "".join(ch for ch in code if ch.isdigit())
+    return (int(digits) if digits else 0, code)
+
+
+def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | None:
+    """The closed set of codes the fragments choose from (module docstring), or None."""
+    n = len(texts)
+    if n < 4:
+        return None
+    found = [_codes(t) for t in texts]
+    families = Counter(f for codes in found for f in {c[0] for c in codes})
+    best: CodeSet | None = None
+    best_cover = 0
+    for family, _ in families.most_common():
+        values = [next((c[1] for c in codes if c[0] == family), None) for codes in found]
+        counts = Counter(v for v in values if v is not None)
+        cover = sum(counts.values())
+        if (
+            len(counts) < ALT_MIN_VALUES
+            or sum(1 for c in counts.values() if c >= _MIN_RECURRING) < 2
+            or cover < ALT_MIN_SHARE * n
+            or cover <= best_cover
+        ):
+            continue
+        enum = tuple(sorted(counts, key=_natural))
+        frame = _frame(texts, found, family, stop_words)
+        best, best_cover = CodeSet(enum, tuple(values), frame), cover
+    return best
+
+
+def _frame(
+    texts: Sequence[str], found: Sequence[list[_Code]], family: tuple[str, str], stop: frozenset[str]
+) -> str | None:
+    """The frame word of the codes of ``family`` (`frame_word`)."""
+    spans = [next(((c[2], c[3]) for c in codes if c[0] == family), None) for codes in found]
+    return frame_word(texts, spans, stop)
+
+
+def label_frame(values: Sequence[str], texts: Sequence[str], stop: frozenset[str]) -> str | None:
+    """The frame word of values written as labels ("tier: Silver", "Bronze tier" -> tier; `frame_word`)."""
+    pattern = re.compile(r"\b(?:" + "|".join(re.escape(v) for v in values) + r")\b", re.IGNORECASE)
+    spans = [(m.start(), m.end()) if (m := pattern.search(t)) else None for t in texts]
+    return frame_word(texts, spans, stop)
+
+
+def frame_word(texts: Sequence[str], spans: Sequence[tuple[int, int] | None], stop: frozenset[str]) -> str | None:
+    """The word family most fragments put right before their value (at ``spans``; else right after), by its
+    most used spelling, when two fragments or more share it."""
+    spellings: dict[str, Counter[str]] = {}
+    for text, span in zip(texts, spans, strict=True):
+        if span is None:
+            continue
+        before = [w for w in _WORD.findall(text[: span[0]].lower()) if w not in stop][-1:]
+        after = _WORD.findall(text[span[1] :].lower())[:1]
+        after = [w for w in after if w not in stop and re.match(r"\s*[a-z]", text[span[1] :].lower())]
+        for word in before or after:
+            if len(word) < 3 or word in UNIT_WORDS:
+                continue
+            root = next((r for r in spellings if same_family(r, word)), word)
+            spellings.setdefault(root, Counter())[word] += 1
+    if not spellings:
+        return None
+    root, count = max(spellings.items(), key=lambda kv: (sum(kv[1].values()), kv[0]))
+    if sum(count.values()) < 2:
+        return None
+    word = max(count, key=lambda w: (count[w], len(w), w))
+    # A clipped spelling of four letters or fewer ("prio", "tech") is named by its full word when one is
+    # used ("priority", "technology"); a longer word is a word of its own ("class", not "classification").
+    longer = [w for w in count if w.startswith(word) and w != word]
+    return max(longer, key=lambda w: (count[w], len(w))) if len(word) <= 4 and longer else word
+
+
+def code_phrase(texts: Sequence[str], frame: str, stop: frozenset[str], category: str | None = None) -> str:
+    """The name of a set of codes or labels: their frame word ("priority P1", "prio P2" -> priority), grown
+    by the word two fragments or more put right before it ("site class: B", "site class = C" -> site class),
+    else by the noun the values qualify (``category``: "Silver customer" and "tier: Silver" -> customer tier)."""
+    before: Counter[str] = Counter()
+    for text in texts:
+        words = _WORD.findall(text.lower())
+        before.update({a for a, b in itertools.pairwise(words) if b[:4] == frame[:4] and a not in stop and a.isalpha()})
+    if before and (top := before.most_common(1)[0])[1] >= 2 and top[0][:4] != frame[:4]:
+        return f"{top[0]} {frame}"
+    return f"{category} {frame}" if category and category[:4] != frame[:4] else frame
+
+
+def named_as_labels(values: Sequence[str], texts: Sequence[str]) -> bool:
+    """True when every value is written as a label inside sentences: capitalised like a name ("the Gold
+    package", "tier: Silver", "on the Platinum plan") in most of its uses after a sentence's first word.
+
+    Tiers, plans and classes named by words are codes written as words: their fragments say the same
+    thing but for the value, so they do not group by value as slot values in words do
+    (`alternatives.values_separate`), yet the capital says that the word is the name of a value, not a
+    wording of the idea ("sms", "text message" and "phone" are not written "Text" inside a sentence).
+    Acronyms (SMS, VIP) are no evidence: they are written in capitals anywhere.
+    """
+    for value in values:
+        pattern = re.compile(rf"\b{re.escape(value)}\b", re.IGNORECASE)
+        uses = [
+            m.group(0)
+            for t in texts
+            for m in pattern.finditer(t)
+            if t[: m.start()].strip() and not t[: m.start()].rstrip().endswith((".", "!", "?"))
+        ]
+        if not uses or sum(1 for u in uses if u[:1].isupper() and u[1:].islower()) <= 0.5 * len(uses):
+            return False
+    return True

@@ -1,0 +1,173 @@
+"""Helpers for the bring-your-own-agent tests: an ``an-agent serve`` process, tasks over NETCONF."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from an_agent.model import (
+    AgentProfile,
+    CommuType,
+    DataParam,
+    DataType,
+    NegotiationRequest,
+    NegotiationResult,
+    NegotiationType,
+    Task,
+    build_prompt,
+)
+from an_agent.nc.agent_client import AgentClient
+
+REPO = Path(__file__).resolve().parents[2]
+SERVING = re.compile(r"serving .* on 127\.0\.0\.1:(\d+)")
+
+
+def profile_file(tmp_path: Path, name: str = "byo-agent", output_modes: list[str] | None = None) -> Path:
+    """A profile with one skill taking fault_diagnosis_v1 payloads."""
+    profile = {
+        "irtf-agent:agent": {
+            "name": name,
+            "description": "an outsider's agent under test",
+            "type": "ip-fault",
+            "version": "1.0.0",
+            "provider": "ACME",
+            "domain": "IP transport",
+            "skills": {
+                "skill": [
+                    {
+                        "skill-name": "transport-diagnosis",
+                        "skill-description": "diagnose backhaul faults",
+                        "skill-tags": ["diagnose"],
+                        "input-modes": ["text/plain", "application/json;schema=fault_diagnosis_v1"],
+                        "output-modes": output_modes or ["application/json"],
+                    }
+                ]
+            },
+            "capability": {
+                "streaming": False,
+                "push-notifications": True,
+                "negotiate": ["acp-task-feasibility-negotiation-v1.0", "acp-task-fulfillment-negotiation-v1.0"],
+            },
+        }
+    }
+    path = tmp_path / f"{name}.json"
+    path.write_text(json.dumps(profile), encoding="utf-8")
+    AgentProfile.load(path)  # the test's own profile must be valid
+    return path
+
+
+def env_with(*paths: Path) -> dict[str, str]:
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([*(str(p) for p in paths), env.get("PYTHONPATH", "")]).rstrip(os.pathsep)
+    return env
+
+
+@contextmanager
+def serve(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> Iterator[int]:
+    """``an-agent serve ARGV --port 0`` until the block ends; yields its NETCONF port."""
+    log = (tmp_path / "serve.log").open("w+", encoding="utf-8")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "an_agent.cli", "serve", "--port", "0", "--state-dir", str(tmp_path / "state"), *argv],
+        stdout=log,
+        stderr=log,
+        env=env,
+        start_new_session=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        port = None
+        while port is None:
+            text = (tmp_path / "serve.log").read_text(encoding="utf-8")
+            found = SERVING.search(text)
+            if found:
+                port = int(found.group(1))
+            elif proc.poll() is not None or time.monotonic() > deadline:
+                raise AssertionError(f"serve did not start (exit {proc.poll()}):\n{text}")
+            else:
+                time.sleep(0.1)
+        yield port
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(20)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def run_cli(*argv: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "an_agent.cli", *argv], capture_output=True, text=True, env=env, timeout=timeout
+    )
+
+
+def diagnosis_param(task_id: str, payload: dict[str, Any]) -> DataParam:
+    text = json.dumps({"schema_id": "fault_diagnosis_v1", "payload": payload})
+    return DataParam(
+        id=f"{task_id}.payload",
+        data_type=DataType.TEXT,
+        format="application/json;schema=fault_diagnosis_v1",
+        data=text,
+    )
+
+
+def assign(client: AgentClient, task_id: str, description: str, payload: dict[str, Any] | None = None) -> None:
+    params = [diagnosis_param(task_id, payload)] if payload is not None else []
+    task = Task(
+        task_id=task_id,
+        send_from="admin",
+        commu_type=CommuType.TASK_ASSIGN,
+        content=build_prompt("SITE-09", description),
+        task_async=True,
+        msg_data=[p.id for p in params],
+    )
+    client.assign_task(task, params)
+
+
+def wait_end(client: AgentClient, task_id: str, timeout: float = 30) -> Task:
+    deadline = time.monotonic() + timeout
+    while True:
+        task = client.get_task(task_id)
+        if task.status is not None and task.status.terminal:
+            return task
+        if time.monotonic() > deadline:
+            raise AssertionError(f"task {task_id} still {task.status} after {timeout} s")
+        time.sleep(0.05)
+
+
+def wait_status(client: AgentClient, task_id: str, status: str, timeout: float = 30) -> Task:
+    deadline = time.monotonic() + timeout
+    while True:
+        task = client.get_task(task_id)
+        if task.status is not None and task.status.value == status:
+            return task
+        if time.monotonic() > deadline:
+            raise AssertionError(f"task {task_id} is {task.status}, not {status}, after {timeout} s")
+        time.sleep(0.05)
+
+
+def feasibility(client: AgentClient, task_id: str, description: str, payload: dict[str, Any]) -> NegotiationResult:
+    environment = json.dumps({"schema_id": "fault_diagnosis_v1", "payload": payload})
+    return client.negotiate(
+        NegotiationRequest(
+            task_id,
+            NegotiationType.FEASIBILITY,
+            [build_prompt("SITE-09", description, environment=environment)],
+            "admin",
+            None,
+        )
+    )
+
+
+def connect(port: int) -> AgentClient:
+    return AgentClient.connect("127.0.0.1", port, username="admin", password="admin", timeout=20)

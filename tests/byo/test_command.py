@@ -1,0 +1,159 @@
+"""The command behaviour: the documented protocol (docs/behaviour-command.md), and every way a program fails."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from byosupport import REPO, assign, connect, feasibility, profile_file, run_cli, serve, wait_end, wait_status
+
+from an_agent.model import DataParam, DataType
+
+DOC = (REPO / "docs" / "behaviour-command.md").read_text(encoding="utf-8")
+
+MODES = textwrap.dedent(
+    """
+    import json, os, sys, time
+
+    def send(message):
+        print(json.dumps(message), flush=True)
+
+    request = json.loads(sys.stdin.readline())
+    description = request.get("description") or ""
+    if request.get("negotiate"):
+        send({"feasible": True})
+    elif "GARBAGE" in description:
+        print("this is not json", flush=True)
+        time.sleep(30)
+    elif "EARLYEXIT" in description:
+        print("starting", file=sys.stderr)
+        print("licence server unreachable", file=sys.stderr)
+        sys.exit(3)
+    elif "SLOW" in description:
+        with open("pid", "w") as fh:
+            fh.write(str(os.getpid()))
+        time.sleep(60)
+    elif "UNKNOWN" in description:
+        send({"hello": "world"})
+    elif "ERROR" in description:
+        send({"error": "the controller refused the port reset"})
+    else:
+        send({"status": "suspended", "reason": "maintenance window"})
+        send({"result": {"cwd": os.getcwd(), "env": sorted(os.environ)}, "summary": "environment"})
+    """
+)
+
+
+def documented_example() -> str:
+    found = re.search(r"```python\n(#!/usr/bin/env python3\n.*?)```", DOC, re.S)
+    assert found, "the complete example is missing from docs/behaviour-command.md"
+    code = found.group(1)
+    assert "an_agent" not in code  # it imports nothing of ours
+    return code
+
+
+@pytest.mark.slow  # agent processes, several seconds
+def test_documented_example_speaks_the_protocol(tmp_path: Path) -> None:
+    program = tmp_path / "transport_agent.py"
+    program.write_text(documented_example(), encoding="utf-8")
+    profile = profile_file(tmp_path)
+    argv = ["--behaviour-command", f"{sys.executable} {program}", "--profile", str(profile)]
+    with serve(tmp_path, *argv) as port, connect(port) as client:
+        refused = feasibility(client, "f1", "Diagnose the backhaul", {"fault_type": "transmission_failure"})
+        assert not refused.feasible and refused.reason == "say how severe"
+        assert '"severity": "major"' in (refused.counter_proposal or "")
+        accepted = feasibility(client, "f2", "Diagnose", {"fault_type": "transmission_failure", "severity": "major"})
+        assert accepted.feasible and accepted.reason == "I can look at that backhaul"
+
+        payload = {"fault_type": "transmission_failure", "affected_site_ids": ["SITE-09", "SITE-10"]}
+        assign(client, "t1", "Diagnose the backhaul", payload)
+        asked = wait_status(client, "t1", "input-required")
+        assert "ticket_id" in asked.input_required[0].required
+        client.provide_input(
+            "t1", [DataParam(id="t1.in", data_type=DataType.TEXT, format="text/plain", data="ticket_id: TT-4")]
+        )
+        done = wait_end(client, "t1")
+        assert done.status is not None and done.status.value == "finished", done.result
+        result = json.loads(done.result.data or "{}")  # type: ignore[union-attr]
+        assert result["root_cause"] == "backhaul of 2 site(s) checked (TT-4): no fault found"
+        assert done.result is not None and done.result.summary == "backhaul of 2 site(s) healthy"
+
+
+@pytest.mark.slow  # agent processes, several seconds
+def test_program_failures_end_the_task_not_the_agent(tmp_path: Path) -> None:
+    program = tmp_path / "modes.py"
+    program.write_text(MODES, encoding="utf-8")
+    profile = profile_file(tmp_path)
+    argv = ["--behaviour-command", f"{sys.executable} {program}", "--behaviour-timeout", "4"]
+    with serve(tmp_path, *argv, "--profile", str(profile)) as port, connect(port) as client:
+        payload = {"fault_type": "unknown"}
+        expected = {
+            "GARBAGE": "printed something that is not a JSON line of the protocol: 'this is not json'",
+            "EARLYEXIT": "ended without a result: licence server unreachable",
+            "UNKNOWN": "sent a message this protocol does not have",
+            "ERROR": "the controller refused the port reset",
+            "SLOW": "did not end within 4 s: stopped",
+        }
+        started = time.monotonic()
+        for word in expected:
+            assign(client, f"t-{word}", f"Diagnose {word}", payload)
+        for word, reason in expected.items():
+            task = wait_end(client, f"t-{word}", timeout=30)
+            assert task.status is not None and task.status.value == "failed", (word, task)
+            assert reason in (task.result.reason or ""), (word, task.result)  # type: ignore[union-attr]
+        assert time.monotonic() - started < 20  # garbage does not wait for the program to end by itself
+
+        # cwd = the state directory, a minimal environment
+        assign(client, "t-env", "Diagnose the environment", payload)
+        done = wait_end(client, "t-env")
+        result = json.loads(done.result.data or "{}")  # type: ignore[union-attr]
+        assert Path(result["cwd"]) == (tmp_path / "state").resolve()
+        assert result["env"] == ["AN_AGENT_PROTOCOL", "HOME", "LANG", "LC_ALL", "PATH", "TMPDIR"]
+
+        # cancel: the program's process group is stopped
+        (tmp_path / "state" / "pid").unlink(missing_ok=True)
+        assign(client, "t-cancel", "Diagnose SLOW", payload)
+        deadline = time.monotonic() + 10
+        while not (tmp_path / "state" / "pid").exists():
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        pid = int((tmp_path / "state" / "pid").read_text())
+        client.cancel_task("t-cancel")
+        deadline = time.monotonic() + 10
+        while _alive(pid):
+            assert time.monotonic() < deadline, "the cancelled task's program still runs"
+            time.sleep(0.05)
+        assert client.get_task("t-cancel").status.value == "canceled"  # type: ignore[union-attr]
+
+
+def test_a_missing_program_fails_the_task(tmp_path: Path) -> None:
+    profile = profile_file(tmp_path)
+    argv = ["--behaviour-command", "/nonexistent/agent --x", "--profile", str(profile)]
+    with serve(tmp_path, *argv) as port, connect(port) as client:
+        assign(client, "t1", "Diagnose", {"fault_type": "unknown"})
+        task = wait_end(client, "t1")
+        assert "program /nonexistent/agent cannot be started: No such file or directory" in (
+            task.result.reason or ""  # type: ignore[union-attr]
+        )
+        refused = feasibility(client, "f1", "Diagnose", {"fault_type": "unknown"})
+        assert not refused.feasible and "cannot be started" in (refused.reason or "")
+
+
+def test_serve_needs_a_profile_for_a_command(tmp_path: Path) -> None:
+    result = run_cli("serve", "--behaviour-command", "true", "--state-dir", str(tmp_path), timeout=60)
+    assert result.returncode != 0 and "need --profile FILE" in result.stderr and "Traceback" not in result.stderr
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    with open(f"/proc/{pid}/stat", encoding="ascii") as fh:  # a zombie is gone for our purpose
+        return fh.read().split()[2] != "Z"
