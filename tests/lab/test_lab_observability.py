@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from ncclient import manager
 from tests.lab.labsupport import TOPOLOGIES, variant
 
 from an_agent.cli import main
@@ -29,7 +30,8 @@ AGENTS = {"service-fault", "ran-fault", "ip-fault", "complaint", "fme-copilot", 
 def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[str, Any]]]:
     """cross-domain-fault up (free ports; ip-fault's A2A face too), until the module's tests are done."""
     tmp = tmp_path_factory.mktemp("observed")
-    replacements = [("a2a_port: 18843", "a2a_port: 0")] + [(f"port: {p}", "port: 0") for p in range(18831, 18837)]
+    ports = [*range(18831, 18837), 18850, 18851]  # the agents', the element managers'
+    replacements = [("a2a_port: 18843", "a2a_port: 0")] + [(f"port: {p}", "port: 0") for p in ports]
     path = variant(tmp, "cross-domain-fault.yaml", *replacements)
     run_dir = tmp / "run"
     up = subprocess.run(
@@ -114,6 +116,25 @@ def test_prometheus_scrapes_every_agent_and_the_tasks_move(lab: tuple[Path, dict
         assert {s["metric"]["method"] for s in requests} & {"SendStreamingMessage", "agent-card"}
         kpis = _wait(port, "an_agent_lab_cells_total", lambda r: bool(r))
         assert float(kpis[0]["value"][1]) == 96.0
+        # an element manager's NETCONF requests: the same face histogram, in the lab process's target
+        em = next(d for d in state["devices"] if d["name"] == "ran-em")
+        with manager.connect(
+            host=em["host"],
+            port=em["port"],
+            username="admin",
+            password="admin",
+            hostkey_verify=False,
+            look_for_keys=False,
+            allow_agent=False,
+            timeout=30,
+        ) as session:
+            session.get()
+        gets = _wait(
+            port,
+            'an_agent_netconf_request_seconds_count{agent="network", operation="get", result="ok"}',
+            lambda r: bool(r) and float(r[0]["value"][1]) >= 1,
+        )
+        assert gets
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -104,6 +104,8 @@ class NetconfFace:
         self._monitoring = nc_state.netconf_state([*_BASE_VERSIONS, *self.capabilities()], operations.modules())
         self.replies = ReplyCache()
         """Serialised ``<get>``/``<get-config>`` replies by data version, read view and request."""
+        self._operation_labels = _KNOWN_OPERATIONS | operations.yang.rpc_names()
+        """The request metrics' operation label values: anything else counts as ``other``."""
 
     # -- RpcHandler -----------------------------------------------------------
     def capabilities(self) -> list[str]:
@@ -136,7 +138,7 @@ class NetconfFace:
         if not metrics.enabled():
             return self._dispatch(session, operation)
         name = str(operation.tag).rpartition("}")[2]  # the local name, cheaper than etree.QName
-        label = name if name in _KNOWN_OPERATIONS else "other"
+        label = name if name in self._operation_labels else "other"
         start = time.perf_counter()
         try:
             reply = self._dispatch(session, operation)
@@ -485,18 +487,5 @@ _BASE_OPERATIONS: dict[str, _Handler] = {
     "validate": NetconfFace._validate,
     "copy-config": NetconfFace._copy_config,
 }
-# The operation label of the request metrics: every RPC this face serves; anything else counts as "other".
-_KNOWN_OPERATIONS = frozenset(
-    {
-        *_BASE_OPERATIONS,
-        *_UNSUPPORTED_BASE,
-        *_SCHEMA_DECISIONS,
-        "get-schema",
-        "create-subscription",
-        "task-negotiate",
-        "get-schema-template",
-        "register-agent",
-        "deregister-agent",
-        "find-agents",
-    }
-)
+# The operation labels of the request metrics besides the RPCs of the served modules: the base operations.
+_KNOWN_OPERATIONS = frozenset({*_BASE_OPERATIONS, *_UNSUPPORTED_BASE})
