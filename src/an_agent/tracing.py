@@ -14,6 +14,12 @@ Each agent records what it did for a trace with `event` on the logger ``an_agent
 ``request.sent``. ``an-agent serve --log-format json`` writes them always, as JSON lines, which
 ``an-agent trace TRACE_ID --lab RUN_DIR`` reads back into the causal chain (`an_agent.lab.trace`); the
 text format shows them from ``-v`` on.
+
+The same events can leave the process as spans (``--otlp URL``, `an_agent.otlp`): a `SpanSink` set by
+`export_to` hears each span open and close: a task at the agent that runs it (from ``task.received`` to
+``task.ended``), an agent's handling of alarms (`close` ends it), each task sent to a peer (`sending`:
+the request, a span of its own below the sender's), and a lab's faults and requests. Without a sink
+(the default) this costs one test per event.
 """
 
 from __future__ import annotations
@@ -22,10 +28,10 @@ import contextlib
 import logging
 import re
 import secrets
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal, Protocol
 
 TRACEPARENT_KEY = "traceparent"
 """The A2A message-metadata key of the trace context (W3C Trace Context's header name)."""
@@ -96,6 +102,64 @@ def outgoing() -> str | None:
     return span.traceparent() if span is not None else None
 
 
+SpanKind = Literal["internal", "server", "client", "producer", "consumer"]
+"""OpenTelemetry's span kinds, in its words."""
+
+
+class SpanSink(Protocol):
+    """Where spans go when they are exported (`an_agent.otlp.OtlpSink`); called from any thread."""
+
+    def opened(self, agent: str, name: str, span: Span, kind: SpanKind, fields: Mapping[str, Any]) -> None:
+        """``span`` (its trace, its id, its parent) began now, at ``agent``, as event ``name``."""
+
+    def closed(self, span: Span, fields: Mapping[str, Any]) -> None:
+        """``span`` ended now (``fields``: what the end adds, e.g. ``status``); unknown spans are ignored."""
+
+
+_sink: SpanSink | None = None
+# The events that open a span of their own (and its kind); a fault or request has no duration here.
+_OPENS: dict[str, SpanKind] = {
+    "task.received": "server",
+    "alarm.received": "consumer",
+    "fault.injected": "internal",
+    "request.sent": "producer",
+}
+_INSTANT = frozenset({"fault.injected", "request.sent"})
+
+
+def export_to(sink: SpanSink | None) -> None:
+    """Send the spans of this process to ``sink`` from now on (None: no longer)."""
+    global _sink
+    _sink = sink
+
+
+def close(span: Span | None, **fields: Any) -> None:
+    """``span`` ended (an agent is done with the alarms it received); nothing without a sink."""
+    sink = _sink
+    if sink is not None and span is not None:
+        sink.closed(span, fields)
+
+
+@contextlib.contextmanager
+def sending(agent: str, message: str, **fields: Any) -> Iterator[None]:
+    """The block sends a task to a peer: event ``task.sent`` in the current span, and with a sink the
+    request as a client span of its own (a child of the current one) that ends with the block."""
+    span = _current.get()
+    event(agent, "task.sent", message, span, **fields)
+    sink = _sink
+    if sink is None or span is None:
+        yield
+        return
+    request = span.child()
+    sink.opened(agent, "task.sent", request, "client", fields)
+    try:
+        yield
+    except BaseException as exc:
+        sink.closed(request, {"error": str(exc) or type(exc).__name__})
+        raise
+    sink.closed(request, {})
+
+
 def event(agent: str, name: str, message: str, span: Span | None = None, **fields: Any) -> None:
     """Log trace event ``name`` of ``agent`` (module docstring) with the span's ids and ``fields``
     (``task_id``, ``peer``, ``face``, ``status``, ...); nothing outside a trace."""
@@ -113,3 +177,11 @@ def event(agent: str, name: str, message: str, span: Span | None = None, **field
             **fields,
         },
     )
+    sink = _sink
+    if sink is None:
+        return
+    kind = _OPENS.get(name)
+    if kind is not None:
+        sink.opened(agent, name, span, kind, fields)
+    if name in _INSTANT or name == "task.ended":
+        sink.closed(span, fields)

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 import logging
 import ssl
+import subprocess
+import sys
 import urllib.error
 import urllib.request
 from collections.abc import Iterator
@@ -170,3 +172,37 @@ def test_the_trace_leaf_for_a_stock_ncclient(nc: Any) -> None:
     bad = f'<traceparent xmlns="{TRACE_NS}">00-{"x" * 32}-00f067aa0ba902b7-01</traceparent>'
     refused = nc.edit_config(target="running", config=task_xml("n2", extra=bad))
     assert not refused.ok and refused.error.tag == "invalid-value" and "traceparent" in (refused.error.path or "")
+
+
+def test_otlp_is_off_unless_asked_and_a_url_that_is_none_is_refused(tmp_path: Path) -> None:
+    """Without --otlp nothing of OpenTelemetry's SDK is loaded (start-up cost); a bad URL is a user error."""
+    loaded = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            "import sys, an_agent.cli.serve, an_agent.cli.lab, an_agent.server, an_agent.lab.run, an_agent.lab.daemon\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('opentelemetry.sdk', 'opentelemetry.exporter'))))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    assert loaded.stdout.strip() == "[]"
+    refused = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "an_agent.cli",
+            "serve",
+            "--otlp",
+            "ftp://collector",
+            "--state-dir",
+            str(tmp_path / "s"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert refused.returncode == 2 and "Traceback" not in refused.stderr
+    assert "--otlp 'ftp://collector': expected the collector's OTLP/HTTP URL" in refused.stderr
+    assert not (tmp_path / "s").exists()  # refused before anything was made

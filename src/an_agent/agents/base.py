@@ -266,8 +266,11 @@ class LabBehaviour(PeerConversation, Behaviour):
         tracing.event(
             self.name, "alarm.received", f"alarm(s) on {short(elements)}", span, alarms=[a.alarm_id for a in alarms]
         )
-        with tracing.use(span):
-            yield
+        try:
+            with tracing.use(span):
+                yield
+        finally:
+            tracing.close(span)  # an exported span ends here (`an_agent.tracing.SpanSink`)
 
     def note_root_cause(self, finding: Finding, diagnosed_by: str) -> None:
         """Journal a diagnosed fault (the outcome's root-cause check reads these)."""

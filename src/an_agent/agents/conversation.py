@@ -217,10 +217,8 @@ class PeerConversation:
         )
         link = self.peers.peer(peer)
         face = link.face
-        tracing.event(
-            self.name, "task.sent", f"task {task_id} to {peer} over {face}", task_id=task_id, peer=peer, face=face
-        )
-        return link.assign(task, [param], on_input)
+        with tracing.sending(self.name, f"task {task_id} to {peer} over {face}", task_id=task_id, peer=peer, face=face):
+            return link.assign(task, [param], on_input)
 
     def evaluate(self, peer: str, outcome: Outcome, keys: list[str], covers: dict[str, list[str]]) -> bool:
         """FULFILLMENT on a peer's task, judged by this agent (the requester): does the result give ``keys``

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from an_agent.cli import serve_behaviour
+from an_agent.cli import observe, serve_behaviour
 from an_agent.errors import ConfigError
 from an_agent.runtime.workers import INPUT_WAIT
 
@@ -228,28 +228,7 @@ def register(subparsers: Any) -> None:
         "authorized-keys), every user mapped onto the account the agent runs as; needs /usr/sbin/sshd",
     )
     serve_behaviour.add_arguments(parser)
-    observe = parser.add_argument_group("observability (docs/observability.md)")
-    observe.add_argument(
-        "--metrics-port",
-        type=int,
-        metavar="PORT",
-        help="serve Prometheus metrics at http://HOST:PORT/metrics (0 picks a free one); off by default, and "
-        "nothing is recorded while off",
-    )
-    observe.add_argument(
-        "--metrics-host",
-        default="127.0.0.1",
-        metavar="HOST",
-        help="address of --metrics-port (default 127.0.0.1, open); any other address needs users and serves "
-        "HTTPS with the A2A face's certificate, like the A2A face",
-    )
-    observe.add_argument(
-        "--log-format",
-        choices=["text", "json"],
-        default="text",
-        help="text for people (default), or json: one object per line with time, level, agent, event, "
-        "task_id, trace_id, peer, message",
-    )
+    observe.add_arguments(parser)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.set_defaults(handler=run)
 
@@ -308,6 +287,11 @@ def parse_users(values: list[str], environ: Mapping[str, str] = os.environ) -> d
 
 
 def run(args: argparse.Namespace) -> int:
+    with observe.spans(args.otlp):  # --otlp: spans to a collector while the agent serves, the rest sent at the end
+        return _serve(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
     from an_agent.logs import configure, name_agent
     from an_agent.model import AgentProfile
     from an_agent.server import AgentServer, ServerConfig

@@ -79,6 +79,7 @@ class Lab:
         netns: bool = False,
         a2a_tls: bool = True,
         pace: float | None = None,
+        otlp: str | None = None,
     ) -> None:
         if netns and in_process:
             raise ConfigError("--netns puts every agent in a process of its own: it does not go with --in-process")
@@ -102,6 +103,8 @@ class Lab:
         self.use_topology_ports = use_topology_ports
         self.admin = ADMIN
         self.in_process = in_process
+        self.otlp = otlp
+        """The OpenTelemetry collector every agent process sends its spans to (``--otlp``), None: none."""
         self.kernel = LabKernel(topology.start_time, stall_timeout=stall_timeout)
         self.kernel.set_pace(pace)  # None: lock-step
         self.network = SimNetwork(topology.network, topology.seed, self.kernel.now, self.kernel.call_at)
