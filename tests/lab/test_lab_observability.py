@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import json
+import re
 import shutil
 import socket
 import subprocess
@@ -18,11 +19,13 @@ from typing import Any
 import pytest
 from ncclient import manager
 from tests.lab.labsupport import TOPOLOGIES, variant
+from tests.lab.otlpsupport import Collector, running_collector
 
 from an_agent.cli import main
 
 pytestmark = pytest.mark.slow
 PROMETHEUS = shutil.which("prometheus")
+DASHBOARD = Path(__file__).resolve().parents[2] / "deploy" / "grafana-lab-dashboard.json"
 AGENTS = {"service-fault", "ran-fault", "ip-fault", "complaint", "fme-copilot", "network-copilot"}
 
 
@@ -34,16 +37,18 @@ def lab(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Path, dict[s
     replacements = [("a2a_port: 18843", "a2a_port: 0")] + [(f"port: {p}", "port: 0") for p in ports]
     path = variant(tmp, "cross-domain-fault.yaml", *replacements)
     run_dir = tmp / "run"
-    up = subprocess.run(
-        [sys.executable, "-m", "an_agent.cli", "lab", "up", str(path), "--run-dir", str(run_dir), "--json"],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    try:
-        yield run_dir, json.loads(up.stdout)
-    finally:
-        assert main(["lab", "down", "--run-dir", str(run_dir)]) == 0
+    with running_collector() as collector:
+        command = ["lab", "up", str(path), "--run-dir", str(run_dir), "--json", "--otlp", f"{collector.url}/v1/traces"]
+        up = subprocess.run(
+            [sys.executable, "-m", "an_agent.cli", *command],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        try:
+            yield run_dir, {**json.loads(up.stdout), "collector": collector}
+        finally:
+            assert main(["lab", "down", "--run-dir", str(run_dir)]) == 0
 
 
 def _free_port() -> int:
@@ -59,6 +64,13 @@ def _query(port: int, promql: str) -> list[dict[str, Any]]:
     assert body["status"] == "success", body
     result: list[dict[str, Any]] = body["data"]["result"]
     return result
+
+
+def _names(port: int) -> list[str]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/api/v1/label/__name__/values", timeout=5) as answer:
+        body = json.load(answer)
+    names: list[str] = body["data"]
+    return names
 
 
 def _wait(port: int, promql: str, done: Any, timeout: float = 90.0) -> list[dict[str, Any]]:
@@ -135,6 +147,16 @@ def test_prometheus_scrapes_every_agent_and_the_tasks_move(lab: tuple[Path, dict
             lambda r: bool(r) and float(r[0]["value"][1]) >= 1,
         )
         assert gets
+        # the shipped Grafana board: every query of it is one Prometheus takes, over the lab's families
+        board = json.loads(DASHBOARD.read_text())
+        queries = [t["expr"].replace("$lab", "cross-domain-fault") for p in board["panels"] for t in p["targets"]]
+        names = set(_names(port))
+        for query in queries:
+            _query(port, query)  # raises unless Prometheus accepts it
+        used = {n for q in queries for n in re.findall(r"\b(an_agent_\w+|up)\b", q)}
+        assert len(used) >= 15
+        # a family with labels has no series before its first event: logins did not fail, no patch was made
+        assert used - names <= {"an_agent_failed_logins_total", "an_agent_evolution_patches"}, used - names
     finally:
         server.terminate()
         server.wait(timeout=30)
@@ -143,7 +165,7 @@ def test_prometheus_scrapes_every_agent_and_the_tasks_move(lab: tuple[Path, dict
 def test_trace_follows_the_fault_across_agents_over_both_faces(
     lab: tuple[Path, dict[str, Any]], capsys: pytest.CaptureFixture[str]
 ) -> None:
-    run_dir, _ = lab
+    run_dir, state = lab
     deadline = time.monotonic() + 90
     fault: dict[str, Any] | None = None
     document: dict[str, Any] = {}
@@ -172,6 +194,16 @@ def test_trace_follows_the_fault_across_agents_over_both_faces(
             assert sent and chain[sent[-1]]["depth"] == step["depth"] - 1, step
     diagnose = next(s for s in chain if s["event"] == "task.received" and s["agent"] == "ip-fault")
     assert diagnose["peer"] == "service-fault"  # the diagnosis came over A2A and kept the trace
+    # lab up --otlp: the lab process and every agent process send the same trace's spans, with its span ids
+    collector: Collector = state["collector"]
+    wanted = {(s["agent"], s["span_id"]) for s in chain if s["event"] in ("fault.injected", "task.received")}
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        exported = {(s.service, s.span_id) for s in collector.spans if s.trace_id == fault["trace_id"]}
+        if wanted <= exported:
+            break
+        time.sleep(0.5)
+    assert wanted <= exported, wanted - exported
     assert main(["trace", "0" * 32, "--lab", str(run_dir)]) == 1
 
 

@@ -8,101 +8,21 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import threading
 from collections.abc import Iterator
-from dataclasses import dataclass
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
-from typing import Any
 
 import pytest
 import yaml
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
-    ExportTraceServiceRequest,
-    ExportTraceServiceResponse,
-)
+from tests.lab.otlpsupport import Collector, running_collector
 
 pytestmark = pytest.mark.slow
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "cross-domain-fault.yaml"
 
 
-@dataclass(frozen=True)
-class Received:
-    service: str
-    name: str
-    kind: int
-    trace_id: str
-    span_id: str
-    parent_span_id: str
-    attributes: dict[str, Any]
-
-
-class Collector(ThreadingHTTPServer):
-    """An OTLP/HTTP traces endpoint (protobuf): every span posted to /v1/traces, decoded."""
-
-    def __init__(self) -> None:
-        super().__init__(("127.0.0.1", 0), _Handler)
-        self.spans: list[Received] = []
-        self.paths: set[str] = set()
-        self.lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.server_address[1]}"
-
-
-class _Handler(BaseHTTPRequestHandler):
-    server: Collector
-
-    def do_POST(self) -> None:
-        body = self.rfile.read(int(self.headers["Content-Length"]))
-        request = ExportTraceServiceRequest()
-        request.ParseFromString(body)
-        found = []
-        for resource_spans in request.resource_spans:
-            resource = {a.key: a.value.string_value for a in resource_spans.resource.attributes}
-            for scope_spans in resource_spans.scope_spans:
-                for span in scope_spans.spans:
-                    attributes = {a.key: _value(a.value) for a in span.attributes}
-                    found.append(
-                        Received(
-                            resource["service.name"],
-                            span.name,
-                            span.kind,
-                            span.trace_id.hex(),
-                            span.span_id.hex(),
-                            span.parent_span_id.hex(),
-                            attributes,
-                        )
-                    )
-        with self.server.lock:
-            self.server.spans += found
-            self.server.paths.add(self.path)
-        answer = ExportTraceServiceResponse().SerializeToString()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/x-protobuf")
-        self.send_header("Content-Length", str(len(answer)))
-        self.end_headers()
-        self.wfile.write(answer)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass
-
-
-def _value(value: Any) -> Any:
-    return getattr(value, value.WhichOneof("value")) if value.WhichOneof("value") else None
-
-
 @pytest.fixture
 def collector() -> Iterator[Collector]:
-    server = Collector()
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
-    thread.start()
-    try:
+    with running_collector() as server:
         yield server
-    finally:
-        server.shutdown()
-        server.server_close()
 
 
 def test_the_fault_is_one_trace_of_spans_from_every_agent_it_touched(collector: Collector, tmp_path: Path) -> None:

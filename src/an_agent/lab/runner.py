@@ -385,10 +385,10 @@ class _EventPlayer:
         if self.event.fault is not None:
             fault = self.event.fault
             span = tracing.new_trace()  # the fault's trace: its alarms carry it to the agents
+            text = f"{fault.type} on {fault.target}"
+            tracing.event("scenario", "fault.injected", text, span, target=fault.target)  # before its alarms
             with tracing.use(span):
                 record = self.lab.network.inject(fault)
-            text = f"{fault.type} on {fault.target}"
-            tracing.event("scenario", "fault.injected", text, span, target=fault.target)
             self.lab.journal.note(
                 "scenario",
                 "fault",
