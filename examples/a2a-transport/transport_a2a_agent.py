@@ -15,6 +15,8 @@ What it does with a message:
 - text only: completed with a text artifact echoing it.
 
 --bad-schema makes the card declare a schema no template can express (for the gateway's error path).
+--token FILE makes every request but the card's carry "Authorization: Bearer <first line of FILE>" (401
+otherwise), and the card declare that HTTP bearer scheme.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ import argparse
 import asyncio
 import socket
 import sys
+from pathlib import Path
 
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
@@ -34,6 +37,8 @@ from a2a.types import AgentCard, Message, Part, Role, Task, TaskState, TaskStatu
 from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.struct_pb2 import Value
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
+from starlette.middleware.base import BaseHTTPMiddleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import Route
@@ -59,11 +64,13 @@ SCHEMA = {
 BAD_SCHEMA = {"type": "object", "properties": {"linkId": {"type": "frobnicate"}}}
 
 
-def card(url: str, bad: bool) -> dict:
+def card(url: str, bad: bool, bearer: bool = False) -> dict:
     schemas = {"transport_capacity_v1": SCHEMA}
     if bad:
         schemas["broken_v1"] = BAD_SCHEMA
+    security = {"securitySchemes": {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}}} if bearer else {}
     return {
+        **security,
         "name": "acme-capacity",
         "description": "ACME transport capacity checker (a2a-sdk)",
         "version": "2.1.0",
@@ -137,7 +144,9 @@ class CapacityExecutor(AgentExecutor):
             result["window"] = " ".join(words)
         value = ParseDict(result, Value())
         await updater.add_artifact(
-            [Part(data=value, media_type="application/json")], name="capacity", metadata={"mimeType": "application/json"}
+            [Part(data=value, media_type="application/json")],
+            name="capacity",
+            metadata={"mimeType": "application/json"},
         )
         await updater.complete()
 
@@ -159,12 +168,14 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--port", type=int, default=0)
     parser.add_argument("--bad-schema", action="store_true")
+    parser.add_argument("--token", help="a file whose first line is the bearer token every request must carry")
     args = parser.parse_args()
+    token = Path(args.token).read_text(encoding="utf-8").splitlines()[0].strip() if args.token else None
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", args.port))
     url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-    document = card(url, args.bad_schema)
+    document = card(url, args.bad_schema, bearer=token is not None)
     agent_card = ParseDict(document, AgentCard(), ignore_unknown_fields=True)
     handler = DefaultRequestHandler(CapacityExecutor(), InMemoryTaskStore(), agent_card)
 
@@ -172,8 +183,17 @@ def main() -> int:
         return JSONResponse(document)
 
     routes = [Route("/.well-known/agent-card.json", card_route), *create_jsonrpc_routes(handler, "/")]
+
+    async def bearer_only(request: Request, call_next):  # type: ignore[no-untyped-def]
+        allowed = request.url.path == "/.well-known/agent-card.json"
+        if not allowed and request.headers.get("authorization") != f"Bearer {token}":
+            return JSONResponse({"error": "a bearer token is required"}, status_code=401)
+        return await call_next(request)
+
+    guard = [Middleware(BaseHTTPMiddleware, dispatch=bearer_only)] if token is not None else []
+    app = Starlette(routes=routes, middleware=guard)
     print(f"listening on {url}", flush=True)
-    config = uvicorn.Config(Starlette(routes=routes), log_level="warning")
+    config = uvicorn.Config(app, log_level="warning")
     uvicorn.Server(config).run(sockets=[sock])
     return 0
 

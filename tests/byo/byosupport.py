@@ -28,6 +28,8 @@ from an_agent.model import (
 from an_agent.nc.agent_client import AgentClient
 
 REPO = Path(__file__).resolve().parents[2]
+UPSTREAM = REPO / "examples" / "a2a-transport" / "transport_a2a_agent.py"
+"""An A2A agent built with a2a-sdk alone, with a schema of its own (transport_capacity_v1)."""
 SERVING = re.compile(r"serving .* on 127\.0\.0\.1:(\d+)")
 
 
@@ -171,3 +173,32 @@ def feasibility(client: AgentClient, task_id: str, description: str, payload: di
 
 def connect(port: int) -> AgentClient:
     return AgentClient.connect("127.0.0.1", port, username="admin", password="admin", timeout=20)
+
+
+def start_upstream(*extra: str) -> tuple[subprocess.Popen[str], str]:
+    proc = subprocess.Popen(
+        [sys.executable, str(UPSTREAM), "--port", "0", *extra],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    assert line.startswith("listening on "), (line, proc.stderr.read() if proc.stderr else "")
+    return proc, line.split()[-1]
+
+
+def capacity_task(client: AgentClient, task_id: str, payload: dict[str, object]) -> None:
+    text = json.dumps({"schema_id": "transport_capacity_v1", "payload": payload})
+    param = DataParam(
+        id=f"{task_id}.p", data_type=DataType.TEXT, format="application/json;schema=transport_capacity_v1", data=text
+    )
+    task = Task(
+        task_id=task_id,
+        send_from="admin",
+        commu_type=CommuType.TASK_ASSIGN,
+        content=build_prompt(str(payload.get("link_id")), "Check the spare capacity"),
+        task_async=True,
+        msg_data=[param.id],
+    )
+    client.assign_task(task, [param])

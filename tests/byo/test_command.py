@@ -85,6 +85,54 @@ def test_documented_example_speaks_the_protocol(tmp_path: Path) -> None:
         assert done.result is not None and done.result.summary == "backhaul of 2 site(s) healthy"
 
 
+READ_ON = textwrap.dedent(
+    """
+    import json, sys
+
+    def send(message):
+        print(json.dumps(message), flush=True)
+
+    def ask(key, reason):
+        send({"input_required": [key], "reason": reason})
+        line = sys.stdin.readline()
+        if not line:  # the first run: stdin ends after the question; the agent runs us again with the answer
+            sys.exit(0)
+        return json.loads(line)["input"][key]
+
+    request = json.loads(sys.stdin.readline())
+    if request.get("negotiate"):
+        send({"feasible": True})
+        sys.exit(0)
+    ticket = ask("ticket_id", "which ticket?")
+    window = ask("window", "when may I reset the port?")
+    send({"result": {"root_cause": f"{ticket} at {window}"}, "summary": "asked twice"})
+    """
+)
+
+
+@pytest.mark.slow  # agent processes, several seconds
+def test_a_program_that_reads_on_after_its_questions(tmp_path: Path) -> None:
+    """The other way the contract allows: a program that asks, then reads its answer from the next line."""
+    program = tmp_path / "read_on.py"
+    program.write_text(READ_ON, encoding="utf-8")
+    argv = ["--behaviour-command", f"{sys.executable} {program}", "--profile", str(profile_file(tmp_path))]
+    with serve(tmp_path, *argv) as port, connect(port) as client:
+        assign(client, "t1", "Diagnose the backhaul", {"fault_type": "transmission_failure"})
+        for n, (key, answer) in enumerate((("ticket_id", "TT-9"), ("window", "02:00"))):
+            asked = wait_status(client, "t1", "input-required")
+            assert f"give {key}:" in asked.input_required[-1].required, asked.input_required
+            param = DataParam(id=f"t1.in{n}", data_type=DataType.TEXT, format="text/plain", data=f"{key}: {answer}")
+            client.provide_input("t1", [param])
+            if n == 0:  # the second question comes once the first answer is in
+                deadline = time.monotonic() + 20
+                while "give window:" not in str(client.get_task("t1").input_required):  # type: ignore[union-attr]
+                    assert time.monotonic() < deadline, client.get_task("t1")
+                    time.sleep(0.1)
+        done = wait_end(client, "t1")
+        assert done.status is not None and done.status.value == "finished", done.result
+        assert json.loads(done.result.data or "{}")["root_cause"] == "TT-9 at 02:00"  # type: ignore[union-attr]
+
+
 @pytest.mark.slow  # agent processes, several seconds
 def test_program_failures_end_the_task_not_the_agent(tmp_path: Path) -> None:
     program = tmp_path / "modes.py"

@@ -5,34 +5,27 @@ from __future__ import annotations
 import json
 import re
 import socket
-import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from byosupport import REPO, connect, profile_file, run_cli, serve, wait_end, wait_status
+from byosupport import (
+    UPSTREAM,
+    capacity_task,
+    connect,
+    profile_file,
+    run_cli,
+    serve,
+    start_upstream,
+    wait_end,
+    wait_status,
+)
 
 from an_agent.model import CommuType, DataParam, DataType, Task, build_prompt
 from an_agent.nc.agent_client import AgentClient
 from an_agent.schemas.from_jsonschema import template_from_json_schema
 from an_agent.schemas.jsonschema import template_json_schema
 from an_agent.schemas.registry import TemplateRegistry
-
-UPSTREAM = REPO / "examples" / "a2a-transport" / "transport_a2a_agent.py"
-
-
-def start_upstream(*extra: str) -> tuple[subprocess.Popen[str], str]:
-    proc = subprocess.Popen(
-        [sys.executable, str(UPSTREAM), "--port", "0", *extra],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert proc.stdout is not None
-    line = proc.stdout.readline()
-    assert line.startswith("listening on "), (line, proc.stderr.read() if proc.stderr else "")
-    return proc, line.split()[-1]
 
 
 @pytest.fixture
@@ -64,22 +57,6 @@ def test_templates_round_trip_through_their_json_schema() -> None:
             )
 
 
-def _capacity_task(client: AgentClient, task_id: str, payload: dict[str, object]) -> None:
-    text = json.dumps({"schema_id": "transport_capacity_v1", "payload": payload})
-    param = DataParam(
-        id=f"{task_id}.p", data_type=DataType.TEXT, format="application/json;schema=transport_capacity_v1", data=text
-    )
-    task = Task(
-        task_id=task_id,
-        send_from="admin",
-        commu_type=CommuType.TASK_ASSIGN,
-        content=build_prompt(str(payload.get("link_id")), "Check the spare capacity"),
-        task_async=True,
-        msg_data=[param.id],
-    )
-    client.assign_task(task, [param])
-
-
 @pytest.mark.slow  # agent processes, several seconds
 def test_gateway_relays_tasks_both_ways(tmp_path: Path, upstream: str) -> None:
     with serve(tmp_path, "--a2a-upstream", upstream) as port, connect(port) as client:
@@ -96,17 +73,17 @@ def test_gateway_relays_tasks_both_ways(tmp_path: Path, upstream: str) -> None:
         direction = template.key("direction")
         assert direction is not None and direction.constraints.enum == ("up", "down")
 
-        _capacity_task(client, "t1", {"link_id": "LINK-C2", "min_gbps": 10})
+        capacity_task(client, "t1", {"link_id": "LINK-C2", "min_gbps": 10})
         done = wait_end(client, "t1")
         assert done.status is not None and done.status.value == "finished", done.result
         assert json.loads(done.result.data or "") == {"enough": True, "link_id": "LINK-C2", "spare_gbps": 42.0}  # type: ignore[union-attr]
 
         # a payload against the projected template is checked here, before anything reaches the upstream
         with pytest.raises(Exception, match="min_gbps"):
-            _capacity_task(client, "t2", {"link_id": "LINK-C2", "min_gbps": 1000})
+            capacity_task(client, "t2", {"link_id": "LINK-C2", "min_gbps": 1000})
 
         # input-required both ways: the upstream asks, our assigner answers, the answer goes up
-        _capacity_task(client, "t3", {"link_id": "LINK-ASK"})
+        capacity_task(client, "t3", {"link_id": "LINK-ASK"})
         asked = wait_status(client, "t3", "input-required")
         assert "which maintenance window" in (asked.result.reason or "")  # type: ignore[union-attr]
         answer = DataParam(id="t3.in", data_type=DataType.TEXT, format="text/plain", data="answer: tonight 02:00")
@@ -115,12 +92,12 @@ def test_gateway_relays_tasks_both_ways(tmp_path: Path, upstream: str) -> None:
         assert done.status is not None and done.status.value == "finished", done.result
         assert json.loads(done.result.data or "")["window"] == "tonight 02:00"  # type: ignore[union-attr]
 
-        _capacity_task(client, "t4", {"link_id": "LINK-BROKEN"})
+        capacity_task(client, "t4", {"link_id": "LINK-BROKEN"})
         failed = wait_end(client, "t4")
         assert failed.status is not None and failed.status.value == "failed"
         assert "no record of LINK-BROKEN" in (failed.result.reason or "")  # type: ignore[union-attr]
 
-        _capacity_task(client, "t5", {"link_id": "LINK-SLOW"})
+        capacity_task(client, "t5", {"link_id": "LINK-SLOW"})
         wait_status(client, "t5", "processing")
         client.cancel_task("t5")
         assert wait_end(client, "t5").status.value == "canceled"  # type: ignore[union-attr]
@@ -204,7 +181,7 @@ def test_an_upstream_that_goes_away_fails_the_task_not_the_agent(tmp_path: Path)
         with serve(tmp_path, "--a2a-upstream", url) as port, connect(port) as client:
             proc.terminate()
             proc.wait(10)
-            _capacity_task(client, "t1", {"link_id": "LINK-C2"})
+            capacity_task(client, "t1", {"link_id": "LINK-C2"})
             failed = wait_end(client, "t1")
             assert failed.status is not None and failed.status.value == "failed"
             assert f"the A2A agent at {url}" in (failed.result.reason or "")  # type: ignore[union-attr]

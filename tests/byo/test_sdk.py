@@ -170,3 +170,12 @@ def test_serve_refuses_a_bad_plugin_path_without_a_traceback(tmp_path: Path) -> 
     assert result.returncode != 0
     assert "no module 'acme_missing' is installed" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_the_short_name_is_the_same_api() -> None:
+    """``an_agent.sdk`` and ``an_agent.agents.sdk`` are one API: the same names, the same objects."""
+    import an_agent.agents.sdk as long_name
+    import an_agent.sdk as short_name
+
+    assert short_name.__all__ == long_name.__all__
+    assert all(getattr(short_name, name) is getattr(long_name, name) for name in long_name.__all__)

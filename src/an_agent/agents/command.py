@@ -4,8 +4,9 @@ The protocol is a contract with outsiders, versioned as `PROTOCOL` and documente
 docs/behaviour-command.md (with a complete example that imports nothing of ours). In short: per task the
 program is started (argv, never a shell; a minimal environment; cwd the agent's state directory; its own
 process group), gets ONE JSON line on stdin (the task), stdin is closed, and it answers with JSON lines on
-stdout: statuses, ``input_required`` (the program then exits; it is run again with the task and an
-``{"input": {...}}`` line), ``result`` or ``error``. FEASIBILITY runs it with ``{"negotiate": "feasibility"}``.
+stdout: statuses, ``input_required`` (the program then exits; it is run again with the task and one
+``{"input": {...}}`` line per question answered), ``result`` or ``error``. FEASIBILITY runs it with
+``{"negotiate": "feasibility"}``.
 
 Everything that can go wrong with the program — it cannot be started, prints something that is not a
 protocol message, exits without a result, outlives ``timeout`` — ends the task failed with a reason that
@@ -80,8 +81,9 @@ class CommandBehaviour(LabBehaviour):
     def handle(self, task: Task, payload: ValidatedPayload | None, run: TaskRun) -> None:
         deadline = time.monotonic() + self.timeout
         lines = [_task_message(task, payload)]
+        answered: set[str] = set()
         while True:
-            outcome = self._run(lines, deadline, run)
+            outcome = self._run(lines, deadline, run, answered)
             if outcome is None:  # cancelled: the runtime has ended the task already
                 return
             kind, message = outcome
@@ -99,12 +101,23 @@ class CommandBehaviour(LabBehaviour):
                 if not run.cancelled:
                     raise TaskFailure(f"program {self.argv[0]} asked for {', '.join(keys)}; none came in time")
                 return
-            lines = [lines[0], {"input": answers}]
+            # Run again with every answer so far, one line per question in the order asked: a program that
+            # re-reads its stdin and one that reads on after its question (and asks again) both get them.
+            lines = [*lines, {"input": answers}]
+            answered.update(keys)
 
-    def _run(self, lines: list[dict[str, Any]], deadline: float, run: TaskRun | None) -> tuple[str, Any] | None:
+    def _run(
+        self,
+        lines: list[dict[str, Any]],
+        deadline: float,
+        run: TaskRun | None,
+        answered: frozenset[str] | set[str] = frozenset(),
+    ) -> tuple[str, Any] | None:
         """Run the program once with ``lines`` on stdin; ``("result"|"input", message)``, None when cancelled.
 
-        Status lines are reported on ``run`` as they come; an ``error`` line raises `TaskFailure`.
+        Status lines are reported on ``run`` as they come; an ``error`` line raises `TaskFailure`. An
+        ``input_required`` for keys all in ``answered`` is a question asked again whose answer is already on
+        the program's stdin: reading goes on.
         """
         with _Program(self._argv(), self._cwd(), lines) as program:
             while True:
@@ -128,6 +141,8 @@ class CommandBehaviour(LabBehaviour):
                     keys = message["input_required"]
                     if not isinstance(keys, list) or not keys or not all(isinstance(k, str) and k for k in keys):
                         raise TaskFailure(f"program {self.argv[0]}: 'input_required' must be a list of key names")
+                    if set(keys) <= answered:
+                        continue
                     return "input", message
                 if "status" in message and run is not None:
                     _report(run, message, self.argv[0])

@@ -292,6 +292,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from an_agent.lab.upstream import served_templates
     from an_agent.logs import configure, name_agent
     from an_agent.model import AgentProfile
     from an_agent.server import AgentServer, ServerConfig
@@ -336,7 +337,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         spec = load_topology(args.topology).agent(args.agent)
         a2a_port = spec.a2a_port if a2a_port is None else a2a_port
-        templates = templates or list(spec.templates)
+        templates = templates or served_templates(spec, args.state_dir)
         approval = args.schema_approval or spec.schema_approval
     elif args.topology is not None:
         if not args.agent:
@@ -355,7 +356,7 @@ def _serve(args: argparse.Namespace) -> int:
             topology_registration = topology_directory_login(topology, args.agent)
         advertise = advertise or spec.address
         a2a_port = spec.a2a_port if a2a_port is None else a2a_port
-        templates = templates or list(spec.templates)
+        templates = templates or served_templates(spec, args.state_dir)
         approval = args.schema_approval or spec.schema_approval
     elif args.agent:
         raise ConfigError("--agent is only meaningful with --topology FILE")

@@ -149,13 +149,9 @@ def _auth(value: str | None) -> tuple[str, str] | str | None:
         return None
     path = Path(value)
     if path.is_file():
-        try:
-            token = path.read_text(encoding="utf-8").strip().splitlines()
-        except OSError as exc:
-            raise ConfigError(f"--a2a-upstream-auth {value}: {exc.strerror}") from None
-        if not token or not token[0].strip():
-            raise ConfigError(f"--a2a-upstream-auth {value}: the file holds no token")
-        return token[0].strip()
+        from an_agent.lab.services import read_token
+
+        return read_token(path, "--a2a-upstream-auth")
     user, sep, password = value.partition(":")
     if not sep or not user:
         raise ConfigError("--a2a-upstream-auth expects USER:PASSWORD or a file holding a bearer token")

@@ -96,6 +96,8 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
             management_object="the lab's agents",
         )
     if spec.a2a_upstream:
+        from an_agent.lab.upstream import upstream_profile
+
         return upstream_profile(spec)
     role = ROLES[spec.role]
     skills = [
@@ -121,24 +123,6 @@ def build_profile(spec: AgentSpec) -> AgentProfile:
         capability=Capability(streaming=False, push_notifications=True, negotiate=list(NEGOTIATION_TYPES)),
         management_object=", ".join(spec.regions) or "all regions",
     )
-
-
-def upstream_profile(spec: AgentSpec) -> AgentProfile:
-    """The profile of a topology agent whose work an A2A agent does: from its card (name and role the topology's).
-
-    `ConfigError` naming the agent when the upstream does not answer with a card.
-    """
-    from an_agent.agents.gateway import card_profile, open_upstream
-
-    assert spec.a2a_upstream is not None
-    try:
-        client = open_upstream(spec.a2a_upstream, spec.a2a_upstream_trust, None)
-    except ConfigError as exc:
-        raise ConfigError(f"agent {spec.name}: {exc}") from None
-    try:
-        return card_profile(client.card, name=spec.name, role=spec.role)
-    finally:
-        client.close()
 
 
 def peer_login(topology: Topology) -> tuple[str, str]:
@@ -260,10 +244,10 @@ def make_behaviour(
         schemas=spec.schemas,
     )
     if spec.a2a_upstream:
-        from an_agent.agents.gateway import GatewayBehaviour, open_upstream
+        from an_agent.agents.gateway import GatewayBehaviour
+        from an_agent.lab.upstream import open_spec_upstream
 
-        url, trust = spec.a2a_upstream, spec.a2a_upstream_trust
-        return GatewayBehaviour(env, peers, lambda: open_upstream(url, trust, None), url), peers
+        return GatewayBehaviour(env, peers, lambda: open_spec_upstream(spec), spec.a2a_upstream), peers
     if spec.command:
         from an_agent.agents.command import CommandBehaviour
 

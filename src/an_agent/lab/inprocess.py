@@ -47,6 +47,7 @@ class InProcessFleet:
         self.agents: dict[str, RunningAgent] = {}
 
     def start(self, users: dict[str, str], user_db: Any) -> None:
+        from an_agent.lab.upstream import served_templates
         from an_agent.server import AgentServer, ServerConfig
         from an_agent.yang.context import YangContext
 
@@ -87,7 +88,7 @@ class InProcessFleet:
                     schema_approval=spec.schema_approval,
                     a2a_port=a2a_port,
                     a2a_tls=lab.a2a_trust is not None,  # the certificate the lab made in agent_dir
-                    templates=list(spec.templates),
+                    templates=served_templates(spec, agent_dir),
                     directory=directory,
                     register_with=directory_login(lab.topology, spec.name, lab.address_of, lab.login_of(spec.name)),
                 ),

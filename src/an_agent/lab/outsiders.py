@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent.errors import ConfigError
-from an_agent.lab.spec import AgentSpec, ExternalSpec, ServiceSpec
+from an_agent.lab.spec import AgentSpec, ExternalSpec, ServiceSpec, UpstreamAuth
 
 OUTSIDERS = ("behaviour", "command", "a2a_upstream", "external")
 """The keys of a topology agent that bring its logic from outside; an agent has at most one."""
@@ -28,8 +28,9 @@ def outsider_problems(raw: dict[str, Any]) -> list[tuple[str, str]]:
             problems.append(("behaviour", problem))
     if "behaviour_timeout" in raw and "command" not in raw:
         problems.append(("behaviour_timeout", f"agent {name}: behaviour_timeout is for a command"))
-    if "a2a_upstream_trust" in raw and "a2a_upstream" not in raw:
-        problems.append(("a2a_upstream_trust", f"agent {name}: a2a_upstream_trust is for an a2a_upstream"))
+    for key in ("a2a_upstream_trust", "a2a_upstream_auth"):
+        if key in raw and "a2a_upstream" not in raw:
+            problems.append((key, f"agent {name}: {key} is for an a2a_upstream"))
     external = raw.get("external")
     if isinstance(external, dict):
         if "netconf" not in external and "a2a" not in external:
@@ -49,6 +50,7 @@ def outsider_fields(raw: dict[str, Any], base: Path) -> dict[str, Any]:
         "behaviour_timeout": float(raw.get("behaviour_timeout", 300.0)),
         "a2a_upstream": raw.get("a2a_upstream"),
         "a2a_upstream_trust": base / raw["a2a_upstream_trust"] if "a2a_upstream_trust" in raw else None,
+        "a2a_upstream_auth": upstream_auth_spec(raw.get("a2a_upstream_auth"), base),
         "external": external_spec(raw.get("external"), base),
     }
 
@@ -65,6 +67,15 @@ def a2a_port_of(agent: AgentSpec) -> int | None:
     if agent.external is None:
         return agent.a2a_port
     return 0 if agent.external.a2a else None
+
+
+def upstream_auth_spec(raw: dict[str, str] | None, base: Path) -> UpstreamAuth | None:
+    """An ``a2a_upstream_auth`` entry (schema-checked already: one of basic/bearer); its file relative to
+    the topology's directory."""
+    if raw is None:
+        return None
+    kind, file = next(iter(raw.items()))
+    return UpstreamAuth("basic" if kind == "basic" else "bearer", base / file)
 
 
 def external_spec(raw: dict[str, Any] | None, base: Path) -> ExternalSpec | None:

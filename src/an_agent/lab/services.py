@@ -198,6 +198,17 @@ def read_login(path: Path, label: str) -> tuple[str, str]:
     return (user, password)
 
 
+def read_token(path: Path, label: str) -> str:
+    """A bearer token: the first line of a file; `ConfigError` saying what is wrong."""
+    try:
+        lines = path.read_text(encoding="utf-8").strip().splitlines()
+    except OSError as exc:
+        raise ConfigError(f"{label} {path}: {exc.strerror}") from None
+    if not lines or not lines[0].strip():
+        raise ConfigError(f"{label} {path}: the file holds no token")
+    return lines[0].strip()
+
+
 def _netconf_profile(external: ExternalSpec, timeout: float) -> AgentProfile:
     from an_agent.nc.agent_client import AgentClient
 

@@ -66,6 +66,15 @@ class SkillSpec:
 
 
 @dataclass(frozen=True)
+class UpstreamAuth:
+    """How a gateway logs in to its A2A upstream: HTTP Basic with the ``user:password`` of a file, or the
+    bearer token of a file (its first line). The secret stays in the file, never in the topology."""
+
+    kind: Literal["basic", "bearer"]
+    file: Path
+
+
+@dataclass(frozen=True)
 class ExternalSpec:
     """An agent the lab does not start (``external``): where it answers, and how to log in to it."""
 
@@ -127,6 +136,9 @@ class AgentSpec:
     a2a_upstream: str | None = None
     """An A2A agent at this URL does the work (the gateway, `an_agent.agents.gateway`)."""
     a2a_upstream_trust: Path | None = None
+    """With ``a2a_upstream`` over HTTPS: the PEM its certificate is verified against."""
+    a2a_upstream_auth: UpstreamAuth | None = None
+    """With ``a2a_upstream``: how the gateway logs in to it (``basic`` or ``bearer``, from a file)."""
     external: ExternalSpec | None = None
     """The lab does not start this agent: it answers there already (`ExternalSpec`)."""
     southbound: Literal["simulator", "netconf"] = "simulator"
