@@ -5,8 +5,9 @@ VENV := .venv
 BIN := $(VENV)/bin
 # Debian packages: libyang (C library + yanglint) for validation, yuma123 (netconfd,
 # yangcli) as interop client and benchmark reference, sshd as netconfd's SSH front end;
-# chromium opens the built manual in the docs tests, zsh checks the zsh completion script.
-SYS_PACKAGES := libyang2-dev libyang2-tools netconfd yangcli openssh-server gcc chromium zsh
+# chromium opens the built manual in the docs tests, zsh checks the zsh completion script; prometheus
+# (the server) checks that a lab's agents can be scraped (tests/lab/test_lab_observability.py).
+SYS_PACKAGES := libyang2-dev libyang2-tools netconfd yangcli openssh-server gcc chromium zsh prometheus
 STATE ?= $(CURDIR)/state
 # The official A2A TCK (third_party/a2a-tck) runs from its own virtualenv, its dependencies pinned in
 # requirements-tck.lock: tests/a2a/test_a2a_tck.py runs it against a real agent (docs/reference/a2a-tck.md).

@@ -41,8 +41,11 @@ class AgentProcess:
         sshd: bool = False,
         entry: Sequence[str] = _CLI,
         env: Mapping[str, str] | None = None,
+        metrics: bool = False,
     ) -> None:
-        """``sshd``: also serve through the agent's own OpenSSH sshd (`sshd_target`), with a generated key.
+        """``metrics``: record and serve Prometheus metrics (``--metrics-port 0``), as a scraped agent does.
+
+        ``sshd``: also serve through the agent's own OpenSSH sshd (`sshd_target`), with a generated key.
 
         ``entry``: the command before ``serve ...`` (default: the console script's entry point; the
         notification floor, `bench.notify_floor`, starts the same server with its own handler).
@@ -55,6 +58,7 @@ class AgentProcess:
         self.sshd = sshd
         self.sshd_port = 0
         self.profile_json = profile_json
+        self.metrics = metrics
         self.start_timeout = start_timeout
         self._credentials = Credentials(USER, password=PASSWORD)
         self.workdir: Path | None = None
@@ -89,6 +93,8 @@ class AgentProcess:
             users.write_text(f"users:\n  - name: {USER}\n    groups: [admin]\n    authorized-keys: ['{public}']\n")
             users.chmod(0o600)
             argv += ["--users", str(users), "--sshd-port", "0"]
+        if self.metrics:
+            argv += ["--metrics-port", "0"]
         if self.profile_json is not None:
             profile = self.workdir / "profile.json"
             profile.write_text(self.profile_json)

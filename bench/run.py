@@ -18,10 +18,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import resource
 import subprocess
 import sys
 import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from functools import partial
@@ -102,7 +104,9 @@ FULL = Plan(
 )
 TASKS = 100
 NOTIFY_TASK_BASE = 10_000
-PHASES = ("requests", "setup", "notifications", "concurrency", "agents", "evolution", "client_rtt")
+PHASES = ("requests", "setup", "notifications", "concurrency", "metrics", "agents", "evolution", "client_rtt")
+METRICS_COST = 3.0
+"""Issue 25: recording and serving metrics costs at most this share of the <get> throughput (%)."""
 # "flat" (issue 14): the per-fragment pool cost at 10k and at 100k fragments at most this many times the cost at 1k.
 # What grows is the exact nearest-centroid search while the live clusters fill to their cap (~150 at 1k, 1,024
 # per scenario from ~10k on); after the cap the cost is flat (the rows print the ratio to the previous point).
@@ -199,7 +203,7 @@ class Bench:
                     self.raw["netconfd_idle_pss"] = procs.pss_bytes(ref.pids())
                     for phase in paired:
                         self._timed(phase.__name__, partial(phase, agent, ref))
-        for alone in (self._agents, self._evolution, self._client_rtt):
+        for alone in (self._metrics, self._agents, self._evolution, self._client_rtt):
             if self._chosen(alone):
                 self._timed(alone.__name__, alone)
         return self.rows, self.raw
@@ -345,6 +349,86 @@ class Bench:
                     )
         finally:
             pool.close()
+
+    # -- 1m. the cost of metrics ------------------------------------------
+    def _metrics(self) -> None:
+        """<get> throughput of two agents, one recording and serving metrics (scraped once a run, as
+        Prometheus would every few seconds) and one without, in alternating runs (the machine's load
+        changes over time: alternation spreads it over both); the cost is 1 - on/off of the medians."""
+        pool = m_requests.WorkerPool(self.plan.tp_sessions)
+        reps = max(9, self.plan.tp_reps)
+        rates: dict[str, list[float]] = {"on": [], "off": []}
+        cpu: dict[str, list[float]] = {"on": [], "off": []}  # server CPU per request (ms): less load-bound
+        try:
+            with (
+                ours.AgentProcess(data.profile_json(), metrics=True) as on,
+                ours.AgentProcess(data.profile_json()) as off,
+            ):
+                url = _metrics_url(on)
+                for rep in range(reps):
+                    order = (("on", on), ("off", off)) if rep % 2 == 0 else (("off", off), ("on", on))
+                    for name, agent in order:
+                        rate = self._attempt(
+                            f"metrics {name}",
+                            partial(pool.throughput, agent, data.GET_PROFILE, self.plan.tp_seconds),
+                        )
+                        if rate is not None:
+                            rates[name].append(rate)
+                        sequential = self._attempt(
+                            f"metrics {name} CPU",
+                            partial(
+                                m_requests.sequential,
+                                agent,
+                                data.GET_PROFILE,
+                                self.plan.min_requests,
+                                self.plan.min_seconds,
+                            ),
+                        )
+                        if sequential is not None:
+                            cpu[name].append(sequential.cpu_per_request() * MS)
+                        if name == "on":
+                            scraped = _scrape(url)
+                            self.raw.setdefault("metrics_scrape_bytes", []).append(len(scraped))
+        finally:
+            pool.close()
+        self.raw["metrics <get> throughput"] = rates
+        mine, theirs = _med(rates["on"]), _med(rates["off"])
+        # Each on run against the off run next to it in time (the load of a shared machine drifts): the
+        # median of those ratios, not the ratio of the medians.
+        pairs = [on_rate / off_rate for on_rate, off_rate in zip(rates["on"], rates["off"], strict=False) if off_rate]
+        ratio = _med(pairs)
+        cost = None if ratio is None else round(100.0 * (1.0 - ratio), 2)
+        self.raw["metrics cost %"] = cost
+        self.raw["metrics cpu_ms <get>"] = cpu
+        cpu_pairs = [a / b for a, b in zip(cpu["on"], cpu["off"], strict=False) if b]
+        cpu_ratio = _med(cpu_pairs)
+        cpu_cost = None if cpu_ratio is None else round(100.0 * (cpu_ratio - 1.0), 2)
+        self.rows.append(
+            Row(
+                "1m. server CPU per <get> added by metrics",
+                "%",
+                cpu_cost,
+                None,
+                f"<= {METRICS_COST:g} %",
+                None if cpu_cost is None else cpu_cost <= METRICS_COST,
+                note=f"median of on/off ratios of server CPU per request (utime+stime, {len(cpu_pairs)} adjacent "
+                f"pairs of sequential runs; medians: on {_fmt(_med(cpu['on']))}, off {_fmt(_med(cpu['off']))} ms)",
+                runs=len(cpu_pairs),
+            )
+        )
+        self.rows.append(
+            Row(
+                f"1m. <get> throughput cost of metrics, {self.plan.tp_sessions} sessions",
+                "%",
+                cost,
+                None,
+                f"<= {METRICS_COST:g} %",
+                None if cost is None else cost <= METRICS_COST,
+                note=f"1 - median of on/off throughput ratios of {reps} adjacent pairs of {self.plan.tp_seconds:g} s "
+                f"runs (medians: on {_fmt(mine)}, off {_fmt(theirs)} req/s); negative: on was faster (noise)",
+                runs=reps,
+            )
+        )
 
     # -- 2. session set-up ------------------------------------------------
 
@@ -685,6 +769,20 @@ def _fleet_of_100(result: dict[str, Any] | None, count: int) -> float | None:
     if count == 100:
         return float(result["pss_bytes"]) / MIB
     return (float(result["private_bytes"]) / count * 100 + float(result["shared_max_bytes"])) / MIB
+
+
+def _metrics_url(agent: ours.AgentProcess) -> str:
+    """Where ``an-agent serve --metrics-port 0`` serves /metrics (it says so on stderr)."""
+    match = re.search(r"metrics at (\S+)", agent.log_tail(50))
+    if match is None:
+        raise BenchError(f"the agent did not say where its metrics are: {agent.log_tail()}")
+    return match.group(1)
+
+
+def _scrape(url: str) -> bytes:
+    with urllib.request.urlopen(url, timeout=10) as answer:
+        body: bytes = answer.read()
+    return body
 
 
 def _med(values: list[float]) -> float | None:

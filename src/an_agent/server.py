@@ -56,8 +56,9 @@ from an_agent.store.agent_store import AgentStore
 from an_agent.yang.context import YangContext
 
 if TYPE_CHECKING:
-    from an_agent.a2a.server import A2AServer
+    from an_agent.a2a.server import A2AServer, Logins
     from an_agent.a2a.tls import TlsFiles
+    from an_agent.metrics_http import MetricsServer
 
 log = logging.getLogger(__name__)
 
@@ -156,6 +157,11 @@ class ServerConfig:
     sshd_port: int | None = None
     """Also serve NETCONF through a private OpenSSH sshd on this port (0: a free one; key login only); None: off."""
     """auto: evolution publishes non-security patches as experimental; manual: every patch waits for an admin."""
+    metrics_port: int | None = None
+    """Serve Prometheus metrics at ``/metrics`` on this port (0: a free one) and record them; None: neither."""
+    metrics_host: str = "127.0.0.1"
+    """Where ``/metrics`` listens: open on loopback, else with the A2A face's users and TLS
+    (`an_agent.metrics_http`)."""
 
     def load_user_db(self) -> UserDb:
         """The users file's users and `user_db`'s; `ConfigError` for a bad file or a name given twice."""
@@ -267,6 +273,8 @@ class AgentServer:
         self._started = False
         self._warm_up: threading.Thread | None = None
         self.a2a: A2AServer | None = None
+        self.metrics: MetricsServer | None = None
+        """``/metrics`` (`ServerConfig.metrics_port`), None when not served."""
         self.registration: DirectoryRegistration | None = None
         """This agent's registration with `ServerConfig.register_with` (None: no directory, or not started)."""
 
@@ -287,6 +295,31 @@ class AgentServer:
         if config.a2a_cert is not None and config.a2a_key is not None:
             return given_certificate(config.a2a_cert, config.a2a_key)
         return load_or_create_certificate(config.state_dir, self.advertised_host) if config.a2a_tls else None
+
+    def _logins(self) -> Logins:
+        """The A2A face's logins: the same users, password check, principals and throttle as NETCONF."""
+        from an_agent.a2a.server import Logins
+
+        return Logins(
+            self.credentials.check_password,
+            self.principal_of,
+            self._listener.login_throttle,
+            token_owner=self.users.token_owner if any(u.tokens for u in self.users.users.values()) else None,
+        )
+
+    def _metrics_server(self) -> MetricsServer:
+        """``/metrics`` with this agent's probes (read at scrape time); off loopback with users and TLS."""
+        from an_agent.a2a.tls import load_or_create_certificate
+        from an_agent.metrics_http import MetricsServer, watch_agent
+
+        config = self.config
+        watch_agent(self.operations, self.session_count)
+        loopback = is_loopback(config.metrics_host)
+        tls = None
+        if not loopback:
+            tls = self._a2a_tls() or load_or_create_certificate(config.state_dir, self.advertised_host)
+        logins = None if loopback else self._logins()
+        return MetricsServer(config.metrics_host, config.metrics_port or 0, loopback, logins, tls)
 
     def _keys_by_user(self) -> dict[str, list[str]]:
         """Public key lines per user for the sshd path; ``--authorized-keys`` keys log in as the agent's account."""
@@ -325,17 +358,11 @@ class AgentServer:
                 raise
         self.operations.start()
         if self.config.a2a_port is not None:
-            from an_agent.a2a.server import A2AServer, Logins  # a2a-sdk and uvicorn only when the face is wanted
+            from an_agent.a2a.server import A2AServer  # a2a-sdk and uvicorn only when the face is wanted
 
             self.a2a = A2AServer.for_agent(
                 self.operations,
-                # The same users, password check, principals (NACM) and login throttle as NETCONF.
-                Logins(
-                    self.credentials.check_password,
-                    self.principal_of,
-                    self._listener.login_throttle,
-                    token_owner=self.users.token_owner if any(u.tokens for u in self.users.users.values()) else None,
-                ),
+                self._logins(),
                 self.host,
                 self.config.a2a_port,
                 netconf_port=self.port,
@@ -350,6 +377,8 @@ class AgentServer:
                 target=self.operations.warm_text_mapping, name="text mapping warm-up", daemon=True
             )
             self._warm_up.start()
+        if self.config.metrics_port is not None:
+            self.metrics = self._metrics_server().start()
         self._started = True
         self._register()
         log.info("agent %s listening on %s:%d", self.profile.name, self.host, self.port)
@@ -366,6 +395,8 @@ class AgentServer:
             # ("terminate called without an active exception", exit 134). The load ends in seconds.
             self._warm_up.join(timeout=120)
         self._deregister()
+        if self.metrics is not None:
+            self.metrics.stop()
         if self.a2a is not None:
             self.a2a.stop()
         if self.sshd is not None:

@@ -14,6 +14,7 @@ import pytest
 from byosupport import REPO, assign, connect, feasibility, profile_file, run_cli, serve, wait_end, wait_status
 
 from an_agent.model import DataParam, DataType
+from metricsupport import scrape, value
 
 DOC = (REPO / "docs" / "behaviour-command.md").read_text(encoding="utf-8")
 
@@ -205,3 +206,28 @@ def _alive(pid: int) -> bool:
         return False
     with open(f"/proc/{pid}/stat", encoding="ascii") as fh:  # a zombie is gone for our purpose
         return fh.read().split()[2] != "Z"
+
+
+@pytest.mark.slow  # an agent process
+def test_a_command_behaviours_tasks_are_counted_like_any(tmp_path: Path) -> None:
+    """The operation layer counts every task whatever behaviour runs it: here a program's (issue 25)."""
+    program = tmp_path / "modes.py"
+    program.write_text(MODES, encoding="utf-8")
+    argv = ["--behaviour-command", f"{sys.executable} {program}", "--profile", str(profile_file(tmp_path))]
+    with serve(tmp_path, *argv, "--metrics-port", "0") as port, connect(port) as client:
+        found = re.search(r"metrics at (\S+)", (tmp_path / "serve.log").read_text(encoding="utf-8"))
+        assert found, "serve says where its metrics are"
+        payload = {"fault_type": "transmission_failure"}
+        assert feasibility(client, "f1", "Diagnose the backhaul", payload).feasible
+        assign(client, "t1", "Diagnose the backhaul", payload)
+        assign(client, "t2", "ERROR please", payload)
+        assert wait_end(client, "t1").status.value == "finished"  # type: ignore[union-attr]
+        assert wait_end(client, "t2").status.value == "failed"  # type: ignore[union-attr]
+        samples = scrape(found.group(1))
+    assert value(samples, "an_agent_tasks_total", side="executor", status="finished") == 1
+    assert value(samples, "an_agent_tasks_total", side="executor", status="failed") == 1
+    assert value(samples, "an_agent_tasks_total", side="executor", status="suspended") == 1  # the program said so
+    assert value(samples, "an_agent_tasks_open", side="executor") == 0
+    durations = [n for (n, _), v in samples.items() if n == "an_agent_task_duration_seconds_count" and v]
+    assert durations, "the tasks' durations, by skill"
+    assert value(samples, "an_agent_negotiations_total", type="FEASIBILITY", outcome="yes") == 1

@@ -190,3 +190,37 @@ def test_an_upstream_that_goes_away_fails_the_task_not_the_agent(tmp_path: Path)
         if proc.poll() is None:
             proc.terminate()
             proc.wait(10)
+
+
+def _trace_events(log: Path, name: str) -> list[dict[str, object]]:
+    lines = [json.loads(x) for x in log.read_text(encoding="utf-8").splitlines() if x.startswith("{")]
+    return [x for x in lines if x.get("event") == name]
+
+
+@pytest.mark.slow  # two processes
+def test_gateway_carries_the_task_trace_to_its_upstream(tmp_path: Path) -> None:
+    """A task's trace goes on through the gateway (A2A message metadata) to the agent behind it."""
+    trace = "4bf92f3577b34da6a3ce929d0e0e4736"
+    profile = profile_file(tmp_path, "inner-agent")
+    json_logs = ["--log-format", "json"]
+    (tmp_path / "inner").mkdir()
+    inner_argv = ["--profile", str(profile), "--a2a-port", "0", "--a2a-tls", "off", "--user", "bob:s3cret"]
+    with serve(tmp_path / "inner", *inner_argv, *json_logs):
+        log = (tmp_path / "inner" / "serve.log").read_text(encoding="utf-8")
+        url = re.search(r"A2A on (http://127\.0\.0\.1:\d+)/", log)
+        assert url, log
+        outer = tmp_path / "outer"
+        outer.mkdir()
+        gateway = ["--a2a-upstream", url.group(1), "--a2a-upstream-auth", "bob:s3cret", *json_logs]
+        with serve(outer, *gateway) as port, connect(port) as client:
+            content = "## target object\nSITE-09\n## task description\nDiagnose the fault"
+            client.assign_task(Task(task_id="t1", send_from="admin", commu_type=CommuType.TASK_ASSIGN,
+                                    content=content, task_async=True,
+                                    traceparent=f"00-{trace}-00f067aa0ba902b7-01"))  # fmt: skip
+            wait_status(client, "t1", "input-required")  # the inner agent has the task and asks for a key
+    received = _trace_events(outer / "serve.log", "task.received")
+    sent = _trace_events(outer / "serve.log", "task.sent")
+    inner = [e for e in _trace_events(tmp_path / "inner" / "serve.log", "task.received") if e["trace_id"] == trace]
+    assert [(e["trace_id"], e["parent_span_id"]) for e in received] == [(trace, "00f067aa0ba902b7")]
+    assert [(e["trace_id"], e["face"], e["span_id"]) for e in sent] == [(trace, "a2a", received[0]["span_id"])]
+    assert len(inner) == 1 and inner[0]["parent_span_id"] == received[0]["span_id"]  # caused by the gateway's task

@@ -160,11 +160,12 @@ def test_agent_argv_names_the_lab_and_never_the_secret(tmp_path: Path) -> None:
 
 
 def _comparable(result: dict[str, Any]) -> Any:
-    """The result without wall time and order numbers (per process: they only break ties within an instant)."""
+    """The result without wall time, order numbers (per process: they only break ties within an instant) and
+    trace ids (random)."""
 
     def strip(value: Any) -> Any:
         if isinstance(value, dict):
-            return {k: strip(v) for k, v in value.items() if k not in ("order", "wall_seconds")}
+            return {k: strip(v) for k, v in value.items() if k not in ("order", "wall_seconds", "trace_id")}
         if isinstance(value, list):
             items = [strip(v) for v in value]
             return sorted(items, key=lambda v: json.dumps(v, sort_keys=True))

@@ -89,8 +89,9 @@ def test_tree_shows_the_draft_model() -> None:
     for line in (
         "+--ro agent",
         "+--rw task* [task-id]",
-        "+--ro task-status?         agtmsg:task-status",
-        "+--rw msg-data*            -> /data-params/id",
+        "+--ro task-status?           agtmsg:task-status",
+        "+--rw msg-data*              -> /data-params/id",
+        "+--rw agtrace:traceparent?   traceparent",  # an-agent-trace's augment (the columns widen for it)
         "+--rw response-info!",
         "+---x task-negotiate",
         "+---n condition-notifications",

@@ -48,6 +48,7 @@ from typing import Any, TypeVar
 import httpx
 from jsonschema import Draft202012Validator
 
+from an_agent import tracing
 from an_agent.a2a.convert import status_from_json, task_from_json
 from an_agent.a2a.discovery import CARD_PATH, verification
 from an_agent.a2a.inbound import integral_numbers
@@ -79,6 +80,7 @@ from an_agent.model import ConditionNotification, Task
 from an_agent.schemas.registry import parse_version
 from an_agent.schemas.suggestion import schema_update_suggestions
 from an_agent.schemas.validate import media_type
+from an_agent.tracing import TRACEPARENT_KEY
 
 _VERSION = re.compile(r"^(.*)_v(\d+)$")
 T = TypeVar("T")
@@ -348,7 +350,10 @@ class A2AAgentClient:
         message: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
         if task_id:
             message["taskId"] = task_id
-        metadata = {k: v for k, v in ((SENDER_KEY, sender), (TASK_ID_KEY, new_task_id)) if v}
+        traceparent = tracing.outgoing()  # the caller's trace (an_agent.tracing), when it works in one
+        metadata = {
+            k: v for k, v in ((SENDER_KEY, sender), (TASK_ID_KEY, new_task_id), (TRACEPARENT_KEY, traceparent)) if v
+        }
         if metadata:
             message["metadata"] = metadata
         request = {"message": message, "configuration": {"returnImmediately": not wait}}

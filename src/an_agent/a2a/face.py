@@ -117,6 +117,7 @@ from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import AssignTask, CancelTask, ProvideInput, ReadScope, Subscribe
 from an_agent.runtime.text_input import AssignText, structured_param
 from an_agent.schemas.languages import pick_language
+from an_agent.tracing import TRACEPARENT_KEY
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +216,8 @@ class OperationsRequestHandler(RequestHandler):
             task_async=True,  # A2A answers at once (or streams): the assignment must not wait for the end
             content=task_content(inbound.text, params),
             msg_data=[p.id for p in params],
+            # the assigner's W3C trace context (an_agent.tracing); a malformed one starts a new trace
+            traceparent=metadata_string(message, TRACEPARENT_KEY) or None,
         )
         since = self.operations.clock.now()
         if not params and not parse_prompt(inbound.text).complete:

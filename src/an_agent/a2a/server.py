@@ -34,6 +34,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from an_agent.a2a.card import CardOptions, build_card
 from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
+from an_agent.a2a.observed import RequestMetrics
 from an_agent.a2a.strict import BodyLimit, StrictParams
 from an_agent.a2a.tls import TlsFiles
 from an_agent.access.logins import LoginThrottle
@@ -104,7 +105,7 @@ class BasicAuth:
             owner = self.token_owner(value.strip())  # a SHA-256 and a lookup: no thread needed
             if owner is not None:
                 return owner
-            delay = self.throttle.failed(source)
+            delay = self.throttle.failed(source, "http")
             log.warning("failed A2A login with a bearer token from %s; answered after %.2f s", source, delay)
             await asyncio.sleep(delay)
             return None
@@ -122,7 +123,7 @@ class BasicAuth:
             if valid:
                 self._remember(name, password)
                 return name
-        delay = self.throttle.failed(source)
+        delay = self.throttle.failed(source, "http")
         log.warning("failed A2A login for user %r from %s (HTTP Basic); answered after %.2f s", name, source, delay)
         await asyncio.sleep(delay)
         return None
@@ -276,12 +277,16 @@ class A2AServer:
             Route(CARD_PATH, self._card, methods=["GET"]),  # first: the REST routes mount /{tenant}
             *sdk_routes(operations, declared_schemas, logins.principal_of),
         ]
-        app = BasicAuth(  # the body bound inside: an unauthenticated request is refused before its body is read
-            BodyLimit(StrictParams(Starlette(routes=routes), JSONRPC_PATH), max_body_bytes),
-            logins.check_password,
-            {CARD_PATH},
-            logins.throttle,
-            logins.token_owner,
+        app = RequestMetrics(
+            BasicAuth(  # the body bound inside: an unauthenticated request is refused before its body is read
+                BodyLimit(StrictParams(Starlette(routes=routes), JSONRPC_PATH), max_body_bytes),
+                logins.check_password,
+                {CARD_PATH},
+                logins.throttle,
+                logins.token_owner,
+            ),
+            JSONRPC_PATH,
+            CARD_PATH,
         )
         config = uvicorn.Config(
             app,

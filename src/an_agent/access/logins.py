@@ -9,6 +9,8 @@ import threading
 import time
 from collections import OrderedDict
 
+from an_agent import metrics
+
 
 class LoginThrottle:
     """Slows password guessing down per source address, with bounded memory.
@@ -31,8 +33,10 @@ class LoginThrottle:
         self._lock = threading.Lock()
         self._failures: OrderedDict[str, tuple[int, float]] = OrderedDict()
 
-    def failed(self, source: str) -> float:
-        """Record a failure from ``source``; returns how long to wait before answering it."""
+    def failed(self, source: str, face: str = "ssh") -> float:
+        """Record a failure from ``source`` on ``face`` (ssh, http: the metric's label); returns how long to
+        wait before answering it."""
+        metrics.failed_login(face)
         now = time.monotonic()
         with self._lock:
             count, last = self._failures.pop(source, (0, now))

@@ -107,6 +107,9 @@ class Negotiator(Protocol):
 class A2APeer:
     """``me``'s link to one peer over A2A (module docstring); the same operations as `Peer`."""
 
+    face = "a2a"
+    """The face tasks go to the peer over (the trace events' ``face``)."""
+
     def __init__(self, peers: Links, name: str, netconf: Negotiator) -> None:
         self._peers = peers
         self.name = name

@@ -22,16 +22,18 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import threading
 from abc import abstractmethod
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
+from an_agent import tracing
 from an_agent.agents import payloads
 from an_agent.agents.conversation import PeerConversation
-from an_agent.agents.environment import AgentEnvironment, Shutdown
+from an_agent.agents.environment import AgentEnvironment, Alarm, Shutdown
 from an_agent.agents.exchange import read_input
 from an_agent.agents.failures import NotFeasible, TaskFailure
 from an_agent.agents.findings import Finding
@@ -254,6 +256,22 @@ class LabBehaviour(PeerConversation, Behaviour):
         """The reason the proposed task is feasible, or raise `NotFeasible` (with a counter-proposal)."""
 
     # ---- helpers ------------------------------------------------------------------------------------
+    @contextlib.contextmanager
+    def traced(self, alarms: Sequence[Alarm]) -> Iterator[None]:
+        """Run the block (and what it spawns) in the trace of the fault behind ``alarms``: the first one
+        that has a trace, else a new trace (alarms of no known fault are a cause of their own)."""
+        parent = next((a.traceparent for a in alarms if a.traceparent), None)
+        span = tracing.received(parent)
+        elements = sorted({a.element for a in alarms})
+        tracing.event(
+            self.name, "alarm.received", f"alarm(s) on {short(elements)}", span, alarms=[a.alarm_id for a in alarms]
+        )
+        try:
+            with tracing.use(span):
+                yield
+        finally:
+            tracing.close(span)  # an exported span ends here (`an_agent.tracing.SpanSink`)
+
     def note_root_cause(self, finding: Finding, diagnosed_by: str) -> None:
         """Journal a diagnosed fault (the outcome's root-cause check reads these)."""
         self.note(

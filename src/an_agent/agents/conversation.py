@@ -16,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from an_agent import tracing
 from an_agent.agents import payloads
 from an_agent.agents.environment import AgentEnvironment
 from an_agent.agents.exchange import InputAnswer
@@ -84,6 +85,9 @@ class PeerConversation:
         return self.env.name
 
     def note(self, kind: str, text: str, **details: Any) -> None:
+        span = tracing.current()
+        if span is not None:  # the timeline can be filtered by trace
+            details.setdefault("trace_id", span.trace_id)
         self.env.journal.note(self.name, kind, text, **details)
 
     def new_task_id(self, slug: str) -> str:
@@ -209,8 +213,12 @@ class PeerConversation:
             task_async=True,
             expected_response=expected_response,
             msg_data=[param.id],
+            traceparent=tracing.outgoing(),  # NETCONF: the an-agent-trace leaf; A2A: message metadata
         )
-        return self.peers.peer(peer).assign(task, [param], on_input)
+        link = self.peers.peer(peer)
+        face = link.face
+        with tracing.sending(self.name, f"task {task_id} to {peer} over {face}", task_id=task_id, peer=peer, face=face):
+            return link.assign(task, [param], on_input)
 
     def evaluate(self, peer: str, outcome: Outcome, keys: list[str], covers: dict[str, list[str]]) -> bool:
         """FULFILLMENT on a peer's task, judged by this agent (the requester): does the result give ``keys``

@@ -167,6 +167,8 @@ class Alarm:
     raised_at: float
     text: str
     cleared_at: float | None = None
+    traceparent: str | None = None
+    """The trace of the fault that raised it (`an_agent.tracing`), None when none is known."""
 
 
 @dataclass(frozen=True)

@@ -47,6 +47,8 @@ class Exchange:
     error: str | None = None
     order: int = 0
     """`next_order` when the operation started (a notification: when it was received)."""
+    trace_id: str | None = None
+    """The trace the exchange belongs to (`an_agent.tracing`), when known."""
 
     @property
     def is_notification(self) -> bool:
@@ -67,6 +69,7 @@ class Exchange:
             "ok": self.ok,
             "error": self.error,
             "order": self.order,
+            "trace_id": self.trace_id,
         }
 
 

@@ -24,6 +24,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from an_agent import tracing
 from an_agent.a2a.client import A2AAgentClient
 from an_agent.agents.environment import AgentEnvironment
 from an_agent.agents.exchange import input_text
@@ -175,7 +176,10 @@ class GatewayBehaviour(LabBehaviour):
             message.update(scenario=payload.schema_id, payload=values)
         self.note("relayed", f"task {task.task_id} relayed to the A2A agent at {self.url}", task_id=task.task_id)
         try:
-            events = client.stream(**message)
+            # the message carries the task's trace (A2A metadata traceparent), like a task sent to a peer
+            note = f"task {task.task_id} relayed to {self.url} over a2a"
+            with tracing.sending(self.name, note, task_id=task.task_id, peer=self.url, face="a2a"):
+                events = client.stream(**message)
             while True:
                 remote = self._follow(client, events, run)
                 if remote is None:

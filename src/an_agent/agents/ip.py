@@ -16,7 +16,7 @@ import threading
 
 from an_agent.agents import payloads
 from an_agent.agents.base import short
-from an_agent.agents.environment import NetworkEvent, RoleName
+from an_agent.agents.environment import Alarm, NetworkEvent, RoleName
 from an_agent.agents.findings import Finding, elements_in, link_ids
 from an_agent.agents.sdk import LabBehaviour, NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.model import Task
@@ -73,30 +73,35 @@ class IpFaultBehaviour(LabBehaviour):
                 self._reported.update(a.element for a in alarms)
             if not alarms:
                 continue
-            links = sorted(a.element for a in alarms)
-            self.note("incident", f"transport link(s) down: {short(links)}", links=links)
-            services = self.env.peers_with_role(RoleName.CROSS_DOMAIN_FAULT)
-            if not services:
-                continue
-            value = payloads.envelope(
-                "fault_diagnosis_v1",
-                {
-                    "fault_type": "transmission_failure",
-                    "domain": "ip_transport",
-                    "severity": "critical",
-                    "alarm_ids": sorted(a.alarm_id for a in alarms),
-                    "other": [a.text for a in alarms],
-                },
-            )
-            outcome = self.ask(
-                services[0],
-                f"incident.{links[0]}",
-                ", ".join(links),
-                f"Report incident: {len(links)} transport link(s) down in the IP network",
-                value,
-            )
-            if not outcome.finished:
-                self.note("report_failed", f"incident not accepted by {services[0]}: {outcome.reason}")
+            with self.traced(alarms):  # the report is sent in the trace of the fault behind the alarms
+                self._report(alarms)
+
+    def _report(self, alarms: list[Alarm]) -> None:
+        """Tell the cross-domain agent of ``alarms`` (use case 2.1, step 3b)."""
+        links = sorted(a.element for a in alarms)
+        self.note("incident", f"transport link(s) down: {short(links)}", links=links)
+        services = self.env.peers_with_role(RoleName.CROSS_DOMAIN_FAULT)
+        if not services:
+            return
+        value = payloads.envelope(
+            "fault_diagnosis_v1",
+            {
+                "fault_type": "transmission_failure",
+                "domain": "ip_transport",
+                "severity": "critical",
+                "alarm_ids": sorted(a.alarm_id for a in alarms),
+                "other": [a.text for a in alarms],
+            },
+        )
+        outcome = self.ask(
+            services[0],
+            f"incident.{links[0]}",
+            ", ".join(links),
+            f"Report incident: {len(links)} transport link(s) down in the IP network",
+            value,
+        )
+        if not outcome.finished:
+            self.note("report_failed", f"incident not accepted by {services[0]}: {outcome.reason}")
 
     # ---- tasks ----------------------------------------------------------------------------------------
     def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:

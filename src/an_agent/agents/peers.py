@@ -20,10 +20,11 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from an_agent import metrics, tracing
 from an_agent.agents.a2a_peer import A2APeer
 from an_agent.agents.environment import Scheduler
 from an_agent.agents.exchange import (
@@ -42,6 +43,7 @@ from an_agent.model import (
     NegotiationResult,
     NegotiationType,
     Task,
+    TaskStatus,
     parse_prompt,
 )
 from an_agent.nc.agent_client import AgentClient, NegotiatedTemplate
@@ -66,6 +68,9 @@ RECONNECT_RETRY = Backoff(first=0.25, factor=2.0, cap=5.0, limit=300.0)
 
 class Peer(PeerSessions):
     """The sessions of ``me`` to one peer agent and the operations over them (module docstring)."""
+
+    face = "netconf"
+    """The face tasks go to the peer over (the trace events' ``face``)."""
 
     # ---- operations ---------------------------------------------------------------------------------
     def schema(self, scenario: str, supported_versions: Sequence[str]) -> NegotiatedTemplate:
@@ -260,7 +265,7 @@ class Peers:
         self.scheduler = scheduler
         self.address_of = address_of
         self.allowed = frozenset(allowed)
-        self.record = record
+        self.record = counted(record)
         self.credentials = credentials
         self.timeout = timeout
         self._lock = threading.Lock()
@@ -317,6 +322,34 @@ class Peers:
             for thread in threads:
                 thread.join(5.0)
         return threads
+
+
+_ENDS = frozenset(s.value for s in TaskStatus if s.terminal)
+
+
+def counted(record: Recorder) -> Recorder:
+    """``record``, on the way stamping each exchange with its trace (the sender's, or for a status
+    notification the trace its task was assigned in) and counting the requester side of the task metrics
+    (`an_agent.metrics`): a task assigned opens, each status notification received counts, an end closes."""
+    traces: dict[str, str] = {}  # tasks assigned and not ended -> their trace id
+
+    def recorded(exchange: Exchange) -> None:
+        span = tracing.current()
+        trace = exchange.trace_id or (span.trace_id if span else traces.get(exchange.task_id or ""))
+        if trace and exchange.trace_id is None:
+            exchange = replace(exchange, trace_id=trace)
+        if exchange.ok and exchange.commu_type == "taskAssign":
+            metrics.task_open("requester", 1)
+            if trace and exchange.task_id:
+                traces[exchange.task_id] = trace
+        elif exchange.is_notification and exchange.status:
+            metrics.task_status("requester", exchange.status)
+            if exchange.status in _ENDS:
+                metrics.task_open("requester", -1)
+                traces.pop(exchange.task_id or "", None)
+        record(exchange)
+
+    return recorded
 
 
 def prompt_payload(content: list[str]) -> dict[str, Any] | None:

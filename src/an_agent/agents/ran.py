@@ -91,7 +91,8 @@ class RanFaultBehaviour(RanRepair):
             if batch:
                 sites = sorted(a.element for a in batch)
                 handler = functools.partial(self._handle_outage, batch)
-                self.env.scheduler.spawn(f"{self.name} outage {sites[0]}", handler)
+                with self.traced(batch):  # the outage is handled in the trace of its fault
+                    self.env.scheduler.spawn(f"{self.name} outage {sites[0]}", handler)
 
     def _handle_outage(self, alarms: list[Any]) -> None:
         network = self.env.network

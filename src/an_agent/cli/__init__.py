@@ -47,6 +47,7 @@ _GROUPS = (
     "yang",
     "schema",
     "lab",
+    "trace",
     "copilot",
     "conformance",
     "completion",

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from an_agent.cli import EXIT_OK, EXIT_REFUSED
+from an_agent.cli import EXIT_OK, EXIT_REFUSED, observe
 from an_agent.cli._common import print_json
 
 DEFAULT_RUN_DIR = Path("state/lab")
@@ -84,6 +84,12 @@ def register(subparsers: Any) -> None:
         help="keep the agents' databases in DIR (default: a temporary directory, removed)",
     )
     run.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    run.add_argument(
+        "--trace",
+        metavar="TRACE_ID",
+        help="print only the timeline of this trace (a fault's or ticket's: the timeline shows their ids; a "
+        "unique start is enough); the HTML report has the same choice",
+    )
     run.add_argument("--in-process", action="store_true", help=IN_PROCESS_HELP)
     run.add_argument("--netns", action="store_true", help=NETNS_HELP)
     run.add_argument("--a2a-tls", choices=["on", "off"], default="on", help=A2A_TLS_HELP)
@@ -99,6 +105,7 @@ def register(subparsers: Any) -> None:
         "without chaos, in one process, to compare)",
     )
     run.add_argument("--pace", type=_pace, metavar="N", help=PACE_HELP)
+    observe.add_otlp(run)
     run.add_argument(
         "--stall-timeout",
         type=float,
@@ -144,6 +151,7 @@ def register(subparsers: Any) -> None:
     up.add_argument("--netns", action="store_true", help=NETNS_HELP)
     up.add_argument("--a2a-tls", choices=["on", "off"], default="on", help=A2A_TLS_HELP)
     up.add_argument("--pace", type=_pace, metavar="N", help=PACE_HELP)
+    observe.add_otlp(up)
     up.set_defaults(handler=cmd_up)
 
     down = sub.add_parser(
@@ -252,19 +260,21 @@ def cmd_run(args: argparse.Namespace) -> int:
         print(f"an-agent lab: {text}", file=sys.stderr, flush=True)
 
     try:
-        result = run_topology(
-            topology,
-            state_dir,
-            on_note=None if args.quiet else on_note,
-            on_phase=None if args.quiet else on_phase,
-            stall_timeout=args.stall_timeout,
-            in_process=args.in_process,
-            chaos=chaos,
-            netns=args.netns,
-            partitions=partitions,
-            a2a_tls=args.a2a_tls == "on",
-            pace=args.pace,
-        )
+        with observe.spans(args.otlp):  # the lab process's own spans (faults, tickets; --in-process: agents')
+            result = run_topology(
+                topology,
+                state_dir,
+                on_note=None if args.quiet else on_note,
+                on_phase=None if args.quiet else on_phase,
+                stall_timeout=args.stall_timeout,
+                in_process=args.in_process,
+                chaos=chaos,
+                netns=args.netns,
+                partitions=partitions,
+                a2a_tls=args.a2a_tls == "on",
+                pace=args.pace,
+                otlp=args.otlp,
+            )
     finally:
         if args.state_dir is None:
             shutil.rmtree(state_dir, ignore_errors=True)
@@ -278,7 +288,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     if args.json:
         print_json(result.to_json())
     else:
-        print("\n".join(timeline(result)))
+        print("\n".join(timeline(result, args.trace)))
         print()
         print("\n".join(outcome(result)))
         if result.report is not None:
@@ -291,6 +301,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     from an_agent.lab.topology import load_topology
 
     topology = load_topology(args.topology)
+    if args.otlp is not None:
+        from an_agent.otlp import endpoint
+
+        endpoint(args.otlp)  # a URL that is not one is refused here, not in the lab process's log
     if args.foreground:
         _quiet_transport_logs()
         return daemon.serve_foreground(
@@ -303,6 +317,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             netns=args.netns,
             a2a_tls=args.a2a_tls == "on",
             pace=args.pace,
+            otlp=args.otlp,
         )
     from an_agent.lab.placement import check_host
 
@@ -317,6 +332,7 @@ def cmd_up(args: argparse.Namespace) -> int:
         netns=args.netns,
         a2a_tls=args.a2a_tls == "on",
         pace=args.pace,
+        otlp=args.otlp,
     )
     if args.json:
         print_json(state)

@@ -13,7 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from an_agent.cli import serve_behaviour
+from an_agent.cli import observe, serve_behaviour
 from an_agent.errors import ConfigError
 from an_agent.runtime.workers import INPUT_WAIT
 
@@ -228,6 +228,7 @@ def register(subparsers: Any) -> None:
         "authorized-keys), every user mapped onto the account the agent runs as; needs /usr/sbin/sshd",
     )
     serve_behaviour.add_arguments(parser)
+    observe.add_arguments(parser)
     parser.add_argument("-v", "--verbose", action="count", default=0, help="more log output (-vv for debug)")
     parser.set_defaults(handler=run)
 
@@ -286,15 +287,17 @@ def parse_users(values: list[str], environ: Mapping[str, str] = os.environ) -> d
 
 
 def run(args: argparse.Namespace) -> int:
+    with observe.spans(args.otlp):  # --otlp: spans to a collector while the agent serves, the rest sent at the end
+        return _serve(args)
+
+
+def _serve(args: argparse.Namespace) -> int:
     from an_agent.lab.upstream import served_templates
+    from an_agent.logs import configure, name_agent
     from an_agent.model import AgentProfile
     from an_agent.server import AgentServer, ServerConfig
 
-    logging.basicConfig(
-        level=logging.WARNING - 10 * min(args.verbose, 2),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    configure(args.log_format, logging.WARNING - 10 * min(args.verbose, 2), args.agent)
     profile = None
     behaviour: Behaviour | None = None
     schemas: SchemaMode = args.schemas or "evolve"
@@ -409,6 +412,8 @@ def run(args: argparse.Namespace) -> int:
         a2a_cert=args.a2a_cert,
         a2a_key=args.a2a_key,
         sshd_port=args.sshd_port,
+        metrics_port=args.metrics_port,
+        metrics_host=args.metrics_host,
         # a lab's directory agent plays the role; the others register with it (as themselves)
         directory=directory_role or (member is not None and member.behaviour is None),
         register_with=register_with or (member.register_with if member is not None else None),
@@ -421,6 +426,8 @@ def run(args: argparse.Namespace) -> int:
             user_db=lab_settings["user_db"],
         )
     server = AgentServer(config)
+    if args.agent is None:  # a topology agent is named by the topology
+        name_agent(server.profile.name)
     if member is not None and member.behaviour is None and server.operations.directory is not None:
         from an_agent.lab.inprocess import journal_directory
 
@@ -432,7 +439,11 @@ def run(args: argparse.Namespace) -> int:
         signal.signal(sig, lambda *_: stop.set())
     server.start()
     if member is not None:
-        member.ready(server.port, server.a2a.port if server.a2a is not None else None)
+        member.ready(
+            server.port,
+            server.a2a.port if server.a2a is not None else None,
+            server.metrics.port if server.metrics is not None else None,
+        )
         lab_closed = member.closed
 
         def stop_when_the_lab_closes() -> None:
@@ -450,6 +461,7 @@ def run(args: argparse.Namespace) -> int:
             a2a += f" (certificate {server.a2a.certificate}, SHA-256 {fingerprint(server.a2a.certificate)})"
     # No " on " before the sshd address: scripts read the NETCONF port from the first "on HOST:PORT".
     sshd = f", NETCONF by sshd at {server.host}:{server.sshd.port}" if server.sshd is not None else ""
+    sshd += f", metrics at {server.metrics.url}" if server.metrics is not None else ""
     print(
         f"an-agent: serving {server.profile.name} on {server.host}:{server.port}{a2a}{sshd} "
         f"(state in {args.state_dir}); Ctrl-C to stop",

@@ -17,7 +17,7 @@ Methods of the control channel (`an_agent.lab.control`), all with ``agent`` the 
 
 =================  ===========================================================================
 ``hello``          join: the lab's time, the logins of the lab (``logins``, ``speaks_for``, ``admin``)
-``ready``          the agent's NETCONF (and A2A) port: it serves
+``ready``          the agent's NETCONF (and A2A, metrics) port: it serves
 ``address``        ``[host, port]`` of a peer (``peer``), or null; ``a2a_url`` likewise
 ``status``         ``seq``, ``busy``, ``head`` (next scheduled instant): sent when the agent turns busy
                    or idle, synchronously (a task handed to an agent is counted before its sender idles)
@@ -318,7 +318,7 @@ class Conductor:
         name, port, a2a_port = _name(params), int(params["port"]), params.get("a2a_port")
         self._on_ready_callback(name, port, a2a_port)  # before anyone may look the agent up
         with self._lock:
-            self._ready[name] = {"port": port, "a2a_port": a2a_port}
+            self._ready[name] = {"port": port, "a2a_port": a2a_port, "metrics_port": params.get("metrics_port")}
             self._ready_changed.notify_all()
 
     def ready(self, name: str) -> dict[str, Any] | None:

@@ -75,6 +75,7 @@ def serve_foreground(
     netns: bool = False,
     a2a_tls: bool = True,
     pace: float | None = None,
+    otlp: str | None = None,
 ) -> int:
     """Run the lab in this process until SIGTERM/SIGINT; writes and finally removes the state file.
 
@@ -83,6 +84,7 @@ def serve_foreground(
     only its agents, joined to the first one's lab with ``secret_file``. ``netns``: every agent in a
     network namespace of its own (`an_agent.lab.netns`). ``a2a_tls``: A2A faces over HTTPS with the
     lab's certificates (`an_agent.lab.certs`; the state names the trust bundle), else plain HTTP.
+    ``otlp``: the OpenTelemetry collector this process and every agent send their spans to (`an_agent.otlp`).
     """
     from an_agent.lab.placement import check_host, lab_host, serve_member
 
@@ -92,7 +94,7 @@ def serve_foreground(
         if secret_file is None:
             raise ConfigError(f"--host {host} joins the lab on host {first.name}: give --lab-secret-file FILE")
         run_dir.mkdir(parents=True, exist_ok=True)
-        return serve_member(topology, host, run_dir, secret_file, _state_path(run_dir))
+        return serve_member(topology, host, run_dir, secret_file, _state_path(run_dir), otlp)
     from an_agent.lab.journal import Note
     from an_agent.lab.runner import Lab
 
@@ -117,9 +119,21 @@ def serve_foreground(
         netns=netns,
         a2a_tls=a2a_tls,
         pace=pace,
+        otlp=otlp,
     )
+    from an_agent.lab.prometheus import watch_lab
+    from an_agent.logs import trace_to_stderr
+
+    trace_to_stderr("lab")  # the scenario's trace events, JSON lines in lab.log (`an-agent trace`)
+    spans = None
+    if otlp is not None:  # the faults' and tickets' spans (and with --in-process the agents')
+        from an_agent.otlp import export_spans
+
+        spans = export_spans(otlp)
+    kpis = None
     try:
         lab.start()
+        kpis = watch_lab(lab, run_dir)  # Prometheus targets of the agents, the network's KPIs
         # agents of other hosts join later; external agents answered already (checked by start)
         elsewhere = {a.name for a in topology.agents if a.external is None} - {a.name for a in lab.local_agents}
         if play and not elsewhere:
@@ -157,6 +171,7 @@ def serve_foreground(
             "services": [{"name": s.spec.name, "port": s.spec.port, "pid": s.process.pid} for s in lab.services],
             "devices": lab.device_addresses(),
             "a2a_trust": str(lab.a2a_trust) if lab.a2a_trust is not None else None,
+            "metrics_url": kpis.url,
             "network": lab.net.to_json() if lab.net is not None else None,
         }
         tmp = _state_path(run_dir).with_suffix(".tmp")
@@ -177,7 +192,11 @@ def serve_foreground(
             pass
         print("lab stopping", file=sys.stderr, flush=True)
     finally:
+        if kpis is not None:
+            kpis.stop()
         leftovers = lab.stop()
+        if spans is not None:
+            spans.shutdown()
         write_private(run_dir / STOP_FILE, json.dumps({"leftovers": leftovers}).encode())
         _state_path(run_dir).unlink(missing_ok=True)
     print("lab stopped" + (f"; did not stop cleanly: {', '.join(leftovers)}" if leftovers else ""), file=sys.stderr)
@@ -208,6 +227,7 @@ def start_background(
     netns: bool = False,
     a2a_tls: bool = True,
     pace: float | None = None,
+    otlp: str | None = None,
 ) -> dict[str, Any]:
     """Start the lab process and wait for its state file; `ConfigError`/`AnAgentError` with its log if it fails."""
     if netns:
@@ -248,6 +268,8 @@ def start_background(
         command += ["--a2a-tls", "off"]
     if pace is not None:
         command += ["--pace", repr(pace)]
+    if otlp is not None:
+        command += ["--otlp", otlp]
     with log_path.open("w", encoding="utf-8") as log:
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True

@@ -108,6 +108,7 @@ class ProcessFleet:
                 # alone in its namespace, every agent can have NETCONF's usual port
                 port=spec.port if lab.use_topology_ports and spec.port else NETNS_PORT if lab.netns else 0,
                 a2a_port=None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0,
+                otlp=lab.otlp,
             )
             self._processes[spec.name] = start_agent(launch, lab.prefix_of(spec.name), self.env)
 

@@ -30,6 +30,7 @@ wait out).
 
 from __future__ import annotations
 
+import contextvars
 import heapq
 import itertools
 import logging
@@ -210,7 +211,11 @@ class SimKernel:
             self._start_thread(label, fn)
 
     def _start_thread(self, label: str, fn: Callable[[], None]) -> None:
-        thread = threading.Thread(target=self._activity, args=(label, fn), name=f"lab:{label}", daemon=True)
+        # In a copy of the spawner's context: an activity carries on the trace of the work that started it.
+        context = contextvars.copy_context()
+        thread = threading.Thread(
+            target=context.run, args=(self._activity, label, fn), name=f"lab:{label}", daemon=True
+        )
         self._threads = [t for t in self._threads if t.is_alive()]
         self._threads.append(thread)
         self.stats.activities += 1

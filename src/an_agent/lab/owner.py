@@ -27,6 +27,8 @@ class FleetOwner(Protocol):
     netns: bool
     a2a_trust: Path | None
     """The certificates A2A peers are verified against (`an_agent.lab.certs`); None: plain HTTP."""
+    otlp: str | None
+    """The OpenTelemetry collector every agent process sends its spans to (``--otlp``); None: none."""
 
     @property
     def control_host(self) -> str: ...

@@ -68,7 +68,9 @@ def check_host(topology: Topology, host: str | None) -> None:
         raise ConfigError(f"--host {host}: no such host in topology {topology.name}; hosts: {', '.join(names)}")
 
 
-def serve_member(topology: Topology, host: str, run_dir: Path, secret_file: Path, state_file: Path) -> int:
+def serve_member(
+    topology: Topology, host: str, run_dir: Path, secret_file: Path, state_file: Path, otlp: str | None = None
+) -> int:
     """Run ``host``'s agents, joined to the lab on the first host, until SIGTERM/SIGINT (module docstring)."""
     from an_agent.lab.processes import AgentLaunch, start_agent, stop_agents
 
@@ -94,6 +96,7 @@ def serve_member(topology: Topology, host: str, run_dir: Path, secret_file: Path
                 host=address,
                 port=spec.port,
                 a2a_port=spec.a2a_port,
+                otlp=otlp,
             )
             processes.append(start_agent(launch))
         agents = [{**_serving(p, stop), "role": str(topology.agent(p.launch.name).role)} for p in processes]

@@ -39,6 +39,8 @@ class AgentLaunch:
     a2a_port: int | None = None
     """The A2A face's port (0 a free one), None without one."""
     schemas: str | None = None
+    otlp: str | None = None
+    """The OpenTelemetry collector the agent sends its spans to (``--otlp``), None: none."""
 
 
 def agent_argv(launch: AgentLaunch) -> list[str]:
@@ -65,6 +67,10 @@ def agent_argv(launch: AgentLaunch) -> list[str]:
     ]
     if launch.a2a_port is not None:
         argv += ["--a2a-port", str(launch.a2a_port)]
+    # Scraped by Prometheus (a free port on the agent's loopback, told to the lab when ready) and traced.
+    argv += ["--metrics-port", "0", "--log-format", "json"]
+    if launch.otlp is not None:
+        argv += ["--otlp", launch.otlp]
     if launch.schemas is not None:
         argv += ["--schemas", launch.schemas]
     return argv

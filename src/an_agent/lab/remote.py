@@ -319,9 +319,9 @@ class LabMember:
     _channel: ControlClient
     _clock: ControlClient
 
-    def ready(self, port: int, a2a_port: int | None) -> None:
+    def ready(self, port: int, a2a_port: int | None, metrics_port: int | None = None) -> None:
         """Tell the lab the agent serves (its ports), then start following the lab's clock."""
-        self._channel.call("ready", agent=self.name, port=port, a2a_port=a2a_port)
+        self._channel.call("ready", agent=self.name, port=port, a2a_port=a2a_port, metrics_port=metrics_port)
         threading.Thread(target=self._follow, args=(self.network,), name=f"lab-clock:{self.name}", daemon=True).start()
 
     def _follow(self, network: RemoteNetwork) -> None:

@@ -4,7 +4,8 @@ It shows the outcome and the closed-loop checks, the KPIs over simulated time ne
 without collaboration (inline SVG step charts), a service intent's targets against the area's KPIs
 with its checks (`an_agent.lab.report_intent`), trouble tickets sent to field engineers with their
 copilot dialogue, a sequence diagram of every NETCONF exchange between the agents (inline SVG), the
-agents' notes, and every task with its structured payload and result.
+agents' notes, and every task with its structured payload and result. The diagram and the notes can be
+narrowed to one trace, a fault's or a ticket's (`an_agent.tracing`), by radio buttons and CSS alone.
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ def render(result: LabResult) -> str:
         "<!DOCTYPE html>",
         "<html lang='en'><head><meta charset='utf-8'>",
         f"<title>an-agent lab: {_e(topo.name)}</title>",
-        f"<style>{_CSS}</style></head><body>",
+        f"<style>{_CSS}{_trace_rules(result)}</style></head><body>",
         f"<h1>Lab run: {_e(topo.name)}</h1>",
         f"<p class='lead'>{_e(topo.description)}</p>",
         f"<p>{topo.sites} sites, {topo.cells} cells, {topo.links} transport links, "
@@ -85,6 +86,8 @@ def render(result: LabResult) -> str:
         "<h2>Agent interactions</h2>",
         "<p>Every NETCONF operation between agents (hover for the task and detail); red dots are what an agent "
         "decided or did.</p>",
+        _trace_filter(result),
+        "<div class='traced'>",
         _legend(),
         _sequence(result),
         "<h2>Agents</h2>",
@@ -92,14 +95,14 @@ def render(result: LabResult) -> str:
         "<h2>What the agents noted</h2>",
         "<table><tr><th>time</th><th>agent</th><th>kind</th><th>note</th></tr>"
         + "".join(
-            f"<tr><td>{clock_of(result, n['t'])}</td><td>{_e(n['agent'])}</td><td>{_e(n['kind'])}</td>"
-            f"<td>{_e(n['text'])}</td></tr>"
+            f"<tr data-trace='{_e(_trace(n))}'><td>{clock_of(result, n['t'])}</td><td>{_e(n['agent'])}</td>"
+            f"<td>{_e(n['kind'])}</td><td>{_e(n['text'])}</td></tr>"
             for n in result.notes
         )
         + "</table>",
         "<h2>Tasks</h2>",
         _tasks(result),
-        "</body></html>",
+        "</div></body></html>",
     ]
     return "\n".join(parts)
 
@@ -184,7 +187,7 @@ def _sequence(result: LabResult) -> str:
             x = xs[item["agent"]]
             text = item["text"] if len(item["text"]) <= 90 else item["text"][:89] + "\u2026"
             svg.append(
-                f"<g><title>{_e(item['agent'])}: {_e(item['text'])}</title>"
+                f"<g data-trace='{_e(_trace(item))}'><title>{_e(item['agent'])}: {_e(item['text'])}</title>"
                 f"<circle cx='{x}' cy='{y}' r='4' fill='#b91c1c'/>"
                 f"<text x='{x + 8}' y='{y + 4}' class='note'>{_e(text)}</text></g>"
             )
@@ -199,7 +202,7 @@ def _sequence(result: LabResult) -> str:
             label += f" [{m['status']}]"
         detail = f"{m['from']} -> {m['to']}: {m['operation']} {m['commuType']} {m['task_id'] or ''}\n{m['summary']}"
         svg.append(
-            f"<g><title>{_e(detail)}</title>"
+            f"<g data-trace='{_e(_trace(m))}'><title>{_e(detail)}</title>"
             f"<line x1='{x1}' y1='{y}' x2='{x2}' y2='{y}' stroke='{colour}' stroke-width='1.6'{dash} "
             f"marker-end='url(#arrow)'/>"
             f"<text x='{(x1 + x2) / 2}' y='{y - 3}' text-anchor='middle' class='msg'>{_e(label)}</text></g>"
@@ -208,6 +211,43 @@ def _sequence(result: LabResult) -> str:
     more = len(rows) - len(shown)
     note = f"<p>{more} later entries are not drawn; the JSON output has them all.</p>" if more > 0 else ""
     return "<div class='scroll'>" + "".join(svg) + "</div>" + note
+
+
+def _trace(row: dict[str, Any]) -> str:
+    """The trace id of a message or note row ("" when it has none)."""
+    return str(row.get("trace_id") or (row.get("details") or {}).get("trace_id") or "")
+
+
+def _origins(result: LabResult) -> dict[str, str]:
+    """The run's traces: each fault's and outside request's trace id, with its note."""
+    origins = {_trace(n): f"{n['agent']}: {n['text']}" for n in result.notes if n["kind"] in ("fault", "ticket")}
+    return {trace: label for trace, label in origins.items() if trace}
+
+
+def _trace_filter(result: LabResult) -> str:
+    """A choice of the run's traces that narrows what follows in ``div.traced`` (the interactions and the
+    notes) to one trace: radio buttons, and a CSS rule per trace (`_trace_rules`); no script."""
+    origins = _origins(result)
+    if not origins:
+        return ""
+    controls = [
+        "<p class='trace-filter'>Show one trace (a fault or request and every task it caused, as 'an-agent trace' "
+        "follows it):</p><input type='radio' name='trace' id='trace-all' checked><label for='trace-all'>all</label>"
+    ]
+    controls += [
+        f"<input type='radio' name='trace' id='trace-{index}'><label for='trace-{index}' title='{_e(trace)}'>"
+        f"{_e(label[:80])}</label>"
+        for index, (trace, label) in enumerate(origins.items())
+    ]
+    return "".join(controls)
+
+
+def _trace_rules(result: LabResult) -> str:
+    """The CSS of `_trace_filter`: with trace N chosen, whatever belongs to another trace is hidden."""
+    return "\n".join(
+        f"#trace-{index}:checked ~ .traced [data-trace]:not([data-trace='{trace}']) {{ display: none; }}"
+        for index, trace in enumerate(_origins(result))  # hex digits: nothing to escape
+    )
 
 
 FIELD_NOTE_KINDS = (

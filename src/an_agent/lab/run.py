@@ -33,6 +33,7 @@ def run_topology(
     partitions: Sequence[Partition] = (),
     a2a_tls: bool = True,
     pace: float | None = None,
+    otlp: str | None = None,
 ) -> LabResult:
     """Run ``topology`` to the end of its closed loop and return the result (`build_result`).
 
@@ -49,7 +50,8 @@ def run_topology(
     outcome as with agent processes).
 
     ``pace``: the lab's clock follows the wall clock at that many simulated seconds per wall second
-    (`SimKernel.set_pace`) instead of lock-step.
+    (`SimKernel.set_pace`) instead of lock-step. ``otlp``: the collector every agent process sends its spans
+    to (``--otlp``; the caller exports the lab process's own, `an_agent.otlp`).
     """
     if chaos and in_process:
         raise ConfigError("--chaos kills agent processes: it cannot be combined with --in-process")
@@ -68,6 +70,7 @@ def run_topology(
         netns=netns,
         a2a_tls=a2a_tls,
         pace=pace,
+        otlp=otlp,
     )
     try:
         outside = [a.name for a in topology.agents if a.external is not None]

@@ -26,6 +26,7 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from an_agent import tracing
 from an_agent.access.users import UserDb, agent_users
 from an_agent.agents.engineer import ENGINEER
 from an_agent.agents.peers import Exchange, Peers
@@ -78,6 +79,7 @@ class Lab:
         netns: bool = False,
         a2a_tls: bool = True,
         pace: float | None = None,
+        otlp: str | None = None,
     ) -> None:
         if netns and in_process:
             raise ConfigError("--netns puts every agent in a process of its own: it does not go with --in-process")
@@ -101,6 +103,8 @@ class Lab:
         self.use_topology_ports = use_topology_ports
         self.admin = ADMIN
         self.in_process = in_process
+        self.otlp = otlp
+        """The OpenTelemetry collector every agent process sends its spans to (``--otlp``), None: none."""
         self.kernel = LabKernel(topology.start_time, stall_timeout=stall_timeout)
         self.kernel.set_pace(pace)  # None: lock-step
         self.network = SimNetwork(topology.network, topology.seed, self.kernel.now, self.kernel.call_at)
@@ -349,6 +353,7 @@ class Lab:
     def bss_ticket(self, index: int, to: str, text: str) -> None:
         """The ticket system assigns ticket ``index`` (natural language) to a complaint agent, waits for its end."""
         assert self._bss is not None
+        span = tracing.new_trace()  # a request from outside: a trace of its own
         task = Task(
             task_id=f"bss.ticket.{index}",
             send_from="bss",
@@ -357,8 +362,10 @@ class Lab:
             content=build_prompt("trouble ticket", text),
             task_async=True,
             expected_response="the resolution of the complaint",
+            traceparent=span.traceparent(),
         )
-        self.journal.note("bss", "ticket", f"ticket {task.task_id} sent to {to}: {text}")
+        tracing.event("bss", "request.sent", f"ticket {task.task_id} to {to}", span, task_id=task.task_id, peer=to)
+        self.journal.note("bss", "ticket", f"ticket {task.task_id} sent to {to}: {text}", trace_id=span.trace_id)
         done = self._bss.peer(to).assign(task).result()
         reason = done.result.reason if done.result and done.result.reason else ""
         self.journal.note(
@@ -377,15 +384,19 @@ class _EventPlayer:
     def __call__(self) -> None:
         if self.event.fault is not None:
             fault = self.event.fault
-            record = self.lab.network.inject(fault)
+            span = tracing.new_trace()  # the fault's trace: its alarms carry it to the agents
+            text = f"{fault.type} on {fault.target}"
+            tracing.event("scenario", "fault.injected", text, span, target=fault.target)  # before its alarms
+            with tracing.use(span):
+                record = self.lab.network.inject(fault)
             self.lab.journal.note(
                 "scenario",
                 "fault",
-                f"{fault.type} on {fault.target}"
-                + (f": {len(record.affected_sites)} site(s) out of service" if record.affected_sites else ""),
+                text + (f": {len(record.affected_sites)} site(s) out of service" if record.affected_sites else ""),
                 type=fault.type,
                 target=fault.target,
                 sites=list(record.affected_sites),
+                trace_id=span.trace_id,
             )
         elif self.event.ticket is not None:
             self.lab.bss_ticket(self.index, self.event.ticket.to, self.event.ticket.text)

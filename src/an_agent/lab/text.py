@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from an_agent.clock import from_rfc3339, to_rfc3339
 from an_agent.lab.chaos import chaos_lines
 from an_agent.lab.result import LabResult
@@ -29,10 +31,17 @@ def clock_of(result: LabResult, t: float | None) -> str:
     return to_rfc3339(start + t)[11:19]
 
 
-def timeline(result: LabResult) -> list[str]:
-    """Every NETCONF exchange between agents, with the agents' notes interleaved (marked ``*``)."""
+def timeline(result: LabResult, trace: str | None = None) -> list[str]:
+    """Every NETCONF exchange between agents, with the agents' notes interleaved (marked ``*``); with
+    ``trace`` (a trace id or its start) only those of that trace (`an_agent.tracing`). A fault's and a
+    ticket's note ends with its trace id, the handle to filter by."""
     rows: list[tuple[float, int, str]] = []
-    for m in result.messages:
+
+    def kept(row: dict[str, Any]) -> bool:
+        found = row.get("trace_id") or (row.get("details") or {}).get("trace_id") or ""
+        return trace is None or str(found).startswith(trace)
+
+    for m in filter(kept, result.messages):
         op = m["operation"] if m["operation"] == m["commuType"] else f"{m['operation']} {m['commuType']}"
         detail = m["summary"] if m["ok"] else f"ERROR {m['error']}"
         rows.append(
@@ -43,12 +52,14 @@ def timeline(result: LabResult) -> list[str]:
                 f"{m['task_id'] or '-':<42} {detail}",
             )
         )
-    for n in result.notes:
+    for n in filter(kept, result.notes):
+        origin = n["kind"] in ("fault", "ticket") and (n.get("details") or {}).get("trace_id")
         rows.append(
             (
                 n["t"],
                 n["order"],
-                f"{clock_of(result, n['t'])}  * {n['agent']}: {n['kind'].replace('_', ' ')}: {n['text']}",
+                f"{clock_of(result, n['t'])}  * {n['agent']}: {n['kind'].replace('_', ' ')}: {n['text']}"
+                + (f" [trace {origin}]" if origin else ""),
             )
         )
     head = f"{'time':8}  {'from':>15} -> {'to':<15} {'NETCONF operation (commuType)':<40} {'task':<42} status / detail"

@@ -25,3 +25,6 @@ AN_AGENT_SCHEMA_NS = "urn:an-agent:params:xml:ns:yang:an-agent-schema"
 
 AN_AGENT_DIRECTORY_NS = "urn:an-agent:params:xml:ns:yang:an-agent-directory"
 """Namespace of module ``an-agent-directory`` (registration and discovery of agent profiles)."""
+
+AN_AGENT_TRACE_NS = "urn:an-agent:params:xml:ns:yang:an-agent-trace"
+"""Namespace of module ``an-agent-trace`` (a task's W3C ``traceparent``, `an_agent.tracing`)."""

@@ -9,6 +9,9 @@ from lxml import etree
 from an_agent.model import _xml as x
 from an_agent.model.enums import CommuType, TaskStatus
 from an_agent.model.input_required import InputRequired, input_required_from_xml, input_required_to_xml
+from an_agent.model.ns import AN_AGENT_TRACE_NS
+
+_TRACEPARENT = f"{{{AN_AGENT_TRACE_NS}}}traceparent"
 
 
 @dataclass
@@ -71,6 +74,8 @@ class Task:
     result: TaskResult | None = None
     input_required: list[InputRequired] = field(default_factory=list)
     """State: what the task waits for while its status is ``input-required`` (else empty)."""
+    traceparent: str | None = None
+    """``an-agent-trace:traceparent``: the W3C trace context it was assigned in (`an_agent.tracing`)."""
 
     def to_xml(self, include_state: bool = False, operation: str | None = None) -> etree._Element:
         """The ``<task>`` element (key first, then YANG order).
@@ -103,6 +108,8 @@ class Task:
         x.leaf_list(el, "context", self.context)
         if include_state and self.result is not None:
             el.append(self.result.to_xml())
+        if self.traceparent is not None:
+            etree.SubElement(el, _TRACEPARENT, nsmap={"agtrace": AN_AGENT_TRACE_NS}).text = self.traceparent
         return el
 
     @classmethod
@@ -142,6 +149,7 @@ class Task:
                 updated_time=x.time_text(res_el, "updated-time"),
             ),
             input_required=input_required_from_xml(el),
+            traceparent=el.findtext(_TRACEPARENT),
         )
 
     @classmethod

@@ -26,6 +26,7 @@ from types import TracebackType
 
 from an_agent.errors import RpcError
 from an_agent.model import (
+    AN_AGENT_TRACE_NS,
     IRTF_AGENT_NS,
     NETCONF_BASE_NS,
     AgentProfile,
@@ -60,6 +61,7 @@ class AgentClient:
         self.netconf = netconf
         self.schemas = SchemaClient(netconf, self.assign_task)
         """Structured payloads: negotiated templates, payload building, patch decisions."""
+        self._traces: bool | None = None  # `carries_traces`, from the hello (asked once)
 
     @classmethod
     def connect(
@@ -129,8 +131,17 @@ class AgentClient:
         """
         if task.commu_type is None:
             task = replace(task, commu_type=CommuType.TASK_ASSIGN)
+        if task.traceparent is not None and not self.carries_traces():
+            task = replace(task, traceparent=None)  # an agent of the draft alone: it would refuse the leaf
         for config in assignment_edits(task, list(data_params)):  # large data in pieces, ahead of the task
             self.netconf.edit_config(config)
+
+    def carries_traces(self) -> bool:
+        """Whether the agent implements ``an-agent-trace`` (its hello lists the module): only then does a
+        task go to it with its ``traceparent`` (`an_agent.tracing`)."""
+        if self._traces is None:
+            self._traces = any(AN_AGENT_TRACE_NS in c for c in self.netconf.server_capabilities)
+        return self._traces
 
     def ensure_task(self, task: Task, data_params: Iterable[DataParam] = ()) -> bool:
         """Create the task unless the agent holds its task-id already: the safe re-send of an assignment.

@@ -17,11 +17,13 @@ what each capability covers.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Callable, Hashable
 from typing import cast
 
 from lxml import etree
 
+from an_agent import metrics
 from an_agent._lxml import default_ns
 from an_agent.access.nacm import NACM_NS
 from an_agent.clock import from_rfc3339
@@ -102,6 +104,8 @@ class NetconfFace:
         self._monitoring = nc_state.netconf_state([*_BASE_VERSIONS, *self.capabilities()], operations.modules())
         self.replies = ReplyCache()
         """Serialised ``<get>``/``<get-config>`` replies by data version, read view and request."""
+        self._operation_labels = _KNOWN_OPERATIONS | operations.yang.rpc_names()
+        """The request metrics' operation label values: anything else counts as ``other``."""
 
     # -- RpcHandler -----------------------------------------------------------
     def capabilities(self) -> list[str]:
@@ -130,6 +134,24 @@ class NetconfFace:
         return self.operations.sessions.watched_by(session.session_id)
 
     def handle(self, session: Session, operation: etree._Element) -> Reply:
+        """One RPC, counted and timed for the metrics (`an_agent.metrics`) when they are on."""
+        if not metrics.enabled():
+            return self._dispatch(session, operation)
+        name = str(operation.tag).rpartition("}")[2]  # the local name, cheaper than etree.QName
+        label = name if name in self._operation_labels else "other"
+        start = time.perf_counter()
+        try:
+            reply = self._dispatch(session, operation)
+        except RpcError as exc:
+            metrics.netconf_request(label, exc.error_tag, time.perf_counter() - start)
+            raise
+        except Exception:
+            metrics.netconf_request(label, "operation-failed", time.perf_counter() - start)
+            raise
+        metrics.netconf_request(label, "ok", time.perf_counter() - start)
+        return reply
+
+    def _dispatch(self, session: Session, operation: etree._Element) -> Reply:
         state = self.operations.sessions.get(session.session_id)
         principal = state.principal if state is not None else self._principal_of(session.username)
         q = etree.QName(operation)
@@ -465,3 +487,5 @@ _BASE_OPERATIONS: dict[str, _Handler] = {
     "validate": NetconfFace._validate,
     "copy-config": NetconfFace._copy_config,
 }
+# The operation labels of the request metrics besides the RPCs of the served modules: the base operations.
+_KNOWN_OPERATIONS = frozenset({*_BASE_OPERATIONS, *_UNSUPPORTED_BASE})

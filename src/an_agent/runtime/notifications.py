@@ -44,7 +44,7 @@ from dataclasses import dataclass
 
 from lxml import etree
 
-from an_agent import stages
+from an_agent import metrics, stages
 from an_agent.clock import Clock
 from an_agent.runtime.event_rendering import EventSink, LoggedEvent, Rendering, TextSink, envelope, marker, passes
 from an_agent.runtime.requests import EventFilter
@@ -148,6 +148,7 @@ class Subscription:
             elif len(self._queue) >= self._max_backlog:
                 self._overflowed = True
                 self._ended = True
+                metrics.notifications_dropped(len(self._queue) + 1)
                 self._queue.clear()
                 self._wake.notify()
                 return
@@ -410,6 +411,12 @@ class NotificationBus:
     def subscriber_count(self) -> int:
         with self._lock:
             return len(self._subscriptions)
+
+    def backlog(self) -> int:
+        """Notifications queued for all subscribers together, not yet written (the queue depth metric)."""
+        with self._lock:
+            subscriptions = list(self._subscriptions)
+        return sum(s.backlog for s in subscriptions)
 
     def close(self) -> None:
         self._closing.set()

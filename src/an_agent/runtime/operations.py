@@ -29,6 +29,7 @@ from typing import Any
 
 from lxml import etree
 
+from an_agent import metrics
 from an_agent.access.nacm import NACM_NS, NACM_PATH
 from an_agent.clock import Clock
 from an_agent.errors import RpcError, SchemaError
@@ -40,6 +41,7 @@ from an_agent.model import (
     DataParam,
     NegotiationRequest,
     NegotiationResult,
+    NegotiationType,
     Task,
     TaskResult,
     TaskStatus,
@@ -132,6 +134,7 @@ class Operations(SessionsAndEvents):
             self.datastore, self.tasks, completing, self.authorizer, store, self.context, self.data
         )
         self.tasks.ended_hook = self.context.answered
+        self.tasks.watch.skill_of = self._skill_of
         self.sessions = SessionTable()
         self.config = ConfigOperations(
             self.datastore,
@@ -182,6 +185,16 @@ class Operations(SessionsAndEvents):
         assert self.schemas is not None
         labelled = label_result(self.profile, self.schemas, self.tasks.payload(task_id), result)
         return self.schemas.decorate_result(task_id, labelled)
+
+    def _skill_of(self, task_id: str) -> str:
+        """The profile skill whose input modes take the task's payload schema (the only skill, else none)."""
+        payload = self.tasks.payload(task_id)
+        if payload is not None:
+            wanted = f"application/json;schema={payload.schema_id}"
+            for skill in self.profile.skills:
+                if wanted in skill.input_modes:
+                    return skill.name
+        return self.profile.skills[0].name if len(self.profile.skills) == 1 else "none"
 
     def start(self) -> None:
         """Resume tasks that were running when the agent last stopped."""
@@ -470,7 +483,13 @@ class Operations(SessionsAndEvents):
             entries = self.datastore.find_entries(TASK_TAG, ("task-id",), [(request.task_id,)], TASKS_TAG)
             if entries:
                 task = self.tasks.with_state(Task.from_xml(entries[0]))
-        result = self.behaviour.negotiate(request, task)
+        try:
+            result = self.behaviour.negotiate(request, task)
+        except Exception:
+            metrics.negotiation(request.type.name, "error")
+            raise
+        answer = result.feasible if request.type == NegotiationType.FEASIBILITY else result.fulfilled
+        metrics.negotiation(request.type.name, "yes" if answer else "no")
         self.context.negotiated(request, principal.name)
         return result
 

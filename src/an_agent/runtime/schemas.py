@@ -33,6 +33,7 @@ import logging
 import queue
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -127,6 +128,13 @@ class SchemaService:
             state_dir / "evolution.db", embedder or shared_embedder(), clock=clock, policy=policy, registry=registry
         )
         return cls(engine, clock, publish, learn)
+
+    def census(self) -> tuple[int, dict[tuple[str, ...], float], dict[tuple[str, ...], float]]:
+        """For the metrics: fragments in the semantic pool, clusters by state, patches by state."""
+        clusters = self.engine.clusters()
+        by_state: Counter[tuple[str, ...]] = Counter((c.state,) for c in clusters)
+        patches: Counter[tuple[str, ...]] = Counter((str(p.get("state")),) for p in self.engine.patches())
+        return sum(c.size for c in clusters), dict(by_state), dict(patches)
 
     def close(self) -> None:
         self._work.put(None)

@@ -27,12 +27,13 @@ from dataclasses import asdict
 
 from lxml import etree
 
-from an_agent import stages
+from an_agent import stages, tracing
 from an_agent.clock import Clock
 from an_agent.errors import RpcError
 from an_agent.model import AnyXml, CommuType, ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
 from an_agent.runtime.behaviour import Behaviour, ProvidedInput, TaskRun
 from an_agent.runtime.notifications import NotificationBus
+from an_agent.runtime.task_watch import TaskWatch
 from an_agent.runtime.workers import TaskWorkers
 from an_agent.schemas.validate import ValidatedPayload
 from an_agent.store.agent_store import AgentStore, TaskState
@@ -78,6 +79,8 @@ class TaskEngine:
         self.result_hook: Callable[[str, TaskResult], TaskResult] | None = None
         # Set by the runtime: told (holding no lock of ours) when a task reached an end state.
         self.ended_hook: Callable[[str], None] | None = None
+        self.watch = TaskWatch(agent_name)
+        """Metrics and trace events of the tasks (`an_agent.runtime.task_watch`)."""
 
     # -- reading --------------------------------------------------------------
     @property
@@ -267,6 +270,7 @@ class TaskEngine:
             self._tasks[task.task_id] = task
             self._cancel_events[task.task_id] = cancelled
             self._unreleased[task.task_id] = task
+        self.watch.assigned(task, resumed)
         if not resumed:
             self._transition(task.task_id, TaskStatus.CREATED, None, None, task)
         run = TaskRun(task, self, cancelled, self._agent_name)
@@ -289,7 +293,8 @@ class TaskEngine:
         try:
             self.wait_announced(task.task_id)
             if not run.cancelled:
-                self._behaviour.execute(task, run)
+                with tracing.use(self.watch.span(task.task_id)):  # what the behaviour asks for is in its trace
+                    self._behaviour.execute(task, run)
         except Exception as exc:
             log.exception("behaviour failed on task %s", task.task_id)
             self._transition(task.task_id, TaskStatus.FAILED, f"the agent's behaviour failed: {exc}", None)
@@ -426,6 +431,7 @@ class TaskEngine:
                 self._created_seq.pop(task_id, None)
             self._states[task_id] = state
             self._version += 1
+            self.watch.recorded(task, status)
             return True
 
 

@@ -26,7 +26,7 @@ from pathlib import Path
 from lxml import etree
 
 from an_agent.errors import StoreError
-from an_agent.store.sqlite import open_database
+from an_agent.store.sqlite import commit, open_database
 
 # Rows are our own serialisations, but the file may have been edited or damaged: parse them safely.
 _ROW_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
@@ -126,7 +126,7 @@ class AgentStore:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
                 yield self._db
-                self._db.execute("COMMIT")
+                commit(self._db, "agent")
             except sqlite3.Error as exc:
                 self._db.execute("ROLLBACK")
                 raise StoreError(f"agent state database {self.path}: {exc}") from None

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent.errors import StoreError
-from an_agent.store.sqlite import open_database
+from an_agent.store.sqlite import commit, open_database
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS evo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -200,7 +200,7 @@ class EvolutionStore:
             self._depth = 1
             try:
                 yield
-                self._db.execute("COMMIT")
+                commit(self._db, "evolution")
             except sqlite3.Error as exc:
                 self._db.execute("ROLLBACK")
                 raise StoreError(f"evolution database {self.path}: {exc}") from None

@@ -17,7 +17,8 @@ from __future__ import annotations
 import contextlib
 import os
 import sqlite3
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from an_agent.errors import StoreError
@@ -46,6 +47,27 @@ def open_database(
     except (sqlite3.Error, OSError) as exc:
         raise StoreError(f"cannot open {what} {name}: {exc}") from None
     return db
+
+
+_commit_observers: list[Callable[[str, float], None]] = []
+
+
+def observe_commits(observer: Callable[[str, float], None]) -> None:
+    """Call ``observer(database, seconds)`` after every `commit` (the metrics, `an_agent.metrics`)."""
+    if observer not in _commit_observers:
+        _commit_observers.append(observer)
+
+
+def commit(db: sqlite3.Connection, database: str) -> None:
+    """``COMMIT`` on ``db``, timed for the observers when there are any (``database`` names it for them)."""
+    if not _commit_observers:
+        db.execute("COMMIT")
+        return
+    start = time.perf_counter()
+    db.execute("COMMIT")
+    elapsed = time.perf_counter() - start
+    for observer in _commit_observers:
+        observer(database, elapsed)
 
 
 def private_directory(path: Path) -> None:

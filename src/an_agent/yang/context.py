@@ -185,6 +185,10 @@ class YangContext:
         """
         return list(self._schema.modules)
 
+    def rpc_names(self) -> frozenset[str]:
+        """The local names of the RPCs the shipped modules define (a bounded set: a metrics label)."""
+        return frozenset(self._schema.rpcs)
+
     def module(self, name: str, revision: str | None = None) -> ModuleInfo | None:
         """The module called ``name`` (and of ``revision`` when given), or None."""
         for info in self._schema.modules:

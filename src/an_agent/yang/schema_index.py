@@ -47,6 +47,8 @@ class SchemaIndex:
         (as libyang writes them in error locations)."""
         self.pattern_app_tags: set[str] = set()
         """error-app-tags of every pattern statement (leaves, leaf-lists, typedefs)."""
+        self.rpcs: set[str] = set()
+        """The local names of the RPCs the shipped modules define."""
         for mod in shipped:
             self._index(mod)
         for info in self.modules:
@@ -90,6 +92,8 @@ class SchemaIndex:
             self._index_node(node, (), "", op=False)
         for op in mod.children(types=(lib.LYS_RPC, lib.LYS_NOTIF)):
             path = f"/{mod.name()}:{op.name()}"
+            if isinstance(op, libyang.SRpc):
+                self.rpcs.add(op.name())
             parts = [op.input(), op.output()] if isinstance(op, libyang.SRpc) else [op]
             for part in parts:
                 if isinstance(part, libyang.SRpcInOut | SNotif):

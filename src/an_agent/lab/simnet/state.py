@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from an_agent import tracing
 from an_agent.agents.environment import Alarm, NetworkEvent
 from an_agent.lab.spec import FaultSpec
 
@@ -178,7 +179,10 @@ class NetState:
     ) -> None:
         count = self._alarm_count.get(element, 0) + 1
         self._alarm_count[element] = count
-        alarm = Alarm(f"ALM-{element}-{count}", domain, element, kind, severity, region, self.now(), text)
+        alarm = Alarm(
+            f"ALM-{element}-{count}", domain, element, kind, severity, region, self.now(), text,
+            traceparent=tracing.outgoing(),  # the fault being injected, or the traced work that caused it
+        )  # fmt: skip
         self.alarms[(element, kind)] = alarm
         self.alarm_log.append(alarm)
         pending.events.append(NetworkEvent("alarm_raised", alarm, self.now()))
