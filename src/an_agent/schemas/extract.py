@@ -191,6 +191,31 @@ def find_numbers(text: str) -> list[tuple[float, int, int]]:
     return out
 
 
+# A count as people write one: "1200", "2 400", "3,500" (groups of three), "1.2k", "~900". Not a part of
+# an id, a clock time, a date, a version or a decimal ("1,5"), nor a number followed by a unit.
+_COUNT = re.compile(
+    r"(?<![\w.,\-:/])(?P<num>\d{1,3}(?:(?:,| |\u202f|\u00a0)\d{3})+|\d+(?:\.\d)?(?P<k>k)|\d+)(?![\w:/\-]|[.,]\d)",
+    re.IGNORECASE,
+)
+
+
+def find_counts(text: str) -> list[tuple[int, int, int]]:
+    """Whole numbers that count something (value, start, end): "~1.2k users" -> 1200, "2 400" -> 2400.
+
+    Numbers that are quantities with a unit (`find_quantities`), clock times, dates and parts of ids are
+    not counts.
+    """
+    taken = [(q.start, q.end) for q in find_quantities(text)]
+    out = []
+    for match in _COUNT.finditer(text):
+        if any(a <= match.start() < b for a, b in taken):
+            continue
+        raw = match.group("num")
+        value = float(raw[:-1]) * 1000 if match.group("k") else float(re.sub(r"[, \u202f\u00a0]", "", raw))
+        out.append((int(value), match.start(), match.end()))
+    return out
+
+
 def duration_minutes(quantity: Quantity) -> float | None:
     """A time quantity in minutes, or None for other units."""
     factor = _MINUTES_PER.get(quantity.unit)
