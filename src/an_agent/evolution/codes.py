@@ -174,7 +174,7 @@ def frame_word(texts: Sequence[str], spans: Sequence[tuple[int, int] | None], st
         before = [w for w in _WORD.findall(text[: span[0]].lower()) if w not in stop][-1:]
         after = _WORD.findall(text[span[1] :].lower())[:1]
         after = [w for w in after if w not in stop and re.match(r"\s*[a-z]", text[span[1] :].lower())]
-        for word in before or after:
+        for word in (w.strip("-") for w in before or after):  # "Tier-2": the word is "tier"
             if len(word) < 3 or word in UNIT_WORDS:
                 continue
             root = next((r for r in spellings if same_family(r, word)), word)

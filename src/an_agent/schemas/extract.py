@@ -74,6 +74,11 @@ _SCALED = {
     "mph": ("kmh", 1.609344),
     "miles per hour": ("kmh", 1.609344),
     "mile per hour": ("kmh", 1.609344),
+    "mi/h": ("kmh", 1.609344),
+    # Wind is often given in metres per second: 25 m/s is 90 km/h.
+    "m/s": ("kmh", 3.6),
+    "metres per second": ("kmh", 3.6),
+    "meters per second": ("kmh", 3.6),
     "kbps": ("mbps", 0.001),
     "kbit/s": ("mbps", 0.001),
     "kb/s": ("mbps", 0.001),
@@ -84,7 +89,7 @@ _SCALED = {
     "mwh": ("kwh", 1000.0),
     "megawatt hours": ("kwh", 1000.0),
 }
-_FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit")
+_FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit", "f")
 _UNIT_OF = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
 _SCALE_OF = {spelling: (unit, 1.0) for spelling, unit in _UNIT_OF.items()} | _SCALED
 _SCALE_OF |= {spelling: ("celsius", 1.0) for spelling in _FAHRENHEIT}
@@ -171,8 +176,8 @@ def find_quantities(text: str) -> list[Quantity]:
         unit, factor = _SCALE_OF[spelling]
         if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
             continue  # "a h" / "one s" are not quantities
-        if spelling == "c" and match.group("unit") != "C":
-            continue  # "37 C" is Celsius; a lower-case "c" after a number is rarely one
+        if spelling in ("c", "f") and match.group("unit") not in ("C", "F"):
+            continue  # "37 C" is Celsius, "113F" Fahrenheit; a lower-case letter after a number is rarely one
         if spelling in _FAHRENHEIT:
             value = round((value - 32) * 5 / 9, 1)
         elif factor != 1.0:
