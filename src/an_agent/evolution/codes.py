@@ -195,13 +195,23 @@ def code_phrase(texts: Sequence[str], frame: str, stop: frozenset[str], category
     """The name of a set of codes or labels: their frame word ("priority P1", "prio P2" -> priority), grown
     by the word two fragments or more put right before it ("site class: B", "site class = C" -> site class),
     else by the noun the values qualify (``category``: "Silver customer" and "tier: Silver" -> customer tier)."""
-    before: Counter[str] = Counter()
-    for text in texts:
-        words = _WORD.findall(text.lower())
-        before.update({a for a, b in itertools.pairwise(words) if b[:4] == frame[:4] and a not in stop and a.isalpha()})
+    before = _words_before(texts, frame, stop)
+    if before and (top := before.most_common(1)[0])[1] >= 2 and len(frame) <= 4 and top[0].startswith(frame):
+        # A clipped frame said after its full word ("UE category: Cat 4", "device category Cat M1"): the
+        # full word is the frame, grown by what is said before it (device category).
+        frame, before = top[0], _words_before(texts, top[0], stop)
     if before and (top := before.most_common(1)[0])[1] >= 2 and top[0][:4] != frame[:4]:
         return f"{top[0]} {frame}"
     return f"{category} {frame}" if category and category[:4] != frame[:4] else frame
+
+
+def _words_before(texts: Sequence[str], frame: str, stop: frozenset[str]) -> Counter[str]:
+    """In how many fragments each content word stands right before a spelling of ``frame``."""
+    before: Counter[str] = Counter()
+    for text in texts:
+        words = [w.strip("-") for w in _WORD.findall(text.lower())]
+        before.update({a for a, b in itertools.pairwise(words) if b[:4] == frame[:4] and a not in stop and a.isalpha()})
+    return before
 
 
 def named_as_labels(values: Sequence[str], texts: Sequence[str]) -> bool:

@@ -29,7 +29,7 @@ from an_agent.evolution.codes import code_phrase
 from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
 from an_agent.schemas.embedding import Embedder, Vectors
-from an_agent.schemas.extract import UNIT_WORDS, find_ids
+from an_agent.schemas.extract import UNIT_WORDS, find_counts, find_ids
 from an_agent.schemas.template import OTHER_KEY, is_snake_case
 
 
@@ -315,6 +315,7 @@ def name_key(
         # The moment is the value, not the name: "by this evening", "by end of day" -> not evening_deadline.
         ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked
     phrase = ranked[0][1] if ranked else "request"
+    moment_suffix: str | None = None
     deadline = spec.value_format == "date-time" and _moment_suffix(texts) == "deadline"
     # A deadline's suffix is the second word of its name (compensation_deadline): no need to grow it.
     if " " not in phrase and not deadline:
@@ -332,12 +333,22 @@ def name_key(
         phrase = kind
     elif spec.key_type == "array" and spec.id_prefix and (noun := _id_noun(texts, spec.id_prefix)) is not None:
         phrase = noun
+    elif spec.info.get("count") and (counted := _counted_noun(texts)) is not None:
+        # A count is of something ("~1.2k users", "users affected: 2 400"): the phrase says which
+        # (impacted users), the noun alone what is counted.
+        phrase = f"{phrase} {counted}" if " " not in phrase and _stem(phrase) != _stem(counted) else counted
     elif (
         spec.value_format == "duration" or (spec.value_format == "date-time" and _moment_suffix(texts) != "deadline")
     ) and (verb := _leading_verb(texts)) is not None:
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
         # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause.
         phrase = verb
+        if spec.value_format == "date-time" and _moment_suffix(texts) == "time":
+            # A moment named by two words that open most fragments ("last seen 03:12", "window opens
+            # 23:00") is an event: the two words name it, "at" says it is when (last_seen_at).
+            event = next((p for _, p in ranked[:3] if len(p.split()) == 2 and p.split()[0] == verb), None)
+            if event is not None:
+                phrase, moment_suffix = event, "at"
     if deadline:
         # A deadline is for a thing ("the compensation"), not for the imperative that opens a request
         # ("please finish the compensation by 12:00" -> compensation_deadline).
@@ -355,7 +366,7 @@ def name_key(
     elif spec.value_format == "duration":
         suffix = "duration"
     elif spec.value_format == "date-time":
-        suffix = _moment_suffix(texts)
+        suffix = moment_suffix or _moment_suffix(texts)
     elif spec.key_type == "array" and spec.id_prefix:
         suffix = f"{spec.id_prefix.lower().replace('-', '_')}_ids"
     if suffix and not name.endswith("_" + suffix):
@@ -413,6 +424,23 @@ def _id_noun(texts: Sequence[str], prefix: str) -> str | None:
     if words and words.most_common(1)[0][1] >= 2:
         return surface[words.most_common(1)[0][0]]
     return None
+
+
+def _counted_noun(texts: Sequence[str]) -> str | None:
+    """The noun most fragments put right after their count ("350 subs", "1.2k users"), or right before it
+    when none follows ("impacted users: 2 400"), by its most used spelling, when two fragments share it."""
+    nouns: Counter[str] = Counter()
+    for text in texts:
+        counts = find_counts(text)
+        if not counts:
+            continue
+        _, start, end = counts[0]
+        after = [w for w in tokens(text[end:])[:1] if w.isalpha() and w not in _STOP]
+        before = [w for w in tokens(text[:start])[-1:] if w.isalpha() and w not in _STOP]
+        nouns.update(after or before)
+    if not nouns or (top := nouns.most_common(1)[0])[1] < 2:
+        return None
+    return top[0]
 
 
 def _leading_verb(texts: Sequence[str]) -> str | None:
