@@ -5,15 +5,22 @@ units (m/s, mi/h, F). Probe lines written for these tests (not taken from the he
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
+from an_agent.clock import ManualClock
+from an_agent.evolution.boilerplate import content_text
 from an_agent.evolution.codes import find_codes
+from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.naming import STOP_WORDS
+from an_agent.schemas.embedding import Vectors
 from an_agent.schemas.extract import find_counts, find_quantities
 from an_agent.schemas.values import parse_constraints
+from an_agent.store.evolution import EvolutionStore
 from conftest import FakeEmbedder
 
 NOW = datetime(2027, 5, 10, 12, 0, tzinfo=UTC).timestamp()
@@ -142,3 +149,47 @@ def test_wind_and_fahrenheit_spellings(text: str, value: float, unit: str) -> No
 
 def test_a_lower_case_f_after_a_number_is_no_fahrenheit() -> None:
     assert find_quantities("a 5 f cable") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("Dear team, the cabinet door is broken. Kind regards, Anna", "the cabinet door is broken"),
+        ("Hello all! generator fuel is low. Thanks", "generator fuel is low"),
+        ("Good morning colleagues: the mast needs paint. BR Jan Novak", "the mast needs paint"),
+        ("@field pls check the fan", "check the fan"),
+        ("fyi: the lift is out of order", "the lift is out of order"),
+        # Nothing to strip, or nothing left: the text as it is (its full stop too).
+        ("Measured downlink: 700 kbit/s.", "Measured downlink: 700 kbit/s."),
+        ("thanks to the storm the site is down", "thanks to the storm the site is down"),
+        ("the br router is down", "the br router is down"),
+        ("thx all", "thx all"),
+        ("Hello", "Hello"),
+    ],
+)
+def test_fragments_are_compared_without_greetings_and_sign_offs(text: str, content: str) -> None:
+    assert content_text(text) == content
+
+
+def test_the_pool_embeds_the_content_and_keeps_the_text(tmp_path: Path) -> None:
+    embedder = RecordingEmbedder()
+    engine = EvolutionEngine(EvolutionStore(tmp_path / "evo.db"), embedder, clock=ManualClock(1_800_000_000.0))
+    try:
+        text = "Dear all, the cabinet door is broken. Kind regards, Anna"
+        (cluster_id,) = engine.ingest([("client-1", "fault_diagnosis_v1", text)])
+        assert embedder.seen == ["the cabinet door is broken"]
+        assert [f.text for f in engine.store.fragments(cluster_id)] == [text]  # stored as written
+    finally:
+        engine.close()
+
+
+class RecordingEmbedder(FakeEmbedder):
+    """The test suite's deterministic embedder, recording what it was asked to embed."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.seen: list[str] = []
+
+    def embed(self, texts: Sequence[str]) -> Vectors:
+        self.seen.extend(texts)
+        return super().embed(texts)
