@@ -8,12 +8,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from an_agent.clock import ManualClock
 from an_agent.evolution.boilerplate import content_text
 from an_agent.evolution.codes import find_codes
+from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.naming import STOP_WORDS
@@ -21,7 +23,7 @@ from an_agent.schemas.embedding import Vectors
 from an_agent.schemas.extract import find_counts, find_quantities
 from an_agent.schemas.values import parse_constraints
 from an_agent.store.evolution import EvolutionStore
-from conftest import FakeEmbedder
+from conftest import FakeEmbedder, patches_by_label
 
 NOW = datetime(2027, 5, 10, 12, 0, tzinfo=UTC).timestamp()
 
@@ -193,3 +195,34 @@ class RecordingEmbedder(FakeEmbedder):
     def embed(self, texts: Sequence[str]) -> Vectors:
         self.seen.extend(texts)
         return super().embed(texts)
+
+
+@pytest.mark.slow
+def test_held_out_chat_corpus_counts_codes_units_and_moments(minilm: MiniLMEmbedder) -> None:
+    """heldout_chat_corpus.jsonl (tests/evolution/data/README.md): one patch per intent, none spurious, the
+    kinds this round reached (docs/evolution-dev-corpus.md has the table)."""
+    got = patches_by_label("heldout_chat_corpus.jsonl", minilm)
+    keys = {lab: patch["new_keys"] + patch["modified_keys"] for lab, patch in got.items()}
+    assert all(len(k) == 1 for k in keys.values())
+    key = {lab: k[0] for lab, k in keys.items()}
+
+    def constraints(label: str) -> Any:
+        return parse_constraints(key[label]["semantic_description"])
+
+    users = key["cluster:affected_users"]
+    assert users["key_type"] == "integer" and users["key_name"] == "impacted_users"
+    assert set(constraints("cluster:escalation_tier").enum) == {"1", "2", "3"}
+    assert set(constraints("cluster:device_category").enum) == {"1", "M1", "4", "6"}
+    assert {"n78", "n28", "B20", "B3"} <= set(constraints("cluster:frequency_band").enum)
+    solar = key["cluster:solar_yield"]
+    assert solar["key_name"].endswith("_kwh") and constraints("cluster:solar_yield").unit == "kwh"
+    assert constraints("cluster:wind_speed").unit == "kmh" and constraints("cluster:peak_traffic").unit == "mbps"
+    assert constraints("cluster:battery_temperature").unit == "celsius"
+    # Three moments, each a key of its own: never a modification of occurred_at or deadline.
+    for label, name in [
+        ("cluster:last_seen", "last_seen_at"),
+        ("cluster:change_window_open", "window_opens_at"),
+        ("cluster:technician_eta", "eta_time"),
+    ]:
+        assert not got[label]["modified_keys"] and key[label]["key_name"] == name
+        assert constraints(label).value_format == "date-time"
