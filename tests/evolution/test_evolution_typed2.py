@@ -14,8 +14,9 @@ import pytest
 from an_agent.evolution.alternatives import _heads, find_alternatives, modifier_words, slot_head, word_stem
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import STOP_WORDS, _id_noun, _moment_suffix, clause_like
+from an_agent.evolution.naming import STOP_WORDS, clause_like
 from an_agent.evolution.synthesis import ExistingKey, find_conflict, induce_key
+from an_agent.evolution.value_words import id_noun, moment_suffix
 from an_agent.schemas.extract import find_quantities
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.values import parse_constraints
@@ -88,19 +89,19 @@ def test_dbm_is_an_absolute_level_with_a_range_below_zero() -> None:
 
 
 def test_the_preposition_says_which_moment() -> None:
-    assert _moment_suffix(["hold until 06:00", "till tomorrow morning", "until the match ends"]) == "until"
-    assert _moment_suffix(["done by 17:30", "before 06:00", "no later than 09:15", "until 10:00"]) == "deadline"
-    assert _moment_suffix(["start at 06:00", "from 2026-11-21 12:00 UTC"]) == "time"
-    assert _moment_suffix(["outage at 06:00 due to the storm", "down at 07:00 due to power"]) == "time"
-    assert _moment_suffix(["the report is due tomorrow at 09:00", "due 2026-11-21 12:00 UTC"]) == "deadline"
+    assert moment_suffix(["hold until 06:00", "till tomorrow morning", "until the match ends"]) == "until"
+    assert moment_suffix(["done by 17:30", "before 06:00", "no later than 09:15", "until 10:00"]) == "deadline"
+    assert moment_suffix(["start at 06:00", "from 2026-11-21 12:00 UTC"]) == "time"
+    assert moment_suffix(["outage at 06:00 due to the storm", "down at 07:00 due to power"]) == "time"
+    assert moment_suffix(["the report is due tomorrow at 09:00", "due 2026-11-21 12:00 UTC"]) == "deadline"
 
 
 def test_identifiers_are_named_from_the_words_before_them() -> None:
     changes = ["linked to change request CR-20931", "under changes CR-4410 and CR-4411", "ref CR-7781 approved"]
-    assert _id_noun(changes, "CR") == "change"
+    assert id_noun(changes, "CR") == "change"
     hops = ["also look at microwave hop MW-5120", "include the microwave hop MW-1190", "MW-7712 flaps"]
-    assert _id_noun(hops, "MW") == "microwave hop"
-    assert _id_noun(["see CR-1", "CR-2 covers this"], "CR") is None
+    assert id_noun(hops, "MW") == "microwave hop"
+    assert id_noun(["see CR-1", "CR-2 covers this"], "CR") is None
 
 
 def test_a_past_form_after_a_noun_reads_as_a_clause() -> None:

@@ -9,7 +9,11 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
   the family ``<n>G``), a letter prefix and digits (``P1``, ``P4``: ``P<n>``), or a single capital
   letter after one frame word (``Class A``, ``class-C``, ``classification B``: the family ``class``);
   tokens that are units or ordinals (``2h``, ``45min``, ``3rd``), or part of an identifier
-  (``CELL-0401``), are no codes;
+  (``CELL-0401``), are no codes; and, only when no family of those shapes makes a set, a **frame word and
+  a number** (``Tier-2``, ``tier 3``, ``Tier2``: the family ``tier``; ``Cat M1``, ``Cat-1``, ``Cat 4``;
+  ``band n78``, ``band: B3``, ``band 20``), one or two letters and up to three digits right after a word,
+  never a quantity ("band 20 MHz"), a clock time, a decimal or a number written in groups ("2 400"); each
+  value in the spelling most fragments give it (``n78``, not ``N78``);
 - the set needs ``ALT_MIN_VALUES`` distinct values, two of them in two fragments or more, covering
   ``ALT_MIN_SHARE`` of the fragments (the lexical rule's numbers): a code in every fragment is the topic
   ("the 5G launch"), a code in one fragment a one-off;
@@ -39,6 +43,13 @@ _DIGIT_FIRST = re.compile(r"(?<![\w.\-])(\d{1,2})([A-Za-z]{1,2})(?![\w.\-])")
 _LETTER_FIRST = re.compile(r"(?<![\w.\-])([A-Za-z]{1,2})(\d{1,2})(?![\w.\-]|:\d)")
 # A single capital letter, with the word before it (punctuation such as ':', '=', '|', '-' in between).
 _LETTER = re.compile(r"(?<![A-Za-z])([A-Za-z]{3,}+)[\s:=|\-]{1,4}([A-Z])(?![\w'\u2019])")  # starts at a word: linear
+# A number of one or two digits, or one or two letters and digits, right after a word that is not glued to
+# anything else: "Tier-2", "tier 3", "Tier2", "Cat M1", "Cat-1", "band n78", "band: B3" (the frame word,
+# then the code). Never a quantity, a clock time, a date or a number written in groups ("2 400", "25 m/s").
+_NUMBERED = re.compile(
+    r"(?<![\w\-])([A-Za-z]{3,}+)(?:[\s:;=|\-]{1,4}|(?=\d))([A-Za-z]{0,2}\d{1,3})(?![\w/\-'\u2019]|[.,:]\d|\s+\d)"
+)
+_UNIT_AFTER = re.compile(r"\s*([A-Za-z\u00b0\u00ba%]+)")
 _WORD = re.compile(r"[a-z][a-z\-]*")
 _NOT_CODES = UNIT_WORDS | frozenset(
     {"h", "m", "s", "d", "k", "x", "st", "nd", "rd", "th", "am", "pm", "ms", "kb", "mb"}
@@ -73,7 +84,21 @@ def _codes(text: str) -> list[_Code]:
         frame = match.group(1).lower()
         if match.group(2) != "I":  # the pronoun
             out.append((("frame", frame[:4]), match.group(2), match.start(2), match.end(2)))
+    for match in _NUMBERED.finditer(text):
+        frame, code = match.group(1).lower(), match.group(2)
+        unit = _UNIT_AFTER.match(text, match.end())
+        if frame in UNIT_WORDS or (code.isdigit() and unit is not None and _is_unit(unit.group(1))):
+            continue  # "band 20 MHz", "at 45 degrees": a quantity, not a code
+        out.append((("numbered", frame[:4]), code, match.start(2), match.end(2)))
     return sorted(out, key=lambda c: c[2])
+
+
+def _is_unit(word: str) -> bool:
+    lower = word.lower()
+    return lower in UNIT_WORDS or lower in _NOT_CODES or lower in _FREQUENCY or word[:1] in "\u00b0\u00ba%"
+
+
+_FREQUENCY = frozenset({"hz", "khz", "mhz", "ghz"})
 
 
 def _natural(code: str) -> tuple[int, str]:
@@ -90,8 +115,16 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
     families = Counter(f for codes in found for f in {c[0] for c in codes})
     best: CodeSet | None = None
     best_cover = 0
-    for family, _ in families.most_common():
+    # A frame word and a number ("tier 2", "Cat M1", "band n78") only when no code of its own shape makes
+    # a set: "priority P1" stays the family P<n> it was.
+    ranked = [f for f, _ in families.most_common() if f[0] != "numbered"]
+    ranked += [f for f, _ in families.most_common() if f[0] == "numbered"]
+    for family in ranked:
+        if family[0] == "numbered" and best is not None:
+            break
         values = [next((c[1] for c in codes if c[0] == family), None) for codes in found]
+        if family[0] == "numbered":
+            values = _by_spelling(values)
         counts = Counter(v for v in values if v is not None)
         cover = sum(counts.values())
         if (
@@ -105,6 +138,15 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
         frame = _frame(texts, found, family, stop_words)
         best, best_cover = CodeSet(enum, tuple(values), frame), cover
     return best
+
+
+def _by_spelling(values: Sequence[str | None]) -> list[str | None]:
+    """Each value in the spelling most fragments use for it, whatever its case ("N78", "n78" -> n78)."""
+    spellings: dict[str, Counter[str]] = {}
+    for value in values:
+        if value is not None:
+            spellings.setdefault(value.casefold(), Counter())[value] += 1
+    return [None if v is None else spellings[v.casefold()].most_common(1)[0][0] for v in values]
 
 
 def _frame(
@@ -132,7 +174,7 @@ def frame_word(texts: Sequence[str], spans: Sequence[tuple[int, int] | None], st
         before = [w for w in _WORD.findall(text[: span[0]].lower()) if w not in stop][-1:]
         after = _WORD.findall(text[span[1] :].lower())[:1]
         after = [w for w in after if w not in stop and re.match(r"\s*[a-z]", text[span[1] :].lower())]
-        for word in before or after:
+        for word in (w.strip("-") for w in before or after):  # "Tier-2": the word is "tier"
             if len(word) < 3 or word in UNIT_WORDS:
                 continue
             root = next((r for r in spellings if same_family(r, word)), word)
@@ -153,13 +195,23 @@ def code_phrase(texts: Sequence[str], frame: str, stop: frozenset[str], category
     """The name of a set of codes or labels: their frame word ("priority P1", "prio P2" -> priority), grown
     by the word two fragments or more put right before it ("site class: B", "site class = C" -> site class),
     else by the noun the values qualify (``category``: "Silver customer" and "tier: Silver" -> customer tier)."""
-    before: Counter[str] = Counter()
-    for text in texts:
-        words = _WORD.findall(text.lower())
-        before.update({a for a, b in itertools.pairwise(words) if b[:4] == frame[:4] and a not in stop and a.isalpha()})
+    before = _words_before(texts, frame, stop)
+    if before and (top := before.most_common(1)[0])[1] >= 2 and len(frame) <= 4 and top[0].startswith(frame):
+        # A clipped frame said after its full word ("UE category: Cat 4", "device category Cat M1"): the
+        # full word is the frame, grown by what is said before it (device category).
+        frame, before = top[0], _words_before(texts, top[0], stop)
     if before and (top := before.most_common(1)[0])[1] >= 2 and top[0][:4] != frame[:4]:
         return f"{top[0]} {frame}"
     return f"{category} {frame}" if category and category[:4] != frame[:4] else frame
+
+
+def _words_before(texts: Sequence[str], frame: str, stop: frozenset[str]) -> Counter[str]:
+    """In how many fragments each content word stands right before a spelling of ``frame``."""
+    before: Counter[str] = Counter()
+    for text in texts:
+        words = [w.strip("-") for w in _WORD.findall(text.lower())]
+        before.update({a for a, b in itertools.pairwise(words) if b[:4] == frame[:4] and a not in stop and a.isalpha()})
+    return before
 
 
 def named_as_labels(values: Sequence[str], texts: Sequence[str]) -> bool:

@@ -38,6 +38,7 @@ import numpy as np
 
 from an_agent.clock import Clock, SystemClock
 from an_agent.errors import SchemaError
+from an_agent.evolution.boilerplate import content_text
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.ingest import Entry, PoolKeeper
@@ -269,7 +270,7 @@ class EvolutionEngine:
         self, valid: Sequence[tuple[str, ValidatedPayload, int | None]], synthesise: bool = True
     ) -> list[Acceptance]:
         texts = [text for _, validated, _ in valid for text in validated.other.fragments]
-        embedded = self.embedder.embed(texts)
+        embedded = self.embedder.embed([content_text(t) for t in texts])  # compared by content (boilerplate.py)
         vectors = iter(embedded)
         with self._lock:
             self._state.phrases.remember(texts, embedded)  # synthesis reads its cluster's newest fragments
@@ -312,7 +313,7 @@ class EvolutionEngine:
             fragments = sanitize_other(text, self.config.max_other_chars, 1).fragments
             cleaned.append((client_id, schema_id, fragments[0] if fragments else ""))
         kept = [(client_id, schema_id, text) for client_id, schema_id, text in cleaned if text]
-        vectors = self.embedder.embed([text for _, _, text in kept])
+        vectors = self.embedder.embed([content_text(text) for _, _, text in kept])
         with self._lock:
             self._state.phrases.remember([text for _, _, text in kept], vectors)
             now = self.clock.now()

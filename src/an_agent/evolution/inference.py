@@ -7,7 +7,8 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
 1. **dates and times** ("until 2026-12-01T06:00Z", "tomorrow at 06:00", "till tomorrow morning",
    "until 06:00": `moments.find_moment`), when they outnumber durations: a ``string`` with ``Format: date-time``;
    in a deadline cluster (most fragments say until / till / by / before) a duration ("for the next 2
-   hours") is read as a deadline too;
+   hours") is read as a deadline too; when more fragments state a quantity of one (non-time) unit than a
+   moment, the quantity is the value and the moment its context ("PV yield yesterday 38 kWh");
 2. **quantities with one unit** ("20 Mbps", "40 degrees"): ``integer`` or ``number`` with ``Unit:`` and
    a ``Range:`` wide enough for the values seen (0 to the first of 1, 2, 5 x 10^k at or above twice the
    largest, or 0 to 100 for percentages; below zero when every value is: -500 to 0 dBm); a time unit
@@ -19,7 +20,10 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
    differs in each of them ("a Samsung Galaxy S23", "an iPhone 15"; "firmware 21.3.2"; "Maria Lopez"): a
    ``string`` without constraints, each fragment's value its name-like span, and the frame word the
    values share (``info["frame"]``) and the nouns they are said of (``info["kinds"]``, for the name);
-6. **a closed set of codes** (`an_agent.evolution.codes`): tokens of one shape that fill one slot
+6. **a count** ("~1.2k users", "users affected: 2 400", "about 3,500 subscribers": `extract.find_counts`),
+   stated by at least ``COUNT_SHARE`` of the fragments: an ``integer`` from 0, no unit (tried after the
+   codes of rule 7 and the names of rule 5, whose digits are no count: "tier 3", "iPhone 15");
+7. **a closed set of codes** (`an_agent.evolution.codes`): tokens of one shape that fill one slot
    ("4G", "5G", "2G"; "P1", "P3"; "Class A", "class-C"): a ``string`` with ``Acceptable values:`` in their
    natural order, and the frame word the codes share (``info["frame"]``) for the name;
    then **a closed set of alternatives** (`an_agent.evolution.alternatives`): words of one kind that fill the
@@ -29,7 +33,7 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
    ``info["category"]`` for the name; failing that, words that each fall under one shipped category
    (`an_agent.evolution.categories`: "storm", "snow", "strong wind" are weather), with the category's
    key name as ``info["key"]``;
-7. otherwise the fragments state a condition or a wish: a ``boolean`` flag (default false).
+8. otherwise the fragments state a condition or a wish: a ``boolean`` flag (default false).
 
 Every constraint is written in the description phrases of `an_agent.schemas.template`, so validation
 and the JSON Schema projection read the same thing the people and LLMs read.
@@ -53,12 +57,15 @@ from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
     duration_minutes,
     find_clock_ranges,
+    find_counts,
     find_ids,
     find_quantities,
 )
 from an_agent.schemas.values import KeyType
 
 TYPE_SHARE = 0.4  # share of fragments that must carry a value kind for the key to take that type
+# A bare number is weaker evidence than a number with a unit: most fragments must state one to be a count.
+COUNT_SHARE = 0.6
 _TIME_UNITS = frozenset({"seconds", "minutes", "hours", "days", "weeks"})
 _DURATION_PART = {"weeks": "W", "days": "D", "hours": "H", "minutes": "M", "seconds": "S"}
 
@@ -172,6 +179,24 @@ def _datetime_spec(texts: Sequence[str], now: float) -> ValueSpec | None:
     return ValueSpec("string", tuple(moments), ("Format: date-time.",), value_format="date-time")
 
 
+def _count_spec(texts: Sequence[str]) -> ValueSpec | None:
+    """A count ("~1.2k users", "users affected: 2 400", "about 3,500 subscribers"), when at least
+    ``COUNT_SHARE`` of the fragments state one: an ``integer`` from 0 (`_upper_bound` above the largest)."""
+    counts = [find_counts(t) for t in texts]
+    values = tuple(c[0][0] if c else None for c in counts)
+    present = [v for v in values if v is not None]
+    if len(present) < COUNT_SHARE * len(texts):
+        return None
+    high = _upper_bound(max(present))
+    phrases = (f"Range: 0 to {_fmt(high)}.",)
+    return ValueSpec("integer", values, phrases, info={"observed": (min(present), max(present)), "count": True})
+
+
+def _carried(spec: ValueSpec) -> int:
+    """How many fragments have a value of ``spec``."""
+    return sum(1 for v in spec.values if v is not None)
+
+
 def _clock_range_spec(texts: Sequence[str]) -> ValueSpec | None:
     ranges = [find_clock_ranges(t) for t in texts]
     if sum(1 for r in ranges if r) < TYPE_SHARE * len(texts):
@@ -193,13 +218,18 @@ def infer_value(
     With the fragments' unit ``vectors``, a closed set must also pass `values_separate`.
     """
     # Date-times go first when they outnumber durations (`_datetime_spec`): a deadline cluster also says
-    # "for the next 2 hours"; otherwise a duration is a quantity and quantities come first.
-    for spec in (
-        _datetime_spec(texts, now),
-        _quantity_spec(texts),
-        _id_spec(texts),
-        _clock_range_spec(texts),
+    # "for the next 2 hours"; otherwise a duration is a quantity and quantities come first. A quantity of
+    # another unit that more fragments state than a moment is the value, the moment its context ("PV
+    # yield yesterday 38 kWh", "traffic peak 950 Mbps at 19:00").
+    moment, quantity = _datetime_spec(texts, now), _quantity_spec(texts)
+    if (
+        moment is not None
+        and quantity is not None
+        and quantity.unit is not None
+        and _carried(quantity) > _carried(moment)
     ):
+        moment = None
+    for spec in (moment, quantity, _id_spec(texts), _clock_range_spec(texts)):
         if spec is not None:
             return spec
     # Codes (2G / 4G / 5G, P1-P4, Class A / B / C) are recognised by their shape, not their words.
@@ -212,6 +242,8 @@ def infer_value(
     if (freeform := find_freeform(texts, stop_words)) is not None:
         named = {"freeform": True, "frame": freeform.frame, "kinds": freeform.kinds}
         return ValueSpec("string", freeform.values, info=named)
+    if (count := _count_spec(texts)) is not None:
+        return count
     alternatives = find_alternatives(texts, embedder, stop_words)
     if (
         alternatives

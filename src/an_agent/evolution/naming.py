@@ -28,35 +28,28 @@ import numpy as np
 from an_agent.evolution.codes import code_phrase
 from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
+from an_agent.evolution.value_words import (
+    OBJECT_WORDS,
+    counted_noun,
+    id_noun,
+    leading_word,
+    moment_suffix,
+    stem,
+    tokens,
+    word_set,
+)
+from an_agent.evolution.value_words import STOP_WORDS as STOP_WORDS  # re-exported: never start or end a name
 from an_agent.schemas.embedding import Embedder, Vectors
-from an_agent.schemas.extract import UNIT_WORDS, find_ids
+from an_agent.schemas.extract import UNIT_WORDS
 from an_agent.schemas.template import OTHER_KEY, is_snake_case
 
-
-def _words(text: str) -> frozenset[str]:
-    return frozenset(text.split())
-
-
-_STOP = _words(
-    """a an the and or but if then else of to in on at by for with from into onto over under up down out off
-    is are was were be been being am do does did done have has had having i me my we our us you your he she
-    it its they them their this that these those there here so as not no nor only very too just also any all
-    some each every both either neither such same other own than can cannot could should would will shall
-    may might must need needs please let lets get gets got make makes made keep keeps kept when once while
-    until till after before about again already still yet even ever now today tonight tomorrow yesterday
-    what which who whom whose where why how one two many much more most less least few lot lots s t
-    around near nearby here there really quite during through throughout across behind inside outside
-    without within via per along against between among since toward towards beyond another later latest
-    earlier twice thrice"""
-)
 _UNIT_SUFFIX = {"degrees": "deg"}  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
-_TIME_WORDS = _words(
+_TIME_WORDS = word_set(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
     utc gmt monday tuesday wednesday thursday friday saturday sunday time latest"""
 )
 _MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
 _MAX_NAME = 40
-STOP_WORDS = _STOP  # words that never start or end a name
 
 # Heads of key names that take a closed set of values (template style: fault_type, power_source, ...).
 _HEADS = (
@@ -109,13 +102,13 @@ _CATEGORY_HEADS = {
     "time": "window",
 }
 
-_CAUSAL = _words("because due caused cause causes causing reason blame blamed")
+_CAUSAL = word_set("because due caused cause causes causing reason blame blamed")
 # Words that open a condition: "roll back if KPIs drop" asks for a rollback; "if KPIs drop" only says
 # when. A key names what is asked, so names come from the main clause.
 _CONDITION = re.compile(r"\b(?:if|when|whenever|once|unless|in case)\b", re.IGNORECASE)
 # Verbs that end a clause rather than a noun phrase ("sensors rely", "throughput falls"): unambiguous
 # ones only ("drop", "report", "change" are nouns as often as verbs).
-_VERBS = _words(
+_VERBS = word_set(
     """rely relies relied fall falls fell go goes went run runs ran rise rises rose increase increases
     decrease decreases hit hits say says said lose loses lost attach attaches attached affect affects
     complain complains fail fails failed stop stops come comes become becomes want wants ask asks seem
@@ -134,7 +127,7 @@ def main_clause(text: str) -> str:
     if match is None:
         return text
     before = text[: match.start()]
-    if len([w for w in tokens(before) if w not in _STOP]) >= 1:
+    if len([w for w in tokens(before) if w not in STOP_WORDS]) >= 1:
         return before
     after = text[match.end() :].split(",", 1)
     return after[1] if len(after) == 2 and tokens(after[1]) else text
@@ -155,20 +148,8 @@ def clause_like(phrase: str) -> bool:
     )
 
 
-def tokens(text: str) -> list[str]:
-    """Lower-case word tokens (hyphens and apostrophes kept inside words)."""
-    return re.findall(r"[a-z0-9]+(?:['\-][a-z0-9]+)*", text.lower())
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ers", "er", "es", "s", "ed"):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
-            return word[: -len(suffix)]
-    return word
-
-
 def _stems(text: str) -> set[str]:
-    return {_stem(part) for tok in tokens(text) for part in re.split(r"['\-]", tok) if part}
+    return {stem(part) for tok in tokens(text) for part in re.split(r"['\-]", tok) if part}
 
 
 def snake_name(phrase: str) -> str:
@@ -182,7 +163,7 @@ def snake_name(phrase: str) -> str:
 
 # Who a request is about or from: the participant of nearly every request of a scenario ("the customer is
 # deaf", "the other operator on this tower"), never what the request asks for. A name is not made of them.
-PARTICIPANTS = _words(
+PARTICIPANTS = word_set(
     """customer customers customer's caller callers caller's subscriber subscribers subscriber's user users
     user's client clients client's complainant complainant's operator operators operator's person people
     someone somebody he she him her his hers they"""
@@ -205,7 +186,12 @@ def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
         for n in (1, 2, 3):
             for i in range(len(words) - n + 1):
                 gram = words[i : i + n]
-                if gram[0] in _STOP or gram[-1] in _STOP or "" in gram or any(c.isdigit() for w in gram for c in w):
+                if (
+                    gram[0] in STOP_WORDS
+                    or gram[-1] in STOP_WORDS
+                    or "" in gram
+                    or any(c.isdigit() for w in gram for c in w)
+                ):
                     continue
                 phrase = " ".join(gram)
                 if n == 3 and gram[1] in _COPULA and gram[2].endswith("ed") and len(gram[2]) > 4:
@@ -218,7 +204,7 @@ def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
     return counts
 
 
-_COPULA = _words("is are")
+_COPULA = word_set("is are")
 
 
 def ranked_candidates(texts: Sequence[str]) -> list[str]:
@@ -264,7 +250,7 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
         w
         for t in texts
         for w in set(tokens(t))
-        if w not in _STOP and len(w) > 2 and not any(w[:4] == v[:4] for v in values)  # batteries ~ battery
+        if w not in STOP_WORDS and len(w) > 2 and not any(w[:4] == v[:4] for v in values)  # batteries ~ battery
     )
     modifiers = list(dict.fromkeys([*(w for w, _ in words.most_common(_MODIFIERS)), *_CATEGORIES]))
     # "cause" names values that explain something ("fault_cause"); values that are only stated ("heavy
@@ -315,7 +301,8 @@ def name_key(
         # The moment is the value, not the name: "by this evening", "by end of day" -> not evening_deadline.
         ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked
     phrase = ranked[0][1] if ranked else "request"
-    deadline = spec.value_format == "date-time" and _moment_suffix(texts) == "deadline"
+    event_suffix: str | None = None
+    deadline = spec.value_format == "date-time" and moment_suffix(texts) == "deadline"
     # A deadline's suffix is the second word of its name (compensation_deadline): no need to grow it.
     if " " not in phrase and not deadline:
         # One word rarely names an idea ("roaming", "sms"): take the best phrase that grows it
@@ -325,37 +312,49 @@ def name_key(
         if pairs or longer:
             phrase = (pairs or longer)[0]
     if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
-        phrase = code_phrase(texts, frame, _STOP, spec.info.get("category"))
+        phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"))
     elif spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
     elif "kinds" in spec.info and (kind := freeform_phrase([r[1] for r in ranked], spec.values, spec.info["kinds"])):
         phrase = kind
-    elif spec.key_type == "array" and spec.id_prefix and (noun := _id_noun(texts, spec.id_prefix)) is not None:
+    elif spec.key_type == "array" and spec.id_prefix and (noun := id_noun(texts, spec.id_prefix)) is not None:
         phrase = noun
+    elif spec.info.get("count") and (counted := counted_noun(texts)) is not None:
+        # A count is of something ("~1.2k users", "users affected: 2 400"): the phrase says which
+        # (impacted users), the noun alone what is counted.
+        phrase = f"{phrase} {counted}" if " " not in phrase and stem(phrase) != stem(counted) else counted
     elif (
-        spec.value_format == "duration" or (spec.value_format == "date-time" and _moment_suffix(texts) != "deadline")
-    ) and (verb := _leading_verb(texts)) is not None:
+        spec.value_format == "duration" or (spec.value_format == "date-time" and moment_suffix(texts) != "deadline")
+    ) and (verb := leading_word(texts)) is not None:
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
         # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause.
         phrase = verb
+        if spec.value_format == "date-time" and moment_suffix(texts) == "time":
+            # A moment named by two words that open most fragments ("last seen 03:12", "window opens
+            # 23:00") is an event: the two words name it, "at" says it is when (last_seen_at).
+            event = next((p for _, p in ranked[:3] if len(p.split()) == 2 and p.split()[0] == verb), None)
+            if event is not None:
+                phrase, event_suffix = event, "at"
     if deadline:
         # A deadline is for a thing ("the compensation"), not for the imperative that opens a request
         # ("please finish the compensation by 12:00" -> compensation_deadline).
         # An imperative opens a request and takes an object: "finish the ...", "retune the ...".
-        openers = {ws[0] for t in texts if len(ws := [w for w in tokens(t) if w != "please"]) > 1 and ws[1] in _OBJECT}
-        words = [w for w in phrase.split() if w not in _STOP]
+        openers = {
+            ws[0] for t in texts if len(ws := [w for w in tokens(t) if w != "please"]) > 1 and ws[1] in OBJECT_WORDS
+        }
+        words = [w for w in phrase.split() if w not in STOP_WORDS]
         if len(words) > 1 and words[0] in openers:
             phrase = " ".join(words[1:])
     alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
-    name = snake_name(" ".join(w for w in phrase.split() if w not in _STOP) or phrase)
+    name = snake_name(" ".join(w for w in phrase.split() if w not in STOP_WORDS) or phrase)
     suffix = None
     if spec.unit is not None:
         suffix = _UNIT_SUFFIX.get(spec.unit, spec.unit)
     elif spec.value_format == "duration":
         suffix = "duration"
     elif spec.value_format == "date-time":
-        suffix = _moment_suffix(texts)
+        suffix = event_suffix or moment_suffix(texts)
     elif spec.key_type == "array" and spec.id_prefix:
         suffix = f"{spec.id_prefix.lower().replace('-', '_')}_ids"
     if suffix and not name.endswith("_" + suffix):
@@ -366,63 +365,6 @@ def name_key(
         name = f"{base_name}_{counter}"
         counter += 1
     return name, phrase, alternatives
-
-
-_OBJECT = _words("the a an this these those it its our my your their all")
-_UNTIL = re.compile(r"\b(?:until|till|til)\b", re.IGNORECASE)
-# "due" only as a deadline ("due by 12:00", "is due tomorrow"), not as a cause ("due to the storm").
-_BY = re.compile(r"\b(?:by|before|no later than|at the latest|deadline|due(?!\s+to\b))\b", re.IGNORECASE)
-
-
-def _moment_suffix(texts: Sequence[str]) -> str:
-    """The suffix of a date-time key: the preposition says what the moment is.
-
-    "hold until <time>" is how long a state lasts (``until``: hold_until); "done by <time>", "before
-    <time>", "no later than <time>" is when something must be finished (``deadline``:
-    compensation_deadline); "start at <time>" is a moment (``time``).
-    """
-    until = sum(1 for t in texts if _UNTIL.search(t))
-    by = sum(1 for t in texts if _BY.search(t))
-    if max(until, by) < 0.3 * len(texts):
-        return "time"
-    return "until" if until >= by else "deadline"
-
-
-def _id_noun(texts: Sequence[str], prefix: str) -> str | None:
-    """What the identifiers are, in the fragments' words: the two words before the first identifier
-    ("change request CR-20931", "changes CR-4410" -> "change"; "microwave hop MW-5120" twice ->
-    "microwave hop"), the two-word phrase when two fragments share it, else the word most fragments
-    share there (>= 2), else None."""
-    pairs: Counter[str] = Counter()
-    words: Counter[str] = Counter()
-    spellings: dict[str, Counter[str]] = {}
-    for text in texts:
-        found = [f for f in find_ids(text) if f.prefix == prefix]
-        if not found:
-            continue
-        before = [w for w in tokens(text[: found[0].start])[-2:] if w not in _STOP and w.isalpha()]
-        stems = [_stem(w).removesuffix("e") for w in before]  # change / changes -> chang
-        for stem, w in zip(stems, before, strict=True):
-            spellings.setdefault(stem, Counter())[w] += 1
-        words.update(set(stems))
-        if len(before) == 2:
-            pairs[" ".join(stems)] += 1
-    surface = {stem: min(c.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0] for stem, c in spellings.items()}
-    if pairs and pairs.most_common(1)[0][1] >= 2:
-        return " ".join(surface[w] for w in pairs.most_common(1)[0][0].split())
-    if words and words.most_common(1)[0][1] >= 2:
-        return surface[words.most_common(1)[0][0]]
-    return None
-
-
-def _leading_verb(texts: Sequence[str]) -> str | None:
-    """The content word most fragments open with, when at least two share it (else None)."""
-    firsts = Counter(next((w for w in tokens(t) if w not in _STOP), "") for t in texts)
-    firsts.pop("", None)
-    if not firsts:
-        return None
-    word, count = firsts.most_common(1)[0]
-    return word if count >= 2 and word.isalpha() else None
 
 
 def _alternatives(phrase: str, ranked: Sequence[str], limit: int = 3) -> tuple[str, ...]:

@@ -142,7 +142,7 @@ class PatchMaker:
         existing = self._visible_keys(cluster.schema_id, gate.client_id)
         # One forward pass for what the steps below would embed in ten small calls (most cached already).
         s.phrases.prefetch(synthesis_phrases(texts, existing))
-        vectors = s.phrases.embed(texts)
+        vectors = s.phrases.fragments(texts)
         core = core_of(vectors, [f.client_id for f in fragments])
         if core.cohesion < s.config.min_cohesion:
             # The cohesion gate: what would make the key is not one idea. The cluster keeps collecting.

@@ -35,6 +35,7 @@ from typing import Any
 
 from an_agent.clock import ManualClock, from_rfc3339
 from an_agent.errors import SchemaError
+from an_agent.evolution.boilerplate import content_text
 from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.engine import EvolutionEngine
@@ -186,7 +187,7 @@ def replay(
     try:
         for start in range(0, len(records), _PREFETCH_BATCH):
             batch = records[start : start + _PREFETCH_BATCH]
-            cached.prefetch([t for r in batch for t in _other_texts(r.payload, config)])
+            cached.prefetch([content_text(t) for r in batch for t in _other_texts(r.payload, config)])
             for done, rec in enumerate(batch, start=start + 1):
                 clock.set(max(rec.timestamp, clock.now()))
                 envelope = {"schema_id": rec.schema_id, "payload": rec.payload}
@@ -229,7 +230,9 @@ def core_share(engine: EvolutionEngine, embedder: Embedder, cluster_id: str) -> 
     """
     fragments = engine.store.fragments(cluster_id, limit=SYNTHESIS_FRAGMENTS)
     texts = [f.text for f in fragments]
-    core = core_of(embedder.embed(texts), [f.client_id for f in fragments]) if texts else None
+    core = (
+        core_of(embedder.embed([content_text(t) for t in texts]), [f.client_id for f in fragments]) if texts else None
+    )
     return round(core.purity_proxy, 4) if core is not None else 0.0
 
 

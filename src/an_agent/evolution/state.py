@@ -15,6 +15,7 @@ import numpy as np
 
 from an_agent.clock import Clock
 from an_agent.errors import SchemaError
+from an_agent.evolution.boilerplate import content_text
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.patches import Patch
@@ -71,6 +72,16 @@ class CachedEmbedder:
             self._recent.pop(text, None)  # re-inserted: newest last
             self._recent[text] = vector
         _trim(self._recent, self._recent_limit)
+
+    def fragments(self, texts: Sequence[str]) -> Vectors:
+        """The vectors of pool fragments: those remembered at ingest, else their `content_text`'s (as at ingest)."""
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        content = {t: content_text(t) for t in texts if t not in self._recent}
+        self._fill(list(content.values()))
+        out = np.stack([self._recent[t] if t in self._recent else self._cache[content[t]] for t in texts])
+        _trim(self._cache, self._limit)
+        return out
 
     def prefetch(self, texts: Sequence[str]) -> None:
         """Embed, in one call, those of ``texts`` not known yet."""

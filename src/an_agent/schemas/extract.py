@@ -74,6 +74,11 @@ _SCALED = {
     "mph": ("kmh", 1.609344),
     "miles per hour": ("kmh", 1.609344),
     "mile per hour": ("kmh", 1.609344),
+    "mi/h": ("kmh", 1.609344),
+    # Wind is often given in metres per second: 25 m/s is 90 km/h.
+    "m/s": ("kmh", 3.6),
+    "metres per second": ("kmh", 3.6),
+    "meters per second": ("kmh", 3.6),
     "kbps": ("mbps", 0.001),
     "kbit/s": ("mbps", 0.001),
     "kb/s": ("mbps", 0.001),
@@ -84,7 +89,7 @@ _SCALED = {
     "mwh": ("kwh", 1000.0),
     "megawatt hours": ("kwh", 1000.0),
 }
-_FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit")
+_FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit", "f")
 _UNIT_OF = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
 _SCALE_OF = {spelling: (unit, 1.0) for spelling, unit in _UNIT_OF.items()} | _SCALED
 _SCALE_OF |= {spelling: ("celsius", 1.0) for spelling in _FAHRENHEIT}
@@ -171,8 +176,8 @@ def find_quantities(text: str) -> list[Quantity]:
         unit, factor = _SCALE_OF[spelling]
         if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
             continue  # "a h" / "one s" are not quantities
-        if spelling == "c" and match.group("unit") != "C":
-            continue  # "37 C" is Celsius; a lower-case "c" after a number is rarely one
+        if spelling in ("c", "f") and match.group("unit") not in ("C", "F"):
+            continue  # "37 C" is Celsius, "113F" Fahrenheit; a lower-case letter after a number is rarely one
         if spelling in _FAHRENHEIT:
             value = round((value - 32) * 5 / 9, 1)
         elif factor != 1.0:
@@ -188,6 +193,31 @@ def find_numbers(text: str) -> list[tuple[float, int, int]]:
         value = _to_number(match.group(0))
         if value is not None:
             out.append((value, match.start(), match.end()))
+    return out
+
+
+# A count as people write one: "1200", "2 400", "3,500" (groups of three), "1.2k", "~900". Not a part of
+# an id, a clock time, a date, a version or a decimal ("1,5"), nor a number followed by a unit.
+_COUNT = re.compile(
+    r"(?<![\w.,\-:/])(?P<num>\d{1,3}(?:(?:,| |\u202f|\u00a0)\d{3})+|\d+(?:\.\d)?(?P<k>k)|\d+)(?![\w:/\-]|[.,]\d)",
+    re.IGNORECASE,
+)
+
+
+def find_counts(text: str) -> list[tuple[int, int, int]]:
+    """Whole numbers that count something (value, start, end): "~1.2k users" -> 1200, "2 400" -> 2400.
+
+    Numbers that are quantities with a unit (`find_quantities`), clock times, dates and parts of ids are
+    not counts.
+    """
+    taken = [(q.start, q.end) for q in find_quantities(text)]
+    out = []
+    for match in _COUNT.finditer(text):
+        if any(a <= match.start() < b for a, b in taken):
+            continue
+        raw = match.group("num")
+        value = float(raw[:-1]) * 1000 if match.group("k") else float(re.sub(r"[, \u202f\u00a0]", "", raw))
+        out.append((int(value), match.start(), match.end()))
     return out
 
 

@@ -1,0 +1,40 @@
+"""What of a fragment is embedded: its content, without the greeting, sign-off and chat filler around it.
+
+An e-mail or a chat message pasted into ``other`` carries words that say nothing about the request:
+"Dear team, ... Kind regards, Petra", "Hello, ... Thanks", "@noc fyi ...". To the embedding model they
+are words like any other, so one-offs written by mail become alike through them (two out-of-office
+mails and a complaint by fax, all "Dear colleagues, ... Kind regards", gathered with three weak lines
+into a cluster one fragment away from a patch: docs/evolution-dev-corpus.md, held-out mail corpus). The
+pool compares fragments by `content_text`: the stored fragment, its examples and everything a person
+reads stay as the client wrote them.
+"""
+
+from __future__ import annotations
+
+import re
+
+# A salutation opening the text: "Dear all,", "Hello team!", "Hi Maria -", "Good morning colleagues:".
+_GREETING = re.compile(
+    r"^\s*(?:dear|hello|hi|hey|hallo|good\s+(?:morning|afternoon|evening)|greetings)\b"
+    r"(?:\s+(?:all|team|colleagues|everyone|everybody|guys|folks|sir|madam|[A-Z][a-z]+)){0,2}\s*[,!:\-]\s*",
+    re.IGNORECASE,
+)
+# A sign-off closing the text, with a name after it: "Kind regards, Petra", "Thanks", "BR Jan", "Cheers!".
+_SIGN_OFF = re.compile(
+    r"[\s,.;!\-]*\b(?:(?:kind|best|warm|many)\s+(?:regards|thanks|wishes)|regards|thanks(?:\s+a\s+lot)?|"
+    r"thank\s+you|many\s+thanks|cheers|br|thx)\b[\s,.!]*(?:[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)?[\s.!]*$",
+    re.IGNORECASE,
+)
+# Chat addressing and filler: "@noc", "fyi", "pls", "FYI:".
+_FILLER = re.compile(r"(?:(?<=\s)|^)(?:@[\w.\-]+|fyi|pls|plz)\b[:,]?\s*", re.IGNORECASE)
+
+
+def content_text(text: str) -> str:
+    """``text`` without an opening greeting, a closing sign-off and chat filler; ``text`` itself when that
+    would leave nothing (a message that is only "thanks all" is compared as it is)."""
+    content = _FILLER.sub("", _GREETING.sub("", text, count=1))
+    closed = _SIGN_OFF.sub("", content, count=1)
+    # Only what joined a removed sign-off goes with it: "... 4 hours. Best regards" -> "... 4 hours".
+    content = closed.rstrip(" ,;:-") if closed != content else content
+    content = content.strip()
+    return content if content.strip(" ,.;:-!?") else text

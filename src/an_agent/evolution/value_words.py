@@ -1,0 +1,119 @@
+"""The words around a value that name its key, and the lexical basics naming shares.
+
+`naming` names a key from the phrases of its fragments; what a typed value stands next to says more than
+the phrases: the preposition before a moment (until / by / at: `moment_suffix`), the words before a list
+of identifiers (`id_noun`), the noun after a count (`counted_noun`), the word the requests open with
+(`leading_word`). Tokens, stems and the stop words are here so that both modules read text alike.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+
+from an_agent.schemas.extract import find_counts, find_ids
+
+
+def word_set(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STOP_WORDS = word_set(
+    """a an the and or but if then else of to in on at by for with from into onto over under up down out off
+    is are was were be been being am do does did done have has had having i me my we our us you your he she
+    it its they them their this that these those there here so as not no nor only very too just also any all
+    some each every both either neither such same other own than can cannot could should would will shall
+    may might must need needs please let lets get gets got make makes made keep keeps kept when once while
+    until till after before about again already still yet even ever now today tonight tomorrow yesterday
+    what which who whom whose where why how one two many much more most less least few lot lots s t
+    around near nearby here there really quite during through throughout across behind inside outside
+    without within via per along against between among since toward towards beyond another later latest
+    earlier twice thrice"""
+)
+
+
+def tokens(text: str) -> list[str]:
+    """Lower-case word tokens (hyphens and apostrophes kept inside words)."""
+    return re.findall(r"[a-z0-9]+(?:['\-][a-z0-9]+)*", text.lower())
+
+
+def stem(word: str) -> str:
+    for suffix in ("ing", "ers", "er", "es", "s", "ed"):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[: -len(suffix)]
+    return word
+
+
+OBJECT_WORDS = word_set("the a an this these those it its our my your their all")
+_UNTIL = re.compile(r"\b(?:until|till|til)\b", re.IGNORECASE)
+# "due" only as a deadline ("due by 12:00", "is due tomorrow"), not as a cause ("due to the storm").
+_BY = re.compile(r"\b(?:by|before|no later than|at the latest|deadline|due(?!\s+to\b))\b", re.IGNORECASE)
+
+
+def moment_suffix(texts: Sequence[str]) -> str:
+    """The suffix of a date-time key: the preposition says what the moment is.
+
+    "hold until <time>" is how long a state lasts (``until``: hold_until); "done by <time>", "before
+    <time>", "no later than <time>" is when something must be finished (``deadline``:
+    compensation_deadline); "start at <time>" is a moment (``time``).
+    """
+    until = sum(1 for t in texts if _UNTIL.search(t))
+    by = sum(1 for t in texts if _BY.search(t))
+    if max(until, by) < 0.3 * len(texts):
+        return "time"
+    return "until" if until >= by else "deadline"
+
+
+def id_noun(texts: Sequence[str], prefix: str) -> str | None:
+    """What the identifiers are, in the fragments' words: the two words before the first identifier
+    ("change request CR-20931", "changes CR-4410" -> "change"; "microwave hop MW-5120" twice ->
+    "microwave hop"), the two-word phrase when two fragments share it, else the word most fragments
+    share there (>= 2), else None."""
+    pairs: Counter[str] = Counter()
+    words: Counter[str] = Counter()
+    spellings: dict[str, Counter[str]] = {}
+    for text in texts:
+        found = [f for f in find_ids(text) if f.prefix == prefix]
+        if not found:
+            continue
+        before = [w for w in tokens(text[: found[0].start])[-2:] if w not in STOP_WORDS and w.isalpha()]
+        stems = [stem(w).removesuffix("e") for w in before]  # change / changes -> chang
+        for root, w in zip(stems, before, strict=True):
+            spellings.setdefault(root, Counter())[w] += 1
+        words.update(set(stems))
+        if len(before) == 2:
+            pairs[" ".join(stems)] += 1
+    surface = {root: min(c.items(), key=lambda kv: (-kv[1], len(kv[0]), kv[0]))[0] for root, c in spellings.items()}
+    if pairs and pairs.most_common(1)[0][1] >= 2:
+        return " ".join(surface[w] for w in pairs.most_common(1)[0][0].split())
+    if words and words.most_common(1)[0][1] >= 2:
+        return surface[words.most_common(1)[0][0]]
+    return None
+
+
+def counted_noun(texts: Sequence[str]) -> str | None:
+    """The noun most fragments put right after their count ("350 subs", "1.2k users"), or right before it
+    when none follows ("impacted users: 2 400"), by its most used spelling, when two fragments share it."""
+    nouns: Counter[str] = Counter()
+    for text in texts:
+        counts = find_counts(text)
+        if not counts:
+            continue
+        _, start, end = counts[0]
+        after = [w for w in tokens(text[end:])[:1] if w.isalpha() and w not in STOP_WORDS]
+        before = [w for w in tokens(text[:start])[-1:] if w.isalpha() and w not in STOP_WORDS]
+        nouns.update(after or before)
+    if not nouns or (top := nouns.most_common(1)[0])[1] < 2:
+        return None
+    return top[0]
+
+
+def leading_word(texts: Sequence[str]) -> str | None:
+    """The content word most fragments open with, when at least two share it (else None)."""
+    firsts = Counter(next((w for w in tokens(t) if w not in STOP_WORDS), "") for t in texts)
+    firsts.pop("", None)
+    if not firsts:
+        return None
+    word, count = firsts.most_common(1)[0]
+    return word if count >= 2 and word.isalpha() else None
