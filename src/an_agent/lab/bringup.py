@@ -10,7 +10,8 @@ agent still missing, the step it was waiting for and for how long.
 
 While it waits it writes `PROGRESS_FILE` (JSON, 0600) in the lab's run directory: how many agents serve,
 which are missing and what they wait for. ``an-agent lab up`` reads it (`an_agent.lab.daemon`): it waits
-for the background lab as long as that file (or the lab's log) changes, and quotes it when it gives up.
+for the background lab as long as that file, the lab's log or its agents' databases change
+(`progress_marks`; ``STALL`` seconds without), and quotes it when it gives up.
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def wait_serving(
             raise LabStartError(f"{ended}\n{describe(started, joined, ready, now)}")
         if now - last_step >= stall:
             raise LabStartError(
-                f"lab bring-up made no progress for {stall:.0f} s: {describe(started, joined, ready, now)}"
+                f"lab bring-up made no progress for {stall:g} s: {describe(started, joined, ready, now)}"
             )
         arrivals.wait_arrival(min(1.0, stall - (now - last_step)))
 
@@ -111,6 +112,20 @@ def write_progress(
         "at": time.time(),
     }
     write_private(path, json.dumps(doc, indent=1))
+
+
+def progress_marks(run_dir: Path) -> tuple[float, int, int]:
+    """What changes while a lab in ``run_dir`` comes up: `PROGRESS_FILE`'s mtime, the size of its log
+    (``lab.log``) and the number of agents that opened their databases (also with every agent in one process)."""
+    try:
+        mtime = (run_dir / PROGRESS_FILE).stat().st_mtime
+    except OSError:
+        mtime = 0.0
+    try:
+        size = (run_dir / "lab.log").stat().st_size
+    except OSError:
+        size = 0
+    return mtime, size, sum(1 for _ in run_dir.glob("agents/*/agent.db"))
 
 
 def read_progress(run_dir: Path) -> tuple[float, str | None]:
