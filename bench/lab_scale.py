@@ -12,7 +12,8 @@ For each size (``an-agent lab generate``: 12 agents = ``--sites 200 --domains 4`
 ``lab up``/``lab run``; ``netns``: an agent per process, each in a network namespace of its own, root):
 
 - *up*: ``an-agent lab up --idle --json`` on a fresh run directory, timed until the command returns
-  (every agent serves, the state file is written); then PSS (/proc/PID/smaps_rollup) of the lab's
+  (every agent serves, the state file is written); the CPU time its processes used to get there (user +
+  system, /proc/PID/stat: what the machine's load does not change); then PSS (/proc/PID/smaps_rollup) of the lab's
   process tree: in all, per agent (the total divided by the number of agents: lab process and template
   included), and of one agent process (median over the agents); then ``lab down``;
 - *run*: ``an-agent lab run --json --quiet`` timed until it returns with the outcome (bring-up, the
@@ -38,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from bench.procs import pss_bytes, rss_bytes, tree
+from bench.procs import cpu_seconds, pss_bytes, rss_bytes, tree
 
 MIB = 1024 * 1024
 SIZES = {12: (200, 4), 50: (200, 23), 100: (400, 48), 200: (800, 98)}
@@ -75,6 +76,7 @@ def up_round(topology: Path, run_dir: Path, mode: list[str]) -> dict[str, Any]:
     state = json.loads(up.stdout)
     try:
         pids = tree([int(state["pid"])])
+        cpu = cpu_seconds(pids)
         pss = pss_bytes(pids)
         rss = rss_bytes(pids)
         agent_pids = sorted({int(a["pid"]) for a in state["agents"]} - {int(state["pid"])})
@@ -90,6 +92,7 @@ def up_round(topology: Path, run_dir: Path, mode: list[str]) -> dict[str, Any]:
         "agents": agents,
         "processes": len(pids),
         "up_s": round(up_seconds, 2),
+        "cpu_s": round(cpu, 1),
         "down_s": round(down_seconds, 2),
         "pss_mib": round(pss / MIB, 1),
         "rss_mib": round(rss / MIB, 1),
@@ -198,7 +201,8 @@ def _print(entries: list[dict[str, Any]], targets: list[dict[str, Any]]) -> None
                 else ""
             )
             print(
-                f"  up {r['up_s']:6.2f} s  down {r['down_s']:5.2f} s  PSS {r['pss_mib']:7.1f} MiB in {r['processes']}"
+                f"  up {r['up_s']:6.2f} s (CPU {r['cpu_s']} s)  down {r['down_s']:5.2f} s"
+                f"  PSS {r['pss_mib']:7.1f} MiB in {r['processes']}"
                 f" process(es), {r['pss_per_agent_mib']:.2f} MiB per agent{one}"
                 f"  (load {r['load'][0]} -> {r['load'][1]})"
             )

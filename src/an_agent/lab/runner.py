@@ -55,7 +55,9 @@ ADMIN = ("admin", "admin")
 class Lab:
     """A running topology (module docstring).
 
-    ``prefix``/``env``: what each agent process's command runs behind and with, ignored ``in_process``.
+    ``prefix``/``env``: what each agent process's command runs behind and with, ignored ``in_process``;
+    without a prefix (or with ``netns``) agents are forked from the lab's template process
+    (`an_agent.lab.zygote`), with one each is a new interpreter behind it.
     ``pace``: simulated seconds per wall second (`SimKernel.set_pace`), for participants the lab cannot see.
     ``netns``: every agent process in a network namespace of its own on a lab bridge (`an_agent.lab.netns`,
     made by `start`, removed by `stop`), listening on its lab address; needs root.
