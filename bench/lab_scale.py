@@ -187,7 +187,9 @@ def check_targets(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
                     met = value <= limit
                     if key == "run_s":
                         met = met and all(r["closed_loop"] for r in entry["run"])
-                    out.append({"target": f"{agents} agents, {mode}: {what}", "value": value, "met": met})
+                    out.append(
+                        {"target": f"{agents} agents, {mode}: {what}", "limit": what, "value": value, "met": met}
+                    )
     return out
 
 

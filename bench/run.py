@@ -61,6 +61,7 @@ class Plan:
     external_timeout: float  # for bench/evolution_ingest.py and bench/client_rtt.py
     client_rtt_args: tuple[str, ...]
     evolution_args: tuple[str, ...]
+    lab_scale_args: tuple[str, ...] = ()
 
 
 QUICK = Plan(
@@ -81,6 +82,7 @@ QUICK = Plan(
     client_rtt_args=("--n", "50", "--stock-n", "5", "--runs", "1"),
     # 1,024 payloads in batches of 256 as the learner takes them: a rate, not the first pass alone.
     evolution_args=("--quick", "--e2e", "1024", "--base", "300"),
+    lab_scale_args=("--quick", "--no-run"),
 )
 FULL = Plan(
     name="full",
@@ -102,7 +104,7 @@ FULL = Plan(
 )
 TASKS = 100
 NOTIFY_TASK_BASE = 10_000
-PHASES = ("requests", "setup", "notifications", "concurrency", "agents", "evolution", "client_rtt")
+PHASES = ("requests", "setup", "notifications", "concurrency", "agents", "evolution", "client_rtt", "lab_scale")
 # "flat" (issue 14): the per-fragment pool cost at 10k and at 100k fragments at most this many times the cost at 1k.
 # What grows is the exact nearest-centroid search while the live clusters fill to their cap (~150 at 1k, 1,024
 # per scenario from ~10k on); after the cap the cost is flat (the rows print the ratio to the previous point).
@@ -199,7 +201,7 @@ class Bench:
                     self.raw["netconfd_idle_pss"] = procs.pss_bytes(ref.pids())
                     for phase in paired:
                         self._timed(phase.__name__, partial(phase, agent, ref))
-        for alone in (self._agents, self._evolution, self._client_rtt):
+        for alone in (self._agents, self._evolution, self._client_rtt, self._lab_scale):
             if self._chosen(alone):
                 self._timed(alone.__name__, alone)
         return self.rows, self.raw
@@ -653,6 +655,40 @@ class Bench:
                         runs=runs,
                     )
                 )
+
+    def _lab_scale(self) -> None:
+        """8. Generated labs of 12 to 200 agents: bring-up, time to the outcome, memory (bench/lab_scale.py)."""
+        report = self._external("lab_scale", list(self.plan.lab_scale_args), "8. lab scale")
+        if report is None:
+            return
+        for entry in report["entries"]:
+            for key in ("up", "run"):
+                rounds = entry.get(key) or []
+                if not rounds:
+                    continue
+                r = rounds[0]
+                what = "bring-up (lab up --idle)" if key == "up" else "lab run to its outcome"
+                value = float(r["up_s"] if key == "up" else r["run_s"])
+                note = (
+                    f"PSS {r['pss_mib']} MiB in {r['processes']} processes, {r['pss_per_agent_mib']} MiB per agent, "
+                    f"one agent process {r['agent_process_pss_mib']} MiB; CPU {r['cpu_s']} s"
+                    if key == "up"
+                    else f"closed loop {r['closed_loop']}; peak PSS {r['peak_pss_mib']} MiB; torch in "
+                    f"{r['processes_with_torch']} process(es)"
+                )
+                self.rows.append(
+                    Row(
+                        f"8. {entry['agents']} agents, {entry['mode']}: {what}",
+                        "s",
+                        value,
+                        note=f"{note}; load {r['load'][0]} -> {r['load'][1]}",
+                        runs=len(rounds),
+                    )
+                )
+        for target in report["targets"]:
+            self.rows.append(
+                Row(f"8. target: {target['target']}", "", float(target["value"]), None, target["limit"], target["met"])
+            )
 
 
 def _fleet(count: int) -> dict[str, Any]:
