@@ -164,10 +164,20 @@ def measure(agents: int, mode: str, rounds: int, run: bool, work: Path) -> dict[
         "agents": agents,
         "mode": mode,
         "topology": f"lab generate --sites {sites} --domains {domains} --seed 1",
-        "up": [up_round(topology, work / f"run-{agents}-{mode}-{i}", MODES[mode]) for i in range(rounds)],
+        "up": [],
+        "run": [],
+        "errors": [],
     }
-    if run:
-        entry["run"] = [run_round(topology, MODES[mode]) for _ in range(rounds)]
+    for i in range(rounds):  # a failure is a result too: recorded, and the next measurement goes on
+        try:
+            entry["up"].append(up_round(topology, work / f"run-{agents}-{mode}-{i}", MODES[mode]))
+        except RuntimeError as exc:
+            entry["errors"].append(f"up: {exc}")
+        if run:
+            try:
+                entry["run"].append(run_round(topology, MODES[mode]))
+            except RuntimeError as exc:
+                entry["errors"].append(f"run: {exc}")
     return entry
 
 
@@ -183,8 +193,9 @@ def check_targets(entries: list[dict[str, Any]]) -> list[dict[str, Any]]:
         for entry in entries:
             if entry["agents"] == agents and entry["mode"] == mode:
                 value = _median(entry, measurement, key)
-                if value is not None:
-                    met = value <= limit
+                failed = [e for e in entry["errors"] if e.startswith(measurement)]
+                if value is not None or failed:
+                    met = value is not None and value <= limit and not failed
                     if key == "run_s":
                         met = met and all(r["closed_loop"] for r in entry["run"])
                     out.append(
@@ -214,6 +225,8 @@ def _print(entries: list[dict[str, Any]], targets: list[dict[str, Any]]) -> None
                 f" {r['peak_pss_mib']:.1f} MiB in {r['peak_processes']} process(es), torch loaded in"
                 f" {r['processes_with_torch']}  (load {r['load'][0]} -> {r['load'][1]})"
             )
+        for error in entry["errors"]:
+            print(f"  FAILED {error[:400]}")
     for t in targets:
         print(f"{'met ' if t['met'] else 'MISSED'}  {t['target']}: {t['value']}")
 

@@ -685,10 +685,12 @@ class Bench:
                         runs=len(rounds),
                     )
                 )
+            for error in entry.get("errors", []):
+                label = f"8. {entry['agents']} agents, {entry['mode']}: failed"
+                self.rows.append(Row(label, "", None, note=error[:300]))
         for target in report["targets"]:
-            self.rows.append(
-                Row(f"8. target: {target['target']}", "", float(target["value"]), None, target["limit"], target["met"])
-            )
+            measured = None if target["value"] is None else float(target["value"])
+            self.rows.append(Row(f"8. target: {target['target']}", "", measured, None, target["limit"], target["met"]))
 
 
 def _fleet(count: int) -> dict[str, Any]:
