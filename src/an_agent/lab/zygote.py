@@ -50,6 +50,7 @@ from pathlib import Path
 from typing import Any, NoReturn
 
 from an_agent.errors import LabStartError
+from an_agent.lab.processes import log_tail
 
 CLONE_NEWNET = 0x40000000
 RUN_NETNS = Path("/run/netns")
@@ -94,7 +95,7 @@ def _child(request: Mapping[str, Any], closing: Sequence[int], run: Run) -> NoRe
                 os.close(fd)
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python program (`serve` sets its own)
         state_dir = Path(request["state_dir"])
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if request.get("append") else os.O_TRUNC)
@@ -188,6 +189,9 @@ class _Template:
 def serve_template(channel_fd: int, preload: Callable[[], None], run: Run) -> int:
     """The template process (module docstring): ``preload``, freeze, then fork a child running ``run(ARGS)``
     per request on the socket ``channel_fd``, until the lab closes it. Its exit code."""
+    # Ctrl-C on a lab in a terminal reaches its whole process group: the lab stops its agents and then
+    # this process (as multiprocessing's forkserver, it ignores SIGINT; its children do not).
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
     channel = socket.socket(fileno=channel_fd)
     template = _Template(channel, run)
     try:
@@ -403,12 +407,8 @@ class Zygote:
                 self._replies[int(message["id"])] = message
             self._cond.notify_all()
 
-    def _tail(self, lines: int = 15) -> str:
-        try:
-            text = self._log.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:]) or f"(see {self._log})"
+    def _tail(self) -> str:
+        return log_tail(self._log) or f"(see {self._log})"
 
 
 def _gone(pid: int) -> bool:
