@@ -129,24 +129,27 @@ def test_bring_up_waits_while_agents_arrive_and_names_what_the_missing_ones_wait
 ) -> None:
     handlers = conductor.handlers()
     now = time.monotonic()
-    started = {"slow": now - 7.0, "joined": now - 5.0, "early": now - 5.0}
+    started = {"slow": now - 7.0, "slower": now - 7.0, "joined": now - 5.0, "early": now - 5.0}
     handlers["hello"]({"agent": "joined"})
     handlers["hello"]({"agent": "early"})
     handlers["ready"]({"agent": "early", "port": 8830})
 
-    def arrive_late() -> None:  # a step every 0.6 s: longer in all than the stall, never one stall long
-        for name in ("joined", "slow"):
-            time.sleep(0.6)
+    def arrive_late() -> None:  # a step every 0.8 s: 4.8 s in all, longer than the stall, never one stall long
+        for name in ("joined", "slow", "slower"):
+            time.sleep(0.8)
             handlers["hello"]({"agent": name})
-            time.sleep(0.6)
+            time.sleep(0.8)
             handlers["ready"]({"agent": name, "port": 8831})
 
     arriving = threading.Thread(target=arrive_late)
     arriving.start()
-    ready = wait_serving(conductor, started, lambda: None, tmp_path / PROGRESS_FILE, stall=1.5)
+    begun = time.monotonic()
+    ready = wait_serving(conductor, started, lambda: None, tmp_path / PROGRESS_FILE, stall=3.0)
+    waited = time.monotonic() - begun
     arriving.join()
-    assert sorted(ready) == ["early", "joined", "slow"] and ready["slow"]["port"] == 8831
-    assert read_progress(tmp_path)[1] == "3 of 3 agents serve"
+    assert sorted(ready) == ["early", "joined", "slow", "slower"] and ready["slow"]["port"] == 8831
+    assert waited > 3.0
+    assert read_progress(tmp_path)[1] == "4 of 4 agents serve"
 
     # nobody moves: it gives up after the stall and says who waits for what, and since when
     handlers["hello"]({"agent": "stuck-joined"})
@@ -201,3 +204,18 @@ def test_many_agents_connecting_at_once_all_get_through(tmp_path: Path) -> None:
     finally:
         server.stop()
     assert results == ["pong"] * 300, [r for r in results if r != "pong"][:3]
+
+
+def test_a_remembered_topology_is_served_until_its_file_changes(tmp_path: Path) -> None:
+    from an_agent.lab.topology_memo import _remembered, remember
+
+    path = tmp_path / "lab.yaml"
+    path.write_text((TOPOLOGIES / "fault-energy-optimization.yaml").read_text())
+    loaded = load_topology(path)
+    remember(path, loaded)
+    try:
+        assert load_topology(path) is loaded and load_topology(tmp_path / "." / "lab.yaml") is loaded
+        path.write_text(path.read_text().replace("name: fault-energy-optimization", "name: changed", 1))
+        assert load_topology(path).name == "changed"
+    finally:
+        _remembered.clear()

@@ -37,9 +37,10 @@ def preload(topology_file: Path | None, host_key: Path | None) -> argparse.Argum
 
     YangContext.default()
     if topology_file is not None:
-        from an_agent.lab.topology import preload_topology
+        from an_agent.lab.topology import load_topology
+        from an_agent.lab.topology_memo import remember
 
-        preload_topology(topology_file)
+        remember(topology_file, load_topology(topology_file))
     if host_key is not None and host_key.exists():
         from an_agent.nc.ssh_auth import load_or_create_host_key
 

@@ -48,6 +48,7 @@ from an_agent.lab.spec import (
     TicketSpec,
     Topology,
 )
+from an_agent.lab.topology_memo import recall
 from an_agent.lab.yamldoc import PathItem, YamlDocument, format_path, load_yaml
 
 FORMAT = "an-agent-lab/1"
@@ -64,32 +65,11 @@ def schema() -> dict[str, Any]:
     return loaded
 
 
-_preloaded: dict[tuple[str, int, int], Topology] = {}
-
-
-def _file_key(path: Path) -> tuple[str, int, int] | None:
-    try:
-        st = path.stat()
-    except OSError:
-        return None
-    return str(path.resolve()), st.st_mtime_ns, st.st_size
-
-
-def preload_topology(path: Path) -> Topology:
-    """`load_topology`, remembered for this process and its forked children (`an_agent.lab.zygote`): a
-    later `load_topology` of the same unchanged file returns it without reading and checking it again."""
-    topology = load_topology(path)
-    key = _file_key(path)
-    if key is not None:
-        _preloaded[key] = topology
-    return topology
-
-
 def load_topology(path: Path) -> Topology:
     """Read, validate and build a topology; `ConfigError` listing each problem with ``file:line``."""
-    key = _file_key(path) if _preloaded else None
-    if key is not None and key in _preloaded:
-        return _preloaded[key]
+    remembered = recall(path)  # loaded once by the lab's template process, for its agents
+    if remembered is not None:
+        return remembered
     doc = load_yaml(path)
     _validate_schema(doc)
     problems = _Problems(doc)
