@@ -266,9 +266,24 @@ def start_background(
             marks, last = now_marks, time.monotonic()
         elif time.monotonic() - last >= STALL:
             break
-    process.terminate()
     account = read_progress(run_dir)[1] or "no agent has started"
+    _abandon(process, run_dir)
     raise AnAgentError(f"the lab made no progress for {STALL:.0f} s ({account}):\n{_tail(log_path)}")
+
+
+def _abandon(process: subprocess.Popen[bytes], run_dir: Path) -> None:
+    """End a lab that did not come up: SIGTERM (it stops once it has started), then its whole process group
+    (the lab, its template and agent processes), then what is left of its lab network."""
+    process.terminate()
+    try:
+        process.wait(10.0)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # a session of its own: the lab and its agents
+        process.wait()
+    from an_agent.lab.netns import cleanup
+
+    cleanup(run_dir)
 
 
 def stop_background(run_dir: Path) -> dict[str, Any]:
