@@ -207,3 +207,32 @@ def _lab_pids(state_dir: Path) -> dict[str, int]:
         if output.name == "agent.log" and output.parent.parent == agents:
             pids[output.parent.name] = int(entry.name)
     return pids
+
+
+def test_a_task_end_across_a_partition_is_parked_until_the_heal() -> None:
+    kernel = LabKernel(T0, stall_timeout=30)
+    key = ("ip-fault", "service-fault.diagnose.LINK-C2")
+    try:
+        kernel.expect_for(key, "service-fault")
+        kernel.cut("ip-fault", "service-fault")
+        kernel.arrive(key)  # the executor ended: its notification cannot reach the assigner
+        assert kernel.busy_labels() == {}  # parked: time may move on to the heal
+        kernel.heal("service-fault", "ip-fault")
+        assert kernel.busy_labels() == {f"hand-off {key[0]}/{key[1]}": 1}  # in flight again
+        kernel.complete(key, None)  # the notification got through
+        assert kernel.busy_labels() == {} and not kernel.is_expected(key)
+        # a hand-off counted before the cut is parked by it; the assigner's side then closes it uncounted
+        kernel.expect_for(key, "service-fault")
+        kernel.arrive(key)
+        kernel.cut("service-fault", "ip-fault")
+        assert kernel.busy_labels() == {}
+        kernel.complete(key, None)
+        assert kernel.busy_labels() == {} and not kernel.is_expected(key)
+        # other pairs are not parked
+        other = ("ran-fault", "service-fault.verify.LINK-C2")
+        kernel.expect_for(other, "service-fault")
+        kernel.arrive(other)
+        assert kernel.busy_labels() == {f"hand-off {other[0]}/{other[1]}": 1}
+        kernel.forget(other)
+    finally:
+        kernel.close()
