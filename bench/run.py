@@ -63,6 +63,7 @@ class Plan:
     external_timeout: float  # for bench/evolution_ingest.py and bench/client_rtt.py
     client_rtt_args: tuple[str, ...]
     evolution_args: tuple[str, ...]
+    lab_scale_args: tuple[str, ...] = ()
 
 
 QUICK = Plan(
@@ -83,6 +84,7 @@ QUICK = Plan(
     client_rtt_args=("--n", "50", "--stock-n", "5", "--runs", "1"),
     # 1,024 payloads in batches of 256 as the learner takes them: a rate, not the first pass alone.
     evolution_args=("--quick", "--e2e", "1024", "--base", "300"),
+    lab_scale_args=("--quick", "--no-run"),
 )
 FULL = Plan(
     name="full",
@@ -104,7 +106,17 @@ FULL = Plan(
 )
 TASKS = 100
 NOTIFY_TASK_BASE = 10_000
-PHASES = ("requests", "setup", "notifications", "concurrency", "metrics", "agents", "evolution", "client_rtt")
+PHASES = (
+    "requests",
+    "setup",
+    "notifications",
+    "concurrency",
+    "metrics",
+    "agents",
+    "evolution",
+    "client_rtt",
+    "lab_scale",
+)
 METRICS_COST = 3.0
 """Issue 25: recording and serving metrics costs at most this share of the <get> throughput (%)."""
 # "flat" (issue 14): the per-fragment pool cost at 10k and at 100k fragments at most this many times the cost at 1k.
@@ -203,7 +215,7 @@ class Bench:
                     self.raw["netconfd_idle_pss"] = procs.pss_bytes(ref.pids())
                     for phase in paired:
                         self._timed(phase.__name__, partial(phase, agent, ref))
-        for alone in (self._metrics, self._agents, self._evolution, self._client_rtt):
+        for alone in (self._metrics, self._agents, self._evolution, self._client_rtt, self._lab_scale):
             if self._chosen(alone):
                 self._timed(alone.__name__, alone)
         return self.rows, self.raw
@@ -737,6 +749,42 @@ class Bench:
                         runs=runs,
                     )
                 )
+
+    def _lab_scale(self) -> None:
+        """8. Generated labs of 12 to 200 agents: bring-up, time to the outcome, memory (bench/lab_scale.py)."""
+        report = self._external("lab_scale", list(self.plan.lab_scale_args), "8. lab scale")
+        if report is None:
+            return
+        for entry in report["entries"]:
+            for key in ("up", "run"):
+                rounds = entry.get(key) or []
+                if not rounds:
+                    continue
+                r = rounds[0]
+                what = "bring-up (lab up --idle)" if key == "up" else "lab run to its outcome"
+                value = float(r["up_s"] if key == "up" else r["run_s"])
+                note = (
+                    f"PSS {r['pss_mib']} MiB in {r['processes']} processes, {r['pss_per_agent_mib']} MiB per agent, "
+                    f"one agent process {r['agent_process_pss_mib']} MiB; CPU {r['cpu_s']} s"
+                    if key == "up"
+                    else f"closed loop {r['closed_loop']}; peak PSS {r['peak_pss_mib']} MiB; torch in "
+                    f"{r['processes_with_torch']} process(es)"
+                )
+                self.rows.append(
+                    Row(
+                        f"8. {entry['agents']} agents, {entry['mode']}: {what}",
+                        "s",
+                        value,
+                        note=f"{note}; load {r['load'][0]} -> {r['load'][1]}",
+                        runs=len(rounds),
+                    )
+                )
+            for error in entry.get("errors", []):
+                label = f"8. {entry['agents']} agents, {entry['mode']}: failed"
+                self.rows.append(Row(label, "", None, note=error[:300]))
+        for target in report["targets"]:
+            measured = None if target["value"] is None else float(target["value"])
+            self.rows.append(Row(f"8. target: {target['target']}", "", measured, None, target["limit"], target["met"]))
 
 
 def _fleet(count: int) -> dict[str, Any]:

@@ -19,7 +19,8 @@ module boundary that calls the foreign library, never further up.
     ├── SchemaError          a structured payload or a schema template is invalid (schemas issue)
     │   └── SchemaAccessDenied   the actor may not make this schema decision (not a schema administrator)
     ├── ControlError         the lab's control channel refused a request (lab/control.py)
-    └── LabNetworkError      the lab's network namespaces cannot be made or removed (lab/netns.py)
+    ├── LabNetworkError      the lab's network namespaces cannot be made or removed (lab/netns.py)
+    └── LabStartError        a lab's agents cannot be brought up: one exits, or bring-up stops progressing
 
 `RpcError` carries the whole RFC 6241 error (type, tag, severity, app-tag,
 path, message, info) so that nothing is lost between server and client: the
@@ -85,6 +86,12 @@ class SchemaAccessDenied(SchemaError):
 
 class ControlError(AnAgentError):
     """A request on the lab's control channel was refused: unknown method, bad params, handler error."""
+
+
+class LabStartError(AnAgentError):
+    """A lab's agent processes cannot be brought up: its template process fails, an agent exits before it
+    serves, or bring-up makes no progress for a while; the message names the agents, what each was waiting
+    for and for how long (lab/bringup.py)."""
 
 
 class LabNetworkError(AnAgentError):

@@ -194,20 +194,19 @@ def test_agent_processes_run_the_same_lab_as_one_process(tmp_path: Path) -> None
 
 
 def _lab_pids(state_dir: Path) -> dict[str, int]:
-    """The agents' processes, found by their command lines (serve --state-dir STATE/agents/NAME)."""
+    """The agents' processes, seen from /proc: those whose output (fd 1) is STATE/agents/NAME/agent.log
+    (forked from the lab's template process, they all have its command line)."""
+    agents = (state_dir / "agents").resolve()
     pids = {}
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            args = (entry / "cmdline").read_bytes().split(b"\0")
+            output = Path(os.readlink(entry / "fd" / "1"))
         except OSError:
             continue
-        words = [a.decode(errors="replace") for a in args]
-        if "--lab-control" in words and "--state-dir" in words:
-            where = Path(words[words.index("--state-dir") + 1])
-            if where.parent == (state_dir / "agents").resolve():
-                pids[where.name] = int(entry.name)
+        if output.name == "agent.log" and output.parent.parent == agents:
+            pids[output.parent.name] = int(entry.name)
     return pids
 
 

@@ -125,11 +125,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the CLI; returns the process exit code (130 after Ctrl-C, 141 when stdout's reader left)."""
+def main(argv: Sequence[str] | None = None, parser: argparse.ArgumentParser | None = None) -> int:
+    """Run the CLI; returns the process exit code (130 after Ctrl-C, 141 when stdout's reader left).
+
+    ``parser``: one `build_parser` made before (the lab's template process builds it once for its agents).
+    """
     args = argparse.Namespace()
     try:
-        args = build_parser().parse_args(argv)
+        args = (parser or build_parser()).parse_args(argv)
         code: int = args.handler(args)
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's last flush
         return code

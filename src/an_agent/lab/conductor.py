@@ -40,8 +40,9 @@ from __future__ import annotations
 
 import dataclasses
 import threading
+import time
 from collections import deque
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -281,6 +282,7 @@ class Conductor:
         self._logins = logins
         self._lock = threading.Lock()
         self._ready: dict[str, dict[str, Any]] = {}
+        self._joined: dict[str, float] = {}
         self._ready_changed = threading.Condition(self._lock)
         self._listening: set[str] = set()
         self._expecters: dict[tuple[str, str], str] = {}
@@ -312,6 +314,8 @@ class Conductor:
         name = _name(params)
         with self._lock:
             self._ready.pop(name, None)
+            self._joined[name] = time.monotonic()
+            self._ready_changed.notify_all()
         return {"now": self.kernel.join(name), **self._logins, **self._hello_files(name)}
 
     def _on_ready(self, params: dict[str, Any]) -> None:
@@ -326,13 +330,25 @@ class Conductor:
         with self._lock:
             return self._ready.get(name)
 
+    def arrivals(self, names: Collection[str]) -> tuple[dict[str, float], dict[str, dict[str, Any]]]:
+        """Of ``names``: when each that said ``hello`` did (monotonic), and what each ready one said
+        (`an_agent.lab.bringup`)."""
+        with self._lock:
+            return (
+                {n: self._joined[n] for n in names if n in self._joined},
+                {n: self._ready[n] for n in names if n in self._ready},
+            )
+
+    def wait_arrival(self, timeout: float) -> None:
+        """Return when an agent says ``hello`` or ``ready``, or after ``timeout`` seconds."""
+        with self._lock:
+            self._ready_changed.wait(timeout)
+
     def wait_ready(self, names: set[str], timeout: float, alive: Callable[[], str | None]) -> dict[str, Any]:
         """Wait until every agent of ``names`` is ready; `ControlError` naming the missing ones otherwise.
 
         ``alive`` returns a message when an agent process has died meanwhile (no use waiting further).
         """
-        import time
-
         deadline = time.monotonic() + timeout
         with self._lock:
             while not names <= set(self._ready):
@@ -351,6 +367,7 @@ class Conductor:
         self.kernel.detach(name)
         with self._lock:
             self._ready.pop(name, None)
+            self._joined.pop(name, None)
             awaited = [key for key, who in self._expecters.items() if who == name]
             for key in awaited:
                 del self._expecters[key]

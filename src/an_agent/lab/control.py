@@ -58,6 +58,15 @@ CERT_FILE = "control-cert.pem"
 KEY_FILE = "control-key.pem"
 MAX_FRAME = 1 << 20
 SECRET_BYTES = 32
+BACKLOG = 1024
+"""Connections the listener queues before it accepts them: every agent of a big lab connects twice at once
+(at Python's default of 128, 200 agents overflowed it and their handshakes stalled until they timed out)."""
+AUTH_TIMEOUT = 60.0
+"""Real seconds a client has to finish the handshake before the server drops it (a lab bringing many
+agents up on a small machine is slow on both sides; an idle, unauthenticated client gets nothing)."""
+HANDSHAKE_TIMEOUT = 10.0
+"""Real seconds a client first waits for each step of the handshake (`connect_patiently` waits longer)."""
+HANDSHAKE_ATTEMPTS = 6
 _LENGTH = struct.Struct(">I")
 
 Handler = Callable[[dict[str, Any]], Any]
@@ -179,7 +188,7 @@ class ControlServer:
         self._handlers = dict(handlers)
         self._context = _server_context(tls)
         self._binding = _binding(ssl.PEM_cert_to_DER_cert(tls.cert.read_text(encoding="ascii")))
-        self._listener = socket.create_server((host, port))
+        self._listener = socket.create_server((host, port), backlog=BACKLOG)
         self._lock = threading.Lock()
         self._connections: set[socket.socket] = set()
         self._threads: list[threading.Thread] = []
@@ -236,7 +245,7 @@ class ControlServer:
         conn: socket.socket = raw
         try:
             raw.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            raw.settimeout(10.0)  # a client that does not authenticate promptly is dropped
+            raw.settimeout(AUTH_TIMEOUT)  # a client that does not authenticate is dropped
             tls = self._context.wrap_socket(raw, server_side=True, do_handshake_on_connect=False)
             with self._lock:  # from here on stop() cuts the TLS socket (the raw one is detached)
                 self._connections.discard(raw)
@@ -304,7 +313,7 @@ class ControlClient:
         self._next_id = 0
 
     @classmethod
-    def connect(cls, host: str, port: int, secret: bytes, timeout: float = 10.0) -> ControlClient:
+    def connect(cls, host: str, port: int, secret: bytes, timeout: float = HANDSHAKE_TIMEOUT) -> ControlClient:
         """Connect and authenticate both ways.
 
         `ConnectError` when nothing answers, `AuthError` when the lab refuses the secret or cannot prove
@@ -374,3 +383,20 @@ class ControlClient:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def connect_patiently(host: str, port: int, secret: bytes, attempts: int = HANDSHAKE_ATTEMPTS) -> ControlClient:
+    """`ControlClient.connect`, tried again after a handshake that timed out, waiting twice as long each time
+    (10, 20, 40, 80, 120 s...): a lab bringing up hundreds of agents on a small machine may be slow to answer,
+    and it gives up on its agents itself when bring-up stops progressing (`an_agent.lab.bringup`). A lab
+    that is gone refuses the connection: that fails at once (`ConnectError`), as does a wrong secret."""
+    timeout = HANDSHAKE_TIMEOUT
+    for attempt in range(1, attempts + 1):
+        try:
+            return ControlClient.connect(host, port, secret, timeout=timeout)
+        except RequestTimeout as exc:
+            if attempt == attempts:
+                raise
+            log.warning("%s; trying again (attempt %d of %d)", exc, attempt + 1, attempts)
+            timeout = min(2 * timeout, 120.0)
+    raise AssertionError("unreachable")

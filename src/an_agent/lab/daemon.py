@@ -31,13 +31,13 @@ from typing import Any
 
 from an_agent._files import write_private
 from an_agent.errors import AnAgentError, ConfigError
+from an_agent.lab.bringup import STALL, progress_marks, read_progress
 from an_agent.lab.spec import Topology
 
 STATE_FILE = "lab.json"
 LOG_FILE = "lab.log"
 STOP_FILE = "last-stop.json"
 """What the last stop of the lab left behind (`serve_foreground` writes it, `lab down` reads it)."""
-START_TIMEOUT = 60.0
 STOP_GRACE = 30.0
 SIGNAL_POLL = 0.2
 """Real seconds between two looks at the stop flag (the longest a SIGTERM waits to be handled)."""
@@ -274,16 +274,38 @@ def start_background(
         process = subprocess.Popen(
             command, stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=True, close_fds=True
         )
-    deadline = time.monotonic() + START_TIMEOUT
-    while time.monotonic() < deadline:
+    # As long as it takes, while the lab makes progress (an_agent.lab.bringup); not for ever when it stops.
+    marks, last = progress_marks(run_dir), time.monotonic()
+    while True:
         state = read_state(run_dir)
         if state is not None and state.get("pid") == process.pid:
             return state
         if process.poll() is not None:
             raise AnAgentError(f"the lab process exited with code {process.returncode}:\n{_tail(log_path)}")
-        time.sleep(0.1)
+        time.sleep(0.2)
+        now_marks = progress_marks(run_dir)
+        if now_marks != marks:
+            marks, last = now_marks, time.monotonic()
+        elif time.monotonic() - last >= STALL:
+            break
+    account = read_progress(run_dir)[1] or "no agent has started"
+    _abandon(process, run_dir)
+    raise AnAgentError(f"the lab made no progress for {STALL:.0f} s ({account}):\n{_tail(log_path)}")
+
+
+def _abandon(process: subprocess.Popen[bytes], run_dir: Path) -> None:
+    """End a lab that did not come up: SIGTERM (it stops once it has started), then its whole process group
+    (the lab, its template and agent processes), then what is left of its lab network."""
     process.terminate()
-    raise AnAgentError(f"the lab did not come up within {START_TIMEOUT:.0f} s:\n{_tail(log_path)}")
+    try:
+        process.wait(10.0)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)  # a session of its own: the lab and its agents
+        process.wait()
+    from an_agent.lab.netns import cleanup
+
+    cleanup(run_dir)
 
 
 def stop_background(run_dir: Path) -> dict[str, Any]:

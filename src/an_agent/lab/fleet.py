@@ -4,29 +4,39 @@ The lab process serves its clock, network and journal on the control channel (`a
 handlers of `an_agent.lab.conductor`), on 127.0.0.1 and a free port, authenticated by a secret in
 ``STATE/control.secret`` (0600). Each agent is ``an-agent serve --topology ... --lab-control ...``
 (`an_agent.lab.processes`) with its own state directory ``STATE/agents/NAME`` (databases, host key,
-``agent.log``) and port; `start` returns once every agent serves.
+``agent.log``) and port, forked from the lab's template process (`an_agent.lab.zygote`, its output in
+``STATE/zygote.log``; started again if it died) and, with ``--netns``, moved into its namespace; with
+a command ``prefix`` other than a namespace's, each agent is a new interpreter behind it instead.
+`start` returns once every agent serves, waiting as long as agents keep arriving (`an_agent.lab.bringup`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Any
 
 from an_agent.agents.environment import RoleName
 from an_agent.errors import ConfigError
+from an_agent.lab.bringup import PROGRESS_FILE, wait_serving
 from an_agent.lab.conductor import Conductor
 from an_agent.lab.control import ControlServer, create_certificate, create_secret, read_secret
 from an_agent.lab.owner import FleetOwner
 from an_agent.lab.placement import lab_host
-from an_agent.lab.processes import STOP_GRACE, AgentLaunch, AgentProcess, start_agent, stop_agents
+from an_agent.lab.processes import LOG_FILE, STOP_GRACE, AgentLaunch, AgentProcess, serve_args, start_agent, stop_agents
 from an_agent.lab.spec import AgentSpec
+from an_agent.lab.zygote import Zygote
+
+ZYGOTE_LOG = "zygote.log"
+HOST_KEY_FILE = "ssh_host_rsa_key"
+"""The lab's SSH host key in its state directory (`an_agent.lab.agent.lab_host_key`), copied to each agent."""
 
 log = logging.getLogger(__name__)
 
-READY_TIMEOUT = 180.0
-"""Real seconds for every agent process to start serving (a cold start imports the whole stack)."""
 SECRET_FILE = "control.secret"
 NETNS_PORT = 8830
 """Every agent's NETCONF port in a ``netns`` lab (unless the topology gives one)."""
@@ -61,6 +71,21 @@ class ProcessFleet:
         self._processes: dict[str, AgentProcess] = {}
         self._server: ControlServer | None = None
         self.conductor: Conductor | None = None
+        self._zygote: Zygote | None = None
+        self._started: dict[str, float] = {}
+        """When each agent's current process was started (monotonic), for `an_agent.lab.bringup`."""
+
+    def prepare(self) -> Zygote:
+        """Start the lab's template process unless it runs (it loads while the lab makes its network and
+        certificates; `start` forks the agents from it). Needs the lab's host key in place."""
+        if self._zygote is None or not self._zygote.alive():
+            if self._zygote is not None:
+                log.warning("the lab's template process is gone: starting a new one")
+                self._zygote.close()
+            self._zygote = Zygote.start(
+                self.lab.topology.source, self.lab.state_dir / ZYGOTE_LOG, self.env, self.lab.state_dir / HOST_KEY_FILE
+            )
+        return self._zygote
 
     def start(self, logins: dict[str, object]) -> None:
         lab = self.lab
@@ -90,7 +115,7 @@ class ProcessFleet:
             if not wave:
                 continue
             self._launch(wave, topology_file, control, secret_file)
-            ready = self.conductor.wait_ready({a.name for a in wave}, READY_TIMEOUT, self._dead)
+            ready = self._wait_serving([a.name for a in wave])
             for spec in wave:
                 info = ready[spec.name]
                 self._serving(spec, info["port"], info.get("a2a_port"))
@@ -110,7 +135,34 @@ class ProcessFleet:
                 a2a_port=None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0,
                 otlp=lab.otlp,
             )
-            self._processes[spec.name] = start_agent(launch, lab.prefix_of(spec.name), self.env)
+            self._start(launch)
+
+    def _start(self, launch: AgentLaunch, append_log: bool = False) -> None:
+        """Start agent ``launch.name``: forked from the template (module docstring), else exec'd behind its prefix."""
+        lab, name = self.lab, launch.name
+        netns = lab.netns_of(name)
+        prefix = lab.prefix_of(name)
+        self._started[name] = time.monotonic()
+        if netns is None and prefix:
+            self._processes[name] = start_agent(launch, prefix, self.env, append_log=append_log)
+            return
+        zygote = self.prepare()
+        log_path = launch.state_dir / LOG_FILE
+        process = zygote.spawn(
+            serve_args(launch),
+            launch.state_dir,
+            log_path,
+            self.env if self.env is not None else os.environ,
+            netns=netns,
+            append_log=append_log,
+            title=name,
+        )
+        self._processes[name] = AgentProcess(launch, process, log_path)
+
+    def _wait_serving(self, names: list[str]) -> dict[str, dict[str, Any]]:
+        assert self.conductor is not None
+        started = {name: self._started[name] for name in names}
+        return wait_serving(self.conductor, started, self._dead, self.lab.state_dir / PROGRESS_FILE)
 
     def _serving(self, spec: AgentSpec, port: int, a2a_port: int | None) -> None:
         self.agents[spec.name] = AgentHandle(spec, self._processes[spec.name], port, a2a_port)
@@ -138,8 +190,8 @@ class ProcessFleet:
         handle = self.agents[name]
         a2a_port = handle.a2a_port if old.launch.a2a_port is not None else None
         launch = replace(old.launch, port=handle.port, a2a_port=a2a_port)
-        self._processes[name] = start_agent(launch, self.lab.prefix_of(name), self.env, append_log=True)
-        info = conductor.wait_ready({name}, READY_TIMEOUT, self._dead)[name]
+        self._start(launch, append_log=True)
+        info = self._wait_serving([name])[name]
         self._serving(handle.spec, info["port"], info.get("a2a_port"))
         return old.pid, self._processes[name].pid
 
@@ -162,6 +214,8 @@ class ProcessFleet:
         # The directory after the others: they deregister as they stop.
         last = [p for name, p in self._processes.items() if self.lab.topology.agent(name).role == RoleName.DIRECTORY]
         killed = stop_agents([p for p in self._processes.values() if p not in last]) + stop_agents(last)
+        if self._zygote is not None:
+            self._zygote.close()
         if self._server is not None:
             self._server.stop()
         if killed:
@@ -170,4 +224,7 @@ class ProcessFleet:
 
     def leftovers(self) -> list[str]:
         """Agent processes still running (none after a clean `stop`)."""
-        return [f"process of {name} (pid {p.pid})" for name, p in self._processes.items() if p.alive()]
+        left = [f"process of {name} (pid {p.pid})" for name, p in self._processes.items() if p.alive()]
+        if self._zygote is not None and self._zygote.alive():
+            left.append(f"the lab's template process (pid {self._zygote.pid})")
+        return left

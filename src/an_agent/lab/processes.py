@@ -1,9 +1,10 @@
 """Agent processes of a lab: the command line of one agent, starting it, killing it, stopping them all.
 
-An agent of a lab runs as ``python -m an_agent.cli serve --topology T --agent NAME --lab-control
-HOST:PORT --lab-secret-file F --state-dir DIR --host H --port P`` (`agent_argv`), its output in
-``DIR/agent.log``. `start_agent` runs that argv behind an optional ``prefix`` (e.g. ``ip netns exec NS``
-to put the agent in a network namespace) with an optional environment. Nothing here knows the lab's
+An agent of a lab runs ``an-agent serve --topology T --agent NAME --lab-control
+HOST:PORT --lab-secret-file F --state-dir DIR --host H --port P`` (`serve_args`), its output in
+``DIR/agent.log``: forked from the lab's template process (`an_agent.lab.zygote`, the default) or, with
+`start_agent`, as a new interpreter (`agent_argv`) behind an optional ``prefix`` (e.g. ``ip netns exec
+NS`` to put the agent in a network namespace) with an optional environment. Nothing here knows the lab's
 protocol: `an_agent.lab.conductor` and `an_agent.lab.remote` speak it.
 """
 
@@ -18,6 +19,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Protocol
 
 LOG_FILE = "agent.log"
 STOP_GRACE = 20.0
@@ -45,10 +47,12 @@ class AgentLaunch:
 
 def agent_argv(launch: AgentLaunch) -> list[str]:
     """The command line of one lab agent (module docstring); secrets only by file, never on it."""
+    return [sys.executable, "-m", "an_agent.cli", *serve_args(launch)]
+
+
+def serve_args(launch: AgentLaunch) -> list[str]:
+    """The ``an-agent`` arguments of one lab agent (``serve ...``), as exec'd or forked (`an_agent.lab.zygote`)."""
     argv = [
-        sys.executable,
-        "-m",
-        "an_agent.cli",
         "serve",
         "--topology",
         str(launch.topology_file.resolve()),
@@ -76,12 +80,28 @@ def agent_argv(launch: AgentLaunch) -> list[str]:
     return argv
 
 
+class ProcessHandle(Protocol):
+    """What the lab uses of an agent process: a `subprocess.Popen`, or a `an_agent.lab.zygote.ForkedProcess`."""
+
+    @property
+    def pid(self) -> int: ...
+
+    @property
+    def returncode(self) -> int | None: ...
+
+    def poll(self) -> int | None: ...
+
+    def wait(self, timeout: float | None = None) -> int: ...
+
+    def send_signal(self, signum: int) -> None: ...
+
+
 @dataclass
 class AgentProcess:
     """A started agent process."""
 
     launch: AgentLaunch
-    process: subprocess.Popen[bytes]
+    process: ProcessHandle
     log_path: Path
 
     @property
@@ -98,11 +118,16 @@ class AgentProcess:
         self.process.wait()
 
     def log_tail(self, lines: int = 15) -> str:
-        try:
-            text = self.log_path.read_text(encoding="utf-8", errors="replace")
-        except OSError:
-            return "(no log)"
-        return "\n".join(text.splitlines()[-lines:])
+        return log_tail(self.log_path, lines)
+
+
+def log_tail(path: Path, lines: int = 15) -> str:
+    """The last ``lines`` lines of a log file, "(no log)" when it cannot be read."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return "(no log)"
+    return "\n".join(text.splitlines()[-lines:])
 
 
 def start_agent(

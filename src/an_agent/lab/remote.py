@@ -37,7 +37,7 @@ from an_agent.agents.peers import Peers
 from an_agent.errors import AnAgentError, ControlError, TransportError
 from an_agent.lab.agent import TASK_CAPACITY, build_profile, directory_login, make_behaviour
 from an_agent.lab.certs import write_hello_files
-from an_agent.lab.control import ControlClient, read_secret
+from an_agent.lab.control import ControlClient, connect_patiently, read_secret
 from an_agent.lab.kernel import Key, SimKernel
 from an_agent.lab.topology import load_topology
 from an_agent.lab.waits import Future
@@ -359,9 +359,9 @@ def join_lab(
     if schemas is not None:
         spec = replace(spec, schemas=schemas)
     secret = read_secret(secret_file)
-    channel = ControlClient.connect(host, int(port), secret)
+    channel = connect_patiently(host, int(port), secret)
     try:
-        clock = ControlClient.connect(host, int(port), secret)
+        clock = connect_patiently(host, int(port), secret)
     except AnAgentError:
         channel.close()
         raise

@@ -56,7 +56,9 @@ ADMIN = ("admin", "admin")
 class Lab:
     """A running topology (module docstring).
 
-    ``prefix``/``env``: what each agent process's command runs behind and with, ignored ``in_process``.
+    ``prefix``/``env``: what each agent process's command runs behind and with, ignored ``in_process``;
+    without a prefix (or with ``netns``) agents are forked from the lab's template process
+    (`an_agent.lab.zygote`), with one each is a new interpreter behind it.
     ``pace``: simulated seconds per wall second (`SimKernel.set_pace`), for participants the lab cannot see.
     ``netns``: every agent process in a network namespace of its own on a lab bridge (`an_agent.lab.netns`,
     made by `start`, removed by `stop`), listening on its lab address; needs root.
@@ -148,6 +150,10 @@ class Lab:
         """What agent ``name``'s command runs behind (``ip netns exec NS`` with ``netns``)."""
         return self.net.prefix(name) if self.net is not None else list(self._prefix)
 
+    def netns_of(self, name: str) -> str | None:
+        """The network namespace agent ``name`` runs in with ``netns`` (None without)."""
+        return self.net.slot(name).netns if self.net is not None else None
+
     @property
     def control_host(self) -> str:
         """Where the lab serves its control channel: its address on the lab bridge with ``netns``, else 127.0.0.1."""
@@ -202,6 +208,8 @@ class Lab:
         self._threads_before = set(threading.enumerate())
         self.state_dir.mkdir(parents=True, exist_ok=True)
         lab_host_key(self.state_dir / "ssh_host_rsa_key")
+        if isinstance(self.fleet, ProcessFleet) and self.topology.source is not None:
+            self.fleet.prepare()  # the agents' template process loads while the lab makes the rest
         self.network.sample(self.kernel.now())
         # The lab itself (read-back, bss) logs in as admin; each agent logs in to its peers as itself
         # (a user per agent, an operator that may send as that agent only, a password made for this run),

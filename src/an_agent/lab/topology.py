@@ -48,6 +48,7 @@ from an_agent.lab.spec import (
     TicketSpec,
     Topology,
 )
+from an_agent.lab.topology_memo import recall
 from an_agent.lab.yamldoc import PathItem, YamlDocument, format_path, load_yaml
 
 FORMAT = "an-agent-lab/1"
@@ -66,6 +67,9 @@ def schema() -> dict[str, Any]:
 
 def load_topology(path: Path) -> Topology:
     """Read, validate and build a topology; `ConfigError` listing each problem with ``file:line``."""
+    remembered = recall(path)  # loaded once by the lab's template process, for its agents
+    if remembered is not None:
+        return remembered
     doc = load_yaml(path)
     _validate_schema(doc)
     problems = _Problems(doc)

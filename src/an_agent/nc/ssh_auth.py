@@ -79,12 +79,27 @@ def _b64decode(text: str) -> bytes:
     return base64.b64decode(text.encode("ascii"), validate=True)
 
 
+_loaded_keys: dict[bytes, paramiko.PKey] = {}
+_loaded_lock = threading.Lock()
+
+
 def load_or_create_host_key(path: Path) -> paramiko.PKey:
-    """The server's SSH host key, generated (RSA 3072) on first use and kept at ``path`` (mode 0600)."""
+    """The server's SSH host key, generated (RSA 3072) on first use and kept at ``path`` (mode 0600).
+
+    A key file with the same content as one loaded before in this process (or in the lab's template
+    process this one was forked from, `an_agent.lab.zygote`) gives the key loaded then: checking an RSA
+    private key costs ~0.1 s of CPU, and every agent of a lab has a copy of the lab's one key.
+    """
     if path.exists():
         try:
-            return paramiko.RSAKey.from_private_key_file(str(path))
-        except (OSError, paramiko.SSHException) as exc:
+            data = path.read_bytes()
+            with _loaded_lock:
+                key = _loaded_keys.get(data)
+                if key is None:
+                    key = paramiko.RSAKey.from_private_key(io.StringIO(data.decode("ascii")))
+                    _loaded_keys[data] = key
+            return key
+        except (OSError, UnicodeDecodeError, paramiko.SSHException) as exc:
             raise ConfigError(f"host key {path} is unreadable ({exc}); delete it to generate a new one") from None
     key = paramiko.RSAKey.generate(3072)
     private_directory(path.parent)
