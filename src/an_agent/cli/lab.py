@@ -108,6 +108,10 @@ def register(subparsers: Any) -> None:
     )
     run.set_defaults(handler=cmd_run)
 
+    from an_agent.cli import lab_soak
+
+    lab_soak.register(sub, NETNS_HELP)
+
     up = sub.add_parser(
         "up",
         help="start a topology's agents and keep them running (lab down stops them)",

@@ -1,0 +1,220 @@
+"""The soak's schedule put on a running lab: network faults and tickets as the scenario's events, the lab's
+own faults played by `SoakChaos` (the fault functions of `an_agent.lab.chaos`), partitions by `Partition`.
+
+Every lab fault played leaves a record (`ChaosRecord`): when (simulated, start and end), what, which
+agents it touched, whether a new process was started, the SQLite integrity of a restarted agent, the
+wall seconds until the agent served again, and any error.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Protocol
+
+from an_agent.lab import chaos as lab_chaos
+from an_agent.lab.partition import Partition, note_partitions
+from an_agent.lab.soak.resources import sqlite_integrity
+from an_agent.lab.soak.schedule import NETNS_KINDS, TICKET, SoakEvent
+from an_agent.lab.spec import EventSpec, FaultSpec, FaultType, TicketSpec, Topology
+
+EXIT_WAIT_S = 15.0
+"""Wall seconds an agent has to notice that its control channel is gone (it then stops serving)."""
+
+
+def with_workload(topology: Topology, schedule: Sequence[SoakEvent], drain: float) -> Topology:
+    """``topology`` whose scenario is the schedule's network faults and tickets, ending ``drain`` simulated
+    seconds after the last event at the latest (the loops' time to close)."""
+    events = []
+    for event in schedule:
+        if event.kind == TICKET:
+            events.append(EventSpec(event.at, ticket=TicketSpec(event.target, event.text)))
+        elif event.kind in FaultType.__members__.values():
+            fault = FaultSpec(FaultType(event.kind), event.target, repair_minutes=event.duration)
+            events.append(EventSpec(event.at, fault=fault))
+    last = max((e.at for e in schedule), default=0.0)
+    return dataclasses.replace(topology, events=tuple(events), max_duration=last + drain)
+
+
+@dataclass
+class ChaosRecord:
+    """One lab fault as played (module docstring); ``at``/``end`` simulated seconds since the epoch."""
+
+    kind: str
+    target: str
+    at: float
+    end: float
+    agents: list[str]
+    restarted: bool = False
+    restart_wall_s: float | None = None
+    integrity: dict[str, str] = field(default_factory=dict)
+    detail: str = ""
+    error: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+
+class SoakFleet(Protocol):
+    """What the chaos needs of the lab's agent processes (`an_agent.lab.fleet.ProcessFleet`)."""
+
+    def kill_and_restart(self, name: str) -> tuple[int, int]: ...
+    def drop_control(self, name: str) -> int: ...
+    def alive(self, name: str) -> bool: ...
+    def pids(self) -> dict[str, int]: ...
+
+
+class Timers(Protocol):
+    def call_at(self, when: float, label: str, fn: Callable[[], None]) -> object: ...
+    def now(self) -> float: ...
+
+
+class SoakChaos:
+    """Plays the schedule's lab faults on ``fleet`` (kill, freeze, control_drop, disk_full) at their instants
+    on ``kernel``; partitions and isolations through ``partition`` (``--netns``)."""
+
+    def __init__(
+        self,
+        fleet: SoakFleet,
+        kernel: Timers,
+        agent_dir: Callable[[str], Path],
+        start: float,
+        partition: Callable[[Partition], None] | None = None,
+    ) -> None:
+        self.fleet = fleet
+        self.kernel = kernel
+        self.agent_dir = agent_dir
+        self.start = start
+        self._partition = partition
+        self._lock = threading.Lock()
+        self.records: list[ChaosRecord] = []
+        self._timers: list[threading.Timer] = []
+        self._filled: set[Path] = set()
+        self._frozen: set[int] = set()
+
+    def schedule(self, events: Sequence[SoakEvent]) -> None:
+        for event in events:
+            if event.kind in NETNS_KINDS:
+                self._schedule_partition(event)
+            elif event.is_chaos:
+                self.kernel.call_at(self.start + event.at, f"soak {event.kind} {event.target}", self._player(event))
+
+    def _player(self, event: SoakEvent) -> Callable[[], None]:
+        def play() -> None:
+            self.play(event)
+
+        return play
+
+    def play(self, event: SoakEvent) -> ChaosRecord:
+        """Play one lab fault now (`SoakEvent.kind` kill, freeze, control_drop or disk_full); its record."""
+        now = self.kernel.now()
+        record = ChaosRecord(event.kind, event.target, now, now, [event.target])
+        with self._lock:
+            self.records.append(record)
+        try:
+            getattr(self, f"_{event.kind}")(event, record)
+        except Exception as exc:  # reported (a checker fails on it); the soak goes on with the next fault
+            record.error = f"{type(exc).__name__}: {exc}"
+        return record
+
+    def _kill(self, event: SoakEvent, record: ChaosRecord) -> None:
+        self._restart(event.target, record)
+
+    def _restart(self, name: str, record: ChaosRecord) -> None:
+        started = time.monotonic()
+        old, new = self.fleet.kill_and_restart(name)
+        record.restarted = True
+        record.restart_wall_s = round(time.monotonic() - started, 3)
+        record.detail += f"pid {old} -> {new}"
+        record.integrity = sqlite_integrity(self.agent_dir(name))
+        record.end = self.kernel.now()
+
+    def _freeze(self, event: SoakEvent, record: ChaosRecord) -> None:
+        pid = self.fleet.pids()[event.target]
+        with self._lock:
+            self._frozen.add(pid)
+
+        def thaw() -> None:
+            lab_chaos.thaw(pid)
+            with self._lock:
+                self._frozen.discard(pid)
+            record.end = self.kernel.now()
+
+        lab_chaos.freeze(pid)
+        self._later(event.duration, thaw)
+        record.detail = f"pid {pid} stopped for {event.duration:g} s (wall)"
+
+    def _control_drop(self, event: SoakEvent, record: ChaosRecord) -> None:
+        cut = self.fleet.drop_control(event.target)
+        deadline = time.monotonic() + EXIT_WAIT_S
+        while self.fleet.alive(event.target) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if self.fleet.alive(event.target):
+            record.detail = f"{cut} connection(s) cut; the agent went on"
+            return
+        record.detail = f"{cut} connection(s) cut; the agent stopped serving and was started again: "
+        self._restart(event.target, record)
+
+    def _disk_full(self, event: SoakEvent, record: ChaosRecord) -> None:
+        directory = self.agent_dir(event.target)
+        written = lab_chaos.fill(directory)
+        with self._lock:
+            self._filled.add(directory)
+
+        def free() -> None:
+            lab_chaos.free(directory)
+            with self._lock:
+                self._filled.discard(directory)
+            record.end = self.kernel.now()
+
+        self._later(event.duration, free)
+        record.detail = f"{written // 1024} KiB of ballast for {event.duration:g} s (wall)"
+
+    def _later(self, seconds: float, fn: Callable[[], None]) -> None:
+        timer = threading.Timer(seconds, fn)
+        timer.daemon = True
+        with self._lock:
+            self._timers.append(timer)
+        timer.start()
+
+    def _schedule_partition(self, event: SoakEvent) -> None:
+        if self._partition is None:
+            return
+        if event.kind == "partition":
+            a, b = event.target.split(",")
+            cuts = [Partition(a, b, event.at, event.duration)]
+        else:
+            others = sorted(n for n in self.fleet.pids() if n != event.target)
+            cuts = [Partition(event.target, other, event.at, event.duration) for other in others]
+        agents = sorted({n for c in cuts for n in (c.a, c.b)})
+        with self._lock:
+            self.records.append(
+                ChaosRecord(
+                    event.kind, event.target, self.start + event.at, self.start + event.at + event.duration, agents
+                )
+            )
+        for cut in cuts:
+            self._partition(cut)
+
+    def release(self) -> None:
+        """End every freeze and give back every filled disk now (the soak is over, or failed)."""
+        with self._lock:
+            timers, frozen, filled = list(self._timers), set(self._frozen), set(self._filled)
+        for timer in timers:
+            timer.cancel()
+        for pid in frozen:
+            lab_chaos.thaw(pid)
+        for directory in filled:
+            lab_chaos.free(directory)
+
+
+def partitioner(lab: Any) -> Callable[[Partition], None] | None:
+    """How `SoakChaos` cuts two agents of ``lab`` apart (``--netns`` only; None without it)."""
+    if lab.net is None:
+        return None
+    note = note_partitions(lab.journal, lab.kernel)
+    return lambda cut: cut.schedule(lab.kernel, lab.topology.start_time, lab.net, note)
