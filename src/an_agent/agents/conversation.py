@@ -87,11 +87,18 @@ class PeerConversation:
         self.env.journal.note(self.name, kind, text, **details)
 
     def new_task_id(self, slug: str) -> str:
-        """A task id unique for this agent and the same in every run of the topology (no clock, no random)."""
+        """A task id unique for this agent and the same in every run of the topology (no clock, no random).
+
+        After a restart (`AgentEnvironment.incarnation` above 1) the ids carry ``.rN``: the counter starts
+        again, and the ids it gave before the agent died are taken at its peers.
+        """
         with self._lock:
             count = self._ids.get(slug, 0) + 1
             self._ids[slug] = count
-        return f"{self.name}.{slug}" + (f".{count}" if count > 1 else "")
+        incarnation = self.env.incarnation
+        return (
+            f"{self.name}.{slug}" + (f".r{incarnation}" if incarnation > 1 else "") + (f".{count}" if count > 1 else "")
+        )
 
     def find_peers(self, skill: str) -> list[str]:
         """The agents this one may talk to that have ``skill`` (sorted): asked of the lab's directory

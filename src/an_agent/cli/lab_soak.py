@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from an_agent.cli import EXIT_OK, EXIT_REFUSED
-from an_agent.cli._common import print_json
+from an_agent.cli._common import print_json, quiet_transport_logs
 
 _SOAK = """\
 Run TOPOLOGY's agents for --duration (wall clock) under a workload that never runs
@@ -98,12 +98,11 @@ def cmd_soak(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
 
-    from an_agent.cli.lab import _quiet_transport_logs
     from an_agent.lab.soak.report import soak_json, soak_text, write_html
     from an_agent.lab.soak.run import SoakOptions, run_soak
     from an_agent.lab.topology import load_topology
 
-    _quiet_transport_logs()
+    quiet_transport_logs()
     topology = load_topology(args.topology)
     if args.netns:
         from an_agent.lab.netns import require_support
@@ -129,7 +128,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
             shutil.rmtree(state_dir, ignore_errors=True)
     report = soak_json(result)
     if args.report is not None:
-        path = write_html(report, args.report)
+        path = write_html(report, args.report, result.evidence)
         if not args.quiet:
             print(f"an-agent lab soak: report written to {path}", file=sys.stderr)
     if args.json:

@@ -175,8 +175,10 @@ class NoDuplicate:
 
 
 class LoopsClose:
-    """Every fault's loop closes (its sites and cells back in service) within a bound after the later of its
-    injection and the last lab fault before it closed: ``repair_minutes`` x 1.15 + `LOOP_SLACK_S`."""
+    """Every fault's loop closes (its sites and cells back in service) within a bound after the last fault
+    that touched it healed: its own injection, any lab fault, and any other network fault on the elements
+    it took out (they keep its sites down until they close too). The bound: ``repair_minutes`` x 1.15 +
+    `LOOP_SLACK_S`."""
 
     name = "every fault's loop closes in time"
 
@@ -187,21 +189,21 @@ class LoopsClose:
             bound = float(fault.get("repair_minutes", 90.0)) * 60.0 * FIELD_JITTER + LOOP_SLACK_S
             closed = fault.get("restored_at")
             upto = evidence.end if closed is None else float(closed)
-            healed = max([fault["injected_at"], *(t for t in ends if t <= upto)])
-            took = upto - healed
+            touched = [fault["injected_at"], *(t for t in ends if t <= upto)]
+            touched += [t for t in _overlapping(fault, evidence.faults) if t <= upto]
+            took = upto - max(touched)
+            where = f"{fault['type']} on {fault['target']} (injected +{fault['injected_at'] - evidence.start:g} s)"
             if closed is None and (evidence.final or took > bound):
                 problems.append(
                     (
-                        f"{fault['type']} on {fault['target']} (injected +{fault['injected_at'] - evidence.start:g} s) "
-                        f"not closed {took:g} s after the last fault that touched it",
+                        f"{where} not closed {took:g} s after the last fault that touched it",
                         self._excerpt(evidence, fault),
                     )
                 )
             elif closed is not None and took > bound:
                 problems.append(
                     (
-                        f"{fault['type']} on {fault['target']} closed {took:g} s after the last fault that "
-                        f"touched it (bound {bound:g} s)",
+                        f"{where} closed {took:g} s after the last fault that touched it (bound {bound:g} s)",
                         self._excerpt(evidence, fault),
                     )
                 )
@@ -214,6 +216,19 @@ class LoopsClose:
         return [n for n in evidence.notes if target in n.get("text", "") and n.get("time", 0) >= fault["injected_at"]][
             :12
         ]
+
+
+def _overlapping(fault: dict[str, Any], faults: Sequence[dict[str, Any]]) -> list[float]:
+    """When the other faults on the elements ``fault`` took out (or that took its target out) closed."""
+    mine = {fault["target"], *fault.get("affected_sites", []), *fault.get("affected_cells", [])}
+    out = []
+    for other in faults:
+        if other is fault or other.get("restored_at") is None:
+            continue
+        theirs = {other["target"], *other.get("affected_sites", []), *other.get("affected_cells", [])}
+        if mine & theirs:
+            out.append(float(other["restored_at"]))
+    return out
 
 
 class NotificationsComplete:
@@ -318,7 +333,7 @@ class SqliteIntact:
 
 @dataclass(frozen=True)
 class Bound:
-    """How much one resource of an agent may grow from after the first 10 % of the run to its last 10 %."""
+    """How much one resource of an agent process may grow from after the first 10 % of the run to the end."""
 
     field: str
     absolute: float
@@ -335,11 +350,15 @@ BOUNDS = (
     Bound("sqlite_bytes", 16 * 1024 * 1024),
 )
 """RSS +25 % + 32 MiB, open descriptors +16, threads +8, SQLite files +16 MiB (the stated bounds)."""
+MIN_LIFE = 0.4
+"""A process is judged when it lived at least this share of the run (a restarted one starts afresh)."""
 
 
 class ResourcesFlat:
-    """Per agent, RSS, open descriptors, threads and SQLite sizes in the last 10 % of the run (median) stay
-    within `BOUNDS` of what they were after the first 10 % (median of the next 10 %)."""
+    """Per agent process that lived long enough (`MIN_LIFE`), its RSS, open descriptors and threads at
+    the end (median of its last samples, the last 10 % of the run) stay within `BOUNDS` of what they were
+    after the first 10 % of the run (median of the next 10 %); per agent, its SQLite files likewise
+    across restarts (they outlive the process)."""
 
     name = "resources flat"
 
@@ -347,32 +366,79 @@ class ResourcesFlat:
         self.bounds = tuple(bounds)
 
     def check(self, evidence: Evidence) -> Verdict:
-        problems = []
+        if not evidence.final:
+            return Verdict(self.name, True, "judged at the end")
+        span = evidence.wall or max((s["wall"] for s in evidence.samples), default=0.0)
+        lives: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
         per_agent: dict[str, list[dict[str, Any]]] = defaultdict(list)
         for s in evidence.samples:
+            lives[(s["agent"], s["pid"])].append(s)
             per_agent[s["agent"]].append(s)
-        span = evidence.wall or max((s["wall"] for s in evidence.samples), default=0.0)
+        problems: list[tuple[str, list[dict[str, Any]]]] = []
         judged = 0
+        for (agent, pid), samples in sorted(lives.items()):
+            first = max(samples[0]["wall"], 0.1 * span)
+            if samples[-1]["wall"] - samples[0]["wall"] < MIN_LIFE * span:
+                continue
+            judged += 1
+            early = [s for s in samples if first <= s["wall"] < first + 0.1 * span]
+            late = [s for s in samples if s["wall"] >= samples[-1]["wall"] - 0.1 * span]
+            for bound in (b for b in self.bounds if b.field != "sqlite_bytes"):
+                problems += _grew(f"{agent} (pid {pid})", bound, early, late)
+        sqlite = [b for b in self.bounds if b.field == "sqlite_bytes"]
         for agent, samples in sorted(per_agent.items()):
             early = [s for s in samples if 0.1 * span <= s["wall"] < 0.2 * span]
             late = [s for s in samples if s["wall"] >= 0.9 * span]
-            if not early or not late or not evidence.final:
-                continue
-            judged += 1
-            for bound in self.bounds:
-                before, after = median(s[bound.field] for s in early), median(s[bound.field] for s in late)
-                if after > bound.limit(before):
-                    problems.append(
-                        (
-                            f"{agent}: {bound.field} grew from {before:g} to {after:g} (bound {bound.limit(before):g})",
-                            [early[0], late[-1]],
-                        )
-                    )
-        return _verdict(self.name, f"{judged} agents' RSS, descriptors, threads and SQLite sizes", problems)
+            for bound in sqlite:
+                problems += _grew(agent, bound, early, late)
+        return _verdict(
+            self.name,
+            f"{judged} agent processes (RSS, descriptors, threads), {len(per_agent)} agents' SQLite",
+            problems,
+        )
+
+
+def _grew(
+    who: str, bound: Bound, early: list[dict[str, Any]], late: list[dict[str, Any]]
+) -> list[tuple[str, list[dict[str, Any]]]]:
+    if not early or not late:
+        return []
+    before, after = median(s[bound.field] for s in early), median(s[bound.field] for s in late)
+    if after <= bound.limit(before):
+        return []
+    return [
+        (
+            f"{who}: {bound.field} grew from {before:g} to {after:g} (bound {bound.limit(before):g})",
+            [early[0], late[-1]],
+        )
+    ]
+
+
+class RunEnded:
+    """The lab recovered from every lab fault (no error playing one, a killed agent served again) and ran
+    to its end with nothing left to do (``idle``: not stopped by its deadline, not stalled)."""
+
+    name = "every lab fault recovered, the run ended idle"
+
+    def check(self, evidence: Evidence) -> Verdict:
+        problems = [(f"{c['kind']} of {c['target']}: {c['error']}", [c]) for c in evidence.chaos if c.get("error")]
+        if evidence.final and evidence.end_reason != "idle":
+            problems.append((f"the run ended {evidence.end_reason or 'early'} with work left", evidence.notes[-12:]))
+        return _verdict(
+            self.name, f"{len(evidence.chaos)} lab faults; run ended {evidence.end_reason or '-'}", problems
+        )
 
 
 def default_checkers() -> list[Checker]:
-    return [NoLostTask(), NoDuplicate(), LoopsClose(), NotificationsComplete(), SqliteIntact(), ResourcesFlat()]
+    return [
+        NoLostTask(),
+        NoDuplicate(),
+        LoopsClose(),
+        NotificationsComplete(),
+        SqliteIntact(),
+        ResourcesFlat(),
+        RunEnded(),
+    ]
 
 
 def run_checkers(evidence: Evidence, checkers: Sequence[Checker] | None = None) -> list[Verdict]:

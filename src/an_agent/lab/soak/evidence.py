@@ -48,6 +48,8 @@ class Evidence:
     """`Sample.to_dict` of every agent process over the run."""
     wall: float = 0.0
     """Wall seconds of the run so far."""
+    end_reason: str = ""
+    """Why the lab's clock stopped (`SimKernel.run`): ``idle`` when nothing was left to do; empty along the way."""
 
 
 def read_durable(state_dir: Path) -> tuple[dict[str, str], list[dict[str, str]]]:

@@ -11,12 +11,15 @@ run); ``chaos`` (each lab fault as played); ``resources`` (per agent: first and 
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 from collections import Counter
 from html import escape
 from pathlib import Path
 from typing import Any
 
+from an_agent.lab.soak.evidence import Evidence
 from an_agent.lab.soak.run import SoakResult
 
 FORMAT = "an-agent-soak/1"
@@ -113,9 +116,15 @@ def soak_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_html(report: dict[str, Any], directory: Path) -> Path:
-    """Write ``soak.html`` (and ``soak.json``) into ``directory`` (0700, files 0600); the HTML path."""
+def write_html(report: dict[str, Any], directory: Path, evidence: Evidence | None = None) -> Path:
+    """Write ``soak.html`` and ``soak.json`` into ``directory`` (0700, files 0600); the HTML path.
+
+    With ``evidence``, also ``evidence.json``: the whole journal, durable state, fault records, change log
+    and samples the checkers judged (to read a counter-example in its context).
+    """
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if evidence is not None:
+        _write(directory / "evidence.json", json.dumps(dataclasses.asdict(evidence), indent=0))
 
     def table(head: list[str], rows: list[list[Any]]) -> str:
         cells = "".join("<tr>" + "".join(f"<td>{escape(str(c))}</td>" for c in row) + "</tr>" for row in rows)
@@ -191,7 +200,12 @@ def write_html(report: dict[str, Any], directory: Path) -> Path:
         f"</style></head><body>{body}</body></html>"
     )
     html = directory / "soak.html"
-    for path, text in ((html, page), (directory / "soak.json", json.dumps(report, indent=1))):
-        path.write_text(text, encoding="utf-8")
-        path.chmod(0o600)
+    _write(html, page)
+    _write(directory / "soak.json", json.dumps(report, indent=1))
     return html
+
+
+def _write(path: Path, text: str) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as out:
+        out.write(text)

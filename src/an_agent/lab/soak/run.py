@@ -177,8 +177,7 @@ def _play(
         live.tasks[name], live.logs[name] = read_durable(lab.agent_dir(name))
         live.integrity[name] = sqlite_integrity(lab.agent_dir(name))
     result.evidence = live
-    if result.end_reason not in ("idle",):
-        live.chaos.append({"kind": "lab", "target": "", "at": live.end, "end": live.end, "error": result.end_reason})
+    live.end_reason = result.end_reason
     result.verdicts = run_checkers(live)
     threads, ports = lab.leftovers()
     result.leftovers += threads + ports
