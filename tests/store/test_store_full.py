@@ -33,7 +33,7 @@ def test_a_full_disk_refuses_the_write_whole_and_the_store_goes_on_once_space_re
         store.save_config([ConfigUnit("/a", "", 0, "<x/>")], [], {"t1": "alice"})
         fill(small_disk)
         big = [ConfigUnit(f"/u{i}", "", i, "<x>" + "y" * 4000 + "</x>") for i in range(200)]
-        with pytest.raises(StateFull, match="no space left in .*the change was not made"):
+        with pytest.raises(StateFull, match=r"no space left in .*the change was not made"):
             store.save_config(big, ["/a"], {"t2": "bob"})
         with pytest.raises(StateFull):
             store.save_task_state(TaskState("t1", "processing", None, None, None, None, 2.0), (2.0, "<n/>"))
