@@ -22,11 +22,18 @@ from an_agent.agents.exchange import InputAnswer
 from an_agent.agents.failures import TaskFailure
 from an_agent.agents.peers import Peers, TaskHandle
 from an_agent.agents.schema_use import adopt_evolved_keys, supported_versions
-from an_agent.errors import RpcError, SchemaError
+from an_agent.errors import RpcError, SchemaError, TransportError
 from an_agent.model import CommuType, NegotiationRequest, NegotiationType, Task, TaskStatus, build_prompt
 from an_agent.runtime.schemas import shared_embedder
 from an_agent.schemas.fulfilment import Expectation, Fulfilment, fulfilment_request_content
 from an_agent.schemas.validate import validate_payload
+
+DELIVERY_ATTEMPTS = 6
+"""How many times `PeerConversation.deliver` sends a report the peer could not take."""
+DELIVERY_RETRY_S = 60.0
+"""Simulated seconds between two attempts (a restarting peer serves again, a full disk is freed)."""
+PASSING_TAGS = frozenset({"resource-denied", "operation-failed", "in-use", "lock-denied"})
+"""rpc-error tags of a refusal that may pass (the peer is short of space, busy, failing for a while)."""
 
 
 @dataclass(frozen=True)
@@ -128,6 +135,26 @@ class PeerConversation:
             return Outcome(None, None, agreed.refusals)
         handle = self.assign(peer, agreed.task_id, target, description, agreed.value, expected_response, on_input)
         return Outcome(handle.result(), agreed.value, agreed.refusals)
+
+    def deliver(self, peer: str, slug: str, target: str, description: str, value: dict[str, Any]) -> Outcome | None:
+        """`ask`, sent again while the request does not get through: ``peer`` cannot be reached, or refuses
+        for a reason that may pass (`PASSING_TAGS`: its state directory is full, it is restarting). Up to
+        `DELIVERY_ATTEMPTS` times, `DELIVERY_RETRY_S` simulated seconds apart, each with a new task id.
+
+        For what must not be lost, like an incident report. None (and a ``report_failed`` note) when it
+        never got through; a peer that took the task and failed it is an `Outcome` (not sent again).
+        """
+        for attempt in range(1, DELIVERY_ATTEMPTS + 1):
+            try:
+                return self.ask(peer, slug, target, description, value)
+            except (RpcError, TransportError) as exc:
+                passing = isinstance(exc, TransportError) or exc.error_tag in PASSING_TAGS
+                if not passing or attempt == DELIVERY_ATTEMPTS:
+                    self.note("report_failed", f"{slug} not delivered to {peer} after {attempt} attempt(s): {exc}")
+                    return None
+                self.note("retry", f"{slug} not delivered to {peer} ({exc}); again in {DELIVERY_RETRY_S:g} s")
+                self.env.scheduler.sleep(DELIVERY_RETRY_S)
+        return None
 
     def propose(
         self,
