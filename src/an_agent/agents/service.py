@@ -61,6 +61,8 @@ class CrossDomainFaultBehaviour(FieldRepair):
         self._correlating = False
         self._incidents: list[_Incident] = []
         self._state = threading.Lock()
+        self._repairs: dict[str, SimFuture[tuple[bool, str]]] = {}
+        """The repair under way per element: incidents that reach the same root cause join it."""
 
     # ---- tasks ----------------------------------------------------------------------------------------
     def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
@@ -317,6 +319,37 @@ class CrossDomainFaultBehaviour(FieldRepair):
         return owner, Finding.from_dict(outcome.result())
 
     def _repair(self, owner: str, finding: Finding, started: float) -> str:
+        """Repair ``finding.element`` once, however many incidents lead to it at the same time: the first
+        decides and acts, the others wait for its outcome (found by lab soak: overlapping faults made
+        several incidents of one link, and each reset its ports or opened a ticket)."""
+        element = finding.element
+        assert element is not None
+        with self._state:
+            under_way = self._repairs.get(element)
+            if under_way is None:
+                mine = self._repairs[element] = self.env.scheduler.future(f"{self.name} repair {element}")
+        if under_way is not None:
+            self.note("decision", f"the repair of {element} is under way: this incident waits for it", element=element)
+            ok, text = under_way.wait()
+            if not ok:
+                raise TaskFailure(text)
+            return text
+        try:
+            text = self._act(owner, finding, started)
+        except TaskFailure as exc:
+            mine.set((False, str(exc)))
+            raise
+        except BaseException:
+            mine.set((False, f"the repair of {element} was interrupted"))
+            raise
+        else:
+            mine.set((True, text))
+            return text
+        finally:
+            with self._state:
+                self._repairs.pop(element, None)
+
+    def _act(self, owner: str, finding: Finding, started: float) -> str:
         assert finding.element is not None
         auto = bool({**self.option_defaults, **self.env.options}["auto_repair"])
         if finding.remote_repair_possible and auto:
