@@ -31,7 +31,8 @@ from an_agent.schemas.validate import validate_payload
 DELIVERY_ATTEMPTS = 6
 """How many times `PeerConversation.deliver` sends a report the peer could not take."""
 DELIVERY_RETRY_S = 60.0
-"""Simulated seconds between two attempts (a restarting peer serves again, a full disk is freed)."""
+"""Simulated seconds before the second attempt, doubled before each next (60 s to 32 min: about an hour
+in all, for a restarting peer to serve again or a full disk to be freed)."""
 PASSING_TAGS = frozenset({"resource-denied", "operation-failed", "in-use", "lock-denied"})
 """rpc-error tags of a refusal that may pass (the peer is short of space, busy, failing for a while)."""
 
@@ -139,7 +140,8 @@ class PeerConversation:
     def deliver(self, peer: str, slug: str, target: str, description: str, value: dict[str, Any]) -> Outcome | None:
         """`ask`, sent again while the request does not get through: ``peer`` cannot be reached, or refuses
         for a reason that may pass (`PASSING_TAGS`: its state directory is full, it is restarting). Up to
-        `DELIVERY_ATTEMPTS` times, `DELIVERY_RETRY_S` simulated seconds apart, each with a new task id.
+        `DELIVERY_ATTEMPTS` times, `DELIVERY_RETRY_S` simulated seconds after the first and twice as long
+        before each next, each with a new task id.
 
         For what must not be lost, like an incident report. None (and a ``report_failed`` note) when it
         never got through; a peer that took the task and failed it is an `Outcome` (not sent again).
@@ -152,8 +154,9 @@ class PeerConversation:
                 if not passing or attempt == DELIVERY_ATTEMPTS:
                     self.note("report_failed", f"{slug} not delivered to {peer} after {attempt} attempt(s): {exc}")
                     return None
-                self.note("retry", f"{slug} not delivered to {peer} ({exc}); again in {DELIVERY_RETRY_S:g} s")
-                self.env.scheduler.sleep(DELIVERY_RETRY_S)
+                wait = DELIVERY_RETRY_S * 2 ** (attempt - 1)
+                self.note("retry", f"{slug} not delivered to {peer} ({exc}); again in {wait:g} s")
+                self.env.scheduler.sleep(wait)
         return None
 
     def propose(

@@ -219,15 +219,16 @@ class LoopsClose:
 
 
 def _overlapping(fault: dict[str, Any], faults: Sequence[dict[str, Any]]) -> list[float]:
-    """When the other faults on the elements ``fault`` took out (or that took its target out) closed."""
+    """When the other faults on the elements ``fault`` took out (or that took its target out) healed
+    (were repaired: from then on ``fault``'s own loop has to close)."""
     mine = {fault["target"], *fault.get("affected_sites", []), *fault.get("affected_cells", [])}
     out = []
     for other in faults:
-        if other is fault or other.get("restored_at") is None:
+        if other is fault or other.get("repaired_at") is None:
             continue
         theirs = {other["target"], *other.get("affected_sites", []), *other.get("affected_cells", [])}
         if mine & theirs:
-            out.append(float(other["restored_at"]))
+            out.append(float(other["repaired_at"]))
     return out
 
 

@@ -1,0 +1,34 @@
+"""A fault hidden behind another: a site loses power while the fibre it is backhauled over is cut. Once the
+fibre is spliced the site stays down, and the cross-domain agent investigates it on its own (found by lab
+soak: nobody looked at it again and its loop never closed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from labsupport import variant
+
+from an_agent.lab.run import run_topology
+from an_agent.lab.topology import load_topology
+
+
+@pytest.mark.slow
+def test_a_site_fault_behind_a_cut_link_is_found_once_the_link_is_back(tmp_path: Path) -> None:
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        (
+            "      fault: {type: link_cut, target: LINK-C2, repair_minutes: 120}\n",
+            "      fault: {type: link_cut, target: LINK-C2, repair_minutes: 120}\n"
+            "    - at_minutes: 9\n"
+            "      fault: {type: site_power_failure, target: SITE-20, repair_minutes: 60}\n",
+        ),
+    )
+    result = run_topology(load_topology(path), tmp_path / "state", in_process=True, stall_timeout=30.0).to_json()
+    faults = {f["target"]: f for f in result["outcome"]["faults"]}
+    assert faults["SITE-20"]["restored"] is not None, [c for c in result["outcome"]["checks"] if not c["ok"]]
+    assert faults["LINK-C2"]["restored"] is not None
+    looks = [n["text"] for n in result["notes"] if "investigated on its own" in n["text"]]
+    assert looks and "SITE-20" in looks[0]
+    assert result["outcome"]["closed_loop"], [c for c in result["outcome"]["checks"] if not c["ok"]]
