@@ -137,7 +137,6 @@ def _play(
     phase: Callable[[str], None],
 ) -> None:
     lab = Lab(topology, state_dir, netns=options.netns, pace=options.pace, stall_timeout=options.stall_timeout)
-    evidence = result.evidence
     sampler: ResourceSampler | None = None
     watcher: _Watcher | None = None
     chaos: SoakChaos | None = None
@@ -151,7 +150,7 @@ def _play(
         last = topology.start_time + max((e.at for e in schedule), default=0.0)
         lab.kernel.call_at(last, "soak: the last event played, drain lock-step", lambda: lab.kernel.set_pace(None))
         sampler = ResourceSampler(lab.fleet.pids, lab.agent_dir, options.sample_every).start()
-        watcher = _Watcher(lambda: _evidence(lab, chaos, sampler, evidence.start, final=False), options.check_every)
+        watcher = _Watcher(lambda: collect_evidence(lab, chaos, sampler, final=False), options.check_every)
         watcher.start()
         faults = sum(1 for e in schedule if e.is_fault)
         phase(f"soaking: {faults} faults over {options.duration:g} s (seed {options.seed}); then the loops close")
@@ -172,7 +171,7 @@ def _play(
             sampler.stop()
         phase("stopping the agents")
         result.leftovers += lab.stop()
-    live = _evidence(lab, chaos, sampler, evidence.start, final=True)
+    live = collect_evidence(lab, chaos, sampler, final=True)
     for name in [a.name for a in lab.local_agents]:
         live.tasks[name], live.logs[name] = read_durable(lab.agent_dir(name))
         live.integrity[name] = sqlite_integrity(lab.agent_dir(name))
@@ -183,9 +182,15 @@ def _play(
     result.leftovers += threads + ports
 
 
-def _evidence(
-    lab: Lab, chaos: SoakChaos | None, sampler: ResourceSampler | None, start: float, final: bool
+def collect_evidence(
+    lab: Lab, chaos: SoakChaos | None = None, sampler: ResourceSampler | None = None, *, final: bool
 ) -> Evidence:
+    """`Evidence` of ``lab`` as it is now: its journal, network, the chaos played and the samples taken.
+
+    Along the way (not ``final``) with each agent's durable state read as it is (the agents keep
+    writing); at the end the caller reads it after the agents stopped (`read_durable`).
+    """
+    start = lab.topology.start_time
     faults = [{**r.to_dict(), "repair_minutes": r.spec.repair_minutes} for r in lab.network.faults()]
     evidence = Evidence(
         start=start,
