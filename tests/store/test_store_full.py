@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from an_agent._files import write_private
 from an_agent.errors import StateFull
 from an_agent.lab.chaos import fill, free, mount_tmpfs, unmount
 from an_agent.lab.soak.resources import sqlite_integrity
@@ -44,3 +45,13 @@ def test_a_full_disk_refuses_the_write_whole_and_the_store_goes_on_once_space_re
     finally:
         store.close()
     assert sqlite_integrity(small_disk)["agent.db"] == "ok"
+
+
+def test_an_agent_restarted_on_a_full_disk_rewrites_its_files_without_space(small_disk: Path) -> None:
+    path = small_disk / "a2a-trust.pem"
+    write_private(path, b"the lab's certificates")
+    fill(small_disk)
+    write_private(path, b"the lab's certificates")  # the same again: nothing to write (found by lab soak)
+    with pytest.raises(OSError, match="No space left"):
+        write_private(path, b"other certificates")
+    assert path.read_bytes() == b"the lab's certificates"

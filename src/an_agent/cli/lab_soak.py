@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import signal
 import sys
 from pathlib import Path
 from typing import Any
@@ -94,6 +95,10 @@ def _positive(text: str) -> float:
     return value
 
 
+def _terminate(signum: int, frame: object) -> None:
+    raise SystemExit(128 + signum)
+
+
 def cmd_soak(args: argparse.Namespace) -> int:
     import shutil
     import tempfile
@@ -121,9 +126,12 @@ def cmd_soak(args: argparse.Namespace) -> int:
     def on_phase(text: str) -> None:
         print(f"an-agent lab soak: {text}", file=sys.stderr, flush=True)
 
+    # SIGTERM (a CI timeout, kill) ends the soak like Ctrl-C: through its clean-up (agents, mounts, namespaces)
+    previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = run_soak(topology, state_dir, options, None if args.quiet else on_phase)
     finally:
+        signal.signal(signal.SIGTERM, previous)
         if args.state_dir is None:
             shutil.rmtree(state_dir, ignore_errors=True)
     report = soak_json(result)
