@@ -232,10 +232,12 @@ def unmount(directory: Path) -> str | None:
 
 
 def fill(directory: Path) -> int:
-    """Fill the file system of ``directory`` with a ballast file until it refuses (ENOSPC); bytes written."""
+    """Fill the file system of ``directory`` with a ballast file until it refuses (ENOSPC); bytes written.
+
+    Again: tops the ballast up (space freed meanwhile, e.g. by SQLite truncating a write-ahead log)."""
     written = 0
     block = b"\0" * (1 << 20)
-    fd = os.open(directory / BALLAST, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    fd = os.open(directory / BALLAST, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     try:
         while True:
             try:
