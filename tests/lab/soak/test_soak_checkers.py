@@ -18,17 +18,9 @@ from typing import Any
 import pytest
 
 from an_agent.lab.runner import Lab
-from an_agent.lab.soak.checkers import (
-    LoopsClose,
-    NoDuplicate,
-    NoLostTask,
-    NotificationsComplete,
-    ResourcesFlat,
-    RunEnded,
-    SqliteIntact,
-    run_checkers,
-)
+from an_agent.lab.soak.checkers import LoopsClose, NoDuplicate, NoLostTask, NotificationsComplete, run_checkers
 from an_agent.lab.soak.evidence import Evidence, read_durable
+from an_agent.lab.soak.health import ResourcesFlat, RunEnded, SqliteIntact
 from an_agent.lab.soak.resources import ResourceSampler, sqlite_integrity
 from an_agent.lab.soak.run import collect_evidence
 from an_agent.lab.topology import load_topology

@@ -1,19 +1,20 @@
-"""The soak's checkers: each a small class with a ``name``, judging `Evidence` into a `Verdict` that carries
+"""The soak's checkers of what the agents did (`an_agent.lab.soak.health` has those of their health): each
+a small class with a ``name``, judging `Evidence` into a `Verdict` that carries
 the first counter-example (the journal excerpt that shows it) when it fails.
 
 They run along the way (``evidence.final`` False: only what must already hold) and at the end. Each can
-fail: ``tests/lab/soak/test_checkers.py`` alters a real run's evidence with a known defect of its kind.
+fail: ``tests/lab/soak/test_soak_checkers.py`` alters a real run's evidence with a known defect of its kind.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from statistics import median
-from typing import Any, Protocol
+from typing import Any
 
 from an_agent.lab.soak.evidence import Evidence
+from an_agent.lab.soak.health import ResourcesFlat, RunEnded, SqliteIntact
+from an_agent.lab.soak.verdict import Checker, Verdict, verdict
 
 ASSIGN_OPERATIONS = {"edit-config", "SendStreamingMessage", "SendMessage"}
 NOTIFICATIONS = {"notification", "TaskStatusUpdateEvent"}
@@ -29,39 +30,6 @@ REPAIR_ACTIONS = {"reset", "port_reset", "reconfigure", "trouble_ticket", "field
 
 def rank(status: str | None) -> int:
     return -1 if status is None else _RANK.get(status, 1)
-
-
-@dataclass
-class Verdict:
-    """A checker's judgement: ``ok``, what it looked at (``detail``), and when it fails the first
-    counter-example: what is wrong (``problem``) and the journal entries that show it (``excerpt``)."""
-
-    name: str
-    ok: bool
-    detail: str
-    problem: str | None = None
-    excerpt: list[dict[str, Any]] = field(default_factory=list)
-    failures: int = 0
-
-    def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {"name": self.name, "ok": self.ok, "detail": self.detail}
-        if not self.ok:
-            out["counter_example"] = {"problem": self.problem, "journal": self.excerpt}
-            out["failures"] = self.failures
-        return out
-
-
-class Checker(Protocol):
-    name: str
-
-    def check(self, evidence: Evidence) -> Verdict: ...
-
-
-def _verdict(name: str, detail: str, problems: list[tuple[str, list[dict[str, Any]]]]) -> Verdict:
-    if not problems:
-        return Verdict(name, True, detail)
-    problem, excerpt = problems[0]
-    return Verdict(name, False, detail, problem, excerpt, len(problems))
 
 
 def _assignments(evidence: Evidence) -> list[dict[str, Any]]:
@@ -116,7 +84,7 @@ class NoLostTask:
                         [e, *told],
                     )
                 )
-        return _verdict(
+        return verdict(
             self.name, f"{len(assigned)} acknowledged assignments checked against the executors' databases", problems
         )
 
@@ -141,7 +109,7 @@ class NoDuplicate:
             if e.get("commuType") == "taskAssign" and not e.get("ok") and ("exist" in error or "data-exists" in error):
                 problems.append((f"task id {e.get('task_id')} reused for a new assignment to {e.get('to')}", [e]))
         problems += self._repairs(evidence)
-        return _verdict(self.name, f"{len(first)} task ids, {len(evidence.faults)} faults' repairs", problems)
+        return verdict(self.name, f"{len(first)} task ids, {len(evidence.faults)} faults' repairs", problems)
 
     def _repairs(self, evidence: Evidence) -> list[tuple[str, list[dict[str, Any]]]]:
         problems = []
@@ -208,7 +176,7 @@ class LoopsClose:
                     )
                 )
         closed_count = sum(1 for f in evidence.faults if f.get("restored_at") is not None)
-        return _verdict(self.name, f"{closed_count} of {len(evidence.faults)} faults closed", problems)
+        return verdict(self.name, f"{closed_count} of {len(evidence.faults)} faults closed", problems)
 
     @staticmethod
     def _excerpt(evidence: Evidence, fault: dict[str, Any]) -> list[dict[str, Any]]:
@@ -272,7 +240,7 @@ class NotificationsComplete:
                 )
         if evidence.final:
             problems += self._ends_missing(evidence, logged, received, restarts)
-        return _verdict(
+        return verdict(
             self.name, f"{len(received)} subscriber/task streams checked against the publishers' logs", problems
         )
 
@@ -304,132 +272,6 @@ def _contiguous(got: Sequence[str], log: Sequence[str]) -> bool:
     """``got`` is a contiguous run of ``log`` (no gap, same order)."""
     n = len(got)
     return n == 0 or any(list(log[i : i + n]) == list(got) for i in range(len(log) - n + 1))
-
-
-class SqliteIntact:
-    """Every agent's SQLite databases pass ``PRAGMA integrity_check`` after every kill and at the end."""
-
-    name = "SQLite state intact after every kill"
-
-    def check(self, evidence: Evidence) -> Verdict:
-        problems = []
-        checked = 0
-        for c in evidence.chaos:
-            for db, result in (c.get("integrity") or {}).items():
-                checked += 1
-                if result != "ok":
-                    problems.append(
-                        (
-                            f"{c.get('target')}'s {db} after {c['kind']} at +{c['at'] - evidence.start:g} s: {result}",
-                            [c],
-                        )
-                    )
-        for agent, results in evidence.integrity.items():
-            for db, result in results.items():
-                checked += 1
-                if result != "ok":
-                    problems.append((f"{agent}'s {db} at the end: {result}", []))
-        return _verdict(self.name, f"{checked} integrity checks", problems)
-
-
-@dataclass(frozen=True)
-class Bound:
-    """How much one resource of an agent process may grow from after the first 10 % of the run to the end."""
-
-    field: str
-    absolute: float
-    relative: float = 0.0
-
-    def limit(self, baseline: float) -> float:
-        return baseline * (1.0 + self.relative) + self.absolute
-
-
-BOUNDS = (
-    Bound("rss_kb", 32 * 1024, 0.25),
-    Bound("fds", 24),
-    Bound("threads", 16),
-    Bound("sqlite_bytes", 16 * 1024 * 1024),
-)
-"""RSS +25 % + 32 MiB, open descriptors +24, threads +16, SQLite files +16 MiB (the stated bounds). An agent
-that has done nothing yet at 10 % of the run grows by its first use (measured: +10 descriptors and +11
-threads, its sessions to its peers and theirs to it, then flat); a leak of one per fault grows past them."""
-MIN_LIFE = 0.4
-"""A process is judged when it lived at least this share of the run (a restarted one starts afresh)."""
-
-
-class ResourcesFlat:
-    """Per agent process that lived long enough (`MIN_LIFE`), its RSS, open descriptors and threads at
-    the end (median of its last samples, the last 10 % of the run) stay within `BOUNDS` of what they were
-    after the first 10 % of the run (median of the next 10 %); per agent, its SQLite files likewise
-    across restarts (they outlive the process)."""
-
-    name = "resources flat"
-
-    def __init__(self, bounds: Sequence[Bound] = BOUNDS) -> None:
-        self.bounds = tuple(bounds)
-
-    def check(self, evidence: Evidence) -> Verdict:
-        if not evidence.final:
-            return Verdict(self.name, True, "judged at the end")
-        span = evidence.wall or max((s["wall"] for s in evidence.samples), default=0.0)
-        lives: dict[tuple[str, int], list[dict[str, Any]]] = defaultdict(list)
-        per_agent: dict[str, list[dict[str, Any]]] = defaultdict(list)
-        for s in evidence.samples:
-            lives[(s["agent"], s["pid"])].append(s)
-            per_agent[s["agent"]].append(s)
-        problems: list[tuple[str, list[dict[str, Any]]]] = []
-        judged = 0
-        for (agent, pid), samples in sorted(lives.items()):
-            first = max(samples[0]["wall"], 0.1 * span)
-            if samples[-1]["wall"] - samples[0]["wall"] < MIN_LIFE * span:
-                continue
-            judged += 1
-            early = [s for s in samples if first <= s["wall"] < first + 0.1 * span]
-            late = [s for s in samples if s["wall"] >= samples[-1]["wall"] - 0.1 * span]
-            for bound in (b for b in self.bounds if b.field != "sqlite_bytes"):
-                problems += _grew(f"{agent} (pid {pid})", bound, early, late)
-        sqlite = [b for b in self.bounds if b.field == "sqlite_bytes"]
-        for agent, samples in sorted(per_agent.items()):
-            early = [s for s in samples if 0.1 * span <= s["wall"] < 0.2 * span]
-            late = [s for s in samples if s["wall"] >= 0.9 * span]
-            for bound in sqlite:
-                problems += _grew(agent, bound, early, late)
-        return _verdict(
-            self.name,
-            f"{judged} agent processes (RSS, descriptors, threads), {len(per_agent)} agents' SQLite",
-            problems,
-        )
-
-
-def _grew(
-    who: str, bound: Bound, early: list[dict[str, Any]], late: list[dict[str, Any]]
-) -> list[tuple[str, list[dict[str, Any]]]]:
-    if not early or not late:
-        return []
-    before, after = median(s[bound.field] for s in early), median(s[bound.field] for s in late)
-    if after <= bound.limit(before):
-        return []
-    return [
-        (
-            f"{who}: {bound.field} grew from {before:g} to {after:g} (bound {bound.limit(before):g})",
-            [early[0], late[-1]],
-        )
-    ]
-
-
-class RunEnded:
-    """The lab recovered from every lab fault (no error playing one, a killed agent served again) and ran
-    to its end with nothing left to do (``idle``: not stopped by its deadline, not stalled)."""
-
-    name = "every lab fault recovered, the run ended idle"
-
-    def check(self, evidence: Evidence) -> Verdict:
-        problems = [(f"{c['kind']} of {c['target']}: {c['error']}", [c]) for c in evidence.chaos if c.get("error")]
-        if evidence.final and evidence.end_reason != "idle":
-            problems.append((f"the run ended {evidence.end_reason or 'early'} with work left", evidence.notes[-12:]))
-        return _verdict(
-            self.name, f"{len(evidence.chaos)} lab faults; run ended {evidence.end_reason or '-'}", problems
-        )
 
 
 def default_checkers() -> list[Checker]:

@@ -33,10 +33,11 @@ from an_agent.lab import chaos as lab_chaos
 from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.kernel import LabStall
 from an_agent.lab.runner import Lab
-from an_agent.lab.soak.checkers import Verdict, run_checkers
+from an_agent.lab.soak.checkers import run_checkers
 from an_agent.lab.soak.evidence import Evidence, read_durable
 from an_agent.lab.soak.resources import ResourceSampler, sqlite_integrity
 from an_agent.lab.soak.schedule import SoakEvent, draw_schedule
+from an_agent.lab.soak.verdict import Verdict
 from an_agent.lab.soak.workload import SoakChaos, partitioner, with_workload
 from an_agent.lab.spec import Topology
 
