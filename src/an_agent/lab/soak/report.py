@@ -2,7 +2,8 @@
 
 Contents (the contract of ``--json``, format ``an-agent-soak/1``): ``ok``; the options and ``seed``;
 ``schedule`` (every event as drawn from the seed: simulated seconds after the start, kind, target,
-duration); ``injected`` (faults by kind, network and lab); ``recovery`` (time to restore a network fault,
+duration); ``injected`` (the faults played, by kind, network and lab; ``drawn``: how many the schedule
+had, played until the duration was over); ``recovery`` (time to restore a network fault,
 simulated seconds, and time for a killed agent to serve again, wall seconds: p50, p99, max);
 ``loops`` (closed, total); ``checkers`` (name, ok, detail, and ``counter_example`` when it failed:
 ``problem`` and the ``journal`` excerpt); ``along_the_way`` (each checker's first failure during the
@@ -41,7 +42,9 @@ def soak_json(result: SoakResult) -> dict[str, Any]:
     """The ``--json`` object (module docstring)."""
     evidence = result.evidence
     start = evidence.start
-    played = [e for e in result.schedule if e.is_fault]
+    network = Counter(str(f["type"]) for f in evidence.faults)
+    lab = Counter(str(c["kind"]) for c in evidence.chaos)
+    tickets = sum(1 for n in evidence.notes if n.get("agent") == "bss" and n.get("kind") == "ticket")
     restore = [f["restored_at"] - f["injected_at"] for f in evidence.faults if f.get("restored_at") is not None]
     restarts = [c["restart_wall_s"] for c in evidence.chaos if c.get("restart_wall_s") is not None]
     per_agent: dict[str, list[dict[str, Any]]] = {}
@@ -62,11 +65,12 @@ def soak_json(result: SoakResult) -> dict[str, Any]:
         },
         "schedule": [e.to_dict() for e in result.schedule],
         "injected": {
-            "total": len(played),
-            "network": sum(1 for e in played if not e.is_chaos),
-            "lab": sum(1 for e in played if e.is_chaos),
-            "by_kind": dict(sorted(Counter(e.kind for e in played).items())),
-            "tickets": sum(1 for e in result.schedule if not e.is_fault),
+            "total": sum(network.values()) + sum(lab.values()),
+            "network": sum(network.values()),
+            "lab": sum(lab.values()),
+            "by_kind": dict(sorted((network + lab).items())),
+            "tickets": tickets,
+            "drawn": sum(1 for e in result.schedule if e.is_fault),
         },
         "recovery": {
             "network_fault_restore_sim_s": percentiles(restore),

@@ -5,10 +5,10 @@
     result = run_soak(load_topology(path), state_dir, SoakOptions(duration=1800, seed=1, chaos=True))
     result.ok          # every checker held
 
-The lab runs paced (``pace`` simulated seconds per wall second, default `DEFAULT_PACE`), so the schedule,
-drawn in simulated time over ``duration x pace``, lasts ``duration`` wall seconds when the lab keeps up
-(it is played whole: a loaded machine makes the run longer, never the schedule shorter). After the last
-event the lab goes lock-step and the loops get up to `DRAIN_S` simulated seconds to close. The checkers
+The lab runs paced (``pace`` simulated seconds per wall second, default `DEFAULT_PACE`): the schedule is
+drawn in simulated time over ``duration x pace`` and played for ``duration`` wall seconds; a lab that
+cannot keep up (a loaded machine) plays fewer of its events, never for longer (the report counts those
+played). Then the lab goes lock-step and the loops get up to `DRAIN_S` simulated seconds to close. The checkers
 run every ``check_every`` wall seconds along the way (the first failure of each is kept, with its wall
 time) and once at the end on every agent's durable state, read after the agents stopped.
 
@@ -141,11 +141,16 @@ def _play(
     sampler: ResourceSampler | None = None
     watcher: _Watcher | None = None
     chaos: SoakChaos | None = None
+    wall: _WallClock | None = None
     try:
         phase(f"starting {len(lab.local_agents)} agents")
         lab.start()
         assert isinstance(lab.fleet, ProcessFleet)
-        chaos = SoakChaos(lab.fleet, lab.kernel, lab.agent_dir, topology.start_time, partitioner(lab))
+        wall = _WallClock(options.duration, lambda: lab.kernel.set_pace(None))
+        lab.event_gate = lambda event: wall.open
+        chaos = SoakChaos(
+            lab.fleet, lab.kernel, lab.agent_dir, topology.start_time, partitioner(lab), lambda: wall.open
+        )
         lab.schedule_scenario()
         chaos.schedule(schedule)
         last = topology.start_time + max((e.at for e in schedule), default=0.0)
@@ -153,8 +158,9 @@ def _play(
         sampler = ResourceSampler(lab.fleet.pids, lab.agent_dir, options.sample_every).start()
         watcher = _Watcher(lambda: collect_evidence(lab, chaos, sampler, final=False), options.check_every)
         watcher.start()
+        wall.start()
         faults = sum(1 for e in schedule if e.is_fault)
-        phase(f"soaking: {faults} faults over {options.duration:g} s (seed {options.seed}); then the loops close")
+        phase(f"soaking for {options.duration:g} s (seed {options.seed}, {faults} faults drawn); then the loops close")
         try:
             result.end_reason = lab.play()
         except LabStall as exc:
@@ -163,6 +169,8 @@ def _play(
         result.end_reason = f"failed: {exc}"
         raise
     finally:
+        if wall is not None:
+            wall.cancel()
         if watcher is not None:
             watcher.stop()
             result.along_the_way = watcher.first_failures
@@ -241,3 +249,28 @@ class _Watcher:
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(30.0)
+
+
+class _WallClock:
+    """The soak's duration in wall-clock time: `open` until it has passed, then ``at_end`` (lock-step)."""
+
+    def __init__(self, seconds: float, at_end: Callable[[], None]) -> None:
+        self._seconds = seconds
+        self._ended = threading.Event()
+        self._at_end = at_end
+        self._timer = threading.Timer(seconds, self._end)
+        self._timer.daemon = True
+
+    def start(self) -> None:
+        self._timer.start()
+
+    @property
+    def open(self) -> bool:
+        return not self._ended.is_set()
+
+    def _end(self) -> None:
+        self._ended.set()
+        self._at_end()
+
+    def cancel(self) -> None:
+        self._timer.cancel()

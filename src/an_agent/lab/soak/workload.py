@@ -84,7 +84,10 @@ class SoakChaos:
         agent_dir: Callable[[str], Path],
         start: float,
         partition: Callable[[Partition], None] | None = None,
+        gate: Callable[[], bool] = lambda: True,
     ) -> None:
+        self.gate = gate
+        """Whether faults are still played (the soak's wall-clock duration has not passed)."""
         self.fleet = fleet
         self.kernel = kernel
         self.agent_dir = agent_dir
@@ -97,15 +100,19 @@ class SoakChaos:
         self._frozen: set[int] = set()
 
     def schedule(self, events: Sequence[SoakEvent]) -> None:
+        """Each lab fault of ``events`` at its instant, played then if `gate` still allows it."""
         for event in events:
-            if event.kind in NETNS_KINDS:
-                self._schedule_partition(event)
-            elif event.is_chaos:
+            if event.is_chaos:
                 self.kernel.call_at(self.start + event.at, f"soak {event.kind} {event.target}", self._player(event))
 
     def _player(self, event: SoakEvent) -> Callable[[], None]:
         def play() -> None:
-            self.play(event)
+            if not self.gate():
+                return
+            if event.kind in NETNS_KINDS:
+                self._partition_now(event)
+            else:
+                self.play(event)
 
         return play
 
@@ -149,14 +156,15 @@ class SoakChaos:
         record.detail = f"pid {pid} stopped for {event.duration:g} s (wall)"
 
     def _control_drop(self, event: SoakEvent, record: ChaosRecord) -> None:
+        """Cut the agent's control channel. An agent cannot go on without its lab (it learns time, its
+        network and its peers there): it stops serving; the lab starts it again (killing it if it has not
+        stopped within `EXIT_WAIT_S`, e.g. on a loaded machine, as a lab would a hung agent)."""
         cut = self.fleet.drop_control(event.target)
         deadline = time.monotonic() + EXIT_WAIT_S
         while self.fleet.alive(event.target) and time.monotonic() < deadline:
             time.sleep(0.1)
-        if self.fleet.alive(event.target):
-            record.detail = f"{cut} connection(s) cut; the agent went on"
-            return
-        record.detail = f"{cut} connection(s) cut; the agent stopped serving and was started again: "
+        how = "it stopped serving" if not self.fleet.alive(event.target) else f"still running after {EXIT_WAIT_S:g} s"
+        record.detail = f"{cut} connection(s) cut; {how}; started again: "
         self._restart(event.target, record)
 
     def _disk_full(self, event: SoakEvent, record: ChaosRecord) -> None:
@@ -181,22 +189,20 @@ class SoakChaos:
             self._timers.append(timer)
         timer.start()
 
-    def _schedule_partition(self, event: SoakEvent) -> None:
+    def _partition_now(self, event: SoakEvent) -> None:
+        """Cut (now) and heal (``duration`` simulated seconds later) two agents, or one from all the others."""
         if self._partition is None:
             return
         if event.kind == "partition":
             a, b = event.target.split(",")
-            cuts = [Partition(a, b, event.at, event.duration)]
+            cuts = [Partition(a, b, 0.0, event.duration)]
         else:
             others = sorted(n for n in self.fleet.pids() if n != event.target)
-            cuts = [Partition(event.target, other, event.at, event.duration) for other in others]
+            cuts = [Partition(event.target, other, 0.0, event.duration) for other in others]
+        now = self.kernel.now()
         agents = sorted({n for c in cuts for n in (c.a, c.b)})
         with self._lock:
-            self.records.append(
-                ChaosRecord(
-                    event.kind, event.target, self.start + event.at, self.start + event.at + event.duration, agents
-                )
-            )
+            self.records.append(ChaosRecord(event.kind, event.target, now, now + event.duration, agents))
         for cut in cuts:
             self._partition(cut)
 
@@ -217,4 +223,4 @@ def partitioner(lab: Any) -> Callable[[Partition], None] | None:
     if lab.net is None:
         return None
     note = note_partitions(lab.journal, lab.kernel)
-    return lambda cut: cut.schedule(lab.kernel, lab.topology.start_time, lab.net, note)
+    return lambda cut: cut.schedule(lab.kernel, lab.kernel.now(), lab.net, note)
