@@ -4,7 +4,6 @@ was refused once, its alarm monitor died with it, and the loop never closed)."""
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -16,7 +15,7 @@ from an_agent.agents import payloads
 from an_agent.agents.conversation import DELIVERY_RETRY_S, PeerConversation
 from an_agent.agents.environment import AgentEnvironment
 from an_agent.agents.peers import Peers
-from an_agent.lab.chaos import fill, free, mount_tmpfs, unmount
+from an_agent.lab.chaos import fill, free
 from an_agent.lab.journal import Journal
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
@@ -24,7 +23,6 @@ from an_agent.lab.spec import NetworkSpec
 from an_agent.model import AgentProfile, TaskStatus
 from an_agent.server import AgentServer, ServerConfig
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (needs root)")
 START = 1_000_000.0
 
 
@@ -34,19 +32,13 @@ class Reporter(PeerConversation):
 
 
 @pytest.fixture
-def full_peer(tmp_path: Path, profile: AgentProfile) -> Iterator[tuple[AgentServer, Path]]:
-    state = tmp_path / "state"
-    mount_tmpfs(state, 8)
-    server = AgentServer(ServerConfig(state_dir=state, port=0, profile=profile))
+def full_peer(small_disk: Path, profile: AgentProfile) -> Iterator[tuple[AgentServer, Path]]:
+    server = AgentServer(ServerConfig(state_dir=small_disk, port=0, profile=profile))
+    server.start()
     try:
-        server.start()
-        try:
-            yield server, state
-        finally:
-            server.stop()
+        yield server, small_disk
     finally:
-        free(state)
-        assert unmount(state) is None
+        server.stop()
 
 
 def test_an_incident_refused_by_a_full_peer_is_delivered_once_space_returns(

@@ -5,7 +5,6 @@ thread, the task stayed ``processing`` for ever and its assigner waited for ever
 from __future__ import annotations
 
 import contextlib
-import os
 import sqlite3
 import threading
 import time
@@ -15,31 +14,22 @@ from pathlib import Path
 import pytest
 
 from an_agent.agents.default import DefaultBehaviour
-from an_agent.lab.chaos import fill, free, mount_tmpfs, unmount
+from an_agent.lab.chaos import fill, free
 from an_agent.lab.soak.resources import sqlite_integrity
 from an_agent.model import AgentProfile, Task, TaskStatus, build_prompt
 from an_agent.nc.agent_client import AgentClient
 from an_agent.server import AgentServer, ServerConfig
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (needs root)")
-
 
 @pytest.fixture
-def agent_on_small_disk(tmp_path: Path, profile: AgentProfile) -> Iterator[tuple[AgentServer, Path]]:
-    state = tmp_path / "state"
-    mount_tmpfs(state, 8)
-    server = AgentServer(
-        ServerConfig(state_dir=state, port=0, profile=profile, behaviour=DefaultBehaviour(work_seconds=1.0))
-    )
+def agent_on_small_disk(small_disk: Path, profile: AgentProfile) -> Iterator[tuple[AgentServer, Path]]:
+    behaviour = DefaultBehaviour(work_seconds=1.0)
+    server = AgentServer(ServerConfig(state_dir=small_disk, port=0, profile=profile, behaviour=behaviour))
+    server.start()
     try:
-        server.start()
-        try:
-            yield server, state
-        finally:
-            server.stop()
+        yield server, small_disk
     finally:
-        free(state)
-        assert unmount(state) is None
+        server.stop()
 
 
 def test_a_task_ending_on_a_full_disk_ends_once_space_returns(agent_on_small_disk: tuple[AgentServer, Path]) -> None:

@@ -3,29 +3,15 @@ that says so, nothing is corrupted, and writes work again once space is freed.""
 
 from __future__ import annotations
 
-import os
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from an_agent._files import write_private
 from an_agent.errors import StateFull
-from an_agent.lab.chaos import fill, free, mount_tmpfs, unmount
+from an_agent.lab.chaos import fill, free
 from an_agent.lab.soak.resources import sqlite_integrity
 from an_agent.store.agent_store import AgentStore, ConfigUnit, TaskState
-
-pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="mounts a small tmpfs (needs root)")
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    directory = tmp_path / "state"
-    mount_tmpfs(directory, 2)
-    try:
-        yield directory
-    finally:
-        assert unmount(directory) is None
 
 
 def test_a_full_disk_refuses_the_write_whole_and_the_store_goes_on_once_space_returns(small_disk: Path) -> None:
