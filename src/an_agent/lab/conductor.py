@@ -152,6 +152,21 @@ class LabKernel(SimKernel):
             if key not in self._handoffs:
                 self._assigners.pop(key, None)
 
+    def executor_gone(self, name: str) -> None:
+        """Agent ``name``'s process is gone: the task ends its assigners already have (their side of the
+        hand-off came) no longer wait for its side, which the dead process cannot send and a restarted one
+        will not (the task has ended). Found by lab soak: an end reported as the agent's control channel
+        was cut held the lab's clock for ever."""
+        with self._cond:
+            for key in [k for k, h in self._handoffs.items() if k[0] == name and h.completed and h.arrivals == 1]:
+                del self._handoffs[key]
+                self._assigners.pop(key, None)
+                if key in self._parked:
+                    self._parked.discard(key)
+                else:
+                    self._dec(f"hand-off {key[0]}/{key[1]}")
+            self._cond.notify_all()
+
     def forget(self, key: Key) -> None:
         with self._cond:
             self._assigners.pop(key, None)
@@ -356,6 +371,7 @@ class Conductor:
                 del self._expecters[key]
         for key in awaited:  # nobody in the new process waits for them: they must not hold time
             self.kernel.forget(key)
+        self.kernel.executor_gone(name)
 
     def _expect(self, params: dict[str, Any]) -> None:
         key = _key(params)

@@ -1,0 +1,45 @@
+"""A task's end that its assigner already has does not hold the lab's clock when its executor's side never
+comes: the executor's process died (or lost its control channel) just as it reported the end (found by lab
+soak: the lab stalled on ``hand-off service-fault/...`` after a control-channel drop)."""
+
+from __future__ import annotations
+
+from an_agent.lab.conductor import Conductor, LabKernel
+from an_agent.lab.journal import Journal
+from an_agent.lab.network import SimNetwork
+from an_agent.lab.spec import NetworkSpec
+
+START = 1_000_000.0
+
+
+def conductor() -> Conductor:
+    kernel = LabKernel(START)
+    network = SimNetwork(NetworkSpec((), (), (), ()), 0, kernel.now, kernel.call_at)
+    return Conductor(kernel, network, Journal(kernel.now), lambda name: None, lambda name: None, {})
+
+
+def test_an_end_the_assigner_has_is_settled_when_its_executor_is_gone() -> None:
+    lab = conductor()
+    handlers, kernel = lab.handlers(), lab.kernel
+    key = {"key": ["service-fault", "complaint.ticket.1"]}
+    handlers["hello"]({"agent": "complaint"})
+    handlers["hello"]({"agent": "service-fault"})
+    handlers["expect"]({"agent": "complaint", **key})
+    handlers["complete"]({"agent": "complaint", **key})  # the notification came; the executor's arrive did not
+    assert kernel.busy_labels() == {"hand-off service-fault/complaint.ticket.1": 1}
+    lab.forget_agent("service-fault")
+    assert kernel.busy_labels() == {}
+    handlers["arrive"]({"agent": "service-fault", **key})  # a late arrival of the old process changes nothing
+    assert kernel.busy_labels() == {}
+    kernel.close()
+
+
+def test_an_end_still_awaited_waits_for_the_restarted_executor() -> None:
+    lab = conductor()
+    handlers, kernel = lab.handlers(), lab.kernel
+    key = {"key": ["service-fault", "complaint.ticket.2"]}
+    handlers["hello"]({"agent": "complaint"})
+    handlers["expect"]({"agent": "complaint", **key})
+    lab.forget_agent("service-fault")  # died before its end: the restarted process resumes the task
+    assert kernel.is_expected(("service-fault", "complaint.ticket.2"))
+    kernel.close()
