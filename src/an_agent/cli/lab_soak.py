@@ -104,7 +104,7 @@ def cmd_soak(args: argparse.Namespace) -> int:
     import tempfile
 
     from an_agent.lab.soak.report import soak_json, soak_text, write_html
-    from an_agent.lab.soak.run import SoakOptions, run_soak
+    from an_agent.lab.soak.run import LOGS, SoakOptions, run_soak
     from an_agent.lab.topology import load_topology
 
     quiet_transport_logs()
@@ -130,15 +130,15 @@ def cmd_soak(args: argparse.Namespace) -> int:
     previous = signal.signal(signal.SIGTERM, _terminate)
     try:
         result = run_soak(topology, state_dir, options, None if args.quiet else on_phase)
+        report = soak_json(result)
+        if args.report is not None:
+            path = write_html(report, args.report, result.evidence, state_dir / LOGS)
+            if not args.quiet:
+                print(f"an-agent lab soak: report written to {path}", file=sys.stderr)
     finally:
         signal.signal(signal.SIGTERM, previous)
         if args.state_dir is None:
             shutil.rmtree(state_dir, ignore_errors=True)
-    report = soak_json(result)
-    if args.report is not None:
-        path = write_html(report, args.report, result.evidence)
-        if not args.quiet:
-            print(f"an-agent lab soak: report written to {path}", file=sys.stderr)
     if args.json:
         print_json(report)
     else:

@@ -163,6 +163,11 @@ class ProcessFleet:
         """Agent ``name``'s process is running (it may be stopped by SIGSTOP)."""
         return self._processes[name].alive()
 
+    def exit_report(self, name: str) -> str:
+        """How agent ``name``'s process ended: its exit code and the tail of its log."""
+        process = self._processes[name]
+        return f"agent {name} (pid {process.pid}) exited with code {process.process.returncode}:\n{process.log_tail()}"
+
     def pids(self) -> dict[str, int]:
         return {name: p.pid for name, p in self._processes.items()}
 

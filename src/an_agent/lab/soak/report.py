@@ -120,13 +120,20 @@ def soak_text(report: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def write_html(report: dict[str, Any], directory: Path, evidence: Evidence | None = None) -> Path:
+def write_html(
+    report: dict[str, Any], directory: Path, evidence: Evidence | None = None, logs: Path | None = None
+) -> Path:
     """Write ``soak.html`` and ``soak.json`` into ``directory`` (0700, files 0600); the HTML path.
 
     With ``evidence``, also ``evidence.json``: the whole journal, durable state, fault records, change log
-    and samples the checkers judged (to read a counter-example in its context).
+    and samples the checkers judged (to read a counter-example in its context); with ``logs``, a copy of
+    the agents' logs in ``logs/``.
     """
     directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if logs is not None and logs.is_dir():
+        (directory / "logs").mkdir(mode=0o700, exist_ok=True)
+        for log in sorted(logs.glob("*.log")):
+            _write(directory / "logs" / log.name, log.read_text(encoding="utf-8", errors="replace"))
     if evidence is not None:
         _write(directory / "evidence.json", json.dumps(dataclasses.asdict(evidence), indent=0))
 

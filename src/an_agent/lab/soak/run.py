@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import os
+import shutil
 import threading
 import time
 from collections.abc import Callable
@@ -32,6 +33,7 @@ from an_agent.errors import AnAgentError, ConfigError
 from an_agent.lab import chaos as lab_chaos
 from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.kernel import LabStall
+from an_agent.lab.processes import LOG_FILE
 from an_agent.lab.runner import Lab
 from an_agent.lab.soak.checkers import run_checkers
 from an_agent.lab.soak.evidence import Evidence, read_durable
@@ -121,12 +123,27 @@ def run_soak(
                 mounted.append(directory)
         _play(soaked, state_dir, options, schedule, result, phase)
     finally:
+        _keep_logs(state_dir, started)  # before the mounts go, with the logs on them
         for directory in mounted:
             problem = lab_chaos.unmount(directory)
             if problem:
                 result.leftovers.append(problem)
     result.wall_seconds = round(time.monotonic() - wall0, 1)
     return result
+
+
+LOGS = "agent-logs"
+"""Where a soak keeps a copy of each agent's log (``STATE/agent-logs/NAME.log``): its state directory may
+be a tmpfs that goes at the end."""
+
+
+def _keep_logs(state_dir: Path, agents: list[str]) -> None:
+    logs = state_dir / LOGS
+    logs.mkdir(mode=0o700, exist_ok=True)
+    for name in agents:
+        with contextlib.suppress(OSError):
+            shutil.copyfile(state_dir / "agents" / name / LOG_FILE, logs / f"{name}.log")
+            (logs / f"{name}.log").chmod(0o600)
 
 
 def _play(
@@ -159,6 +176,7 @@ def _play(
         watcher = _Watcher(lambda: collect_evidence(lab, chaos, sampler, final=False), options.check_every)
         watcher.start()
         wall.start()
+        chaos.watch()
         faults = sum(1 for e in schedule if e.is_fault)
         phase(f"soaking for {options.duration:g} s (seed {options.seed}, {faults} faults drawn); then the loops close")
         try:

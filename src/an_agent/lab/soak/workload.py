@@ -66,6 +66,7 @@ class SoakFleet(Protocol):
     def drop_control(self, name: str) -> int: ...
     def alive(self, name: str) -> bool: ...
     def pids(self) -> dict[str, int]: ...
+    def exit_report(self, name: str) -> str: ...
 
 
 class Timers(Protocol):
@@ -98,6 +99,9 @@ class SoakChaos:
         self._timers: list[threading.Timer] = []
         self._filled: set[Path] = set()
         self._frozen: set[int] = set()
+        self._restart_lock = threading.RLock()
+        """One restart at a time (the watchdog's and the faults'): a restart waits for its agent to serve."""
+        self._stopping = threading.Event()
 
     def schedule(self, events: Sequence[SoakEvent]) -> None:
         """Each lab fault of ``events`` at its instant, played then if `gate` still allows it."""
@@ -131,9 +135,34 @@ class SoakChaos:
     def _kill(self, event: SoakEvent, record: ChaosRecord) -> None:
         self._restart(event.target, record)
 
+    def watch(self, every: float = 1.0) -> threading.Thread:
+        """Start a watchdog: an agent process that exits on its own (not by a fault of ours) is recorded as a
+        ``crash`` (an error: the run fails on it, with its log's tail) and started again, so that the soak
+        goes on and the lab's clock does not wait for it. Stops with `release`."""
+
+        def loop() -> None:
+            while not self._stopping.wait(every):
+                for name in sorted(self.fleet.pids()):
+                    with self._restart_lock:
+                        if self._stopping.is_set() or self.fleet.alive(name):
+                            continue
+                        now = self.kernel.now()
+                        record = ChaosRecord("crash", name, now, now, [name], error=self.fleet.exit_report(name))
+                        with self._lock:
+                            self.records.append(record)
+                        try:
+                            self._restart(name, record)
+                        except Exception as exc:  # reported; the run fails on the record's error anyway
+                            record.detail += f"; not started again: {exc}"
+
+        thread = threading.Thread(target=loop, name="soak-watchdog", daemon=True)
+        thread.start()
+        return thread
+
     def _restart(self, name: str, record: ChaosRecord) -> None:
         started = time.monotonic()
-        old, new = self.fleet.kill_and_restart(name)
+        with self._restart_lock:
+            old, new = self.fleet.kill_and_restart(name)
         record.restarted = True
         record.restart_wall_s = round(time.monotonic() - started, 3)
         record.detail += f"pid {old} -> {new}"
@@ -159,13 +188,15 @@ class SoakChaos:
         """Cut the agent's control channel. An agent cannot go on without its lab (it learns time, its
         network and its peers there): it stops serving; the lab starts it again (killing it if it has not
         stopped within `EXIT_WAIT_S`, e.g. on a loaded machine, as a lab would a hung agent)."""
-        cut = self.fleet.drop_control(event.target)
-        deadline = time.monotonic() + EXIT_WAIT_S
-        while self.fleet.alive(event.target) and time.monotonic() < deadline:
-            time.sleep(0.1)
-        how = "it stopped serving" if not self.fleet.alive(event.target) else f"still running after {EXIT_WAIT_S:g} s"
-        record.detail = f"{cut} connection(s) cut; {how}; started again: "
-        self._restart(event.target, record)
+        with self._restart_lock:  # its exit is ours, not a crash for the watchdog
+            cut = self.fleet.drop_control(event.target)
+            deadline = time.monotonic() + EXIT_WAIT_S
+            while self.fleet.alive(event.target) and time.monotonic() < deadline:
+                time.sleep(0.1)
+            alive = self.fleet.alive(event.target)
+            how = f"still running after {EXIT_WAIT_S:g} s" if alive else "it stopped serving"
+            record.detail = f"{cut} connection(s) cut; {how}; started again: "
+            self._restart(event.target, record)
 
     def _disk_full(self, event: SoakEvent, record: ChaosRecord) -> None:
         directory = self.agent_dir(event.target)
@@ -207,7 +238,8 @@ class SoakChaos:
             self._partition(cut)
 
     def release(self) -> None:
-        """End every freeze and give back every filled disk now (the soak is over, or failed)."""
+        """End every freeze and give back every filled disk now (the soak is over, or failed); stop the watchdog."""
+        self._stopping.set()
         with self._lock:
             timers, frozen, filled = list(self._timers), set(self._frozen), set(self._filled)
         for timer in timers:
