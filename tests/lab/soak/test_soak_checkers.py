@@ -165,7 +165,8 @@ def test_a_damaged_database_is_reported(real: tuple[Evidence, Path], tmp_path: P
 
 
 def test_a_leaking_descriptor_is_reported(evidence: Evidence) -> None:
-    leak = "import time\nfiles = []\nfor _ in range(60):\n    files.append(open('/dev/null'))\n    time.sleep(0.05)\ntime.sleep(60)\n"
+    # a descriptor more every 20 ms for longer than it is watched: it grows all along, not once
+    leak = "import time\nfiles = []\nfor _ in range(400):\n    files.append(open('/dev/null'))\n    time.sleep(0.02)\n"
     process = subprocess.Popen([sys.executable, "-c", leak])
     sampler = ResourceSampler(lambda: {"leaky": process.pid}, lambda name: Path("/nonexistent"), interval=0.1)
     try:
