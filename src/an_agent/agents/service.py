@@ -71,6 +71,27 @@ class CrossDomainFaultBehaviour(FieldRepair):
         """The repair under way per element: incidents that reach the same root cause join it."""
         self._second_looks: dict[str, int] = {}
         """How often each site was investigated again on its own (`_second_look`), to stop at `SECOND_LOOKS`."""
+        if self.env.incarnation > 1:
+            self.env.scheduler.spawn(f"{self.name} look again after a restart", self._look_again)
+
+    def _look_again(self) -> None:
+        """Started again (killed, or cut from its lab): the incidents it was handling were in the memory of
+        the process that died, and the reports that opened them had ended. What is still out of service
+        (alarms of sites and links) is correlated anew, as a report of its own; the peers join what is
+        already under way (an open field ticket takes the new request in). Found by lab soak: after a
+        restart mid-incident nobody verified the repair or looked at the sites still down."""
+        alarms = self.env.network.active_alarms(list(self.env.regions) or None)
+        sites = sorted({a.element for a in alarms if a.kind == "site_out_of_service"})
+        links = sorted({a.element for a in alarms if a.domain == "ip_transport"})
+        if not sites and not links:
+            return
+        self.note(
+            "correlation",
+            f"started again: {short(sites + links)} still out of service, correlated anew",
+            sites=sites,
+            links=links,
+        )
+        self._register(_Report(self.name, f"restart.{self.env.incarnation}", sites=sites, links=links))
 
     # ---- tasks ----------------------------------------------------------------------------------------
     def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
