@@ -43,3 +43,18 @@ def test_an_end_still_awaited_waits_for_the_restarted_executor() -> None:
     lab.forget_agent("service-fault")  # died before its end: the restarted process resumes the task
     assert kernel.is_expected(("service-fault", "complaint.ticket.2"))
     kernel.close()
+
+
+def test_an_end_from_a_restarted_executor_settles_the_whole_hand_off() -> None:
+    """The restarted process ends the resumed task (a field ticket it cannot take up again: failed) without
+    the old one's bookkeeping: the assigner's side is the whole hand-off."""
+    lab = conductor()
+    handlers, kernel = lab.handlers(), lab.kernel
+    key = {"key": ["fme-copilot", "service-fault.ticket.LINK-A2"]}
+    handlers["hello"]({"agent": "service-fault"})
+    handlers["expect"]({"agent": "service-fault", **key})
+    lab.forget_agent("fme-copilot")  # its control channel was cut: started again
+    handlers["complete"]({"agent": "service-fault", **key})  # the new process failed the task
+    assert kernel.busy_labels() == {}
+    assert not kernel.is_expected(("fme-copilot", "service-fault.ticket.LINK-A2"))
+    kernel.close()
