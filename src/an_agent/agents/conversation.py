@@ -137,7 +137,9 @@ class PeerConversation:
         handle = self.assign(peer, agreed.task_id, target, description, agreed.value, expected_response, on_input)
         return Outcome(handle.result(), agreed.value, agreed.refusals)
 
-    def deliver(self, peer: str, slug: str, target: str, description: str, value: dict[str, Any]) -> Outcome | None:
+    def deliver(
+        self, peer: str, slug: str, target: str, description: str, value: dict[str, Any], **options: Any
+    ) -> Outcome | None:
         """`ask`, sent again while the request does not get through: ``peer`` cannot be reached, or refuses
         for a reason that may pass (`PASSING_TAGS`: its state directory is full, it is restarting). Up to
         `DELIVERY_ATTEMPTS` times, `DELIVERY_RETRY_S` simulated seconds after the first and twice as long
@@ -145,10 +147,11 @@ class PeerConversation:
 
         For what must not be lost, like an incident report. None (and a ``report_failed`` note) when it
         never got through; a peer that took the task and failed it is an `Outcome` (not sent again).
+        ``options``: those of `ask`.
         """
         for attempt in range(1, DELIVERY_ATTEMPTS + 1):
             try:
-                return self.ask(peer, slug, target, description, value)
+                return self.ask(peer, slug, target, description, value, **options)
             except (RpcError, TransportError) as exc:
                 passing = isinstance(exc, TransportError) or exc.error_tag in PASSING_TAGS
                 if not passing or attempt == DELIVERY_ATTEMPTS:
@@ -158,6 +161,16 @@ class PeerConversation:
                 self.note("retry", f"{slug} not delivered to {peer} ({exc}); again in {wait:g} s")
                 self.env.scheduler.sleep(wait)
         return None
+
+    def ask_surely(
+        self, peer: str, slug: str, target: str, description: str, value: dict[str, Any], **options: Any
+    ) -> Outcome:
+        """`deliver`, and `TaskFailure` when the request never got through: the caller's task fails saying
+        why, instead of its activity dying on the peer's refusal (found by lab soak)."""
+        outcome = self.deliver(peer, slug, target, description, value, **options)
+        if outcome is None:
+            raise TaskFailure(f"{peer} did not take {slug}: it refused or could not be reached (see report_failed)")
+        return outcome
 
     def propose(
         self,

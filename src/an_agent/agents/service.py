@@ -327,7 +327,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
             )
             expected = []
         target = incident.link or ", ".join(incident.sites)
-        outcome = self.ask(
+        outcome = self.ask_surely(
             owner,
             f"diagnose.{incident.key}",
             target,
@@ -373,7 +373,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
                 "occurred_at": stamp(started),
             },
         )
-        outcome = self.ask(
+        outcome = self.ask_surely(
             owner,
             f"diagnose-transport.{incident.key}",
             ", ".join(incident.sites),
@@ -435,7 +435,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
                     "other": f"repair: {'; '.join(finding.recommendations)} ({finding.element})",
                 },
             )
-            outcome = self.ask(
+            outcome = self.ask_surely(
                 owner,
                 f"repair.{finding.element}",
                 finding.element,
@@ -473,7 +473,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
                     "other": f"verify restoration after the repair of {finding.element}",
                 },
             )
-            outcome = self.ask(
+            outcome = self.ask_surely(
                 ran,
                 f"verify.{incident.key}",
                 ", ".join(region_sites + cells),
