@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from labsupport import variant
+from labsupport import TOPOLOGIES, variant
 
 from an_agent.lab.chaos import parse_chaos
 from an_agent.lab.run import run_topology
@@ -57,3 +57,17 @@ def test_a_restarted_cross_domain_agent_takes_up_what_is_still_down(tmp_path: Pa
     assert faults["SITE-20"]["restored"] is not None
     again = [n for n in result["notes"] if "correlated anew" in n["text"]]
     assert again and again[0]["details"]["links"] == ["LINK-C2"] and "SITE-20" in again[0]["details"]["sites"]
+
+
+@pytest.mark.slow
+def test_a_restarted_copilot_takes_its_ticket_up_again(tmp_path: Path) -> None:
+    """The FME copilot is killed while its engineer splices the fibre: started again, it resumes the ticket
+    and its engineer asks again, under new ids (found by lab soak: the questions took the ids of those
+    asked before the kill, data-exists, the engineer gave up and the fault stayed)."""
+    path = TOPOLOGIES / "cross-domain-fault.yaml"
+    chaos = [parse_chaos("kill:fme-copilot@3000", load_topology(path))]
+    result = run_topology(load_topology(path), tmp_path / "state", chaos=chaos, stall_timeout=60.0).to_json()
+    assert result["outcome"]["faults"][0]["restored"] is not None
+    asked = [m["task_id"] for m in result["messages"] if m["from"] == "fme" and m["operation"] == "edit-config"]
+    assert any(".r2.q" in t for t in asked), asked
+    assert all(m["ok"] for m in result["messages"] if m["from"] == "fme")
