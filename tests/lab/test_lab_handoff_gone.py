@@ -58,3 +58,18 @@ def test_an_end_from_a_restarted_executor_settles_the_whole_hand_off() -> None:
     assert kernel.busy_labels() == {}
     assert not kernel.is_expected(("fme-copilot", "service-fault.ticket.LINK-A2"))
     kernel.close()
+
+
+def test_an_executor_gone_twice_after_its_hand_off_ended_is_no_error() -> None:
+    """An orphaned hand-off that ended meanwhile is forgotten (found by lab soak: a KeyError on the next
+    restart of the same agent made every restart fail)."""
+    lab = conductor()
+    handlers, kernel = lab.handlers(), lab.kernel
+    key = {"key": ["ran-fault", "service-fault.verify.LINK-C2"]}
+    handlers["hello"]({"agent": "service-fault"})
+    handlers["expect"]({"agent": "service-fault", **key})
+    lab.forget_agent("ran-fault")
+    lab.forget_agent("service-fault")  # the assigner restarted too: nobody waits for that end any more
+    lab.forget_agent("ran-fault")  # restarted again
+    assert kernel.busy_labels() == {}
+    kernel.close()

@@ -160,6 +160,7 @@ class LabKernel(SimKernel):
         will not (the task has ended). Found by lab soak: an end reported as the agent's control channel
         was cut held the lab's clock for ever."""
         with self._cond:
+            self._orphaned = {k for k in self._orphaned if k in self._handoffs}  # those settled since: gone
             self._orphaned |= {key for key in self._handoffs if key[0] == name}  # see `complete`
             for key in [k for k in self._orphaned if self._handoffs[k].completed and self._handoffs[k].arrivals == 1]:
                 self._settle(key)

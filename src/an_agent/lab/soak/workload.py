@@ -140,12 +140,15 @@ class SoakChaos:
         ``crash`` (an error: the run fails on it, with its log's tail) and started again, so that the soak
         goes on and the lab's clock does not wait for it. Stops with `release`."""
 
+        crashed: set[int] = set()
+
         def loop() -> None:
             while not self._stopping.wait(every):
                 for name in sorted(self.fleet.pids()):
                     with self._restart_lock:
-                        if self._stopping.is_set() or self.fleet.alive(name):
+                        if self._stopping.is_set() or self.fleet.alive(name) or self.fleet.pids()[name] in crashed:
                             continue
+                        crashed.add(self.fleet.pids()[name])  # one record per process, however often it fails
                         now = self.kernel.now()
                         record = ChaosRecord("crash", name, now, now, [name], error=self.fleet.exit_report(name))
                         with self._lock:
