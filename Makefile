@@ -13,7 +13,7 @@ STATE ?= $(CURDIR)/state
 # requirements-tck.lock: tests/a2a/test_a2a_tck.py runs it against a real agent (docs/reference/a2a-tck.md).
 TCK_VENV := .venv-tck
 
-.PHONY: setup sys-deps tck-setup demo docs test test-fast lint typecheck check bench bench-quick bench-compare fuzz clean
+.PHONY: setup sys-deps tck-setup demo docs test test-fast soak-test lint typecheck check bench bench-quick bench-compare fuzz clean
 
 setup: sys-deps $(VENV)/.installed
 
@@ -62,6 +62,10 @@ test: setup tck-setup check
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
+
+# The ten 5-minute soak seeds, two at a time (about 35 min; docs/soak.md). Not yet part of make test.
+soak-test: setup
+	$(BIN)/python -m pytest -q -m soak
 
 lint: setup
 	$(BIN)/ruff check src tests bench tools

@@ -57,3 +57,22 @@ def nc(agent_server: AgentServer):  # type: ignore[no-untyped-def]
     finally:
         if m.connected:
             m.close_session()
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A state directory on its own 8 MiB tmpfs (root only: the test is skipped otherwise), to fill with
+    `an_agent.lab.chaos.fill`; emptied and unmounted at the end."""
+    import os
+
+    from an_agent.lab.chaos import free, mount_tmpfs, unmount
+
+    if os.geteuid() != 0:
+        pytest.skip("mounts a small tmpfs (needs root)")
+    directory = tmp_path / "state"
+    mount_tmpfs(directory, 8)
+    try:
+        yield directory
+    finally:
+        free(directory)
+        assert unmount(directory) is None

@@ -10,6 +10,7 @@ module boundary that calls the foreign library, never further up.
     ├── ConfigError          bad profile / topology / CLI input (a person fixes a file or flag)
     ├── YangError            a YANG module does not load or a tool (pyang, yanglint) fails
     ├── StoreError           the SQLite state directory cannot be opened or written
+    │   └── StateFull        no space left where the state is stored (nothing changed; goes on once freed)
     ├── RpcError             an RFC 6241 <rpc-error>: raised by the server, received by the client
     │   └── (built with the classmethods below: invalid_value, missing_element, ...)
     ├── TransportError       the NETCONF session could not be used
@@ -51,6 +52,11 @@ class YangError(AnAgentError):
 
 class StoreError(AnAgentError):
     """The state directory or its SQLite database cannot be used."""
+
+
+class StateFull(StoreError):
+    """No space left where the state is stored: the write was refused whole (nothing changed, nothing
+    corrupted); the agent goes on once space is freed. NETCONF answers it with ``resource-denied``."""
 
 
 class TransportError(AnAgentError):

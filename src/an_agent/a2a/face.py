@@ -103,7 +103,7 @@ from an_agent.a2a.sdk import (
     validate_request_params,
 )
 from an_agent.a2a.states import TASK_ID_KEY
-from an_agent.errors import RpcError, SchemaError
+from an_agent.errors import RpcError, SchemaError, StateFull
 from an_agent.model import (
     IRTF_AGENT_NS,
     CommuType,
@@ -151,6 +151,8 @@ async def _call(work: Callable[[], Any]) -> Any:
         return await asyncio.to_thread(work)
     except RpcError as exc:
         raise to_a2a_error(exc) from None
+    except StateFull as exc:  # refused whole, as over NETCONF (resource-denied): not an "unhandled exception"
+        raise to_a2a_error(RpcError.resource_denied(str(exc))) from None
 
 
 class OperationsRequestHandler(RequestHandler):

@@ -23,11 +23,19 @@ from an_agent.agents.exchange import InputAnswer
 from an_agent.agents.failures import TaskFailure
 from an_agent.agents.peers import Peers, TaskHandle
 from an_agent.agents.schema_use import adopt_evolved_keys, supported_versions
-from an_agent.errors import RpcError, SchemaError
+from an_agent.errors import RpcError, SchemaError, TransportError
 from an_agent.model import CommuType, NegotiationRequest, NegotiationType, Task, TaskStatus, build_prompt
 from an_agent.runtime.schemas import shared_embedder
 from an_agent.schemas.fulfilment import Expectation, Fulfilment, fulfilment_request_content
 from an_agent.schemas.validate import validate_payload
+
+DELIVERY_ATTEMPTS = 6
+"""How many times `PeerConversation.deliver` sends a report the peer could not take."""
+DELIVERY_RETRY_S = 60.0
+"""Simulated seconds before the second attempt, doubled before each next (60 s to 32 min: about an hour
+in all, for a restarting peer to serve again or a full disk to be freed)."""
+PASSING_TAGS = frozenset({"resource-denied", "operation-failed", "in-use", "lock-denied"})
+"""rpc-error tags of a refusal that may pass (the peer is short of space, busy, failing for a while)."""
 
 
 @dataclass(frozen=True)
@@ -91,11 +99,18 @@ class PeerConversation:
         self.env.journal.note(self.name, kind, text, **details)
 
     def new_task_id(self, slug: str) -> str:
-        """A task id unique for this agent and the same in every run of the topology (no clock, no random)."""
+        """A task id unique for this agent and the same in every run of the topology (no clock, no random).
+
+        After a restart (`AgentEnvironment.incarnation` above 1) the ids carry ``.rN``: the counter starts
+        again, and the ids it gave before the agent died are taken at its peers.
+        """
         with self._lock:
             count = self._ids.get(slug, 0) + 1
             self._ids[slug] = count
-        return f"{self.name}.{slug}" + (f".{count}" if count > 1 else "")
+        incarnation = self.env.incarnation
+        return (
+            f"{self.name}.{slug}" + (f".r{incarnation}" if incarnation > 1 else "") + (f".{count}" if count > 1 else "")
+        )
 
     def find_peers(self, skill: str) -> list[str]:
         """The agents this one may talk to that have ``skill`` (sorted): asked of the lab's directory
@@ -125,6 +140,41 @@ class PeerConversation:
             return Outcome(None, None, agreed.refusals)
         handle = self.assign(peer, agreed.task_id, target, description, agreed.value, expected_response, on_input)
         return Outcome(handle.result(), agreed.value, agreed.refusals)
+
+    def deliver(
+        self, peer: str, slug: str, target: str, description: str, value: dict[str, Any], **options: Any
+    ) -> Outcome | None:
+        """`ask`, sent again while the request does not get through: ``peer`` cannot be reached, or refuses
+        for a reason that may pass (`PASSING_TAGS`: its state directory is full, it is restarting). Up to
+        `DELIVERY_ATTEMPTS` times, `DELIVERY_RETRY_S` simulated seconds after the first and twice as long
+        before each next, each with a new task id.
+
+        For what must not be lost, like an incident report. None (and a ``report_failed`` note) when it
+        never got through; a peer that took the task and failed it is an `Outcome` (not sent again).
+        ``options``: those of `ask`.
+        """
+        for attempt in range(1, DELIVERY_ATTEMPTS + 1):
+            try:
+                return self.ask(peer, slug, target, description, value, **options)
+            except (RpcError, TransportError) as exc:
+                passing = isinstance(exc, TransportError) or exc.error_tag in PASSING_TAGS
+                if not passing or attempt == DELIVERY_ATTEMPTS:
+                    self.note("report_failed", f"{slug} not delivered to {peer} after {attempt} attempt(s): {exc}")
+                    return None
+                wait = DELIVERY_RETRY_S * 2 ** (attempt - 1)
+                self.note("retry", f"{slug} not delivered to {peer} ({exc}); again in {wait:g} s")
+                self.env.scheduler.sleep(wait)
+        return None
+
+    def ask_surely(
+        self, peer: str, slug: str, target: str, description: str, value: dict[str, Any], **options: Any
+    ) -> Outcome:
+        """`deliver`, and `TaskFailure` when the request never got through: the caller's task fails saying
+        why, instead of its activity dying on the peer's refusal (found by lab soak)."""
+        outcome = self.deliver(peer, slug, target, description, value, **options)
+        if outcome is None:
+            raise TaskFailure(f"{peer} did not take {slug}: it refused or could not be reached (see report_failed)")
+        return outcome
 
     def propose(
         self,

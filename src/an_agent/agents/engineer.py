@@ -53,7 +53,11 @@ class FieldEngineer:
         """Ask the copilot in words; the answer's JSON (``answer`` is the sentence), {} when it failed."""
         self._asked += 1
         task = Task(
-            task_id=f"{ENGINEER}.{ticket}.q{self._asked}",
+            # a copilot started again takes the ticket up again: its questions must not take the ids of the
+            # ones asked before (found by lab soak: data-exists, the engineer gave up, the ticket failed)
+            task_id=f"{ENGINEER}.{ticket}"
+            + (f".r{self.env.incarnation}" if self.env.incarnation > 1 else "")
+            + f".q{self._asked}",
             send_from=ENGINEER,
             send_to=self.copilot,
             commu_type=CommuType.TASK_ASSIGN,

@@ -436,6 +436,9 @@ class AgentEnvironment:
     """How many tasks the agent's server executes at once; a behaviour refuses more (they would queue
     while holding simulated time)."""
 
+    incarnation: int = 1
+    """How many times this agent has started on its state (1 the first time): the task ids of a restarted
+    agent carry it, so that they never take the id of a task it assigned before it died."""
     schemas: SchemaMode = DEFAULT_SCHEMA_MODE
     """The agent's structured-payload setting: with a schema service (``evolve``, ``validate``) the
     server has already validated each assigned payload against the agent's own templates, evolved keys

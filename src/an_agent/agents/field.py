@@ -70,7 +70,7 @@ class FieldRepair(LabBehaviour):
             element=finding.element,
             ticket_id=ticket,
         )
-        outcome = self.ask(
+        outcome = self.ask_surely(
             copilot,
             f"ticket.{finding.element}",
             finding.element,

@@ -93,14 +93,14 @@ class IpFaultBehaviour(LabBehaviour):
                 "other": [a.text for a in alarms],
             },
         )
-        outcome = self.ask(
+        outcome = self.deliver(
             services[0],
             f"incident.{links[0]}",
             ", ".join(links),
             f"Report incident: {len(links)} transport link(s) down in the IP network",
             value,
         )
-        if not outcome.finished:
+        if outcome is not None and not outcome.finished:
             self.note("report_failed", f"incident not accepted by {services[0]}: {outcome.reason}")
 
     # ---- tasks ----------------------------------------------------------------------------------------

@@ -199,14 +199,14 @@ class RanFaultBehaviour(RanRepair):
                 "occurred_at": stamp(first),
             },
         )
-        outcome = self.ask(
+        outcome = self.deliver(
             service,
             f"incident.{sites[0]}",
             ", ".join(sites),
             f"Report incident: {len(sites)} base station(s) out of service in the mobile network",
             value,
         )
-        if not outcome.finished:
+        if outcome is not None and not outcome.finished:
             self.note("report_failed", f"incident not accepted by {service}: {outcome.reason}")
 
     # ---- tasks from other agents ----------------------------------------------------------------------

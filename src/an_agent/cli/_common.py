@@ -60,3 +60,13 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
     print("  ".join(h.upper().ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
     for row in cells:
         print("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+
+
+def quiet_transport_logs() -> None:
+    """Warnings to stderr, without paramiko's and ncclient's: a peer closing its SSH session at shutdown
+    is normal, and they log it as an error."""
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
+    for name in ("ncclient", "paramiko"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import logging
 import sys
 from pathlib import Path
 from typing import Any
 
 from an_agent.cli import EXIT_OK, EXIT_REFUSED, observe
-from an_agent.cli._common import print_json
+from an_agent.cli._common import print_json, quiet_transport_logs
 
 DEFAULT_RUN_DIR = Path("state/lab")
 
@@ -114,6 +113,10 @@ def register(subparsers: Any) -> None:
         help="give up when no agent makes progress for S real seconds (default: 60)",
     )
     run.set_defaults(handler=cmd_run)
+
+    from an_agent.cli import lab_soak
+
+    lab_soak.register(sub, NETNS_HELP)
 
     up = sub.add_parser(
         "up",
@@ -219,11 +222,7 @@ def _pace(text: str) -> float:
     return value
 
 
-def _quiet_transport_logs() -> None:
-    # A peer closing its SSH session at shutdown is normal; paramiko/ncclient log it as an error.
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s", stream=sys.stderr)
-    for name in ("ncclient", "paramiko"):
-        logging.getLogger(name).setLevel(logging.CRITICAL)
+_quiet_transport_logs = quiet_transport_logs
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -27,6 +27,7 @@ from an_agent.agents.roles import ROLES
 from an_agent.errors import ConfigError
 from an_agent.lab.devices import southbound_device
 from an_agent.lab.em.southbound import NetconfNetwork
+from an_agent.lab.incarnation import next_incarnation
 from an_agent.lab.journal import Journal, Note
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.network import SimNetwork
@@ -242,6 +243,7 @@ def make_behaviour(
         options=dict(spec.options),
         task_capacity=task_capacity,
         schemas=spec.schemas,
+        incarnation=1 if state_dir is None else next_incarnation(state_dir),
     )
     if spec.a2a_upstream:
         from an_agent.agents.gateway import GatewayBehaviour

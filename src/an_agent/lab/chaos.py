@@ -13,9 +13,16 @@ restart took in real seconds, and the agent's tasks that were unfinished when it
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import os
 import re
+import signal
+import socket
+import subprocess
 import time
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any, Protocol
 
 from an_agent.errors import ConfigError
@@ -151,3 +158,101 @@ def chaos_html(events: list[dict[str, Any]]) -> str:
         "<table><tr><th>event</th><th>at</th><th>pid</th><th>restart (real s)</th><th>unfinished tasks</th>"
         f"<th>time to restore with (s)</th><th>without (s)</th><th>error</th></tr>{rows}</table>"
     )
+
+
+# ---- the faults of a soak (`an_agent.lab.soak`): besides kill, each a small function -----------------
+BALLAST = ".soak-ballast"
+"""The file that fills an agent's state directory (``disk_full``), removed when space returns."""
+
+
+def freeze(pid: int) -> None:
+    """SIGSTOP ``pid``: a frozen agent keeps its sockets open and answers nothing (its peers' requests time
+    out and are retried) until `thaw`."""
+    os.kill(pid, signal.SIGSTOP)
+
+
+def thaw(pid: int) -> None:
+    """SIGCONT ``pid`` (already gone: nothing to do)."""
+    with contextlib.suppress(ProcessLookupError):
+        os.kill(pid, signal.SIGCONT)
+
+
+def control_peers(pid: int, control_port: int) -> set[tuple[str, int]]:
+    """The client ends (``(host, port)``) of process ``pid``'s TCP connections to ``control_port``.
+
+    Read from ``/proc/PID/net/tcp`` (the table of the process's own network namespace) and its open
+    sockets (``/proc/PID/fd``), so it works for agents in a ``--netns`` namespace as on loopback.
+    """
+    inodes = set()
+    with contextlib.suppress(OSError):
+        for fd in os.listdir(f"/proc/{pid}/fd"):
+            with contextlib.suppress(OSError):
+                target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                if target.startswith("socket:["):
+                    inodes.add(target[8:-1])
+    peers = set()
+    with contextlib.suppress(OSError), open(f"/proc/{pid}/net/tcp", encoding="ascii") as table:
+        next(table)  # the header
+        for line in table:
+            fields = line.split()
+            local, remote, inode = fields[1], fields[2], fields[9]
+            if inode in inodes and int(remote.split(":")[1], 16) == control_port:
+                peers.add(_hex_address(local))
+    return peers
+
+
+def _hex_address(text: str) -> tuple[str, int]:
+    """``0100007F:1F90`` (as /proc/net/tcp writes an IPv4 address, little-endian) -> ``("127.0.0.1", 8080)``."""
+    host, port = text.split(":")
+    return socket.inet_ntoa(int(host, 16).to_bytes(4, "little")), int(port, 16)
+
+
+def mount_tmpfs(directory: Path, size_mb: int) -> None:
+    """Mount a tmpfs of ``size_mb`` MB (mode 0700) on ``directory`` (made if missing); needs root.
+
+    `ConfigError` saying why when mount refuses (not root, no ``mount``).
+    """
+    directory.mkdir(mode=0o700, parents=True, exist_ok=True)
+    argv = ["mount", "-t", "tmpfs", "-o", f"size={size_mb}m,mode=0700", "tmpfs", str(directory)]
+    try:
+        done = subprocess.run(argv, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        raise ConfigError(f"cannot mount a tmpfs on {directory}: {exc}") from None
+    if done.returncode != 0:
+        raise ConfigError(f"cannot mount a tmpfs on {directory} (needs root): {done.stderr.strip()}")
+
+
+def unmount(directory: Path) -> str | None:
+    """Unmount ``directory`` (lazily when busy: a process still in it); None, or why it failed."""
+    done = subprocess.run(["umount", str(directory)], capture_output=True, text=True, check=False)
+    if done.returncode == 0:
+        return None
+    lazy = subprocess.run(["umount", "-l", str(directory)], capture_output=True, text=True, check=False)
+    return None if lazy.returncode == 0 else f"umount {directory}: {lazy.stderr.strip() or done.stderr.strip()}"
+
+
+def fill(directory: Path) -> int:
+    """Fill the file system of ``directory`` with a ballast file until it refuses (ENOSPC); bytes written.
+
+    Again: tops the ballast up (space freed meanwhile, e.g. by SQLite truncating a write-ahead log)."""
+    written = 0
+    block = b"\0" * (1 << 20)
+    fd = os.open(directory / BALLAST, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+    try:
+        while True:
+            try:
+                written += os.write(fd, block)
+            except OSError as exc:
+                if exc.errno != errno.ENOSPC:
+                    raise
+                block = block[: len(block) // 2]  # the last bytes too, down to the last page
+                if len(block) < 4096:
+                    return written
+    finally:
+        os.close(fd)
+
+
+def free(directory: Path) -> None:
+    """Give the space of `fill` back."""
+    with contextlib.suppress(FileNotFoundError):
+        (directory / BALLAST).unlink()

@@ -52,7 +52,7 @@ from an_agent.lab.control import Handler
 from an_agent.lab.journal import Journal
 from an_agent.lab.kernel import Key, SimKernel
 from an_agent.lab.network import SimNetwork
-from an_agent.lab.wire import NETWORK_METHODS, decode_exchange, encode
+from an_agent.lab.wire import NETWORK_METHODS, decode_exchange, encode, param_key, param_name
 
 ADVANCE = "clock advance to the agents"
 
@@ -76,6 +76,8 @@ class LabKernel(SimKernel):
         self._cuts: set[frozenset[str]] = set()
         self._assigners: dict[Key, str] = {}
         self._parked: set[Key] = set()
+        self._orphaned: set[Key] = set()
+        """Hand-offs whose executor's process is gone before its side came (`executor_gone`)."""
         self._epoch = 0
         self._awaiting: set[str] = set()
 
@@ -152,6 +154,40 @@ class LabKernel(SimKernel):
             super()._arrive(key)
             if key not in self._handoffs:
                 self._assigners.pop(key, None)
+
+    def executor_gone(self, name: str) -> None:
+        """Agent ``name``'s process is gone: the task ends its assigners already have (their side of the
+        hand-off came) no longer wait for its side, which the dead process cannot send and a restarted one
+        will not (the task has ended). Found by lab soak: an end reported as the agent's control channel
+        was cut held the lab's clock for ever."""
+        with self._cond:
+            self._orphaned = {k for k in self._orphaned if k in self._handoffs}  # those settled since: gone
+            self._orphaned |= {key for key in self._handoffs if key[0] == name}  # see `complete`
+            for key in [k for k in self._orphaned if self._handoffs[k].completed and self._handoffs[k].arrivals == 1]:
+                self._settle(key)
+            self._cond.notify_all()
+
+    def complete(self, key: Key, value: Any) -> None:
+        """The assigner's side; for a task whose executor was restarted meanwhile (`executor_gone`) the
+        whole hand-off: the new process ends the resumed task without the old one's bookkeeping (found by
+        lab soak: a field ticket failed by a restarted copilot held the lab's clock for ever)."""
+        with self._cond:
+            super().complete(key, value)
+            handoff = self._handoffs.get(key)
+            if key in self._orphaned and handoff is not None and handoff.completed and handoff.arrivals == 1:
+                self._settle(key)
+            if key not in self._handoffs:
+                self._orphaned.discard(key)
+
+    def _settle(self, key: Key) -> None:
+        """End the hand-off ``key`` whose one side came (caller holds the lock)."""
+        del self._handoffs[key]
+        self._assigners.pop(key, None)
+        self._orphaned.discard(key)
+        if key in self._parked:
+            self._parked.discard(key)
+        else:
+            self._dec(f"hand-off {key[0]}/{key[1]}")
 
     def forget(self, key: Key) -> None:
         with self._cond:
@@ -291,15 +327,15 @@ class Conductor:
         return {
             "hello": self._hello,
             "ready": self._on_ready,
-            "address": lambda p: self._address_of(_name(p, "peer")),
-            "a2a_url": lambda p: self._a2a_url_of(_name(p, "peer")),
-            "status": lambda p: self.kernel.report(_name(p), int(p["seq"]), bool(p["busy"]), p.get("head")),
-            "next": lambda p: self.kernel.next_for(_name(p), p),
+            "address": lambda p: self._address_of(param_name(p, "peer")),
+            "a2a_url": lambda p: self._a2a_url_of(param_name(p, "peer")),
+            "status": lambda p: self.kernel.report(param_name(p), int(p["seq"]), bool(p["busy"]), p.get("head")),
+            "next": lambda p: self.kernel.next_for(param_name(p), p),
             "expect": self._expect,
-            "is_expected": lambda p: self.kernel.is_expected(_key(p)),
-            "arrive": lambda p: self.kernel.arrive(_key(p)),
-            "complete": lambda p: self.kernel.complete(_key(p), None),
-            "forget": lambda p: self.kernel.forget(_key(p)),
+            "is_expected": lambda p: self.kernel.is_expected(param_key(p)),
+            "arrive": lambda p: self.kernel.arrive(param_key(p)),
+            "complete": lambda p: self.kernel.complete(param_key(p), None),
+            "forget": lambda p: self.kernel.forget(param_key(p)),
             "note": lambda p: self.journal.note(
                 str(p["who"]), str(p["kind"]), str(p["text"]), **dict(p.get("details") or {})
             ),
@@ -311,7 +347,7 @@ class Conductor:
 
     # ---- membership -----------------------------------------------------------------------------
     def _hello(self, params: dict[str, Any]) -> dict[str, Any]:
-        name = _name(params)
+        name = param_name(params)
         with self._lock:
             self._ready.pop(name, None)
             self._joined[name] = time.monotonic()
@@ -319,7 +355,7 @@ class Conductor:
         return {"now": self.kernel.join(name), **self._logins, **self._hello_files(name)}
 
     def _on_ready(self, params: dict[str, Any]) -> None:
-        name, port, a2a_port = _name(params), int(params["port"]), params.get("a2a_port")
+        name, port, a2a_port = param_name(params), int(params["port"]), params.get("a2a_port")
         self._on_ready_callback(name, port, a2a_port)  # before anyone may look the agent up
         with self._lock:
             self._ready[name] = {"port": port, "a2a_port": a2a_port, "metrics_port": params.get("metrics_port")}
@@ -373,12 +409,13 @@ class Conductor:
                 del self._expecters[key]
         for key in awaited:  # nobody in the new process waits for them: they must not hold time
             self.kernel.forget(key)
+        self.kernel.executor_gone(name)
 
     def _expect(self, params: dict[str, Any]) -> None:
-        key = _key(params)
-        self.kernel.expect_for(key, _name(params))
+        key = param_key(params)
+        self.kernel.expect_for(key, param_name(params))
         with self._lock:
-            self._expecters[key] = _name(params)
+            self._expecters[key] = param_name(params)
 
     # ---- journal --------------------------------------------------------------------------------
     def _exchange(self, params: dict[str, Any]) -> None:
@@ -389,7 +426,7 @@ class Conductor:
         self.journal.record(dataclasses.replace(exchange, order=next_order()))
 
     def _error(self, params: dict[str, Any]) -> None:
-        self.kernel.add_error(f"{_name(params)}: {params['text']}")
+        self.kernel.add_error(f"{param_name(params)}: {params['text']}")
 
     # ---- network --------------------------------------------------------------------------------
     def _network(self, params: dict[str, Any]) -> dict[str, Any]:
@@ -406,7 +443,7 @@ class Conductor:
         return {"value": encode(value)}
 
     def _subscribe(self, params: dict[str, Any]) -> None:
-        name = _name(params)
+        name = param_name(params)
         self.kernel.subscribe(name)
         with self._lock:
             if name in self._listening:
@@ -417,17 +454,3 @@ class Conductor:
             self.kernel.push_event(name, encode(event))
 
         self.network.subscribe(deliver)
-
-
-def _name(params: dict[str, Any], key: str = "agent") -> str:
-    value = params.get(key)
-    if not isinstance(value, str) or not value:
-        raise ControlError(f"missing {key!r}")
-    return value
-
-
-def _key(params: dict[str, Any]) -> tuple[str, str]:
-    key = params.get("key")
-    if not isinstance(key, list) or len(key) != 2 or not all(isinstance(k, str) for k in key):
-        raise ControlError("key must be [agent, task_id]")
-    return (key[0], key[1])

@@ -219,6 +219,19 @@ class ControlServer:
         for thread in self._threads:
             thread.join(5.0)
 
+    def drop(self, peers: set[tuple[str, int]]) -> int:
+        """Cut the connections from ``peers`` (``(host, port)`` of the client side): a lab soak's
+        control-channel drop (`an_agent.lab.chaos.drop_control`). Returns how many were cut."""
+        with self._lock:
+            connections = list(self._connections)
+        cut = 0
+        for conn in connections:
+            with contextlib.suppress(OSError):
+                if tuple(conn.getpeername()[:2]) in peers:
+                    conn.shutdown(socket.SHUT_RDWR)
+                    cut += 1
+        return cut
+
     def __enter__(self) -> ControlServer:
         return self.start()
 

@@ -204,6 +204,23 @@ class ProcessFleet:
         ) as client:
             return sorted(t.task_id for t in client.list_tasks() if t.status is None or not t.status.terminal)
 
+    def drop_control(self, name: str) -> int:
+        """Cut agent ``name``'s connections to the lab's control channel (a soak's chaos); how many were cut."""
+        from an_agent.lab.chaos import control_peers
+
+        assert self._server is not None
+        peers = control_peers(self._processes[name].pid, self._server.address[1])
+        return self._server.drop(peers)
+
+    def alive(self, name: str) -> bool:
+        """Agent ``name``'s process is running (it may be stopped by SIGSTOP)."""
+        return self._processes[name].alive()
+
+    def exit_report(self, name: str) -> str:
+        """How agent ``name``'s process ended: its exit code and the tail of its log."""
+        process = self._processes[name]
+        return f"agent {name} (pid {process.pid}) exited with code {process.process.returncode}:\n{process.log_tail()}"
+
     def pids(self) -> dict[str, int]:
         return {name: p.pid for name, p in self._processes.items()}
 

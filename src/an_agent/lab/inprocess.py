@@ -145,6 +145,10 @@ def _stop_server(agent: RunningAgent) -> None:
 def fresh_agent_dir(lab: FleetOwner, name: str) -> None:
     """Empty ``name``'s state directory (a run starts from empty agents) and give it the lab's host key."""
     agent_dir = lab.agent_dir(name)
-    shutil.rmtree(agent_dir, ignore_errors=True)
-    agent_dir.mkdir(mode=0o700, parents=True)
+    if agent_dir.is_mount():  # a lab soak's small tmpfs (`an_agent.lab.soak`): empty it, keep the mount
+        for entry in agent_dir.iterdir():
+            shutil.rmtree(entry) if entry.is_dir() and not entry.is_symlink() else entry.unlink()
+    else:
+        shutil.rmtree(agent_dir, ignore_errors=True)
+    agent_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
     shutil.copy2(lab.state_dir / "ssh_host_rsa_key", agent_dir / "ssh_host_rsa_key")

@@ -15,6 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from an_agent.errors import ConfigError
+from an_agent.lab.conductor import LabKernel
+from an_agent.lab.journal import Journal
+from an_agent.lab.kernel import SimKernel
 from an_agent.lab.netns import LabNetwork
 
 KIND = "partition"
@@ -88,3 +91,19 @@ class Partition:
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": KIND, "agents": [self.a, self.b], "at": self.at, "duration": self.duration}
+
+
+def note_partitions(journal: Journal, kernel: SimKernel) -> Callable[[Partition, str, float], None]:
+    """The ``on_change`` of `Partition.schedule` in a lab: the kernel's cut/heal, and a journal note (agent
+    ``chaos``, kinds ``partition`` / ``partition_healed``)."""
+
+    def note(fault: Partition, what: str, when: float) -> None:
+        if isinstance(kernel, LabKernel):  # a task's end between the two does not hold time while cut
+            (kernel.cut if what == "partitioned" else kernel.heal)(fault.a, fault.b)
+        if what == "partitioned":
+            kind, text = "partition", f"traffic between {fault.a} and {fault.b} dropped for {fault.duration:g} s"
+        else:
+            kind, text = "partition_healed", f"{fault.a} and {fault.b} reach each other again"
+        journal.note("chaos", kind, text, spec=fault.spec)
+
+    return note

@@ -8,12 +8,10 @@ from pathlib import Path
 from an_agent.agents.peers import Exchange
 from an_agent.errors import ConfigError
 from an_agent.lab.chaos import ChaosPlayer, ChaosSpec
-from an_agent.lab.conductor import LabKernel
 from an_agent.lab.fleet import ProcessFleet
-from an_agent.lab.journal import Journal, Note
-from an_agent.lab.kernel import SimKernel
+from an_agent.lab.journal import Note
 from an_agent.lab.outcome import build_result
-from an_agent.lab.partition import Partition
+from an_agent.lab.partition import Partition, note_partitions
 from an_agent.lab.result import LabResult
 from an_agent.lab.runner import Lab
 from an_agent.lab.spec import Topology
@@ -86,7 +84,7 @@ def run_topology(
             lab.kernel.call_at(topology.start_time + spec.at, f"chaos {spec.kind} {spec.agent}", players[-1])
         for fault in partitions:
             assert lab.net is not None  # made by start with netns
-            fault.schedule(lab.kernel, topology.start_time, lab.net, _chaos_note(lab.journal, lab.kernel))
+            fault.schedule(lab.kernel, topology.start_time, lab.net, note_partitions(lab.journal, lab.kernel))
         lab.play()
         phase("reading back the tasks of every agent")
         tasks = lab.read_tasks()
@@ -104,16 +102,3 @@ def run_topology(
         result.chaos = [{**p.event.to_dict(), "time_to_restore_s": restore} for p in players]
         result.chaos += [{**fault.to_json(), "time_to_restore_s": restore} for fault in partitions]
     return result
-
-
-def _chaos_note(journal: Journal, kernel: SimKernel) -> Callable[[Partition, str, float], None]:
-    def note(fault: Partition, what: str, when: float) -> None:
-        if isinstance(kernel, LabKernel):  # a task's end between the two does not hold time while cut
-            (kernel.cut if what == "partitioned" else kernel.heal)(fault.a, fault.b)
-        if what == "partitioned":
-            kind, text = "partition", f"traffic between {fault.a} and {fault.b} dropped for {fault.duration:g} s"
-        else:
-            kind, text = "partition_healed", f"{fault.a} and {fault.b} reach each other again"
-        journal.note("chaos", kind, text, spec=fault.spec)
-
-    return note

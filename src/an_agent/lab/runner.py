@@ -120,6 +120,8 @@ class Lab:
         self._logins: dict[str, str] = {}
         self._a2a_ports: dict[str, int] = {}
         self.end_reason: str | None = None
+        self.event_gate: Callable[[EventSpec], bool] = lambda event: True
+        """Whether a scenario event is still played when its instant comes (``lab soak``: until its wall-clock end)."""
         self.wall_seconds = 0.0
         """Real seconds from `start` to the end of `stop`."""
         self._started_at = 0.0
@@ -390,6 +392,8 @@ class _EventPlayer:
         self.lab, self.index, self.event = lab, index, event
 
     def __call__(self) -> None:
+        if not self.lab.event_gate(self.event):
+            return
         if self.event.fault is not None:
             fault = self.event.fault
             span = tracing.new_trace()  # the fault's trace: its alarms carry it to the agents

@@ -17,6 +17,7 @@ from typing import Any
 
 from an_agent.agents import environment as env
 from an_agent.agents.exchange import Exchange
+from an_agent.errors import ControlError
 
 
 def encode(value: Any) -> Any:
@@ -102,3 +103,19 @@ def decode_event(value: Any) -> env.NetworkEvent:
 def decode_exchange(value: Any) -> Exchange:
     result: Exchange = decode(Exchange, value)
     return result
+
+
+def param_name(params: dict[str, Any], key: str = "agent") -> str:
+    """The agent name ``params[key]`` of a control-channel request; `ControlError` when missing."""
+    value = params.get(key)
+    if not isinstance(value, str) or not value:
+        raise ControlError(f"missing {key!r}")
+    return value
+
+
+def param_key(params: dict[str, Any]) -> tuple[str, str]:
+    """The hand-off key ``params["key"]`` (``[agent, task_id]``) of a control-channel request."""
+    key = params.get("key")
+    if not isinstance(key, list) or len(key) != 2 or not all(isinstance(k, str) for k in key):
+        raise ControlError("key must be [agent, task_id]")
+    return (key[0], key[1])

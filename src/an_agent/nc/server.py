@@ -36,7 +36,7 @@ from netconf.error import ChannelClosed, FramingError, SessionError
 
 from an_agent import stages
 from an_agent.access.logins import LoginThrottle
-from an_agent.errors import ConfigError, RpcError
+from an_agent.errors import ConfigError, RpcError, StateFull
 from an_agent.model.ns import NETCONF_BASE_NS
 from an_agent.nc.ssh_auth import SshCredentials, _SshAuth
 from an_agent.nc.wire import frame, reply_element, reply_start_tag, rpc_error_element
@@ -457,6 +457,9 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
             reply = self.handler.handle(self, operations[0])
         except RpcError as exc:
             self._send_error_reply(root, exc)
+            return
+        except StateFull as exc:  # the state directory is full: refused whole, try again once space is freed
+            self._send_error_reply(root, RpcError.resource_denied(str(exc)))
             return
         except Exception as exc:  # a bug in a handler must not kill the session
             log.exception("session %s: handler failed on <%s>", self._sid, operations[0].tag)

@@ -29,7 +29,7 @@ from lxml import etree
 
 from an_agent import stages, tracing
 from an_agent.clock import Clock
-from an_agent.errors import RpcError
+from an_agent.errors import RpcError, StateFull
 from an_agent.model import AnyXml, CommuType, ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
 from an_agent.runtime.behaviour import Behaviour, ProvidedInput, TaskRun
 from an_agent.runtime.notifications import NotificationBus
@@ -39,6 +39,10 @@ from an_agent.schemas.validate import ValidatedPayload
 from an_agent.store.agent_store import AgentStore, TaskState
 
 log = logging.getLogger(__name__)
+
+FULL_RETRY_S = 0.25
+"""Wall seconds before a status change refused by a full state directory is stored again (doubling)."""
+FULL_RETRY_MAX_S = 5.0
 
 
 FANOUT_GRACE = 0.1
@@ -347,13 +351,37 @@ class TaskEngine:
         ``inputs`` (status input-required only) get their ``start-time``
         (now) and ``task-async`` (the task's) filled in when unset.
         """
-        recorded = self._record(task_id, status, reason, result, task, inputs)
+        recorded = self._record_when_stored(task_id, status, reason, result, task, inputs)
         if recorded and status.terminal and self.ended_hook is not None:
             self.ended_hook(task_id)  # outside our lock: it may edit the datastore
         if recorded:
             with self._changed:  # after the hook: a synchronous reply sees what the end wrote
                 self._changed.notify_all()
         return recorded
+
+    def _record_when_stored(
+        self,
+        task_id: str,
+        status: TaskStatus,
+        reason: str | None,
+        result: TaskResult | None,
+        task: Task | None,
+        inputs: Sequence[InputRequired],
+    ) -> bool:
+        """`_record`, again while the state directory is full (`StateFull`): a status change is announced
+        only once it is stored, so the task's thread waits (wall clock, `FULL_RETRY_S` doubling up to
+        `FULL_RETRY_MAX_S`) until space returns or the agent stops. Before, the refused write ended the
+        thread and left the task ``processing`` for ever (found by lab soak)."""
+        delay = FULL_RETRY_S
+        while True:
+            try:
+                return self._record(task_id, status, reason, result, task, inputs)
+            except StateFull as exc:
+                if self._closed:
+                    raise
+                log.warning("task %s %s not stored yet: %s; trying again in %g s", task_id, status.value, exc, delay)
+                time.sleep(delay)
+                delay = min(2 * delay, FULL_RETRY_MAX_S)
 
     def _record(
         self,

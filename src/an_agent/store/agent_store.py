@@ -26,7 +26,7 @@ from pathlib import Path
 from lxml import etree
 
 from an_agent.errors import StoreError
-from an_agent.store.sqlite import commit, open_database
+from an_agent.store.sqlite import commit, open_database, rollback, store_error
 
 # Rows are our own serialisations, but the file may have been edited or damaged: parse them safely.
 _ROW_PARSER = etree.XMLParser(resolve_entities=False, no_network=True, load_dtd=False)
@@ -128,10 +128,10 @@ class AgentStore:
                 yield self._db
                 commit(self._db, "agent")
             except sqlite3.Error as exc:
-                self._db.execute("ROLLBACK")
-                raise StoreError(f"agent state database {self.path}: {exc}") from None
+                rollback(self._db)
+                raise store_error("agent state database", self.path, exc) from None
             except BaseException:
-                self._db.execute("ROLLBACK")
+                rollback(self._db)
                 raise
 
     def _query(self, sql: str, params: tuple[object, ...] = ()) -> list[tuple[object, ...]]:
@@ -139,7 +139,7 @@ class AgentStore:
             try:
                 return self._db.execute(sql, params).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"agent state database {self.path}: {exc}") from None
+                raise store_error("agent state database", self.path, exc) from None
 
     # -- configuration --------------------------------------------------------
     def load_config(self) -> list[ConfigUnit]:

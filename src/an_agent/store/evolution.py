@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from an_agent.errors import StoreError
-from an_agent.store.sqlite import commit, open_database
+from an_agent.store.sqlite import commit, open_database, rollback, store_error
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS evo_meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
@@ -196,16 +195,16 @@ class EvolutionStore:
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.Error as exc:
-                raise StoreError(f"evolution database {self.path}: {exc}") from None
+                raise store_error("evolution database", self.path, exc) from None
             self._depth = 1
             try:
                 yield
                 commit(self._db, "evolution")
             except sqlite3.Error as exc:
-                self._db.execute("ROLLBACK")
-                raise StoreError(f"evolution database {self.path}: {exc}") from None
+                rollback(self._db)
+                raise store_error("evolution database", self.path, exc) from None
             except BaseException:
-                self._db.execute("ROLLBACK")
+                rollback(self._db)
                 raise
             finally:
                 self._depth = 0
@@ -215,7 +214,7 @@ class EvolutionStore:
             try:
                 return self._db.execute(sql, tuple(params)).fetchall()
             except sqlite3.Error as exc:
-                raise StoreError(f"evolution database {self.path}: {exc}") from None
+                raise store_error("evolution database", self.path, exc) from None
 
     # -- meta ----------------------------------------------------------------------------------
     def get_meta(self, key: str, default: str | None = None) -> str | None:
@@ -270,7 +269,7 @@ class EvolutionStore:
             try:
                 self._db.executemany("DELETE FROM evo_cluster WHERE cluster_id = ?", [(c,) for c in cluster_ids])
             except sqlite3.Error as exc:
-                raise StoreError(f"evolution database {self.path}: {exc}") from None
+                raise store_error("evolution database", self.path, exc) from None
 
     def clusters(self, exclude_states: tuple[str, ...] = ()) -> list[ClusterRow]:
         marks = ",".join("?" * len(exclude_states))
@@ -289,7 +288,7 @@ class EvolutionStore:
                     (cluster_id, schema_id, ts, client_id, text, ref),
                 )
             except sqlite3.Error as exc:
-                raise StoreError(f"evolution database {self.path}: {exc}") from None
+                raise store_error("evolution database", self.path, exc) from None
             return int(cursor.lastrowid or 0)
 
     def move_fragments(self, from_cluster: str, to_cluster: str) -> None:
@@ -339,7 +338,7 @@ class EvolutionStore:
             try:
                 cursor = self._db.execute(f"DELETE FROM evo_fragment WHERE ts < ?{extra}", (before, *keep))
             except sqlite3.Error as exc:
-                raise StoreError(f"evolution database {self.path}: {exc}") from None
+                raise store_error("evolution database", self.path, exc) from None
             return cursor.rowcount
 
     # -- patches and keys ----------------------------------------------------------------------

@@ -21,7 +21,7 @@ import time
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from an_agent.errors import StoreError
+from an_agent.errors import StateFull, StoreError
 
 
 def open_database(
@@ -100,3 +100,20 @@ def _check_integrity(db: sqlite3.Connection, name: str, what: str) -> None:
             f"{what} {name} failed its integrity check ({'; '.join(problems)}); it was left untouched: "
             "restore it from a backup, or move it away to start with an empty state"
         )
+
+
+def rollback(db: sqlite3.Connection) -> None:
+    """End a failed transaction. SQLite has already rolled it back itself after some errors (a full
+    disk: SQLITE_FULL), and a second ROLLBACK would raise "no transaction is active" over the real error."""
+    if db.in_transaction:
+        db.execute("ROLLBACK")
+
+
+def store_error(what: str, path: Path | str, exc: sqlite3.Error) -> StoreError:
+    """Our error for SQLite's ``exc`` on ``what`` at ``path``: `StateFull` for a full disk, saying where."""
+    if getattr(exc, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL:
+        return StateFull(
+            f"{what} {path}: no space left in {Path(path).parent}: the change was not made; "
+            "free space there and the agent goes on"
+        )
+    return StoreError(f"{what} {path}: {exc}")

@@ -1,0 +1,39 @@
+"""A restarted agent's task ids never take those it gave before it died (found by lab soak: the counter
+started again at 1, the next incident report took an id its peer had, ``data-exists``, the decision lost)."""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+from an_agent.agents.conversation import PeerConversation
+from an_agent.agents.environment import AgentEnvironment
+from an_agent.lab.incarnation import next_incarnation
+from an_agent.lab.journal import Journal
+from an_agent.lab.kernel import SimKernel
+from an_agent.lab.network import SimNetwork
+from an_agent.lab.spec import NetworkSpec
+
+
+class Conversation(PeerConversation):
+    def __init__(self, env: AgentEnvironment) -> None:
+        self.env, self._lock, self._ids = env, threading.Lock(), {}
+
+
+def ids_of_a_start(state_dir: Path) -> list[str]:
+    kernel = SimKernel(0.0)
+    env = AgentEnvironment(
+        name="ran-fault", role="ran-fault", regions=(), scheduler=kernel,
+        network=SimNetwork(NetworkSpec((), (), (), ()), 0, kernel.now, kernel.call_at), journal=Journal(kernel.now),
+        directory=(), incarnation=next_incarnation(state_dir),
+    )  # fmt: skip
+    talk = Conversation(env)
+    return [talk.new_task_id("incident.SITE-01"), talk.new_task_id("incident.SITE-01")]
+
+
+def test_each_start_on_a_state_directory_gives_new_task_ids(tmp_path: Path) -> None:
+    first, second, third = (ids_of_a_start(tmp_path) for _ in range(3))
+    assert first == ["ran-fault.incident.SITE-01", "ran-fault.incident.SITE-01.2"]  # a run is as before
+    assert second == ["ran-fault.incident.SITE-01.r2", "ran-fault.incident.SITE-01.r2.2"]
+    assert third[0] == "ran-fault.incident.SITE-01.r3"
+    assert (tmp_path / "incarnation").stat().st_mode & 0o777 == 0o600

@@ -1,0 +1,43 @@
+"""A state directory that runs out of space (found by lab soak): the write is refused whole with an error
+that says so, nothing is corrupted, and writes work again once space is freed."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from an_agent._files import write_private
+from an_agent.errors import StateFull
+from an_agent.lab.chaos import fill, free
+from an_agent.lab.soak.resources import sqlite_integrity
+from an_agent.store.agent_store import AgentStore, ConfigUnit, TaskState
+
+
+def test_a_full_disk_refuses_the_write_whole_and_the_store_goes_on_once_space_returns(small_disk: Path) -> None:
+    store = AgentStore(small_disk)
+    try:
+        store.save_config([ConfigUnit("/a", "", 0, "<x/>")], [], {"t1": "alice"})
+        fill(small_disk)
+        big = [ConfigUnit(f"/u{i}", "", i, "<x>" + "y" * 4000 + "</x>") for i in range(200)]
+        with pytest.raises(StateFull, match=r"no space left in .*the change was not made"):
+            store.save_config(big, ["/a"], {"t2": "bob"})
+        with pytest.raises(StateFull):
+            store.save_task_state(TaskState("t1", "processing", None, None, None, None, 2.0), (2.0, "<n/>"))
+        assert [u.unit_key for u in store.load_config()] == ["/a"]  # nothing of the refused writes
+        free(small_disk)
+        store.save_task_state(TaskState("t1", "finished", None, None, None, None, 3.0), (3.0, "<n/>"))
+        assert store.load_task_states()["t1"].status == "finished"
+    finally:
+        store.close()
+    assert sqlite_integrity(small_disk)["agent.db"] == "ok"
+
+
+def test_an_agent_restarted_on_a_full_disk_rewrites_its_files_without_space(small_disk: Path) -> None:
+    path = small_disk / "a2a-trust.pem"
+    write_private(path, b"the lab's certificates")
+    fill(small_disk)
+    write_private(path, b"the lab's certificates")  # the same again: nothing to write (found by lab soak)
+    with pytest.raises(OSError, match="No space left"):
+        write_private(path, b"other certificates")
+    assert path.read_bytes() == b"the lab's certificates"
