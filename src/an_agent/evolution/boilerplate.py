@@ -20,8 +20,9 @@ _GREETING = re.compile(
     re.IGNORECASE,
 )
 # A sign-off closing the text, with a name after it: "Kind regards, Petra", "Thanks", "BR Jan", "Cheers!".
+# From where a run of separators starts, never inside it: linear on a long run of spaces (it was quadratic).
 _SIGN_OFF = re.compile(
-    r"[\s,.;!\-]*\b(?:(?:kind|best|warm|many)\s+(?:regards|thanks|wishes)|regards|thanks(?:\s+a\s+lot)?|"
+    r"(?<![\s,.;!\-])[\s,.;!\-]*\b(?:(?:kind|best|warm|many)\s+(?:regards|thanks|wishes)|regards|thanks(?:\s+a\s+lot)?|"
     r"thank\s+you|many\s+thanks|cheers|br|thx)\b[\s,.!]*(?:[A-Z][a-z]+(?:\s+[A-Z][a-z]+)?)?[\s.!]*$",
     re.IGNORECASE,
 )

@@ -49,7 +49,8 @@ _LETTER = re.compile(r"(?<![A-Za-z])([A-Za-z]{3,}+)[\s:=|\-]{1,4}([A-Z])(?![\w'\
 _NUMBERED = re.compile(
     r"(?<![\w\-])([A-Za-z]{3,}+)(?:[\s:;=|\-]{1,4}|(?=\d))([A-Za-z]{0,2}\d{1,3})(?![\w/\-'\u2019]|[.,:]\d|\s+\d)"
 )
-_UNIT_AFTER = re.compile(r"\s*([A-Za-z\u00b0\u00ba%]+)")
+# Only from where a space run starts (read right after a code's last digit): linear when scanned.
+_UNIT_AFTER = re.compile(r"(?<!\s)\s*([A-Za-z\u00b0\u00ba%]+)")
 _WORD = re.compile(r"[a-z][a-z\-]*")
 _NOT_CODES = UNIT_WORDS | frozenset(
     {"h", "m", "s", "d", "k", "x", "st", "nd", "rd", "th", "am", "pm", "ms", "kb", "mb"}
