@@ -13,9 +13,10 @@ from typing import Any
 import pytest
 from labsupport import TOPOLOGIES
 
-from an_agent.lab.conductor import Conductor, LabKernel
+from an_agent.lab.conductor import Conductor
 from an_agent.lab.control import ControlClient, ControlServer, create_certificate, create_secret
 from an_agent.lab.journal import Journal
+from an_agent.lab.lockstep import LabKernel
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.processes import AgentLaunch, agent_argv
 from an_agent.lab.remote import AgentKernel, RemoteNetwork

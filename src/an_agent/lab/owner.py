@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Protocol
 
-from an_agent.lab.conductor import LabKernel
 from an_agent.lab.journal import Journal
+from an_agent.lab.lockstep import LabKernel
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.spec import AgentSpec, Topology
 

@@ -15,9 +15,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from an_agent.errors import ConfigError
-from an_agent.lab.conductor import LabKernel
 from an_agent.lab.journal import Journal
 from an_agent.lab.kernel import SimKernel
+from an_agent.lab.lockstep import LabKernel
 from an_agent.lab.netns import LabNetwork
 
 KIND = "partition"

@@ -34,11 +34,11 @@ from an_agent.errors import ConfigError
 from an_agent.lab import netns as lab_netns
 from an_agent.lab.agent import HOST, lab_host_key
 from an_agent.lab.certs import a2a_url, hello_files, lab_a2a_certificates
-from an_agent.lab.conductor import LabKernel
 from an_agent.lab.em.manager import ElementManager
 from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.inprocess import InProcessFleet, fresh_agent_dir
 from an_agent.lab.journal import Journal, Note
+from an_agent.lab.lockstep import LabKernel
 from an_agent.lab.netns import LabNetwork
 from an_agent.lab.network import SimNetwork
 from an_agent.lab.placement import lab_host, runs_here
