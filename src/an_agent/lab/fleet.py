@@ -134,6 +134,7 @@ class ProcessFleet:
                 port=spec.port if lab.use_topology_ports and spec.port else NETNS_PORT if lab.netns else 0,
                 a2a_port=None if spec.a2a_port is None else spec.a2a_port if lab.use_topology_ports else 0,
                 otlp=lab.otlp,
+                metrics=lab.netns_of(spec.name) is None,
             )
             self._start(launch)
 

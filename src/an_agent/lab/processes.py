@@ -43,6 +43,9 @@ class AgentLaunch:
     schemas: str | None = None
     otlp: str | None = None
     """The OpenTelemetry collector the agent sends its spans to (``--otlp``), None: none."""
+    metrics: bool = True
+    """Serve Prometheus metrics on the agent's loopback; off in a namespace, where no scraper reaches that
+    loopback (such agents are left out of the lab's targets) and the agent listens on its lab address only."""
 
 
 def agent_argv(launch: AgentLaunch) -> list[str]:
@@ -72,7 +75,9 @@ def serve_args(launch: AgentLaunch) -> list[str]:
     if launch.a2a_port is not None:
         argv += ["--a2a-port", str(launch.a2a_port)]
     # Scraped by Prometheus (a free port on the agent's loopback, told to the lab when ready) and traced.
-    argv += ["--metrics-port", "0", "--log-format", "json"]
+    if launch.metrics:
+        argv += ["--metrics-port", "0"]
+    argv += ["--log-format", "json"]
     if launch.otlp is not None:
         argv += ["--otlp", launch.otlp]
     if launch.schemas is not None:
