@@ -116,6 +116,13 @@ def rejoin(core: Core, vectors: Vectors, indexes: set[int]) -> Core:
     return Core(members, outliers, second, cohesion_of(vectors[list(members)]), core.size)
 
 
+def set_aside(core: Core, vectors: Vectors, indexes: set[int]) -> Core:
+    """``core`` without the members ``indexes`` (they count as outliers: they leave the cluster at its patch)."""
+    members = tuple(i for i in core.members if i not in indexes)
+    outliers = tuple(sorted({*core.outliers, *indexes}))
+    return Core(members, outliers, core.second_idea, cohesion_of(vectors[list(members)]), core.size)
+
+
 def value_fragments(
     core: Core,
     texts: Sequence[str],

@@ -21,8 +21,9 @@ from typing import Any
 import numpy as np
 from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
+from an_agent.evolution.carriers import CARRY_SHARE
 from an_agent.evolution.events import EvolutionEvent
-from an_agent.evolution.pool import Cluster, SchemaPool, Vector
+from an_agent.evolution.pool import MEMBER_SAMPLE, Cluster, SchemaPool, Vector
 from an_agent.evolution.state import EngineState
 
 SWEEP_EVERY = 256  # fragments between two eviction sweeps
@@ -98,7 +99,7 @@ class PoolKeeper:
             for i, entry in enumerate(entries):
                 pool = s.pool(entry.schema_id)
                 unit = np.asarray(entry.vector, dtype=np.float32)
-                cluster = pool.choose(unit, columns[i])
+                cluster = pool.choose(unit, columns[i], entry.text)
                 if cluster is not None:
                     pool.join(cluster, unit, now, entry.client_id)
                 else:
@@ -162,7 +163,7 @@ class PoolKeeper:
         while True:
             partner, similarity = pool.merge_partner(cluster, column)
             column = None  # after a merge the survivor's centroid is new: a full search
-            if partner is None:
+            if partner is None or not self._values_fit(cluster, partner):
                 return cluster, absorbed
             keep, gone = pool.merge(cluster, partner, now)
             absorbed.append(gone.cluster_id)
@@ -185,6 +186,22 @@ class PoolKeeper:
                 )
             )
             cluster = keep
+
+    def _values_fit(self, a: Cluster, b: Cluster) -> bool:
+        """True unless one of the two is behind a typed key and most of the other's fragments state no value.
+
+        The merge test's counterpart of `SchemaPool.choose`'s value test (`carriers`): a cluster of
+        one-offs sharing a typed key's topic word does not ride in on its centroid. Only the newest
+        ``MEMBER_SAMPLE`` fragments of the other are read (the cost stays bounded).
+        """
+        for keep, other in ((a, b), (b, a)):
+            test = keep.value_test
+            if test is None:
+                continue
+            texts = [f.text for f in self._s.store.fragments(other.cluster_id, limit=MEMBER_SAMPLE)]
+            if texts and sum(1 for t in texts if test(t)) < CARRY_SHARE * len(texts):
+                return False
+        return True
 
     def maybe_sweep(self, now: float) -> None:
         """Sweep when enough fragments arrived since the last sweep."""

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from an_agent.errors import SchemaAccessDenied, SchemaError
+from an_agent.evolution.carriers import value_test
 from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.patches import Patch, PatchKey, effective_template
@@ -245,6 +246,9 @@ class PatchMaker:
                 )
             )
         # The cluster behind the patch is its core: what the gate set aside leaves it (`release`).
+        cluster.value_test = (
+            value_test(induced.spec, now) if induced.spec is not None else None
+        )  # before the release: it re-places what left
         release_set_aside(s, cluster, fragments, vectors, induced.core or core, now)
         s.save_cluster(cluster)
 

@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter, deque
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -85,6 +85,8 @@ class Cluster:
     members: MemberSample = field(default_factory=lambda: MemberSample(MEMBER_SAMPLE))
     # Set when the cluster's patch is made (its core's outlier test): later fragments must pass it (no drift).
     admission: Admission | None = None
+    # Set when the patch's key is typed (`carriers.value_test`): later fragments must state a value of it.
+    value_test: Callable[[str], bool] | None = None
 
     def admits(self, unit: Vector, centroid_similarity: float, affinity: float | None = None) -> bool:
         """True unless the cluster has a patch and ``unit`` would be set aside from its core.
@@ -202,10 +204,11 @@ class SchemaPool:
             return self._index.nearest_k(unit, _CANDIDATES)
         return self._screen.nearest(column, unit, _CANDIDATES)
 
-    def choose(self, unit: Vector, column: int | None = None) -> Cluster | None:
+    def choose(self, unit: Vector, column: int | None = None, text: str | None = None) -> Cluster | None:
         """The cluster ``unit`` joins (both conditions of the module docstring), or None to start one.
 
         ``column``: the fragment's position in the batch given to `open_screen` (same decision, cheaper).
+        ``text``: the fragment's text, for the value test of a cluster behind a typed key (`Cluster.value_test`).
         """
         for cluster_id, sim in self._nearest(unit, column):
             if sim < self.config.assign_threshold:
@@ -213,6 +216,8 @@ class SchemaPool:
             cluster = self.clusters[cluster_id]
             affinity = cluster.member_affinity(unit)
             if affinity >= self.config.member_threshold and cluster.admits(unit, sim, affinity):
+                if cluster.value_test is not None and text is not None and not cluster.value_test(text):
+                    continue  # it shares the topic, not the value the key states (`carriers`)
                 return cluster
         return None
 

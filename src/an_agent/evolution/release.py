@@ -67,7 +67,7 @@ def release_set_aside(
     for i in gone:
         fragment = fragments[i]
         unit = vectors[i].astype(np.float32)
-        target = pool.choose(unit)
+        target = pool.choose(unit, text=fragment.text)
         if target is None or target is cluster:
             new_id = f"c{state.store.next_number('cluster'):05d}"
             target = pool.start(new_id, unit, fragment.ts, fragment.client_id)

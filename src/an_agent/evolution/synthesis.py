@@ -28,8 +28,9 @@ from typing import Any, Literal
 import numpy as np
 
 from an_agent.evolution.alternatives import alternative_words
+from an_agent.evolution.carriers import value_core
 from an_agent.evolution.categories import category_phrases
-from an_agent.evolution.cohesion import Core, core_of, rejoin, value_fragments
+from an_agent.evolution.cohesion import Core, core_of, rejoin, set_aside, value_fragments
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
 from an_agent.evolution.review import security_words
@@ -162,11 +163,16 @@ def induce_key(
             return part.values if part.enum and "key" not in part.info else (None,) * len(part.values)
 
         core = rejoin(core, vectors, value_fragments(core, texts, vectors, embedder, closed_set))
+    spec = _infer(texts, vectors, embedder, core, now)
+    if missing := value_core(spec, [texts[i] for i in core.members], now):
+        # A typed key's fragments state its value; those of the core that state none share a topic word
+        # only (`carriers`): they leave the core, and the key is typed and named without them.
+        core = set_aside(core, vectors, {core.members[i] for i in missing})
+        spec = _infer(texts, vectors, embedder, core, now)
     texts = [texts[i] for i in core.members]
     vectors = vectors[list(core.members)]
     centroid = vectors.sum(axis=0)
     centroid = (centroid / (np.linalg.norm(centroid) or 1.0)).astype(np.float32)
-    spec = infer_value(texts, embedder, now=now, stop_words=STOP_WORDS, vectors=vectors)
     name, phrase, alternatives = name_key(texts, spec, centroid, embedder, taken_names)
     order = np.argsort(-(vectors @ centroid), kind="stable")
     examples: list[tuple[str, Any]] = []
@@ -181,6 +187,12 @@ def induce_key(
     default: Any = False if spec.key_type == "boolean" else None
     key = KeyDef.build(name, spec.key_type, description, required=False, default_value=default, experimental=True)
     return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples), spec=spec, core=core)
+
+
+def _infer(texts: Sequence[str], vectors: Vectors, embedder: Embedder, core: Core, now: float) -> ValueSpec:
+    """`infer_value` of the core's fragments."""
+    members = list(core.members)
+    return infer_value([texts[i] for i in members], embedder, now=now, stop_words=STOP_WORDS, vectors=vectors[members])
 
 
 def _describe(
