@@ -103,6 +103,13 @@ def test_tiers_written_as_labels() -> None:
         ("uptilt 2 degrees", 2.0, "degrees"),  # degrees alone stay an angle or a temperature
         ("drive to site 1h30", 90.0, "minutes"),
         ("journey to site: 2h10", 130.0, "minutes"),
+        ("fans measured at 3300 r/min", 3300.0, "rpm"),
+        # The unit in an exported field's label, the number after it; "2,800" is two thousand eight hundred.
+        ("Fan RPM: 2,800", 2800.0, "rpm"),
+        ("Fan speed (rpm): 6000", 6000.0, "rpm"),
+        ("wind,km/h,85", 85.0, "kmh"),
+        ("kWh per day: 50", 50.0, "kwh"),
+        ("Packet loss (avg): 9,5 %", 9.5, "percent"),
     ],
 )
 def test_units_in_every_spelling_have_one_canonical_unit(text: str, value: float, unit: str) -> None:
@@ -110,8 +117,28 @@ def test_units_in_every_spelling_have_one_canonical_unit(text: str, value: float
     assert [(q.value, q.unit) for q in found][:1] == [(value, unit)], found
 
 
+@pytest.mark.parametrize(
+    ("text", "value", "unit"),
+    [
+        ("winds 20-30 km/h, ok for now", 30.0, "kmh"),
+        ("between 20 and 30 km/h", 30.0, "kmh"),
+        ("from 5 to 10 Mbps", 10.0, "mbps"),
+        ("between -105 and -110 dBm", -105.0, "dbm"),  # the upper bound, whichever order it is said in
+        ("-110 to -105 dBm at the edge", -105.0, "dbm"),
+        ("85-90F in the shelter", 32.2, "celsius"),  # the bound in the spelled unit, then converted
+    ],
+)
+def test_a_range_of_one_unit_is_its_upper_bound(text: str, value: float, unit: str) -> None:
+    assert [(q.value, q.unit) for q in find_quantities(text)] == [(value, unit)]
+
+
 def test_a_lower_case_c_after_a_number_is_no_celsius() -> None:
     assert find_quantities("3 c") == []
+
+
+def test_a_word_before_a_colon_is_no_unit_label() -> None:
+    assert find_quantities("site class C, 3 cells") == []  # one letter: no label
+    assert find_quantities("per day: 50") == []  # time units are not said as labels of a number
 
 
 def test_realistic_spellings_of_moments_and_ids() -> None:

@@ -43,7 +43,16 @@ from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import UNIT_WORDS
 from an_agent.schemas.template import OTHER_KEY, is_snake_case
 
-_UNIT_SUFFIX = {"degrees": "deg"}  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
+_UNIT_SUFFIX = {"degrees": "deg"}
+# What a unit measures: a quantity key named by one word that is none of these ("winds 85 km/h" ->
+# wind, "fans at 4200 rpm" -> fan) is named by that word and the measure (wind_speed_kmh, fan_speed_rpm).
+_MEASURES = {
+    "kmh": ("speed", "velocity"),
+    "rpm": ("speed", "rotation", "revolutions"),
+    "mbps": ("throughput", "rate", "speed", "capacity", "bandwidth", "traffic", "bitrate"),
+    "celsius": ("temperature", "temp", "heat"),
+    "kwh": ("energy", "consumption", "yield", "usage", "generation"),
+}  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 _TIME_WORDS = word_set(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
     utc gmt monday tuesday wednesday thursday friday saturday sunday time latest"""
@@ -311,6 +320,9 @@ def name_key(
         pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
         if pairs or longer:
             phrase = (pairs or longer)[0]
+    if (measures := _MEASURES.get(spec.unit or "")) and " " not in phrase and stem(phrase) not in map(stem, measures):
+        # One word that is not what the unit measures names the thing measured: add the measure.
+        phrase = f"{_singular(phrase)} {measures[0]}"
     if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
         phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"))
     elif spec.enum:
@@ -365,6 +377,11 @@ def name_key(
         name = f"{base_name}_{counter}"
         counter += 1
     return name, phrase, alternatives
+
+
+def _singular(word: str) -> str:
+    """``word`` without a plural -s ("winds" -> "wind", "fans" -> "fan"; "gas", "status" stay)."""
+    return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
 
 
 def _alternatives(phrase: str, ranked: Sequence[str], limit: int = 3) -> tuple[str, ...]:

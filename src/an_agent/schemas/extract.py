@@ -36,6 +36,7 @@ _WORD_NUMBERS = {
     "hundred": 100,
     "half": 0.5,
 }
+_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+")
 _NUMBER = r"(?P<num>[-+\u2212]?\d+(?:[.,]\d+)?|" + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True)) + r")"
 # canonical unit -> spellings (longest first in the regex)
 _UNITS = {
@@ -67,6 +68,8 @@ _UNITS = {
     "kmh": ("km/h", "kmh", "kph", "km/hr", "kilometres per hour", "kilometers per hour", "km per hour"),
     "mbps": ("mbit/s", "mbps", "mb/s", "mbits/s", "megabits per second"),
     "kwh": ("kwh", "kilowatt hours", "kilowatt-hours", "kilowatt hour", "kilowatt-hour", "kw h"),
+    # Rotational speed (fans, generators): revolutions per minute in every spelling.
+    "rpm": ("rpm", "r/min", "rev/min", "revolutions per minute"),
 }
 # Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
 # unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
@@ -98,6 +101,20 @@ UNIT_WORDS = frozenset(
 )
 _UNIT_RE = "|".join(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))
 _QUANTITY = re.compile(rf"(?<![\w.]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
+# The unit in a field's label, the number after it, as ticket tools and spreadsheets export them ("Fan
+# speed (rpm): 6000", "Fan RPM: 2,800", "wind,km/h,85", "kWh per day: 50"): a unit (and what it is per),
+# a closing bracket at most, one separator, the number (not the start of a date, a time or an id).
+_LABELLED = re.compile(
+    rf"(?<![\w/])(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?\)?\s{{0,3}}[:=,|]\s{{0,3}}{_NUMBER}(?![\w.:/\-]|[.,]\d)",
+    re.IGNORECASE,
+)
+# A range of one unit said before it ("20-30 km/h", "between -105 and -110 dBm", "5 to 10 Mbps"): the
+# number before the connector, anchored at the end of the text that precedes the quantity. Bounded
+# repetitions: a run of spaces cannot make the search quadratic.
+_RANGE_LOW = re.compile(
+    r"(?<![\w.])(?P<low>[-+\u2212]?\d+(?:[.,]\d+)?)\s{0,3}(?:-|\u2013|to|and)\s{0,3}$", re.IGNORECASE
+)
+_LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees", "km", "db"})
 _HOURS_MINUTES = re.compile(
     r"(?<![\w.:])(?P<h>\d{1,2})\s?h\s?(?P<m>[0-5]\d)(?:\s?(?:min|m)\b)?(?![\w:])", re.IGNORECASE
 )
@@ -149,6 +166,8 @@ class FoundId:
 
 
 def _to_number(text: str) -> float | None:
+    if _THOUSANDS.fullmatch(text.strip()):
+        return float(text.replace(",", ""))  # "2,800": a thousands separator; "9,5" stays a decimal comma
     text = text.replace("\u2212", "-").replace(",", ".").lower().strip()
     if text in _WORD_NUMBERS:
         return float(_WORD_NUMBERS[text])
@@ -163,21 +182,29 @@ def find_quantities(text: str) -> list[Quantity]:
 
     Each quantity is in its canonical unit (`_UNITS`): other units of the same quantity are converted
     (`_SCALED`: mph -> km/h, kbps and Gbps -> Mbps, MWh -> kWh; Fahrenheit -> Celsius), so a key has one unit.
-    "1h30" / "2h15" (hours and minutes) is a number of minutes.
+    "1h30" / "2h15" (hours and minutes) is a number of minutes. A range of one unit ("20-30 km/h",
+    "between 20 and 30 km/h", "-110 to -105 dBm") is one quantity, its upper bound: a key holds one
+    number, and the bound a reading can reach is what a threshold or a compensation is decided on.
     """
     out = []
     for match in _HOURS_MINUTES.finditer(text):
         out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
-    for match in _QUANTITY.finditer(text):
+    matches = [*_QUANTITY.finditer(text), *_LABELLED.finditer(text)]
+    for match in sorted(matches, key=lambda m: m.start("num")):
         spelling = match.group("unit").lower()
         value = _to_number(match.group("num"))
         if value is None or spelling not in _SCALE_OF or any(q.start <= match.start() < q.end for q in out):
             continue
         unit, factor = _SCALE_OF[spelling]
+        if match.re is _LABELLED and (len(spelling) < 2 or unit in _LABEL_SHY):
+            continue  # "per day: 50", "C, 3 sites", "deg: 4": a word before a colon, not a unit's label
         if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
             continue  # "a h" / "one s" are not quantities
         if spelling in ("c", "f") and match.group("unit") not in ("C", "F"):
             continue  # "37 C" is Celsius, "113F" Fahrenheit; a lower-case letter after a number is rarely one
+        low = _RANGE_LOW.search(text, max(0, match.start() - 40), match.start())
+        if low is not None and (bound := _to_number(low.group("low"))) is not None:
+            value = max(value, bound)  # the range's upper bound, whichever order it was said in
         if spelling in _FAHRENHEIT:
             value = round((value - 32) * 5 / 9, 1)
         elif factor != 1.0:

@@ -61,6 +61,7 @@ _UNIT_OF_KEY = {
     "kmh": "kmh",
     "km": "km",
     "kwh": "kwh",
+    "rpm": "rpm",
     "celsius": "celsius",
     "seconds": "seconds",
 }
