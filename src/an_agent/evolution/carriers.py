@@ -28,8 +28,10 @@ import re
 from collections.abc import Callable, Sequence
 
 from an_agent.evolution.alternatives import word_stem
+from an_agent.evolution.cohesion import Core, set_aside
 from an_agent.evolution.inference import ValueSpec
 from an_agent.evolution.moments import duration_of, find_moment
+from an_agent.schemas.embedding import Vectors
 from an_agent.schemas.extract import find_clock_ranges, find_counts, find_ids, find_quantities
 
 CARRY_SHARE = 0.5  # share of a core's fragments that must carry a value for the others to be set aside
@@ -83,3 +85,19 @@ def value_core(spec: ValueSpec, texts: Sequence[str], now: float) -> tuple[int, 
     if len(texts) - len(missing) < CARRY_SHARE * len(texts):
         return ()
     return missing
+
+
+def carried_core(
+    core: Core, texts: Sequence[str], vectors: Vectors, infer: Callable[[Core], ValueSpec], now: float
+) -> tuple[Core, ValueSpec]:
+    """``core`` without the fragments that carry no value of its key (`value_core`), and the key's spec.
+
+    ``texts``/``vectors``: every fragment examined (``core`` indexes them); ``infer``: the `ValueSpec` of a
+    core's fragments, asked again when some leave (the key is typed and named without them).
+    """
+    spec = infer(core)
+    missing = value_core(spec, [texts[i] for i in core.members], now)
+    if not missing:
+        return core, spec
+    core = set_aside(core, vectors, {core.members[i] for i in missing})
+    return core, infer(core)

@@ -28,9 +28,9 @@ from typing import Any, Literal
 import numpy as np
 
 from an_agent.evolution.alternatives import alternative_words
-from an_agent.evolution.carriers import value_core
+from an_agent.evolution.carriers import carried_core
 from an_agent.evolution.categories import category_phrases
-from an_agent.evolution.cohesion import Core, core_of, rejoin, set_aside, value_fragments
+from an_agent.evolution.cohesion import Core, core_of, rejoin, value_fragments
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
 from an_agent.evolution.review import security_words
@@ -151,24 +151,25 @@ def induce_key(
     if not texts:
         raise ValueError("cannot induce a key from an empty cluster")
     core = core or core_of(vectors)
+
+    def spec_of(indexes: Sequence[int]) -> ValueSpec:
+        chosen = list(indexes)
+        return infer_value(
+            [texts[i] for i in chosen], embedder, now=now, stop_words=STOP_WORDS, vectors=vectors[chosen]
+        )
+
     if core.outliers or core.second_idea:
         # What was set aside may name values of one slot (on battery / on mains): those fragments belong,
         # unless they are a second idea that only contains a candidate word (`value_fragments`). Not for a
         # set found by category (no shared frame): a set-aside "Samsung TV" or "iPhone case" is a one-off
         # sharing a value's word as often as a value (the recall corpus's device models).
         def closed_set(indexes: Sequence[int]) -> tuple[Any, ...]:
-            part = infer_value(
-                [texts[i] for i in indexes], embedder, now=now, stop_words=STOP_WORDS, vectors=vectors[list(indexes)]
-            )
+            part = spec_of(indexes)
             return part.values if part.enum and "key" not in part.info else (None,) * len(part.values)
 
         core = rejoin(core, vectors, value_fragments(core, texts, vectors, embedder, closed_set))
-    spec = _infer(texts, vectors, embedder, core, now)
-    if missing := value_core(spec, [texts[i] for i in core.members], now):
-        # A typed key's fragments state its value; those of the core that state none share a topic word
-        # only (`carriers`): they leave the core, and the key is typed and named without them.
-        core = set_aside(core, vectors, {core.members[i] for i in missing})
-        spec = _infer(texts, vectors, embedder, core, now)
+    # A typed key's fragments state its value; the core's that state none share a topic word only (`carriers`).
+    core, spec = carried_core(core, texts, vectors, lambda part: spec_of(part.members), now)
     texts = [texts[i] for i in core.members]
     vectors = vectors[list(core.members)]
     centroid = vectors.sum(axis=0)
@@ -187,12 +188,6 @@ def induce_key(
     default: Any = False if spec.key_type == "boolean" else None
     key = KeyDef.build(name, spec.key_type, description, required=False, default_value=default, experimental=True)
     return InducedKey(key=key, phrase=phrase, alternatives=alternatives, examples=tuple(examples), spec=spec, core=core)
-
-
-def _infer(texts: Sequence[str], vectors: Vectors, embedder: Embedder, core: Core, now: float) -> ValueSpec:
-    """`infer_value` of the core's fragments."""
-    members = list(core.members)
-    return infer_value([texts[i] for i in members], embedder, now=now, stop_words=STOP_WORDS, vectors=vectors[members])
 
 
 def _describe(
