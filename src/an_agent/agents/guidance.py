@@ -260,6 +260,13 @@ def device_status(network: ManagedNetwork, element: str) -> dict[str, Any]:
         own = [
             s for s in down if network.radio_diagnostics(s).finding not in ("healthy", "unreachable", "misconfigured")
         ]
+        # nor is a site cut off by another link of its backhaul that is still down (found by lab soak: an
+        # access link spliced while the core link above it was cut too was never "back", its ticket failed)
+        own += [
+            s
+            for s in down
+            if s not in own and any(k != element and not network.link(k).up for k in network.site(s).backhaul)
+        ]
         down = [s for s in down if s not in own]
     elif kind == "site":
         up = network.site(element).in_service
@@ -275,5 +282,5 @@ def device_status(network: ManagedNetwork, element: str) -> dict[str, Any]:
         else f"{element} is not back: " + ("still down" if not up else f"sites still down: {', '.join(down)}")
     )
     if ok and own:
-        text += f" (except {', '.join(own)}, down for a fault of {'its' if len(own) == 1 else 'their'} own)"
+        text += f" (except {', '.join(own)}, down for another fault)"
     return {"device": element, "in_service": ok, "sites_down": down, "answer": text + "."}

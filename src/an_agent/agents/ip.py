@@ -160,12 +160,14 @@ class IpFaultBehaviour(LabBehaviour):
             self.finish(run, finding.root_cause, finding.to_dict())
             return
 
-        # The link that explains most of the affected sites is the cause; ties go to the nearest the core.
+        # The link that explains most of the affected sites is the cause; ties go to the nearest the core (the
+        # one with more sites behind it): a site behind two cut links is back only when the upper one is, so
+        # naming the lower one first sent field engineers to splice a link that could not come back (lab soak).
         def explained(link_id: str) -> list[str]:
             behind = set(network.sites_behind(link_id))
             return sorted(behind & set(sites)) if sites else sorted(behind)
 
-        down.sort(key=lambda k: (-len(explained(k.link_id)), k.link_id))
+        down.sort(key=lambda k: (-len(explained(k.link_id)), -len(network.sites_behind(k.link_id)), k.link_id))
         link = down[0]
         fault_type, cause, remote, advice = _CAUSE.get(
             link.evidence or "", ("unknown", "link down", False, "dispatch field maintenance")

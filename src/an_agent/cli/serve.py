@@ -17,6 +17,10 @@ from an_agent.cli import observe, serve_behaviour
 from an_agent.errors import ConfigError
 from an_agent.runtime.workers import INPUT_WAIT
 
+EXIT_LAB_LOST = 3
+"""The exit status of a lab agent whose lab was lost (as `an_agent.cli.EXIT_UNREACHABLE`: the lab cannot be
+reached); the lab's watchdog starts it again."""
+
 if TYPE_CHECKING:
     from an_agent.agents.environment import SchemaMode
     from an_agent.lab.remote import LabMember
@@ -444,10 +448,18 @@ def _serve(args: argparse.Namespace) -> int:
             server.a2a.port if server.a2a is not None else None,
             server.metrics.port if server.metrics is not None else None,
         )
-        lab_closed = member.closed
+        lab = member
 
         def stop_when_the_lab_closes() -> None:
-            lab_closed.wait()
+            lab.closed.wait()
+            if lab.lost:  # stop as if killed (`LabMember.lost`): a graceful stop would end the tasks in progress
+                print(
+                    f"an-agent: {lab.name} lost its lab's control channel: stopping at once; its tasks in progress "
+                    "resume when the lab starts it again on this state directory",
+                    file=sys.stderr,
+                    flush=True,
+                )
+                os._exit(EXIT_LAB_LOST)
             stop.set()
 
         if member.behaviour is not None:  # the directory waits for the lab's SIGTERM: the others deregister first
