@@ -95,6 +95,10 @@ def test_two_cut_links_on_one_path_are_both_spliced(tmp_path: Path) -> None:
     tickets = [n["details"]["element"] for n in result["notes"] if n["kind"] == "trouble_ticket"]
     assert sorted(set(tickets)) == ["LINK-A4", "LINK-C2"] and len(tickets) == 2, tickets
     checks = {c["name"]: c for c in result["outcome"]["checks"]}
-    for name in ("root cause matches the injected fault", "service restored", "field repairs guided by the FME copilots"):
+    for name in (
+        "root cause matches the injected fault",
+        "service restored",
+        "field repairs guided by the FME copilots",
+    ):
         assert checks[name]["ok"], checks[name]
     assert not [n for n in result["notes"] if n["kind"] == "unresolved"]
