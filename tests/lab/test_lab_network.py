@@ -152,3 +152,16 @@ def test_a_link_between_two_regions_belongs_to_the_region_of_its_a_router(tmp_pa
     network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-NS"))
     assert [a.element for a in network.active_alarms(["south"], "ip_transport")] == ["LINK-NS"]
     assert network.active_alarms(["north"], "ip_transport") == []
+
+
+def test_a_ticket_opened_again_is_the_same_ticket() -> None:
+    """A copilot resuming its ticket after a restart opens it again: one ticket, one record, the first time."""
+    _, network, clock, _ = make("cross-domain-fault.yaml")
+    network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-C2"))
+    eta = network.open_trouble_ticket("LINK-C2", "TT-1", "fme-copilot", "fibre_cut")
+    clock.now += 600
+    assert network.open_trouble_ticket("LINK-C2", "TT-1", "fme-copilot", "fibre_cut") == eta
+    assert [t["ticket_id"] for t in network.tickets()] == ["TT-1"]
+    assert [c.action for c in network.changes()].count("trouble_ticket") == 1
+    assert network.open_trouble_ticket("LINK-C2", "TT-2", "fme-copilot", "fibre_cut") != eta  # another ticket
+    assert [t["ticket_id"] for t in network.tickets()] == ["TT-1", "TT-2"]

@@ -246,6 +246,11 @@ class SimNetwork:
 
     def open_trouble_ticket(self, element: str, ticket_id: str, by: str, note: str) -> float:
         with self._s.lock:
+            # A ticket number names one ticket: opened again (a copilot resuming its ticket after a restart),
+            # it is the ticket already open, with its engineer already on the way (lab soak counted it twice).
+            for ticket in self._tickets:
+                if ticket["ticket_id"] == ticket_id and ticket["element"] == element:
+                    return float(ticket["eta"])
             record = self._s.open_fault(element)
             minutes = record.spec.repair_minutes if record is not None else DEFAULT_FIELD_REPAIR_MINUTES
             occurrence = sum(1 for f in self._s.faults if f.spec.target == element)
