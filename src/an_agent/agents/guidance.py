@@ -37,6 +37,17 @@ TICKET_FAULT = {
 }
 """Our precise fault types -> the ``fault`` enumeration of trouble_ticket_v1."""
 
+PROCEDURE_MINUTES = {
+    "fibre_cut": 75,
+    "port_fault": 30,
+    "mains_power_lost": 50,
+    "software_hang": 25,
+    "cell_misconfiguration": 35,
+    "unknown": 65,
+}
+"""How long the guided field procedure of each trouble_ticket_v1 ``fault`` takes, its steps together
+(`repair_steps`): a field repair takes at least this, however short the fault's nominal repair time."""
+
 
 def device_kind(network: ManagedNetwork, element: str) -> str:
     """``link``, ``site`` or ``cell``; `ValueError` for an element the network does not have."""
