@@ -134,3 +134,17 @@ def test_a_site_that_fails_again_while_its_first_batch_waits_is_reported_again(t
     assert faults["SITE-23"]["repaired_by"] == "ran-fault"
     reported = [n["details"]["sites"] for n in result["notes"] if n["agent"] == "ran-fault" and n["kind"] == "incident"]
     assert ["SITE-23"] in reported, reported
+
+
+@pytest.mark.slow
+def test_a_ticket_resumed_after_its_repair_sends_nobody_to_the_site(tmp_path: Path) -> None:
+    """The FME copilot is killed after its engineer spliced the fibre, before the ticket ended: started again,
+    it resumes the ticket, its engineer finds the link up and closes it without a second trip (found by lab
+    soak: the engineer went again and the network logged a field visit that found nothing)."""
+    path = TOPOLOGIES / "cross-domain-fault.yaml"
+    chaos = [parse_chaos("kill:fme-copilot@7400", load_topology(path))]
+    result = run_topology(load_topology(path), tmp_path / "state", chaos=chaos, stall_timeout=60.0).to_json()
+    assert result["outcome"]["faults"][0]["restored"] is not None
+    assert result["outcome"]["network_changes"].get("fme") == 1, result["outcome"]["network_changes"]  # one splice
+    found = [n["text"] for n in result["notes"] if n["agent"] == "fme" and "found back in service" in n["text"]]
+    assert found, [n["text"] for n in result["notes"] if n["agent"] == "fme"]
