@@ -41,3 +41,38 @@ def test_an_agent_restarted_on_a_full_disk_rewrites_its_files_without_space(smal
     with pytest.raises(OSError, match="No space left"):
         write_private(path, b"other certificates")
     assert path.read_bytes() == b"the lab's certificates"
+
+
+def test_a_full_disk_at_open_is_said_to_be_full_not_a_damaged_database(small_disk: Path) -> None:
+    AgentStore(small_disk).close()
+    fill(small_disk)
+    with pytest.raises(StateFull, match=r"no space left in .*free space there"):
+        AgentStore(small_disk)
+    free(small_disk)
+    AgentStore(small_disk).close()
+    assert sqlite_integrity(small_disk)["agent.db"] == "ok"
+
+
+def test_an_agent_started_on_a_full_disk_waits_for_space_then_serves(small_disk: Path) -> None:
+    """``an-agent serve`` on a full state directory says so and serves once space is freed (found by lab
+    soak: a lab agent restarted on a full disk died, "failed its integrity check", again and again)."""
+    import subprocess
+    import sys
+    import time
+
+    AgentStore(small_disk).close()
+    fill(small_disk)
+    argv = [sys.executable, "-m", "an_agent.cli", "serve", "--state-dir", str(small_disk), "--port", "0"]
+    process = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
+    try:
+        assert process.stderr is not None
+        said = process.stderr.readline()
+        assert "no space left in" in said and "waiting for space" in said, said
+        time.sleep(1.5)
+        assert process.poll() is None  # still waiting, not dead
+        free(small_disk)
+        lines = [process.stderr.readline() for _ in range(2)]  # a notice about users, then the serving line
+        assert any(line.startswith("an-agent: serving") for line in lines), lines
+    finally:
+        process.terminate()
+        process.wait(30)

@@ -8,6 +8,7 @@ import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -17,6 +18,8 @@ from an_agent.cli import observe, serve_behaviour
 from an_agent.errors import ConfigError
 from an_agent.runtime.workers import INPUT_WAIT
 
+FULL_DISK_POLL_S = 1.0
+"""How often an agent whose state directory is full at start looks again for space."""
 EXIT_LAB_LOST = 3
 """The exit status of a lab agent whose lab was lost (as `an_agent.cli.EXIT_UNREACHABLE`: the lab cannot be
 reached); the lab's watchdog starts it again."""
@@ -27,6 +30,7 @@ if TYPE_CHECKING:
     from an_agent.lab.spec import SchemaApproval
     from an_agent.nc.directory_client import DirectoryLogin
     from an_agent.runtime.behaviour import Behaviour
+    from an_agent.server import AgentServer, ServerConfig
 
 _DESCRIPTION = """\
 Serve one autonomous-network agent over NETCONF (SSH, base 1.0 and 1.1).
@@ -299,7 +303,7 @@ def _serve(args: argparse.Namespace) -> int:
     from an_agent.lab.upstream import served_templates
     from an_agent.logs import configure, name_agent
     from an_agent.model import AgentProfile
-    from an_agent.server import AgentServer, ServerConfig
+    from an_agent.server import ServerConfig
 
     configure(args.log_format, logging.WARNING - 10 * min(args.verbose, 2), args.agent)
     profile = None
@@ -429,7 +433,7 @@ def _serve(args: argparse.Namespace) -> int:
             task_workers=lab_settings["task_workers"],
             user_db=lab_settings["user_db"],
         )
-    server = AgentServer(config)
+    server = _open_when_there_is_space(config)
     if args.agent is None:  # a topology agent is named by the topology
         name_agent(server.profile.name)
     if member is not None and member.behaviour is None and server.operations.directory is not None:
@@ -498,3 +502,21 @@ def _topology_tls(topology: Path | None, member: LabMember | None) -> str:
     if member is not None:
         return "on" if member.a2a_trust is not None else "off"
     return "off" if topology is not None else "on"
+
+
+def _open_when_there_is_space(config: ServerConfig) -> AgentServer:
+    """The agent's server; while its state directory is full (`StateFull`: its databases cannot be opened,
+    nothing changed) it says so once and waits for space, as its running self waits to store a status (a
+    lab agent restarted on a full disk died instead, again and again: found by lab soak). Ctrl-C stops."""
+    from an_agent.errors import StateFull
+    from an_agent.server import AgentServer
+
+    said = False
+    while True:
+        try:
+            return AgentServer(config)
+        except StateFull as exc:
+            if not said:
+                print(f"an-agent: {exc}; waiting for space", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(FULL_DISK_POLL_S)
