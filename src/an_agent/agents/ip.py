@@ -182,9 +182,16 @@ class IpFaultBehaviour(LabBehaviour):
 
     def _repair(self, payload: ValidatedPayload, run: TaskRun) -> None:
         network = self.env.network
-        links = [k for k in self._links_of(payload) if not network.link(k).up]
-        if not links:
+        down = [network.link(k) for k in self._links_of(payload) if not network.link(k).up]
+        if not down:
             raise TaskFailure("no link of the request is down")
+        # Only what a port reset can bring up: resetting the ports of a cut fibre above the faulty port (the
+        # request names every link of the sites' backhaul) does nothing but count as a repair (lab soak).
+        links = [k.link_id for k in down if _CAUSE.get(k.evidence or "", ("", "", False, ""))[2]]
+        if not links:
+            raise TaskFailure(
+                f"{short([k.link_id for k in down])} down for a cause a port reset cannot repair: field maintenance needed"
+            )
         repaired = []
         for link in links:
             self.env.scheduler.sleep(self.env.timing.port_reset)
