@@ -189,9 +189,8 @@ class IpFaultBehaviour(LabBehaviour):
         # request names every link of the sites' backhaul) does nothing but count as a repair (lab soak).
         links = [k.link_id for k in down if _CAUSE.get(k.evidence or "", ("", "", False, ""))[2]]
         if not links:
-            raise TaskFailure(
-                f"{short([k.link_id for k in down])} down for a cause a port reset cannot repair: field maintenance needed"
-            )
+            cause = f"{short([k.link_id for k in down])} down for a cause a port reset cannot repair"
+            raise TaskFailure(f"{cause}: field maintenance needed")
         repaired = []
         for link in links:
             self.env.scheduler.sleep(self.env.timing.port_reset)
