@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
@@ -457,12 +458,13 @@ def _serve(args: argparse.Namespace) -> int:
         def stop_when_the_lab_closes() -> None:
             lab.closed.wait()
             if lab.lost:  # stop as if killed (`LabMember.lost`): a graceful stop would end the tasks in progress
-                print(
-                    f"an-agent: {lab.name} lost its lab's control channel: stopping at once; its tasks in progress "
-                    "resume when the lab starts it again on this state directory",
-                    file=sys.stderr,
-                    flush=True,
-                )
+                with contextlib.suppress(OSError):  # its log may be on a full disk: stop all the same
+                    print(
+                        f"an-agent: {lab.name} lost its lab's control channel: stopping at once; its tasks in "
+                        "progress resume when the lab starts it again on this state directory",
+                        file=sys.stderr,
+                        flush=True,
+                    )
                 os._exit(EXIT_LAB_LOST)
             stop.set()
 
@@ -517,6 +519,7 @@ def _open_when_there_is_space(config: ServerConfig) -> AgentServer:
             return AgentServer(config)
         except StateFull as exc:
             if not said:
-                print(f"an-agent: {exc}; waiting for space", file=sys.stderr, flush=True)
+                with contextlib.suppress(OSError):  # stderr may be a file on the very disk that is full
+                    print(f"an-agent: {exc}; waiting for space", file=sys.stderr, flush=True)
                 said = True
             time.sleep(FULL_DISK_POLL_S)
