@@ -257,3 +257,22 @@ def test_two_field_faults_at_once_get_one_engineer_each(tmp_path: Path, state_di
     # each engineer's task ends are notified once: the engineers share one client of the copilot
     ends = [m for m in result["messages"] if m["to"] == "fme" and m["operation"] == "notification"]
     assert len(ends) == len({(m["task_id"], m["summary"]) for m in ends})
+
+
+def test_procedure_minutes_are_the_guided_steps_together() -> None:
+    """`PROCEDURE_MINUTES` (the soak's bound on a field repair) is what `repair_steps` guides, per fault."""
+    from an_agent.agents.guidance import PROCEDURE_MINUTES, TICKET_FAULT, repair_steps
+    from an_agent.lab.network import SimNetwork
+    from an_agent.lab.spec import FaultSpec, FaultType
+
+    topology = load_topology(TOPOLOGIES / "cross-domain-fault.yaml")
+    network = SimNetwork(topology.network, topology.seed, lambda: topology.start_time, lambda *_: None)
+    targets = {"link_cut": "LINK-C2", "router_port_fault": "LINK-A1", "site_power_failure": "SITE-20"}
+    targets |= {"site_software_fault": "SITE-23", "cell_misconfiguration": "CELL-0101"}
+    guided = {}
+    for kind, element in targets.items():
+        network.inject(FaultSpec(FaultType(kind), element))
+        steps = repair_steps(network, element, TICKET_FAULT[kind])["steps"]
+        guided[TICKET_FAULT[kind]] = sum(s["minutes"] for s in steps)
+    guided["unknown"] = sum(s["minutes"] for s in repair_steps(network, "SITE-20", "fibre_cut")["steps"])
+    assert guided == PROCEDURE_MINUTES

@@ -152,3 +152,21 @@ def test_a_link_between_two_regions_belongs_to_the_region_of_its_a_router(tmp_pa
     network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-NS"))
     assert [a.element for a in network.active_alarms(["south"], "ip_transport")] == ["LINK-NS"]
     assert network.active_alarms(["north"], "ip_transport") == []
+
+
+def test_one_field_job_per_ticket_and_per_fault() -> None:
+    """A copilot resuming its ticket after a restart opens it again, or opens the fault's other ticket: one
+    field job, recorded once, its time the first; the element's next fault gets a job of its own."""
+    _, network, clock, _ = make("cross-domain-fault.yaml")
+    network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-C2"))
+    eta = network.open_trouble_ticket("LINK-C2", "TT-1", "fme-copilot", "fibre_cut")
+    clock.now += 600
+    assert network.open_trouble_ticket("LINK-C2", "TT-1", "fme-copilot", "fibre_cut") == eta
+    assert network.open_trouble_ticket("LINK-C2", "TT-2", "fme-copilot", "fibre_cut") == eta
+    assert [t["ticket_id"] for t in network.tickets()] == ["TT-1"]
+    assert [c.action for c in network.changes()].count("trouble_ticket") == 1
+    assert network.repair_on_site("LINK-C2", "fme", "ticket TT-1")
+    clock.now += 600
+    network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-C2"))
+    assert network.open_trouble_ticket("LINK-C2", "TT-3", "fme-copilot", "fibre_cut") != eta
+    assert [t["ticket_id"] for t in network.tickets()] == ["TT-1", "TT-3"]

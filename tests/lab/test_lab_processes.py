@@ -13,6 +13,8 @@ from typing import Any
 import pytest
 from labsupport import TOPOLOGIES
 
+from an_agent.agents.environment import Shutdown
+from an_agent.lab.chaos import control_peers
 from an_agent.lab.conductor import Conductor
 from an_agent.lab.control import ControlClient, ControlServer, create_certificate, create_secret
 from an_agent.lab.journal import Journal
@@ -35,8 +37,12 @@ class Member:
         now = self.channel.call("hello", agent=name)["now"]
         self.kernel = AgentKernel(now, name, self.channel)
         self.network = RemoteNetwork(name, self.channel)
-        self.thread = threading.Thread(target=self.kernel.follow, args=(self.clock, self.network.deliver))
+        self.ended_by_the_lab: bool | None = None  # what `follow` returned
+        self.thread = threading.Thread(target=self._follow)
         self.thread.start()
+
+    def _follow(self) -> None:
+        self.ended_by_the_lab = self.kernel.follow(self.clock, self.network.deliver)
 
     def close(self) -> None:
         self.kernel.close()
@@ -61,6 +67,7 @@ def lab(tmp_path: Path) -> Iterator[tuple[LabKernel, SimNetwork, Journal, Any]]:
         members.append(member)
         return member
 
+    join.server = server  # type: ignore[attr-defined]  # for a test that cuts a member's channels
     yield kernel, network, journal, join
     kernel.close()
     for member in members:
@@ -147,6 +154,31 @@ def test_network_events_reach_an_agent_before_time_moves(lab: Any) -> None:
     assert ran.network.link(fault.target).up is False  # reads go to the lab's network
     with pytest.raises(ValueError):
         ran.network.set_cell_radio(network.site(seen[0][0]).cell_ids[0], 99.0, 0.0, "ran")
+
+
+def test_an_agent_that_loses_its_lab_closes_nothing(lab: Any) -> None:
+    """A lab lost (its channel cut: the lab died, or a soak's control drop) is not a lab that ended: the
+    agent's activities are not unwound with `Shutdown`, so its tasks in progress are not ended ("the lab
+    stopped") and their assigners told so; the process stops as if killed and the lab resumes them."""
+    _, _, _, join = lab
+    member = join("a")
+    outcome: list[str] = []
+
+    def waits_an_hour() -> None:
+        try:
+            member.kernel.sleep(3600)
+            outcome.append("woken")
+        except Shutdown:
+            outcome.append("shut down")
+
+    member.kernel.spawn("a: an hour's wait", waits_an_hour)
+    assert join.server.drop(control_peers(os.getpid(), join.server.address[1])) == 2
+    member.thread.join(10)
+    assert not member.thread.is_alive() and member.ended_by_the_lab is False
+    time.sleep(0.2)
+    assert not member.kernel.closed and outcome == []
+    member.kernel.close()  # as the test's clean-up: now the activity unwinds
+    assert outcome == ["shut down"]
 
 
 def test_agent_argv_names_the_lab_and_never_the_secret(tmp_path: Path) -> None:

@@ -41,3 +41,41 @@ def test_an_agent_restarted_on_a_full_disk_rewrites_its_files_without_space(smal
     with pytest.raises(OSError, match="No space left"):
         write_private(path, b"other certificates")
     assert path.read_bytes() == b"the lab's certificates"
+
+
+def test_a_full_disk_at_open_is_said_to_be_full_not_a_damaged_database(small_disk: Path) -> None:
+    AgentStore(small_disk).close()
+    fill(small_disk)
+    with pytest.raises(StateFull, match=r"no space left in .*free space there"):
+        AgentStore(small_disk)
+    free(small_disk)
+    AgentStore(small_disk).close()
+    assert sqlite_integrity(small_disk)["agent.db"] == "ok"
+
+
+def test_an_agent_started_on_a_full_disk_waits_for_space_then_serves(small_disk: Path) -> None:
+    """``an-agent serve`` on a full state directory, its output in a log on that same disk (as a lab agent's
+    is), waits and serves once space is freed (found by lab soak: a lab agent restarted on a full disk
+    died, "failed its integrity check", and then died writing that it waited)."""
+    import subprocess
+    import sys
+    import time
+
+    AgentStore(small_disk).close()
+    log = small_disk / "agent.log"
+    with log.open("ab") as output:
+        fill(small_disk)
+        argv = [sys.executable, "-m", "an_agent.cli", "serve", "--state-dir", str(small_disk), "--port", "0"]
+        process = subprocess.Popen(argv, stdout=output, stderr=output)
+    try:
+        time.sleep(4.0)
+        assert process.poll() is None, log.read_text()  # waiting, not dead
+        free(small_disk)
+        deadline = time.monotonic() + 30
+        while "an-agent: serving" not in log.read_text() and time.monotonic() < deadline:
+            assert process.poll() is None, log.read_text()
+            time.sleep(0.2)
+        assert "an-agent: serving" in log.read_text()
+    finally:
+        process.terminate()
+        process.wait(30)

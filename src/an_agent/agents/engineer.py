@@ -82,7 +82,11 @@ class FieldEngineer:
         scheduler = self.env.scheduler
         number, device = str(ticket["ticket_id"]), str(ticket["device"])
         self._note("field_work", f"accepts ticket {number}: {str(ticket['fault']).replace('_', ' ')} on {device}")
-        self.ask(number, f"What do we know about {device}?")
+        facts = self.ask(number, f"What do we know about {device}?").get("facts")
+        if isinstance(facts, dict) and _working(facts):
+            # Repaired already (the ticket resumed after its copilot's restart, the repair done before it; or
+            # someone else fixed it): no trip, no second repair (found by lab soak: a field visit found nothing).
+            return self._report(ticket, True, f"{device} found back in service: no repair left to do", False)
         self.ask(number, f"Which alarms has {device} raised, and since when?")
         guide = self.ask(number, f"How do I repair {device}, step by step?")
         steps = [s for s in guide.get("steps") or [] if isinstance(s, dict)]
@@ -125,3 +129,15 @@ class FieldEngineer:
             "summary": summary,
             "dialogue": self.dialogue,
         }
+
+
+def _working(facts: dict[str, Any]) -> bool:
+    """Whether the copilot's facts of a device (`an_agent.agents.guidance.device_facts`) show it working."""
+    kind = facts.get("kind")
+    if kind == "link":
+        return facts.get("up") is True
+    if kind == "site":
+        return facts.get("in_service") is True and facts.get("radio_finding") == "healthy"
+    if kind == "cell":
+        return facts.get("in_service") is True and facts.get("tilt_deg") == facts.get("planned_tilt_deg")
+    return False

@@ -346,7 +346,9 @@ class ManagedNetwork(Protocol):
         """Record a trouble ticket whose repair a field engineer does (`repair_on_site`), nothing scheduled.
 
         Returns the simulated time field maintenance nominally needs to be done (travel and work), the
-        same as `dispatch_field_repair` would give.
+        same as `dispatch_field_repair` would give. One field job per ticket and per fault: opening a ticket
+        number already opened on ``element`` (a copilot resuming it after a restart), or another ticket for
+        a fault of ``element`` that already has one, is the job under way: its time, nothing recorded again.
         """
         ...
 

@@ -160,12 +160,14 @@ class IpFaultBehaviour(LabBehaviour):
             self.finish(run, finding.root_cause, finding.to_dict())
             return
 
-        # The link that explains most of the affected sites is the cause; ties go to the nearest the core.
+        # The link that explains most of the affected sites is the cause; ties go to the nearest the core (the
+        # one with more sites behind it): a site behind two cut links is back only when the upper one is, so
+        # naming the lower one first sent field engineers to splice a link that could not come back (lab soak).
         def explained(link_id: str) -> list[str]:
             behind = set(network.sites_behind(link_id))
             return sorted(behind & set(sites)) if sites else sorted(behind)
 
-        down.sort(key=lambda k: (-len(explained(k.link_id)), k.link_id))
+        down.sort(key=lambda k: (-len(explained(k.link_id)), -len(network.sites_behind(k.link_id)), k.link_id))
         link = down[0]
         fault_type, cause, remote, advice = _CAUSE.get(
             link.evidence or "", ("unknown", "link down", False, "dispatch field maintenance")
@@ -180,9 +182,15 @@ class IpFaultBehaviour(LabBehaviour):
 
     def _repair(self, payload: ValidatedPayload, run: TaskRun) -> None:
         network = self.env.network
-        links = [k for k in self._links_of(payload) if not network.link(k).up]
-        if not links:
+        down = [network.link(k) for k in self._links_of(payload) if not network.link(k).up]
+        if not down:
             raise TaskFailure("no link of the request is down")
+        # Only what a port reset can bring up: resetting the ports of a cut fibre above the faulty port (the
+        # request names every link of the sites' backhaul) does nothing but count as a repair (lab soak).
+        links = [k.link_id for k in down if _CAUSE.get(k.evidence or "", ("", "", False, ""))[2]]
+        if not links:
+            cause = f"{short([k.link_id for k in down])} down for a cause a port reset cannot repair"
+            raise TaskFailure(f"{cause}: field maintenance needed")
         repaired = []
         for link in links:
             self.env.scheduler.sleep(self.env.timing.port_reset)

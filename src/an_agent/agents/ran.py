@@ -59,7 +59,8 @@ class RanFaultBehaviour(RanRepair):
     def start(self) -> None:
         super().start()
         self.mandates = Mandates(self, "fault_management")
-        self._open: set[str] = set()
+        self._open: dict[str, object] = {}
+        """Sites whose outage is being handled, each by the token of the batch (`_handle_outage`) that has it."""
         self._alarms = self.env.scheduler.queue(f"{self.name} alarms")
         self.env.network.subscribe(self._on_event)
         if {**self.option_defaults, **self.env.options}["watch_alarms"]:
@@ -73,6 +74,12 @@ class RanFaultBehaviour(RanRepair):
         if event.kind == "alarm_raised" and alarm.kind == "site_out_of_service":
             self._alarms.put(event)
         elif event.kind == "alarm_cleared":
+            if alarm.kind == "site_out_of_service":
+                # Back in service: its next outage is a new one, reported even while the batch it was in
+                # still waits for its other sites (found by lab soak: a site that failed again then was
+                # never reported, because a site of its first batch stayed down for hours).
+                with self._state_lock:
+                    self._open.pop(alarm.element, None)
             self._check_waiters()
 
     def _monitor(self) -> None:
@@ -85,16 +92,17 @@ class RanFaultBehaviour(RanRepair):
             self.env.scheduler.sleep(timing.alarm_detection + timing.batch_window)
             regions = list(self.env.regions) or None
             alarms = [a for a in self.env.network.active_alarms(regions, "wireless") if a.kind == "site_out_of_service"]
+            token = object()
             with self._state_lock:
                 batch = [a for a in alarms if a.element not in self._open]
-                self._open.update(a.element for a in batch)
+                self._open.update((a.element, token) for a in batch)
             if batch:
                 sites = sorted(a.element for a in batch)
-                handler = functools.partial(self._handle_outage, batch)
+                handler = functools.partial(self._handle_outage, batch, token)
                 with self.traced(batch):  # the outage is handled in the trace of its fault
                     self.env.scheduler.spawn(f"{self.name} outage {sites[0]}", handler)
 
-    def _handle_outage(self, alarms: list[Any]) -> None:
+    def _handle_outage(self, alarms: list[Any], token: object) -> None:
         network = self.env.network
         sites = sorted(a.element for a in alarms)
         cells = [c for s in sites for c in network.site(s).cell_ids]
@@ -121,7 +129,9 @@ class RanFaultBehaviour(RanRepair):
                 self._cancel_compensation(*compensation, sites=sites, cells=cells)
         finally:
             with self._state_lock:
-                self._open.difference_update(sites)
+                for site in sites:
+                    if self._open.get(site) is token:
+                        del self._open[site]
 
     # ---- use case 2.2: compensation ------------------------------------------------------------------
     def _compensate(self, sites: list[str], cells: list[str]) -> tuple[str, str] | None:

@@ -153,8 +153,8 @@ class CrossDomainFaultBehaviour(FieldRepair):
         """Join a late report to the incidents being handled; True when nothing is left to correlate.
 
         A complaint joins the incident whose sites it names. Out-of-service sites join the incident that
-        has them, or the cross-domain incident whose link is on their backhaul; the report then keeps
-        only the sites no incident explains. (Caller holds the lock.)
+        has them, or the cross-domain incident whose link is on their backhaul and still down; the report
+        then keeps only the sites no incident explains. (Caller holds the lock.)
         """
         network = self.env.network
         if report.complaint is not None:
@@ -171,7 +171,8 @@ class CrossDomainFaultBehaviour(FieldRepair):
                 (
                     i
                     for i in self._incidents
-                    if site in i.sites or (i.link and i.link in backhaul and not report.second_look)
+                    if site in i.sites
+                    or (i.link and i.link in backhaul and not report.second_look and not network.link(i.link).up)
                 ),
                 None,
             )
@@ -266,9 +267,14 @@ class CrossDomainFaultBehaviour(FieldRepair):
             return []
         network = self.env.network
         hidden = []
+        cut_off = []
         for site in incident.sites:
             view = network.site(site)
-            if view.in_service or not all(network.link(link).up for link in view.backhaul):
+            if view.in_service:
+                continue
+            if not all(network.link(link).up for link in view.backhaul):
+                if incident.link is not None and network.link(incident.link).up:
+                    cut_off.append(site)
                 continue
             with self._state:
                 looks = self._second_looks.get(site, 0)
@@ -285,7 +291,19 @@ class CrossDomainFaultBehaviour(FieldRepair):
                 sites=hidden,
             )
             self._register(_Report(self.name, f"second-look.{incident.key}", sites=hidden, second_look=True))
-        return hidden
+        if cut_off:
+            # Still cut off by another link of their backhaul (an access link cut below the core link just
+            # repaired): they join that link's incident, whose repair brings them back or sends them to a
+            # second look of their own (found by lab soak: that incident had no sites, nobody looked again).
+            with self._state:
+                incident.sites = [s for s in incident.sites if s not in cut_off]
+            self.note(
+                "correlation",
+                f"{short(cut_off)} still out of service with {incident.link} up again: cut off by another link",
+                sites=cut_off,
+            )
+            self._register(_Report(self.name, f"handed-over.{incident.key}", sites=cut_off))
+        return hidden + cut_off
 
     def _handle_incident(self, incident: _Incident, started: float) -> str:
         network = self.env.network

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import os
 import signal
 import sys
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import replace
 from pathlib import Path
@@ -17,12 +19,19 @@ from an_agent.cli import observe, serve_behaviour
 from an_agent.errors import ConfigError
 from an_agent.runtime.workers import INPUT_WAIT
 
+FULL_DISK_POLL_S = 1.0
+"""How often an agent whose state directory is full at start looks again for space."""
+EXIT_LAB_LOST = 3
+"""The exit status of a lab agent whose lab was lost (as `an_agent.cli.EXIT_UNREACHABLE`: the lab cannot be
+reached); the lab's watchdog starts it again."""
+
 if TYPE_CHECKING:
     from an_agent.agents.environment import SchemaMode
     from an_agent.lab.remote import LabMember
     from an_agent.lab.spec import SchemaApproval
     from an_agent.nc.directory_client import DirectoryLogin
     from an_agent.runtime.behaviour import Behaviour
+    from an_agent.server import AgentServer, ServerConfig
 
 _DESCRIPTION = """\
 Serve one autonomous-network agent over NETCONF (SSH, base 1.0 and 1.1).
@@ -295,7 +304,7 @@ def _serve(args: argparse.Namespace) -> int:
     from an_agent.lab.upstream import served_templates
     from an_agent.logs import configure, name_agent
     from an_agent.model import AgentProfile
-    from an_agent.server import AgentServer, ServerConfig
+    from an_agent.server import ServerConfig
 
     configure(args.log_format, logging.WARNING - 10 * min(args.verbose, 2), args.agent)
     profile = None
@@ -425,7 +434,7 @@ def _serve(args: argparse.Namespace) -> int:
             task_workers=lab_settings["task_workers"],
             user_db=lab_settings["user_db"],
         )
-    server = AgentServer(config)
+    server = _open_when_there_is_space(config)
     if args.agent is None:  # a topology agent is named by the topology
         name_agent(server.profile.name)
     if member is not None and member.behaviour is None and server.operations.directory is not None:
@@ -444,10 +453,19 @@ def _serve(args: argparse.Namespace) -> int:
             server.a2a.port if server.a2a is not None else None,
             server.metrics.port if server.metrics is not None else None,
         )
-        lab_closed = member.closed
+        lab = member
 
         def stop_when_the_lab_closes() -> None:
-            lab_closed.wait()
+            lab.closed.wait()
+            if lab.lost:  # stop as if killed (`LabMember.lost`): a graceful stop would end the tasks in progress
+                with contextlib.suppress(OSError):  # its log may be on a full disk: stop all the same
+                    print(
+                        f"an-agent: {lab.name} lost its lab's control channel: stopping at once; its tasks in "
+                        "progress resume when the lab starts it again on this state directory",
+                        file=sys.stderr,
+                        flush=True,
+                    )
+                os._exit(EXIT_LAB_LOST)
             stop.set()
 
         if member.behaviour is not None:  # the directory waits for the lab's SIGTERM: the others deregister first
@@ -486,3 +504,22 @@ def _topology_tls(topology: Path | None, member: LabMember | None) -> str:
     if member is not None:
         return "on" if member.a2a_trust is not None else "off"
     return "off" if topology is not None else "on"
+
+
+def _open_when_there_is_space(config: ServerConfig) -> AgentServer:
+    """The agent's server; while its state directory is full (`StateFull`: its databases cannot be opened,
+    nothing changed) it says so once and waits for space, as its running self waits to store a status (a
+    lab agent restarted on a full disk died instead, again and again: found by lab soak). Ctrl-C stops."""
+    from an_agent.errors import StateFull
+    from an_agent.server import AgentServer
+
+    said = False
+    while True:
+        try:
+            return AgentServer(config)
+        except StateFull as exc:
+            if not said:
+                with contextlib.suppress(OSError):  # stderr may be a file on the very disk that is full
+                    print(f"an-agent: {exc}; waiting for space", file=sys.stderr, flush=True)
+                said = True
+            time.sleep(FULL_DISK_POLL_S)

@@ -247,6 +247,15 @@ class SimNetwork:
     def open_trouble_ticket(self, element: str, ticket_id: str, by: str, note: str) -> float:
         with self._s.lock:
             record = self._s.open_fault(element)
+            # One field job per ticket and per fault: a ticket opened again (a copilot resuming it after a
+            # restart), or another for a fault that already has one (a restarted copilot's tickets joined under
+            # the other number), is the job already under way, its engineer on the way (lab soak counted two).
+            since = record.injected_at if record is not None else None
+            for ticket in self._tickets:
+                if ticket["element"] == element and (
+                    ticket["ticket_id"] == ticket_id or (since is not None and ticket["opened_at"] >= since)
+                ):
+                    return float(ticket["eta"])
             minutes = record.spec.repair_minutes if record is not None else DEFAULT_FIELD_REPAIR_MINUTES
             occurrence = sum(1 for f in self._s.faults if f.spec.target == element)
             eta = self._now() + field_repair_seconds(self._seed, element, occurrence, minutes)

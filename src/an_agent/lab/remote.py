@@ -127,15 +127,19 @@ class AgentKernel(SimKernel):
             return None
 
     # ---- the clock thread -----------------------------------------------------------------------
-    def follow(self, clock: ControlClient, deliver: Callable[[list[Any]], None]) -> None:
-        """Move time as the lab says and hand its network events to ``deliver``, until the lab closes."""
+    def follow(self, clock: ControlClient, deliver: Callable[[list[Any]], None]) -> bool:
+        """Move time as the lab says and hand its network events to ``deliver``, until the lab closes.
+
+        True when the lab ended the run (the kernel is closed then: its activities unwind with `Shutdown`);
+        False when the lab was lost (its channel broke): nothing is closed, so that no task in progress is
+        ended on the way out (`LabMember.lost`)."""
         ack: dict[str, Any] = {}
         while not self._closed:
             try:
                 reply = clock.call("next", agent=self.name, **ack)
             except (TransportError, ControlError) as exc:
-                log.info("the lab's clock ended: %s", exc)
-                break
+                log.warning("lost the lab's clock: %s", exc)
+                return False
             if not isinstance(reply, dict) or reply.get("closed"):
                 break
             if "events" in reply:
@@ -144,6 +148,7 @@ class AgentKernel(SimKernel):
             elif "advance" in reply:
                 ack = self._advance(float(reply["advance"]), int(reply["epoch"]))
         self.close()
+        return True
 
     def _advance(self, at: float, epoch: int) -> dict[str, Any]:
         with self._cond:
@@ -315,9 +320,14 @@ class LabMember:
     task_workers: int
     schemas: SchemaMode
     closed: threading.Event
-    """Set when the lab ends the run (its clock closes): the process should stop serving."""
+    """Set when the lab ends the run (its clock closes) or is lost: the process should stop serving."""
     _channel: ControlClient
     _clock: ControlClient
+    lost: bool = False
+    """True (when `closed` is set) if the lab was lost rather than ended the run: its channel broke (the
+    lab process died, or a chaos `control_drop`). The process must then stop as if killed, without closing
+    anything: closing would end its tasks in progress ("the lab stopped") and tell their assigners, whereas
+    a lab that starts the agent again on its state directory resumes them (`Tasks.resume`)."""
 
     def ready(self, port: int, a2a_port: int | None, metrics_port: int | None = None) -> None:
         """Tell the lab the agent serves (its ports), then start following the lab's clock."""
@@ -326,7 +336,7 @@ class LabMember:
 
     def _follow(self, network: RemoteNetwork) -> None:
         try:
-            self.kernel.follow(self._clock, network.deliver)
+            self.lost = not self.kernel.follow(self._clock, network.deliver)
         finally:
             self.closed.set()
 

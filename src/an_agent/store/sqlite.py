@@ -45,8 +45,30 @@ def open_database(
             db.execute(f"PRAGMA {pragma}")
         db.executescript(schema)
     except (sqlite3.Error, OSError) as exc:
+        if name != ":memory:" and no_space(Path(name).parent):
+            raise _full_at_open(what, name) from None
         raise StoreError(f"cannot open {what} {name}: {exc}") from None
     return db
+
+
+NO_SPACE_BYTES = 1 << 20
+"""Free space under which a directory counts as full: SQLite needs pages for its journal to open a database."""
+
+
+def no_space(directory: Path) -> bool:
+    """Whether ``directory``'s file system has (nearly) no space left for us."""
+    try:
+        stat = os.statvfs(directory)
+    except OSError:
+        return False
+    return stat.f_bavail * stat.f_frsize < NO_SPACE_BYTES
+
+
+def _full_at_open(what: str, name: str) -> StateFull:
+    return StateFull(
+        f"cannot open {what} {name}: no space left in {Path(name).parent}; nothing was changed: "
+        "free space there and the agent can start"
+    )
 
 
 _commit_observers: list[Callable[[str, float], None]] = []
@@ -93,6 +115,9 @@ def _check_integrity(db: sqlite3.Connection, name: str, what: str) -> None:
     try:
         problems = [str(row[0]) for row in db.execute("PRAGMA quick_check(5)").fetchall()]
     except sqlite3.DatabaseError as exc:
+        if no_space(Path(name).parent):  # a full disk is not a damaged database (found by lab soak)
+            db.close()
+            raise _full_at_open(what, name) from None
         problems = [str(exc)]
     if problems != ["ok"]:
         db.close()

@@ -145,6 +145,15 @@ def test_a_loop_closed_too_late_is_reported(evidence: Evidence) -> None:
     assert "bound" in failing(evidence)[LoopsClose.name].problem
 
 
+def test_a_field_repair_may_take_its_guided_procedure_beyond_a_short_nominal_time(evidence: Evidence) -> None:
+    fault = evidence.faults[0]  # a fibre cut: 75 minutes of guided steps
+    fault["repair_minutes"] = 30
+    fault["restored_at"] = fault["injected_at"] + 75 * 60 * 1.15 + 1700
+    assert LoopsClose.name not in failing(evidence)
+    fault["restored_at"] += 200
+    assert "bound" in failing(evidence)[LoopsClose.name].problem
+
+
 def test_a_damaged_database_is_reported(real: tuple[Evidence, Path], tmp_path: Path) -> None:
     evidence = copy.deepcopy(real[0])
     copy_dir = tmp_path / "ip-fault"

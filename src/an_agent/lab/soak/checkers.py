@@ -12,6 +12,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from typing import Any
 
+from an_agent.agents.guidance import PROCEDURE_MINUTES, TICKET_FAULT
 from an_agent.lab.soak.evidence import Evidence
 from an_agent.lab.soak.health import ResourcesFlat, RunEnded, SqliteIntact
 from an_agent.lab.soak.verdict import Checker, Verdict, verdict
@@ -145,8 +146,8 @@ class NoDuplicate:
 class LoopsClose:
     """Every fault's loop closes (its sites and cells back in service) within a bound after the last fault
     that touched it healed: its own injection, any lab fault, and any other network fault on the elements
-    it took out (they keep its sites down until they close too). The bound: ``repair_minutes`` x 1.15 +
-    `LOOP_SLACK_S`."""
+    it took out (they keep its sites down until they close too). The bound: its field repair time
+    (`_field_minutes`) x 1.15 + `LOOP_SLACK_S`."""
 
     name = "every fault's loop closes in time"
 
@@ -154,7 +155,7 @@ class LoopsClose:
         problems = []
         ends = sorted(float(c.get("end", c.get("at", 0.0))) for c in evidence.chaos)
         for fault in evidence.faults:
-            bound = float(fault.get("repair_minutes", 90.0)) * 60.0 * FIELD_JITTER + LOOP_SLACK_S
+            bound = _field_minutes(fault) * 60.0 * FIELD_JITTER + LOOP_SLACK_S
             closed = fault.get("restored_at")
             upto = evidence.end if closed is None else float(closed)
             touched = [fault["injected_at"], *(t for t in ends if t <= upto)]
@@ -184,6 +185,13 @@ class LoopsClose:
         return [n for n in evidence.notes if target in n.get("text", "") and n.get("time", 0) >= fault["injected_at"]][
             :12
         ]
+
+
+def _field_minutes(fault: dict[str, Any]) -> float:
+    """How long a field repair of ``fault`` takes: its nominal minutes, or the guided procedure's when that
+    is longer (a fibre splice is 75 minutes of steps, whatever the nominal time drawn for the cut)."""
+    procedure = PROCEDURE_MINUTES.get(TICKET_FAULT.get(str(fault["type"]), "unknown"), 0)
+    return max(float(fault.get("repair_minutes", 90.0)), float(procedure))
 
 
 def _overlapping(fault: dict[str, Any], faults: Sequence[dict[str, Any]]) -> list[float]:

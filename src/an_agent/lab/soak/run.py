@@ -64,7 +64,11 @@ class SoakOptions:
     """Faults (network and lab) per wall minute."""
     netns: bool = False
     pace: float = DEFAULT_PACE
-    stall_timeout: float = 120.0
+    stall_timeout: float = 300.0
+    """Wall seconds without progress, work in flight, before the run counts as stalled. Above TCP's longest
+    retransmission timeout (120 s): a task's end queued during a partition reaches its assigner only at
+    the executor's next retransmission after the heal (found by lab soak in ``--netns``: a 120 s limit
+    declared a stall just as the backoff was running out)."""
     check_every: float = 60.0
     sample_every: float = 5.0
     disk_full: bool | None = None
