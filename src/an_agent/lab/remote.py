@@ -39,6 +39,7 @@ from an_agent.lab.agent import TASK_CAPACITY, build_profile, directory_login, ma
 from an_agent.lab.certs import write_hello_files
 from an_agent.lab.control import ControlClient, connect_patiently, read_secret
 from an_agent.lab.kernel import Key, SimKernel
+from an_agent.lab.sharedclock import SharedClock
 from an_agent.lab.topology import load_topology
 from an_agent.lab.waits import Future
 from an_agent.lab.wire import NETWORK_METHODS, decode, decode_event, encode
@@ -54,9 +55,13 @@ class AgentKernel(SimKernel):
     ``channel`` carries the status reports and hand-offs; `follow` runs the clock thread on another.
     """
 
-    def __init__(self, start: float, name: str, channel: ControlClient) -> None:
+    def __init__(self, start: float, name: str, channel: ControlClient, clock: SharedClock | None = None) -> None:
+        """``clock``: the lab's clock file, mapped (`an_agent.lab.sharedclock`); None: a copy moved by the lab."""
         # peers_elsewhere: the hand-off table is the lab's; the local entry only holds the future.
         super().__init__(start, peers_elsewhere=True)
+        if clock is not None:
+            self.clock = clock
+        self.shared_clock = clock is not None
         self.name = name
         self._channel = channel
         self._reported = 0
@@ -321,7 +326,14 @@ class LabMember:
 
     def ready(self, port: int, a2a_port: int | None, metrics_port: int | None = None) -> None:
         """Tell the lab the agent serves (its ports), then start following the lab's clock."""
-        self._channel.call("ready", agent=self.name, port=port, a2a_port=a2a_port, metrics_port=metrics_port)
+        self._channel.call(
+            "ready",
+            agent=self.name,
+            port=port,
+            a2a_port=a2a_port,
+            metrics_port=metrics_port,
+            shared_clock=self.kernel.shared_clock,
+        )
         threading.Thread(target=self._follow, args=(self.network,), name=f"lab-clock:{self.name}", daemon=True).start()
 
     def _follow(self, network: RemoteNetwork) -> None:
@@ -366,7 +378,7 @@ def join_lab(
         channel.close()
         raise
     hello = channel.call("hello", agent=name)
-    kernel = AgentKernel(float(hello["now"]), name, channel)
+    kernel = AgentKernel(float(hello["now"]), name, channel, SharedClock.open(hello.get("clock")))
     network = RemoteNetwork(name, channel)
     journal = RemoteJournal(name, channel)
     logins: dict[str, str] = dict(hello["logins"])
