@@ -61,7 +61,7 @@ class RanFaultBehaviour(RanRepair):
         self.mandates = Mandates(self, "fault_management")
         self._open: set[str] = set()
         self._alarms = self.env.scheduler.queue(f"{self.name} alarms")
-        self.env.network.subscribe(self._on_event)
+        self.env.network.subscribe(self._on_event, "wireless", self.env.regions or None)
         if {**self.option_defaults, **self.env.options}["watch_alarms"]:
             self.env.scheduler.spawn(f"{self.name} alarm monitor", self._monitor)
 

@@ -32,7 +32,9 @@ Methods of the control channel (`an_agent.lab.control`), all with ``agent`` the 
 ``expect`` ...     ``is_expected``, ``arrive``, ``complete``, ``forget``: the hand-off of ``key``
 ``note``           a journal note; ``exchange``: a recorded NETCONF/A2A exchange; ``error``: a failed activity
 ``network``        a `ManagedNetwork` call: ``op`` (its name), ``args``; ``{"value": ...}`` or ``{"refused": msg}``
-``subscribe``      push the network's events to this agent
+``subscribe``      push the network's events to this agent; ``interest``: null (every event) or a list of
+                   ``{"domain", "regions"}`` (either may be null: any): only events of alarms matching one
+                   of them are sent (sent again with each new listener: the last one counts)
 =================  ===========================================================================
 
 Ordering rule that makes this exact: a status report is answered before the agent goes on (under its
@@ -89,6 +91,8 @@ class Conductor:
         self._joined: dict[str, float] = {}
         self._ready_changed = threading.Condition(self._lock)
         self._listening: set[str] = set()
+        self._interests: dict[str, list[tuple[str | None, frozenset[str] | None]] | None] = {}
+        """The events each subscribed agent needs (``subscribe``'s ``interest``): None, all of them."""
         self._expecters: dict[tuple[str, str], str] = {}
 
     def handlers(self) -> dict[str, Handler]:
@@ -216,13 +220,38 @@ class Conductor:
 
     def _subscribe(self, params: dict[str, Any]) -> None:
         name = param_name(params)
+        interest = _interest(params.get("interest"))
         self.kernel.subscribe(name)
         with self._lock:
+            self._interests[name] = interest  # a restarted agent's, or its listeners' so far
             if name in self._listening:
                 return
             self._listening.add(name)
 
         def deliver(event: NetworkEvent) -> None:
-            self.kernel.push_event(name, encode(event))
+            with self._lock:
+                wanted = self._interests.get(name)
+            if wanted is None or any(_matches(w, event) for w in wanted):
+                self.kernel.push_event(name, encode(event))
 
         self.network.subscribe(deliver)
+
+
+def _interest(value: Any) -> list[tuple[str | None, frozenset[str] | None]] | None:
+    """``subscribe``'s ``interest`` (module docstring); `ControlError` when malformed."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ControlError("interest must be null or a list of {domain, regions}")
+    wanted: list[tuple[str | None, frozenset[str] | None]] = []
+    for item in value:
+        domain, regions = item.get("domain"), item.get("regions")
+        if not (domain is None or isinstance(domain, str)) or not (regions is None or isinstance(regions, list)):
+            raise ControlError("interest: domain is a string or null, regions a list of strings or null")
+        wanted.append((domain, None if regions is None else frozenset(str(r) for r in regions)))
+    return wanted
+
+
+def _matches(wanted: tuple[str | None, frozenset[str] | None], event: NetworkEvent) -> bool:
+    domain, regions = wanted
+    return (domain is None or event.alarm.domain == domain) and (regions is None or event.alarm.region in regions)

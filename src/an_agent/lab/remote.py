@@ -170,6 +170,8 @@ class RemoteNetwork:
         self._name = name
         self._channel = channel
         self._listeners: list[Callable[[NetworkEvent], None]] = []
+        self._interest: list[dict[str, Any]] | None = []
+        """What the listeners need (`subscribe`); None: every event."""
         self._lock = threading.Lock()
 
     def _call(self, method: str, *args: Any) -> Any:
@@ -189,12 +191,20 @@ class RemoteNetwork:
             for listener in listeners:
                 listener(event)
 
-    def subscribe(self, listener: Callable[[NetworkEvent], None]) -> None:
+    def subscribe(
+        self, listener: Callable[[NetworkEvent], None], domain: str | None = None, regions: Sequence[str] | None = None
+    ) -> None:
+        """Also tells the lab which events this process needs: those of any listener's ``domain`` and
+        ``regions`` (all events once one listener names neither), so that it sends no others."""
         with self._lock:
-            first = not self._listeners
             self._listeners.append(listener)
-        if first:
-            self._channel.call("subscribe", agent=self._name)
+            wanted = {"domain": domain, "regions": None if regions is None else sorted(regions)}
+            if self._interest is not None and (domain is not None or regions is not None):
+                self._interest.append(wanted)
+            else:
+                self._interest = None
+            interest = None if self._interest is None else list(self._interest)
+        self._channel.call("subscribe", agent=self._name, interest=interest)
 
     def regions(self) -> list[str]:
         result: list[str] = self._call("regions")
