@@ -186,13 +186,14 @@ def destroy_lab(lab_id: str, grace: float = STOP_GRACE) -> Removed:
     if namespaces:
         run_ip("-force", batch=[f"netns del {n}" for n in namespaces], check=False)
     deadline = time.monotonic() + LINKS_GONE_WAIT
-    left = [n for n in host_links() if n.startswith(label)]
-    while any(not n.endswith("-br") for n in left) and time.monotonic() < deadline:
+    lingering = [n for n in host_links() if n.startswith(label)]
+    while any(not n.endswith("-br") for n in lingering) and time.monotonic() < deadline:
         time.sleep(0.05)
-        left = [n for n in host_links() if n.startswith(label)]
+        lingering = [n for n in host_links() if n.startswith(label)]
     # the bridge last: deleting it first would only detach the veths
-    if left:
-        run_ip("-force", batch=[f"link del {n}" for n in sorted(left, key=lambda n: n.endswith("-br"))], check=False)
+    if lingering:
+        batch = [f"link del {n}" for n in sorted(lingering, key=lambda n: n.endswith("-br"))]
+        run_ip("-force", batch=batch, check=False)
     etc = [n for n in host_etc_dirs() if n.startswith(label)]
     for name in etc:
         shutil.rmtree(NETNS_ETC / name, ignore_errors=True)
