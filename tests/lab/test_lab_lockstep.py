@@ -36,6 +36,7 @@ def test_another_file_at_the_path_is_not_the_labs_clock(tmp_path: Path) -> None:
     hello = PublishedClock(T0).publish(tmp_path)
     assert SharedClock.open({**hello, "token": "00" * 16}) is None  # e.g. another lab's on another host
     assert SharedClock.open({**hello, "path": str(tmp_path / "missing")}) is None
+    assert SharedClock.open({**hello, "boot_id": "another machine"}) is None  # the same file over NFS
     assert SharedClock.open(None) is None  # a lab that publishes none: the agent keeps its own copy
 
 

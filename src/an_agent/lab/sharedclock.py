@@ -11,7 +11,9 @@ File layout (`CLOCK_FILE` in the lab's run directory, 0600, 32 bytes, native byt
 the lab process): a 16-byte token (random per lab run: an agent whose path leads to another file, e.g.
 on another host, sees a different token and keeps its own copy), an unsigned 64-bit sequence number and
 the time as a double (seconds since the epoch). The sequence is odd while the lab writes (a seqlock): a
-reader retries until it reads the same even sequence before and after the time.
+reader retries until it reads the same even sequence before and after the time. Only an agent running
+on the lab's kernel (same boot id) maps the file: another machine seeing the same file on a shared
+filesystem would not see the lab's writes at once.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 from an_agent.clock import ManualClock
 
 CLOCK_FILE = "clock"
+BOOT_ID = Path("/proc/sys/kernel/random/boot_id")
 TOKEN_BYTES = 16
 _STAMP = struct.Struct("=Qd")
 SIZE = TOKEN_BYTES + _STAMP.size
@@ -55,11 +58,15 @@ class PublishedClock(ManualClock):
                 finally:
                     os.close(fd)
                 self.path, self.token = path, token.hex()
-            return {"path": str(self.path), "token": self.token}
+        share = self.share()
+        assert share is not None
+        return share
 
     def share(self) -> dict[str, str] | None:
-        """What `publish` returned, or None when the clock is not published."""
-        return None if self.path is None else {"path": str(self.path), "token": self.token}
+        """What `publish` returned (``path``, ``token``, ``boot_id``), or None when the clock is not published."""
+        if self.path is None:
+            return None
+        return {"path": str(self.path), "token": self.token, "boot_id": _boot_id()}
 
     def set(self, when: float) -> None:
         with self._lock:
@@ -100,6 +107,8 @@ class SharedClock(ManualClock):
         none, it cannot be read here or it holds another token (the agent then keeps its own copy)."""
         if not isinstance(hello, dict) or not isinstance(hello.get("path"), str):
             return None
+        if not hello.get("boot_id") or hello["boot_id"] != _boot_id():  # another kernel: not the lab's pages
+            return None
         try:
             fd = os.open(hello["path"], os.O_RDONLY)
         except OSError:
@@ -128,3 +137,11 @@ class SharedClock(ManualClock):
 
     def advance(self, seconds: float) -> float:
         raise ValueError("only the lab moves its clock")
+
+
+def _boot_id() -> str:
+    """This kernel's boot id (the same in every namespace and container on it), or "" when unknown."""
+    try:
+        return BOOT_ID.read_text(encoding="ascii").strip()
+    except OSError:
+        return ""
