@@ -308,8 +308,12 @@ class ManagedNetwork(Protocol):
 
     def places(self) -> list[Place]: ...
     def active_alarms(self, regions: Sequence[str] | None = None, domain: str | None = None) -> list[Alarm]: ...
-    def subscribe(self, listener: Callable[[NetworkEvent], None]) -> None:
-        """Call ``listener`` (quickly: it runs in the acting thread) for every event."""
+    def subscribe(
+        self, listener: Callable[[NetworkEvent], None], domain: str | None = None, regions: Sequence[str] | None = None
+    ) -> None:
+        """Call ``listener`` (quickly: it runs in the acting thread) for every event; with ``domain`` or
+        ``regions`` the listener ignores every event of an alarm outside them, so a network may leave those
+        out (the lab leaves them out of what it sends an agent process; the listener still checks)."""
         ...
 
     def area_kpis(self, regions: Sequence[str]) -> AreaKpis:

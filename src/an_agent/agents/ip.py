@@ -46,7 +46,7 @@ class IpFaultBehaviour(LabBehaviour):
         self._alarms = self.env.scheduler.queue(f"{self.name} alarms")
         self._reported: set[str] = set()
         self._state = threading.Lock()
-        self.env.network.subscribe(self._on_event)
+        self.env.network.subscribe(self._on_event, "ip_transport", self.env.regions or None)
         self.env.scheduler.spawn(f"{self.name} alarm monitor", self._monitor)
 
     def _on_event(self, event: NetworkEvent) -> None:

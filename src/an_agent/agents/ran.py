@@ -62,7 +62,7 @@ class RanFaultBehaviour(RanRepair):
         self._open: dict[str, object] = {}
         """Sites whose outage is being handled, each by the token of the batch (`_handle_outage`) that has it."""
         self._alarms = self.env.scheduler.queue(f"{self.name} alarms")
-        self.env.network.subscribe(self._on_event)
+        self.env.network.subscribe(self._on_event, "wireless", self.env.regions or None)
         if {**self.option_defaults, **self.env.options}["watch_alarms"]:
             self.env.scheduler.spawn(f"{self.name} alarm monitor", self._monitor)
 

@@ -6,8 +6,9 @@ HOST:PORT --lab-secret-file F``, see `an_agent.lab.remote`); the lab process kee
 - the simulated clock (`LabKernel`, in `an_agent.lab.lockstep`): time moves only when the lab's own
   activities (scenario events, the ticket system) are idle, every agent process has reported itself
   idle, no network event is on its way to an agent and no end-of-task hand-off is open. Then the kernel
-  moves to the earliest instant any of them has scheduled and tells every agent to move its clock there
-  (a barrier: time moves again only once each agent has acknowledged, with what it woke);
+  moves to the earliest instant any of them has scheduled, writes it to the lab's clock file, and tells
+  the agents that have something due there, and those that keep their own copy of the clock (a barrier:
+  time moves again only once each of them has acknowledged, with what it woke);
 - the network (`SimNetwork`): agents read and act on it by request; its events (alarms) are pushed to
   the agents that subscribed, each counted as work in flight until the agent has queued it;
 - the journal (notes, exchanges) and the end-of-task hand-offs (`SimKernel.expect`/`arrive`/`complete`,
@@ -16,19 +17,24 @@ HOST:PORT --lab-secret-file F``, see `an_agent.lab.remote`); the lab process kee
 Methods of the control channel (`an_agent.lab.control`), all with ``agent`` the caller's name:
 
 =================  ===========================================================================
-``hello``          join: the lab's time, the logins of the lab (``logins``, ``speaks_for``, ``admin``)
-``ready``          the agent's NETCONF (and A2A, metrics) port: it serves
+``hello``          join: the lab's time, the logins of the lab (``logins``, ``speaks_for``, ``admin``), and
+                   ``clock`` (``path``, ``token``) of the lab's clock file (`an_agent.lab.sharedclock`)
+``ready``          the agent's NETCONF (and A2A, metrics) port: it serves; ``shared_clock``: it reads the
+                   clock file (it is then told only of instants at which it has something due)
 ``address``        ``[host, port]`` of a peer (``peer``), or null; ``a2a_url`` likewise
 ``status``         ``seq``, ``busy``, ``head`` (next scheduled instant): sent when the agent turns busy
                    or idle, synchronously (a task handed to an agent is counted before its sender idles)
 ``next``           long poll of the agent's clock thread: acknowledges what it did (``epoch`` of an
                    advance with its status, ``events`` handled) and waits for the next network events
-                   (``{"events": [...]}``), the next instant (``{"advance": t, "epoch": n}``) or the end
+                   (``{"events": [...]}``), the next instant at which it has something due or, without
+                   ``shared_clock``, the next instant (``{"advance": t, "epoch": n}``) or the end
                    (``{"closed": true}``)
 ``expect`` ...     ``is_expected``, ``arrive``, ``complete``, ``forget``: the hand-off of ``key``
 ``note``           a journal note; ``exchange``: a recorded NETCONF/A2A exchange; ``error``: a failed activity
 ``network``        a `ManagedNetwork` call: ``op`` (its name), ``args``; ``{"value": ...}`` or ``{"refused": msg}``
-``subscribe``      push the network's events to this agent
+``subscribe``      push the network's events to this agent; ``interest``: null (every event) or a list of
+                   ``{"domain", "regions"}`` (either may be null: any): only events of alarms matching one
+                   of them are sent (sent again with each new listener: the last one counts)
 =================  ===========================================================================
 
 Ordering rule that makes this exact: a status report is answered before the agent goes on (under its
@@ -85,6 +91,8 @@ class Conductor:
         self._joined: dict[str, float] = {}
         self._ready_changed = threading.Condition(self._lock)
         self._listening: set[str] = set()
+        self._interests: dict[str, list[tuple[str | None, frozenset[str] | None]] | None] = {}
+        """The events each subscribed agent needs (``subscribe``'s ``interest``): None, all of them."""
         self._expecters: dict[tuple[str, str], str] = {}
 
     def handlers(self) -> dict[str, Handler]:
@@ -116,10 +124,14 @@ class Conductor:
             self._ready.pop(name, None)
             self._joined[name] = time.monotonic()
             self._ready_changed.notify_all()
-        return {"now": self.kernel.join(name), **self._logins, **self._hello_files(name)}
+        shared = self.kernel.clock.share()
+        clock = {} if shared is None else {"clock": shared}
+        return {"now": self.kernel.join(name), **clock, **self._logins, **self._hello_files(name)}
 
     def _on_ready(self, params: dict[str, Any]) -> None:
         name, port, a2a_port = param_name(params), int(params["port"]), params.get("a2a_port")
+        if params.get("shared_clock"):
+            self.kernel.shares_clock(name)
         self._on_ready_callback(name, port, a2a_port)  # before anyone may look the agent up
         with self._lock:
             self._ready[name] = {"port": port, "a2a_port": a2a_port, "metrics_port": params.get("metrics_port")}
@@ -208,13 +220,38 @@ class Conductor:
 
     def _subscribe(self, params: dict[str, Any]) -> None:
         name = param_name(params)
+        interest = _interest(params.get("interest"))
         self.kernel.subscribe(name)
         with self._lock:
+            self._interests[name] = interest  # a restarted agent's, or its listeners' so far
             if name in self._listening:
                 return
             self._listening.add(name)
 
         def deliver(event: NetworkEvent) -> None:
-            self.kernel.push_event(name, encode(event))
+            with self._lock:
+                wanted = self._interests.get(name)
+            if wanted is None or any(_matches(w, event) for w in wanted):
+                self.kernel.push_event(name, encode(event))
 
         self.network.subscribe(deliver)
+
+
+def _interest(value: Any) -> list[tuple[str | None, frozenset[str] | None]] | None:
+    """``subscribe``'s ``interest`` (module docstring); `ControlError` when malformed."""
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, dict) for v in value):
+        raise ControlError("interest must be null or a list of {domain, regions}")
+    wanted: list[tuple[str | None, frozenset[str] | None]] = []
+    for item in value:
+        domain, regions = item.get("domain"), item.get("regions")
+        if not (domain is None or isinstance(domain, str)) or not (regions is None or isinstance(regions, list)):
+            raise ControlError("interest: domain is a string or null, regions a list of strings or null")
+        wanted.append((domain, None if regions is None else frozenset(str(r) for r in regions)))
+    return wanted
+
+
+def _matches(wanted: tuple[str | None, frozenset[str] | None], event: NetworkEvent) -> bool:
+    domain, regions = wanted
+    return (domain is None or event.alarm.domain == domain) and (regions is None or event.alarm.region in regions)

@@ -94,6 +94,7 @@ class ProcessFleet:
             raise ConfigError("a lab of agent processes needs its topology in a file (each agent loads it)")
         secret_file = lab.secret_file or lab.state_dir / SECRET_FILE
         secret = read_secret(secret_file) if lab.secret_file and secret_file.exists() else create_secret(secret_file)
+        lab.kernel.publish_clock(lab.state_dir)  # before any agent says hello: `hello` gives them the file
         self.conductor = Conductor(
             lab.kernel,
             lab.network,

@@ -95,6 +95,8 @@ class KernelStats:
 
     instants: int = 0
     activities: int = 0
+    told: int = 0
+    """Advances sent to agent processes (`an_agent.lab.lockstep`): each one a message and its acknowledgement."""
     errors: list[str] = field(default_factory=list)
 
 

@@ -2,19 +2,25 @@
 
 Time moves only when the lab's own activities (scenario events, the ticket system) are idle, every agent
 process has reported itself idle, no network event is on its way to an agent and no end-of-task hand-off
-is open. Then the kernel moves to the earliest instant any of them has scheduled and tells every agent to
-move its clock there (a barrier: time moves again only once each agent has acknowledged, with what it
-woke). `an_agent.lab.conductor` serves it to the agents over the control channel.
+is open. Then the kernel moves to the earliest instant any of them has scheduled and tells the agents
+with something due there (a barrier: time moves again only once each has acknowledged, with what it
+woke). An agent that reads the lab's clock from its file (`an_agent.lab.sharedclock`: ``ready`` with
+``shared_clock``) and has nothing due is not told: its clock is already the lab's, and its last report
+(idle, its next instant) still holds. An agent that keeps its own copy of the clock (on another host) is
+told of every instant, as all were before issue 30. `an_agent.lab.conductor` serves it to the agents over
+the control channel.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from an_agent.errors import ControlError
 from an_agent.lab.kernel import Key, SimKernel
+from an_agent.lab.sharedclock import PublishedClock
 
 ADVANCE = "clock advance to the agents"
 
@@ -27,6 +33,8 @@ class _Remote:
     head: float | None = None
     events: deque[Any] = field(default_factory=deque)
     subscribed: bool = False
+    shared_clock: bool = False
+    """It reads the lab's clock file: told of an instant only when it has something due then."""
 
 
 class LabKernel(SimKernel):
@@ -34,6 +42,7 @@ class LabKernel(SimKernel):
 
     def __init__(self, start: float, stall_timeout: float = 60.0) -> None:
         super().__init__(start, stall_timeout=stall_timeout)
+        self.clock: PublishedClock = PublishedClock(start)
         self._remotes: dict[str, _Remote] = {}
         self._cuts: set[frozenset[str]] = set()
         self._assigners: dict[Key, str] = {}
@@ -50,6 +59,19 @@ class LabKernel(SimKernel):
             self._drop(name)
             self._remotes[name] = _Remote(name)
             return self.clock.now()
+
+    def publish_clock(self, directory: Path) -> dict[str, str]:
+        """Write the clock to a file in ``directory`` from now on (`an_agent.lab.sharedclock`); returns
+        what ``hello`` gives agents to map it."""
+        return self.clock.publish(directory)
+
+    def shares_clock(self, name: str) -> None:
+        """Agent ``name`` reads the published clock (it said so when ready): tell it only of instants at
+        which it has something due."""
+        with self._cond:
+            remote = self._remotes.get(name)
+            if remote is not None:
+                remote.shared_clock = True
 
     def detach(self, name: str) -> None:
         """Stop counting agent ``name`` (its process is gone): its busy unit, events and acknowledgement."""
@@ -243,9 +265,13 @@ class LabKernel(SimKernel):
         if not self._remotes:
             return
         self._epoch += 1
-        if not self._awaiting:
+        due = {r.name for r in self._remotes.values() if r.head is not None and r.head <= at}
+        was = bool(self._awaiting)
+        self._awaiting = due | {r.name for r in self._remotes.values() if not r.shared_clock}
+        if self._awaiting and not was:
             self._inc(ADVANCE)
-        self._awaiting = set(self._remotes)
-        for remote in self._remotes.values():  # their acknowledgements tell what they scheduled next
-            if remote.head is not None and remote.head <= at:
-                remote.head = None
+        elif was and not self._awaiting:
+            self._dec(ADVANCE)
+        for name in due:  # their acknowledgements tell what they scheduled next
+            self._remotes[name].head = None
+        self.stats.told += len(self._awaiting)

@@ -182,8 +182,10 @@ class SimNetwork:
                 key=lambda a: (a.raised_at, a.element, a.alarm_id),
             )
 
-    def subscribe(self, listener: Callable[[NetworkEvent], None]) -> None:
-        self._s.subscribe(listener)
+    def subscribe(
+        self, listener: Callable[[NetworkEvent], None], domain: str | None = None, regions: Sequence[str] | None = None
+    ) -> None:
+        self._s.subscribe(listener)  # every event: in one process a call the listener ignores costs nothing
 
     def area_kpis(self, regions: Sequence[str]) -> AreaKpis:
         with self._s.lock:

@@ -5,43 +5,32 @@
 requests (status reports, hand-offs, network, journal) and one for the clock thread's long poll. The
 agent's behaviour runs on an `AgentKernel` — the same `SimKernel` bookkeeping of its own activities, but
 time moves only when the lab says so, and every turn between busy and idle is reported to the lab
-before the agent goes on (`an_agent.lab.conductor` describes the protocol and why it is exact).
+before the agent goes on (`an_agent.lab.conductor` describes the protocol and why it is exact). Its
+network and journal are the lab's, by request (`an_agent.lab.remote_network`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from an_agent.access.users import User, UserDb
 from an_agent.agents.base import LabBehaviour
-from an_agent.agents.environment import (
-    Alarm,
-    AreaKpis,
-    CellView,
-    FaultLocation,
-    LinkView,
-    NetworkEvent,
-    Place,
-    RadioDiagnostics,
-    RoleName,
-    SchemaMode,
-    SiteView,
-)
-from an_agent.agents.exchange import Exchange
+from an_agent.agents.environment import RoleName, SchemaMode
 from an_agent.agents.peers import Peers
 from an_agent.errors import AnAgentError, ControlError, TransportError
 from an_agent.lab.agent import TASK_CAPACITY, build_profile, directory_login, make_behaviour
 from an_agent.lab.certs import write_hello_files
 from an_agent.lab.control import ControlClient, connect_patiently, read_secret
 from an_agent.lab.kernel import Key, SimKernel
+from an_agent.lab.remote_network import RemoteJournal, RemoteNetwork
+from an_agent.lab.sharedclock import SharedClock
 from an_agent.lab.topology import load_topology
 from an_agent.lab.waits import Future
-from an_agent.lab.wire import NETWORK_METHODS, decode, decode_event, encode
 from an_agent.model import AgentProfile
 from an_agent.nc.directory_client import DirectoryLogin
 
@@ -54,9 +43,13 @@ class AgentKernel(SimKernel):
     ``channel`` carries the status reports and hand-offs; `follow` runs the clock thread on another.
     """
 
-    def __init__(self, start: float, name: str, channel: ControlClient) -> None:
+    def __init__(self, start: float, name: str, channel: ControlClient, clock: SharedClock | None = None) -> None:
+        """``clock``: the lab's clock file, mapped (`an_agent.lab.sharedclock`); None: a copy moved by the lab."""
         # peers_elsewhere: the hand-off table is the lab's; the local entry only holds the future.
         super().__init__(start, peers_elsewhere=True)
+        if clock is not None:
+            self.clock = clock
+        self.shared_clock = clock is not None
         self.name = name
         self._channel = channel
         self._reported = 0
@@ -163,141 +156,6 @@ class AgentKernel(SimKernel):
             return {"epoch": epoch, **self._status()}
 
 
-class RemoteNetwork:
-    """The lab's `ManagedNetwork`, by request over the control channel (same methods, same errors)."""
-
-    def __init__(self, name: str, channel: ControlClient) -> None:
-        self._name = name
-        self._channel = channel
-        self._listeners: list[Callable[[NetworkEvent], None]] = []
-        self._lock = threading.Lock()
-
-    def _call(self, method: str, *args: Any) -> Any:
-        reply = self._channel.call("network", agent=self._name, op=method, args=list(args))
-        if "refused" in reply:
-            if reply.get("key_error"):
-                raise KeyError(reply["refused"])
-            raise ValueError(reply["refused"])
-        return decode(NETWORK_METHODS[method], reply["value"])
-
-    def deliver(self, events: list[Any]) -> None:
-        """Network events pushed by the lab: to every listener, in order."""
-        with self._lock:
-            listeners = list(self._listeners)
-        for value in events:
-            event = decode_event(value)
-            for listener in listeners:
-                listener(event)
-
-    def subscribe(self, listener: Callable[[NetworkEvent], None]) -> None:
-        with self._lock:
-            first = not self._listeners
-            self._listeners.append(listener)
-        if first:
-            self._channel.call("subscribe", agent=self._name)
-
-    def regions(self) -> list[str]:
-        result: list[str] = self._call("regions")
-        return result
-
-    def region_aliases(self) -> dict[str, tuple[str, ...]]:
-        result: dict[str, tuple[str, ...]] = self._call("region_aliases")
-        return result
-
-    def site(self, site_id: str) -> SiteView:
-        result: SiteView = self._call("site", site_id)
-        return result
-
-    def sites(self, regions: Sequence[str] | None = None) -> list[SiteView]:
-        result: list[SiteView] = self._call("sites", None if regions is None else list(regions))
-        return result
-
-    def cell(self, cell_id: str) -> CellView:
-        result: CellView = self._call("cell", cell_id)
-        return result
-
-    def link(self, link_id: str) -> LinkView:
-        result: LinkView = self._call("link", link_id)
-        return result
-
-    def links(self, regions: Sequence[str] | None = None) -> list[LinkView]:
-        result: list[LinkView] = self._call("links", None if regions is None else list(regions))
-        return result
-
-    def sites_behind(self, link_id: str) -> list[str]:
-        result: list[str] = self._call("sites_behind", link_id)
-        return result
-
-    def neighbour_cells(self, cell_ids: Sequence[str]) -> list[str]:
-        result: list[str] = self._call("neighbour_cells", list(cell_ids))
-        return result
-
-    def places(self) -> list[Place]:
-        result: list[Place] = self._call("places")
-        return result
-
-    def active_alarms(self, regions: Sequence[str] | None = None, domain: str | None = None) -> list[Alarm]:
-        result: list[Alarm] = self._call("active_alarms", None if regions is None else list(regions), domain)
-        return result
-
-    def area_kpis(self, regions: Sequence[str]) -> AreaKpis:
-        result: AreaKpis = self._call("area_kpis", list(regions))
-        return result
-
-    def saving_cost_kw(self, cell_ids: Sequence[str]) -> float:
-        return float(self._call("saving_cost_kw", list(cell_ids)))
-
-    def radio_diagnostics(self, site_id: str) -> RadioDiagnostics:
-        result: RadioDiagnostics = self._call("radio_diagnostics", site_id)
-        return result
-
-    def set_cell_radio(self, cell_id: str, power_dbm: float, tilt_deg: float, by: str) -> None:
-        self._call("set_cell_radio", cell_id, power_dbm, tilt_deg, by)
-
-    def set_energy_saving(self, cell_id: str, state: str, by: str, saving_percent: float | None = None) -> None:
-        self._call("set_energy_saving", cell_id, state, by, saving_percent)
-
-    def reset_site(self, site_id: str, by: str) -> bool:
-        return bool(self._call("reset_site", site_id, by))
-
-    def restore_cell_config(self, cell_id: str, by: str) -> bool:
-        return bool(self._call("restore_cell_config", cell_id, by))
-
-    def reset_port(self, link_id: str, by: str) -> bool:
-        return bool(self._call("reset_port", link_id, by))
-
-    def dispatch_field_repair(self, element: str, ticket_id: str, by: str, note: str) -> float:
-        return float(self._call("dispatch_field_repair", element, ticket_id, by, note))
-
-    def open_trouble_ticket(self, element: str, ticket_id: str, by: str, note: str) -> float:
-        return float(self._call("open_trouble_ticket", element, ticket_id, by, note))
-
-    def repair_on_site(self, element: str, by: str, note: str) -> bool:
-        return bool(self._call("repair_on_site", element, by, note))
-
-    def alarm_log(self) -> list[Alarm]:
-        result: list[Alarm] = self._call("alarm_log")
-        return result
-
-    def fault_location(self, link_id: str) -> FaultLocation | None:
-        result: FaultLocation | None = self._call("fault_location", link_id)
-        return result
-
-
-class RemoteJournal:
-    """The lab's journal: notes and exchanges sent to it as they happen."""
-
-    def __init__(self, name: str, channel: ControlClient) -> None:
-        self._name = name
-        self._channel = channel
-
-    def note(self, agent: str, kind: str, text: str, **details: Any) -> None:
-        self._channel.call("note", agent=self._name, who=agent, kind=kind, text=text, details=encode(details))
-
-    def record(self, exchange: Exchange) -> None:
-        self._channel.call("exchange", agent=self._name, exchange=encode(exchange))
-
-
 @dataclass
 class LabMember:
     """What `join_lab` gives ``an-agent serve``: the agent to serve and its link to the lab."""
@@ -331,7 +189,14 @@ class LabMember:
 
     def ready(self, port: int, a2a_port: int | None, metrics_port: int | None = None) -> None:
         """Tell the lab the agent serves (its ports), then start following the lab's clock."""
-        self._channel.call("ready", agent=self.name, port=port, a2a_port=a2a_port, metrics_port=metrics_port)
+        self._channel.call(
+            "ready",
+            agent=self.name,
+            port=port,
+            a2a_port=a2a_port,
+            metrics_port=metrics_port,
+            shared_clock=self.kernel.shared_clock,
+        )
         threading.Thread(target=self._follow, args=(self.network,), name=f"lab-clock:{self.name}", daemon=True).start()
 
     def _follow(self, network: RemoteNetwork) -> None:
@@ -376,7 +241,7 @@ def join_lab(
         channel.close()
         raise
     hello = channel.call("hello", agent=name)
-    kernel = AgentKernel(float(hello["now"]), name, channel)
+    kernel = AgentKernel(float(hello["now"]), name, channel, SharedClock.open(hello.get("clock")))
     network = RemoteNetwork(name, channel)
     journal = RemoteJournal(name, channel)
     logins: dict[str, str] = dict(hello["logins"])

@@ -134,8 +134,10 @@ class NetconfNetwork:
         return reply.findtext(".//an:fault-cleared", namespaces=_NS) == "true"
 
     # ---- the lab's, as for every agent ---------------------------------------------------------------
-    def subscribe(self, listener: Callable[[NetworkEvent], None]) -> None:
-        self._lab.subscribe(listener)
+    def subscribe(
+        self, listener: Callable[[NetworkEvent], None], domain: str | None = None, regions: Sequence[str] | None = None
+    ) -> None:
+        self._lab.subscribe(listener, domain, regions)
 
     def regions(self) -> list[str]:
         return self._lab.regions()
