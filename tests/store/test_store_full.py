@@ -79,3 +79,16 @@ def test_an_agent_started_on_a_full_disk_waits_for_space_then_serves(small_disk:
     finally:
         process.terminate()
         process.wait(30)
+
+
+def test_a_status_line_on_a_full_disk_is_lost_not_fatal(small_disk: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """``serve``'s status lines go to a lab agent's log in its state directory: on a full disk they are lost
+    and the agent goes on (found by lab soak: it died writing "serving", with code 1 and no word anywhere)."""
+    from an_agent.cli import serve
+
+    log = small_disk / "agent.log"
+    with log.open("w", encoding="utf-8", buffering=1) as output:
+        fill(small_disk)
+        monkeypatch.setattr("sys.stderr", output)
+        serve._say("an-agent: serving x" + " on the full disk" * 4096)  # more than any page left
+    free(small_disk)

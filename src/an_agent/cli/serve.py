@@ -442,7 +442,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         journal_directory(server.operations.directory.registry, member.name, member.journal)
     if server.notice:
-        print(f"an-agent: {server.notice}", file=sys.stderr)
+        _say(f"an-agent: {server.notice}")
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
@@ -458,13 +458,10 @@ def _serve(args: argparse.Namespace) -> int:
         def stop_when_the_lab_closes() -> None:
             lab.closed.wait()
             if lab.lost:  # stop as if killed (`LabMember.lost`): a graceful stop would end the tasks in progress
-                with contextlib.suppress(OSError):  # its log may be on a full disk: stop all the same
-                    print(
-                        f"an-agent: {lab.name} lost its lab's control channel: stopping at once; its tasks in "
-                        "progress resume when the lab starts it again on this state directory",
-                        file=sys.stderr,
-                        flush=True,
-                    )
+                _say(
+                    f"an-agent: {lab.name} lost its lab's control channel: stopping at once; its tasks in "
+                    "progress resume when the lab starts it again on this state directory"
+                )
                 os._exit(EXIT_LAB_LOST)
             stop.set()
 
@@ -480,11 +477,9 @@ def _serve(args: argparse.Namespace) -> int:
     # No " on " before the sshd address: scripts read the NETCONF port from the first "on HOST:PORT".
     sshd = f", NETCONF by sshd at {server.host}:{server.sshd.port}" if server.sshd is not None else ""
     sshd += f", metrics at {server.metrics.url}" if server.metrics is not None else ""
-    print(
+    _say(
         f"an-agent: serving {server.profile.name} on {server.host}:{server.port}{a2a}{sshd} "
-        f"(state in {args.state_dir}); Ctrl-C to stop",
-        file=sys.stderr,
-        flush=True,
+        f"(state in {args.state_dir}); Ctrl-C to stop"
     )
     try:
         while not stop.wait(0.2):  # in slices: a signal between checks is handled within 0.2 s
@@ -495,7 +490,7 @@ def _serve(args: argparse.Namespace) -> int:
         server.stop()
         if member is not None:
             member.close()
-        print("an-agent: stopped", file=sys.stderr)
+        _say("an-agent: stopped")
     return 0
 
 
@@ -519,7 +514,14 @@ def _open_when_there_is_space(config: ServerConfig) -> AgentServer:
             return AgentServer(config)
         except StateFull as exc:
             if not said:
-                with contextlib.suppress(OSError):  # stderr may be a file on the very disk that is full
-                    print(f"an-agent: {exc}; waiting for space", file=sys.stderr, flush=True)
+                _say(f"an-agent: {exc}; waiting for space")
                 said = True
             time.sleep(FULL_DISK_POLL_S)
+
+
+def _say(line: str) -> None:
+    """A status line on stderr. A lab agent's stderr is its log in its state directory: when that disk is
+    full the line is lost, and the agent goes on (found by lab soak: agents restarted on a full disk died
+    writing "serving", with code 1 and no word anywhere)."""
+    with contextlib.suppress(OSError):
+        print(line, file=sys.stderr, flush=True)

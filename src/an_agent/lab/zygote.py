@@ -89,6 +89,7 @@ def _set_title(title: str) -> None:
 def _child(request: Mapping[str, Any], closing: Sequence[int], run: Run) -> NoReturn:
     """In the forked child: become the agent (module docstring), run ``an-agent serve``, exit with its code."""
     code = 1
+    fallback = 2
     try:
         for fd in closing:
             with contextlib.suppress(OSError):
@@ -100,6 +101,7 @@ def _child(request: Mapping[str, Any], closing: Sequence[int], run: Run) -> NoRe
         state_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         flags = os.O_WRONLY | os.O_CREAT | (os.O_APPEND if request.get("append") else os.O_TRUNC)
         log = os.open(request["log"], flags, 0o600)
+        fallback = os.dup(2)  # the template's log: where a failure goes that the agent's own log cannot take
         os.dup2(log, 1)
         os.dup2(log, 2)
         os.close(log)
@@ -116,7 +118,14 @@ def _child(request: Mapping[str, Any], closing: Sequence[int], run: Run) -> NoRe
     except SystemExit as exc:
         code = exc.code if isinstance(exc.code, int) else 1
     except BaseException:
-        traceback.print_exc()
+        report = traceback.format_exc()
+        try:
+            sys.stderr.write(report)
+            sys.stderr.flush()
+        except OSError:  # its log is on a full disk (found by lab soak: agents died with no word anywhere)
+            with contextlib.suppress(OSError):
+                title = request.get("title") or "an agent"
+                os.write(fallback, f"{title} (pid {os.getpid()}) could not write its log:\n{report}".encode())
     finally:
         with contextlib.suppress(Exception):
             sys.stdout.flush()
