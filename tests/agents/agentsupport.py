@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from an_agent.agents import payloads
 from an_agent.agents.base import LabBehaviour
 from an_agent.lab.agent import load_agent
 from an_agent.lab.kernel import SimKernel
+from an_agent.model import CommuType, Task, build_prompt
 from an_agent.nc.agent_client import AgentClient
 from an_agent.server import AgentServer, ServerConfig
 
@@ -33,3 +35,34 @@ def served(topology: Path, name: str, state_dir: Path) -> Iterator[tuple[AgentCl
         kernel = behaviour.env.scheduler
         assert isinstance(kernel, SimKernel)
         assert kernel.close() == []
+
+
+def assign_and_wait(
+    client: AgentClient,
+    task_id: str,
+    sender: str,
+    target: str,
+    description: str,
+    value: dict[str, object],
+    kind: str,
+    watcher: AgentClient | None = None,
+) -> Task:
+    """Assign ``task_id`` from ``sender`` with ``value`` as its data-param (of ``kind``) over ``client``, wait for
+    its end on ``watcher``'s notifications (``client``'s when None) and return the task as the agent has it."""
+    param = payloads.data_param(f"{task_id}.payload", value, kind)
+    events = (watcher or client).watch(task_id)
+    client.assign_task(
+        Task(
+            task_id=task_id,
+            send_from=sender,
+            commu_type=CommuType.TASK_ASSIGN,
+            content=build_prompt(target, description),
+            task_async=True,
+            msg_data=[param.id],
+        ),
+        [param],
+    )
+    for event in events:
+        if event.status.terminal:
+            break
+    return client.get_task(task_id)

@@ -7,10 +7,10 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from agentsupport import served
+from agentsupport import assign_and_wait, served
 
 from an_agent.agents import payloads
-from an_agent.model import CommuType, NegotiationRequest, NegotiationType, Task, TaskStatus, build_prompt
+from an_agent.model import NegotiationRequest, NegotiationType, Task, TaskStatus
 from an_agent.nc.agent_client import AgentClient
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "cross-domain-fault.yaml"
@@ -33,25 +33,10 @@ def ticket(device: str, fault: str = "fibre_cut") -> dict[str, object]:
 def query(copilot: Copilot, task_id: str, verb: str, device: str, fault: str = "fibre_cut") -> Task:
     """A query on its own session (a session holds one subscription), answered by notification."""
     client, port = copilot
-    value = ticket(device, fault)
-    param = payloads.data_param(f"{task_id}.payload", value, "query")
     with AgentClient.connect("127.0.0.1", port, username="admin", password="admin") as watcher:
-        events = watcher.watch(task_id)
-        client.assign_task(
-            Task(
-                task_id=task_id,
-                send_from="fme-copilot",
-                commu_type=CommuType.TASK_ASSIGN,
-                content=build_prompt(device, f"{verb} of {device}"),
-                task_async=True,
-                msg_data=[param.id],
-            ),
-            [param],
+        return assign_and_wait(
+            client, task_id, "fme-copilot", device, f"{verb} of {device}", ticket(device, fault), "query", watcher
         )
-        for event in events:
-            if event.status.terminal:
-                break
-    return client.get_task(task_id)
 
 
 def test_structured_queries_are_answered_from_the_network(copilot: Copilot) -> None:

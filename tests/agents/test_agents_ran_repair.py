@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from agentsupport import served
+from agentsupport import assign_and_wait, served
 
 from an_agent.agents import payloads
-from an_agent.model import CommuType, Task, TaskStatus, build_prompt
+from an_agent.model import TaskStatus
 
 TOPOLOGY = Path(__file__).resolve().parents[2] / "topologies" / "cross-domain-fault.yaml"
 
@@ -20,23 +20,10 @@ def test_a_repair_of_a_site_back_to_normal_already_is_done_not_failed(tmp_path: 
         "fault_diagnosis_v1",
         {"fault_type": "base_station_outage", "affected_site_ids": ["SITE-18"], "other": "repair: restart SITE-18"},
     )
-    param = payloads.data_param("repair.SITE-18.payload", value, "repair")
     with served(TOPOLOGY, "ran-fault", tmp_path / "ran") as (client, _, _):
-        events = client.watch("repair.SITE-18")
-        client.assign_task(
-            Task(
-                task_id="repair.SITE-18",
-                send_from="service-fault",
-                commu_type=CommuType.TASK_ASSIGN,
-                content=build_prompt("SITE-18", "Repair SITE-18 remotely: restart the base station"),
-                task_async=True,
-                msg_data=[param.id],
-            ),
-            [param],
-        )
-        for event in events:
-            if event.status.terminal:
-                break
-        task = client.get_task("repair.SITE-18")
+        task = assign_and_wait(
+            client, "repair.SITE-18", "service-fault", "SITE-18",
+            "Repair SITE-18 remotely: restart the base station", value, "repair",
+        )  # fmt: skip
     assert task.status == TaskStatus.FINISHED and task.result is not None, task
     assert "nothing left to repair" in (task.result.reason or "")
