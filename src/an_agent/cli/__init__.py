@@ -18,6 +18,7 @@ never load the embedding model (torch); handlers import their heavy parts.
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import importlib
 import os
 import select
@@ -153,6 +154,9 @@ def console_main() -> NoReturn:
     A shell (or ``make``, or ``xargs``) tells "interrupted" from "failed" by how a child ended, not by
     its exit code: re-raising the signal with its default action is what well-behaved tools do.
     """
+    # A lab or agent that seems hung can be asked where it is without stopping it: `kill -USR2 PID`
+    # prints the stack of every thread to its stderr (its log for an agent of a lab).
+    faulthandler.register(signal.SIGUSR2, all_threads=True)
     code = main()
     for signum, exit_code in ((signal.SIGINT, EXIT_INTERRUPTED), (signal.SIGPIPE, EXIT_BROKEN_PIPE)):
         if code == exit_code:

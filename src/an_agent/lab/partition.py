@@ -10,6 +10,8 @@ a partition costs shows in the run's timeline and time to restore, next to the s
 from __future__ import annotations
 
 import re
+import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -18,7 +20,6 @@ from an_agent.errors import ConfigError
 from an_agent.lab.journal import Journal
 from an_agent.lab.kernel import SimKernel
 from an_agent.lab.lockstep import LabKernel
-from an_agent.lab.netns import LabNetwork
 
 KIND = "partition"
 _SPEC = re.compile(
@@ -65,45 +66,69 @@ class Partition:
     def spec(self) -> str:
         return f"{KIND}:{self.a},{self.b}@{self.at:g}+{self.duration:g}"
 
-    def schedule(
-        self,
-        timers: _Timers,
-        start: float,
-        net: LabNetwork,
-        on_change: Callable[[Partition, str, float], None] = lambda *_: None,
-    ) -> None:
-        """Partition at ``start + at`` and heal at ``start + at + duration`` on ``timers`` (the lab's kernel).
-
-        ``on_change(self, "partitioned" | "healed", when)`` is called after each change (journal, result).
-        """
+    def schedule(self, timers: _Timers, start: float, cuts: Cuts) -> None:
+        """Cut ``a`` and ``b`` apart at ``start + at`` and heal at ``start + at + duration`` on ``timers``
+        (the lab's kernel), through ``cuts`` (which counts overlapping partitions of one pair)."""
         begin, end = start + self.at, start + self.at + self.duration
-
-        def cut() -> None:
-            net.partition(self.a, self.b)
-            on_change(self, "partitioned", begin)
-
-        def heal() -> None:
-            net.heal(self.a, self.b)
-            on_change(self, "healed", end)
-
-        timers.call_at(begin, f"chaos:{self.spec}", cut)
-        timers.call_at(end, f"chaos:{self.spec}", heal)
+        timers.call_at(begin, f"chaos:{self.spec}", lambda: cuts.cut(self))
+        timers.call_at(end, f"chaos:{self.spec}", lambda: cuts.heal(self))
 
     def to_json(self) -> dict[str, Any]:
         return {"kind": KIND, "agents": [self.a, self.b], "at": self.at, "duration": self.duration}
 
 
-def note_partitions(journal: Journal, kernel: SimKernel) -> Callable[[Partition, str, float], None]:
-    """The ``on_change`` of `Partition.schedule` in a lab: the kernel's cut/heal, and a journal note (agent
-    ``chaos``, kinds ``partition`` / ``partition_healed``)."""
+class _Routes(Protocol):
+    def partition(self, a: str, b: str) -> None: ...
+    def heal(self, a: str, b: str) -> None: ...
 
-    def note(fault: Partition, what: str, when: float) -> None:
-        if isinstance(kernel, LabKernel):  # a task's end between the two does not hold time while cut
-            (kernel.cut if what == "partitioned" else kernel.heal)(fault.a, fault.b)
-        if what == "partitioned":
-            kind, text = "partition", f"traffic between {fault.a} and {fault.b} dropped for {fault.duration:g} s"
-        else:
-            kind, text = "partition_healed", f"{fault.a} and {fault.b} reach each other again"
-        journal.note("chaos", kind, text, spec=fault.spec)
 
-    return note
+class Cuts:
+    """The lab's partitions, counted per pair of agents: the network's routes (`LabNetwork`), the kernel's
+    view (`LabKernel.cut`: a task's end between the two does not hold time while cut) and a journal note
+    (agent ``chaos``, kinds ``partition`` / ``partition_healed``) for each fault.
+
+    Partitions of one pair may overlap (a soak's ``partition`` of A and B inside an ``isolate`` of A): the
+    pair is cut by the first and reaches again only at the last heal (found by lab soak: the first heal
+    ended both, and the inner fault's heal then undid nothing).
+    """
+
+    def __init__(self, net: _Routes, journal: Journal, kernel: SimKernel) -> None:
+        self._net = net
+        self._journal = journal
+        self._kernel = kernel
+        self._held: Counter[frozenset[str]] = Counter()
+        self._lock = threading.Lock()
+
+    def cut(self, fault: Partition) -> None:
+        """Start ``fault``: its pair's traffic dropped from now (already, when another fault cuts it)."""
+        pair = frozenset((fault.a, fault.b))
+        with self._lock:
+            self._held[pair] += 1
+            first = self._held[pair] == 1
+            if first:
+                self._net.partition(fault.a, fault.b)
+                if isinstance(self._kernel, LabKernel):
+                    self._kernel.cut(fault.a, fault.b)
+        self._journal.note(
+            "chaos",
+            KIND,
+            f"traffic between {fault.a} and {fault.b} dropped for {fault.duration:g} s"
+            + ("" if first else " (cut already by another fault)"),
+            spec=fault.spec,
+        )
+
+    def heal(self, fault: Partition) -> None:
+        """End ``fault``: its pair reaches again unless another fault still cuts it."""
+        pair = frozenset((fault.a, fault.b))
+        with self._lock:
+            if self._held[pair] <= 0:
+                return
+            self._held[pair] -= 1
+            last = self._held[pair] == 0
+            if last:
+                del self._held[pair]
+                self._net.heal(fault.a, fault.b)
+                if isinstance(self._kernel, LabKernel):
+                    self._kernel.heal(fault.a, fault.b)
+        text = "reach each other again" if last else "still cut apart by another fault"
+        self._journal.note("chaos", "partition_healed", f"{fault.a} and {fault.b} {text}", spec=fault.spec)

@@ -11,7 +11,7 @@ from an_agent.lab.chaos import ChaosPlayer, ChaosSpec
 from an_agent.lab.fleet import ProcessFleet
 from an_agent.lab.journal import Note
 from an_agent.lab.outcome import build_result
-from an_agent.lab.partition import Partition, note_partitions
+from an_agent.lab.partition import Cuts, Partition
 from an_agent.lab.result import LabResult
 from an_agent.lab.runner import Lab
 from an_agent.lab.spec import Topology
@@ -82,9 +82,11 @@ def run_topology(
             assert isinstance(lab.fleet, ProcessFleet)
             players.append(ChaosPlayer(spec, lab.fleet))
             lab.kernel.call_at(topology.start_time + spec.at, f"chaos {spec.kind} {spec.agent}", players[-1])
-        for fault in partitions:
+        if partitions:
             assert lab.net is not None  # made by start with netns
-            fault.schedule(lab.kernel, topology.start_time, lab.net, note_partitions(lab.journal, lab.kernel))
+            cuts = Cuts(lab.net, lab.journal, lab.kernel)
+            for fault in partitions:
+                fault.schedule(lab.kernel, topology.start_time, cuts)
         lab.play()
         phase("reading back the tasks of every agent")
         tasks = lab.read_tasks()

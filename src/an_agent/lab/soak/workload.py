@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from an_agent.lab import chaos as lab_chaos
-from an_agent.lab.partition import Partition, note_partitions
+from an_agent.lab.partition import Cuts, Partition
 from an_agent.lab.soak.resources import sqlite_integrity
 from an_agent.lab.soak.schedule import NETNS_KINDS, TICKET, SoakEvent
 from an_agent.lab.spec import EventSpec, FaultSpec, FaultType, TicketSpec, Topology
@@ -257,5 +257,5 @@ def partitioner(lab: Any) -> Callable[[Partition], None] | None:
     """How `SoakChaos` cuts two agents of ``lab`` apart (``--netns`` only; None without it)."""
     if lab.net is None:
         return None
-    note = note_partitions(lab.journal, lab.kernel)
-    return lambda cut: cut.schedule(lab.kernel, lab.kernel.now(), lab.net, note)
+    cuts = Cuts(lab.net, lab.journal, lab.kernel)
+    return lambda fault: fault.schedule(lab.kernel, lab.kernel.now(), cuts)
