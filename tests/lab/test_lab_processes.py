@@ -243,6 +243,32 @@ def _lab_pids(state_dir: Path) -> dict[str, int]:
     return pids
 
 
+def test_a_task_end_parked_by_one_cut_is_not_released_by_the_next() -> None:
+    """An isolation is one cut per pair: a hand-off parked by the first must not be released again by the
+    others (found by lab soak --netns: the count went below zero and the lab's clock stopped for good)."""
+    kernel = LabKernel(T0, stall_timeout=30)
+    key = ("ip-fault", "service-fault.diagnose.LINK-C2")
+    label = f"hand-off {key[0]}/{key[1]}"
+    others = ["ran-fault", "complaint", "fme-copilot"]
+    try:
+        kernel.expect_for(key, "service-fault")
+        kernel.arrive(key)
+        assert kernel.busy_labels() == {label: 1}
+        for other in ["service-fault", *others]:  # ip-fault isolated from everyone
+            kernel.cut("ip-fault", other)
+        assert kernel.busy_labels() == {}
+        for other in others:  # healed pair by pair: the hand-off's own pair last
+            kernel.heal("ip-fault", other)
+            assert kernel.busy_labels() == {}
+        kernel.heal("ip-fault", "service-fault")
+        assert kernel.busy_labels() == {label: 1}  # in flight again, once
+        kernel.complete(key, None)
+        assert kernel.busy_labels() == {} and not kernel.is_expected(key)
+        assert kernel.stats.errors == []
+    finally:
+        kernel.close()
+
+
 def test_a_task_end_across_a_partition_is_parked_until_the_heal() -> None:
     kernel = LabKernel(T0, stall_timeout=30)
     key = ("ip-fault", "service-fault.diagnose.LINK-C2")

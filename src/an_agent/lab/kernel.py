@@ -170,6 +170,10 @@ class SimKernel:
     def _dec(self, label: str) -> None:
         if self._closed:
             return
+        if self._labels[label] <= 0:  # released more often than held: a bug to see, not a count to corrupt
+            self.stats.errors.append(f"lab kernel: {label} released while not held (an accounting bug)")
+            log.error("lab kernel: %s released while not held", label)
+            return
         self._busy -= 1
         self._labels[label] -= 1
         if self._labels[label] <= 0:

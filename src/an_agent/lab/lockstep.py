@@ -105,7 +105,11 @@ class LabKernel(SimKernel):
         """
         with self._cond:
             self._cuts.add(frozenset((a, b)))
-            for key in [k for k, h in self._handoffs.items() if h.arrivals == 1 and self._crosses_cut(k)]:
+            # Not those parked already (by another cut: an isolation is one cut per pair): found by lab
+            # soak --netns, where each further cut released them again, the count of activities went
+            # below zero and the lab's clock stopped for good.
+            crossing = [k for k, h in self._handoffs.items() if h.arrivals == 1 and k not in self._parked]
+            for key in [k for k in crossing if self._crosses_cut(k)]:
                 self._parked.add(key)
                 self._dec(f"hand-off {key[0]}/{key[1]}")
             self._cond.notify_all()
