@@ -49,6 +49,7 @@ import httpx
 from jsonschema import Draft202012Validator
 
 from an_agent import tracing
+from an_agent._sockets import KEEPALIVE_OPTIONS
 from an_agent.a2a.convert import status_from_json, task_from_json
 from an_agent.a2a.discovery import CARD_PATH, verification
 from an_agent.a2a.inbound import integral_numbers
@@ -195,13 +196,13 @@ class A2AAgentClient:
 
     async def _open(self) -> None:
         if self._http is None:
-            # No read timeout: a stream waits for a task's next change as long as it takes; every other
-            # call is bounded by `_run`.
+            # No read timeout: a stream waits for a task's next change as long as it takes (keepalive
+            # probes end it when the peer vanished: _sockets); every other call is bounded by `_run`.
             self._http = httpx.AsyncClient(
                 auth=self._auth,
                 headers=self._headers,
-                verify=self._verify,
                 timeout=httpx.Timeout(self.timeout, read=None),
+                transport=httpx.AsyncHTTPTransport(verify=self._verify, socket_options=KEEPALIVE_OPTIONS),
             )
 
     def refresh_card(self) -> dict[str, Any]:

@@ -37,6 +37,7 @@ from ncclient.transport import errors as nc_transport_errors
 from ncclient.transport import session as nc_session
 from ncclient.transport import ssh as nc_ssh
 
+from an_agent._sockets import keep_alive
 from an_agent.clock import from_rfc3339
 from an_agent.errors import (
     AnAgentError,
@@ -239,6 +240,7 @@ class NetconfClient:
             sock = socket.create_connection((host, port), timeout=timeout)
             # paramiko leaves Nagle on; small NETCONF frames would wait for the peer's ACK.
             sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            keep_alive(sock)  # a notification session must learn that its peer vanished (_sockets)
             device_handler = nc_manager.make_device_handler(None)
             session = _DirectSendSession(device_handler)
             session.connect(

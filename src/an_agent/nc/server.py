@@ -35,6 +35,7 @@ from netconf import base as nc_base
 from netconf.error import ChannelClosed, FramingError, SessionError
 
 from an_agent import stages
+from an_agent._sockets import keep_alive
 from an_agent.access.logins import LoginThrottle
 from an_agent.errors import ConfigError, RpcError, StateFull
 from an_agent.model.ns import NETCONF_BASE_NS
@@ -545,6 +546,7 @@ class NetconfSshServer:
         family, _, _, _, address = infos[0]
         sock = socket.socket(family, socket.SOCK_STREAM)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        keep_alive(sock)  # passed on to every session: one whose client vanished ends (_sockets)
         try:
             sock.bind(address)
         except OSError as exc:
