@@ -6,8 +6,12 @@ from __future__ import annotations
 import threading
 from pathlib import Path
 
+import pytest
+
 from an_agent.agents.conversation import PeerConversation
 from an_agent.agents.environment import AgentEnvironment
+from an_agent.errors import StateFull
+from an_agent.lab.chaos import fill, free
 from an_agent.lab.incarnation import next_incarnation
 from an_agent.lab.journal import Journal
 from an_agent.lab.kernel import SimKernel
@@ -37,3 +41,18 @@ def test_each_start_on_a_state_directory_gives_new_task_ids(tmp_path: Path) -> N
     assert second == ["ran-fault.incident.SITE-01.r2", "ran-fault.incident.SITE-01.r2.2"]
     assert third[0] == "ran-fault.incident.SITE-01.r3"
     assert (tmp_path / "incarnation").stat().st_mode & 0o777 == 0o600
+
+
+def test_a_start_on_a_full_disk_is_not_counted_so_no_later_start_reuses_its_ids(small_disk: Path) -> None:
+    """Found by lab soak under disk_full: a start that could not write its count still counted one more,
+    and the start after it, reading the old count, gave the same ids again (a task assigned twice)."""
+    assert next_incarnation(small_disk) == 1
+    fill(small_disk)
+    try:
+        with pytest.raises(StateFull, match="no space left"):
+            next_incarnation(small_disk)  # `an-agent serve` waits for space and tries again
+        assert (small_disk / "incarnation").read_text(encoding="ascii") == "1\n"
+        assert not (small_disk / ".incarnation.tmp").exists()
+    finally:
+        free(small_disk)
+    assert next_incarnation(small_disk) == 2

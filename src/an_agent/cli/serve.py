@@ -10,10 +10,10 @@ import signal
 import sys
 import threading
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from an_agent.cli import observe, serve_behaviour
 from an_agent.errors import ConfigError
@@ -31,7 +31,8 @@ if TYPE_CHECKING:
     from an_agent.lab.spec import SchemaApproval
     from an_agent.nc.directory_client import DirectoryLogin
     from an_agent.runtime.behaviour import Behaviour
-    from an_agent.server import AgentServer, ServerConfig
+
+T = TypeVar("T")
 
 _DESCRIPTION = """\
 Serve one autonomous-network agent over NETCONF (SSH, base 1.0 and 1.1).
@@ -330,11 +331,14 @@ def _serve(args: argparse.Namespace) -> int:
     elif args.profile is not None:
         profile = AgentProfile.load(args.profile)
     elif args.lab_control is not None:
+        from an_agent.lab.incarnation import next_incarnation
         from an_agent.lab.remote import join_lab
 
+        incarnation = _when_there_is_space(lambda: next_incarnation(args.state_dir))  # before any task id
         member = join_lab(
-            args.topology, args.agent, args.lab_control, args.lab_secret_file, args.schemas, args.state_dir
-        )
+            args.topology, args.agent, args.lab_control, args.lab_secret_file, args.schemas, args.state_dir,
+            incarnation,
+        )  # fmt: skip
         profile, behaviour, schemas = member.profile, member.behaviour, member.schemas
         lab_settings = {
             "clock": member.kernel.clock,
@@ -434,7 +438,9 @@ def _serve(args: argparse.Namespace) -> int:
             task_workers=lab_settings["task_workers"],
             user_db=lab_settings["user_db"],
         )
-    server = _open_when_there_is_space(config)
+    from an_agent.server import AgentServer
+
+    server = _when_there_is_space(lambda: AgentServer(config))
     if args.agent is None:  # a topology agent is named by the topology
         name_agent(server.profile.name)
     if member is not None and member.behaviour is None and server.operations.directory is not None:
@@ -501,17 +507,16 @@ def _topology_tls(topology: Path | None, member: LabMember | None) -> str:
     return "off" if topology is not None else "on"
 
 
-def _open_when_there_is_space(config: ServerConfig) -> AgentServer:
-    """The agent's server; while its state directory is full (`StateFull`: its databases cannot be opened,
-    nothing changed) it says so once and waits for space, as its running self waits to store a status (a
-    lab agent restarted on a full disk died instead, again and again: found by lab soak). Ctrl-C stops."""
+def _when_there_is_space(start: Callable[[], T]) -> T:
+    """``start()``; while the state directory is full (`StateFull`: nothing changed) it says so once and
+    waits for space, as its running self waits to store a status (a lab agent restarted on a full disk
+    died instead, again and again: found by lab soak), then tries again. Ctrl-C stops."""
     from an_agent.errors import StateFull
-    from an_agent.server import AgentServer
 
     said = False
     while True:
         try:
-            return AgentServer(config)
+            return start()
         except StateFull as exc:
             if not said:
                 _say(f"an-agent: {exc}; waiting for space")

@@ -173,6 +173,7 @@ def make_behaviour(
     a2a_url_of: UrlOf = lambda name: None,
     a2a_trust: Path | None = None,
     state_dir: Path | None = None,
+    incarnation: int | None = None,
 ) -> tuple[LabBehaviour, Peers]:
     """The behaviour of one topology agent, wired to the lab's kernel, network, journal and addresses.
 
@@ -181,7 +182,8 @@ def make_behaviour(
     element manager (`an_agent.lab.em.southbound.NetconfNetwork`), logged in as itself.
     ``a2a_url_of`` gives the A2A URL of the peers it reaches over A2A (links marked ``transport: a2a``),
     ``a2a_trust`` the certificates their HTTPS is verified against (`an_agent.lab.certs`).
-    ``state_dir`` is the agent's own directory (a ``command``'s working directory).
+    ``state_dir`` is the agent's own directory (a ``command``'s working directory); ``incarnation`` this
+    start's number (`an_agent.lab.incarnation`; counted in ``state_dir`` when not given).
     """
     if spec.role not in ROLES:
         raise ConfigError(f"agent {spec.name}: unknown role {spec.role!r}")
@@ -243,7 +245,7 @@ def make_behaviour(
         options=dict(spec.options),
         task_capacity=task_capacity,
         schemas=spec.schemas,
-        incarnation=1 if state_dir is None else next_incarnation(state_dir),
+        incarnation=incarnation or (1 if state_dir is None else next_incarnation(state_dir)),
     )
     if spec.a2a_upstream:
         from an_agent.agents.gateway import GatewayBehaviour

@@ -9,8 +9,11 @@ decision is lost (found by ``lab soak``). The incarnation goes into the ids of a
 from __future__ import annotations
 
 import contextlib
+import errno
 import os
 from pathlib import Path
+
+from an_agent.errors import StateFull
 
 FILE = "incarnation"
 
@@ -18,10 +21,10 @@ FILE = "incarnation"
 def next_incarnation(state_dir: Path) -> int:
     """Count one more start of the agent whose state is ``state_dir``; returns this start's number.
 
-    The count is written atomically (a new file renamed over the old, synced). When it cannot be written
-    (the state directory is full) this start still counts one more than the last written, so the agent
-    starts; a later start reads that same count again, so a restart during a full disk may reuse the ids
-    of the one before it (not of any earlier one).
+    The count is written atomically (a new file renamed over the old, synced) before the agent may make a
+    task id. When it cannot be written because the state directory is full, `StateFull` is raised and
+    nothing is counted: an agent that started anyway would reuse the ids of its last start (found by lab
+    soak under ``disk_full``: a task assigned twice under one id); ``an-agent serve`` waits for space.
     """
     path = state_dir / FILE
     try:
@@ -30,7 +33,7 @@ def next_incarnation(state_dir: Path) -> int:
         previous = 0
     current = previous + 1
     temporary = path.with_name(f".{FILE}.tmp")
-    with contextlib.suppress(OSError):
+    try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
             os.write(fd, f"{current}\n".encode("ascii"))
@@ -38,4 +41,13 @@ def next_incarnation(state_dir: Path) -> int:
         finally:
             os.close(fd)
         os.replace(temporary, path)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            raise StateFull(
+                f"cannot count this start in {path}: no space left in {state_dir}; nothing was changed: "
+                "free space there and the agent can start"
+            ) from None
+        raise
     return current

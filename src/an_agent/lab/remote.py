@@ -215,12 +215,19 @@ class LabMember:
 
 
 def join_lab(
-    topology_file: Path, name: str, control: str, secret_file: Path, schemas: SchemaMode | None, state_dir: Path
+    topology_file: Path,
+    name: str,
+    control: str,
+    secret_file: Path,
+    schemas: SchemaMode | None,
+    state_dir: Path,
+    incarnation: int | None = None,
 ) -> LabMember:
     """Join the lab at ``control`` (``HOST:PORT``) as agent ``name`` of ``topology_file`` (module docstring).
 
     The lab's A2A trust bundle (and, for an agent of another host, its own certificate and key) are written
-    into ``state_dir`` (`an_agent.lab.certs.write_hello_files`).
+    into ``state_dir`` (`an_agent.lab.certs.write_hello_files`). ``incarnation``: this start's number, when
+    the caller counted it (`an_agent.lab.incarnation`); else it is counted here.
 
     `ConfigError` for a bad topology, agent or secret file; `TransportError` when the lab cannot be reached.
     """
@@ -268,6 +275,7 @@ def join_lab(
         a2a_url_of=a2a_url_of,
         a2a_trust=a2a_trust,
         state_dir=state_dir,
+        incarnation=incarnation,
     )  # fmt: skip
     user_db = UserDb(
         {
