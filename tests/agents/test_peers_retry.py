@@ -4,8 +4,11 @@ assignment whose outcome is unknown is re-sent without making a second task (`Pe
 from __future__ import annotations
 
 import logging
+import queue
 import socket
+import threading
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -14,9 +17,20 @@ from an_agent.agents.exchange import Exchange
 from an_agent.agents.peers import Peers
 from an_agent.errors import AuthError, TransportError
 from an_agent.lab.kernel import SimKernel
-from an_agent.model import Task, build_prompt
+from an_agent.model import (
+    AgentProfile,
+    NegotiationRequest,
+    NegotiationResult,
+    NegotiationType,
+    Task,
+    TaskResult,
+    TaskStatus,
+    build_prompt,
+)
 from an_agent.nc.agent_client import AgentClient
-from an_agent.server import AgentServer
+from an_agent.nc.retry import Backoff
+from an_agent.runtime.behaviour import Behaviour, TaskRun
+from an_agent.server import AgentServer, ServerConfig
 
 START = 1000.0
 
@@ -121,3 +135,60 @@ def test_refused_credentials_are_not_retried(agent_server: AgentServer) -> None:
         peers.close()
         kernel.close()
     assert kernel.now() == START
+
+
+class HeldUntilOpened(Behaviour):
+    """Finishes each task once ``gate`` is opened (a task that runs a while at the executor)."""
+
+    def __init__(self) -> None:
+        self.gate = threading.Event()
+
+    def execute(self, task: Task, run: TaskRun) -> None:
+        assert self.gate.wait(30)
+        run.finish(TaskResult(summary=f"done {task.task_id}"))
+
+    def negotiate(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
+        return NegotiationResult(type=NegotiationType.FEASIBILITY, feasible=True, reason="ok")
+
+
+def test_the_end_of_a_task_comes_after_a_later_request_failed_for_good(
+    tmp_path: Path, profile: AgentProfile, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A request that fails drops the sessions, the subscription with them. When it was the last request
+    to that peer (given up during a partition), the ends of the tasks assigned before must still come
+    (found by lab soak --netns: two tasks' ends never heard, the lab stalled)."""
+    behaviour = HeldUntilOpened()
+    server = AgentServer(ServerConfig(state_dir=tmp_path / "state", port=0, profile=profile, behaviour=behaviour))
+    server.start()
+    real_get_task = AgentClient.get_task
+
+    def broken_get_task(self: AgentClient, task_id: str) -> Task:
+        self.abort()  # the session breaks under the request
+        raise TransportError("session closed by the other side")
+
+    kernel = SimKernel(start=START, stall_timeout=30.0, peers_elsewhere=True)
+    ends: queue.Queue[Exchange] = queue.Queue()
+    peers = Peers(
+        "me", kernel, lambda name: ("127.0.0.1", server.port), ["peer"],
+        lambda exchange: ends.put(exchange) if exchange.operation == "notification" and exchange.status else None,
+        credentials=("admin", "admin"), timeout=10, retry=Backoff(first=1.0, limit=0.0),  # no retry: given up
+    )  # fmt: skip
+
+    def activity() -> None:
+        peer = peers.peer("peer")
+        peer.assign(Task("t-long", send_from="me", content=build_prompt("SITE-07", "diagnose"), task_async=True))
+        monkeypatch.setattr(AgentClient, "get_task", broken_get_task)
+        with pytest.raises(TransportError):
+            peer.get_task("t-long")  # the last request to this peer, given up
+        monkeypatch.setattr(AgentClient, "get_task", real_get_task)
+
+    try:
+        play(kernel, activity)
+        behaviour.gate.set()  # the task ends at the peer: only a subscription can tell
+        statuses = []
+        while TaskStatus.FINISHED.value not in statuses:
+            statuses.append(ends.get(timeout=20).status)  # queue.Empty: the end never came
+    finally:
+        peers.close()
+        kernel.close()
+        server.stop()

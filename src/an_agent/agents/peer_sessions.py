@@ -204,12 +204,21 @@ class PeerSessions:
             if self._client is not client:
                 return  # dropped already (by another request or by the dispatcher)
             clients = [c for c in (self._client, self._watcher) if c is not None]
+            subscribed = self._watcher is not None
             self._client = self._watcher = self._thread = None
         # Aborted, not closed: the peer broke one session, so it is likely gone or going, and a polite
         # <close-session> on the other would wait for a reply that never comes (seen holding an agent's
         # stop past the lab's grace period).
         for each in clients:
             each.abort()
+        if subscribed:
+            # The subscription went with it. Tasks assigned before still end at the peer and their ends
+            # must come even if no request follows (the one that failed may have been the last: found by
+            # lab soak --netns, where a request given up during a partition left two tasks' ends unheard
+            # for ever): subscribe again now, in the background, with replay.
+            threading.Thread(
+                target=self._reconnect, name=f"resubscribe:{self._peers.me}->{self.name}", daemon=True
+            ).start()
 
     def _request(self, operation: str, send: Callable[[AgentClient], T]) -> T:
         """``send`` on the request session, connecting first; a transport failure drops the sessions and the
