@@ -62,8 +62,10 @@ UrlBook = Callable[[str], "str | None"]
 
 REQUEST_RETRY = Backoff(first=1.0, factor=2.0, cap=60.0, limit=1800.0)
 """A request to a peer that cannot be reached: waits on the agent's clock (simulated in a lab), 30 min at most."""
-RECONNECT_RETRY = Backoff(first=0.25, factor=2.0, cap=5.0, limit=300.0)
-"""The notification session after it broke: real seconds (the dispatcher is no lab activity), 5 min at most."""
+RECONNECT_RETRY = Backoff(first=0.25, factor=2.0, cap=10.0, limit=1800.0)
+"""The notification session after it broke: real seconds (the dispatcher is no lab activity), 30 min at
+most, as long as a request waits: the ends of tasks in progress at the peer come only through it (5 min
+was shorter than a partition of a loaded lab)."""
 
 
 class Peer(PeerSessions):
