@@ -148,3 +148,30 @@ def test_a_ticket_resumed_after_its_repair_sends_nobody_to_the_site(tmp_path: Pa
     assert result["outcome"]["network_changes"].get("fme") == 1, result["outcome"]["network_changes"]  # one splice
     found = [n["text"] for n in result["notes"] if n["agent"] == "fme" and "found back in service" in n["text"]]
     assert found, [n["text"] for n in result["notes"] if n["agent"] == "fme"]
+
+
+@pytest.mark.slow
+def test_a_resumed_ticket_repairs_nothing_when_the_site_is_down_for_another_fault(tmp_path: Path) -> None:
+    """SITE-20's power is restored on site, then the fibre it is backhauled over is cut and the FME copilot
+    is killed before the ticket ended. Resumed, the ticket sends the engineer again (the site is down), but
+    on site the engineer sees no fault left on it and repairs nothing (found by lab soak --netns: a field
+    visit that found no fault, counted as a second repair). The fibre gets its own ticket and repair."""
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        (
+            "      fault: {type: link_cut, target: LINK-C2, repair_minutes: 120}\n",
+            "      fault: {type: site_power_failure, target: SITE-20, repair_minutes: 60}\n"
+            "    - at_minutes: 70\n"
+            "      fault: {type: link_cut, target: LINK-C2, repair_minutes: 120}\n",
+        ),
+        ("    - at_minutes: 12\n      ticket:", "    - at_minutes: 1200\n      ticket:"),  # no complaint meanwhile
+    )
+    # the power is back about 69 minutes in, the ticket would close about 10 minutes later
+    chaos = [parse_chaos("kill:fme-copilot@4400", load_topology(path))]
+    result = run_topology(load_topology(path), tmp_path / "state", chaos=chaos, stall_timeout=60.0).to_json()
+    faults = {f["target"]: f for f in result["outcome"]["faults"]}
+    assert faults["SITE-20"]["restored"] is not None and faults["LINK-C2"]["restored"] is not None
+    engineer = [n["text"] for n in result["notes"] if n["agent"] == "fme"]
+    assert sum("on site for ticket" in t and "(SITE-20)" in t for t in engineer) == 2, engineer  # it did go again
+    assert result["outcome"]["network_changes"].get("fme") == 2, result["outcome"]["network_changes"]  # power, splice

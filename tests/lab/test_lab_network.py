@@ -170,3 +170,19 @@ def test_one_field_job_per_ticket_and_per_fault() -> None:
     network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-C2"))
     assert network.open_trouble_ticket("LINK-C2", "TT-3", "fme-copilot", "fibre_cut") != eta
     assert [t["ticket_id"] for t in network.tickets()] == ["TT-1", "TT-3"]
+
+
+def test_an_engineer_on_site_sees_the_fault_the_remote_view_cannot() -> None:
+    """SITE-20 is behind the cut LINK-C2: remotely it is unreachable whether it has power or not; a field
+    engineer at the site sees its own fault, and that none is left once its power is back."""
+    _, network, clock, _ = make("cross-domain-fault.yaml")
+    network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-C2"))
+    network.inject(FaultSpec(FaultType.SITE_POWER_FAILURE, "SITE-20"))
+    assert network.fault_on_site("SITE-20") == "site_power_failure"
+    assert network.fault_on_site("LINK-C2") == "link_cut"
+    assert network.fault_on_site("SITE-21") is None
+    clock.now += 600
+    assert network.repair_on_site("SITE-20", "fme", "ticket TT-1")
+    assert network.fault_on_site("SITE-20") is None
+    assert not network.site("SITE-20").in_service  # still down: its backhaul is cut
+    assert network.radio_diagnostics("SITE-20").finding != "healthy"

@@ -105,7 +105,10 @@ class FieldEngineer:
             scheduler.sleep(float(step.get("minutes", 0)) * 60)
             kind = step.get("kind")
             self._note("field_step", f"step {step.get('step')}: {step.get('action')}", ticket_id=number, step_kind=kind)
-            if kind == "repair":
+            # On site the engineer sees the device itself: with no fault left on it (repaired meanwhile, or
+            # the ticket resumed after its repair while something else keeps it down) there is nothing to
+            # repair (found by lab soak --netns: a repair of a site whose power was back, counted twice).
+            if kind == "repair" and self.env.network.fault_on_site(device) is not None:
                 repaired = self.env.network.repair_on_site(device, ENGINEER, f"ticket {number}")
             elif kind == "verify":
                 status = self.ask(number, f"Is {device} back in service?")

@@ -369,6 +369,12 @@ class ManagedNetwork(Protocol):
         """Where the light is lost on a cut fibre (OTDR), or None when the link has no cut."""
         ...
 
+    def fault_on_site(self, element: str) -> str | None:
+        """What a field engineer at ``element`` finds: the type of its open fault (``site_power_failure``,
+        ``link_cut``, ...), or None when it has none. Unlike the remote reads it sees the element itself,
+        whatever else is down around it (a site without backhaul may have power or not)."""
+        ...
+
 
 class Journal(Protocol):
     """The lab's record of what agents decided and did (the outcome and the report are built from it)."""

@@ -277,6 +277,11 @@ class SimNetwork:
             occurrence = sum(1 for f in self._s.faults if f.spec.target == link_id)
         return otdr_location(self._seed, link.link_id, link.a, occurrence)
 
+    def fault_on_site(self, element: str) -> str | None:
+        with self._s.lock:
+            record = self._s.open_fault(element)
+            return None if record is None else record.spec.type
+
     def _field_visit(self, element: str, ticket_id: str) -> None:
         self.repair_now(element, "field-maintenance", "field", f"ticket {ticket_id}")
 

@@ -153,6 +153,10 @@ class RemoteNetwork:
         result: FaultLocation | None = self._call("fault_location", link_id)
         return result
 
+    def fault_on_site(self, element: str) -> str | None:
+        result: str | None = self._call("fault_on_site", element)
+        return result
+
 
 class RemoteJournal:
     """The lab's journal: notes and exchanges sent to it as they happen."""

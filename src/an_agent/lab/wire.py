@@ -77,6 +77,7 @@ NETWORK_READS: dict[str, Any] = {
     "saving_cost_kw": float,
     "alarm_log": list[env.Alarm],
     "fault_location": env.FaultLocation | None,
+    "fault_on_site": str | None,
 }
 """The `ManagedNetwork` reads an agent may call over the channel, with the type of their result."""
 

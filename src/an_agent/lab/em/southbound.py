@@ -193,6 +193,9 @@ class NetconfNetwork:
     def fault_location(self, link_id: str) -> FaultLocation | None:
         return self._lab.fault_location(link_id)
 
+    def fault_on_site(self, element: str) -> str | None:
+        return self._lab.fault_on_site(element)
+
 
 def _parse(data: etree._Element) -> _Snapshot:
     def text(node: etree._Element, path: str) -> str:
