@@ -186,3 +186,23 @@ def test_an_engineer_on_site_sees_the_fault_the_remote_view_cannot() -> None:
     assert network.fault_on_site("SITE-20") is None
     assert not network.site("SITE-20").in_service  # still down: its backhaul is cut
     assert network.radio_diagnostics("SITE-20").finding != "healthy"
+
+
+def test_a_repair_clears_every_fault_open_on_the_element_and_only_those() -> None:
+    """A port error-disabled on a cut fibre takes the fault's place; the splice clears both. The records
+    say so, and the next fault of that link is the one its next repair clears (found by lab soak: each
+    repair marked the record of the fault before it, and one port fault's loop never closed)."""
+    _, network, clock, _ = make("cross-domain-fault.yaml")
+    cut = network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-C2"))
+    clock.now += 60
+    port = network.inject(FaultSpec(FaultType.ROUTER_PORT_FAULT, "LINK-C2"))
+    clock.now += 60
+    assert network.repair_on_site("LINK-C2", "fme", "ticket TT-1")
+    assert cut.repaired_at == port.repaired_at == clock.now
+    assert network.fault_on_site("LINK-C2") is None
+    clock.now += 600
+    again = network.inject(FaultSpec(FaultType.ROUTER_PORT_FAULT, "LINK-C2"))
+    clock.now += 60
+    assert network.reset_port("LINK-C2", "ip-fault")
+    assert again.repaired_at == clock.now and again.repaired_by == "ip-fault"
+    assert cut.repaired_by == port.repaired_by == "fme"

@@ -156,11 +156,17 @@ class NetState:
         return next((f for f in self.faults if f.spec.target == element and f.repaired_at is None), None)
 
     def repaired(self, element: str, by: str, kind: str) -> None:
-        record = self.open_fault(element)
-        if record is not None:
-            record.repaired_at = self.now()
-            record.repaired_by = by
-            record.repair_kind = kind
+        """``element`` is healthy again: every fault open on it is repaired now.
+
+        An element holds one fault at a time: a second fault on it (a port error-disabled on a cut fibre)
+        takes the place of the first, and the repair that clears it clears both. Marking only the oldest
+        left the newer record open for ever, the element healthy, and every later repair of that element
+        marked the record of the fault before it (found by lab soak: a port fault's loop never closed)."""
+        for record in self.faults:
+            if record.spec.target == element and record.repaired_at is None:
+                record.repaired_at = self.now()
+                record.repaired_by = by
+                record.repair_kind = kind
 
     def restore_check(self) -> None:
         """Mark the repaired faults whose sites and cells are all back as restored (now)."""
