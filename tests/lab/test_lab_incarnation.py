@@ -8,6 +8,7 @@ from pathlib import Path
 
 from an_agent.agents.conversation import PeerConversation
 from an_agent.agents.environment import AgentEnvironment
+from an_agent.lab.chaos import fill, free
 from an_agent.lab.incarnation import next_incarnation
 from an_agent.lab.journal import Journal
 from an_agent.lab.kernel import SimKernel
@@ -37,3 +38,16 @@ def test_each_start_on_a_state_directory_gives_new_task_ids(tmp_path: Path) -> N
     assert second == ["ran-fault.incident.SITE-01.r2", "ran-fault.incident.SITE-01.r2.2"]
     assert third[0] == "ran-fault.incident.SITE-01.r3"
     assert (tmp_path / "incarnation").stat().st_mode & 0o777 == 0o600
+
+
+def test_starts_during_a_full_disk_are_counted_too(small_disk: Path) -> None:
+    """Two starts while the state directory is full count as two (found by lab soak: both read the count the
+    full disk had kept from being written, took the same ids, and the second one's were refused)."""
+    assert [next_incarnation(small_disk) for _ in range(2)] == [1, 2]
+    fill(small_disk)
+    try:
+        assert [next_incarnation(small_disk) for _ in range(2)] == [3, 4]
+    finally:
+        free(small_disk)
+    assert next_incarnation(small_disk) == 5
+    assert not list(small_disk.glob(".incarnation*"))  # no half-written file left behind

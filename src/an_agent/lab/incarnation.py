@@ -15,13 +15,19 @@ from pathlib import Path
 FILE = "incarnation"
 
 
+WIDTH = 12
+"""The count is written this wide (right-aligned, then a newline): a rewrite in place takes no new space."""
+
+
 def next_incarnation(state_dir: Path) -> int:
     """Count one more start of the agent whose state is ``state_dir``; returns this start's number.
 
-    The count is written atomically (a new file renamed over the old, synced). When it cannot be written
-    (the state directory is full) this start still counts one more than the last written, so the agent
-    starts; a later start reads that same count again, so a restart during a full disk may reuse the ids
-    of the one before it (not of any earlier one).
+    The count is written atomically (a new file renamed over the old, synced). When the state directory is
+    full, that new file cannot be written: the count is then written over the old one in place, which takes
+    no new space (fixed width, `WIDTH`; found by lab soak: an agent restarted twice during a full disk counted
+    the same start twice, its ids repeated and its peer refused them, ``data-exists``). Only when neither
+    can be written (a full disk and no count written yet) does this start still count one more than the last
+    written without storing it, so a later start may reuse its ids.
     """
     path = state_dir / FILE
     try:
@@ -29,13 +35,37 @@ def next_incarnation(state_dir: Path) -> int:
     except (OSError, ValueError):
         previous = 0
     current = previous + 1
+    record = f"{current:>{WIDTH}}\n".encode("ascii")
+    if not _replace(path, record):
+        with contextlib.suppress(OSError):
+            _overwrite(path, record)
+    return current
+
+
+def _replace(path: Path, record: bytes) -> bool:
+    """``path`` now holds ``record`` (a new file renamed over it); False when it could not be written."""
     temporary = path.with_name(f".{FILE}.tmp")
-    with contextlib.suppress(OSError):
+    try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(fd, f"{current}\n".encode("ascii"))
+            os.write(fd, record)
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, path)
-    return current
+    except OSError:
+        with contextlib.suppress(OSError):
+            temporary.unlink()
+        return False
+    return True
+
+
+def _overwrite(path: Path, record: bytes) -> None:
+    """``record`` written over the start of the existing ``path`` (`OSError` when it cannot be)."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        if os.pwrite(fd, record, 0) != len(record):
+            raise OSError(f"short write of {path}")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
