@@ -43,16 +43,27 @@ def test_each_start_on_a_state_directory_gives_new_task_ids(tmp_path: Path) -> N
     assert (tmp_path / "incarnation").stat().st_mode & 0o777 == 0o600
 
 
-def test_a_start_on_a_full_disk_is_not_counted_so_no_later_start_reuses_its_ids(small_disk: Path) -> None:
-    """Found by lab soak under disk_full: a start that could not write its count still counted one more,
-    and the start after it, reading the old count, gave the same ids again (a task assigned twice)."""
-    assert next_incarnation(small_disk) == 1
+def test_starts_during_a_full_disk_are_counted_too(small_disk: Path) -> None:
+    """Two starts while the state directory is full count as two (found by lab soak: both read the count the
+    full disk had kept from being written, took the same ids, and the second one's were refused)."""
+    assert [next_incarnation(small_disk) for _ in range(2)] == [1, 2]
+    fill(small_disk)
+    try:
+        assert [next_incarnation(small_disk) for _ in range(2)] == [3, 4]
+    finally:
+        free(small_disk)
+    assert next_incarnation(small_disk) == 5
+    assert not list(small_disk.glob(".incarnation*"))  # no half-written file left behind
+
+
+def test_a_first_start_on_a_full_disk_is_counted_once_there_is_space(small_disk: Path) -> None:
+    """No count written yet and no space to write one: the start is not counted (`StateFull`; ``an-agent
+    serve`` waits for space and tries again), so no start can go without its own ids."""
     fill(small_disk)
     try:
         with pytest.raises(StateFull, match="no space left"):
-            next_incarnation(small_disk)  # `an-agent serve` waits for space and tries again
-        assert (small_disk / "incarnation").read_text(encoding="ascii") == "1\n"
-        assert not (small_disk / ".incarnation.tmp").exists()
+            next_incarnation(small_disk)
+        assert not (small_disk / "incarnation").exists()
     finally:
         free(small_disk)
-    assert next_incarnation(small_disk) == 2
+    assert next_incarnation(small_disk) == 1

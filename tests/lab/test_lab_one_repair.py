@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 from labsupport import variant
 
+from an_agent.lab.chaos import parse_chaos
 from an_agent.lab.run import run_topology
 from an_agent.lab.topology import load_topology
 
@@ -31,3 +32,27 @@ def test_sites_of_one_link_lead_to_one_port_reset(tmp_path: Path) -> None:
     joined = [a for a in actions if "under way" in a["text"]]
     assert joined, "the other incidents of LINK-A5 waited for the one repair"
     assert result["outcome"]["closed_loop"]
+
+
+@pytest.mark.slow
+def test_a_restart_under_way_is_not_asked_twice_by_a_restarted_cross_domain_agent(tmp_path: Path) -> None:
+    """The cross-domain agent decides the remote restart of a hung base station and is killed while the RAN
+    agent restarts it; started again, it finds the station still down, diagnoses it again and asks for a
+    restart again: the RAN agent does not restart it a second time, the second repair takes the outcome of
+    the first (found by lab soak: the station was restarted twice, the second time while it was working)."""
+    path = variant(
+        tmp_path,
+        "cross-domain-fault.yaml",
+        (
+            "fault: {type: link_cut, target: LINK-C2, repair_minutes: 120}",
+            "fault: {type: site_software_fault, target: SITE-21}",
+        ),
+        ("    - at_minutes: 12\n      ticket:", "    - at_minutes: 1200\n      ticket:"),  # no complaint meanwhile
+    )
+    chaos = [parse_chaos("kill:service-fault@800", load_topology(path))]
+    result = run_topology(load_topology(path), tmp_path / "state", chaos=chaos, stall_timeout=60.0).to_json()
+    notes = [(n["time"], n["agent"], n["text"]) for n in result["notes"]]
+    decisions = [n for n in notes if "automatic repair of SITE-21" in n[2]]
+    assert len(decisions) == 2, notes  # once before the kill, once after
+    assert result["outcome"]["network_changes"].get("ran-fault") == 1, notes  # one restart
+    assert result["outcome"]["faults"][0]["restored"] is not None

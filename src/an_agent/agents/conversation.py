@@ -14,7 +14,7 @@ import json
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from an_agent import tracing
 from an_agent.agents import payloads
@@ -36,6 +36,33 @@ DELIVERY_RETRY_S = 60.0
 in all, for a restarting peer to serve again or a full disk to be freed)."""
 PASSING_TAGS = frozenset({"resource-denied", "operation-failed", "in-use", "lock-denied"})
 """rpc-error tags of a refusal that may pass (the peer is short of space, busy, failing for a while)."""
+
+
+T = TypeVar("T")
+
+
+def redeliver(
+    send: Callable[[], T], what: str, peer: str, sleep: Callable[[float], None], note: Callable[[str, str], None]
+) -> T | None:
+    """``send()``, again while it does not get through: the peer cannot be reached (`TransportError`), or
+    refuses for a reason that may pass (`PASSING_TAGS`). Up to `DELIVERY_ATTEMPTS` times, `DELIVERY_RETRY_S`
+    seconds of ``sleep`` after the first and twice as long before each next; each retry noted (``retry``),
+    and giving up (``report_failed``), by ``note(kind, text)`` naming ``what`` (a task's slug) and ``peer``.
+
+    Returns what ``send`` returned, or None when it never got through. Any other error is raised.
+    """
+    for attempt in range(1, DELIVERY_ATTEMPTS + 1):
+        try:
+            return send()
+        except (RpcError, TransportError) as exc:
+            passing = isinstance(exc, TransportError) or exc.error_tag in PASSING_TAGS
+            if not passing or attempt == DELIVERY_ATTEMPTS:
+                note("report_failed", f"{what} not delivered to {peer} after {attempt} attempt(s): {exc}")
+                return None
+            wait = DELIVERY_RETRY_S * 2 ** (attempt - 1)
+            note("retry", f"{what} not delivered to {peer} ({exc}); again in {wait:g} s")
+            sleep(wait)
+    return None
 
 
 @dataclass(frozen=True)
@@ -153,18 +180,13 @@ class PeerConversation:
         never got through; a peer that took the task and failed it is an `Outcome` (not sent again).
         ``options``: those of `ask`.
         """
-        for attempt in range(1, DELIVERY_ATTEMPTS + 1):
-            try:
-                return self.ask(peer, slug, target, description, value, **options)
-            except (RpcError, TransportError) as exc:
-                passing = isinstance(exc, TransportError) or exc.error_tag in PASSING_TAGS
-                if not passing or attempt == DELIVERY_ATTEMPTS:
-                    self.note("report_failed", f"{slug} not delivered to {peer} after {attempt} attempt(s): {exc}")
-                    return None
-                wait = DELIVERY_RETRY_S * 2 ** (attempt - 1)
-                self.note("retry", f"{slug} not delivered to {peer} ({exc}); again in {wait:g} s")
-                self.env.scheduler.sleep(wait)
-        return None
+        return redeliver(
+            lambda: self.ask(peer, slug, target, description, value, **options),
+            slug,
+            peer,
+            self.env.scheduler.sleep,
+            self.note,
+        )
 
     def ask_surely(
         self, peer: str, slug: str, target: str, description: str, value: dict[str, Any], **options: Any

@@ -13,6 +13,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from an_agent.agents.conversation import redeliver
 from an_agent.agents.environment import AgentEnvironment
 from an_agent.agents.peers import Peers
 from an_agent.model import CommuType, Task, TaskStatus, build_prompt
@@ -50,7 +51,31 @@ class FieldEngineer:
         self.dialogue: list[dict[str, Any]] = []
 
     def ask(self, ticket: str, question: str) -> dict[str, Any]:
-        """Ask the copilot in words; the answer's JSON (``answer`` is the sentence), {} when it failed."""
+        """Ask the copilot in words; the answer's JSON (``answer`` is the sentence), {} when it failed.
+
+        A question the copilot refuses for a reason that may pass (its state directory is full, it is
+        restarting) is asked again a while later, as an incident report is (`redeliver`), under a new id
+        (found by lab soak: a copilot restarted on a full disk refused its engineer's first question, the
+        ticket failed with it and the fault was never repaired).
+        """
+        done = redeliver(
+            lambda: self._assign(ticket, question),
+            f"question on {ticket}",
+            self.copilot,
+            self.env.scheduler.sleep,
+            self._note,
+        )
+        reply: dict[str, Any] = {}
+        if done is not None and done.status == TaskStatus.FINISHED and done.result is not None and done.result.data:
+            value = json.loads(done.result.data)
+            reply = value if isinstance(value, dict) else {}
+        reason = done.result.reason if done is not None and done.result is not None else ""
+        answer = str(reply.get("answer") or reason or "no answer")
+        self.dialogue.append({"t": self.env.scheduler.now(), "question": question, "answer": answer})
+        return reply
+
+    def _assign(self, ticket: str, question: str) -> Task:
+        """``question`` on ``ticket`` as a new task of the copilot's; the task once it ended."""
         self._asked += 1
         task = Task(
             # a copilot started again takes the ticket up again: its questions must not take the ids of the
@@ -65,14 +90,7 @@ class FieldEngineer:
             task_async=True,
             expected_response="an answer in natural language",
         )
-        done = self._peers.peer(self.copilot).assign(task).result()
-        reply: dict[str, Any] = {}
-        if done.status == TaskStatus.FINISHED and done.result is not None and done.result.data:
-            value = json.loads(done.result.data)
-            reply = value if isinstance(value, dict) else {}
-        answer = str(reply.get("answer") or (done.result.reason if done.result else "") or "no answer")
-        self.dialogue.append({"t": self.env.scheduler.now(), "question": question, "answer": answer})
-        return reply
+        return self._peers.peer(self.copilot).assign(task).result()
 
     def _note(self, kind: str, text: str, **details: Any) -> None:
         self.env.journal.note(ENGINEER, kind, text, **details)

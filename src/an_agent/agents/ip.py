@@ -12,12 +12,14 @@ remotely; ``Repair`` a link by resetting its router ports.
 
 from __future__ import annotations
 
+import functools
 import threading
 
 from an_agent.agents import payloads
 from an_agent.agents.base import short
 from an_agent.agents.environment import Alarm, NetworkEvent, RoleName
 from an_agent.agents.findings import Finding, elements_in, link_ids
+from an_agent.agents.once import OneAtATime
 from an_agent.agents.sdk import LabBehaviour, NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.model import Task
 from an_agent.schemas.validate import ValidatedPayload
@@ -46,6 +48,8 @@ class IpFaultBehaviour(LabBehaviour):
         self._alarms = self.env.scheduler.queue(f"{self.name} alarms")
         self._reported: set[str] = set()
         self._state = threading.Lock()
+        self._resets: OneAtATime[bool] = OneAtATime(self.env.scheduler, "port reset")
+        """One port reset per link at a time: a second repair of a link being reset takes its outcome."""
         self.env.network.subscribe(self._on_event, "ip_transport", self.env.regions or None)
         self.env.scheduler.spawn(f"{self.name} alarm monitor", self._monitor)
 
@@ -193,10 +197,13 @@ class IpFaultBehaviour(LabBehaviour):
             raise TaskFailure(f"{cause}: field maintenance needed")
         repaired = []
         for link in links:
-            self.env.scheduler.sleep(self.env.timing.port_reset)
-            if network.reset_port(link, self.name):
+            if self._resets.run(link, functools.partial(self._reset, link))[0]:
                 repaired.append(link)
         if not repaired:
             raise TaskFailure(f"resetting the ports of {short(links)} did not bring them up: field maintenance needed")
         self.note("repair", f"router ports of {short(repaired)} reset: link(s) up", element=repaired[0])
         self.finish(run, f"{short(repaired)} back up after a port reset", {"repaired_link_ids": repaired})
+
+    def _reset(self, link: str) -> bool:
+        self.env.scheduler.sleep(self.env.timing.port_reset)
+        return self.env.network.reset_port(link, self.name)

@@ -17,6 +17,7 @@ from an_agent.agents.base import short, stamp
 from an_agent.agents.environment import RoleName, SimFuture
 from an_agent.agents.field import FieldRepair, ticket_id
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding
+from an_agent.agents.once import OneAtATime
 from an_agent.agents.sdk import TaskFailure, TaskRun
 
 
@@ -33,6 +34,10 @@ class RanRepair(FieldRepair):
     def start(self) -> None:
         self._waiters: list[_Waiter] = []
         self._state_lock = threading.Lock()
+        self._restarts: OneAtATime[bool] = OneAtATime(self.env.scheduler, "restart")
+        """One restart per base station at a time: a second repair of a station being restarted takes the
+        outcome of the restart under way (lab soak: a restarted assigner asked again, the station was
+        restarted twice, the second time while it was working)."""
 
     # ---- use case 2.2: diagnose and repair on our own ------------------------------------------------
     def _diagnose_and_repair(self, sites: list[str], alarms: list[Any], first: float) -> None:
@@ -109,6 +114,11 @@ class RanRepair(FieldRepair):
         self.field_repair(finding, ticket_id(finding.element, first))
 
     def _restart(self, site: str) -> bool:
+        """Restart ``site``'s base station remotely (or take the outcome of its restart under way); whether
+        that restored it."""
+        return self._restarts.run(site, lambda: self._restart_now(site))[0]
+
+    def _restart_now(self, site: str) -> bool:
         self.env.scheduler.sleep(self.env.timing.site_reset)
         ok = self.env.network.reset_site(site, self.name)
         self.note(

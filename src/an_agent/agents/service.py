@@ -25,6 +25,7 @@ from an_agent.agents.base import short, stamp
 from an_agent.agents.environment import RoleName, SimFuture
 from an_agent.agents.field import FieldRepair, ticket_id
 from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding, elements_in, link_ids
+from an_agent.agents.once import OneAtATime
 from an_agent.agents.sdk import NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.model import Task
 from an_agent.schemas.validate import ValidatedPayload
@@ -67,7 +68,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
         self._correlating = False
         self._incidents: list[_Incident] = []
         self._state = threading.Lock()
-        self._repairs: dict[str, SimFuture[tuple[bool, str]]] = {}
+        self._repairs: OneAtATime[str] = OneAtATime(self.env.scheduler, "repair")
         """The repair under way per element: incidents that reach the same root cause join it."""
         self._second_looks: dict[str, int] = {}
         """How often each site was investigated again on its own (`_second_look`), to stop at `SECOND_LOOKS`."""
@@ -409,30 +410,11 @@ class CrossDomainFaultBehaviour(FieldRepair):
         several incidents of one link, and each reset its ports or opened a ticket)."""
         element = finding.element
         assert element is not None
-        with self._state:
-            under_way = self._repairs.get(element)
-            if under_way is None:
-                mine = self._repairs[element] = self.env.scheduler.future(f"{self.name} repair {element}")
-        if under_way is not None:
+
+        def join() -> None:
             self.note("decision", f"the repair of {element} is under way: this incident waits for it", element=element)
-            ok, text = under_way.wait()
-            if not ok:
-                raise TaskFailure(text)
-            return text
-        try:
-            text = self._act(owner, finding, started)
-        except TaskFailure as exc:
-            mine.set((False, str(exc)))
-            raise
-        except BaseException:
-            mine.set((False, f"the repair of {element} was interrupted"))
-            raise
-        else:
-            mine.set((True, text))
-            return text
-        finally:
-            with self._state:
-                self._repairs.pop(element, None)
+
+        return self._repairs.run(element, functools.partial(self._act, owner, finding, started), join)[0]
 
     def _act(self, owner: str, finding: Finding, started: float) -> str:
         assert finding.element is not None

@@ -18,13 +18,20 @@ from an_agent.errors import StateFull
 FILE = "incarnation"
 
 
+WIDTH = 12
+"""The count is written this wide (right-aligned, then a newline): a rewrite in place takes no new space."""
+
+
 def next_incarnation(state_dir: Path) -> int:
     """Count one more start of the agent whose state is ``state_dir``; returns this start's number.
 
-    The count is written atomically (a new file renamed over the old, synced) before the agent may make a
-    task id. When it cannot be written because the state directory is full, `StateFull` is raised and
-    nothing is counted: an agent that started anyway would reuse the ids of its last start (found by lab
-    soak under ``disk_full``: a task assigned twice under one id); ``an-agent serve`` waits for space.
+    The count is written atomically (a new file renamed over the old, synced). When the state directory is
+    full, that new file cannot be written: the count is then written over the old one in place, which takes
+    no new space (fixed width, `WIDTH`; found by lab soak: an agent restarted twice during a full disk counted
+    the same start twice, its ids repeated and its peer refused them, ``data-exists``). When neither can be
+    written (a full disk and no count written yet, or one written before `WIDTH`), `StateFull` is raised and
+    nothing is counted: the agent must not make an id before its start is counted (``an-agent serve`` waits
+    for space).
     """
     path = state_dir / FILE
     try:
@@ -32,22 +39,44 @@ def next_incarnation(state_dir: Path) -> int:
     except (OSError, ValueError):
         previous = 0
     current = previous + 1
+    record = f"{current:>{WIDTH}}\n".encode("ascii")
+    if not _replace(path, record):
+        try:
+            _overwrite(path, record)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT) or not path.exists():
+                raise StateFull(
+                    f"cannot count this start in {path}: no space left in {state_dir}; nothing was changed: "
+                    "free space there and the agent can start"
+                ) from None
+            raise
+    return current
+
+
+def _replace(path: Path, record: bytes) -> bool:
+    """``path`` now holds ``record`` (a new file renamed over it); False when it could not be written."""
     temporary = path.with_name(f".{FILE}.tmp")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         try:
-            os.write(fd, f"{current}\n".encode("ascii"))
+            os.write(fd, record)
             os.fsync(fd)
         finally:
             os.close(fd)
         os.replace(temporary, path)
-    except OSError as exc:
+    except OSError:
         with contextlib.suppress(OSError):
             temporary.unlink()
-        if exc.errno in (errno.ENOSPC, errno.EDQUOT):
-            raise StateFull(
-                f"cannot count this start in {path}: no space left in {state_dir}; nothing was changed: "
-                "free space there and the agent can start"
-            ) from None
-        raise
-    return current
+        return False
+    return True
+
+
+def _overwrite(path: Path, record: bytes) -> None:
+    """``record`` written over the start of the existing ``path`` (`OSError` when it cannot be)."""
+    fd = os.open(path, os.O_WRONLY)
+    try:
+        if os.pwrite(fd, record, 0) != len(record):
+            raise OSError(f"short write of {path}")
+        os.fsync(fd)
+    finally:
+        os.close(fd)
