@@ -167,6 +167,9 @@ def test_one_field_job_per_ticket_and_per_fault() -> None:
     assert [c.action for c in network.changes()].count("trouble_ticket") == 1
     assert network.repair_on_site("LINK-C2", "fme", "ticket TT-1")
     clock.now += 600
+    # after the repair: a ticket resumed (or joined under another number) is that job, done
+    assert network.open_trouble_ticket("LINK-C2", "TT-4", "fme-copilot", "fibre_cut") == eta
+    assert [c.action for c in network.changes()].count("trouble_ticket") == 1
     network.inject(FaultSpec(FaultType.LINK_CUT, "LINK-C2"))
     assert network.open_trouble_ticket("LINK-C2", "TT-3", "fme-copilot", "fibre_cut") != eta
     assert [t["ticket_id"] for t in network.tickets()] == ["TT-1", "TT-3"]

@@ -143,4 +143,6 @@ def cmd_soak(args: argparse.Namespace) -> int:
         print_json(report)
     else:
         print(soak_text(report))
+    if result.interrupted is not None:  # reported: now end as interrupted (130 after Ctrl-C, 143 after SIGTERM)
+        raise result.interrupted
     return EXIT_OK if result.ok else EXIT_REFUSED

@@ -251,8 +251,11 @@ class SimNetwork:
             record = self._s.open_fault(element)
             # One field job per ticket and per fault: a ticket opened again (a copilot resuming it after a
             # restart), or another for a fault that already has one (a restarted copilot's tickets joined under
-            # the other number), is the job already under way, its engineer on the way (lab soak counted two).
-            since = record.injected_at if record is not None else None
+            # the other number), is the job already under way, its engineer on the way (lab soak counted two);
+            # with no fault open, the job of the element's last fault (done: a ticket resumed after its
+            # repair; lab soak counted a ticket for a repaired site).
+            last = record if record is not None else self._s.last_fault(element)
+            since = last.injected_at if last is not None else None
             for ticket in self._tickets:
                 if ticket["element"] == element and (
                     ticket["ticket_id"] == ticket_id or (since is not None and ticket["opened_at"] >= since)

@@ -155,6 +155,10 @@ class NetState:
     def open_fault(self, element: str) -> FaultRecord | None:
         return next((f for f in self.faults if f.spec.target == element and f.repaired_at is None), None)
 
+    def last_fault(self, element: str) -> FaultRecord | None:
+        """The latest fault of ``element`` (open or repaired), or None when it never had one."""
+        return next((f for f in reversed(self.faults) if f.spec.target == element), None)
+
     def repaired(self, element: str, by: str, kind: str) -> None:
         """``element`` is healthy again: every fault open on it is repaired now.
 

@@ -89,6 +89,8 @@ class SoakResult:
     end_reason: str = ""
     wall_seconds: float = 0.0
     leftovers: list[str] = field(default_factory=list)
+    interrupted: BaseException | None = None
+    """Ctrl-C or SIGTERM during the run: judged as far as it got; the caller reports, then raises it again."""
 
     @property
     def ok(self) -> bool:
@@ -187,6 +189,9 @@ def _play(
             result.end_reason = lab.play()
         except LabStall as exc:
             result.end_reason = f"stalled: {exc}"
+        except (KeyboardInterrupt, SystemExit) as exc:  # a long run stopped by hand keeps its report
+            result.end_reason = "interrupted (Ctrl-C or SIGTERM): judged as far as it got"
+            result.interrupted = exc
     except AnAgentError as exc:
         result.end_reason = f"failed: {exc}"
         raise
