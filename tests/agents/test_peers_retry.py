@@ -7,6 +7,7 @@ import logging
 import queue
 import socket
 import threading
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,38 @@ def test_the_end_of_a_task_comes_after_a_later_request_failed_for_good(
         statuses = []
         while TaskStatus.FINISHED.value not in statuses:
             statuses.append(ends.get(timeout=20).status)  # queue.Empty: the end never came
+    finally:
+        peers.close()
+        kernel.close()
+        server.stop()
+
+
+def test_closing_ends_a_notification_dispatcher_that_waits_to_reconnect(
+    tmp_path: Path, profile: AgentProfile, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A lab that stops: the peer stops first, so the dispatcher takes it for a lost session and waits to
+    # reconnect (5 s between attempts here); closing must end that wait and hand the thread to be joined.
+    server = AgentServer(ServerConfig(state_dir=tmp_path / "peer", port=0, profile=profile)).start()
+    kernel = SimKernel(start=START, stall_timeout=60.0)
+    peers = Peers(
+        "me", kernel, lambda name: ("127.0.0.1", server.port), ["peer"], lambda exchange: None,
+        credentials=("admin", "admin"), timeout=10, reconnect=Backoff(first=5.0, factor=1.0, cap=5.0, limit=300.0),
+    )  # fmt: skip
+    try:
+        with caplog.at_level(logging.INFO, logger="an_agent.nc.retry"):
+            with AgentClient.connect("127.0.0.1", server.port, username="admin", password="admin") as client:
+                client.assign_task(Task("t-close", send_from="me", content=build_prompt("SITE-07", "diagnose")))
+            assert play(kernel, lambda: peers.peer("peer").get_task("t-close")).task_id == "t-close"
+            server.stop()
+            deadline = time.monotonic() + 30
+            while not any("reconnect: attempt 1 failed" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() < deadline, "the dispatcher did not try to reconnect"
+                time.sleep(0.05)
+        closed = time.monotonic()
+        threads = peers.close(join=False)
+        assert [t.name for t in threads] == ["notify:me<-peer"]
+        threads[0].join(10)
+        assert not threads[0].is_alive() and time.monotonic() - closed < 2.0  # not after its 5 s wait
     finally:
         peers.close()
         kernel.close()

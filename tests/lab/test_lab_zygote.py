@@ -115,6 +115,27 @@ def test_a_restart_after_the_template_died_forks_from_a_new_one(tmp_path: Path) 
     assert processes == [] and ports == []
 
 
+def test_an_idle_agent_process_imports_nothing_its_template_did_not(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A module an agent imports after the fork is paid by every agent of the lab (its import writes to
+    # the template's objects, copying their pages): 2-4 MiB each in issue 30 round 3. Python's
+    # -X importtime (inherited by the forked children) names every module imported, in each agent's log.
+    monkeypatch.setenv("PYTHONPROFILEIMPORTTIME", "1")
+    lab = Lab(load_topology(TOPOLOGIES / "fault-energy-optimization.yaml"), tmp_path)  # /metrics on loopback
+    try:
+        lab.start()
+        assert "import time:" in (tmp_path / "zygote.log").read_text()  # the flag reached the template
+        for name in lab.fleet.pids():  # type: ignore[union-attr]
+            path = tmp_path / "agents" / name / "agent.log"
+            _wait_for(lambda n=name, p=path: f"serving {n}" in p.read_text(), 60)  # printed once the lab has it
+            log = path.read_text()
+            imported = [line.rsplit("|", 1)[-1].strip() for line in log.splitlines() if "import time:" in line]
+            assert imported == [], f"{name} imported after the fork: {imported}"
+    finally:
+        assert lab.stop() == []
+
+
 # ---- bring-up bounded by progress ----------------------------------------------------------------
 @pytest.fixture
 def conductor() -> Conductor:

@@ -15,7 +15,6 @@ import contextlib
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable, Iterable
 from typing import Protocol, TypeVar
 
@@ -53,6 +52,8 @@ class PeerSessions:
         self._seen: set[tuple[str, str, str]] = set()
         self._replay_from: float | None = None
         self._closed = False
+        self._closing = threading.Event()  # set by `close`: ends a reconnection's wait at once
+        self._reconnecting: threading.Thread | None = None  # a dispatcher whose session was lost, reconnecting
         self._answers: dict[str, InputAnswer] = {}
         self._rng = random.Random(f"{peers.me}->{name}")  # jitter, the same in every run of a lab
 
@@ -146,6 +147,7 @@ class PeerSessions:
                 if lost:  # the peer went away (killed, restarted): the next use connects again
                     clients = [c for c in (self._client, self._watcher) if c is not None]
                     self._client = self._watcher = self._thread = None
+                    self._reconnecting = threading.current_thread()  # `close` returns it to be joined
             if not lost:  # closed by us: the lab is stopping, nothing is lost
                 log.debug("notification dispatcher %s<-%s: session closed", peers.me, self.name)
                 return
@@ -187,13 +189,20 @@ class PeerSessions:
             self._connect()
             log.info("%s reconnected to %s", self._peers.me, self.name)
 
+        def wait(seconds: float) -> None:
+            self._closing.wait(seconds)  # real time, cut short by `close` (then the attempt returns)
+
         try:  # real time: the peer's process is starting again (INFO: a lab that stops looks the same)
             with_retry(
-                attempt, policy=self._peers.reconnect, sleep=time.sleep, rng=self._rng,
+                attempt, policy=self._peers.reconnect, sleep=wait, rng=self._rng,
                 what=self._what("reconnect"), level=logging.INFO,
             )  # fmt: skip
         except AnAgentError as exc:
             log.warning("%s could not reconnect to %s: %s", self._peers.me, self.name, exc)
+        finally:
+            with self._lock:
+                if self._reconnecting is threading.current_thread():
+                    self._reconnecting = None
 
     def _what(self, operation: str) -> str:
         return f"{self._peers.me} -> {self.name}: {operation}"
@@ -216,9 +225,14 @@ class PeerSessions:
             # must come even if no request follows (the one that failed may have been the last: found by
             # lab soak --netns, where a request given up during a partition left two tasks' ends unheard
             # for ever): subscribe again now, in the background, with replay.
-            threading.Thread(
+            thread = threading.Thread(
                 target=self._reconnect, name=f"resubscribe:{self._peers.me}->{self.name}", daemon=True
-            ).start()
+            )
+            with self._lock:
+                if self._closed:
+                    return
+                self._reconnecting = thread  # `close` ends its wait and returns it to be joined
+            thread.start()
 
     def _request(self, operation: str, send: Callable[[AgentClient], T]) -> T:
         """``send`` on the request session, connecting first; a transport failure drops the sessions and the
@@ -241,12 +255,16 @@ class PeerSessions:
         )
 
     def close(self) -> threading.Thread | None:
-        """Close both sessions; returns the dispatcher thread, which ends within a second (join it)."""
+        """Close both sessions; returns the dispatcher thread, which ends within a second (join it): the
+        one reading the subscription, or the one reconnecting after its session was lost (its wait ends
+        now: in a lab that stops, a peer that stopped first looks lost, and a dispatcher left waiting up
+        to 5 s between attempts outlived the lab's stop under load)."""
+        self._closing.set()
         with self._lock:
             self._closed = True
             clients = [c for c in (self._client, self._watcher) if c is not None]
             self._client = self._watcher = None
-            thread, self._thread = self._thread, None
+            thread, self._thread = self._thread or self._reconnecting, None
         for client in clients:
             with contextlib.suppress(AnAgentError):
                 client.close()

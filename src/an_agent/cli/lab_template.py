@@ -19,10 +19,22 @@ PRELOADED = (
     "an_agent.a2a.server",  # the A2A face, for agents that serve one
     "an_agent.agents.roles",
     "an_agent.lab.remote",
+    "an_agent.lab.upstream",  # `serve` reads a topology agent's templates through it (a2a.client, gateway)
+    "an_agent.logs",  # `serve` configures its log with it
+    "an_agent.metrics_http",  # /metrics of an agent outside a namespace (uvicorn in a thread)
+    # what uvicorn imports only when a server starts (`uvicorn.Config.load`): /metrics and the A2A face
+    "uvicorn.protocols.http.auto",
+    "uvicorn.protocols.websockets.auto",
+    "uvicorn.lifespan.off",
     "encodings.idna",  # the codec socket.getaddrinfo looks up on an agent's first connection
+    "encodings.ascii",
 )
 """What an agent process imports beyond the command line: never torch or sentence-transformers (an agent
-that needs the embedding model loads it itself, lazily)."""
+that needs the embedding model loads it itself, lazily). A module an idle agent imports after the fork
+is paid for by every agent: ~2 MiB of private pages each for the few modules the observability work
+added to `serve` (the import writes to objects all over the template's heap, copying their pages),
+~4 MiB with /metrics' uvicorn and h11 (bench/README.md, issue 30 round 3). The lab tests check that an
+idle agent process imports nothing (``tests/lab/test_lab_processes.py``)."""
 
 
 def preload(topology_file: Path | None, host_key: Path | None) -> argparse.ArgumentParser:

@@ -307,6 +307,10 @@ class Lab:
             return []
         self._stopped = True
         leftovers = self.kernel.close()
+        if self._bss is not None:
+            # The lab's own client before the agents: its dispatcher would take its peer's stop for a lost
+            # session and try to reconnect (in a --netns lab, to an address that goes away with the network).
+            self._bss.close()
         for registration in self._registrations:  # before the directory stops with the fleet
             registration.stop()
         leftovers += self.fleet.stop()
@@ -317,8 +321,6 @@ class Lab:
             # after the fleet: a process still running in a namespace now is one the fleet did not stop
             removed = self.net.destroy()
             leftovers += [f"process {pid} left in the lab network" for pid in removed.processes]
-        if self._bss is not None:
-            self._bss.close()
         if self._started_at:
             self.wall_seconds = time.monotonic() - self._started_at
         return leftovers

@@ -3,14 +3,14 @@
 An agent process started as a new interpreter pays, every time, for what every agent needs: importing
 the stack (~0.7 s of CPU), building the command line, compiling the YANG context, reading and checking
 the topology (~0.25 s for 50 agents, more for bigger labs), and holds its own copy of all of it (~45 MiB).
-A lab therefore starts one template process per run (`TEMPLATE_MODULE`, ``--topology T``),
-which loads all of that once, freezes it (`gc.freeze`: the collector never writes to those objects, so
-their pages stay shared), and then forks one child per agent (the way ``multiprocessing``'s forkserver
+A lab therefore starts one template process per run (`TEMPLATE_MODULE`, ``--topology T``), which loads all
+of that once with the collector off, freezes it (`gc.freeze`: the collector never writes to those objects,
+so their pages stay shared), and then forks one child per agent (the way ``multiprocessing``'s forkserver
 does). The child gets, in this order: its own log (``STATE/agent.log``, 0600) as stdout and stderr, its
 state directory (0700), the environment the lab gives it, its network namespace (``setns`` on
 ``/run/netns/NAME``, before any socket is opened), and then runs ``an-agent serve ...`` with the same
-arguments as an agent process started by exec (`an_agent.lab.processes.serve_args`). Its pages are
-the template's until it writes them (copy-on-write).
+arguments as an agent process started by exec (`an_agent.lab.processes.serve_args`). Its pages are the
+template's until it writes them (copy-on-write).
 
 The template never starts a thread (it checks before each fork: forking a process with threads copies
 locks held by threads that do not exist in the child); torch and sentence-transformers are not loaded
@@ -94,6 +94,7 @@ def _child(request: Mapping[str, Any], closing: Sequence[int], run: Run) -> NoRe
         for fd in closing:
             with contextlib.suppress(OSError):
                 os.close(fd)
+        gc.enable()  # the template's objects are frozen: this collector sees only the agent's own
         signal.set_wakeup_fd(-1)
         signal.signal(signal.SIGCHLD, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as in any Python program (`serve` sets its own)
@@ -203,12 +204,16 @@ def serve_template(channel_fd: int, preload: Callable[[], None], run: Run) -> in
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     channel = socket.socket(fileno=channel_fd)
     template = _Template(channel, run)
+    # As the gc module's documentation advises for fork without exec: no collection while loading (one
+    # frees objects between the loaded ones, and a child's new objects then fill those holes, copying
+    # the pages around them) and none in the template after; `gc.freeze` before forking, the collector
+    # back on in each child. 20-30 MiB less for a 100-agent lab than collecting before the freeze.
+    gc.disable()
     try:
         preload()
     except Exception as exc:  # the lab reports it and stops
         template.send({"failed": f"{type(exc).__name__}: {exc}"})
         return 1
-    gc.collect()
     gc.freeze()  # from here on the collector leaves the loaded objects (and their pages) alone
     template.send({"ready": os.getpid()})
     with contextlib.suppress(BrokenPipeError, ConnectionResetError):  # the lab went away
