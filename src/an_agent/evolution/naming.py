@@ -40,10 +40,10 @@ from an_agent.evolution.value_words import (
 )
 from an_agent.evolution.value_words import STOP_WORDS as STOP_WORDS  # re-exported: never start or end a name
 from an_agent.schemas.embedding import Embedder, Vectors
-from an_agent.schemas.extract import UNIT_WORDS
+from an_agent.schemas.extract import NUMBER_WORDS, UNIT_WORDS
 from an_agent.schemas.template import OTHER_KEY, is_snake_case
 
-_UNIT_SUFFIX = {"degrees": "deg"}
+_UNIT_SUFFIX = {"degrees": "deg", "volt": "v"}
 # What a unit measures: a quantity key named by one word that is none of these ("winds 85 km/h" ->
 # wind, "fans at 4200 rpm" -> fan) is named by that word and the measure (wind_speed_kmh, fan_speed_rpm).
 _MEASURES = {
@@ -52,6 +52,7 @@ _MEASURES = {
     "mbps": ("throughput", "rate", "speed", "capacity", "bandwidth", "traffic", "bitrate"),
     "celsius": ("temperature", "temp", "heat"),
     "kwh": ("energy", "consumption", "yield", "usage", "generation"),
+    "volt": ("voltage", "potential"),
 }  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 _TIME_WORDS = word_set(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
@@ -305,7 +306,8 @@ def name_key(
     if spec.info.get("freeform"):  # a name differing in every fragment: its kind names the key, not a value
         ranked = [r for r in ranked if without_values([r[1]], spec.values)]
     if spec.key_type in ("integer", "number") or spec.value_format in ("duration", "date-time"):
-        ranked = [r for r in ranked if not set(r[1].split()) & UNIT_WORDS] or ranked
+        # Units and spoken numbers ("forty six volts") are the value, not the name.
+        ranked = [r for r in ranked if not set(r[1].split()) & (UNIT_WORDS | NUMBER_WORDS)] or ranked
     if spec.value_format in ("duration", "date-time"):
         # The moment is the value, not the name: "by this evening", "by end of day" -> not evening_deadline.
         ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked
