@@ -28,6 +28,7 @@ import numpy as np
 from an_agent.evolution.codes import code_phrase
 from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
+from an_agent.evolution.participants import PARTICIPANTS
 from an_agent.evolution.value_words import (
     OBJECT_WORDS,
     counted_noun,
@@ -169,15 +170,6 @@ def snake_name(phrase: str) -> str:
     if not name or not name[0].isalpha():
         name = "x_" + name
     return name if is_snake_case(name) else re.sub(r"_+", "_", name)
-
-
-# Who a request is about or from: the participant of nearly every request of a scenario ("the customer is
-# deaf", "the other operator on this tower"), never what the request asks for. A name is not made of them.
-PARTICIPANTS = word_set(
-    """customer customers customer's caller callers caller's subscriber subscribers subscriber's user users
-    user's client clients client's complainant complainant's operator operators operator's person people
-    someone somebody he she him her his hers they"""
-)
 
 
 _PAUSE = re.compile(r"[,;:!?()]|\.(?:\s|$)|\s[-\u2013\u2014]\s")
