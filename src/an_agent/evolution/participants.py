@@ -3,8 +3,8 @@
 Nearly every request of a scenario names its participant: "the customer is deaf", "the customer wants a
 refund", "the customer changed his phone number". To the embedding model the participant is a word like
 any other, so a one-off about the customer is close to a cluster of customer requests through that word
-alone (issue 31 round 4: of the 36 one-offs and other intents' lines that the cores kept on eleven
-corpora, a third shared no more with the cluster than "the customer", "the caller", "the subscriber").
+alone (issue 31 round 4: of the 36 one-offs and other intents' lines that the cores kept on twelve
+corpora, about a quarter shared no more with the cluster than "the customer" or "the caller").
 
 The core's outlier test (`cohesion.core_of`) is therefore run a second time on the core's fragments with
 their participant words taken out (`PARTICIPANTS`, the same list that keeps participants out of key
