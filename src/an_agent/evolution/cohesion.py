@@ -100,7 +100,7 @@ def core_of(vectors: Vectors, clients: Sequence[str] | None = None) -> Core:
     n = len(vectors)
     if n < 4:
         return Core(tuple(range(n)), (), (), cohesion_of(vectors), n)
-    outliers = _outliers(vectors)
+    outliers = outliers_of(vectors)
     kept = [i for i in range(n) if i not in outliers]
     senders = [clients[i] for i in kept] if clients is not None else None
     second = [kept[i] for i in _second_idea(vectors[kept], senders)]
@@ -217,7 +217,10 @@ def _cuts(loo: npt.NDArray[np.float32], knn: npt.NDArray[np.float32]) -> Admissi
     return Admission(loo_cut, float(knn.mean() - OUTLIER_STD * knn.std()))
 
 
-def _outliers(vectors: Vectors) -> set[int]:
+def outliers_of(vectors: Vectors) -> set[int]:
+    """Indexes of the outliers among unit ``vectors`` (step 1 of the module docstring; none below 4)."""
+    if len(vectors) < 4:
+        return set()
     loo, knn = _views(vectors)
     cuts = _cuts(loo, knn)
     return {i for i in range(len(vectors)) if not cuts.admits(float(loo[i]), float(knn[i]))}

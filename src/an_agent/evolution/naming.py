@@ -28,6 +28,7 @@ import numpy as np
 from an_agent.evolution.codes import code_phrase
 from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
+from an_agent.evolution.participants import PARTICIPANTS
 from an_agent.evolution.value_words import (
     OBJECT_WORDS,
     counted_noun,
@@ -40,10 +41,10 @@ from an_agent.evolution.value_words import (
 )
 from an_agent.evolution.value_words import STOP_WORDS as STOP_WORDS  # re-exported: never start or end a name
 from an_agent.schemas.embedding import Embedder, Vectors
-from an_agent.schemas.extract import UNIT_WORDS
+from an_agent.schemas.extract import NUMBER_WORDS, UNIT_WORDS
 from an_agent.schemas.template import OTHER_KEY, is_snake_case
 
-_UNIT_SUFFIX = {"degrees": "deg"}
+_UNIT_SUFFIX = {"degrees": "deg", "volt": "v"}
 # What a unit measures: a quantity key named by one word that is none of these ("winds 85 km/h" ->
 # wind, "fans at 4200 rpm" -> fan) is named by that word and the measure (wind_speed_kmh, fan_speed_rpm).
 _MEASURES = {
@@ -52,6 +53,7 @@ _MEASURES = {
     "mbps": ("throughput", "rate", "speed", "capacity", "bandwidth", "traffic", "bitrate"),
     "celsius": ("temperature", "temp", "heat"),
     "kwh": ("energy", "consumption", "yield", "usage", "generation"),
+    "volt": ("voltage", "potential"),
 }  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 _TIME_WORDS = word_set(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
@@ -168,15 +170,6 @@ def snake_name(phrase: str) -> str:
     if not name or not name[0].isalpha():
         name = "x_" + name
     return name if is_snake_case(name) else re.sub(r"_+", "_", name)
-
-
-# Who a request is about or from: the participant of nearly every request of a scenario ("the customer is
-# deaf", "the other operator on this tower"), never what the request asks for. A name is not made of them.
-PARTICIPANTS = word_set(
-    """customer customers customer's caller callers caller's subscriber subscribers subscriber's user users
-    user's client clients client's complainant complainant's operator operators operator's person people
-    someone somebody he she him her his hers they"""
-)
 
 
 _PAUSE = re.compile(r"[,;:!?()]|\.(?:\s|$)|\s[-\u2013\u2014]\s")
@@ -305,7 +298,8 @@ def name_key(
     if spec.info.get("freeform"):  # a name differing in every fragment: its kind names the key, not a value
         ranked = [r for r in ranked if without_values([r[1]], spec.values)]
     if spec.key_type in ("integer", "number") or spec.value_format in ("duration", "date-time"):
-        ranked = [r for r in ranked if not set(r[1].split()) & UNIT_WORDS] or ranked
+        # Units and spoken numbers ("forty six volts") are the value, not the name.
+        ranked = [r for r in ranked if not set(r[1].split()) & (UNIT_WORDS | NUMBER_WORDS)] or ranked
     if spec.value_format in ("duration", "date-time"):
         # The moment is the value, not the name: "by this evening", "by end of day" -> not evening_deadline.
         ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked

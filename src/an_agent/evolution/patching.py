@@ -13,6 +13,7 @@ from an_agent.errors import SchemaAccessDenied, SchemaError
 from an_agent.evolution.carriers import value_test
 from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.events import EvolutionEvent
+from an_agent.evolution.participants import apart_from_participants
 from an_agent.evolution.patches import Patch, PatchKey, effective_template
 from an_agent.evolution.policy import EVOLUTION_ACTOR, SchemaChange
 from an_agent.evolution.pool import Cluster
@@ -145,6 +146,8 @@ class PatchMaker:
         s.phrases.prefetch(synthesis_phrases(texts, existing))
         vectors = s.phrases.fragments(texts)
         core = core_of(vectors, [f.client_id for f in fragments])
+        # A one-off about "the customer" is close to customer requests through that word alone (`participants`).
+        core = apart_from_participants(core, texts, vectors, s.phrases)
         if core.cohesion < s.config.min_cohesion:
             # The cohesion gate: what would make the key is not one idea. The cluster keeps collecting.
             s.emit(

@@ -30,6 +30,9 @@ STOP_WORDS = word_set(
     around near nearby here there really quite during through throughout across behind inside outside
     without within via per along against between among since toward towards beyond another later latest
     earlier twice thrice"""
+) | word_set(  # contractions of the words above, as people and speech-to-text write them ("it's fifty volts")
+    """it's that's there's here's what's who's he's she's we're they're you're i'm i've we've they've i'll
+    we'll i'd we'd don't doesn't didn't can't won't isn't aren't wasn't weren't hasn't haven't let's"""
 )
 
 

@@ -26,18 +26,64 @@ _WORD_NUMBERS = {
     "ten": 10,
     "eleven": 11,
     "twelve": 12,
+    "thirteen": 13,
+    "fourteen": 14,
     "fifteen": 15,
+    "sixteen": 16,
+    "seventeen": 17,
+    "eighteen": 18,
+    "nineteen": 19,
     "twenty": 20,
     "thirty": 30,
     "forty": 40,
     "fifty": 50,
     "sixty": 60,
+    "seventy": 70,
+    "eighty": 80,
     "ninety": 90,
     "hundred": 100,
     "half": 0.5,
 }
+# Words that say a number ("forty", "point"): a value, never a part of a key's name.
+NUMBER_WORDS = frozenset(w for w in _WORD_NUMBERS if len(w) > 2) | {"point"}
+# A number said in words, as speech-to-text writes it ("forty eight point two", "fifty-one", "one hundred
+# twenty"): tens and a digit, hundreds, and decimals read digit by digit after "point".
+_DIGIT_WORDS = "zero|one|two|three|four|five|six|seven|eight|nine"
+_TENS_WORDS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
+_TEEN_WORDS = "ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
+_BELOW_HUNDRED = rf"(?:(?:{_TENS_WORDS})(?:[\s\-](?:{_DIGIT_WORDS}))?|{_TEEN_WORDS})"
+_SPOKEN = re.compile(
+    rf"(?:(?:{_DIGIT_WORDS})\s(?:hundred)(?:\s(?:and\s)?(?:{_BELOW_HUNDRED}|{_DIGIT_WORDS}))?|{_BELOW_HUNDRED})"
+    rf"(?:\spoint(?:\s(?:{_DIGIT_WORDS}))+)?"
+    rf"|(?:{_DIGIT_WORDS})\spoint(?:\s(?:{_DIGIT_WORDS}))+",
+    re.IGNORECASE,
+)
+
+
+def spoken_number(text: str) -> float | None:
+    """The value of a number said in words ("forty eight point two" -> 48.2), None when it is not one."""
+    if not _SPOKEN.fullmatch(text.strip()):
+        return None
+    words = re.split(r"[\s\-]+", text.lower().strip())
+    cut = words.index("point") if "point" in words else len(words)
+    whole, decimals = words[:cut], words[cut + 1 :]
+    value = 0.0
+    for word in whole:
+        if word == "hundred":
+            value *= 100
+        elif word != "and":
+            value += _WORD_NUMBERS[word]
+    return float(f"{int(value)}.{''.join(str(_WORD_NUMBERS[w]) for w in decimals)}") if decimals else value
+
+
 _THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+")
-_NUMBER = r"(?P<num>[-+\u2212]?\d+(?:[.,]\d+)?|" + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True)) + r")"
+_NUMBER = (
+    r"(?P<num>[-+\u2212]?\d+(?:[.,]\d+)?|"
+    + _SPOKEN.pattern
+    + "|"
+    + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True))
+    + r")"
+)
 # canonical unit -> spellings (longest first in the regex)
 _UNITS = {
     # dBm is an absolute power level, dB a ratio or a change ("raise the power by 2 dB"): two units.
@@ -70,6 +116,8 @@ _UNITS = {
     "kwh": ("kwh", "kilowatt hours", "kilowatt-hours", "kilowatt hour", "kilowatt-hour", "kw h"),
     # Rotational speed (fans, generators): revolutions per minute in every spelling.
     "rpm": ("rpm", "r/min", "rev/min", "revolutions per minute"),
+    # Electric potential (battery strings, rectifiers): "48 V", "52 VDC", "forty six volts".
+    "volt": ("volts", "volt", "vdc", "v dc", "v"),
 }
 # Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
 # unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
@@ -114,6 +162,8 @@ _LABELLED = re.compile(
 _RANGE_LOW = re.compile(
     r"(?<![\w.])(?P<low>[-+\u2212]?\d+(?:[.,]\d+)?)\s{0,3}(?:-|\u2013|to|and)\s{0,3}$", re.IGNORECASE
 )
+# A capitalised word (not the text's first) right before a number: the number is part of a name.
+_IN_A_NAME = re.compile(r"(?<=\S)\s+[A-Z][\w\-]*\s+\S+\s*$")
 _LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees", "km", "db"})
 _HOURS_MINUTES = re.compile(
     r"(?<![\w.:])(?P<h>\d{1,2})\s?h\s?(?P<m>[0-5]\d)(?:\s?(?:min|m)\b)?(?![\w:])", re.IGNORECASE
@@ -168,6 +218,8 @@ class FoundId:
 def _to_number(text: str) -> float | None:
     if _THOUSANDS.fullmatch(text.strip()):
         return float(text.replace(",", ""))  # "2,800": a thousands separator; "9,5" stays a decimal comma
+    if (spoken := spoken_number(text)) is not None:
+        return spoken
     text = text.replace("\u2212", "-").replace(",", ".").lower().strip()
     if text in _WORD_NUMBERS:
         return float(_WORD_NUMBERS[text])
@@ -189,11 +241,15 @@ def find_quantities(text: str) -> list[Quantity]:
     out = []
     for match in _HOURS_MINUTES.finditer(text):
         out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
+    max_end = max((q.end for q in out), default=0)
     matches = [*_QUANTITY.finditer(text), *_LABELLED.finditer(text)]
     for match in sorted(matches, key=lambda m: m.start("num")):
         spelling = match.group("unit").lower()
         value = _to_number(match.group("num"))
-        if value is None or spelling not in _SCALE_OF or any(q.start <= match.start() < q.end for q in out):
+        # Inside a quantity found already? None ends after ``max_end``: a text full of quantities is read in
+        # one pass, not one pass per quantity (a megabyte of "48 volts, 4000 rpm").
+        inside = match.start() < max_end and any(q.start <= match.start() < q.end for q in out)
+        if value is None or spelling not in _SCALE_OF or inside:
             continue
         unit, factor = _SCALE_OF[spelling]
         if match.re is _LABELLED and (len(spelling) < 2 or unit in _LABEL_SHY):
@@ -202,6 +258,8 @@ def find_quantities(text: str) -> list[Quantity]:
             continue  # "a h" / "one s" are not quantities
         if spelling in ("c", "f") and match.group("unit") not in ("C", "F"):
             continue  # "37 C" is Celsius, "113F" Fahrenheit; a lower-case letter after a number is rarely one
+        if spelling == "v" and _IN_A_NAME.search(text, 0, match.start()):
+            continue  # "Sony Xperia 10 V": a model's name, not 10 volts ("Battery 48 V", "at 52 v" are volts)
         low = _RANGE_LOW.search(text, max(0, match.start() - 40), match.start())
         if low is not None and (bound := _to_number(low.group("low"))) is not None:
             value = max(value, bound)  # the range's upper bound, whichever order it was said in
@@ -210,6 +268,7 @@ def find_quantities(text: str) -> list[Quantity]:
         elif factor != 1.0:
             value = round(value * factor, 3)
         out.append(Quantity(value, unit, match.start(), match.end()))
+        max_end = max(max_end, match.end())
     return sorted(out, key=lambda q: q.start)
 
 
