@@ -58,7 +58,7 @@ docs: setup
 	NO_MKDOCS_2_WARNING=1 $(BIN)/python -m mkdocs build --strict --site-dir site
 
 test: setup tck-setup check
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q --durations=15
 
 test-fast: setup
 	$(BIN)/python -m pytest -q -m "not slow"
