@@ -194,3 +194,24 @@ def test_a_leaking_descriptor_is_reported(evidence: Evidence) -> None:
 def test_a_run_that_did_not_end_idle_is_reported(evidence: Evidence) -> None:
     evidence.end_reason = "deadline"
     assert failing(evidence)[RunEnded.name].problem == "the run ended deadline with work left"
+
+
+def test_a_gap_across_a_restart_of_the_subscriber_is_its_restart(evidence: Evidence) -> None:
+    """A restarted subscriber is a new process, subscribed from its start: what was published while it was
+    dead is no gap of its stream (as its missing end is not). A restart of another agent excuses nothing."""
+    notes = [e for e in evidence.exchanges if e["operation"] == "notification"]
+
+    def later(e: dict[str, Any]) -> float | None:  # the time of the next notification of e's stream, if later
+        key = (e["to"], e["from"], e["task_id"])
+        rest = [n["time"] for n in notes if (n["to"], n["from"], n["task_id"]) == key and n["order"] > e["order"]]
+        return min(rest) if rest and min(rest) > e["time"] else None
+
+    dropped, after = next((e, t) for e in notes if e["status"] != "created" and (t := later(e)) is not None)
+    evidence.exchanges.remove(dropped)
+    # the subscriber killed after the dropped one was published, and back before the next
+    restart = {"kind": "kill", "target": dropped["to"], "at": (dropped["time"] + after) / 2, "restarted": True}
+    elsewhere = {**restart, "target": next(a for a in evidence.logs if a not in (dropped["to"], dropped["from"]))}
+    evidence.chaos.append(elsewhere)
+    assert "a gap" in failing(evidence)[NotificationsComplete.name].problem
+    evidence.chaos.append(restart)
+    assert NotificationsComplete.name not in failing(evidence)
