@@ -67,3 +67,10 @@ def test_a_first_start_on_a_full_disk_is_counted_once_there_is_space(small_disk:
     finally:
         free(small_disk)
     assert next_incarnation(small_disk) == 1
+
+
+def test_an_agent_without_a_state_directory_counts_in_memory(tmp_path: Path) -> None:
+    """An agent the lab does not run has no state directory there: nothing to count in, and not a full
+    disk (found by the clean check: such an agent was refused as if its disk were full)."""
+    assert next_incarnation(tmp_path / "no-such-agent") == 1
+    assert not (tmp_path / "no-such-agent").exists()

@@ -40,21 +40,27 @@ def next_incarnation(state_dir: Path) -> int:
         previous = 0
     current = previous + 1
     record = f"{current:>{WIDTH}}\n".encode("ascii")
-    if not _replace(path, record):
-        try:
-            _overwrite(path, record)
-        except OSError as exc:
-            if exc.errno in (errno.ENOSPC, errno.EDQUOT) or not path.exists():
-                raise StateFull(
-                    f"cannot count this start in {path}: no space left in {state_dir}; nothing was changed: "
-                    "free space there and the agent can start"
-                ) from None
-            raise
+    failure = _replace(path, record)
+    if failure is None:
+        return current
+    try:
+        _overwrite(path, record)
+    except OSError as exc:
+        if _full(failure) or _full(exc):
+            raise StateFull(
+                f"cannot count this start in {path}: no space left in {state_dir}; nothing was changed: "
+                "free space there and the agent can start"
+            ) from None
+        # Not a full disk (no state directory here: an agent the lab does not run): counted in memory only.
     return current
 
 
-def _replace(path: Path, record: bytes) -> bool:
-    """``path`` now holds ``record`` (a new file renamed over it); False when it could not be written."""
+def _full(error: OSError) -> bool:
+    return error.errno in (errno.ENOSPC, errno.EDQUOT)
+
+
+def _replace(path: Path, record: bytes) -> OSError | None:
+    """``path`` now holds ``record`` (a new file renamed over it); the error when it could not be written."""
     temporary = path.with_name(f".{FILE}.tmp")
     try:
         fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -64,11 +70,11 @@ def _replace(path: Path, record: bytes) -> bool:
         finally:
             os.close(fd)
         os.replace(temporary, path)
-    except OSError:
+    except OSError as exc:
         with contextlib.suppress(OSError):
             temporary.unlink()
-        return False
-    return True
+        return exc
+    return None
 
 
 def _overwrite(path: Path, record: bytes) -> None:
