@@ -24,7 +24,7 @@ each paraphrase set of an existing key in ``conflict_probes.json`` (which must),
 
 Then the chosen configuration is run through the real engine (replay) and its patches are listed per label.
 
-    python -m bench.calibrate_similarity [--corpus FILE ...] [--json] [--quick]
+    python -m bench.calibrate_similarity [--corpus FILE ...] [--json] [--quick] [--model DIR]
 
 Progress goes to stderr; the table (or JSON with --json) to stdout. Takes ~1 min with the real model.
 """
@@ -326,12 +326,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--corpus", action="append", type=Path, help="labelled corpus (default: the three in tests/)")
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     parser.add_argument("--quick", action="store_true", help="only the centroid+merge grid around the default")
+    parser.add_argument(
+        "--model", type=Path, metavar="DIR", help="a sentence-transformers model directory (default MiniLM)"
+    )
     args = parser.parse_args(argv)
     paths = args.corpus or CORPORA
     corpora = {p.stem: load(p) for p in paths}
     names = list(corpora)
     started = time.perf_counter()
-    model = MiniLMEmbedder()
+    model = MiniLMEmbedder(path=args.model)
     model.load()
     embedder = CachingEmbedder(model)
     print(f"model loaded in {model.load_seconds:.1f} s; evaluating ...", file=sys.stderr)

@@ -328,6 +328,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         default="auto",
         help="arithmetic of the model's linear layers (default: the agent's default, bf16 where the CPU has AMX)",
     )
+    parser.add_argument(
+        "--model", type=Path, metavar="DIR", help="a sentence-transformers model directory (default MiniLM)"
+    )
     parser.add_argument("--json", action="store_true", help="print one JSON document")
     args = parser.parse_args(argv)
     n_e2e = args.e2e or (500 if args.quick else 2000)
@@ -335,9 +338,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     t0 = time.perf_counter()
     if args.threads is None:
-        model = MiniLMEmbedder(matmul=args.matmul)
+        model = MiniLMEmbedder(path=args.model, matmul=args.matmul)
     else:
-        model = MiniLMEmbedder(threads=args.threads or None, matmul=args.matmul)
+        model = MiniLMEmbedder(path=args.model, threads=args.threads or None, matmul=args.matmul)
     model.load()
     load_s = time.perf_counter() - t0
     model.embed(["warm up"])
@@ -351,7 +354,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         json.dump(result, sys.stdout, indent=2)
         print()
         return 0
-    print(f"model load (torch + sentence-transformers + all-MiniLM-L6-v2): {load_s:.2f} s")
+    print(f"model load (torch + sentence-transformers + {args.model or 'all-MiniLM-L6-v2'}): {load_s:.2f} s")
     print(
         f"end to end, {e2e['fragments']} payloads in batches of {e2e['batch']}: {e2e['fragments_per_s']} "
         f"fragments/s ingested, synthesis off the path ({e2e['fragments_per_s_with_synthesis']} with the burst's "

