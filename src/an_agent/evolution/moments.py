@@ -1,6 +1,7 @@
 """Moments named in words, for date-time keys: deadlines ("until 06:00", "till tomorrow morning") and durations.
 
-`an_agent.schemas.extract.find_datetimes` reads ISO dates and today / tomorrow [at HH:MM]; a deadline
+`an_agent.schemas.dates.find_datetimes` reads dates (ISO, day-month-year, month names) with their times,
+and today / tomorrow [at HH:MM]; a deadline
 cluster says more than that, in many ways. What is read here is used by patch synthesis only
 (`an_agent.evolution.inference`), so NL mapping keeps its own, stricter reading.
 """
@@ -10,6 +11,7 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta
 
+from an_agent.schemas.dates import find_twelve_hour_clock
 from an_agent.schemas.extract import duration_minutes, find_clock_ranges, find_datetimes, find_quantities
 
 _PART_OF_DAY = re.compile(r"\b(today|tomorrow|tonight)\s+(morning|afternoon|evening|night)\b", re.IGNORECASE)
@@ -33,10 +35,10 @@ def stamp(moment: datetime) -> str:
 def find_moment(text: str, now: float) -> str | None:
     """The date and time a fragment names, RFC 3339 UTC, or None.
 
-    Beyond `extract.find_datetimes` (ISO dates, today / tomorrow [at HH:MM]): a part of a day ("tomorrow
+    Beyond `dates.find_datetimes` (dates with their times, today / tomorrow [at HH:MM]): a part of a day ("tomorrow
     morning" -> 08:00, afternoon 14:00, evening 18:00, night 22:00) and a time of day, after
-    until / till / by / before / at / from ("until 06:00") or alone ("recovered 11:05"): its next
-    occurrence after ``now``.
+    until / till / by / before / at / from ("until 06:00") or alone ("recovered 11:05"), or on the
+    12-hour clock ("until 6 pm", "around 9 a.m."): its next occurrence after ``now``.
     """
     base = datetime.fromtimestamp(now, tz=UTC)
     part = _PART_OF_DAY.search(text)
@@ -47,9 +49,13 @@ def find_moment(text: str, now: float) -> str | None:
     if found:
         return found[0][0]
     # "from 01:00 until 05:00" is a range, not a moment.
-    clock = None if find_clock_ranges(text) else _CLOCK.search(text) or _BARE_CLOCK.search(text)
-    if clock and int(clock[1]) < 24 and int(clock[2]) < 60:
-        moment = base.replace(hour=int(clock[1]), minute=int(clock[2]), second=0, microsecond=0)
+    if find_clock_ranges(text):
+        return None
+    # "5:30pm" is 17:30: the 12-hour clock first, then a 24-hour time.
+    clock = _CLOCK.search(text) or _BARE_CLOCK.search(text)
+    hour_minute = find_twelve_hour_clock(text) or ((int(clock[1]), int(clock[2])) if clock else None)
+    if hour_minute and hour_minute[0] < 24 and hour_minute[1] < 60:
+        moment = base.replace(hour=hour_minute[0], minute=hour_minute[1], second=0, microsecond=0)
         return stamp(moment if moment > base else moment + timedelta(days=1))
     return None
 

@@ -54,6 +54,11 @@ _MEASURES = {
     "celsius": ("temperature", "temp", "heat"),
     "kwh": ("energy", "consumption", "yield", "usage", "generation"),
     "volt": ("voltage", "potential"),
+    "ms": ("latency", "delay", "jitter", "rtt", "ping", "response"),
+    "mhz": ("bandwidth", "frequency", "carrier", "spectrum", "channel", "band"),
+    "kw": ("power", "load", "draw", "consumption", "demand"),
+    "gb": ("data", "volume", "usage", "allowance", "quota", "traffic"),
+    "litres": ("fuel", "diesel", "volume", "level", "tank"),
 }  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 _TIME_WORDS = word_set(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+
+from an_agent.schemas.dates import find_datetimes as find_datetimes  # re-exported: dates have their own module
 
 _WORD_NUMBERS = {
     "zero": 0,
@@ -118,6 +119,16 @@ _UNITS = {
     "rpm": ("rpm", "r/min", "rev/min", "revolutions per minute"),
     # Electric potential (battery strings, rectifiers): "48 V", "52 VDC", "forty six volts".
     "volt": ("volts", "volt", "vdc", "v dc", "v"),
+    # Latency, jitter, round-trip time: milliseconds are their own unit, not a duration in minutes.
+    "ms": ("milliseconds", "millisecond", "msecs", "msec", "ms"),
+    # Bandwidth and frequency of carriers and channels (GHz and kHz converted).
+    "mhz": ("megahertz", "mhz"),
+    # Electric power (site draw, rectifier load, radio consumption; W converted).
+    "kw": ("kilowatts", "kilowatt", "kw"),
+    # Data volume (usage, allowance; MB and TB converted).
+    "gb": ("gigabytes", "gigabyte", "gbytes", "gb"),
+    # Fuel and other liquids (generator tanks).
+    "litres": ("litres", "liters", "litre", "liter", "ltrs", "ltr", "l"),
 }
 # Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
 # unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
@@ -139,13 +150,30 @@ _SCALED = {
     "gb/s": ("mbps", 1000.0),
     "mwh": ("kwh", 1000.0),
     "megawatt hours": ("kwh", 1000.0),
+    "ghz": ("mhz", 1000.0),
+    "gigahertz": ("mhz", 1000.0),
+    "khz": ("mhz", 0.001),
+    "kilohertz": ("mhz", 0.001),
+    "w": ("kw", 0.001),
+    "watts": ("kw", 0.001),
+    "watt": ("kw", 0.001),
+    "mb": ("gb", 0.001),
+    "megabytes": ("gb", 0.001),
+    "mbytes": ("gb", 0.001),
+    "tb": ("gb", 1000.0),
+    "terabytes": ("gb", 1000.0),
 }
+# A lower-case b is a bit, an upper-case B a byte: "a 10 Gb link" is a rate, "35 GB used" a volume (and
+# "500mb left", all lower case, is how people write a phone's data).
+_BITS = {"Kb": ("mbps", 0.001), "Mb": ("mbps", 1.0), "Gb": ("mbps", 1000.0), "Tb": ("mbps", 1_000_000.0)}
 _FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit", "f")
 _UNIT_OF = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
 _SCALE_OF = {spelling: (unit, 1.0) for spelling, unit in _UNIT_OF.items()} | _SCALED
 _SCALE_OF |= {spelling: ("celsius", 1.0) for spelling in _FAHRENHEIT}
 UNIT_WORDS = frozenset(
     w for s in _SCALE_OF for w in [*s.split(), *re.split(r"[\s\-]", s)] if w.replace("-", "").isalpha()
+) | frozenset(  # the word before a slash ("Mbit/s" -> mbit), when it is one: never a single letter ("r/min")
+    w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
 )
 _UNIT_RE = "|".join(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))
 _QUANTITY = re.compile(rf"(?<![\w.]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
@@ -168,6 +196,13 @@ _LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees
 _HOURS_MINUTES = re.compile(
     r"(?<![\w.:])(?P<h>\d{1,2})\s?h\s?(?P<m>[0-5]\d)(?:\s?(?:min|m)\b)?(?![\w:])", re.IGNORECASE
 )
+# The end of a date (a year, a month's name, a day-month-year) right before an "HHhMM".
+_AFTER_A_DATE = re.compile(
+    r"(?:\d{4}|[/.]\d{2}|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s{1,3}\d{1,2}"
+    r"|\d{1,2}(?:st|nd|rd|th)?\s{1,3}(?:of\s{1,3})?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?)"
+    r",?\s{1,3}(?:at\s{1,3})?$",
+    re.IGNORECASE,
+)
 _BARE_NUMBER = re.compile(r"(?<![\w.\-:])[-+\u2212]?\d+(?:\.\d+)?(?![\w:]|-\d)")
 # Linear in the text (client text can be a megabyte): a match starts only where an id can start, not
 # inside "SITE-SITE-..."; prefix parts are taken once (each followed by "-"); the body is checked for a
@@ -177,17 +212,6 @@ _ID = re.compile(
 )
 # Ticket and incident numbers written without a dash (INC4303720, CHG0012345): letters, then five digits or more.
 _ID_NO_DASH = re.compile(r"(?<![A-Za-z0-9])(?P<prefix>[A-Z]{2,5}+)(?P<body>\d{5,}+)\b")
-_ISO_DT = re.compile(
-    r"\b(?P<date>\d{4}-\d{2}-\d{2})"
-    r"(?:(?:[T ]|,?\s+at\s+)(?P<time>\d{1,2}:\d{2}(?::\d{2})?)\s*(?P<tz>Z|UTC|GMT|[+-]\d{2}:?\d{2})?)?\b",
-    re.IGNORECASE,
-)
-_RELATIVE_DAY = re.compile(
-    r"(?:\b(?P<before>\d{1,2}:\d{2})\s*(?:UTC|GMT|Z)?\s+)?"  # '06:00 UTC today'
-    # 'today at 06:00', 'tomorrow 08:00'
-    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?:\s+(?:at\s+|from\s+)?(?P<time>\d{1,2}:\d{2}))?",
-    re.IGNORECASE,
-)
 _CLOCK_RANGE = re.compile(
     r"\b(?:between\s+)?(?P<a>\d{1,2}:\d{2})\s*(?:-|\u2013|to|and|until)\s*(?P<b>\d{1,2}:\d{2})\b", re.IGNORECASE
 )
@@ -240,6 +264,8 @@ def find_quantities(text: str) -> list[Quantity]:
     """
     out = []
     for match in _HOURS_MINUTES.finditer(text):
+        if _AFTER_A_DATE.search(text, max(0, match.start() - 40), match.start()):
+            continue  # "15 Jan 2027 15h00": a time of day, not 15 hours
         out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
     max_end = max((q.end for q in out), default=0)
     matches = [*_QUANTITY.finditer(text), *_LABELLED.finditer(text)]
@@ -252,6 +278,7 @@ def find_quantities(text: str) -> list[Quantity]:
         if value is None or spelling not in _SCALE_OF or inside:
             continue
         unit, factor = _SCALE_OF[spelling]
+        unit, factor = _BITS.get(match.group("unit"), (unit, factor))
         if match.re is _LABELLED and (len(spelling) < 2 or unit in _LABEL_SHY):
             continue  # "per day: 50", "C, 3 sites", "deg: 4": a word before a colon, not a unit's label
         if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
@@ -330,43 +357,3 @@ def find_clock_ranges(text: str) -> list[tuple[str, int, int]]:
         a, b = match.group("a").zfill(5), match.group("b").zfill(5)
         out.append((f"{a}-{b}", match.start(), match.end()))
     return out
-
-
-def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
-    """Dates and times as RFC 3339 UTC strings ('2026-10-05T06:00:00Z'), with their spans.
-
-    Recognised: ISO dates with an optional time and zone (UTC assumed), and today / tonight /
-    tomorrow / yesterday with an optional 'at HH:MM' after or 'HH:MM [UTC]' before, relative to ``now``.
-    """
-    out = []
-    for match in _ISO_DT.finditer(text):
-        try:
-            day = datetime.fromisoformat(match.group("date")).replace(tzinfo=UTC)
-        except ValueError:
-            continue
-        stamp = _at_time(day, match.group("time"), match.group("tz"))
-        if stamp:
-            out.append((stamp, match.start(), match.end()))
-    base = datetime.fromtimestamp(now, tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
-    offsets = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
-    for match in _RELATIVE_DAY.finditer(text):
-        day = base + timedelta(days=offsets[match.group("day").lower()])
-        time = match.group("time") or match.group("before")
-        time = time or ("20:00" if match.group("day").lower() == "tonight" else None)
-        stamp = _at_time(day, time, None)
-        if stamp:
-            out.append((stamp, match.start(), match.end()))
-    return sorted(out, key=lambda t: t[1])
-
-
-def _at_time(day: datetime, time: str | None, tz: str | None) -> str | None:
-    if time:
-        parts = [int(p) for p in time.split(":")]
-        if parts[0] > 23 or parts[1] > 59:
-            return None
-        day = day.replace(hour=parts[0], minute=parts[1], second=parts[2] if len(parts) > 2 else 0)
-    if tz and tz.upper() not in ("Z", "UTC", "GMT"):
-        sign = 1 if tz[0] == "+" else -1
-        digits = tz[1:].replace(":", "")
-        day = day - sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
-    return day.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -66,6 +66,11 @@ _UNIT_OF_KEY = {
     "v": "volt",
     "celsius": "celsius",
     "seconds": "seconds",
+    "ms": "ms",
+    "mhz": "mhz",
+    "kw": "kw",
+    "gb": "gb",
+    "litres": "litres",
 }
 _TIME_UNITS = ("seconds", "minutes", "hours", "days", "weeks")
 _STOP = frozenset(

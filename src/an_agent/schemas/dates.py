@@ -1,0 +1,186 @@
+"""Dates and times written in text, as RFC 3339 UTC strings (`find_datetimes`).
+
+Shared by NL -> payload mapping and patch synthesis through `an_agent.schemas.extract`. Read:
+
+- **ISO dates** ``2027-01-15``, with a time after ``T``, a space or "at" (``2027-01-15 at 15:00 UTC``);
+  ``2027/01/15`` likewise;
+- **day, month, year** with slashes or dots (``15/01/2027``, ``15.01.27``): the day first, as in Europe
+  and in most of the world, unless the first number cannot be a month and the second can
+  (``02/13/2027`` is 13 February);
+- **month names**, in either order, the year optional (``15 Jan 2027``, ``the 3rd of February``,
+  ``Jan 15, 2027``, ``Sept. 4``): without a year, the year of ``now``. "may" and "march" in lower
+  case are the verbs;
+- **a time of day** right after the date (``15:00``, ``15h00``, ``3 PM``, ``11:30 pm``; "at" or a comma
+  between) or right before it (``15:00 UTC on 15 Jan 2027``, ``3pm on 16/01/2027``), with a zone: Z,
+  UTC, GMT, an offset (``+02:00``) or a common abbreviation (CET, CEST, BST, EET, EEST, EST, EDT, PST,
+  PDT); no zone is UTC;
+- **today / tonight / tomorrow / yesterday**, with "at HH:MM" after or "HH:MM [UTC]" before, relative
+  to ``now`` (tonight alone is 20:00).
+
+A date without a time is its midnight. A date that does not exist (``32/01/2027``) is none.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import UTC, datetime, timedelta
+
+_MONTHS = {
+    "jan": 1,
+    "feb": 2,
+    "mar": 3,
+    "apr": 4,
+    "may": 5,
+    "jun": 6,
+    "jul": 7,
+    "aug": 8,
+    "sep": 9,
+    "oct": 10,
+    "nov": 11,
+    "dec": 12,
+}
+_MONTH = (
+    r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+)
+_VERBS = frozenset({"may", "march"})  # month names that are verbs when written in lower case
+_ORDINAL = r"(?:st|nd|rd|th)?"
+# Each date shape: (pattern, the order of its numbered groups). Bounded repetitions only: linear.
+_DATES = (
+    re.compile(r"(?<![\w/.])(?P<y>\d{4})(?P<sep>[-/])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})(?![\d/]|-\d)"),
+    re.compile(r"(?<![\w/.:,])(?P<d>\d{1,2})(?P<sep>[/.])(?P<m>\d{1,2})(?P=sep)(?P<y>\d{4}|\d{2})(?![\d/]|\.\d)"),
+    re.compile(
+        rf"(?<![\w:.,])(?P<d>\d{{1,2}}){_ORDINAL}(?:\s{{1,3}}of)?\s{{1,3}}{_MONTH}(?:,?\s{{1,3}}(?P<y>\d{{4}}))?(?![\w:])",
+        re.IGNORECASE,
+    ),
+    re.compile(
+        rf"(?<![\w])(?:the\s{{1,3}})?{_MONTH}\s{{1,3}}(?P<d>\d{{1,2}}){_ORDINAL}(?:,?\s{{1,3}}(?P<y>\d{{4}}))?(?![\w:])",
+        re.IGNORECASE,
+    ),
+)
+_ZONE = r"(?P<tz>Z|UTC|GMT|CEST|CET|BST|EEST|EET|EST|EDT|PST|PDT|[+-]\d{2}:?\d{2})"
+# A time of day: minutes after ':' or 'h', or an am / pm; a bare "15" is no time.
+_HALF = r"\s?(?P<{}>[ap])\.?\s?m\b\.?"  # am / pm, a.m. / p.m.
+_TIME = (
+    r"(?P<h>\d{1,2})(?:(?::|h)(?P<min>\d{2})(?::(?P<s>\d{2}))?(?:"
+    + _HALF.format("ap1")
+    + ")?|"
+    + _HALF.format("ap2")
+    + ")"
+)
+_TIME_AFTER = re.compile(
+    rf"(?:T|,?\s{{0,3}}(?:at\s{{1,3}}|@\s{{0,3}})?)(?<![\d]){_TIME}(?:\s{{0,2}}{_ZONE})?(?![\w:])", re.I
+)
+_TIME_BEFORE = re.compile(
+    rf"(?<![\w:.]){_TIME}(?:\s{{0,2}}{_ZONE})?\s{{0,3}},?\s{{0,3}}(?:on\s{{1,3}}|of\s{{1,3}})?$", re.I
+)
+_ZONES = {"z": 0, "utc": 0, "gmt": 0, "cet": 60, "cest": 120, "bst": 60, "eet": 120, "eest": 180}
+_ZONES |= {"est": -300, "edt": -240, "pst": -480, "pdt": -420}
+_RELATIVE_DAY = re.compile(
+    r"(?:\b(?P<before>\d{1,2}:\d{2})\s*(?:UTC|GMT|Z)?\s+)?"  # '06:00 UTC today'
+    # 'today at 06:00', 'tomorrow 08:00'
+    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?:\s+(?:at\s+|from\s+)?(?P<time>\d{1,2}:\d{2}))?",
+    re.IGNORECASE,
+)
+_RELATIVE_OFFSET = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
+
+
+def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
+    """Dates and times as RFC 3339 UTC strings ('2027-01-15T15:00:00Z'), with their spans (module docstring)."""
+    out: list[tuple[str, int, int]] = []
+    year = datetime.fromtimestamp(now, tz=UTC).year
+    for pattern in _DATES:
+        for match in pattern.finditer(text):
+            if any(s <= match.start() < e for _, s, e in out):
+                continue  # "2027-01-15" is not read again as "15" of something
+            day = _date(match, year)
+            if day is None:
+                continue
+            start, end = match.start(), match.end()
+            after = _TIME_AFTER.match(text, end)
+            before = _TIME_BEFORE.search(text, max(0, start - 30), start)
+            time = after or before
+            moment = _with_time(day, time) if time else day
+            if time is not None and moment is None:
+                continue
+            if after is not None:
+                end = after.end()
+            elif before is not None:
+                start = before.start()
+            out.append((_stamp(moment or day), start, end))
+    base = datetime.fromtimestamp(now, tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
+    for match in _RELATIVE_DAY.finditer(text):
+        if any(s <= match.start() < e for _, s, e in out):
+            continue
+        day = base + timedelta(days=_RELATIVE_OFFSET[match.group("day").lower()])
+        clock = match.group("time") or match.group("before")
+        clock = clock or ("20:00" if match.group("day").lower() == "tonight" else None)
+        if clock:
+            hour, minute = (int(p) for p in clock.split(":"))
+            if hour > 23 or minute > 59:
+                continue
+            day = day.replace(hour=hour, minute=minute)
+        out.append((_stamp(day), match.start(), match.end()))
+    return sorted(out, key=lambda t: t[1])
+
+
+_TWELVE_HOUR = re.compile(r"(?<![\d:.])(?P<h>\d{1,2})(?::(?P<min>\d{2}))?" + _HALF.format("ap"), re.IGNORECASE)
+
+
+def find_twelve_hour_clock(text: str) -> tuple[int, int] | None:
+    """(hour, minute) on the 24-hour clock of the first "6 pm", "5:30pm", "9 a.m.", "11 AM" of ``text``."""
+    for match in _TWELVE_HOUR.finditer(text):
+        hour, minute = int(match.group("h")), int(match.group("min") or 0)
+        if 1 <= hour <= 12 and minute <= 59:
+            return hour % 12 + (12 if match.group("ap").lower() == "p" else 0), minute
+    return None
+
+
+def _date(match: re.Match[str], this_year: int) -> datetime | None:
+    """The day a date match names, or None when it names none (a verb, a day that does not exist)."""
+    groups = match.groupdict()
+    if groups.get("mon") is not None:
+        name = groups["mon"]
+        if name in _VERBS:
+            return None
+        month = _MONTHS[name[:3].lower()]
+    else:
+        month = int(groups["m"])
+    day = int(groups["d"])
+    if groups.get("sep") == "." and len(groups["y"]) == 2 and (len(groups["d"]) < 2 or len(groups["m"]) < 2):
+        return None  # "1.2.27" is a version; "16.01.27" a date
+    if groups.get("mon") is None and match.re is _DATES[1] and month > 12 >= day:
+        day, month = month, day  # "02/13/2027": 13 is no month, so it is month first
+    raw_year = groups.get("y")
+    year = this_year if raw_year is None else int(raw_year) + (2000 if len(raw_year) == 2 else 0)
+    try:
+        return datetime(year, month, day, tzinfo=UTC)
+    except ValueError:
+        return None
+
+
+def _with_time(day: datetime, time: re.Match[str]) -> datetime | None:
+    """``day`` at the time ``time`` matched (`_TIME`, with its zone), in UTC; None for no time of day."""
+    hour = int(time.group("h"))
+    minute = int(time.group("min") or 0)
+    second = int(time.group("s") or 0)
+    half = (time.group("ap1") or time.group("ap2") or "").lower()
+    if half:
+        if not 1 <= hour <= 12:
+            return None
+        hour = hour % 12 + (12 if half == "p" else 0)
+    if hour > 23 or minute > 59 or second > 59:
+        return None
+    moment = day.replace(hour=hour, minute=minute, second=second)
+    zone = time.group("tz")
+    if zone is None:
+        return moment
+    if zone.lower() in _ZONES:
+        return moment - timedelta(minutes=_ZONES[zone.lower()])
+    sign = 1 if zone[0] == "+" else -1
+    digits = zone[1:].replace(":", "")
+    return moment - sign * timedelta(hours=int(digits[:2]), minutes=int(digits[2:]))
+
+
+def _stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")

@@ -1,0 +1,81 @@
+"""Issue 31, round 5: dates and times as people write them, not only ISO.
+
+Day-month-year with slashes or dots (European order; month-day when the first number cannot be a month),
+month names in either order with or without the year, a time before or after the date (24-hour, "15h00",
+or 12-hour with am / pm) and named zones; 12-hour clock times alone in a moment cluster.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from an_agent.clock import from_rfc3339
+from an_agent.evolution.moments import find_moment
+from an_agent.schemas.extract import find_datetimes, find_quantities
+
+NOW = from_rfc3339("2027-01-15T10:00:00Z")
+
+
+@pytest.mark.parametrize(
+    ("text", "stamp"),
+    [
+        ("restored 15/01/2027 15:00", "2027-01-15T15:00:00Z"),
+        ("restored 15.01.2027 15:00 UTC", "2027-01-15T15:00:00Z"),
+        ("onset 03/02/2027 08:30", "2027-02-03T08:30:00Z"),  # day first, as in Europe
+        ("onset 02/13/2027 08:30", "2027-02-13T08:30:00Z"),  # 13 is no month: month first
+        ("window 2027/01/20 22:00", "2027-01-20T22:00:00Z"),
+        ("visit on 15 Jan 2027", "2027-01-15T00:00:00Z"),
+        ("visit on 15 January 2027, 15:00", "2027-01-15T15:00:00Z"),
+        ("visit on the 3rd of February 2027 at 9am", "2027-02-03T09:00:00Z"),
+        ("Jan 15, 2027 3:00 PM", "2027-01-15T15:00:00Z"),
+        ("January 20th 2027 at 11:30 pm", "2027-01-20T23:30:00Z"),
+        ("Sept. 4 2027 15h00", "2027-09-04T15:00:00Z"),
+        ("due 20 Feb", "2027-02-20T00:00:00Z"),  # no year: this year
+        ("due Feb 20 at 14:00", "2027-02-20T14:00:00Z"),
+        ("15:00 UTC on 15 Jan 2027", "2027-01-15T15:00:00Z"),  # the time before the date
+        ("3pm on 16/01/2027", "2027-01-16T15:00:00Z"),
+        ("16 Jan 2027 10:00 CET", "2027-01-16T09:00:00Z"),  # a named zone
+        ("16 Jan 2027 10:00 +02:00", "2027-01-16T08:00:00Z"),
+        ("12 am on 16 Jan 2027", "2027-01-16T00:00:00Z"),  # midnight
+        ("12:15 pm, 16.01.27", "2027-01-16T12:15:00Z"),  # a two-digit year
+    ],
+)
+def test_dates_in_the_spellings_people_use(text: str, stamp: str) -> None:
+    assert [s for s, _, _ in find_datetimes(text, NOW)][:1] == [stamp]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "we may 2 sites lose",  # "may" the verb
+        "firmware 1.2.2027 on the router is old",  # no: a version would need a 4-digit year last and ...
+        "ratio 3/4 of the cells",
+        "version 15.01",
+        "32/01/2027 is no date",
+    ],
+)
+def test_what_is_no_date_stays_none(text: str) -> None:
+    found = [s for s, _, _ in find_datetimes(text, NOW)]
+    assert found == [] or text.startswith("firmware"), found
+
+
+def test_a_version_with_a_year_shape_is_read_as_a_date_only_when_it_is_one() -> None:
+    # "1.2.2027" is a valid day-month-year: written so in a fault text it is a date (1 February 2027).
+    assert [s for s, _, _ in find_datetimes("firmware 1.2.2027", NOW)] == ["2027-02-01T00:00:00Z"]
+
+
+@pytest.mark.parametrize(
+    ("text", "stamp"),
+    [
+        ("hold until 6 pm", "2027-01-15T18:00:00Z"),
+        ("call back after 5:30pm", "2027-01-15T17:30:00Z"),
+        ("service came back around 9 a.m.", "2027-01-16T09:00:00Z"),  # 09:00 has passed today: tomorrow's
+        ("restored at 11 AM", "2027-01-15T11:00:00Z"),
+    ],
+)
+def test_twelve_hour_clock_times_are_moments(text: str, stamp: str) -> None:
+    assert find_moment(text, NOW) == stamp
+
+
+def test_a_time_is_no_quantity() -> None:
+    assert find_quantities("restored 15 Jan 2027 15h00") == []
