@@ -1,4 +1,4 @@
-"""Issue 31, round 5: the units operators write that had no canonical unit yet, in their usual spellings.
+"""Issue 31, round 5: units operators write that had no canonical unit yet; countries as ISO codes.
 
 Latency in milliseconds, bandwidth and frequency in MHz, power in kW, data volume in GB and fuel in
 litres: each spelling has one canonical unit, other units of the same quantity are converted, and a key
@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 from test_evolution_synthesis import induce
 
+from an_agent.evolution.codes import find_codes
+from an_agent.evolution.naming import STOP_WORDS
 from an_agent.schemas.extract import find_counts, find_quantities
 from fake_embedder import FakeEmbedder
 
@@ -82,3 +84,33 @@ def test_a_key_of_a_new_unit_is_named_by_its_measure(texts: list[str], suffix: s
     assert key.key_type in ("integer", "number"), key
     assert key.key_name.endswith(suffix) and measure in key.key_name, key.key_name
     assert key.constraints.unit == suffix[1:]
+
+
+def test_countries_written_as_iso_codes_are_a_set_of_codes_named_country() -> None:
+    texts = [
+        "Roaming: FR",
+        "roaming in DE, no data",
+        "customer roaming in FR when it failed",
+        "roaming=IT",
+        "roaming in IT since Monday",
+        "Visited network: ES (Movistar)",
+        "roaming in ES",
+    ]
+    found = find_codes(texts, STOP_WORDS)
+    assert found is not None and found.kind == "country"
+    assert found.enum == ("DE", "ES", "FR", "IT") and found.values[1] == "DE"
+    key = induce(texts, FakeEmbedder()).key
+    assert key.key_name == "roaming_country" and key.constraints.enum == ("DE", "ES", "FR", "IT"), key
+
+
+@pytest.mark.parametrize(
+    "texts",
+    [
+        # Capitals that are words or telecom acronyms, not countries; a unit after a number.
+        ["NO SERVICE IN THE AREA", "CALL US BACK", "NR cell down, RU alarm", "SA core ok", "NR and SA again"],
+        ["used 35 GB", "used 20 GB", "used 12 GB", "used 8 GB", "used 9 GB"],
+    ],
+)
+def test_words_and_units_in_capitals_are_no_countries(texts: list[str]) -> None:
+    found = find_codes(texts, STOP_WORDS)
+    assert found is None or found.kind != "country", found

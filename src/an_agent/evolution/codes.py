@@ -7,7 +7,9 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
 
 - a **family** of codes is one shape with one fixed part: digits and a letter suffix (``2G``, ``4G``:
   the family ``<n>G``), a letter prefix and digits (``P1``, ``P4``: ``P<n>``), or a single capital
-  letter after one frame word (``Class A``, ``class-C``, ``classification B``: the family ``class``);
+  letter after one frame word (``Class A``, ``class-C``, ``classification B``: the family ``class``),
+  or a country's ISO 3166 code in capitals (``roaming in DE``, ``Visited network: ES``: the family
+  ``country``, `CodeSet.kind` "country", which the key's name says: roaming_country);
   tokens that are units or ordinals (``2h``, ``45min``, ``3rd``), or part of an identifier
   (``CELL-0401``), are no codes; and, only when no family of those shapes makes a set, a **frame word and
   a number** (``Tier-2``, ``tier 3``, ``Tier2``: the family ``tier``; ``Cat M1``, ``Cat-1``, ``Cat 4``;
@@ -36,6 +38,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES, same_family
+from an_agent.evolution.value_words import word_set
 from an_agent.schemas.extract import UNIT_WORDS
 
 # Digits then 1-2 letters (4G, 5GC) or 1-2 letters then digits (P1, T2); never part of an id or a number.
@@ -57,6 +60,22 @@ _NOT_CODES = UNIT_WORDS | frozenset(
 )
 _MIN_RECURRING = 2  # values named in two fragments or more
 
+# Countries written as their ISO 3166-1 alpha-2 code ("roaming in DE", "Visited network: ES"), and UK,
+# which the UK writes for itself: a code family of their own, named with "country". A code that is also
+# a word or an acronym operators write in capitals ("IN", "NO", "US"; "NR" radio, "RU" radio unit, "SA"
+# standalone, "PA" amplifier, "BT", "HR", "CC" and "BR" of e-mails; "NE" and "SE" sectors) is left out:
+# a few countries are missed rather than a sentence's words read as countries.
+_COUNTRIES = word_set(
+    """AD AE AF AG AL AO AQ AR AU AW AX AZ BA BD BF BG BH BI BJ BL BM BN BO BQ BV BW BZ CA CD CF CG CH CI
+    CK CL CM CN CO CR CV CX CY CZ DE DJ DK DM DZ EC EE EG EH ER ES ET FI FJ FK FO FR GA GB GD GE GF GG GH GI
+    GL GM GN GP GQ GR GS GT GU GW GY HK HN HT HU IE IL IM IO IQ IR IT JE JM JO JP KE KG KH KI KN KP KR KW KY
+    KZ LB LC LI LK LR LS LT LU LV LY MA MC MD MF MG MH MK MN MP MQ MR MT MU MV MX MZ NC NF NG NI NL NP NU NZ
+    OM PF PG PH PK PL PN PT PW PY QA RO RS RW SB SD SG SH SI SJ SK SL SR SS SX SY SZ TC TD TF TG TH TJ TK TL
+    TN TR TW TZ UA UG UY UZ VC VE VG VN VU WF WS YE YT ZA ZM ZW UK"""
+)
+# Two capitals alone, not after a number ("35 GB" is a quantity) nor inside an id, a path or a word.
+_COUNTRY = re.compile(r"(?<![\w\-./])(?<!\d )([A-Z]{2})(?![\w\-/])")
+
 
 _Code = tuple[tuple[str, str], str, int, int]  # (family, code, start, end)
 
@@ -68,6 +87,7 @@ class CodeSet:
     enum: tuple[str, ...]
     values: tuple[str | None, ...]
     frame: str | None
+    kind: str | None = None  # what the codes are codes of, when their shape says it ("country")
 
 
 def _codes(text: str) -> list[_Code]:
@@ -85,6 +105,9 @@ def _codes(text: str) -> list[_Code]:
         frame = match.group(1).lower()
         if match.group(2) != "I":  # the pronoun
             out.append((("frame", frame[:4]), match.group(2), match.start(2), match.end(2)))
+    for match in _COUNTRY.finditer(text):
+        if match.group(1) in _COUNTRIES:
+            out.append((("country", ""), match.group(1), match.start(1), match.end(1)))
     for match in _NUMBERED.finditer(text):
         frame, code = match.group(1).lower(), match.group(2)
         unit = _UNIT_AFTER.match(text, match.end())
@@ -137,7 +160,8 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
             continue
         enum = tuple(sorted(counts, key=_natural))
         frame = _frame(texts, found, family, stop_words)
-        best, best_cover = CodeSet(enum, tuple(values), frame), cover
+        kind = "country" if family[0] == "country" else None
+        best, best_cover = CodeSet(enum, tuple(values), frame, kind), cover
     return best
 
 

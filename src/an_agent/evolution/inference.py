@@ -236,6 +236,8 @@ def infer_value(
     if (codes := find_codes(texts, stop_words)) is not None:
         phrases = (f"Acceptable values: {', '.join(codes.enum)}.",)
         coded: dict[str, Any] = {"codes": True, "frame": codes.frame}
+        if codes.kind is not None:
+            coded["kind"] = codes.kind
         return ValueSpec("string", codes.values, phrases, enum=codes.enum, info=coded)
     # Names that differ in every fragment go before closed sets: no value recurs, so no set could form,
     # and a shipped category would read a few of them as its words ("Samsung", "Nokia": devices).

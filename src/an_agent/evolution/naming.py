@@ -62,7 +62,9 @@ _MEASURES = {
 }  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 _TIME_WORDS = word_set(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
-    utc gmt monday tuesday wednesday thursday friday saturday sunday time latest"""
+    utc gmt monday tuesday wednesday thursday friday saturday sunday time latest
+    cet cest bst eet eest edt pst pdt am pm jan january feb february mar march apr april may jun june jul
+    july aug august sep sept september oct october nov november dec december"""
 )
 _MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
 _MAX_NAME = 40
@@ -324,6 +326,10 @@ def name_key(
         phrase = f"{_singular(phrase)} {measures[0]}"
     if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
         phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"))
+        if (kind := spec.info.get("kind")) and kind not in phrase.split():
+            phrase = f"{phrase} {kind}"  # "roaming in DE", "roaming: FR" -> roaming country
+    elif spec.enum and isinstance(kind := spec.info.get("kind"), str):
+        phrase = kind  # codes of one kind said after no shared word ("DE", "FR", "ES"): country
     elif spec.enum:
         phrase = _category_name(texts, spec, centroid, embedder)
     elif "kinds" in spec.info and (kind := freeform_phrase([r[1] for r in ranked], spec.values, spec.info["kinds"])):
@@ -356,7 +362,11 @@ def name_key(
         words = [w for w in phrase.split() if w not in STOP_WORDS]
         if len(words) > 1 and words[0] in openers:
             phrase = " ".join(words[1:])
-    alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
+    if spec.info.get("codes"):  # a code ("FR", "class C") is no other phrasing of the key
+        codes = {v.casefold() for v in spec.enum}
+        alternatives = _alternatives(phrase, [p for _, p in ranked if not codes & set(p.split())])
+    else:  # words of a set ("taxi company", "storm damage") still say what the key is about
+        alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
     name = snake_name(" ".join(w for w in phrase.split() if w not in STOP_WORDS) or phrase)
     suffix = None
