@@ -7,11 +7,16 @@ is named by what its unit measures.
 
 from __future__ import annotations
 
+import json
+import re
+
 import pytest
 from test_evolution_synthesis import induce
 
 from an_agent.evolution.codes import find_codes
+from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.naming import STOP_WORDS
+from an_agent.evolution.replay import replay
 from an_agent.schemas.extract import find_counts, find_quantities
 from fake_embedder import FakeEmbedder
 
@@ -114,3 +119,74 @@ def test_countries_written_as_iso_codes_are_a_set_of_codes_named_country() -> No
 def test_words_and_units_in_capitals_are_no_countries(texts: list[str]) -> None:
     found = find_codes(texts, STOP_WORDS)
     assert found is None or found.kind != "country", found
+
+
+LATENCY = [
+    "latency 120 ms on the backhaul",
+    "RTT: 85ms towards the core",
+    "ping around 300 msec from the site",
+    "round trip time 95 milliseconds",
+    "latency up to 250 ms at busy hour",
+    "latency measured at 140ms",
+    "RTT 60 ms, too high for the app",
+    "latency 180 ms on the link",
+    "backhaul latency 210 msec",
+    "latency is 130 ms again",
+]
+FUEL = [
+    "generator has 200 litres left",
+    "fuel tank at 150 L",
+    "only 80 liters of diesel in the genset",
+    "fuel level 120 litres",
+    "generator fuel down to 60 l",
+    "diesel remaining 90 litres",
+    "tank holds 40 litres now",
+    "fuel at 170 L after refill",
+    "genset fuel 75 liters",
+    "fuel 55 litres, order more",
+]
+VISIT = {  # each line and the moment it names
+    "technician visit 15/01/2027 15:00": "2027-01-15T15:00:00Z",
+    "site visit planned Jan 16, 2027 3 PM": "2027-01-16T15:00:00Z",
+    "visit on 17 January 2027 at 09:30": "2027-01-17T09:30:00Z",
+    "engineer visit 18.01.2027 10:00 CET": "2027-01-18T09:00:00Z",
+    "next visit: 19 Jan 2027, 2pm": "2027-01-19T14:00:00Z",
+    "visit booked for 20/01/2027 08:00": "2027-01-20T08:00:00Z",
+    "field visit January 21st 2027 at 11 am": "2027-01-21T11:00:00Z",
+    "technician on site 22 Jan 2027 16:00": "2027-01-22T16:00:00Z",
+    "visit scheduled 23.01.2027 13:00": "2027-01-23T13:00:00Z",
+    "site visit 24 January 2027 at 9am": "2027-01-24T09:00:00Z",
+}
+ONE_OFFS = [
+    "the customer changed his phone number",
+    "the NOC coffee machine is broken",
+    "a new colleague starts on Monday",
+    "the ticket was opened twice by mistake",
+    "parking at the site is difficult",
+    "the landlord wants to renegotiate the lease",
+]
+
+
+@pytest.mark.slow
+def test_new_units_and_date_spellings_make_typed_keys_end_to_end(minilm: MiniLMEmbedder) -> None:
+    texts = [*LATENCY, *FUEL, *VISIT, *ONE_OFFS]
+    order = sorted(range(len(texts)), key=lambda i: (i * 7) % len(texts))  # interleaved, deterministic
+    lines = []
+    for n, i in enumerate(order):
+        payload = {"fault_type": "unknown", "affected_site_ids": ["SITE-1"], "severity": "minor", "other": texts[i]}
+        stamp = f"2027-01-1{4 + n // 20}T{(n % 20):02d}:10:00Z"
+        line = {"timestamp": stamp, "client_id": f"c{i % 5}", "schema_id": "fault_diagnosis_v1", "payload": payload}
+        lines.append(json.dumps(line))
+    report = replay(lines, minilm).to_dict()
+    keys = {k["key_name"]: k for p in report["patches"] for k in p["new_keys"]}
+    assert len(report["patches"]) == 3, sorted(keys)
+    latency = next(k for name, k in keys.items() if name.endswith("_ms"))
+    assert "latency" in latency["key_name"] and latency["key_type"] == "integer"
+    assert "Unit: ms." in latency["semantic_description"]
+    fuel = next(k for name, k in keys.items() if name.endswith("_litres"))
+    assert "Unit: litres." in fuel["semantic_description"]
+    visit = next(k for k in keys.values() if "Format: date-time." in k["semantic_description"])
+    assert "visit" in visit["key_name"], visit["key_name"]
+    # The examples of the description are read right, whatever their spelling.
+    examples = re.findall(r"'([^']+)' -> '([^']+)'", visit["semantic_description"])
+    assert len(examples) >= 3 and all(VISIT[text] == stamp for text, stamp in examples), examples
