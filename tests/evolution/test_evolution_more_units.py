@@ -190,3 +190,28 @@ def test_new_units_and_date_spellings_make_typed_keys_end_to_end(minilm: MiniLME
     # The examples of the description are read right, whatever their spelling.
     examples = re.findall(r"'([^']+)' -> '([^']+)'", visit["semantic_description"])
     assert len(examples) >= 3 and all(VISIT[text] == stamp for text, stamp in examples), examples
+
+
+@pytest.mark.parametrize(
+    ("texts", "enum"),
+    [
+        (
+            ["severity S1 declared", "S2 incident on the ring", "S3 for now", "S1 again", "to S3", "S2 watch"],
+            ("S1", "S2", "S3"),
+        ),
+        (
+            ["escalated to L2", "L1 could not fix it", "needs L3 support", "L2 is on it", "back to L1", "L3 joined"],
+            ("L1", "L2", "L3"),
+        ),
+        (
+            ["in Q1 again", "planned for Q3", "Q2 budget", "Q1 target", "Q4 freeze", "after Q2"],
+            ("Q1", "Q2", "Q3", "Q4"),
+        ),
+    ],
+)
+def test_letters_that_spell_a_unit_after_a_number_are_a_prefix_before_one(
+    texts: list[str], enum: tuple[str, ...]
+) -> None:
+    # "l" is litres and "s" seconds after a number ("150 l", "2s"); before one they are a code's prefix.
+    found = find_codes(texts, STOP_WORDS)
+    assert found is not None and found.enum == enum, found

@@ -58,6 +58,9 @@ _WORD = re.compile(r"[a-z][a-z\-]*")
 _NOT_CODES = UNIT_WORDS | frozenset(
     {"h", "m", "s", "d", "k", "x", "st", "nd", "rd", "th", "am", "pm", "ms", "kb", "mb"}
 )
+# Letters before a number are a code's prefix whatever unit they could spell after one ("S1-S3"
+# severities, "L1-L3" support levels, "C2" classes): only a multiplier ("x2") and a version ("v2") are not.
+_NOT_PREFIXES = frozenset({"x", "v"})
 _MIN_RECURRING = 2  # values named in two fragments or more
 
 # Countries written as their ISO 3166-1 alpha-2 code ("roaming in DE", "Visited network: ES"), and UK,
@@ -99,7 +102,7 @@ def _codes(text: str) -> list[_Code]:
             out.append((("suffix", letters.upper()), match.group(0).upper(), match.start(), match.end()))
     for match in _LETTER_FIRST.finditer(text):
         letters = match.group(1)
-        if letters.lower() not in _NOT_CODES:
+        if letters.lower() not in _NOT_PREFIXES:
             out.append((("prefix", letters.upper()), match.group(0).upper(), match.start(), match.end()))
     for match in _LETTER.finditer(text):
         frame = match.group(1).lower()
