@@ -11,7 +11,7 @@ import pytest
 
 from an_agent.clock import from_rfc3339
 from an_agent.evolution.moments import find_moment
-from an_agent.schemas.extract import find_datetimes, find_quantities
+from an_agent.schemas.extract import duration_minutes, find_datetimes, find_quantities
 
 NOW = from_rfc3339("2027-01-15T10:00:00Z")
 
@@ -79,3 +79,31 @@ def test_twelve_hour_clock_times_are_moments(text: str, stamp: str) -> None:
 
 def test_a_time_is_no_quantity() -> None:
     assert find_quantities("restored 15 Jan 2027 15h00") == []
+
+
+@pytest.mark.parametrize(
+    ("text", "minutes"),
+    [
+        ("outage lasted 2 hrs 15 mins", 135.0),
+        ("down for 1 hour 30 minutes", 90.0),
+        ("3 hours, 20 minutes without service", 200.0),
+        ("1 day and 6 hours", 1800.0),
+        ("half an hour", 30.0),
+        ("an hour and a half", 90.0),
+        ("one and a half hours", 90.0),
+        ("2:30 hours of outage", 150.0),
+        ("10 minutes 30 seconds", 10.5),
+        ("1h 30m", 90.0),
+    ],
+)
+def test_durations_said_in_two_units_or_in_halves(text: str, minutes: float) -> None:
+    (found,) = find_quantities(text)
+    assert duration_minutes(found) == minutes
+
+
+def test_two_durations_apart_stay_two_and_a_time_of_day_is_none() -> None:
+    assert [(q.value, q.unit) for q in find_quantities("a 2 h window and a 30 min break")] == [
+        (2.0, "hours"),
+        (30.0, "minutes"),
+    ]
+    assert find_quantities("restored at 15:00 hours") == []

@@ -176,7 +176,7 @@ UNIT_WORDS = frozenset(
     w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
 )
 _UNIT_RE = "|".join(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))
-_QUANTITY = re.compile(rf"(?<![\w.]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
+_QUANTITY = re.compile(rf"(?<![\w.:]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
 # The unit in a field's label, the number after it, as ticket tools and spreadsheets export them ("Fan
 # speed (rpm): 6000", "Fan RPM: 2,800", "wind,km/h,85", "kWh per day: 50"): a unit (and what it is per),
 # a closing bracket at most, one separator, the number (not the start of a date, a time or an id).
@@ -216,6 +216,22 @@ _CLOCK_RANGE = re.compile(
     r"\b(?:between\s+)?(?P<a>\d{1,2}:\d{2})\s*(?:-|\u2013|to|and|until)\s*(?P<b>\d{1,2}:\d{2})\b", re.IGNORECASE
 )
 _MINUTES_PER = {"seconds": 1 / 60, "minutes": 1, "hours": 60, "days": 1440, "weeks": 10080}
+# Durations said in words and in two units: "2:30 hours", "half an hour", "an hour and a half", "2 h 15 min".
+# ... but "at 15:00 hours" is a time of day.
+_CLOCK_HOURS = re.compile(
+    r"(?<![\w.:])(?<!at )(?<!by )(?<!from )(?<!until )(?<!till )(?<!since )(?<!around )"
+    r"(?P<h>\d{1,2}):(?P<m>[0-5]\d)\s{0,2}(?:hours|hrs|hr|h)\b",
+    re.IGNORECASE,
+)
+_HALF_A = re.compile(r"\bhalf\s{1,3}an?\s{1,3}(?P<u>hour|day|minute|week)\b", re.IGNORECASE)
+_AND_A_HALF = re.compile(
+    r"\b(?P<n>an?|one|two|three|four|five|six|\d{1,3})\s{1,3}(?:(?P<u>hours?|days?|minutes?|weeks?)\s{1,3}and\s{1,3}a"
+    r"\s{1,3}half|and\s{1,3}a\s{1,3}half\s{1,3}(?P<u2>hours|days|minutes|weeks))\b",
+    re.IGNORECASE,
+)
+_TIME_UNIT = {"hour": "hours", "day": "days", "minute": "minutes", "week": "weeks"}
+_SMALLER = {"weeks": "days", "days": "hours", "hours": "minutes", "minutes": "seconds"}
+_JOINED = re.compile(r"\s{0,3}(?:,|and)?\s{0,3}", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -267,6 +283,9 @@ def find_quantities(text: str) -> list[Quantity]:
         if _AFTER_A_DATE.search(text, max(0, match.start() - 40), match.start()):
             continue  # "15 Jan 2027 15h00": a time of day, not 15 hours
         out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
+    for match in _CLOCK_HOURS.finditer(text):  # "2:30 hours" is two and a half hours
+        out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
+    out += _halves(text)
     max_end = max((q.end for q in out), default=0)
     matches = [*_QUANTITY.finditer(text), *_LABELLED.finditer(text)]
     for match in sorted(matches, key=lambda m: m.start("num")):
@@ -296,7 +315,35 @@ def find_quantities(text: str) -> list[Quantity]:
             value = round(value * factor, 3)
         out.append(Quantity(value, unit, match.start(), match.end()))
         max_end = max(max_end, match.end())
-    return sorted(out, key=lambda q: q.start)
+    return _compound_durations(text, sorted(out, key=lambda q: q.start))
+
+
+def _halves(text: str) -> list[Quantity]:
+    """ "half an hour" (0.5 hours), "an hour and a half", "one and a half days" (1.5): ``a`` is not one here."""
+    out = [Quantity(0.5, _TIME_UNIT[m.group("u").lower()], m.start(), m.end()) for m in _HALF_A.finditer(text)]
+    for match in _AND_A_HALF.finditer(text):
+        count = _to_number(match.group("n"))
+        unit = match.group("u") or match.group("u2")
+        if count is not None:
+            out.append(Quantity(count + 0.5, _TIME_UNIT[unit.lower().rstrip("s")], match.start(), match.end()))
+    return out
+
+
+def _compound_durations(text: str, found: list[Quantity]) -> list[Quantity]:
+    """A time said in two units ("2 hrs 15 mins", "1 day and 6 hours") is one quantity, in the smaller."""
+    out: list[Quantity] = []
+    for quantity in found:
+        last = out[-1] if out else None
+        if (
+            last is not None
+            and _SMALLER.get(last.unit) == quantity.unit
+            and _JOINED.fullmatch(text, last.end, quantity.start)
+        ):
+            factor = _MINUTES_PER[last.unit] / _MINUTES_PER[quantity.unit]
+            out[-1] = Quantity(round(last.value * factor + quantity.value, 3), quantity.unit, last.start, quantity.end)
+        else:
+            out.append(quantity)
+    return out
 
 
 def find_numbers(text: str) -> list[tuple[float, int, int]]:
