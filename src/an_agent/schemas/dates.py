@@ -22,6 +22,7 @@ A date without a time is its midnight. A date that does not exist (``32/01/2027`
 
 from __future__ import annotations
 
+import bisect
 import re
 from datetime import UTC, datetime, timedelta
 
@@ -88,10 +89,16 @@ _RELATIVE_OFFSET = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
 def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
     """Dates and times as RFC 3339 UTC strings ('2027-01-15T15:00:00Z'), with their spans (module docstring)."""
     out: list[tuple[str, int, int]] = []
+    spans: list[tuple[int, int]] = []  # what is read already, sorted and disjoint: a lookup, not a scan
+
+    def taken(at: int) -> bool:
+        i = bisect.bisect_right(spans, (at, len(text) + 1)) - 1
+        return i >= 0 and spans[i][1] > at
+
     year = datetime.fromtimestamp(now, tz=UTC).year
     for pattern in _DATES:
         for match in pattern.finditer(text):
-            if any(s <= match.start() < e for _, s, e in out):
+            if taken(match.start()):
                 continue  # "2027-01-15" is not read again as "15" of something
             day = _date(match, year)
             if day is None:
@@ -108,9 +115,10 @@ def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
             elif before is not None:
                 start = before.start()
             out.append((_stamp(moment or day), start, end))
+            bisect.insort(spans, (start, end))
     base = datetime.fromtimestamp(now, tz=UTC).replace(hour=0, minute=0, second=0, microsecond=0)
     for match in _RELATIVE_DAY.finditer(text):
-        if any(s <= match.start() < e for _, s, e in out):
+        if taken(match.start()):
             continue
         day = base + timedelta(days=_RELATIVE_OFFSET[match.group("day").lower()])
         clock = match.group("time") or match.group("before")

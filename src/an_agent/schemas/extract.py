@@ -6,6 +6,8 @@ type of a new key from the values its fragments contain. Everything here is dete
 
 from __future__ import annotations
 
+import bisect
+import itertools
 import re
 from dataclasses import dataclass
 
@@ -286,14 +288,19 @@ def find_quantities(text: str) -> list[Quantity]:
     for match in _CLOCK_HOURS.finditer(text):  # "2:30 hours" is two and a half hours
         out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
     out += _halves(text)
-    max_end = max((q.end for q in out), default=0)
+    # Inside a quantity found already? Looked up, not scanned: a text full of quantities is read in one
+    # pass (a megabyte of "48 volts, 4000 rpm" or "2 hrs 15 mins, ..."). The spans read first, sorted by
+    # start with the furthest end so far; those of this loop come in order of start, so the furthest end.
+    first = sorted((q.start, q.end) for q in out)
+    starts = [a for a, _ in first]
+    reach = list(itertools.accumulate((b for _, b in first), max))
+    max_end = 0
     matches = [*_QUANTITY.finditer(text), *_LABELLED.finditer(text)]
     for match in sorted(matches, key=lambda m: m.start("num")):
         spelling = match.group("unit").lower()
         value = _to_number(match.group("num"))
-        # Inside a quantity found already? None ends after ``max_end``: a text full of quantities is read in
-        # one pass, not one pass per quantity (a megabyte of "48 volts, 4000 rpm").
-        inside = match.start() < max_end and any(q.start <= match.start() < q.end for q in out)
+        before = bisect.bisect_right(starts, match.start()) - 1
+        inside = match.start() < max_end or (before >= 0 and reach[before] > match.start())
         if value is None or spelling not in _SCALE_OF or inside:
             continue
         unit, factor = _SCALE_OF[spelling]
