@@ -28,12 +28,36 @@ _SIGN_OFF = re.compile(
 )
 # Chat addressing and filler: "@noc", "fyi", "pls", "FYI:".
 _FILLER = re.compile(r"(?:(?<=\s)|^)(?:@[\w.\-]+|fyi|pls|plz)\b[:,]?\s*", re.IGNORECASE)
+# Where a machine row's fields end: " | ", " -- ", " >> ", ";", " / ".
+_FIELD_SEP = re.compile(r"\s+(?:\||--|>>|/)\s+|;")
+# Prose: two lower-case words in a row ("rain rate", "door left open").
+_PROSE = re.compile(r"\b[a-z][a-z']+\s+[a-z][a-z']+\b")
+# An identifier of a row: a token with a digit (RBS-8726, 64273, #31838, MW-356).
+_IDENT = re.compile(r"\S*\d\S*")
+# The field label the free text of a row starts with: "opr:", "Note=", "operator remark:".
+_LABEL = re.compile(r"^\s*[A-Za-z]+(?:\s+[A-Za-z]+)?\s*[:=]\s*(?=\S)")
+
+
+def without_machine_row(text: str) -> str:
+    """``text`` without the machine row an export put before a person's comment: its leading fields up to
+    the first that reads as prose, when the first names an identifier; the comment's field label goes too.
+    ``text`` itself when it has no such row (a table row "Site category | Class B" names no identifier)."""
+    cut = 0
+    for match in _FIELD_SEP.finditer(text):
+        field = text[cut : match.start()]
+        if _PROSE.search(field) or (cut == 0 and not _IDENT.search(field)):
+            break
+        cut = match.end()
+    if cut == 0:
+        return text
+    rest = text[cut:]
+    return _LABEL.sub("", rest, count=1) or rest
 
 
 def content_text(text: str) -> str:
     """``text`` without an opening greeting, a closing sign-off and chat filler; ``text`` itself when that
     would leave nothing (a message that is only "thanks all" is compared as it is)."""
-    content = _FILLER.sub("", _GREETING.sub("", text, count=1))
+    content = _FILLER.sub("", _GREETING.sub("", without_machine_row(text), count=1))
     closed = _SIGN_OFF.sub("", content, count=1)
     # Only what joined a removed sign-off goes with it: "... 4 hours. Best regards" -> "... 4 hours".
     content = closed.rstrip(" ,;:-") if closed != content else content
