@@ -12,6 +12,7 @@ import pytest
 from an_agent.evolution.boilerplate import content_text, without_machine_row
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.replay import replay
+from an_agent.schemas.extract import find_quantities
 from conftest import DATA
 
 
@@ -52,6 +53,32 @@ def test_text_without_a_machine_row_is_kept(text: str) -> None:
     assert without_machine_row(text) == text
 
 
+@pytest.mark.parametrize(
+    ("text", "value", "unit"),
+    [
+        ("rain rate 42 mm/h at the hop", 42.0, "mmh"),
+        ("MW hop fades with rain of 28 mm/hr", 28.0, "mmh"),
+        ("heavy rain, 35 mm per hour measured", 35.0, "mmh"),
+        ("rain gauge shows 61 millimetres per hour", 61.0, "mmh"),
+        ("rainfall intensity 1.2 in/h on the link path", 30.48, "mmh"),  # inches converted
+        ("heavy shower ~ 0.9 inch per hour", 22.86, "mmh"),
+        ("the generator burns 12 l/h", 12.0, "lh"),
+        ("fuel use 3 gallons per hour", 11.356, "lh"),
+        ("0.5 mm/min", 30.0, "mmh"),  # another time unit converted
+        ("speed 30 km per hour", 30.0, "kmh"),  # unchanged
+    ],
+)
+def test_rates_are_one_unit_per_hour(text: str, value: float, unit: str) -> None:
+    # A compound unit composed of an amount and a time, not read as its first part ("28 mm" of rain).
+    assert [(round(q.value, 3), q.unit) for q in find_quantities(text)] == [(value, unit)]
+
+
+def test_what_is_no_rate() -> None:
+    assert find_quantities("5 in the morning") == []
+    assert find_quantities("the 12 l bucket") == []
+    assert find_quantities("cable of 40 mm") == []
+
+
 @pytest.mark.slow
 def test_held_out_alarm_corpus(minilm: MiniLMEmbedder) -> None:
     lines = (DATA / "heldout_alarm_corpus.jsonl").read_text().splitlines()
@@ -73,5 +100,7 @@ def test_held_out_alarm_corpus(minilm: MiniLMEmbedder) -> None:
     assert ack["key_name"].startswith("acknowledged") and "Format: date-time." in ack["semantic_description"]
     qci = got["cluster:qos_class"][0]["new_keys"][0]
     assert qci["key_name"] == "qci" and "Acceptable values: 1, 5, 8, 9." in qci["semantic_description"]
+    rain = got["cluster:rain_rate"][0]["new_keys"][0]
+    assert rain["key_name"] == "rain_rate_mmh" and "Unit: mmh." in rain["semantic_description"]
     for flag in ("cluster:door_open", "cluster:sensor_fault"):
         assert got[flag][0]["new_keys"][0]["key_type"] == "boolean", flag

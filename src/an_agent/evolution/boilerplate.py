@@ -1,4 +1,5 @@
-"""What of a fragment is embedded: its content, without the greeting, sign-off and chat filler around it.
+"""What of a fragment is embedded: its content, without the greeting, sign-off and chat filler around it,
+and without the machine row an export put before a person's comment.
 
 An e-mail or a chat message pasted into ``other`` carries words that say nothing about the request:
 "Dear team, ... Kind regards, Petra", "Hello, ... Thanks", "@noc fyi ...". To the embedding model they
@@ -7,6 +8,12 @@ mails and a complaint by fax, all "Dear colleagues, ... Kind regards", gathered 
 into a cluster one fragment away from a patch: docs/evolution-dev-corpus.md, held-out mail corpus). The
 pool compares fragments by `content_text`: the stored fragment, its examples and everything a person
 reads stay as the client wrote them.
+
+An alarm manager's export appends the operator's comment to the alarm's row ("ALM 40213 LINK_DEGRADED
+ne=RBS-4411 sev=MJ | opr: door left open"). The row is drawn from a few formats and alarms whatever the
+comment says, so fragments gathered by their rows rather than by their requests, and the rows' element
+ids became array keys (docs/evolution.md, round 5 of issue 31). Synthesis types and names a cluster from
+the texts without their rows too (`without_machine_row`).
 """
 
 from __future__ import annotations

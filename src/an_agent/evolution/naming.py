@@ -54,6 +54,8 @@ _MEASURES = {
     "celsius": ("temperature", "temp", "heat"),
     "kwh": ("energy", "consumption", "yield", "usage", "generation"),
     "volt": ("voltage", "potential"),
+    "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
+    "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
 }  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 _TIME_WORDS = word_set(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes

@@ -140,6 +140,40 @@ _SCALED = {
     "mwh": ("kwh", 1000.0),
     "megawatt hours": ("kwh", 1000.0),
 }
+# Rates: an amount per a time, in every spelling of both parts ("42 mm/h", "35 mm per hour", "61
+# millimetres per hour", "1.2 in/h", "12 l/h", "3 gallons per hour"): canonical amount unit + "h" (per
+# hour), the other amount units and time units converted. Composed rather than listed, so that "mm/hr" is
+# read like "mm/h" (a compound unit read as its first part was a wrong number in an integer key).
+_RATE_AMOUNTS = {  # canonical rate unit -> (amount spelling, factor to the canonical amount)
+    "mmh": (
+        ("mm", 1.0),
+        ("millimetres", 1.0),
+        ("millimeters", 1.0),
+        ("millimetre", 1.0),
+        ("millimeter", 1.0),
+        ("in", 25.4),
+        ("inch", 25.4),
+        ("inches", 25.4),
+    ),
+    "lh": (
+        ("l", 1.0),
+        ("litres", 1.0),
+        ("liters", 1.0),
+        ("litre", 1.0),
+        ("liter", 1.0),
+        ("gal", 3.785411784),
+        ("gallons", 3.785411784),
+        ("gallon", 3.785411784),
+    ),
+}
+_RATE_TIMES = (("h", 1.0), ("hr", 1.0), ("hour", 1.0), ("min", 60.0), ("minute", 60.0), ("day", 1 / 24))
+_SCALED |= {
+    f"{amount}{sep}{time}": (unit, factor * per)
+    for unit, amounts in _RATE_AMOUNTS.items()
+    for amount, factor in amounts
+    for time, per in _RATE_TIMES
+    for sep in ("/", " per ")
+}
 _FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit", "f")
 _UNIT_OF = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
 _SCALE_OF = {spelling: (unit, 1.0) for spelling, unit in _UNIT_OF.items()} | _SCALED
