@@ -41,21 +41,25 @@ _FIELD_SEP = re.compile(r"\s+(?:\||--|>>|/)\s+|;")
 _PROSE = re.compile(r"\b[a-z][a-z']+\s+[a-z][a-z']+\b")
 # An identifier of a row: a token with a digit (RBS-8726, 64273, #31838, MW-356).
 _IDENT = re.compile(r"\S*\d\S*")
+# The tokens of a row: between spaces and field separators.
+_TOKEN_SEP = re.compile(r"[\s|;/>]+")
 # The field label the free text of a row starts with: "opr:", "Note=", "operator remark:".
 _LABEL = re.compile(r"^\s*[A-Za-z]+(?:\s+[A-Za-z]+)?\s*[:=]\s*(?=\S)")
 
 
 def without_machine_row(text: str) -> str:
     """``text`` without the machine row an export put before a person's comment: its leading fields up to
-    the first that reads as prose, when the first names an identifier; the comment's field label goes too.
-    ``text`` itself when it has no such row (a table row "Site category | Class B" names no identifier)."""
+    the first that reads as prose, when the first names an identifier and the row says more than
+    identifiers; the comment's field label goes too. ``text`` itself when it has no such row: a table row
+    "Site category | Class B" names no identifier, a list "INC4303720; INC4303721" is only identifiers."""
     cut = 0
     for match in _FIELD_SEP.finditer(text):
         field = text[cut : match.start()]
         if _PROSE.search(field) or (cut == 0 and not _IDENT.search(field)):
             break
         cut = match.end()
-    if cut == 0:
+    # A row says more than identifiers: its alarm, a severity code, a field label ("LINK_DEGRADED", "sev=MJ").
+    if cut == 0 or all(_IDENT.fullmatch(t) for t in _TOKEN_SEP.split(text[:cut]) if t.strip("-")):
         return text
     rest = text[cut:]
     return _LABEL.sub("", rest, count=1) or rest
