@@ -36,15 +36,15 @@ _SIGN_OFF = re.compile(
 # Chat addressing and filler: "@noc", "fyi", "pls", "FYI:".
 _FILLER = re.compile(r"(?:(?<=\s)|^)(?:@[\w.\-]+|fyi|pls|plz)\b[:,]?\s*", re.IGNORECASE)
 # Where a machine row's fields end: " | ", " -- ", " >> ", ";", " / ".
-_FIELD_SEP = re.compile(r"\s+(?:\||--|>>|/)\s+|;")
+_FIELD_SEP = re.compile(r"(?<!\s)\s{1,3}(?:\||--|>>|/)\s{1,3}|;")  # bounded: linear on a run of spaces
 # Prose: two lower-case words in a row ("rain rate", "door left open").
-_PROSE = re.compile(r"\b[a-z][a-z']+\s+[a-z][a-z']+\b")
+_PROSE = re.compile(r"\b[a-z][a-z']{1,30}\s{1,3}[a-z][a-z']{1,30}\b")
 # An identifier of a row: a token with a digit (RBS-8726, 64273, #31838, MW-356).
-_IDENT = re.compile(r"\S*\d\S*")
+_DIGIT = re.compile(r"\d")
 # The tokens of a row: between spaces and field separators.
 _TOKEN_SEP = re.compile(r"[\s|;/>]+")
 # The field label the free text of a row starts with: "opr:", "Note=", "operator remark:".
-_LABEL = re.compile(r"^\s*[A-Za-z]+(?:\s+[A-Za-z]+)?\s*[:=]\s*(?=\S)")
+_LABEL = re.compile(r"^\s{0,3}[A-Za-z]{1,20}(?:\s{1,3}[A-Za-z]{1,20})?\s{0,3}[:=]\s{0,3}(?=\S)")
 
 
 def without_machine_row(text: str) -> str:
@@ -55,11 +55,11 @@ def without_machine_row(text: str) -> str:
     cut = 0
     for match in _FIELD_SEP.finditer(text):
         field = text[cut : match.start()]
-        if _PROSE.search(field) or (cut == 0 and not _IDENT.search(field)):
+        if _PROSE.search(field) or (cut == 0 and not _DIGIT.search(field)):
             break
         cut = match.end()
     # A row says more than identifiers: its alarm, a severity code, a field label ("LINK_DEGRADED", "sev=MJ").
-    if cut == 0 or all(_IDENT.fullmatch(t) for t in _TOKEN_SEP.split(text[:cut]) if t.strip("-")):
+    if cut == 0 or all(_DIGIT.search(t) for t in _TOKEN_SEP.split(text[:cut]) if t.strip("-")):
         return text
     rest = text[cut:]
     return _LABEL.sub("", rest, count=1) or rest

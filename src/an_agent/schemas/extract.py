@@ -157,11 +157,11 @@ _RATE_OF = {amount: (unit, factor) for unit, amounts in _RATE_AMOUNTS.items() fo
 _RATE_RE = (
     "(?:"
     + "|".join(sorted(_RATE_OF, key=len, reverse=True))
-    + r")(?:\s?/\s?|\s+per\s+)(?:"
+    + r")(?:\s?/\s?|\s{1,3}per\s{1,3})(?:"
     + "|".join(sorted(_RATE_TIMES, key=len, reverse=True))
     + ")"
 )
-_RATE_SPLIT = re.compile(r"\s?/\s?|\s+per\s+")
+_RATE_SPLIT = re.compile(r"\s?/\s?|(?<!\s)\s{1,3}per\s{1,3}")
 
 
 def _rate_scale(spelling: str) -> tuple[str, float] | None:
