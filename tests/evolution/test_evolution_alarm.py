@@ -95,7 +95,7 @@ def test_held_out_alarm_corpus(minilm: MiniLMEmbedder) -> None:
     keys = [k for p, _ in got.values() for k in p["new_keys"]]
     assert not any("Item format" in k["semantic_description"] for k in keys)
     pure = {label for label, (_, purity) in got.items() if purity >= 0.9}
-    assert len(pure) >= 5, sorted(got)
+    assert len(pure) >= 6, sorted(got)
     ack = got["cluster:acknowledged_at"][0]["new_keys"][0]
     assert ack["key_name"].startswith("acknowledged") and "Format: date-time." in ack["semantic_description"]
     qci = got["cluster:qos_class"][0]["new_keys"][0]
