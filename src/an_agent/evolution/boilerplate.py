@@ -11,8 +11,8 @@ reads stay as the client wrote them.
 
 An alarm manager's export appends the operator's comment to the alarm's row ("ALM 40213 LINK_DEGRADED
 ne=RBS-4411 sev=MJ | opr: door left open"). The row is drawn from a few formats and alarms whatever the
-comment says, so fragments gathered by their rows rather than by their requests, and the rows' element
-ids became array keys (docs/evolution.md, round 5 of issue 31). Synthesis types and names a cluster from
+comment says: compared with their rows, fragments gathered by row format rather than by request, and the
+rows' element ids became array keys (docs/evolution.md, round 5 of issue 31). Synthesis types and names a cluster from
 the texts without their rows too (`without_machine_row`).
 """
 
@@ -66,8 +66,9 @@ def without_machine_row(text: str) -> str:
 
 
 def content_text(text: str) -> str:
-    """``text`` without an opening greeting, a closing sign-off and chat filler; ``text`` itself when that
-    would leave nothing (a message that is only "thanks all" is compared as it is)."""
+    """``text`` without a machine row before a comment (`without_machine_row`), an opening greeting, a
+    closing sign-off and chat filler; ``text`` itself when that would leave nothing (a message that is
+    only "thanks all" is compared as it is)."""
     content = _FILLER.sub("", _GREETING.sub("", without_machine_row(text), count=1))
     closed = _SIGN_OFF.sub("", content, count=1)
     # Only what joined a removed sign-off goes with it: "... 4 hours. Best regards" -> "... 4 hours".
