@@ -59,6 +59,8 @@ _MEASURES = {
     "kw": ("power", "load", "draw", "consumption", "demand"),
     "gb": ("data", "volume", "usage", "allowance", "quota", "traffic"),
     "litres": ("fuel", "diesel", "volume", "level", "tank"),
+    "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
+    "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
 }  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 _TIME_WORDS = word_set(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes

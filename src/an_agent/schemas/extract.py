@@ -168,16 +168,51 @@ _SCALED = {
 # A lower-case b is a bit, an upper-case B a byte: "a 10 Gb link" is a rate, "35 GB used" a volume (and
 # "500mb left", all lower case, is how people write a phone's data).
 _BITS = {"Kb": ("mbps", 0.001), "Mb": ("mbps", 1.0), "Gb": ("mbps", 1000.0), "Tb": ("mbps", 1_000_000.0)}
+# Rates: an amount per a time, in every spelling of both parts ("42 mm/h", "35 mm per hour", "61
+# millimetres per hour", "1.2 in/h", "12 l/h", "3 gallons per hour"): canonical amount unit + "h" (per
+# hour), the other amount units and time units converted. Composed rather than listed, so that "mm/hr" is
+# read like "mm/h" (a compound unit read as its first part was a wrong number in an integer key).
+_RATE_AMOUNTS = {  # canonical rate unit -> {amount spelling: factor to the canonical amount}
+    "mmh": dict.fromkeys(("mm", "millimetres", "millimeters", "millimetre", "millimeter"), 1.0)
+    | dict.fromkeys(("in", "inch", "inches"), 25.4),
+    "lh": dict.fromkeys(("l", "litres", "liters", "litre", "liter"), 1.0)
+    | dict.fromkeys(("gal", "gallons", "gallon"), 3.785411784),
+}
+_RATE_TIMES = {"h": 1.0, "hr": 1.0, "hour": 1.0, "min": 60.0, "minute": 60.0, "day": 1 / 24}
+_RATE_OF = {amount: (unit, factor) for unit, amounts in _RATE_AMOUNTS.items() for amount, factor in amounts.items()}
+# One alternative of the unit pattern for all rates: listing every combination made it four times longer
+# and `find_quantities` twice as slow.
+_RATE_RE = (
+    "(?:"
+    + "|".join(sorted(_RATE_OF, key=len, reverse=True))
+    + r")(?:\s?/\s?|\s{1,3}per\s{1,3})(?:"
+    + "|".join(sorted(_RATE_TIMES, key=len, reverse=True))
+    + ")"
+)
+_RATE_SPLIT = re.compile(r"\s?/\s?|(?<!\s)\s{1,3}per\s{1,3}")
+
+
+def _rate_scale(spelling: str) -> tuple[str, float] | None:
+    """(canonical unit, factor) of a rate's spelling ("mm/hr", "inch per hour"); None if it is none."""
+    parts = _RATE_SPLIT.split(spelling, maxsplit=1)
+    if len(parts) != 2 or parts[0] not in _RATE_OF or parts[1] not in _RATE_TIMES:
+        return None
+    unit, factor = _RATE_OF[parts[0]]
+    return unit, factor * _RATE_TIMES[parts[1]]
+
+
 _FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit", "f")
 _UNIT_OF = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
 _SCALE_OF = {spelling: (unit, 1.0) for spelling, unit in _UNIT_OF.items()} | _SCALED
 _SCALE_OF |= {spelling: ("celsius", 1.0) for spelling in _FAHRENHEIT}
-UNIT_WORDS = frozenset(
-    w for s in _SCALE_OF for w in [*s.split(), *re.split(r"[\s\-]", s)] if w.replace("-", "").isalpha()
-) | frozenset(  # the word before a slash ("Mbit/s" -> mbit), when it is one: never a single letter ("r/min")
-    w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
+UNIT_WORDS = (
+    frozenset(w for s in _SCALE_OF for w in [*s.split(), *re.split(r"[\s\-]", s)] if w.replace("-", "").isalpha())
+    | frozenset(  # the word before a slash ("Mbit/s" -> mbit), when it is one: never a single letter ("r/min")
+        w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
+    )
+    | frozenset(w for w in [*_RATE_OF, *_RATE_TIMES, "per"] if w.isalpha())
 )
-_UNIT_RE = "|".join(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))
+_UNIT_RE = "|".join([_RATE_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))])
 _QUANTITY = re.compile(rf"(?<![\w.:]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
 # The unit in a field's label, the number after it, as ticket tools and spreadsheets export them ("Fan
 # speed (rpm): 6000", "Fan RPM: 2,800", "wind,km/h,85", "kWh per day: 50"): a unit (and what it is per),
@@ -301,9 +336,10 @@ def find_quantities(text: str) -> list[Quantity]:
         value = _to_number(match.group("num"))
         before = bisect.bisect_right(starts, match.start()) - 1
         inside = match.start() < max_end or (before >= 0 and reach[before] > match.start())
-        if value is None or spelling not in _SCALE_OF or inside:
+        scale = _SCALE_OF.get(spelling) or _rate_scale(spelling)
+        if value is None or scale is None or inside:
             continue
-        unit, factor = _SCALE_OF[spelling]
+        unit, factor = scale
         unit, factor = _BITS.get(match.group("unit"), (unit, factor))
         if match.re is _LABELLED and (len(spelling) < 2 or unit in _LABEL_SHY):
             continue  # "per day: 50", "C, 3 sites", "deg: 4": a word before a colon, not a unit's label

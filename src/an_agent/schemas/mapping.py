@@ -62,6 +62,8 @@ _UNIT_OF_KEY = {
     "km": "km",
     "kwh": "kwh",
     "rpm": "rpm",
+    "mmh": "mmh",
+    "lh": "lh",
     "volt": "volt",
     "v": "volt",
     "celsius": "celsius",
