@@ -75,7 +75,8 @@ def test_rates_are_one_unit_per_hour(text: str, value: float, unit: str) -> None
 
 def test_what_is_no_rate() -> None:
     assert find_quantities("5 in the morning") == []
-    assert find_quantities("the 12 l bucket") == []
+    # A volume, not a rate: 12 litres (round 5's litres unit), no "per" time after it.
+    assert [(q.value, q.unit) for q in find_quantities("the 12 l bucket")] == [(12.0, "litres")]
     assert find_quantities("cable of 40 mm") == []
 
 
