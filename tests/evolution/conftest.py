@@ -69,21 +69,29 @@ def engine(tmp_path: Path, fake: FakeEmbedder, clock: ManualClock) -> Iterator[E
         eng.close()
 
 
-def patches_by_label(corpus: str, embedder: MiniLMEmbedder) -> dict[str, dict[str, Any]]:
-    """Replay a labelled corpus of ``DATA`` with the shipped defaults: each patch by the majority label of its
-    cluster. Asserts that every recurring intent (``cluster:*``, ``conflict:*``) has exactly one patch and
-    nothing else has one."""
+def patches_with_purity(corpus: str, embedder: MiniLMEmbedder) -> dict[str, tuple[dict[str, Any], float]]:
+    """Replay a labelled corpus of ``DATA`` with the shipped defaults: each patch, with its cluster's purity,
+    by the majority label of its cluster. Asserts that no patch is spurious and no intent has two."""
     lines = (DATA / corpus).read_text().splitlines()
     labels = [json.loads(line)["label"] for line in lines]
     report = replay(lines, embedder).to_dict()
     members = {c["cluster_id"]: c["members"] for c in report["clusters"]}
-    by_label: dict[str, dict[str, Any]] = {}
+    got: dict[str, tuple[dict[str, Any], float]] = {}
     for patch in report["patches"]:
-        label = Counter(labels[m] for m in members[patch["cluster_id"]]).most_common(1)[0][0]
-        assert label.startswith(("cluster:", "conflict:")) and label not in by_label, (label, patch["patch_id"])
-        by_label[label] = patch
-    assert set(by_label) == {lab for lab in labels if lab.startswith(("cluster:", "conflict:"))}
-    return by_label
+        cluster = members[patch["cluster_id"]]
+        label, count = Counter(labels[m] for m in cluster).most_common(1)[0]
+        assert label.startswith(("cluster:", "conflict:")) and label not in got, (label, patch["patch_id"])
+        got[label] = (patch, count / len(cluster))
+    return got
+
+
+def patches_by_label(corpus: str, embedder: MiniLMEmbedder) -> dict[str, dict[str, Any]]:
+    """`patches_with_purity` without the purities, asserting too that every recurring intent (``cluster:*``,
+    ``conflict:*``) has a patch."""
+    got = patches_with_purity(corpus, embedder)
+    labels = [json.loads(line)["label"] for line in (DATA / corpus).read_text().splitlines()]
+    assert set(got) == {lab for lab in labels if lab.startswith(("cluster:", "conflict:"))}
+    return {label: patch for label, (patch, _) in got.items()}
 
 
 # A power-source slot for the tests of closed sets: one value dominates; "mains" shares one fragment with

@@ -4,16 +4,12 @@ named without that row (`boilerplate.without_machine_row`), and the held-out ala
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-
 import pytest
 
 from an_agent.evolution.boilerplate import content_text, without_machine_row
 from an_agent.evolution.embedder import MiniLMEmbedder
-from an_agent.evolution.replay import replay
 from an_agent.schemas.extract import find_quantities
-from conftest import DATA
+from conftest import patches_with_purity
 
 
 @pytest.mark.parametrize(
@@ -82,16 +78,7 @@ def test_what_is_no_rate() -> None:
 
 @pytest.mark.slow
 def test_held_out_alarm_corpus(minilm: MiniLMEmbedder) -> None:
-    lines = (DATA / "heldout_alarm_corpus.jsonl").read_text().splitlines()
-    labels = [json.loads(line)["label"] for line in lines]
-    report = replay(lines, minilm).to_dict()
-    members = {c["cluster_id"]: c["members"] for c in report["clusters"]}
-    got = {}
-    for patch in report["patches"]:
-        label, count = Counter(labels[m] for m in members[patch["cluster_id"]]).most_common(1)[0]
-        # No spurious patch: every patch is an intent's, and no intent has two.
-        assert label.startswith("cluster:") and label not in got, (label, patch["patch_id"])
-        got[label] = (patch, count / len(members[patch["cluster_id"]]))
+    got = patches_with_purity("heldout_alarm_corpus.jsonl", minilm)
     # The machine rows' element ids are no key (the baseline made four arrays of RBS-/MW- ids).
     keys = [k for p, _ in got.values() for k in p["new_keys"]]
     assert not any("Item format" in k["semantic_description"] for k in keys)

@@ -3,16 +3,12 @@ voice corpus `heldout_voice_corpus.jsonl` end to end (tests/evolution/data/READM
 
 from __future__ import annotations
 
-import json
-from collections import Counter
-
 import pytest
 
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.naming import STOP_WORDS, candidate_phrases
-from an_agent.evolution.replay import replay
 from an_agent.schemas.extract import find_counts, find_quantities, spoken_number
-from conftest import DATA
+from conftest import patches_with_purity
 
 
 @pytest.mark.parametrize(
@@ -72,16 +68,7 @@ def test_contractions_are_no_part_of_a_name() -> None:
 
 @pytest.mark.slow
 def test_held_out_voice_corpus(minilm: MiniLMEmbedder) -> None:
-    lines = (DATA / "heldout_voice_corpus.jsonl").read_text().splitlines()
-    labels = [json.loads(line)["label"] for line in lines]
-    report = replay(lines, minilm).to_dict()
-    members = {c["cluster_id"]: c["members"] for c in report["clusters"]}
-    got = {}
-    for patch in report["patches"]:
-        label, count = Counter(labels[m] for m in members[patch["cluster_id"]]).most_common(1)[0]
-        # No spurious patch: every patch is an intent's, and no intent has two.
-        assert label.startswith("cluster:") and label not in got, (label, patch["patch_id"])
-        got[label] = (patch, count / len(members[patch["cluster_id"]]))
+    got = patches_with_purity("heldout_voice_corpus.jsonl", minilm)
     voltage, purity = got["cluster:battery_voltage"]
     key = voltage["new_keys"][0]
     assert key["key_name"] == "battery_voltage_v" and key["key_type"] == "number"
