@@ -40,10 +40,11 @@ _MONTHS = {
     "nov": 11,
     "dec": 12,
 }
-_MONTH = (
-    r"(?P<mon>jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
-    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\.?"
+_MONTH_NAME = (
+    r"(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+    r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)"
 )
+_MONTH = rf"(?P<mon>{_MONTH_NAME})\.?"
 _VERBS = frozenset({"may", "march"})  # month names that are verbs when written in lower case
 _ORDINAL = r"(?:st|nd|rd|th)?"
 # Each date shape: (pattern, the order of its numbered groups). Bounded repetitions only: linear.
@@ -58,6 +59,13 @@ _DATES = (
         rf"(?<![\w])(?:the\s{{1,3}})?{_MONTH}\s{{1,3}}(?P<d>\d{{1,2}}){_ORDINAL}(?:,?\s{{1,3}}(?P<y>\d{{4}}))?(?![\w:])",
         re.IGNORECASE,
     ),
+)
+# The end of a date (a year, a day-month-year's last part, a day and its month's name in either order),
+# with "," or "at" after it: what comes next is the date's time ("15 Jan 2027 15h00" is no duration).
+ENDS_WITH_A_DATE = re.compile(
+    rf"(?:\d{{4}}|[/.]\d{{2}}|\b{_MONTH_NAME}\.?\s{{1,3}}\d{{1,2}}|\d{{1,2}}{_ORDINAL}\s{{1,3}}(?:of\s{{1,3}})?{_MONTH_NAME}\.?)"
+    r",?\s{1,3}(?:at\s{1,3})?$",
+    re.IGNORECASE,
 )
 _ZONE = r"(?P<tz>Z|UTC|GMT|CEST|CET|BST|EEST|EET|EST|EDT|PST|PDT|[+-]\d{2}:?\d{2})"
 # A time of day: minutes after ':' or 'h', or an am / pm; a bare "15" is no time.

@@ -11,6 +11,7 @@ import itertools
 import re
 from dataclasses import dataclass
 
+from an_agent.schemas.dates import ENDS_WITH_A_DATE
 from an_agent.schemas.dates import find_datetimes as find_datetimes  # re-exported: dates have their own module
 
 _WORD_NUMBERS = {
@@ -233,13 +234,6 @@ _LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees
 _HOURS_MINUTES = re.compile(
     r"(?<![\w.:])(?P<h>\d{1,2})\s?h\s?(?P<m>[0-5]\d)(?:\s?(?:min|m)\b)?(?![\w:])", re.IGNORECASE
 )
-# The end of a date (a year, a month's name, a day-month-year) right before an "HHhMM".
-_AFTER_A_DATE = re.compile(
-    r"(?:\d{4}|[/.]\d{2}|\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s{1,3}\d{1,2}"
-    r"|\d{1,2}(?:st|nd|rd|th)?\s{1,3}(?:of\s{1,3})?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?)"
-    r",?\s{1,3}(?:at\s{1,3})?$",
-    re.IGNORECASE,
-)
 _BARE_NUMBER = re.compile(r"(?<![\w.\-:])[-+\u2212]?\d+(?:\.\d+)?(?![\w:]|-\d)")
 # Linear in the text (client text can be a megabyte): a match starts only where an id can start, not
 # inside "SITE-SITE-..."; prefix parts are taken once (each followed by "-"); the body is checked for a
@@ -317,7 +311,7 @@ def find_quantities(text: str) -> list[Quantity]:
     """
     out = []
     for match in _HOURS_MINUTES.finditer(text):
-        if _AFTER_A_DATE.search(text, max(0, match.start() - 40), match.start()):
+        if ENDS_WITH_A_DATE.search(text, max(0, match.start() - 40), match.start()):
             continue  # "15 Jan 2027 15h00": a time of day, not 15 hours
         out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
     for match in _CLOCK_HOURS.finditer(text):  # "2:30 hours" is two and a half hours
