@@ -132,6 +132,7 @@ class MiniLMEmbedder:
         self._threads = threads
         self._warm = warm
         self._model: Any = None
+        self._segments = True
         self._lock = threading.Lock()
         self.load_seconds: float | None = None
 
@@ -182,6 +183,9 @@ class MiniLMEmbedder:
             except (OSError, ValueError) as exc:
                 raise ConfigError(f"cannot load the embedding model from {path}: {exc}") from None
             self._model = model
+            transformer: Any = model[0].auto_model
+            # BERT-like models take segment ids, MPNet-like ones do not: read once, not on every pass.
+            self._segments = "token_type_ids" in inspect.signature(transformer.forward).parameters
             self.matmul_precision = resolve_matmul(self._matmul)
             if self.matmul_precision == "bf16":
                 _bf16_linears(model[0].auto_model)
@@ -224,15 +228,13 @@ class MiniLMEmbedder:
         out = np.empty((len(texts), self._dimension), dtype=np.float32)
         transformer = model[0].auto_model
         pad_id = model.tokenizer.pad_token_id or 0
-        # BERT-like models take segment ids, MPNet-like ones do not.
-        segments = "token_type_ids" in inspect.signature(transformer.forward).parameters
         for positions in _slices([len(ids) for ids in tokens], self._batch_size):
             width = len(tokens[positions[0]])
             rows = [list(tokens[p]) + [pad_id] * (width - len(tokens[p])) for p in positions]
             input_ids = torch.tensor(rows, dtype=torch.long)
             mask = torch.tensor([[1] * len(tokens[p]) + [0] * (width - len(tokens[p])) for p in positions])
             with torch.inference_mode():
-                extra = {"token_type_ids": torch.zeros_like(input_ids)} if segments else {}
+                extra = {"token_type_ids": torch.zeros_like(input_ids)} if self._segments else {}
                 try:
                     hidden = transformer(input_ids=input_ids, attention_mask=mask, **extra).last_hidden_state
                 finally:
