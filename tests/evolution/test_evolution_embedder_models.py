@@ -11,6 +11,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -124,3 +125,35 @@ def test_replay_with_a_directory_that_is_no_model_says_so(tmp_path: Path) -> Non
     assert done.returncode == 2, done.stderr
     assert f"{tmp_path} is not a sentence-transformers model directory" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.slow
+def test_replay_runs_on_another_model_directory_from_the_command_line(tmp_path: Path) -> None:
+    """`an-agent schema replay FILE --model DIR` in its own process, on a CLS-pooled copy of MiniLM.
+
+    The CLS model gives other vectors, so its clusters' cohesions differ from the bundled model's: the
+    directory given is what embedded the fragments.
+    """
+    copy = linked_copy(model_path(), tmp_path / "minilm-cls")
+    config = copy / "1_Pooling" / "config.json"
+    pooling = json.loads(config.read_text())
+    pooling.update(pooling_mode_mean_tokens=False, pooling_mode_cls_token=True)
+    config.write_text(json.dumps(pooling))
+    corpus = DATA / "dev_other_corpus.jsonl"
+
+    def replay(*model: str) -> tuple[dict[str, Any], str]:
+        done = subprocess.run(
+            [sys.executable, "-m", "an_agent.cli", "schema", "replay", str(corpus), "--json", *model],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        assert done.returncode == 0, done.stderr
+        return json.loads(done.stdout), done.stderr
+
+    (other, said), (bundled, _) = replay("--model", str(copy)), replay()
+    assert f"loading the embedding model from {copy}" in said
+    lines = sum(1 for line in corpus.read_text(encoding="utf-8").splitlines() if line.strip())
+    assert other["accepted"] == bundled["accepted"] == lines
+    assert other["patches"], "the CLS copy of MiniLM still gathers the corpus's intents"
+    assert [c["cohesion"] for c in other["clusters"]] != [c["cohesion"] for c in bundled["clusters"]]
