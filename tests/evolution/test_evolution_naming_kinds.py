@@ -156,3 +156,33 @@ def test_held_out_names_say_the_idea_and_no_junk_enumeration(minilm: MiniLMEmbed
     blind = _keys("heldout_blind_corpus.jsonl", minilm)
     assert blind["cluster:shared_tower"]["key_name"] == "co_located_mast"
     assert "customer" not in blind["cluster:accessibility"]["key_name"]
+
+
+@pytest.mark.parametrize(
+    ("texts", "what"),
+    [
+        (
+            [
+                "alarm repeated 25 times overnight",
+                "alarm flapped 14 times since midnight",
+                "same alarm came 6 times this week",
+                "the alarm was raised 9 times today",
+            ],
+            "alarm",
+        ),
+        (
+            [
+                "the modem rebooted 4 times last night",
+                "modem restarts: 7 times since Monday",
+                "it says the modem rebooted 12 times",
+                "modem went down and up 3 times",
+            ],
+            "modem",
+        ),
+    ],
+)
+def test_a_count_of_repetitions_is_named_by_what_repeats(texts: list[str], what: str, minilm: MiniLMEmbedder) -> None:
+    """ "flapped 14 times": the key counts repetitions of the alarm; "times" says it repeats, as a unit would
+    (it was the key `times`). Measured: `alarm_count`, `modem_restarts_count`."""
+    name = _name(texts, minilm)
+    assert name.startswith(f"{what}_") and name.endswith("_count") and "times" not in name

@@ -62,6 +62,8 @@ _MEASURES = {
     "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
     "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
 }  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
+# Words that say a count is of repetitions ("flapped 14 times", "37 occurrences", "5 repeats").
+_REPETITIONS = word_set("times occurrences occurrence repeats repetitions recurrences")
 _TIME_WORDS = word_set(
     """morning afternoon evening night noon midnight day days end week weekend hour hours minute minutes
     utc gmt monday tuesday wednesday thursday friday saturday sunday time latest
@@ -326,6 +328,7 @@ def name_key(
     if (measures := _MEASURES.get(spec.unit or "")) and " " not in phrase and stem(phrase) not in map(stem, measures):
         # One word that is not what the unit measures names the thing measured: add the measure.
         phrase = f"{_singular(phrase)} {measures[0]}"
+    counted = counted_noun(texts) if spec.info.get("count") else None
     if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
         phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"))
         if (kind := spec.info.get("kind")) and kind not in phrase.split():
@@ -338,7 +341,12 @@ def name_key(
         phrase = kind
     elif spec.key_type == "array" and spec.id_prefix and (noun := id_noun(texts, spec.id_prefix)) is not None:
         phrase = noun
-    elif spec.info.get("count") and (counted := counted_noun(texts)) is not None:
+    elif counted in _REPETITIONS:
+        # "flapped 14 times", "37 occurrences": a count of repetitions is named by what repeats (the
+        # alarm), not by the word that says it repeats (a key named "times" is named by its unit).
+        what = [p for _, p in ranked if not set(p.split()) & (_REPETITIONS | _TIME_WORDS) and not clause_like(p)]
+        phrase = f"{what[0] if what else 'repeat'} count"
+    elif counted is not None:
         # A count is of something ("~1.2k users", "users affected: 2 400"): the phrase says which
         # (impacted users), the noun alone what is counted.
         phrase = f"{phrase} {counted}" if " " not in phrase and stem(phrase) != stem(counted) else counted
