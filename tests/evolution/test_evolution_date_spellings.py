@@ -59,6 +59,37 @@ def test_what_is_no_date_stays_none(text: str) -> None:
     assert found == [] or text.startswith("firmware"), found
 
 
+# NOW is Friday 15 January 2027, 10:00 UTC.
+@pytest.mark.parametrize(
+    ("text", "stamp"),
+    [
+        ("the part ships tomorrow 8am", "2027-01-16T08:00:00Z"),  # was tomorrow's midnight
+        ("permit granted yesterday at noon", "2027-01-14T12:00:00Z"),
+        ("courier arrives tomorrow at 3:30 pm CET", "2027-01-16T14:30:00Z"),
+        ("06:00 UTC today", "2027-01-15T06:00:00Z"),
+        ("tomorrow at 08:00", "2027-01-16T08:00:00Z"),
+        ("tonight", "2027-01-15T20:00:00Z"),
+        ("tonight 22h30", "2027-01-15T22:30:00Z"),
+        ("until tomorrow midnight", "2027-01-16T00:00:00Z"),
+        ("visit next Monday 09:00", "2027-01-18T09:00:00Z"),
+        ("delivery next Fri.", "2027-01-22T00:00:00Z"),  # today is a Friday: next Friday is in a week
+        ("this Friday at 5pm", "2027-01-15T17:00:00Z"),  # this Friday is today
+        ("coming Tuesday 10:00 UTC", "2027-01-19T10:00:00Z"),
+        ("failed last Wednesday at 14:00", "2027-01-13T14:00:00Z"),
+        ("shipped last Friday", "2027-01-08T00:00:00Z"),
+        ("due 04-03-2027", "2027-03-04T00:00:00Z"),  # day-month-year with dashes and a four-digit year
+        ("due 04-03-2027 at 14:00", "2027-03-04T14:00:00Z"),
+    ],
+)
+def test_days_said_relative_to_now_take_a_time_in_any_spelling(text: str, stamp: str) -> None:
+    assert [s for s, _, _ in find_datetimes(text, NOW)][:1] == [stamp]
+
+
+@pytest.mark.parametrize("text", ["see you Monday", "on Friday the team meets", "range 1-2-27", "ports 12-14-2027x"])
+def test_a_weekday_alone_and_dashed_numbers_without_a_year_are_no_dates(text: str) -> None:
+    assert find_datetimes(text, NOW) == []
+
+
 def test_a_version_with_a_year_shape_is_read_as_a_date_only_when_it_is_one() -> None:
     # "1.2.2027" is a valid day-month-year: written so in a fault text it is a date (1 February 2027).
     assert [s for s, _, _ in find_datetimes("firmware 1.2.2027", NOW)] == ["2027-02-01T00:00:00Z"]

@@ -14,8 +14,11 @@ Shared by NL -> payload mapping and patch synthesis through `an_agent.schemas.ex
   between) or right before it (``15:00 UTC on 15 Jan 2027``, ``3pm on 16/01/2027``), with a zone: Z,
   UTC, GMT, an offset (``+02:00``) or a common abbreviation (CET, CEST, BST, EET, EEST, EST, EDT, PST,
   PDT); no zone is UTC;
-- **today / tonight / tomorrow / yesterday**, with "at HH:MM" after or "HH:MM [UTC]" before, relative
-  to ``now`` (tonight alone is 20:00).
+- **today / tonight / tomorrow / yesterday**, and a weekday after next, this, coming or last ("next
+  Monday", "last Fri"), relative to ``now``, with a time of day after or before them in any of the
+  spellings above ("tomorrow 8am", "next Monday at 09:00 CET", "06:00 UTC today"), or noon, midday or
+  midnight ("yesterday at noon"); tonight alone is 20:00. A weekday alone is none: whether it is the
+  one before or after ``now`` is in the tense, which is not read.
 
 A date without a time is its midnight. A date that does not exist (``32/01/2027``) is none.
 """
@@ -51,6 +54,8 @@ _ORDINAL = r"(?:st|nd|rd|th)?"
 _DATES = (
     re.compile(r"(?<![\w/.])(?P<y>\d{4})(?P<sep>[-/])(?P<m>\d{1,2})(?P=sep)(?P<d>\d{1,2})(?![\d/]|-\d)"),
     re.compile(r"(?<![\w/.:,])(?P<d>\d{1,2})(?P<sep>[/.])(?P<m>\d{1,2})(?P=sep)(?P<y>\d{4}|\d{2})(?![\d/]|\.\d)"),
+    # with dashes only with a four-digit year: "04-03-2027"; "1-2-27" is a range or a code
+    re.compile(r"(?<![\w/.:,\-])(?P<d>\d{1,2})(?P<sep>-)(?P<m>\d{1,2})-(?P<y>\d{4})(?![\w/\-]|\.\d)"),
     re.compile(
         rf"(?<![\w:.,])(?P<d>\d{{1,2}}){_ORDINAL}(?:\s{{1,3}}of)?\s{{1,3}}{_MONTH}(?:,?\s{{1,3}}(?P<y>\d{{4}}))?(?![\w:])",
         re.IGNORECASE,
@@ -85,13 +90,17 @@ _TIME_BEFORE = re.compile(
 )
 _ZONES = {"z": 0, "utc": 0, "gmt": 0, "cet": 60, "cest": 120, "bst": 60, "eet": 120, "eest": 180}
 _ZONES |= {"est": -300, "edt": -240, "pst": -480, "pdt": -420}
+_WEEKDAY_NAME = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|rday|urday)?"
+_WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
+# A day said relative to now: "tomorrow", "next Monday", "last Fri" (a weekday needs its next / last).
 _RELATIVE_DAY = re.compile(
-    r"(?:\b(?P<before>\d{1,2}:\d{2})\s*(?:UTC|GMT|Z)?\s+)?"  # '06:00 UTC today'
-    # 'today at 06:00', 'tomorrow 08:00'
-    r"\b(?P<day>today|tonight|tomorrow|yesterday)\b(?:\s+(?:at\s+|from\s+)?(?P<time>\d{1,2}:\d{2}))?",
+    rf"\b(?:(?P<day>today|tonight|tomorrow|yesterday)|(?P<which>next|this|coming|last)\s{{1,3}}(?P<wd>{_WEEKDAY_NAME}))\b\.?",
     re.IGNORECASE,
 )
 _RELATIVE_OFFSET = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
+# Noon and midnight said as words after a day ("tomorrow at noon", "yesterday midnight").
+_NAMED_HOUR = re.compile(r"\s{1,3}(?:at\s{1,3})?(?P<name>noon|midday|midnight)\b", re.IGNORECASE)
+_HOUR_OF = {"noon": 12, "midday": 12, "midnight": 0}
 
 
 def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
@@ -128,16 +137,39 @@ def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
     for match in _RELATIVE_DAY.finditer(text):
         if taken(match.start()):
             continue
-        day = base + timedelta(days=_RELATIVE_OFFSET[match.group("day").lower()])
-        clock = match.group("time") or match.group("before")
-        clock = clock or ("20:00" if match.group("day").lower() == "tonight" else None)
-        if clock:
-            hour, minute = (int(p) for p in clock.split(":"))
-            if hour > 23 or minute > 59:
+        day = _relative_day(match, base)
+        start, end = match.start(), match.end()
+        after = _TIME_AFTER.match(text, end)
+        time = after or _TIME_BEFORE.search(text, max(0, start - 30), start)
+        named = None if time else _NAMED_HOUR.match(text, end)
+        if time is not None:
+            moment = _with_time(day, time)
+            if moment is None:
                 continue
-            day = day.replace(hour=hour, minute=minute)
-        out.append((_stamp(day), match.start(), match.end()))
+            day = moment
+            start, end = (start, time.end()) if time is after else (time.start(), end)
+        elif named is not None:
+            day, end = day.replace(hour=_HOUR_OF[named.group("name").lower()]), named.end()
+        elif (match.group("day") or "").lower() == "tonight":
+            day = day.replace(hour=20)
+        out.append((_stamp(day), start, end))
     return sorted(out, key=lambda t: t[1])
+
+
+def _relative_day(match: re.Match[str], today: datetime) -> datetime:
+    """The midnight of the day a `_RELATIVE_DAY` match names, from ``today``'s midnight.
+
+    "next Monday" and "coming Monday" are the first Monday after today, "this Monday" the one of the
+    coming seven days (today included), "last Monday" the last one before today.
+    """
+    if match.group("day"):
+        return today + timedelta(days=_RELATIVE_OFFSET[match.group("day").lower()])
+    weekday = _WEEKDAYS.index(match.group("wd")[:3].lower())
+    ahead = (weekday - today.weekday()) % 7
+    which = match.group("which").lower()
+    if which == "last":
+        return today - timedelta(days=(today.weekday() - weekday) % 7 or 7)
+    return today + timedelta(days=ahead or (0 if which == "this" else 7))
 
 
 _TWELVE_HOUR = re.compile(r"(?<![\d:.])(?P<h>\d{1,2})(?::(?P<min>\d{2}))?" + _HALF.format("ap"), re.IGNORECASE)
@@ -165,7 +197,7 @@ def _date(match: re.Match[str], this_year: int) -> datetime | None:
     day = int(groups["d"])
     if groups.get("sep") == "." and len(groups["y"]) == 2 and (len(groups["d"]) < 2 or len(groups["m"]) < 2):
         return None  # "1.2.27" is a version; "16.01.27" a date
-    if groups.get("mon") is None and match.re is _DATES[1] and month > 12 >= day:
+    if groups.get("mon") is None and match.re in _DATES[1:3] and month > 12 >= day:
         day, month = month, day  # "02/13/2027": 13 is no month, so it is month first
     raw_year = groups.get("y")
     year = this_year if raw_year is None else int(raw_year) + (2000 if len(raw_year) == 2 else 0)
