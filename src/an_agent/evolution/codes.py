@@ -44,6 +44,8 @@ from an_agent.schemas.extract import UNIT_WORDS
 # Digits then 1-2 letters (4G, 5GC) or 1-2 letters then digits (P1, T2); never part of an id or a number.
 _DIGIT_FIRST = re.compile(r"(?<![\w.\-])(\d{1,2})([A-Za-z]{1,2})(?![\w.\-])")
 _LETTER_FIRST = re.compile(r"(?<![\w.\-])([A-Za-z]{1,2})(\d{1,2})(?![\w.\-]|:\d)")
+# ... and capitals written apart from their digits: "IP 65", "IP-67", "P 1" (the same code as IP65, P1).
+_LETTER_FIRST_APART = re.compile(r"(?<![\w.\-])([A-Z]{1,2})[ \-](\d{1,2})(?![\w.\-]|:\d|[ \-]\d)")
 # A single capital letter, with the word before it (punctuation such as ':', '=', '|', '-' in between).
 _LETTER = re.compile(r"(?<![A-Za-z])([A-Za-z]{3,}+)[\s:=|\-]{1,4}([A-Z])(?![\w'\u2019])")  # starts at a word: linear
 # A number of one or two digits, or one or two letters and digits, right after a word that is not glued to
@@ -100,10 +102,11 @@ def _codes(text: str) -> list[_Code]:
         letters = match.group(2)
         if letters.lower() not in _NOT_CODES:
             out.append((("suffix", letters.upper()), match.group(0).upper(), match.start(), match.end()))
-    for match in _LETTER_FIRST.finditer(text):
+    for match in itertools.chain(_LETTER_FIRST.finditer(text), _LETTER_FIRST_APART.finditer(text)):
         letters = match.group(1)
         if letters.lower() not in _NOT_PREFIXES:
-            out.append((("prefix", letters.upper()), match.group(0).upper(), match.start(), match.end()))
+            code = f"{letters}{match.group(2)}".upper()
+            out.append((("prefix", letters.upper()), code, match.start(), match.end()))
     for match in _LETTER.finditer(text):
         frame = match.group(1).lower()
         if match.group(2) != "I":  # the pronoun

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from an_agent.errors import SchemaAccessDenied, SchemaError
-from an_agent.evolution.boilerplate import without_machine_row
+from an_agent.evolution.boilerplate import content_text
 from an_agent.evolution.carriers import value_test
 from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.events import EvolutionEvent
@@ -163,8 +163,9 @@ class PatchMaker:
                 )
             )
             return
-        # What a person wrote, not the machine row an export put before it, says the key's values and name.
-        texts = [without_machine_row(t) for t in texts]
+        # What a person wrote, not a journal header nor the machine row an export put before it, says the
+        # key's values and name.
+        texts = [content_text(t) for t in texts]
         core = apart_from_moment_keys(core, texts, vectors, [k.key for k in existing], s.phrases, now)
         taken = frozenset(k.key.key_name for k in existing) | frozenset(s.compat_keys(cluster.schema_id, None))
         induced = induce_key(

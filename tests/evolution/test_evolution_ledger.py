@@ -1,0 +1,75 @@
+"""Issue 31 round 6: a ticket tool's journal header before each note, the notices of formal English
+("Kindly note"), codes written apart from their digits ("IP 65"), and the held-out ledger corpus
+`heldout_ledger_corpus.jsonl` end to end (tests/evolution/data/README.md, written before the round)."""
+
+from __future__ import annotations
+
+import pytest
+
+from an_agent.evolution.boilerplate import content_text, without_journal_header
+from an_agent.evolution.codes import find_codes
+from an_agent.evolution.naming import STOP_WORDS
+
+
+@pytest.mark.parametrize(
+    ("note", "content"),
+    [
+        ("2027-05-17 11:48 UTC - M.Wojcik (Work notes) volume used so far: 510MB", "volume used so far: 510MB"),
+        ("[17/05/2027 18:41] P. Dubois : total unavailability: 2 days 3 h", "total unavailability: 2 days 3 h"),
+        ("17.05. 22:38 GH: the infotainment downloaded 3 GB", "the infotainment downloaded 3 GB"),
+        ("17/05 22:14 - A.Yilmaz - data used 2.05 GB", "data used 2.05 GB"),
+        ("18-May-2027 07:14 AM IST - R.Iyer: the spare left", "the spare left"),
+        ("05/17/2027 11:48:22 AM John Smith: restarted the node", "restarted the node"),
+        ("[10:43] site back", "site back"),  # a chat's bracketed time
+    ],
+)
+def test_a_journal_header_goes(note: str, content: str) -> None:
+    assert without_journal_header(note) == content
+    assert content_text(note) == content
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "14:00 UTC: service restored",  # a moment the note states, not who wrote it when
+        "2027-01-15 15:00 UTC - service restored",
+        "2027-01-15 15:00 UTC - Service restored",
+        "15:00 Team meeting - moved",
+        "02:45Z node last seen",
+        "16 Jan 2027 10:00 CET: restored",
+        "SITE-12 | door open",
+    ],
+)
+def test_a_moment_that_is_no_header_stays(text: str) -> None:
+    assert without_journal_header(text) == text
+
+
+@pytest.mark.parametrize(
+    ("text", "content"),
+    [
+        ("Kindly note BTS was down approx 5 hours", "BTS was down approx 5 hours"),
+        ("Kindly be informed user plane latency is 81 ms", "user plane latency is 81 ms"),
+        ("Please note that the site is down", "the site is down"),
+        ("For your information: DG fuel 5 l/h", "DG fuel 5 l/h"),
+        ("Dear customer, the part was shipped today. Best regards, TAC", "the part was shipped today"),
+        ("please notice the noise", "please notice the noise"),
+    ],
+)
+def test_a_notice_of_formal_english_is_no_content(text: str, content: str) -> None:
+    assert content_text(text) == content
+
+
+def test_codes_written_apart_from_their_digits_are_the_same_codes() -> None:
+    texts = [
+        "enclosure is IP 65 as per datasheet",
+        "protection class of the junction box: IP-67",
+        "the RRU housing is rated IP65",
+        "outdoor unit: IP67",
+        "the cabinet is ip54 class",
+        "the old box is only IP54",
+    ]
+    found = find_codes(texts, STOP_WORDS)
+    assert found is not None and found.enum == ("IP54", "IP65", "IP67"), found
+    assert found.values == ("IP65", "IP67", "IP65", "IP67", "IP54", "IP54")
+    # An id's dash and a decimal are not a code apart: "CELL-0401", "PM 2.5", "at 5 pm".
+    assert find_codes(["CELL-0401 down", "PM 2.5 high", "at 5 pm", "CELL-0402 down"], STOP_WORDS) is None
