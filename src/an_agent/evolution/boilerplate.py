@@ -116,8 +116,8 @@ def without_machine_row(text: str) -> str:
 
 def content_text(text: str) -> str:
     """``text`` without a journal header or a machine row before a comment (`written_text`), an opening
-    greeting and notice ("Kindly note"), a closing sign-off and chat filler; ``text`` itself when that would leave nothing (a message that is
-    only "thanks all" is compared as it is)."""
+    greeting and notice ("Kindly note"), a closing sign-off and chat filler; ``text`` itself when that
+    would leave nothing (a message that is only "thanks all" is compared as it is)."""
     content = _FILLER.sub("", _NOTICE.sub("", _GREETING.sub("", written_text(text), count=1), count=1))
     closed = _SIGN_OFF.sub("", content, count=1)
     # Only what joined a removed sign-off goes with it: "... 4 hours. Best regards" -> "... 4 hours".
