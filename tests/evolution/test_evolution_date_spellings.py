@@ -79,6 +79,10 @@ def test_what_is_no_date_stays_none(text: str) -> None:
         ("shipped last Friday", "2027-01-08T00:00:00Z"),
         ("due 04-03-2027", "2027-03-04T00:00:00Z"),  # day-month-year with dashes and a four-digit year
         ("due 04-03-2027 at 14:00", "2027-03-04T14:00:00Z"),
+        ("SHIP DATE 16-MAY-2027 11:05 GMT", "2027-05-16T11:05:00Z"),  # a month's name between dashes
+        ("booked 3-may-2027", "2027-05-03T00:00:00Z"),  # no verb between dashes
+        ("18-May-27 07:14 AM IST", "2027-05-18T01:44:00Z"),  # IST as India's, +05:30
+        ("12.05.2027 10:15 MEZ", "2027-05-12T09:15:00Z"),
     ],
 )
 def test_days_said_relative_to_now_take_a_time_in_any_spelling(text: str, stamp: str) -> None:
@@ -125,6 +129,12 @@ def test_a_time_is_no_quantity() -> None:
         ("2:30 hours of outage", 150.0),
         ("10 minutes 30 seconds", 10.5),
         ("1h 30m", 90.0),
+        ("site was out for an hour and a quarter", 75.0),  # round 6: quarters (was 60)
+        ("a quarter of an hour", 15.0),
+        ("three quarters of an hour", 45.0),
+        ("2 hours and a quarter", 135.0),
+        ("an hour and three quarters", 105.0),
+        ("half a day", 720.0),
     ],
 )
 def test_durations_said_in_two_units_or_in_halves(text: str, minutes: float) -> None:

@@ -27,6 +27,8 @@ from __future__ import annotations
 
 import re
 
+from an_agent.schemas.dates import ZONE_NAMES
+
 # A salutation opening the text: "Dear all,", "Hello team!", "Hi Maria -", "Good morning colleagues:".
 _GREETING = re.compile(
     r"^\s*(?:dear|hello|hi|hey|hallo|good\s+(?:morning|afternoon|evening)|greetings)\b"
@@ -64,15 +66,14 @@ _LABEL = re.compile(r"^\s{0,3}[A-Za-z]{1,20}(?:\s{1,3}[A-Za-z]{1,20})?\s{0,3}[:=
 # A journal header: when the note was written (a date and a clock time, or a clock time after a short
 # date), a zone, then who wrote it and the tool's label, up to the separator the note starts after. Every
 # repetition bounded: linear on long text.
-_ZONES = "UTC|GMT|Z|CET|CEST|BST|EET|EEST|EST|EDT|PST|PDT|IST|MEZ|MESZ"
 _STAMP = (
     r"(?:(?:\d{4}-\d{2}-\d{2}|\d{1,2}[./]\d{1,2}(?:[./](?:\d{4}|\d{2}))?\.?|\d{1,2}-[A-Za-z]{3,9}-\d{2,4}"
     r"|\d{1,2}\s[A-Za-z]{3,9}\s\d{4})[T\s]{1,3})?"
     r"\d{1,2}:\d{2}(?::\d{2})?(?:\s?[AaPp]\.?[Mm]\.?)?"
-    rf"(?:\s{{1,3}}(?:{_ZONES}|[+-]\d{{2}}:?\d{{2}}))?"
+    rf"(?:\s{{1,3}}(?:{ZONE_NAMES}|[+-]\d{{2}}:?\d{{2}}))?"
 )
 # Who wrote it: one to three name tokens ("GH", "A.Yilmaz", "P. Dubois", "Maria Lopez"), no zone.
-_AUTHOR = rf"(?!(?:{_ZONES})\b)[A-Z][A-Za-z'.\-]{{0,24}}(?:\s{{1,2}}[A-Z][A-Za-z'.\-]{{0,24}}){{0,2}}"
+_AUTHOR = rf"(?!(?:{ZONE_NAMES})\b)[A-Z][A-Za-z'.\-]{{0,24}}(?:\s{{1,2}}[A-Z][A-Za-z'.\-]{{0,24}}){{0,2}}"
 _JOURNAL_HEADER = re.compile(
     rf"^\s{{0,3}}(?:\[\s{{0,2}}{_STAMP}\s{{0,2}}\]\s{{0,3}}(?:[-|]\s{{0,3}})?(?:{_AUTHOR}\s{{0,3}})?"  # [stamp] author
     rf"|{_STAMP}\s{{1,3}}(?:[-|]\s{{1,3}})?{_AUTHOR}\s{{0,3}})"  # stamp author: the author is required

@@ -8,12 +8,13 @@ Shared by NL -> payload mapping and patch synthesis through `an_agent.schemas.ex
   and in most of the world, unless the first number cannot be a month and the second can
   (``02/13/2027`` is 13 February);
 - **month names**, in either order, the year optional (``15 Jan 2027``, ``the 3rd of February``,
-  ``Jan 15, 2027``, ``Sept. 4``): without a year, the year of ``now``. "may" and "march" in lower
+  ``Jan 15, 2027``, ``Sept. 4``), or joined by dashes with the year (``16-MAY-2027``, ``18-May-27``):
+  without a year, the year of ``now``. "may" and "march" in lower
   case are the verbs;
 - **a time of day** right after the date (``15:00``, ``15h00``, ``3 PM``, ``11:30 pm``; "at" or a comma
   between) or right before it (``15:00 UTC on 15 Jan 2027``, ``3pm on 16/01/2027``), with a zone: Z,
-  UTC, GMT, an offset (``+02:00``) or a common abbreviation (CET, CEST, BST, EET, EEST, EST, EDT, PST,
-  PDT); no zone is UTC;
+  UTC, GMT, an offset (``+02:00``) or a common abbreviation (CET, CEST, MEZ, MESZ, BST, EET, EEST, EST,
+  EDT, PST, PDT, IST as India's, JST, SGT, HKT, AEST); no zone is UTC;
 - **today / tonight / tomorrow / yesterday**, and a weekday after next, this, coming or last ("next
   Monday", "last Fri"), relative to ``now``, with a time of day after or before them in any of the
   spellings above ("tomorrow 8am", "next Monday at 09:00 CET", "06:00 UTC today"), or noon, midday or
@@ -64,6 +65,8 @@ _DATES = (
         rf"(?<![\w])(?:the\s{{1,3}})?{_MONTH}\s{{1,3}}(?P<d>\d{{1,2}}){_ORDINAL}(?:,?\s{{1,3}}(?P<y>\d{{4}}))?(?![\w:])",
         re.IGNORECASE,
     ),
+    # a day, a month's name and a year joined by dashes, as ticket tools and Oracle print them: "16-MAY-2027"
+    re.compile(rf"(?<![\w:.,\-])(?P<d>\d{{1,2}})-(?P<mon>{_MONTH_NAME})-(?P<y>\d{{4}}|\d{{2}})(?![\w:\-])", re.I),
 )
 # The end of a date (a year, a day-month-year's last part, a day and its month's name in either order),
 # with "," or "at" after it: what comes next is the date's time ("15 Jan 2027 15h00" is no duration).
@@ -72,7 +75,9 @@ ENDS_WITH_A_DATE = re.compile(
     r",?\s{1,3}(?:at\s{1,3})?$",
     re.IGNORECASE,
 )
-_ZONE = r"(?P<tz>Z|UTC|GMT|CEST|CET|BST|EEST|EET|EST|EDT|PST|PDT|[+-]\d{2}:?\d{2})"
+# The zones read by name (an alternation, longest first where one is the start of another: CEST, CET).
+ZONE_NAMES = "Z|UTC|GMT|CEST|CET|MESZ|MEZ|BST|EEST|EET|EST|EDT|PST|PDT|IST|JST|SGT|HKT|AEST"
+_ZONE = rf"(?P<tz>{ZONE_NAMES}|[+-]\d{{2}}:?\d{{2}})"
 # A time of day: minutes after ':' or 'h', or an am / pm; a bare "15" is no time.
 _HALF = r"\s?(?P<{}>[ap])\.?\s?m\b\.?"  # am / pm, a.m. / p.m.
 _TIME = (
@@ -90,6 +95,8 @@ _TIME_BEFORE = re.compile(
 )
 _ZONES = {"z": 0, "utc": 0, "gmt": 0, "cet": 60, "cest": 120, "bst": 60, "eet": 120, "eest": 180}
 _ZONES |= {"est": -300, "edt": -240, "pst": -480, "pdt": -420}
+# India's (+05:30): IST is also Irish and Israeli time, but in the NOCs and vendor desks that write it, India.
+_ZONES |= {"mez": 60, "mesz": 120, "ist": 330, "jst": 540, "sgt": 480, "hkt": 480, "aest": 600}
 _WEEKDAY_NAME = r"(?:mon|tue|tues|wed|thu|thur|thurs|fri|sat|sun)(?:day|nesday|sday|rday|urday)?"
 _WEEKDAYS = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")
 # A day said relative to now: "tomorrow", "next Monday", "last Fri" (a weekday needs its next / last).
@@ -189,7 +196,7 @@ def _date(match: re.Match[str], this_year: int) -> datetime | None:
     groups = match.groupdict()
     if groups.get("mon") is not None:
         name = groups["mon"]
-        if name in _VERBS:
+        if name in _VERBS and match.re is not _DATES[-1]:  # "16-may-2027" is no verb
             return None
         month = _MONTHS[name[:3].lower()]
     else:

@@ -254,10 +254,16 @@ _CLOCK_HOURS = re.compile(
     r"(?P<h>\d{1,2}):(?P<m>[0-5]\d)\s{0,2}(?:hours|hrs|hr|h)\b",
     re.IGNORECASE,
 )
-_HALF_A = re.compile(r"\bhalf\s{1,3}an?\s{1,3}(?P<u>hour|day|minute|week)\b", re.IGNORECASE)
-_AND_A_HALF = re.compile(
-    r"\b(?P<n>an?|one|two|three|four|five|six|\d{1,3})\s{1,3}(?:(?P<u>hours?|days?|minutes?|weeks?)\s{1,3}and\s{1,3}a"
-    r"\s{1,3}half|and\s{1,3}a\s{1,3}half\s{1,3}(?P<u2>hours|days|minutes|weeks))\b",
+# A part of a unit: "half an hour", "a quarter of an hour", "three quarters of an hour", "half a day".
+_FRACTION = r"(?P<f>half|(?:a\s{1,3}|one\s{1,3})?quarter|three\s{1,3}quarters)"
+_PART_OF = re.compile(
+    rf"\b{_FRACTION}\s{{1,3}}(?:of\s{{1,3}})?an?\s{{1,3}}(?P<u>hour|day|minute|week)\b", re.IGNORECASE
+)
+# A whole and a part: "an hour and a half", "2 hours and a quarter", "one and a half days".
+_AND_A_PART = re.compile(
+    r"\b(?P<n>an?|one|two|three|four|five|six|\d{1,3})\s{1,3}(?:(?P<u>hours?|days?|minutes?|weeks?)\s{1,3}and\s{1,3}"
+    r"(?P<f>a\s{1,3}half|a\s{1,3}quarter|three\s{1,3}quarters)|and\s{1,3}(?P<f2>a\s{1,3}half|a\s{1,3}quarter)"
+    r"\s{1,3}(?P<u2>hours|days|minutes|weeks))\b",
     re.IGNORECASE,
 )
 _TIME_UNIT = {"hour": "hours", "day": "days", "minute": "minutes", "week": "weeks"}
@@ -316,7 +322,7 @@ def find_quantities(text: str) -> list[Quantity]:
         out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
     for match in _CLOCK_HOURS.finditer(text):  # "2:30 hours" is two and a half hours
         out.append(Quantity(int(match.group("h")) * 60 + int(match.group("m")), "minutes", match.start(), match.end()))
-    out += _halves(text)
+    out += _parts(text)
     # Inside a quantity found already? Looked up, not scanned: a text full of quantities is read in one
     # pass (a megabyte of "48 volts, 4000 rpm" or "2 hrs 15 mins, ..."). The spans read first, sorted by
     # start with the furthest end so far; those of this loop come in order of start, so the furthest end.
@@ -355,15 +361,26 @@ def find_quantities(text: str) -> list[Quantity]:
     return _compound_durations(text, sorted(out, key=lambda q: q.start))
 
 
-def _halves(text: str) -> list[Quantity]:
-    """ "half an hour" (0.5 hours), "an hour and a half", "one and a half days" (1.5): ``a`` is not one here."""
-    out = [Quantity(0.5, _TIME_UNIT[m.group("u").lower()], m.start(), m.end()) for m in _HALF_A.finditer(text)]
-    for match in _AND_A_HALF.finditer(text):
+def _parts(text: str) -> list[Quantity]:
+    """ "half an hour" (0.5 hours), "a quarter of an hour" (0.25), "an hour and a half", "2 hours and a
+    quarter" (2.25), "one and a half days" (1.5): ``a`` is not one here."""
+    out = [
+        Quantity(_part(m.group("f")), _TIME_UNIT[m.group("u").lower()], m.start(), m.end())
+        for m in _PART_OF.finditer(text)
+    ]
+    for match in _AND_A_PART.finditer(text):
         count = _to_number(match.group("n"))
         unit = match.group("u") or match.group("u2")
         if count is not None:
-            out.append(Quantity(count + 0.5, _TIME_UNIT[unit.lower().rstrip("s")], match.start(), match.end()))
+            value = count + _part(match.group("f") or match.group("f2"))
+            out.append(Quantity(value, _TIME_UNIT[unit.lower().rstrip("s")], match.start(), match.end()))
     return out
+
+
+def _part(fraction: str) -> float:
+    """0.5 for half, 0.75 for three quarters, 0.25 for a quarter."""
+    words = fraction.lower().split()
+    return 0.5 if "half" in words else 0.75 if "three" in words else 0.25
 
 
 def _compound_durations(text: str, found: list[Quantity]) -> list[Quantity]:
