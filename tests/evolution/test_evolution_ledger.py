@@ -73,3 +73,24 @@ def test_codes_written_apart_from_their_digits_are_the_same_codes() -> None:
     assert found.values == ("IP65", "IP67", "IP65", "IP67", "IP54", "IP54")
     # An id's dash and a decimal are not a code apart: "CELL-0401", "PM 2.5", "at 5 pm".
     assert find_codes(["CELL-0401 down", "PM 2.5 high", "at 5 pm", "CELL-0402 down"], STOP_WORDS) is None
+
+
+def test_an_acronyms_codes_in_nearly_every_fragment_are_a_set_named_by_the_acronym() -> None:
+    """A typing sample of seven notes names six IP ratings, one of them twice: codes of one prefix in nearly
+    every fragment fill the slot (one value named twice is enough), and no word frames them in 40 % of
+    the fragments ("cabinet" before two), so the acronym names them."""
+    texts = [
+        "ENCLOSURE IP CLASS: IP66",
+        "the cabinet is ip54 class, not enough for outside",
+        "the replacement cabinet must be IP65, the site is next to the sea",
+        "enclosure rating on the nameplate: IP55",
+        "new battery cabinet is rated IP55",
+        "the junction box is IP 67",
+        "the RRU housing is rated IP68",
+    ]
+    found = find_codes(texts, STOP_WORDS)
+    assert found is not None and found.enum == ("IP54", "IP55", "IP65", "IP66", "IP67", "IP68"), found
+    assert found.frame == "ip code"
+    # Codes in five of six notes, one named twice, fill the slot; in four of six, none twice, they do not.
+    assert find_codes(["P1 now", "P2 later", "P3 whenever", "P4 never", "P1 again", "the fan is loud"], STOP_WORDS)
+    assert find_codes(["P1 now", "P2 later", "P3 whenever", "P4 never", "the fan is loud", "noted"], STOP_WORDS) is None

@@ -18,7 +18,9 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
   value in the spelling most fragments give it (``n78``, not ``N78``);
 - the set needs ``ALT_MIN_VALUES`` distinct values, two of them in two fragments or more, covering
   ``ALT_MIN_SHARE`` of the fragments (the lexical rule's numbers): a code in every fragment is the topic
-  ("the 5G launch"), a code in one fragment a one-off;
+  ("the 5G launch"), a code in one fragment a one-off; codes of one prefix or suffix in nearly every
+  fragment (``_FILLED_SHARE``) need only one value named twice (a typing sample of seven notes names
+  six IP ratings);
 - each fragment's value is the first code of the family it names; the values are listed in their natural
   order (2G, 3G, 4G, 5G), not by frequency: a code's order usually means something (a priority, a class);
 - the **frame word** (`CodeSet.frame`) is the content word most fragments put right before a code (or
@@ -64,6 +66,11 @@ _NOT_CODES = UNIT_WORDS | frozenset(
 # severities, "L1-L3" support levels, "C2" classes): only a multiplier ("x2") and a version ("v2") are not.
 _NOT_PREFIXES = frozenset({"x", "v"})
 _MIN_RECURRING = 2  # values named in two fragments or more
+# Codes of one prefix or suffix in this share of the fragments fill the slot: one value named twice is
+# enough ("IP66", "IP54", "IP65", "IP55", "IP55", "IP67" in seven notes: a sample too small for repeats).
+_FILLED_SHARE = 0.8
+# A frame word names an acronym's codes when this share of the fragments says it.
+_FRAME_SHARE = 0.4
 
 # Countries written as their ISO 3166-1 alpha-2 code ("roaming in DE", "Visited network: ES"), and UK,
 # which the UK writes for itself: a code family of their own, named with "country". A code that is also
@@ -123,6 +130,11 @@ def _codes(text: str) -> list[_Code]:
     return sorted(out, key=lambda c: c[2])
 
 
+def _fills_the_slot(family: tuple[str, str], cover: int, n: int) -> bool:
+    """Codes of one fixed prefix or suffix (IP<n>, <n>G) in nearly every fragment (``_FILLED_SHARE``)."""
+    return family[0] in ("prefix", "suffix") and cover >= _FILLED_SHARE * n
+
+
 def _is_unit(word: str) -> bool:
     lower = word.lower()
     return lower in UNIT_WORDS or lower in _NOT_CODES or lower in _FREQUENCY or word[:1] in "\u00b0\u00ba%"
@@ -159,7 +171,7 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
         cover = sum(counts.values())
         if (
             len(counts) < ALT_MIN_VALUES
-            or sum(1 for c in counts.values() if c >= _MIN_RECURRING) < 2
+            or sum(1 for c in counts.values() if c >= _MIN_RECURRING) < (1 if _fills_the_slot(family, cover, n) else 2)
             or cover < ALT_MIN_SHARE * n
             or cover <= best_cover
         ):
@@ -183,9 +195,14 @@ def _by_spelling(values: Sequence[str | None]) -> list[str | None]:
 def _frame(
     texts: Sequence[str], found: Sequence[list[_Code]], family: tuple[str, str], stop: frozenset[str]
 ) -> str | None:
-    """The frame word of the codes of ``family`` (`frame_word`)."""
+    """The frame word of the codes of ``family`` (`frame_word`); an acronym's codes that no word frames in
+    ``_FRAME_SHARE`` of the fragments are named by the acronym (IP54, IP65 -> "ip code": "cabinet" stood
+    before two of seven)."""
     spans = [next(((c[2], c[3]) for c in codes if c[0] == family), None) for codes in found]
-    return frame_word(texts, spans, stop)
+    word, framed = _framed(texts, spans, stop)
+    if family[0] == "prefix" and len(family[1]) >= 2 and framed < _FRAME_SHARE * len(texts):
+        return f"{family[1].lower()} code"
+    return word
 
 
 def label_frame(values: Sequence[str], texts: Sequence[str], stop: frozenset[str]) -> str | None:
@@ -198,6 +215,13 @@ def label_frame(values: Sequence[str], texts: Sequence[str], stop: frozenset[str
 def frame_word(texts: Sequence[str], spans: Sequence[tuple[int, int] | None], stop: frozenset[str]) -> str | None:
     """The word family most fragments put right before their value (at ``spans``; else right after), by its
     most used spelling, when two fragments or more share it."""
+    return _framed(texts, spans, stop)[0]
+
+
+def _framed(
+    texts: Sequence[str], spans: Sequence[tuple[int, int] | None], stop: frozenset[str]
+) -> tuple[str | None, int]:
+    """(`frame_word`, in how many fragments it frames the value)."""
     spellings: dict[str, Counter[str]] = {}
     for text, span in zip(texts, spans, strict=True):
         if span is None:
@@ -211,15 +235,15 @@ def frame_word(texts: Sequence[str], spans: Sequence[tuple[int, int] | None], st
             root = next((r for r in spellings if same_family(r, word)), word)
             spellings.setdefault(root, Counter())[word] += 1
     if not spellings:
-        return None
+        return None, 0
     root, count = max(spellings.items(), key=lambda kv: (sum(kv[1].values()), kv[0]))
     if sum(count.values()) < 2:
-        return None
+        return None, 0
     word = max(count, key=lambda w: (count[w], len(w), w))
     # A clipped spelling of four letters or fewer ("prio", "tech") is named by its full word when one is
     # used ("priority", "technology"); a longer word is a word of its own ("class", not "classification").
     longer = [w for w in count if w.startswith(word) and w != word]
-    return max(longer, key=lambda w: (count[w], len(w))) if len(word) <= 4 and longer else word
+    return (max(longer, key=lambda w: (count[w], len(w))) if len(word) <= 4 and longer else word), sum(count.values())
 
 
 def code_phrase(texts: Sequence[str], frame: str, stop: frozenset[str], category: str | None = None) -> str:
