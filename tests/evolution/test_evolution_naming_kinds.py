@@ -186,3 +186,19 @@ def test_a_count_of_repetitions_is_named_by_what_repeats(texts: list[str], what:
     (it was the key `times`). Measured: `alarm_count`, `modem_restarts_count`."""
     name = _name(texts, minilm)
     assert name.startswith(f"{what}_") and name.endswith("_count") and "times" not in name
+
+
+def test_a_moment_is_named_by_the_event_most_fragments_say(minilm: MiniLMEmbedder) -> None:
+    """When something happened: the event's participle with "at" (shipped_at; was part_time, from "the part"
+    most fragments open with), unless two opening words name the event (last_seen_at stays)."""
+    shipped = [
+        "the part was shipped May 16th, 2027, 10:30 am PST",
+        "part sent out 2027-05-14 18:00 UTC according to vendor",
+        "SHIP DATE 16-MAY-2027 11:05 GMT",
+        "the replacement RRU was shipped on 14/05/2027",
+        "we confirm shipping of the fan module 4:30 pm CEST 13 May 2027",
+        "spare shipment date: 16.05.2027, 08:40",
+    ]
+    assert _name(shipped, minilm) == "shipped_at"
+    seen = ["last seen 2027-03-03 02:45Z", "last seen at 03:12 UTC", "node last seen 01:10", "last seen 04:40 today"]
+    assert _name(seen, minilm) == "last_seen_at"

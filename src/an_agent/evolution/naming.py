@@ -33,6 +33,7 @@ from an_agent.evolution.value_words import (
     OBJECT_WORDS,
     counted_noun,
     id_noun,
+    event_participle,
     leading_word,
     moment_suffix,
     stem,
@@ -297,6 +298,13 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     return f"{category} {_CATEGORY_HEADS.get(category, 'cause' if causal else 'type')}"
 
 
+def _opening_event(texts: Sequence[str], ranked: Sequence[tuple[float, str]]) -> str | None:
+    """A moment's event named by the two words most fragments open with ("last seen 03:12", "window opens
+    23:00" -> "last seen", "window opens"): a phrase of the three best whose first word is `leading_word`."""
+    verb = leading_word(texts)
+    return next((p for _, p in ranked[:3] if len(p.split()) == 2 and p.split()[0] == verb), None)
+
+
 def name_key(
     texts: Sequence[str],
     spec: ValueSpec,
@@ -351,6 +359,15 @@ def name_key(
         # (impacted users), the noun alone what is counted.
         phrase = f"{phrase} {counted}" if " " not in phrase and stem(phrase) != stem(counted) else counted
     elif (
+        spec.value_format == "date-time"
+        and moment_suffix(texts) != "deadline"
+        and _opening_event(texts, ranked) is None
+        and (event := event_participle(texts, _TIME_WORDS | PARTICIPANTS)) is not None
+    ):
+        # When something happened: the event most fragments say ("was shipped", "shipping", "SHIP DATE"),
+        # named by its participle, "at" says it is when (shipped_at; was part_time, from "the part").
+        phrase, event_suffix = event, "at"
+    elif (
         spec.value_format == "duration" or (spec.value_format == "date-time" and moment_suffix(texts) != "deadline")
     ) and (verb := leading_word(texts)) is not None:
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
@@ -359,9 +376,8 @@ def name_key(
         if spec.value_format == "date-time" and moment_suffix(texts) == "time":
             # A moment named by two words that open most fragments ("last seen 03:12", "window opens
             # 23:00") is an event: the two words name it, "at" says it is when (last_seen_at).
-            event = next((p for _, p in ranked[:3] if len(p.split()) == 2 and p.split()[0] == verb), None)
-            if event is not None:
-                phrase, event_suffix = event, "at"
+            if (opening := _opening_event(texts, ranked)) is not None:
+                phrase, event_suffix = opening, "at"
     if deadline:
         # A deadline is for a thing ("the compensation"), not for the imperative that opens a request
         # ("please finish the compensation by 12:00" -> compensation_deadline).

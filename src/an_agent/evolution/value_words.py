@@ -120,3 +120,25 @@ def leading_word(texts: Sequence[str]) -> str | None:
         return None
     word, count = firsts.most_common(1)[0]
     return word if count >= 2 and word.isalpha() else None
+
+
+def event_participle(texts: Sequence[str], exclude: frozenset[str], share: float = 0.4) -> str | None:
+    """The event most fragments say happened, by its past participle ("the part was shipped", "shipping
+    confirmed", "SHIP DATE" -> shipped), when the word family is in ``share`` of the fragments and written
+    as a participle (-ed) in one of them; ``exclude``: words that are no event (times, months, zones)."""
+    families: dict[str, set[int]] = {}
+    participles: Counter[str] = Counter()
+    for i, text in enumerate(texts):
+        for word in tokens(text):
+            if not word.isalpha() or len(word) < 4 or word in STOP_WORDS or word in exclude:
+                continue
+            root = next((r for r in families if r[:4] == word[:4]), word)
+            families.setdefault(root, set()).add(i)
+            if word.endswith("ed"):
+                participles[word] += 1
+    ranked = sorted(families.items(), key=lambda kv: (-len(kv[1]), kv[0]))
+    for root, docs in ranked[:1]:
+        spelled = [w for w in participles if w[:4] == root[:4]]
+        if len(docs) >= share * len(texts) and spelled:
+            return max(spelled, key=lambda w: (participles[w], w))
+    return None
