@@ -7,13 +7,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from bench.evolution_corpora import score
 
 from an_agent.evolution.boilerplate import content_text, without_journal_header
 from an_agent.evolution.codes import find_codes
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.naming import STOP_WORDS
 from an_agent.evolution.replay import replay
-from bench.evolution_corpora import score
 from conftest import DATA
 
 

@@ -32,8 +32,8 @@ from an_agent.evolution.participants import PARTICIPANTS
 from an_agent.evolution.value_words import (
     OBJECT_WORDS,
     counted_noun,
-    id_noun,
     event_participle,
+    id_noun,
     leading_word,
     moment_suffix,
     stem,
@@ -373,11 +373,14 @@ def name_key(
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
         # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause.
         phrase = verb
-        if spec.value_format == "date-time" and moment_suffix(texts) == "time":
-            # A moment named by two words that open most fragments ("last seen 03:12", "window opens
-            # 23:00") is an event: the two words name it, "at" says it is when (last_seen_at).
-            if (opening := _opening_event(texts, ranked)) is not None:
-                phrase, event_suffix = opening, "at"
+        # A moment named by two words that open most fragments ("last seen 03:12", "window opens 23:00") is
+        # an event: the two words name it, "at" says it is when (last_seen_at).
+        if (
+            spec.value_format == "date-time"
+            and moment_suffix(texts) == "time"
+            and (opening := _opening_event(texts, ranked)) is not None
+        ):
+            phrase, event_suffix = opening, "at"
     if deadline:
         # A deadline is for a thing ("the compensation"), not for the imperative that opens a request
         # ("please finish the compensation by 12:00" -> compensation_deadline).
