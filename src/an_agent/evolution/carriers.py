@@ -28,6 +28,7 @@ import re
 from collections.abc import Callable, Sequence
 
 from an_agent.evolution.alternatives import word_stem
+from an_agent.evolution.codes import codes_in
 from an_agent.evolution.cohesion import Core, set_aside
 from an_agent.evolution.inference import ValueSpec
 from an_agent.evolution.moments import duration_of, find_moment
@@ -60,6 +61,8 @@ def carries_value(spec: ValueSpec, text: str, now: float) -> bool:
         return any(f.prefix == spec.id_prefix for f in find_ids(text))
     if spec.info.get("count"):
         return bool(find_counts(text))
+    if spec.info.get("codes") and codes_in(text) & set(spec.enum):
+        return True  # a code in another spelling: "IP 65", a country by its name ("Poland" for PL)
     if spec.enum:
         stems = {word_stem(t) for t in _TOKEN.findall(text.lower())}
         return any(all(word_stem(p) in stems for p in _TOKEN.findall(v.lower())) for v in spec.enum)

@@ -9,7 +9,8 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
   the family ``<n>G``), a letter prefix and digits (``P1``, ``P4``: ``P<n>``), or a single capital
   letter after one frame word (``Class A``, ``class-C``, ``classification B``: the family ``class``),
   or a country's ISO 3166 code in capitals (``roaming in DE``, ``Visited network: ES``: the family
-  ``country``, `CodeSet.kind` "country", which the key's name says: roaming_country);
+  ``country``, `CodeSet.kind` "country", which the key's name says: roaming_country), or its name in
+  English, which is the same value (``the depot in Poland``: PL; ``an_agent/data/country_names.json``);
   tokens that are units or ordinals (``2h``, ``45min``, ``3rd``), or part of an identifier
   (``CELL-0401``), are no codes; and, only when no family of those shapes makes a set, a **frame word and
   a number** (``Tier-2``, ``tier 3``, ``Tier2``: the family ``tier``; ``Cat M1``, ``Cat-1``, ``Cat 4``;
@@ -18,8 +19,8 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
   value in the spelling most fragments give it (``n78``, not ``N78``);
 - the set needs ``ALT_MIN_VALUES`` distinct values, two of them in two fragments or more, covering
   ``ALT_MIN_SHARE`` of the fragments (the lexical rule's numbers): a code in every fragment is the topic
-  ("the 5G launch"), a code in one fragment a one-off; codes of one prefix or suffix in nearly every
-  fragment (``_FILLED_SHARE``) need only one value named twice (a typing sample of seven notes names
+  ("the 5G launch"), a code in one fragment a one-off; codes of one prefix or suffix, or countries, in
+  nearly every fragment (``_FILLED_SHARE``) need only one value named twice (a typing sample of seven notes names
   six IP ratings);
 - each fragment's value is the first code of the family it names; the values are listed in their natural
   order (2G, 3G, 4G, 5G), not by frequency: a code's order usually means something (a priority, a class);
@@ -34,10 +35,13 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
 from __future__ import annotations
 
 import itertools
+import json
 import re
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import cache
+from importlib import resources
 
 from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES, same_family
 from an_agent.evolution.value_words import word_set
@@ -66,8 +70,8 @@ _NOT_CODES = UNIT_WORDS | frozenset(
 # severities, "L1-L3" support levels, "C2" classes): only a multiplier ("x2") and a version ("v2") are not.
 _NOT_PREFIXES = frozenset({"x", "v"})
 _MIN_RECURRING = 2  # values named in two fragments or more
-# Codes of one prefix or suffix in this share of the fragments fill the slot: one value named twice is
-# enough ("IP66", "IP54", "IP65", "IP55", "IP55", "IP67" in seven notes: a sample too small for repeats).
+# Codes of one prefix or suffix, or countries, in this share of the fragments fill the slot: one value
+# named twice is enough ("IP66", "IP54", "IP65", "IP55", "IP55", "IP67" in seven notes: a sample too small for repeats).
 _FILLED_SHARE = 0.8
 # A frame word names an acronym's codes when this share of the fragments says it.
 _FRAME_SHARE = 0.4
@@ -87,6 +91,16 @@ _COUNTRIES = word_set(
 )
 # Two capitals alone, not after a number ("35 GB" is a quantity) nor inside an id, a path or a word.
 _COUNTRY = re.compile(r"(?<![\w\-./])(?<!\d )([A-Z]{2})(?![\w\-/])")
+
+
+@cache
+def _country_names() -> tuple[dict[str, str], re.Pattern[str]]:
+    """The country names of ``an_agent/data/country_names.json`` (name -> ISO code) and a pattern of them,
+    longest first, written with their capitals ("the depot in Poland" is the code PL)."""
+    raw = json.loads(resources.files("an_agent").joinpath("data/country_names.json").read_text("utf-8"))
+    names: dict[str, str] = raw["names"]
+    alternatives = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return names, re.compile(rf"(?<![\w\-])(?:{alternatives})(?![\w\-])")
 
 
 _Code = tuple[tuple[str, str], str, int, int]  # (family, code, start, end)
@@ -121,6 +135,9 @@ def _codes(text: str) -> list[_Code]:
     for match in _COUNTRY.finditer(text):
         if match.group(1) in _COUNTRIES:
             out.append((("country", ""), match.group(1), match.start(1), match.end(1)))
+    names, spelled = _country_names()
+    for match in spelled.finditer(text):
+        out.append((("country", ""), names[match.group(0)], match.start(), match.end()))
     for match in _NUMBERED.finditer(text):
         frame, code = match.group(1).lower(), match.group(2)
         unit = _UNIT_AFTER.match(text, match.end())
@@ -130,9 +147,15 @@ def _codes(text: str) -> list[_Code]:
     return sorted(out, key=lambda c: c[2])
 
 
+def codes_in(text: str) -> set[str]:
+    """Every code ``text`` names, in its family's spelling ("IP 65" -> IP65; "the depot in Poland" -> PL)."""
+    return {code for _, code, _, _ in _codes(text)}
+
+
 def _fills_the_slot(family: tuple[str, str], cover: int, n: int) -> bool:
-    """Codes of one fixed prefix or suffix (IP<n>, <n>G) in nearly every fragment (``_FILLED_SHARE``)."""
-    return family[0] in ("prefix", "suffix") and cover >= _FILLED_SHARE * n
+    """Codes of one fixed prefix or suffix (IP<n>, <n>G), or countries, in nearly every fragment
+    (``_FILLED_SHARE``)."""
+    return family[0] in ("prefix", "suffix", "country") and cover >= _FILLED_SHARE * n
 
 
 def _is_unit(word: str) -> bool:
