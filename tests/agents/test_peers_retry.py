@@ -139,13 +139,18 @@ def test_refused_credentials_are_not_retried(agent_server: AgentServer) -> None:
 
 
 class HeldUntilOpened(Behaviour):
-    """Finishes each task once ``gate`` is opened (a task that runs a while at the executor)."""
+    """Finishes each task once ``gate`` is opened (a task that runs a while at the executor); an agent that
+    stops meanwhile leaves it running (it runs again when the agent starts again)."""
 
     def __init__(self) -> None:
         self.gate = threading.Event()
 
     def execute(self, task: Task, run: TaskRun) -> None:
-        assert self.gate.wait(30)
+        deadline = time.monotonic() + 30
+        while not self.gate.is_set():
+            assert time.monotonic() < deadline, "the gate was never opened"
+            if run.wait_cancelled(0.05):
+                return  # the agent stops
         run.finish(TaskResult(summary=f"done {task.task_id}"))
 
     def negotiate(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
@@ -225,3 +230,94 @@ def test_closing_ends_a_notification_dispatcher_that_waits_to_reconnect(
         peers.close()
         kernel.close()
         server.stop()
+
+
+def test_one_reconnection_at_a_time_and_each_end_handed_over_once(
+    tmp_path: Path, profile: AgentProfile, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The subscription is lost twice while a reconnection waits: the peer stops (the dispatcher waits to
+    reconnect), comes back and is reached by a request first, then that request's session breaks. Only
+    one thread may be reconnecting or reading notifications for the peer at any time (two would read two
+    subscriptions), each end reaches the Scheduler once, and `close` returns that one thread."""
+    behaviour = HeldUntilOpened()
+    state = tmp_path / "peer"
+    address = {"port": 0}
+
+    def serve() -> AgentServer:
+        server = AgentServer(ServerConfig(state_dir=state, port=0, profile=profile, behaviour=behaviour)).start()
+        address["port"] = server.port
+        return server
+
+    def peer_threads() -> list[str]:
+        return sorted(t.name for t in threading.enumerate() if t.name.endswith(("me<-peer", "me->peer")))
+
+    server = serve()
+    kernel = SimKernel(start=START, stall_timeout=30.0, peers_elsewhere=True)
+    exchanges: queue.Queue[Exchange] = queue.Queue()
+    subscribed: list[float] = []
+
+    def record(exchange: Exchange) -> None:
+        if exchange.operation == "create-subscription":
+            subscribed.append(exchange.time)
+        exchanges.put(exchange)
+
+    peers = Peers(
+        "me", kernel, lambda name: ("127.0.0.1", address["port"]), ["peer"], record,
+        credentials=("admin", "admin"), timeout=10, retry=Backoff(first=1.0, limit=0.0),  # a failure is final
+        reconnect=Backoff(first=30.0, factor=1.0, cap=30.0, limit=300.0),  # a reconnection waits long
+    )  # fmt: skip
+    completed: list[str] = []
+    real_complete = kernel.complete
+
+    def complete(key: Any, value: Any) -> None:
+        completed.append(key[1])
+        real_complete(key, value)
+
+    monkeypatch.setattr(kernel, "complete", complete)
+    real_get_task = AgentClient.get_task
+
+    def broken_get_task(self: AgentClient, task_id: str) -> Task:
+        self.abort()  # the session breaks under the request
+        raise TransportError("session closed by the other side")
+
+    def assign(task_id: str) -> None:
+        task = Task(task_id, send_from="me", content=build_prompt("SITE-07", "diagnose"), task_async=True)
+        play(kernel, lambda: peers.peer("peer").assign(task))
+
+    try:
+        assign("t-1")
+        assert peer_threads() == ["notify:me<-peer"]
+        with caplog.at_level(logging.INFO, logger="an_agent.nc.retry"):
+            server.stop()  # the dispatcher's session is lost: it tries to reconnect, then waits 30 s
+            deadline = time.monotonic() + 30
+            while not any("reconnect: attempt 1 failed" in r.getMessage() for r in caplog.records):
+                assert time.monotonic() < deadline, "the dispatcher did not try to reconnect"
+                time.sleep(0.05)
+        server = serve()  # the peer is back (its tasks too), and a request reaches it first
+        assert play(kernel, lambda: peers.peer("peer").get_task("t-1")).task_id == "t-1"
+        assert len(peer_threads()) == 1, peer_threads()
+        monkeypatch.setattr(AgentClient, "get_task", broken_get_task)
+        with pytest.raises(TransportError):
+            play(kernel, lambda: peers.peer("peer").get_task("t-1"))  # dropped again while that wait runs
+        monkeypatch.setattr(AgentClient, "get_task", real_get_task)
+        assert len(peer_threads()) == 1, peer_threads()
+        assign("t-2")
+        behaviour.gate.set()  # both tasks end at the peer: only the subscription tells
+        ends: list[str] = []
+        while len(ends) < 2:
+            exchange = exchanges.get(timeout=20)  # queue.Empty: an end never came
+            if exchange.operation == "notification" and exchange.status == TaskStatus.FINISHED.value:
+                ends.append(exchange.task_id or "")
+        assert len(peer_threads()) == 1, peer_threads()
+        threads = peers.close(join=False)
+        for thread in threads:
+            thread.join(10)
+        assert peer_threads() == []  # the thread `close` returned was the only one
+    finally:
+        peers.close()
+        kernel.close()
+        server.stop()
+    assert sorted(ends) == ["t-1", "t-2"]
+    assert len(subscribed) == 3  # the first, after the restart, after the drop: one each time
+    time.sleep(0.2)  # a second subscription would deliver a duplicate now
+    assert sorted(completed) == ["t-1", "t-2"]

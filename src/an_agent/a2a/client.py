@@ -21,7 +21,10 @@ SDK's asyncio client runs on an event loop in a thread of its own, and every cal
 
 HTTPS: an ``https://`` URL is verified (certificate chain and host name), against ``trust`` (a PEM file:
 the agent's own certificate, e.g. its generated ``a2a-cert.pem``, or a CA) when given, else the system's
-CAs; there is no switch to skip verification. Credentials: a user and password (HTTP Basic), or
+CAs; there is no switch to skip verification. Proxies: those of the environment, as httpx reads them
+(``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``; `an_agent.a2a.discovery.proxy_mounts`),
+the same routes as `an_agent.a2a.discovery.fetch_card`; 127.0.0.1, ::1 and localhost are always direct.
+Credentials: a user and password (HTTP Basic), or
 ``token`` (a bearer token of the agent's users file).
 
 Tasks and status changes come back as our model (`Task`, `ConditionNotification`), the draft status
@@ -51,7 +54,7 @@ from jsonschema import Draft202012Validator
 from an_agent import tracing
 from an_agent._sockets import KEEPALIVE_OPTIONS
 from an_agent.a2a.convert import status_from_json, task_from_json
-from an_agent.a2a.discovery import CARD_PATH, verification
+from an_agent.a2a.discovery import CARD_PATH, proxy_mounts, verification
 from an_agent.a2a.inbound import integral_numbers
 from an_agent.a2a.sdk import (
     CancelTaskRequest,
@@ -196,13 +199,21 @@ class A2AAgentClient:
 
     async def _open(self) -> None:
         if self._http is None:
+            verify = self._verify
+
+            def transport(proxy: str | None = None) -> httpx.AsyncHTTPTransport:
+                return httpx.AsyncHTTPTransport(verify=verify, socket_options=KEEPALIVE_OPTIONS, proxy=proxy)
+
             # No read timeout: a stream waits for a task's next change as long as it takes (keepalive
             # probes end it when the peer vanished: _sockets); every other call is bounded by `_run`.
+            # A transport of our own turns off httpx's proxies from the environment: `proxy_mounts` puts
+            # them back, each route with the same keepalive and verification.
             self._http = httpx.AsyncClient(
                 auth=self._auth,
                 headers=self._headers,
                 timeout=httpx.Timeout(self.timeout, read=None),
-                transport=httpx.AsyncHTTPTransport(verify=self._verify, socket_options=KEEPALIVE_OPTIONS),
+                transport=transport(),
+                mounts=proxy_mounts(transport),
             )
 
     def refresh_card(self) -> dict[str, Any]:

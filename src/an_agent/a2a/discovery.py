@@ -1,4 +1,5 @@
-"""An agent card as its agent serves it, fetched raw; and how every A2A client of ours verifies HTTPS.
+"""An agent card as its agent serves it, fetched raw; and how every A2A client of ours verifies HTTPS and
+finds its way (the proxies of the environment, `proxy_mounts`).
 
 `fetch_card` is for tools that judge the card itself (``an-agent conformance``): the SDK's card
 (`an_agent.a2a.sdk.parse_card`) drops what its protobuf has no field for, such as the
@@ -9,17 +10,29 @@ comes back whatever it is: status, content type, text, and the JSON when there i
 from __future__ import annotations
 
 import ssl
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
+
+# httpx's own reading of HTTP_PROXY, HTTPS_PROXY, ALL_PROXY and NO_PROXY (either case): the one a client
+# built without a transport of its own applies; ours have one (keepalive, verification), so they apply it
+# themselves (`proxy_mounts`). Private to httpx, pinned in requirements.lock; tests/a2a/test_a2a_proxy.py
+# fails if it changes.
+from httpx._utils import get_environment_proxies
 
 from an_agent.a2a.sdk import from_a2a_error
 from an_agent.errors import ConfigError
 
 CARD_PATH = "/.well-known/agent-card.json"
 """Where an A2A agent serves its card (A2A spec section 8.2), below its base URL."""
+
+LOOPBACK_ROUTES = ("all://127.0.0.1", "all://[::1]", "all://localhost")
+"""This host's own names, never sent to a proxy: the proxy would read them as its own host."""
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -50,8 +63,14 @@ def fetch_card(
     """
     address = url.rstrip("/") + CARD_PATH
     auth = (username, password or "") if username else None
+    verify = verification(trust)
+
+    def transport(proxy: str | None = None) -> httpx.HTTPTransport:
+        return httpx.HTTPTransport(verify=verify, proxy=proxy)
+
+    mounts = proxy_mounts(transport)  # the routes `A2AAgentClient` takes
     try:
-        with httpx.Client(verify=verification(trust), timeout=timeout, auth=auth) as http:
+        with httpx.Client(timeout=timeout, auth=auth, transport=transport(), mounts=mounts) as http:
             reply = http.get(address)
     except Exception as exc:  # httpx's, translated at the one boundary
         raise from_a2a_error(exc) from None
@@ -73,3 +92,26 @@ def verification(trust: Path | None) -> ssl.SSLContext | bool:
         return ssl.create_default_context(cafile=str(trust))
     except (OSError, ssl.SSLError) as exc:
         raise ConfigError(f"cannot trust {trust}: {exc}") from None
+
+
+def proxy_mounts(through: Callable[[str], T]) -> dict[str, T | None]:
+    """The proxies the environment names, as httpx ``mounts`` for a client with a transport of its own.
+
+    What httpx applies to a client built without a transport (``HTTP_PROXY``, ``HTTPS_PROXY``,
+    ``ALL_PROXY``, ``NO_PROXY``, upper or lower case): ``through(proxy_url)`` builds the transport to each
+    proxy (with the same verification and socket options as the client's direct one); a host that
+    ``NO_PROXY`` lists maps to None, which is the client's direct transport. 127.0.0.1, ::1 and
+    localhost are always direct. Empty when the environment names no proxy. `ConfigError` for a proxy
+    that cannot be used (a scheme httpx does not speak; SOCKS, whose package is not installed).
+    """
+    found = get_environment_proxies()
+    if not any(found.values()):
+        return {}
+    mounts: dict[str, T | None] = {}
+    for pattern, proxy in found.items():
+        try:
+            mounts[pattern] = None if proxy is None else through(proxy)
+        except (ImportError, ValueError) as exc:  # httpx's, at construction: the environment is wrong
+            raise ConfigError(f"cannot use the proxy {proxy} (from the environment, for {pattern}): {exc}") from None
+    mounts.update(dict.fromkeys(LOOPBACK_ROUTES))
+    return mounts

@@ -7,6 +7,11 @@ every event, answers ``input-required`` for the tasks it was given an answer for
 task to the `Scheduler`. A transport failure drops both sessions; requests are tried again with backoff
 on the agent's clock (`an_agent.nc.retry`), the notification session in real time, replaying from the
 last event seen so nothing is missed and nothing is handled twice.
+
+One thread per peer, from the first subscription to `PeerSessions.close`, reads the subscription and,
+when it is lost, subscribes again: a reconnection never runs beside another one or beside a dispatcher,
+and `close` returns that thread to be joined. A request that reconnects first (its own sessions) hands
+the new subscription to that thread, which reads it from then on.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import logging
 import random
 import threading
 from collections.abc import Callable, Iterable
-from typing import Protocol, TypeVar
+from typing import Protocol, TypeAlias, TypeVar
 
 from an_agent.agents.a2a_peer import Links
 from an_agent.agents.exchange import Exchange, InputAnswer, input_param, next_order, status_summary
@@ -28,6 +33,8 @@ from an_agent.nc.retry import Backoff, with_retry
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+Subscription: TypeAlias = tuple[AgentClient, Iterable[ConditionNotification]]
+"""A session holding the subscription, and its events."""
 
 
 class NetconfLinks(Links, Protocol):
@@ -47,13 +54,13 @@ class PeerSessions:
         self._lock = threading.Lock()
         self._client: AgentClient | None = None
         self._watcher: AgentClient | None = None
-        self._thread: threading.Thread | None = None
+        self._thread: threading.Thread | None = None  # the peer's one notification thread (module docstring)
+        self._handed: Subscription | None = None  # opened by a request, for that thread to read next
         self._elsewhere: set[str] = set()
         self._seen: set[tuple[str, str, str]] = set()
         self._replay_from: float | None = None
         self._closed = False
-        self._closing = threading.Event()  # set by `close`: ends a reconnection's wait at once
-        self._reconnecting: threading.Thread | None = None  # a dispatcher whose session was lost, reconnecting
+        self._wake = threading.Event()  # ends a reconnection's wait: set by `close`, and by a subscription handed
         self._answers: dict[str, InputAnswer] = {}
         self._rng = random.Random(f"{peers.me}->{name}")  # jitter, the same in every run of a lab
 
@@ -101,14 +108,35 @@ class PeerSessions:
                 client.close()
                 raise
             self._watcher = watcher
-            self._thread = threading.Thread(
-                target=self._dispatch, args=(events,), name=f"notify:{peers.me}<-{self.name}", daemon=True
-            )
-            self._thread.start()
             self._client = client
+            if self._thread is None:
+                self._thread = threading.Thread(
+                    target=self._follow, args=((watcher, events),), name=f"notify:{peers.me}<-{self.name}", daemon=True
+                )
+                self._thread.start()
+            else:  # the notification thread reads a lost session, or waits to reconnect: this is its next one
+                self._handed = (watcher, events)
+                self._wake.set()
             return client
 
-    def _dispatch(self, events: Iterable[ConditionNotification]) -> None:
+    def _follow(self, subscription: Subscription) -> None:
+        """The notification thread: read ``subscription``; when its session is lost, subscribe again (or take
+        the one a request opened meanwhile) and read on. Ends when closed, when the peer ends the
+        subscription, or when reconnecting gave up (the next request starts a new thread)."""
+        following: Subscription | None = subscription
+        while following is not None:
+            watcher, events = following
+            following = self._resubscribe() if self._dispatch(watcher, events) else None
+            with self._lock:
+                if following is None:
+                    following, self._handed = self._handed, None  # handed over while this one ended
+                if following is None or self._closed:
+                    if self._thread is threading.current_thread():
+                        self._thread = None
+                    return
+
+    def _dispatch(self, watcher: AgentClient, events: Iterable[ConditionNotification]) -> bool:
+        """Handle ``events`` until the subscription ends; True when its session was lost (subscribe again)."""
         peers = self._peers
         try:
             for event in events:
@@ -143,19 +171,19 @@ class PeerSessions:
                     peers.scheduler.complete((self.name, event.task_id), event)
         except TransportError:
             with self._lock:
-                lost = not self._closed and self._thread is threading.current_thread()
-                if lost:  # the peer went away (killed, restarted): the next use connects again
-                    clients = [c for c in (self._client, self._watcher) if c is not None]
-                    self._client = self._watcher = self._thread = None
-                    self._reconnecting = threading.current_thread()  # `close` returns it to be joined
-            if not lost:  # closed by us: the lab is stopping, nothing is lost
-                log.debug("notification dispatcher %s<-%s: session closed", peers.me, self.name)
-                return
+                if self._closed:  # closed by us: the lab is stopping, nothing is lost
+                    log.debug("notification dispatcher %s<-%s: session closed", peers.me, self.name)
+                    return False
+                current = self._watcher is watcher  # else dropped already, by a request that failed (`_drop`)
+                clients = [c for c in (self._client, self._watcher) if c is not None] if current else []
+                if current:  # the peer went away (killed, restarted): the next use connects again
+                    self._client = self._watcher = None
             for client in clients:
                 client.abort()  # the peer went away: nobody is left to answer a <close-session>
-            self._reconnect()
+            return True
         except Exception:
             log.exception("notification dispatcher %s<-%s failed", peers.me, self.name)
+        return False  # or the peer ended the subscription (notificationComplete)
 
     def _answer_input(self, event: ConditionNotification) -> None:
         """The assigner answers its executor's ``input-required`` by editing the task (draft-wang 5.2)."""
@@ -179,30 +207,40 @@ class PeerSessions:
             return
         self._peers.record_exchange(self.name, "edit-config", "taskInputProvide", event.task_id, summary, order=order)
 
-    def _reconnect(self) -> None:
-        """Open the sessions again (resubscribing with replay) until the peer answers or we are closed."""
+    def _resubscribe(self) -> Subscription | None:
+        """The next subscription, after the session was lost: the one a request opened meanwhile, or the
+        sessions opened again here (with replay) once the peer answers; None when closed or given up."""
 
-        def attempt() -> None:
+        def attempt() -> Subscription | None:
             with self._lock:
-                if self._closed:
-                    return
-            self._connect()
+                if self._closed or self._handed is not None:
+                    handed, self._handed = self._handed, None
+                    self._wake.clear()  # its wake-up is answered: the next wait is a whole one
+                    return None if self._closed else handed
+            self._connect()  # from this thread: the subscription is handed over to it
+            with self._lock:
+                handed, self._handed = self._handed, None
+                self._wake.clear()
+            if handed is None:  # closed meanwhile (`close` forgets it): the next attempt returns at once
+                raise TransportError(f"no subscription to {self.name} after reconnecting")
             log.info("%s reconnected to %s", self._peers.me, self.name)
+            return handed
 
         def wait(seconds: float) -> None:
-            self._closing.wait(seconds)  # real time, cut short by `close` (then the attempt returns)
+            with self._lock:
+                closed = self._closed  # `close` set the wake-up before an attempt cleared it: no wait
+            if not closed:
+                self._wake.wait(seconds)  # real time, cut short by `close` or by a request that reconnected
+            self._wake.clear()
 
         try:  # real time: the peer's process is starting again (INFO: a lab that stops looks the same)
-            with_retry(
+            return with_retry(
                 attempt, policy=self._peers.reconnect, sleep=wait, rng=self._rng,
                 what=self._what("reconnect"), level=logging.INFO,
             )  # fmt: skip
         except AnAgentError as exc:
             log.warning("%s could not reconnect to %s: %s", self._peers.me, self.name, exc)
-        finally:
-            with self._lock:
-                if self._reconnecting is threading.current_thread():
-                    self._reconnecting = None
+            return None
 
     def _what(self, operation: str) -> str:
         return f"{self._peers.me} -> {self.name}: {operation}"
@@ -213,26 +251,16 @@ class PeerSessions:
             if self._client is not client:
                 return  # dropped already (by another request or by the dispatcher)
             clients = [c for c in (self._client, self._watcher) if c is not None]
-            subscribed = self._watcher is not None
-            self._client = self._watcher = self._thread = None
+            self._client = self._watcher = None
         # Aborted, not closed: the peer broke one session, so it is likely gone or going, and a polite
         # <close-session> on the other would wait for a reply that never comes (seen holding an agent's
-        # stop past the lab's grace period).
+        # stop past the lab's grace period). The subscription goes with it: the notification thread sees
+        # its session end and subscribes again at once, with replay. Tasks assigned before still end at
+        # the peer and their ends must come even if no request follows (the one that failed may have been
+        # the last: found by lab soak --netns, where a request given up during a partition left two
+        # tasks' ends unheard for ever).
         for each in clients:
             each.abort()
-        if subscribed:
-            # The subscription went with it. Tasks assigned before still end at the peer and their ends
-            # must come even if no request follows (the one that failed may have been the last: found by
-            # lab soak --netns, where a request given up during a partition left two tasks' ends unheard
-            # for ever): subscribe again now, in the background, with replay.
-            thread = threading.Thread(
-                target=self._reconnect, name=f"resubscribe:{self._peers.me}->{self.name}", daemon=True
-            )
-            with self._lock:
-                if self._closed:
-                    return
-                self._reconnecting = thread  # `close` ends its wait and returns it to be joined
-            thread.start()
 
     def _request(self, operation: str, send: Callable[[AgentClient], T]) -> T:
         """``send`` on the request session, connecting first; a transport failure drops the sessions and the
@@ -255,16 +283,16 @@ class PeerSessions:
         )
 
     def close(self) -> threading.Thread | None:
-        """Close both sessions; returns the dispatcher thread, which ends within a second (join it): the
-        one reading the subscription, or the one reconnecting after its session was lost (its wait ends
+        """Close both sessions; returns the notification thread, which ends within a second (join it),
+        whether it reads the subscription or waits to reconnect after its session was lost (its wait ends
         now: in a lab that stops, a peer that stopped first looks lost, and a dispatcher left waiting up
-        to 5 s between attempts outlived the lab's stop under load)."""
-        self._closing.set()
+        to 5 s between attempts outlived the lab's stop under load). It is the peer's only thread."""
         with self._lock:
             self._closed = True
             clients = [c for c in (self._client, self._watcher) if c is not None]
-            self._client = self._watcher = None
-            thread, self._thread = self._thread or self._reconnecting, None
+            self._client = self._watcher = self._handed = None
+            thread, self._thread = self._thread, None
+        self._wake.set()
         for client in clients:
             with contextlib.suppress(AnAgentError):
                 client.close()
