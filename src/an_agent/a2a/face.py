@@ -112,9 +112,10 @@ from an_agent.model import (
 )
 from an_agent.model import Task as DraftTask
 from an_agent.model.prompt import parse_prompt
-from an_agent.runtime.operations import TASK_ENDED, Operations
+from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import AssignTask, CancelTask, ProvideInput, ReadScope, Subscribe
+from an_agent.runtime.task_writes import TASK_ENDED
 from an_agent.runtime.text_input import AssignText, structured_param
 from an_agent.schemas.languages import pick_language
 from an_agent.tracing import TRACEPARENT_KEY
