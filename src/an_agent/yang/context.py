@@ -1,6 +1,6 @@
 """The libyang context of an agent: the shipped YANG modules, loaded once.
 
-`YangContext` is the only place that calls libyang (with `lyerrors`); it
+`YangContext` is the rest of the agent's only way to libyang (with `lyerrors`); it
 validates every document that enters or leaves over NETCONF and converts
 between RFC 7951 JSON and XML. Every failure of a document is raised as an
 `RpcError` ready to become an ``<rpc-error>``; a failure to load the modules
@@ -9,10 +9,12 @@ is a `YangError`.
 Thread-safety: one lock per context guards every libyang call, because a
 libyang context's error list is shared by the calls made on it.
 
-Beside it: which modules are shipped and how a context is made
-(`an_agent.yang.modules`, re-exported here), plain operations on data trees
-and document text (`an_agent.yang.trees`), and the data path of a missing
-node (`an_agent.yang.error_paths`).
+Beside it, each called only from here or for the module set: which modules
+are shipped and how a context is made (`an_agent.yang.modules`, re-exported
+here), plain operations on data trees and document text
+(`an_agent.yang.trees`), RFC 6243 with-defaults (`an_agent.yang.with_defaults`,
+`WithDefaults` re-exported here), and the data path of a missing node
+(`an_agent.yang.error_paths`).
 """
 
 from __future__ import annotations
@@ -45,7 +47,8 @@ from an_agent.yang.modules import (
 )
 from an_agent.yang.reach import UnitReach, analyse
 from an_agent.yang.schema_index import SchemaIndex
-from an_agent.yang.trees import XML_DECL, element_in_namespace, keep_top, ly_format, strip_implicit, unwrap
+from an_agent.yang.trees import XML_DECL, element_in_namespace, ly_format, strip_implicit, unwrap
+from an_agent.yang.with_defaults import PRINT_OPTIONS, WithDefaults, add_defaults, rfc6243_attributes
 
 __all__ = [
     "DEFAULT_FEATURES",
@@ -57,18 +60,6 @@ __all__ = [
     "YangContext",
     "builtin_modules",
 ]
-
-WithDefaults = Literal["report-all", "report-all-tagged", "trim", "explicit"]
-"""RFC 6243 retrieval modes."""
-_WD_PRINT: dict[str, int] = {
-    "report-all": lib.LYD_PRINT_WD_ALL,
-    "report-all-tagged": lib.LYD_PRINT_WD_ALL_TAG,
-    "trim": lib.LYD_PRINT_WD_TRIM,
-    "explicit": lib.LYD_PRINT_WD_EXPLICIT,
-}
-
-_LY_WD_DECL = 'xmlns:ncwd="urn:ietf:params:xml:ns:yang:ietf-netconf-with-defaults"'
-_WD_DECL = 'xmlns:wd="urn:ietf:params:xml:ns:netconf:default:1.0"'
 
 DocumentKind = Literal["data", "config", "rpc", "reply", "notification"]
 """What a document is: a ``<get>`` reply (``data``), the running datastore
@@ -252,23 +243,14 @@ class YangContext:
             if lib.lyd_parse_data_mem(self._ctx.cdata, str2c(xml), lib.LYD_XML, opts, 0, tree) != lib.LY_SUCCESS:
                 self._free(tree[0])
                 raise self._fail(xml, "xml", "data")
-            if mode != "trim":
-                present = set()
-                node = tree[0]
-                while node != ffi.NULL:
-                    present.add(int(ffi.cast("uintptr_t", node)))
-                    node = node.next
-                implicit = lib.LYD_IMPLICIT_NO_STATE if config_only else 0
-                if lib.lyd_new_implicit_all(tree, self._ctx.cdata, implicit, ffi.NULL) != lib.LY_SUCCESS:
-                    self._free(tree[0])
-                    raise YangError(f"libyang cannot add default nodes: {self._take_errors()}")
-                tree[0] = keep_top(tree[0], present)
+            if mode != "trim" and not add_defaults(self._ctx.cdata, tree, config_only):
+                self._free(tree[0])
+                raise YangError(f"libyang cannot add default nodes: {self._take_errors()}")
         try:
-            printed = self._print(tree[0], "xml", _WD_PRINT[mode])
+            printed = self._print(tree[0], "xml", PRINT_OPTIONS[mode])
         finally:
             self._free(tree[0])
-        # libyang 2.1 puts the attribute in the module's namespace; RFC 6243 section 6 names its own.
-        return printed.replace(_LY_WD_DECL, _WD_DECL).replace(" ncwd:default=", " wd:default=")
+        return rfc6243_attributes(printed)
 
     # -------------------------------------------------------------- conversion
 

@@ -1,8 +1,7 @@
 """Plain operations on libyang data trees and on the XML text handed to libyang.
 
-Freeing the default nodes validation added (`strip_implicit`), keeping only
-the top-level subtrees a document held (`keep_top`), the format constants,
-and the text around a document: one NETCONF ``<data>``/``<config>`` wrapper
+Freeing the default nodes validation added (`strip_implicit`), the format
+constants, and the text around a document: one NETCONF ``<data>``/``<config>`` wrapper
 (`unwrap`) and the element of an unknown namespace (`element_in_namespace`).
 None of them takes the context's lock or reads its errors; the caller
 (`an_agent.yang.context.YangContext`) holds the lock where libyang is called.
@@ -43,21 +42,6 @@ def strip_implicit(first: Any) -> Any:
             child = lib.lyd_child(node)
             if child != ffi.NULL:
                 strip_implicit(child)
-        node = following
-    return head
-
-
-def keep_top(first: Any, present: set[int]) -> Any:
-    """Free the top-level siblings not in ``present`` (added by lyd_new_implicit_all); the new first sibling."""
-    head = ffi.NULL
-    node = first
-    while node != ffi.NULL:
-        following = node.next
-        if int(ffi.cast("uintptr_t", node)) in present:
-            if head == ffi.NULL:
-                head = node
-        else:
-            lib.lyd_free_tree(node)
         node = following
     return head
 
