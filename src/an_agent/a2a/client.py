@@ -25,7 +25,8 @@ CAs; there is no switch to skip verification. Credentials: a user and password (
 ``token`` (a bearer token of the agent's users file).
 
 The choice of schema and the client-side check are `an_agent.a2a.negotiation`; the event loop the
-SDK's client runs on, and the translation of its errors, `an_agent.a2a.loop_thread`.
+SDK's client runs on, and the translation of its errors, `an_agent.a2a.loop_thread`; the message
+envelope and its data parts, `an_agent.a2a.outgoing`.
 
 Tasks and status changes come back as our model (`Task`, `ConditionNotification`), the draft status
 read through `an_agent.a2a.states`. Errors are ours (`an_agent.a2a.sdk.from_a2a_error`): `RpcError`
@@ -37,7 +38,6 @@ from __future__ import annotations
 
 import contextlib
 import threading
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -57,6 +57,7 @@ from an_agent.a2a.negotiation import (
     validate_payload,
     wanted_versions,
 )
+from an_agent.a2a.outgoing import data_part, message_request
 from an_agent.a2a.sdk import (
     CancelTaskRequest,
     ClientConfig,
@@ -67,7 +68,6 @@ from an_agent.a2a.sdk import (
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
-    json_to_protobuf,
     parse_card,
     protobuf_to_json,
 )
@@ -270,25 +270,16 @@ class A2AAgentClient:
             parts.append({"text": text})
         if scenario is not None:
             negotiated = self.negotiate(scenario, supported_versions)
-            mode = media_type(negotiated.schema_id)
             data = self.validate(negotiated, payload or {})
-            parts.append({"data": data, "mediaType": "application/json", "metadata": {"mimeType": mode}})
+            parts.append(data_part(data, media_type(negotiated.schema_id)))
         if keys is not None:
             # Some keys of a payload (an answer to input-required): a data part with no schema, checked there.
-            parts.append({"data": dict(keys), "mediaType": "application/json"})
+            parts.append(data_part(dict(keys)))
         if not parts:
             raise SchemaError("a message needs text or a structured payload", ["parts: empty"])
-        message: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
-        if task_id:
-            message["taskId"] = task_id
         traceparent = tracing.outgoing()  # the caller's trace (an_agent.tracing), when it works in one
-        metadata = {
-            k: v for k, v in ((SENDER_KEY, sender), (TASK_ID_KEY, new_task_id), (TRACEPARENT_KEY, traceparent)) if v
-        }
-        if metadata:
-            message["metadata"] = metadata
-        request = {"message": message, "configuration": {"returnImmediately": not wait}}
-        return json_to_protobuf(request, SendMessageRequest())
+        metadata = {SENDER_KEY: sender, TASK_ID_KEY: new_task_id, TRACEPARENT_KEY: traceparent}
+        return message_request(parts, wait=wait, task_id=task_id, metadata=metadata)
 
     def stream(
         self,
@@ -397,11 +388,7 @@ class A2AAgentClient:
         valid or not. The agent's refusal is raised (`RpcError`); an answer without a task is a
         `ConnectError`.
         """
-        part = {"data": dict(data), "mediaType": "application/json", "metadata": {"mimeType": mime_type}}
-        message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [part]}
-        request = json_to_protobuf(
-            {"message": message, "configuration": {"returnImmediately": True}}, SendMessageRequest()
-        )
+        request = message_request([data_part(dict(data), mime_type)], wait=False)
         for event in self._events(self._client.send_message(request)):
             if isinstance(event, Task):
                 return event
