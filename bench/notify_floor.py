@@ -52,7 +52,7 @@ def emitter_main() -> int:
     from an_agent.cli import main
     from an_agent.model import IRTF_AGENT_NS
     from an_agent.nc import face
-    from an_agent.nc.server import Reply, Session
+    from an_agent.nc.handler import Reply, Session
     from an_agent.runtime.event_rendering import envelope
 
     subscribers: list[Session] = []

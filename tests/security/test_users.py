@@ -12,7 +12,7 @@ import pytest
 
 from an_agent.access.users import agent_users, hash_password, is_hash, load_users, verify_password
 from an_agent.cli import main
-from an_agent.cli.serve import parse_users
+from an_agent.cli.serve_args import parse_users
 from an_agent.errors import ConfigError
 from an_agent.model import AgentProfile
 from an_agent.server import AgentServer, ServerConfig

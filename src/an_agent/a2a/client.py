@@ -27,6 +27,10 @@ the same routes as `an_agent.a2a.discovery.fetch_card`; 127.0.0.1, ::1 and local
 Credentials: a user and password (HTTP Basic), or
 ``token`` (a bearer token of the agent's users file).
 
+The choice of schema and the client-side check are `an_agent.a2a.negotiation`; the event loop the
+SDK's client runs on, and the translation of its errors, `an_agent.a2a.loop_thread`; the message
+envelope and its data parts, `an_agent.a2a.outgoing`.
+
 Tasks and status changes come back as our model (`Task`, `ConditionNotification`), the draft status
 read through `an_agent.a2a.states`. Errors are ours (`an_agent.a2a.sdk.from_a2a_error`): `RpcError`
 (the agent's refusal, with the RFC 6241 fields an agent of ours sends), `ConnectError`, `AuthError`,
@@ -35,27 +39,28 @@ read through `an_agent.a2a.states`. Errors are ours (`an_agent.a2a.sdk.from_a2a_
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import re
 import threading
-import uuid
 from collections.abc import AsyncIterator, Awaitable, Collection, Iterator, Mapping
-from concurrent.futures import CancelledError, Future
-from concurrent.futures import TimeoutError as FutureTimeout
-from dataclasses import dataclass
 from pathlib import Path
 from types import TracebackType
 from typing import Any, TypeVar
 
 import httpx
-from jsonschema import Draft202012Validator
 
 from an_agent import tracing
 from an_agent._sockets import KEEPALIVE_OPTIONS
 from an_agent.a2a.convert import status_from_json, task_from_json
 from an_agent.a2a.discovery import CARD_PATH, proxy_mounts, verification
-from an_agent.a2a.inbound import integral_numbers
+from an_agent.a2a.loop_thread import LoopThread
+from an_agent.a2a.negotiation import (
+    NegotiatedSchema,
+    choose_schema,
+    scenario_version,
+    validate_payload,
+    wanted_versions,
+)
+from an_agent.a2a.outgoing import data_part, message_request
 from an_agent.a2a.sdk import (
     CancelTaskRequest,
     ClientConfig,
@@ -66,8 +71,6 @@ from an_agent.a2a.sdk import (
     SendMessageRequest,
     StreamResponse,
     SubscribeToTaskRequest,
-    from_a2a_error,
-    json_to_protobuf,
     parse_card,
     protobuf_to_json,
 )
@@ -75,31 +78,19 @@ from an_agent.a2a.states import SENDER_KEY, TASK_ID_KEY
 from an_agent.errors import (
     AnAgentError,
     ConnectError,
-    RequestTimeout,
     RpcError,
     SchemaError,
-    TransportError,
 )
 from an_agent.model import ConditionNotification, Task
-from an_agent.schemas.registry import parse_version
 from an_agent.schemas.suggestion import schema_update_suggestions
 from an_agent.schemas.validate import media_type
 from an_agent.tracing import TRACEPARENT_KEY
 
-_VERSION = re.compile(r"^(.*)_v(\d+)$")
+__all__ = ["A2AAgentClient", "NegotiatedSchema", "TaskEvent", "scenario_version"]
+
 T = TypeVar("T")
 TaskEvent = Task | ConditionNotification
 """What a stream yields: the task as it is when the stream starts, then each status change."""
-
-
-@dataclass(frozen=True)
-class NegotiatedSchema:
-    """The schema chosen for a scenario: its id, its JSON Schema from the card, and what the agent offers."""
-
-    schema_id: str
-    scenario: str
-    json_schema: dict[str, Any]
-    offered: tuple[str, ...]
 
 
 class A2AAgentClient:
@@ -122,17 +113,13 @@ class A2AAgentClient:
         self._headers = {"Authorization": f"Bearer {token}"} if token else {}
         self._verify = verification(trust)
         self._binding = binding
-        self._loop = asyncio.new_event_loop()
-        self._thread = threading.Thread(target=self._loop.run_forever, name="a2a-client", daemon=True)
-        self._thread.start()
+        self._loop = LoopThread(self.url, timeout)
         self._http: httpx.AsyncClient | None = None
         self._sdk: SdkClient | None = None
         self.card: dict[str, Any] = {}
         self._negotiated: dict[tuple[str, tuple[int, ...]], NegotiatedSchema] = {}
         self._stale = False  # a result suggested a schema update: fetch the card before negotiating
         self._lock = threading.Lock()
-        self._pending: set[Future[Any]] = set()
-        self._closed = False
 
     @classmethod
     def connect(
@@ -157,25 +144,8 @@ class A2AAgentClient:
 
     # -- plumbing: the SDK's asyncio client on our loop ---------------------------------------------
     def _run(self, work: Awaitable[T], bounded: bool = True) -> T:
-        """Run ``work`` on the client's loop and wait for it: at most the timeout, or (a stream's next
-        event, ``bounded`` False) until it comes or the client is closed."""
-        with self._lock:
-            if self._closed:
-                if asyncio.iscoroutine(work):
-                    work.close()  # never scheduled
-                raise TransportError(f"the A2A client of {self.url} was closed")
-            future = asyncio.run_coroutine_threadsafe(_translated(work), self._loop)
-            self._pending.add(future)
-        try:
-            return future.result(self.timeout + 5 if bounded else None)
-        except FutureTimeout:
-            future.cancel()
-            raise RequestTimeout(f"the A2A agent at {self.url} did not answer in {self.timeout:g} s") from None
-        except CancelledError:
-            raise TransportError(f"the A2A client of {self.url} was closed") from None
-        finally:
-            with self._lock:
-                self._pending.discard(future)
+        """Run ``work`` on the client's loop and wait for it (`LoopThread.run`)."""
+        return self._loop.run(work, bounded)
 
     def _events(self, stream: AsyncIterator[StreamResponse]) -> Iterator[TaskEvent]:
         """A sync iterator over an SDK stream: our model for each task snapshot and status change."""
@@ -252,21 +222,7 @@ class A2AAgentClient:
             if self._http is not None:
                 await self._http.aclose()
 
-        with self._lock:
-            if self._closed:
-                return
-            self._closed = True
-            pending, self._pending = list(self._pending), set()
-        for future in pending:  # streams being read in other threads end with TransportError
-            future.cancel()
-        if self._loop.is_running():
-            try:
-                asyncio.run_coroutine_threadsafe(shut(), self._loop).result(5)
-            finally:
-                self._loop.call_soon_threadsafe(self._loop.stop)
-                self._thread.join(5)
-        if not self._loop.is_running():
-            self._loop.close()
+        self._loop.close(shut)
 
     def __enter__(self) -> A2AAgentClient:
         return self
@@ -292,45 +248,19 @@ class A2AAgentClient:
         """
         if self._stale:
             self.refresh_card()
-        wanted = tuple(sorted({parse_version(v) for v in supported_versions}))
-        name, pinned = scenario_version(scenario)
-        if pinned is not None and not wanted:
-            wanted = (pinned,)
+        name, wanted = wanted_versions(scenario, supported_versions)
         with self._lock:
             cached = self._negotiated.get((name, wanted))
         if cached is not None:
             return cached
-        schemas = self.schemas
-        offered = sorted((scenario_version(s)[1] or 0, s) for s in schemas if scenario_version(s)[0] == name)
-        if not offered:
-            raise SchemaError(
-                f"the agent {self.card.get('name', self.url)} declares no schema for {scenario!r}",
-                [f"schemas: the agent declares {', '.join(sorted(schemas)) or 'none'}"],
-            )
-        common = [(v, s) for v, s in offered if not wanted or v in wanted]
-        if not common:
-            raise SchemaError(
-                f"no common version of scenario {name!r}: the client supports " + ", ".join(f"v{v}" for v in wanted),
-                [f"schemas: the agent has {', '.join(s for _, s in offered)}"],
-            )
-        schema_id = common[-1][1]
-        answer = NegotiatedSchema(schema_id, name, schemas[schema_id], tuple(s for _, s in offered))
+        answer = choose_schema(self.schemas, self.card.get("name", self.url), scenario, name, wanted)
         with self._lock:
             self._negotiated[(name, wanted)] = answer
         return answer
 
     def validate(self, negotiated: NegotiatedSchema, payload: Mapping[str, Any]) -> dict[str, Any]:
         """``payload`` checked against the negotiated JSON Schema; `SchemaError` names each failing key."""
-        value = integral_numbers(dict(payload))
-        problems = []
-        validator = Draft202012Validator(negotiated.json_schema)
-        for error in sorted(validator.iter_errors(value), key=lambda e: [str(p) for p in e.absolute_path]):
-            where = ".".join(str(p) for p in error.absolute_path) or "payload"
-            problems.append(f"{where}: {error.message}")
-        if problems:
-            raise SchemaError(f"the payload does not fit {negotiated.schema_id} (checked before sending)", problems)
-        out: dict[str, Any] = value
-        return out
+        return validate_payload(negotiated, payload)
 
     # -- messages and tasks -------------------------------------------------------------------------
     def _request(
@@ -351,25 +281,16 @@ class A2AAgentClient:
             parts.append({"text": text})
         if scenario is not None:
             negotiated = self.negotiate(scenario, supported_versions)
-            mode = media_type(negotiated.schema_id)
             data = self.validate(negotiated, payload or {})
-            parts.append({"data": data, "mediaType": "application/json", "metadata": {"mimeType": mode}})
+            parts.append(data_part(data, media_type(negotiated.schema_id)))
         if keys is not None:
             # Some keys of a payload (an answer to input-required): a data part with no schema, checked there.
-            parts.append({"data": dict(keys), "mediaType": "application/json"})
+            parts.append(data_part(dict(keys)))
         if not parts:
             raise SchemaError("a message needs text or a structured payload", ["parts: empty"])
-        message: dict[str, Any] = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": parts}
-        if task_id:
-            message["taskId"] = task_id
         traceparent = tracing.outgoing()  # the caller's trace (an_agent.tracing), when it works in one
-        metadata = {
-            k: v for k, v in ((SENDER_KEY, sender), (TASK_ID_KEY, new_task_id), (TRACEPARENT_KEY, traceparent)) if v
-        }
-        if metadata:
-            message["metadata"] = metadata
-        request = {"message": message, "configuration": {"returnImmediately": not wait}}
-        return json_to_protobuf(request, SendMessageRequest())
+        metadata = {SENDER_KEY: sender, TASK_ID_KEY: new_task_id, TRACEPARENT_KEY: traceparent}
+        return message_request(parts, wait=wait, task_id=task_id, metadata=metadata)
 
     def stream(
         self,
@@ -478,11 +399,7 @@ class A2AAgentClient:
         valid or not. The agent's refusal is raised (`RpcError`); an answer without a task is a
         `ConnectError`.
         """
-        part = {"data": dict(data), "mediaType": "application/json", "metadata": {"mimeType": mime_type}}
-        message = {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [part]}
-        request = json_to_protobuf(
-            {"message": message, "configuration": {"returnImmediately": True}}, SendMessageRequest()
-        )
+        request = message_request([data_part(dict(data), mime_type)], wait=False)
         for event in self._events(self._client.send_message(request)):
             if isinstance(event, Task):
                 return event
@@ -510,24 +427,6 @@ class A2AAgentClient:
         with self._lock:
             self._negotiated.clear()
             self._stale = True
-
-
-def scenario_version(name: str) -> tuple[str, int | None]:
-    """``fault_diagnosis_v2`` -> (``fault_diagnosis``, 2); a bare scenario name has no version."""
-    match = _VERSION.match(name)
-    return (match.group(1), int(match.group(2))) if match else (name, None)
-
-
-async def _translated(work: Awaitable[T]) -> T:
-    try:
-        return await work
-    except (AnAgentError, StopAsyncIteration):
-        raise
-    except Exception as exc:  # the SDK's and httpx's, translated at the one boundary
-        translated = from_a2a_error(exc)
-        if translated is exc:
-            raise
-        raise translated from None
 
 
 async def _next(stream: AsyncIterator[StreamResponse]) -> StreamResponse:

@@ -1,6 +1,8 @@
 """The A2A v1 face: JSON-RPC and HTTP+JSON (a2a-sdk's routes) over the operation layer.
 
-Takes the ``a2a`` SDK's names from `an_agent.a2a.sdk`, the one module that imports the SDK.
+Takes the ``a2a`` SDK's names from `an_agent.a2a.sdk`, the one module that imports the SDK. This module
+is the request handler; a task's stream from the log is `an_agent.a2a.follow`, the HTTP routes and the
+call context `an_agent.a2a.routes`.
 
 Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes out (DESIGN.md):
 
@@ -25,7 +27,7 @@ Bytes in -> typed request + `Principal` -> `Operations` -> typed result -> bytes
   (`Operations.subscribe` with ``start_time``) and never go back in time after their first event (spec
   11.7): a new task as created, then each later change (the result artifact before ``completed``); an
   answered task as answered, then what follows; a resubscription's task as the log leaves it at the
-  subscription, then what follows (`_follow`'s ``lead``).
+  subscription, then what follows (`an_agent.a2a.follow.TaskFollower.follow`'s ``lead``).
 - ``GetTask``/``ListTasks``/``CancelTask`` are `Operations.get_task`/`read`/`cancel_task`; the A2A task
   id is the NETCONF task-id, states map through `an_agent.a2a.states`. ListTasks' filters and cursor
   pages are `an_agent.a2a.listing`'s; a task that ended is not cancelable (``TaskNotCancelableError``,
@@ -49,27 +51,18 @@ JSON-RPC framing, SSE and error codes are the SDK's.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import logging
 import uuid
 from collections.abc import AsyncGenerator, Callable, Collection
-from typing import Any, Literal
 
-from lxml import etree
-from starlette.requests import Request
-from starlette.routing import BaseRoute, Route
-
-from an_agent.a2a.card import A2A_PROTOCOL_VERSION
-from an_agent.a2a.convert import artifact_json, status_event_json, task_json, task_json_at
+from an_agent.a2a.follow import ENDED, TERMINAL, Event, TaskFollower, a2a_task, call
 from an_agent.a2a.inbound import InboundMessage, read_message
 from an_agent.a2a.listing import list_tasks
 from an_agent.a2a.messages import answer_parts, check_configuration, metadata_string, sender, task_content
 from an_agent.a2a.sdk import (
-    VERSION_HEADER,
     AgentCard,
     CancelTaskRequest,
     ContentTypeNotSupportedError,
-    DefaultServerCallContextBuilder,
     DeleteTaskPushNotificationConfigRequest,
     GetExtendedAgentCardRequest,
     GetTaskPushNotificationConfigRequest,
@@ -87,72 +80,37 @@ from an_agent.a2a.sdk import (
     ServerCallContext,
     SubscribeToTaskRequest,
     Task,
-    TaskArtifactUpdateEvent,
     TaskNotCancelableError,
     TaskPushNotificationConfig,
     TaskState,
-    TaskStatusUpdateEvent,
     UnsupportedOperationError,
-    VersionNotSupportedError,
-    create_jsonrpc_routes,
-    create_rest_routes,
-    json_to_protobuf,
     protobuf_to_json,
     to_a2a_error,
     validate_history_length,
     validate_request_params,
 )
 from an_agent.a2a.states import TASK_ID_KEY
-from an_agent.errors import RpcError, SchemaError, StateFull
+from an_agent.errors import RpcError, SchemaError
 from an_agent.model import (
     IRTF_AGENT_NS,
     CommuType,
-    ConditionNotification,
     DataParam,
 )
 from an_agent.model import Task as DraftTask
 from an_agent.model.prompt import parse_prompt
-from an_agent.runtime.operations import TASK_ENDED, Operations
+from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
-from an_agent.runtime.requests import AssignTask, CancelTask, ProvideInput, ReadScope, Subscribe
+from an_agent.runtime.requests import AssignTask, CancelTask, ProvideInput, ReadScope
+from an_agent.runtime.task_writes import TASK_ENDED
 from an_agent.runtime.text_input import AssignText, structured_param
 from an_agent.schemas.languages import pick_language
 from an_agent.tracing import TRACEPARENT_KEY
 
 log = logging.getLogger(__name__)
 
-JSONRPC_PATH = "/"
-REST_PREFIX = "/rest"
-"""Where the card puts the HTTP+JSON binding; `sdk_routes` serves its routes at the root as well."""
-_CONDITION = f"{{{IRTF_AGENT_NS}}}condition-notifications"
-_TASK_ID = f"{{{IRTF_AGENT_NS}}}task-id"
-_session_ids = itertools.count(-1, -1)  # A2A streams are sessions of the operation layer; NETCONF's are > 0
-
-Event = Task | TaskStatusUpdateEvent | TaskArtifactUpdateEvent | Message
-
 
 PrincipalOf = Callable[[str], Principal]
 """The principal of an authenticated user name (groups, agents it may speak for): NACM applies to it."""
-
-
-def _a2a_task(task: DraftTask) -> Task:
-    return json_to_protobuf(task_json(task), Task())
-
-
-def _state_of(event: ConditionNotification) -> int:
-    """The A2A ``TaskState`` an event moves its task to (through the one mapping table)."""
-    state: int = json_to_protobuf(status_event_json(event), TaskStatusUpdateEvent()).status.state
-    return state
-
-
-async def _call(work: Callable[[], Any]) -> Any:
-    """Run an operation (blocking, thread-safe) off the event loop; translate its refusal."""
-    try:
-        return await asyncio.to_thread(work)
-    except RpcError as exc:
-        raise to_a2a_error(exc) from None
-    except StateFull as exc:  # refused whole, as over NETCONF (resource-denied): not an "unhandled exception"
-        raise to_a2a_error(RpcError.resource_denied(str(exc))) from None
 
 
 class OperationsRequestHandler(RequestHandler):
@@ -167,6 +125,7 @@ class OperationsRequestHandler(RequestHandler):
         self.operations = operations
         self._declared = declared_schemas
         self._principal_of = principal_of
+        self._follower = TaskFollower(operations)
 
     def _principal(self, context: ServerCallContext) -> Principal:
         if not context.user.is_authenticated:
@@ -258,13 +217,13 @@ class OperationsRequestHandler(RequestHandler):
         message = params.message
         if message.task_id:
             answer = self._answer(principal, message)
-            async for _ in self._follow(principal, message.task_id, None, answer, lead="first"):
+            async for _ in self._follower.follow(principal, message.task_id, None, answer, lead="first"):
                 if params.configuration.return_immediately:
                     break  # the first event is the answered task
             return await self._task(principal, message.task_id)
-        task_id, since = await _call(lambda: self._admit(principal, message, _language(context)))
+        task_id, since = await call(lambda: self._admit(principal, message, _language(context)))
         if not params.configuration.return_immediately:
-            async for _ in self._follow(principal, task_id, since):
+            async for _ in self._follower.follow(principal, task_id, since):
                 pass
         return await self._task(principal, task_id)
 
@@ -277,25 +236,18 @@ class OperationsRequestHandler(RequestHandler):
         message = params.message
         if message.task_id:
             answer = self._answer(principal, message)
-            async for event in self._follow(principal, message.task_id, None, answer, lead="first"):
+            async for event in self._follower.follow(principal, message.task_id, None, answer, lead="first"):
                 yield event
             return
-        task_id, since = await _call(lambda: self._admit(principal, message, _language(context)))
+        task_id, since = await call(lambda: self._admit(principal, message, _language(context)))
         # The task as it was created, then each change in the log's order (spec 11.7: no re-ordering).
-        async for event in self._follow(principal, task_id, since, lead="first"):
+        async for event in self._follower.follow(principal, task_id, since, lead="first"):
             yield event
 
     # -- tasks ------------------------------------------------------------------------------------
     async def _task(self, principal: Principal, task_id: str) -> Task:
-        task = await _call(lambda: self.operations.get_task(principal, task_id))
-        return _a2a_task(task)
-
-    async def _task_at(self, principal: Principal, task_id: str, event: ConditionNotification | None) -> Task:
-        """The task as ``event`` left it (its current state when there is no event)."""
-        task = await _call(lambda: self.operations.get_task(principal, task_id))
-        if event is None:
-            return _a2a_task(task)
-        return json_to_protobuf(task_json_at(task, event), Task())
+        task = await call(lambda: self.operations.get_task(principal, task_id))
+        return a2a_task(task)
 
     @validate_request_params
     async def on_get_task(self, params: GetTaskRequest, context: ServerCallContext) -> Task | None:
@@ -307,9 +259,9 @@ class OperationsRequestHandler(RequestHandler):
         """The tasks the caller may read (the operation layer's read view), filtered and paged (`list_tasks`)."""
         principal = self._principal(context)
         scope = ReadScope(frozenset({(IRTF_AGENT_NS, "tasks")}), None, False)
-        elements = await _call(lambda: self.operations.read(principal, scope))
+        elements = await call(lambda: self.operations.read(principal, scope))
         tasks = (
-            _a2a_task(DraftTask.from_xml(entry))
+            a2a_task(DraftTask.from_xml(entry))
             for top in elements
             for entry in top.iterchildren(f"{{{IRTF_AGENT_NS}}}task")
         )
@@ -326,7 +278,7 @@ class OperationsRequestHandler(RequestHandler):
             if exc.error_tag == "operation-failed":
                 raise TaskNotCancelableError(message=exc.message, data=to_a2a_error(exc).data) from None
             raise to_a2a_error(exc) from None
-        return _a2a_task(task)
+        return a2a_task(task)
 
     @validate_request_params
     async def on_subscribe_to_task(
@@ -336,7 +288,7 @@ class OperationsRequestHandler(RequestHandler):
         waits for input (interrupted) is answered with its snapshot only, as its stream would have closed."""
         principal = self._principal(context)
         snapshot = await self._task(principal, params.id)
-        if snapshot.status.state in _TERMINAL:
+        if snapshot.status.state in TERMINAL:
             state = TaskState.Name(snapshot.status.state)
             ended = RpcError.operation_failed(
                 f"task {params.id} already ended ({state}): there is nothing to subscribe to, read it with GetTask",
@@ -344,84 +296,12 @@ class OperationsRequestHandler(RequestHandler):
                 app_tag=TASK_ENDED,
             )
             raise to_a2a_error(ended)  # UnsupportedOperationError
-        if snapshot.status.state in _ENDED:
+        if snapshot.status.state in ENDED:
             yield snapshot
             return
         # The task's log replayed to now gives its current state (the first event), then what follows.
-        async for event in self._follow(principal, params.id, self.operations.log_created, lead="current"):
+        async for event in self._follower.follow(principal, params.id, self.operations.log_created, lead="current"):
             yield event
-
-    async def _follow(
-        self,
-        principal: Principal,
-        task_id: str,
-        since: float | None,
-        answer: Callable[[], object] | None = None,
-        lead: Literal["first", "current"] | None = None,
-    ) -> AsyncGenerator[Event, None]:
-        """The task's status changes from the durable log since ``since``, until it ends or is interrupted.
-
-        ``answer`` (with ``since`` None) changes the task once the live subscription is in place, so the
-        stream holds exactly what follows it. ``lead`` puts a ``Task`` first, as streams must (spec 3.1.2,
-        3.1.6), without ever going back in time after it (11.7): ``"first"``, the task as the first event
-        left it (created, or answered), then each later event; ``"current"``, the task as the replayed
-        log leaves it at the subscription (events up to ``replayComplete`` are folded into it), then the
-        events after.
-        """
-        loop = asyncio.get_running_loop()
-        queue: asyncio.Queue[str | None] = asyncio.Queue()
-
-        def deliver(item: str | None) -> None:
-            loop.call_soon_threadsafe(queue.put_nowait, item)
-
-        def wanted(event: etree._Element) -> bool:
-            return event.tag == _CONDITION and event.findtext(_TASK_ID) == task_id
-
-        session_id = next(_session_ids)
-        self.operations.open_session(session_id, principal, lambda: deliver(None))
-        try:
-            subscription = await _call(
-                lambda: self.operations.subscribe(
-                    principal, session_id, Subscribe(wanted, start_time=since), lambda xml: deliver(xml)
-                )
-            )
-            subscription.start()
-            if answer is not None:
-                await _call(answer)
-            folded: ConditionNotification | None = None
-            while (xml := await queue.get()) is not None:
-                note = etree.fromstring(xml.encode("utf-8"))
-                if note.find(f".//{_CONDITION}") is None:
-                    if lead == "current" and note.find(".//{*}replayComplete") is not None:
-                        lead = None
-                        yield await self._task_at(principal, task_id, folded)
-                        if folded is not None and _state_of(folded) in _ENDED:
-                            return
-                    continue  # replayComplete and other markers
-                event = ConditionNotification.from_xml(note)
-                if lead == "current":
-                    folded = event
-                    continue
-                if lead == "first":
-                    lead = None
-                    yield await self._task_at(principal, task_id, event)
-                    if _state_of(event) in _ENDED:
-                        return
-                    continue
-                if event.status.terminal and event.status.value == "finished":
-                    task = await _call(lambda: self.operations.get_task(principal, task_id))
-                    artifact = artifact_json(task)
-                    if artifact is not None:
-                        yield json_to_protobuf(
-                            {"taskId": task_id, "contextId": task_id, "artifact": artifact, "lastChunk": True},
-                            TaskArtifactUpdateEvent(),
-                        )
-                status = json_to_protobuf(status_event_json(event), TaskStatusUpdateEvent())
-                yield status
-                if status.status.state in _ENDED:
-                    return
-        finally:
-            await asyncio.to_thread(self.operations.close_session, session_id)
 
     # -- not implemented (the card says so: capabilities.pushNotifications false, no extendedAgentCard) --
     async def on_create_task_push_notification_config(
@@ -452,57 +332,7 @@ class OperationsRequestHandler(RequestHandler):
         )
 
 
-_TERMINAL = frozenset(
-    TaskState.Value(name)
-    for name in ("TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED")
-)
-_ENDED = _TERMINAL | {TaskState.Value(name) for name in ("TASK_STATE_INPUT_REQUIRED", "TASK_STATE_AUTH_REQUIRED")}
-"""Terminal or interrupted: where a blocking SendMessage returns and a stream closes (spec 3.2.2)."""
-
-
 def _language(context: ServerCallContext) -> str:
     """The caller's preferred language (HTTP ``Accept-Language``) among those the templates are served in."""
     headers = context.state.get("headers")
     return pick_language(headers.get("accept-language") if isinstance(headers, dict) else None)
-
-
-def sdk_routes(
-    operations: Operations,
-    declared_schemas: Callable[[], Collection[str]],
-    principal_of: PrincipalOf,
-) -> list[BaseRoute]:
-    """The SDK's JSON-RPC (at `JSONRPC_PATH`) and HTTP+JSON (under `REST_PREFIX`) routes on `Operations`.
-
-    The HTTP+JSON routes are served at the root too (``POST /message:send``, ``GET /tasks/{id}`` ...; not
-    the SDK's ``/{tenant}`` variants): a client that joins the binding's paths to the card's URL with a
-    leading slash, such as the A2A TCK's (``urljoin(url, "/message:send")``), drops ``/rest``. None of
-    these paths is JSON-RPC's (``POST /``) or the card's; clients that follow the card are unaffected.
-    """
-    handler = OperationsRequestHandler(operations, declared_schemas, principal_of)
-    context = _ContextBuilder()
-    root = [route for route in create_rest_routes(handler, context_builder=context) if isinstance(route, Route)]
-    return [
-        *create_jsonrpc_routes(handler, JSONRPC_PATH, context_builder=context),
-        *root,  # before the /{tenant} mount below, which would take any two-segment path
-        *create_rest_routes(handler, path_prefix=REST_PREFIX, context_builder=context),
-    ]
-
-
-class _ContextBuilder(DefaultServerCallContextBuilder):
-    """The SDK's call context, also taking ``A2A-Version`` as a query parameter when no header gives it (spec
-    3.6.1: clients MAY send it so), and refusing a version whose Major.Minor is not the card's (3.6.2: the
-    SDK takes any 1.x; a patch number is not considered). No version is left to the SDK: 0.3, refused."""
-
-    def build(self, request: Request) -> ServerCallContext:
-        context = super().build(request)
-        headers = context.state.get("headers")
-        if not isinstance(headers, dict):
-            return context
-        version = headers.get(VERSION_HEADER.lower()) or request.query_params.get(VERSION_HEADER)
-        if version:
-            if version.strip().split(".")[:2] != A2A_PROTOCOL_VERSION.split("."):
-                raise VersionNotSupportedError(
-                    message=f"A2A version {version!r} is not supported: this agent speaks {A2A_PROTOCOL_VERSION}"
-                )
-            headers[VERSION_HEADER.lower()] = version
-        return context

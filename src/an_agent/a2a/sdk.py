@@ -81,7 +81,7 @@ from google.protobuf.json_format import MessageToDict, ParseDict
 from google.protobuf.message import Message as ProtoMessage
 
 from an_agent.errors import AnAgentError, AuthError, ConnectError, ErrorType, RequestTimeout, RpcError
-from an_agent.runtime.operations import NO_INPUT_REQUESTED, TASK_ENDED
+from an_agent.runtime.task_writes import NO_INPUT_REQUESTED, TASK_ENDED
 
 __all__ = [
     "DEFAULT_LIST_TASKS_PAGE_SIZE",

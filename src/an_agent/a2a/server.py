@@ -33,8 +33,8 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from an_agent.a2a.card import CardOptions, build_card
-from an_agent.a2a.face import JSONRPC_PATH, REST_PREFIX, sdk_routes
 from an_agent.a2a.observed import RequestMetrics
+from an_agent.a2a.routes import JSONRPC_PATH, REST_PREFIX, sdk_routes
 from an_agent.a2a.strict import BodyLimit, StrictParams
 from an_agent.a2a.tls import TlsFiles
 from an_agent.access.logins import LoginThrottle

@@ -42,13 +42,14 @@ from an_agent.model import (
 from an_agent.model._xml import child, leaf, root
 from an_agent.model.chunks import assignment_edits
 from an_agent.model.profile import PROFILE_MEMBERS
-from an_agent.nc.client import DEFAULT_PORT, NetconfClient, Notification, NotificationKind
+from an_agent.nc.client import DEFAULT_PORT, NetconfClient
 from an_agent.nc.schema_client import (
     NegotiatedTemplate,
     SchemaClient,
     SchemaUpdate,
     schema_update_suggestions,
 )
+from an_agent.nc.subscription import Notification, NotificationKind
 from an_agent.schemas.fulfilment import Check, Expectation, Fulfilment, fulfilment_request_content
 
 __all__ = ["AgentClient", "NegotiatedTemplate", "SchemaClient", "SchemaUpdate", "schema_update_suggestions"]

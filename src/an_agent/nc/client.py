@@ -4,6 +4,9 @@
 ncclient, paramiko and socket exception is turned into an `an_agent.errors`
 exception by `_translate` (the one place that does it). `AgentClient`
 (``nc/agent_client.py``) adds the typed task/profile operations on top.
+What needs no ncclient lives beside it: RFC 5277 notifications and
+`Subscription` (`an_agent.nc.subscription`, re-exported here) and reading
+replies and rpc-errors on plain lxml (`an_agent.nc.replies`).
 
 Latency: stock ncclient 0.7.1 queues each request and its session thread only
 writes the queue at its next selector tick (``TICK = 0.1`` s), and paramiko's
@@ -18,14 +21,10 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import enum
 import socket
 import threading
-import time
-from collections.abc import Iterator
-from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, NoReturn, cast
+from typing import Any, NoReturn
 
 import paramiko
 from lxml import etree
@@ -38,21 +37,18 @@ from ncclient.transport import session as nc_session
 from ncclient.transport import ssh as nc_ssh
 
 from an_agent._sockets import keep_alive
-from an_agent.clock import from_rfc3339
 from an_agent.errors import (
     AnAgentError,
     AuthError,
     ConnectError,
-    ErrorType,
     RequestTimeout,
     RpcError,
     TransportError,
 )
 from an_agent.model.ns import (
     NETCONF_MONITORING_NS,
-    NETCONF_NOTIFICATION_NS,
-    NETMOD_NOTIFICATION_NS,
 )
+from an_agent.nc.replies import data_of, reply_root, rpc_error
 from an_agent.nc.requests import (
     Filter,
     FilterType,
@@ -61,17 +57,22 @@ from an_agent.nc.requests import (
     get_schema_request,
     subscription_request,
 )
+from an_agent.nc.subscription import Notification, NotificationKind, Subscription
+
+__all__ = [
+    "CLOSE_TIMEOUT",
+    "DEFAULT_PORT",
+    "NetconfClient",
+    "Notification",
+    "NotificationKind",
+    "Subscription",
+]
 
 DEFAULT_PORT = 8830
+"""The agents' NETCONF port (unprivileged; 830 is the IANA port)."""
 CLOSE_TIMEOUT = 5.0
 """Seconds `NetconfClient.close` waits for the ``<close-session>`` reply (a peer that is going away may
 never send it, and ncclient does not end a pending request when the transport drops)."""
-"""The agents' NETCONF port (unprivileged; 830 is the IANA port)."""
-
-"""RFC 5277 namespace of ``<replayComplete>`` and ``<notificationComplete>``."""
-
-
-_ERROR_TYPES: frozenset[str] = frozenset({"transport", "rpc", "protocol", "application"})
 
 
 class _DirectSendSession(nc_ssh.SSHSession):  # type: ignore[misc]
@@ -99,98 +100,6 @@ class _DirectSendSession(nc_ssh.SSHSession):  # type: ignore[misc]
             frame = data + nc_session.MSG_DELIM
         with self._send_lock:
             self._channel.sendall(frame)
-
-
-class NotificationKind(enum.StrEnum):
-    """What an RFC 5277 ``<notification>`` carries."""
-
-    EVENT = "event"
-    """An event of the stream (e.g. ``condition-notifications``)."""
-    REPLAY_COMPLETE = "replayComplete"
-    """All replayed events (from ``startTime``) have been sent; live events follow."""
-    NOTIFICATION_COMPLETE = "notificationComplete"
-    """The subscription reached its ``stopTime``; no more events will come."""
-
-
-@dataclass(frozen=True)
-class Notification:
-    """One received ``<notification>``.
-
-    ``element`` is the event's content element (the child after
-    ``<eventTime>``, e.g. ``<condition-notifications>``), or the
-    ``<replayComplete>``/``<notificationComplete>`` element for those kinds.
-    ``envelope`` is the whole ``<notification>``.
-    """
-
-    event_time: float
-    element: etree._Element
-    kind: NotificationKind
-    envelope: etree._Element
-
-
-class Subscription:
-    """An RFC 5277 subscription of one session; read events with `next` or by iterating.
-
-    RFC 5277 allows one subscription per session: it ends when the session
-    closes or, with a ``stopTime``, after ``notificationComplete``.
-    """
-
-    # How often a waiting `next` checks that the session is still alive.
-    _POLL = 0.5
-
-    def __init__(self, manager: Any) -> None:
-        self._manager = manager
-        self.completed = False
-        """True once ``notificationComplete`` has been received."""
-
-    def next(self, timeout: float | None = None) -> Notification:
-        """The next notification, waiting at most ``timeout`` seconds (None: until one comes).
-
-        Raises RequestTimeout when none arrives in time, TransportError when
-        the session is closed and nothing is left to read.
-        """
-        deadline = None if timeout is None else time.monotonic() + timeout
-        while True:
-            wait = self._POLL if deadline is None else min(self._POLL, max(0.0, deadline - time.monotonic()))
-            received = self._manager.take_notification(block=True, timeout=wait)
-            if received is None:
-                if not self._manager.connected:
-                    raise TransportError("the NETCONF session is closed; no more notifications")
-                if deadline is not None and time.monotonic() >= deadline:
-                    raise RequestTimeout(f"no notification within {timeout} s")
-                continue
-            note = _parse_notification(received.notification_ele)
-            if note.kind is NotificationKind.NOTIFICATION_COMPLETE:
-                self.completed = True
-            return note
-
-    def __iter__(self) -> Iterator[Notification]:
-        """Every notification, in order, until ``notificationComplete`` (included) or the session closes."""
-        while not self.completed:
-            try:
-                yield self.next()
-            except TransportError:
-                return
-
-
-def _parse_notification(envelope: etree._Element) -> Notification:
-    event_time_el = envelope.find(f"{{{NETCONF_NOTIFICATION_NS}}}eventTime")
-    if event_time_el is None or not event_time_el.text:
-        raise RpcError.missing_element("eventTime", "a <notification> without <eventTime>", error_type="protocol")
-    try:
-        event_time = from_rfc3339(event_time_el.text)
-    except ValueError as exc:
-        raise RpcError.invalid_value(str(exc), error_type="protocol") from None
-    content = [child for child in envelope if child is not event_time_el and isinstance(child.tag, str)]
-    if not content:
-        raise RpcError.missing_element("notification content", "a <notification> with no event", error_type="protocol")
-    element = content[0]
-    kind = NotificationKind.EVENT
-    if element.tag == f"{{{NETMOD_NOTIFICATION_NS}}}replayComplete":
-        kind = NotificationKind.REPLAY_COMPLETE
-    elif element.tag == f"{{{NETMOD_NOTIFICATION_NS}}}notificationComplete":
-        kind = NotificationKind.NOTIFICATION_COMPLETE
-    return Notification(event_time, element, kind, envelope)
 
 
 class NetconfClient:
@@ -319,7 +228,7 @@ class NetconfClient:
         """
         spec = filter_spec(filter, filter_type, namespaces)
         reply = self._run("get", lambda: self._manager.get(filter=spec))
-        return _data(reply)
+        return data_of(reply)
 
     def get_config(
         self,
@@ -331,7 +240,7 @@ class NetconfClient:
         """``<get-config>`` of ``source``: the ``<data>`` element of the reply (filters as in `get`)."""
         spec = filter_spec(filter, filter_type, namespaces)
         reply = self._run("get-config", lambda: self._manager.get_config(source=source, filter=spec))
-        return _data(reply)
+        return data_of(reply)
 
     def edit_config(
         self,
@@ -363,7 +272,7 @@ class NetconfClient:
         element = etree.fromstring(rpc.encode("utf-8")) if isinstance(rpc, str) else rpc
         name = etree.QName(element).localname
         reply = self._run(name, lambda: self._manager.dispatch(element))
-        return _reply_root(reply)
+        return reply_root(reply)
 
     def exchange(self, rpc: etree._Element | str) -> etree._Element:
         """Send any RPC and return its ``<rpc-reply>`` as the server sent it, ``<rpc-error>`` included.
@@ -384,7 +293,7 @@ class NetconfClient:
             )
             return operation.request(rpc_command=element)
 
-        return _reply_root(self._run(name, request))
+        return reply_root(self._run(name, request))
 
     def get_schema(self, identifier: str, version: str | None = None, fmt: str = "yang") -> str:
         """RFC 6022 ``<get-schema>``: the module text.
@@ -428,44 +337,6 @@ class NetconfClient:
             _translate(exc, operation, connecting=False)
 
 
-def _reply_root(reply: Any) -> etree._Element:
-    """The parsed ``<rpc-reply>`` element of an ncclient reply (parsed once, by ncclient)."""
-    reply.parse()
-    root = getattr(reply, "_root", None)
-    if root is None:  # not the 0.7.1 layout: parse the text ourselves
-        root = etree.fromstring(reply.xml.encode("utf-8"))
-    return cast(etree._Element, root)
-
-
-def _data(reply: Any) -> etree._Element:
-    data = reply.data_ele
-    if data is None:
-        raise RpcError.missing_element("data", "the server's reply has no <data> element", error_type="protocol")
-    return cast(etree._Element, data)
-
-
-def _rpc_error(err: Any) -> RpcError:
-    """Rebuild our RpcError from one ncclient RPCError, keeping every field."""
-    error_type = (err.type or "").strip()
-    info: dict[str, str] = {}
-    if err.info:
-        try:
-            info_el = etree.fromstring(err.info.encode("utf-8"))
-        except etree.XMLSyntaxError:
-            info = {"error-info": err.info}
-        else:
-            info = {etree.QName(c).localname: (c.text or "").strip() for c in info_el if isinstance(c.tag, str)}
-    return RpcError(
-        error_type=cast(ErrorType, error_type if error_type in _ERROR_TYPES else "application"),
-        error_tag=(err.tag or "operation-failed").strip(),
-        message=(err.message or "").strip() or "(the server sent no error-message)",
-        path=(err.path or "").strip() or None,
-        info=info,
-        severity="warning" if (err.severity or "").strip() == "warning" else "error",
-        app_tag=(err.app_tag or "").strip() or None,
-    )
-
-
 def _translate(exc: BaseException, operation: str, *, connecting: bool) -> NoReturn:
     """Raise the `an_agent.errors` exception for a foreign one (the only place that maps them).
 
@@ -476,9 +347,9 @@ def _translate(exc: BaseException, operation: str, *, connecting: bool) -> NoRet
         raise exc
     if isinstance(exc, nc_rpc.RPCError):
         errors = exc.errlist or [exc]
-        first = _rpc_error(errors[0])
+        first = rpc_error(errors[0])
         if len(errors) > 1:
-            others = "; ".join(str(_rpc_error(e)) for e in errors[1:])
+            others = "; ".join(str(rpc_error(e)) for e in errors[1:])
             first = dataclasses.replace(first, message=f"{first.message} (and {len(errors) - 1} more: {others})")
         raise first from None
     if isinstance(exc, nc_op_errors.TimeoutExpiredError):

@@ -41,9 +41,9 @@ from an_agent.model import (
 from an_agent.model.directory import AgentQuery, DirectoryEntry, entries_to
 from an_agent.nc import config_face
 from an_agent.nc import state as nc_state
+from an_agent.nc.handler import Reply, Session
 from an_agent.nc.library import YangLibrary
 from an_agent.nc.reply_cache import ReplyCache, request_key
-from an_agent.nc.server import Reply, Session
 from an_agent.runtime.directory import DirectoryOperations
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal

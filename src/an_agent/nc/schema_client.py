@@ -27,7 +27,8 @@ from an_agent.errors import RpcError, SchemaError
 from an_agent.model import IRTF_AGENT_NS, DataParam, DataType, Task, build_prompt
 from an_agent.model._xml import root
 from an_agent.model.ns import AN_AGENT_SCHEMA_NS
-from an_agent.nc.client import NetconfClient, NotificationKind
+from an_agent.nc.client import NetconfClient
+from an_agent.nc.subscription import NotificationKind
 from an_agent.schemas.registry import parse_version
 from an_agent.schemas.suggestion import schema_update_suggestions
 from an_agent.schemas.template import Template

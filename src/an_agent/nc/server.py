@@ -1,12 +1,14 @@
 """NETCONF over SSH server transport: the only module that imports ``netconf``.
 
-What this module does: listen on exactly the address asked for, run the SSH
-handshake (password and public-key auth), open NETCONF sessions with the
-``netconf`` package's hello and 1.0/1.1 framing, read framed messages with a
-size limit, parse them safely, and hand each ``<rpc>`` operation element to an
-`RpcHandler`. It turns whatever the handler returns into ``<rpc-reply>`` and
-every `RpcError` into an RFC 6241 ``<rpc-error>``. It knows nothing of agents,
-tasks or YANG: that is the handler's job.
+What this module does: run the SSH handshake (password and public-key auth)
+on each accepted connection, open NETCONF sessions with the ``netconf``
+package's hello and 1.0/1.1 framing, read messages through our size-limited
+reader, and send what the `RpcHandler` answers. Around it, with no ``netconf``
+in them: the handler contract (`an_agent.nc.handler`), the listener and the
+hello/idle timeouts (`an_agent.nc.connections`), message framing with a size
+limit (`an_agent.nc.framing`), and from a decoded message to the handler's
+answer and the ``<rpc-reply>``/``<rpc-error>`` text (`an_agent.nc.dispatch`).
+It knows nothing of agents, tasks or YANG: that is the handler's job.
 
 Why not `netconf.server.NetconfSSHServer` as is (DESIGN.md, "Known traps"):
 its listener binds ``::`` and ``0.0.0.0`` whatever host is asked for, it falls
@@ -18,29 +20,28 @@ keep its session (hello exchange, framing, reader thread) and replace the rest.
 from __future__ import annotations
 
 import contextlib
-import errno
 import hmac
 import logging
-import re
 import socket
 import threading
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Callable
+from typing import Any
 
 import paramiko
 from lxml import etree
 from netconf import base as nc_base
-from netconf.error import ChannelClosed, FramingError, SessionError
+from netconf.error import ChannelClosed, SessionError
 
 from an_agent import stages
-from an_agent._sockets import keep_alive
 from an_agent.access.logins import LoginThrottle
-from an_agent.errors import ConfigError, RpcError, StateFull
-from an_agent.model.ns import NETCONF_BASE_NS
+from an_agent.errors import RpcError
+from an_agent.nc.connections import Listener, Reaper
+from an_agent.nc.dispatch import Refused, dispatch, error_reply_text, reply_text
+from an_agent.nc.framing import RECV_BYTES, BadEncoding, BadFraming, MessageReader, MessageTooBig, StreamEnded
+from an_agent.nc.handler import ByteStream, Closeable, RpcHandler
 from an_agent.nc.ssh_auth import SshCredentials, _SshAuth
-from an_agent.nc.wire import frame, reply_element, reply_start_tag, rpc_error_element
+from an_agent.nc.wire import frame
 
 log = logging.getLogger(__name__)
 
@@ -51,13 +52,9 @@ log = logging.getLogger(__name__)
 # the largest single server-side cost of a small <get>.
 paramiko.util.constant_time_bytes_eq = hmac.compare_digest
 
-NC_NS = NETCONF_BASE_NS
-_NC = f"{{{NC_NS}}}"
-
 # Largest message we accept from a client. A bigger one is discarded as it
 # streams in (never buffered) and answered with a "too-big" rpc-error.
 DEFAULT_MAX_MESSAGE_BYTES = 16 * 1024 * 1024
-_RECV_BYTES = 65536
 
 # As netconfd: a connection must finish SSH and the NETCONF <hello> within
 # this time, and a session that exchanges nothing for the idle time is closed
@@ -65,222 +62,23 @@ _RECV_BYTES = 65536
 DEFAULT_HELLO_TIMEOUT = 600.0
 DEFAULT_IDLE_TIMEOUT = 3600.0
 
-# RFC 6242 section 4.2: chunk-size = 1-9 DIGIT followed by 0-9 DIGIT, at most 4294967295.
-_CHUNK_SIZE = re.compile(rb"[1-9][0-9]{0,9}")
-_MAX_CHUNK = 4294967295
-
-# accept() errors that mean "out of a resource for now": wait and go on.
-_TRANSIENT_ACCEPT_ERRORS = frozenset({errno.EMFILE, errno.ENFILE, errno.ENOBUFS, errno.ENOMEM, errno.ECONNABORTED})
-_ACCEPT_BACKOFF_MAX = 1.0
-
-# Parser for client input: no DTD, no entity expansion, no network, no huge trees.
-_SAFE_PARSER = etree.XMLParser(
-    resolve_entities=False, no_network=True, load_dtd=False, huge_tree=False, remove_blank_text=True
-)
-
-
-class Session(Protocol):
-    """What a handler may do with the session a request came on."""
-
-    session_id: int
-    username: str
-    peer: str
-
-    def send_notification(self, xml: str) -> None:
-        """Send one ``<notification>`` message (already serialised) on this session."""
-        ...
-
-    @property
-    def encoding(self) -> str:
-        """The session's framing, "1.0" or "1.1" (sessions with equal framing encode alike)."""
-        ...
-
-    def encode(self, message: str) -> bytes:
-        """One message as the framed bytes `send_encoded` writes (XML declaration and framing)."""
-        ...
-
-    def send_encoded(self, data: bytes) -> None:
-        """Write bytes made by `encode` (of this or any session with the same `encoding`)."""
-        ...
-
-    def close(self) -> None:
-        """Close the session (its transport); idempotent."""
-        ...
-
-
-class ByteStream(Protocol):
-    """A session's duplex byte stream: a paramiko channel, or one handed over by sshd (`an_agent.nc.sshd`)."""
-
-    def recv(self, size: int) -> bytes:
-        """Up to ``size`` bytes; b"" at the end of the stream."""
-        ...
-
-    def sendall(self, data: bytes) -> None: ...
-
-    def close(self) -> None:
-        """Close both directions; idempotent."""
-        ...
-
-
-class _Closeable(Protocol):
-    def close(self) -> None: ...
-
-
-@dataclass
-class Reply:
-    """A handler's answer: the children of ``<rpc-reply>`` (None means ``<ok/>``).
-
-    ``serialized`` is the same as ``content`` already turned into XML text (a
-    memo of replies, `an_agent.nc.reply_cache`); when set, ``content`` is
-    ignored. ``after_send`` runs once the reply is on the wire, on the
-    session's reader thread; RFC 5277 needs it, because replayed
-    notifications must follow the ``<create-subscription>`` reply.
-    """
-
-    content: list[etree._Element] | None = None
-    serialized: str | None = None
-    after_send: Callable[[], None] | None = None
-    close_session: bool = False
-
-
-class RpcHandler(Protocol):
-    """The agent side of the server; called from many session threads at once."""
-
-    def capabilities(self) -> list[str]:
-        """Capability URIs to announce in ``<hello>`` besides base:1.0 and base:1.1."""
-        ...
-
-    def session_opened(self, session: Session) -> None: ...
-
-    def handle(self, session: Session, operation: etree._Element) -> Reply:
-        """Carry out one operation (the single child of ``<rpc>``); raise `RpcError` to refuse it."""
-        ...
-
-    def session_closed(self, session: Session) -> None:
-        """Release whatever the session held (locks, subscriptions); called exactly once."""
-        ...
-
-    def keeps_alive(self, session: Session) -> bool:
-        """True when ``session`` must not be closed for idleness (it, or its user, holds a subscription).
-
-        A subscriber may legitimately hear nothing for hours (netconfd exempts
-        sessions with subscriptions from its idle timeout too), and so may the
-        request session of a client that keeps a subscription open beside it
-        (a lab agent's session to its peer).
-        """
-        ...
-
-
-class _TooBig(Exception):
-    """A client message exceeded the limit; it has been read and dropped entirely."""
-
-
-class _BadEncoding(Exception):
-    """A client message was not UTF-8 (RFC 6241 section 3); it has been read and dropped."""
-
-
-def _decode(message: bytes) -> str:
-    try:
-        return message.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise _BadEncoding(
-            f"the message is not valid UTF-8 (RFC 6241 section 3): {exc.reason} at byte offset {exc.start} "
-            f"(byte 0x{message[exc.start]:02x}); the message was discarded"
-        ) from None
-
 
 class _LimitedFraming(nc_base.NetconfFramingTransport):  # type: ignore[misc]
-    """NETCONF 1.0/1.1 framing with a message size limit.
-
-    An oversized message is consumed to its end without being kept, then
-    reported with `_TooBig`, so the session stays usable.
-    """
-
-    rbuffer: bytes
+    """The ``netconf`` package's framing object, reading with our `MessageReader` (size limit, strict chunks)."""
 
     def __init__(self, stream: ByteStream, max_message: int) -> None:
         super().__init__(stream, nc_base.MAXSSHBUF, False)
         self.max_message = max_message
-        self._chunk_overflow = False
+        self._reader = MessageReader(self._recv, max_message)
 
-    def _recv_more(self) -> None:
-        data = self.stream.recv(_RECV_BYTES) if self.stream is not None else b""
-        if not data:
-            raise ChannelClosed(self)
-        self.rbuffer += data
+    def _recv(self) -> bytes:
+        return self.stream.recv(RECV_BYTES) if self.stream is not None else b""
 
-    def _receive_10(self) -> str:
-        searchfrom = 0
-        dropped = False
-        while True:
-            eom = self.rbuffer.find(b"]]>]]>", searchfrom)
-            if eom != -1:
-                break
-            if len(self.rbuffer) > self.max_message:
-                # Keep only a tail that could hold the start of the delimiter.
-                self.rbuffer = self.rbuffer[-5:]
-                dropped = True
-            searchfrom = max(0, len(self.rbuffer) - 5)
-            self._recv_more()
-        msg = self.rbuffer[:eom]
-        self.rbuffer = self.rbuffer[eom + 6 :]
-        if dropped or len(msg) > self.max_message:
-            raise _TooBig()
-        return _decode(bytes(msg))
-
-    def _receive_11(self) -> str:
-        parts: list[bytes] = []
-        size = 0
-        dropped = False
-        self._chunk_overflow = False
-        while True:
-            chunk = self._receive_chunk()
-            if chunk is None:
-                break
-            size += len(chunk)
-            if self._chunk_overflow:
-                size = self.max_message + 1  # part of the chunk was dropped unread
-            if size > self.max_message:
-                dropped = True
-                parts = []
-            elif not dropped:
-                parts.append(chunk)
-        if dropped:
-            raise _TooBig()
-        return _decode(b"".join(parts))
-
-    def _receive_chunk(self) -> bytes | None:
-        while len(self.rbuffer) < 4:
-            self._recv_more()
-        if self.rbuffer[:2] != b"\n#":
-            raise FramingError(f"expected a chunk header (LF '#'), got {bytes(self.rbuffer[:16])!r}")
-        while True:
-            nl = self.rbuffer.find(b"\n", 2)
-            if nl != -1:
-                break
-            if len(self.rbuffer) > 13:
-                raise FramingError(f"chunk header too long: {bytes(self.rbuffer[:16])!r}")
-            self._recv_more()
-        header = bytes(self.rbuffer[2:nl])
-        self.rbuffer = self.rbuffer[nl + 1 :]
-        if header == b"#":
-            return None
-        # int() would also take " 12", "+12", "012" and "1_2": RFC 6242 allows digits only, no leading zero.
-        if _CHUNK_SIZE.fullmatch(header) is None or int(header) > _MAX_CHUNK:
-            raise FramingError(f"invalid chunk size {header!r} (RFC 6242: 1 to 4294967295, digits, no leading zero)")
-        length = int(header)
-        while len(self.rbuffer) < length:
-            if length > self.max_message and len(self.rbuffer) > _RECV_BYTES:
-                # Drop what we have of an oversized chunk instead of buffering it.
-                self._chunk_overflow = True
-                length -= len(self.rbuffer)
-                self.rbuffer = b""
-                self._recv_more()
-                continue
-            self._recv_more()
-        chunk = self.rbuffer[:length]
-        self.rbuffer = self.rbuffer[length:]
-        return bytes(chunk)
+    def receive_pdu(self, new_framing: bool) -> str:
+        try:
+            return self._reader.read_11() if new_framing else self._reader.read_10()
+        except StreamEnded:
+            raise ChannelClosed(self) from None
 
 
 class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
@@ -402,7 +200,7 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         try:
             msg: str | None = super()._receive_message()
             return msg
-        except _TooBig:
+        except MessageTooBig:
             self._send_error_reply(
                 None,
                 RpcError.too_big(
@@ -411,10 +209,10 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
                 ),
             )
             return " "  # a non-empty no-op keeps the reader loop going
-        except _BadEncoding as exc:
+        except BadEncoding as exc:
             self._send_error_reply(None, RpcError.malformed_message(str(exc)))
             return " "
-        except FramingError as exc:
+        except BadFraming as exc:
             # The byte stream can no longer be split into messages: say why, then close (RFC 6242 4.2).
             log.info("session %s from %s: framing error, closing: %s", self._sid, self.peer, exc)
             if self.session_open:
@@ -425,77 +223,24 @@ class NetconfSession(nc_base.NetconfSession):  # type: ignore[misc]
         self.last_activity = time.monotonic()
         if stages.ON:
             stages.mark("read")
-        if not self.session_open or not msg.strip():
+        if not self.session_open:
             return
-        try:
-            root = etree.fromstring(msg.lstrip().encode("utf-8"), _SAFE_PARSER)
-        except etree.XMLSyntaxError as exc:
-            self._send_error_reply(None, RpcError.malformed_message(f"the message is not well-formed XML: {exc}"))
+        answer = dispatch(self.handler, self, msg)
+        if answer is None:
             return
-        if root.tag != _NC + "rpc":
-            self._send_error_reply(
-                None,
-                RpcError.unknown_element(
-                    etree.QName(root).localname,
-                    f"expected <rpc> in namespace {NC_NS}, got <{etree.QName(root).localname}> "
-                    f"in namespace {etree.QName(root).namespace or '(none)'}",
-                    error_type="rpc",
-                ),
-            )
+        if isinstance(answer, Refused):
+            self._send_error_reply(answer.rpc, answer.error)
             return
-        if root.get("message-id") is None:
-            self._send_error_reply(
-                root, RpcError.missing_attribute("message-id", "rpc", "every <rpc> needs a message-id attribute", "rpc")
-            )
-            return
-        operations = [child for child in root if isinstance(child.tag, str)]
-        if len(operations) != 1:
-            self._send_error_reply(
-                root, RpcError.malformed_message(f"<rpc> must hold exactly one operation, found {len(operations)}")
-            )
-            return
-        try:
-            reply = self.handler.handle(self, operations[0])
-        except RpcError as exc:
-            self._send_error_reply(root, exc)
-            return
-        except StateFull as exc:  # the state directory is full: refused whole, try again once space is freed
-            self._send_error_reply(root, RpcError.resource_denied(str(exc)))
-            return
-        except Exception as exc:  # a bug in a handler must not kill the session
-            log.exception("session %s: handler failed on <%s>", self._sid, operations[0].tag)
-            self._send_error_reply(root, RpcError.operation_failed(f"internal error while handling the request: {exc}"))
-            return
-        if reply.serialized is not None:
-            self._send_serialized_reply(root, reply.serialized)
-        else:
-            self._send_reply(root, reply.content)
+        self.send_message(reply_text(answer.rpc, answer.reply))
         if stages.ON:
             stages.mark("replied")
-        if reply.after_send is not None:
-            reply.after_send()
-        if reply.close_session:
+        if answer.reply.after_send is not None:
+            answer.reply.after_send()
+        if answer.reply.close_session:
             self.close()
 
-    # -- replies --------------------------------------------------------------
-    def _send_reply(self, rpc: etree._Element, content: Iterable[etree._Element] | None) -> None:
-        reply = reply_element(rpc)
-        if content is None:
-            etree.SubElement(reply, _NC + "ok")
-        else:
-            reply.extend(content)
-        self.send_message(etree.tostring(reply, encoding="unicode"))
-
-    def _send_serialized_reply(self, rpc: etree._Element, children: str) -> None:
-        # The <rpc-reply> start tag carries the rpc's attributes; the children
-        # (self-contained, with their own namespace declarations) go between
-        # its tags without being parsed again.
-        self.send_message(f"{reply_start_tag(rpc)}{children}</rpc-reply>")
-
     def _send_error_reply(self, rpc: etree._Element | None, error: RpcError) -> None:
-        reply = reply_element(rpc)
-        reply.append(rpc_error_element(error))
-        self.send_message(etree.tostring(reply, encoding="unicode"))
+        self.send_message(error_reply_text(rpc, error))
 
 
 class NetconfSshServer:
@@ -519,7 +264,6 @@ class NetconfSshServer:
     ) -> None:
         self.handler = handler
         self.host = host
-        self.port = port
         self.host_key = host_key
         self.credentials = credentials
         self.max_message_bytes = max_message_bytes
@@ -527,47 +271,25 @@ class NetconfSshServer:
         self.hello_timeout = hello_timeout
         self.idle_timeout = idle_timeout  # 0 disables it
         self.login_throttle = LoginThrottle()
-        # Connections before their session: deadline and peer, by what to close when it passes.
-        self._pending: dict[_Closeable, tuple[float, str]] = {}
         self._lock = threading.Lock()
         self._sessions: dict[int, NetconfSession] = {}
         self._transports: set[paramiko.Transport] = set()
         self._next_session_id = 1
-        self._listener: socket.socket | None = None
-        self._accept_thread: threading.Thread | None = None
-        self._reaper_thread: threading.Thread | None = None
-        self._stopping = threading.Event()
+        self._listener = Listener(host, port, self._serve_connection)
+        self._reaper = Reaper(hello_timeout, idle_timeout, self._open_sessions, handler.keeps_alive)
+
+    @property
+    def port(self) -> int:
+        """The port listened on (the one bound, once started: a port of 0 asks for any free one)."""
+        return self._listener.port
 
     def start(self) -> None:
-        try:
-            infos = socket.getaddrinfo(self.host, self.port, type=socket.SOCK_STREAM)
-        except socket.gaierror as exc:
-            raise ConfigError(f"cannot resolve listen address {self.host!r}: {exc.strerror}") from None
-        family, _, _, _, address = infos[0]
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        keep_alive(sock)  # passed on to every session: one whose client vanished ends (_sockets)
-        try:
-            sock.bind(address)
-        except OSError as exc:
-            sock.close()
-            raise ConfigError(f"cannot listen on {self.host}:{self.port}: {exc.strerror}") from None
-        sock.listen(512)
-        self.port = sock.getsockname()[1]
-        self._listener = sock
-        self._accept_thread = threading.Thread(target=self._accept_loop, name=f"nc-accept-{self.port}", daemon=True)
-        self._accept_thread.start()
-        self._reaper_thread = threading.Thread(target=self._reap_loop, name=f"nc-reaper-{self.port}", daemon=True)
-        self._reaper_thread.start()
+        self._listener.start()
+        self._reaper.start(f"nc-reaper-{self.port}")
 
     def stop(self) -> None:
-        self._stopping.set()
-        if self._listener is not None:
-            with contextlib.suppress(OSError):
-                self._listener.shutdown(socket.SHUT_RDWR)
-            self._listener.close()
-        if self._accept_thread is not None:
-            self._accept_thread.join(timeout=5)
+        self._reaper.stop()
+        self._listener.stop()
         with self._lock:
             sessions = list(self._sessions.values())
             transports = list(self._transports)
@@ -585,58 +307,9 @@ class NetconfSshServer:
             return len(self._sessions)
 
     # -- internals ------------------------------------------------------------
-    def _accept_loop(self) -> None:
-        assert self._listener is not None
-        backoff = 0.0
-        while not self._stopping.is_set():
-            try:
-                conn, addr = self._listener.accept()
-            except OSError as exc:
-                if self._stopping.is_set():
-                    return
-                if exc.errno in _TRANSIENT_ACCEPT_ERRORS:
-                    # Out of descriptors (or memory): the pending connection stays
-                    # queued; wait for sessions to end instead of giving up for good.
-                    backoff = min(_ACCEPT_BACKOFF_MAX, backoff * 2 or 0.05)
-                    log.warning("accept on port %d failed (%s); retrying in %.2f s", self.port, exc.strerror, backoff)
-                    self._stopping.wait(backoff)
-                    continue
-                log.error("listener on port %d failed (%s); no longer accepting", self.port, exc)
-                return
-            backoff = 0.0
-            try:
-                conn.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-                threading.Thread(target=self._serve_connection, args=(conn, addr), daemon=True).start()
-            except (OSError, RuntimeError) as exc:  # RuntimeError: cannot start a new thread
-                log.warning("dropping connection from %s: %s", addr[0], exc)
-                conn.close()
-
-    def _reap_loop(self) -> None:
-        """Close connections past the hello timeout and sessions past the idle timeout (wall clock)."""
-        period = max(0.05, min(1.0, self.hello_timeout / 4, (self.idle_timeout or 4.0) / 4))
-        while not self._stopping.wait(period):
-            now = time.monotonic()
-            with self._lock:
-                late = [(t, peer) for t, (deadline, peer) in self._pending.items() if deadline <= now]
-                for transport, _ in late:
-                    del self._pending[transport]
-                quiet = []
-                if self.idle_timeout:
-                    quiet = [s for s in self._sessions.values() if now - s.last_activity >= self.idle_timeout]
-            # Asked outside our lock: the handler takes its own session table's lock.
-            idle = [s for s in quiet if not self.handler.keeps_alive(s)]
-            for transport, peer in late:
-                log.info("closing connection from %s: no NETCONF hello within %g s", peer, self.hello_timeout)
-                transport.close()
-            for session in idle:
-                log.info(
-                    "closing session %s of %r from %s: idle for %g s",
-                    session.session_id,
-                    session.username,
-                    session.peer,
-                    self.idle_timeout,
-                )
-                session.close()
+    def _open_sessions(self) -> list[NetconfSession]:
+        with self._lock:
+            return list(self._sessions.values())
 
     def _serve_connection(self, conn: socket.socket, addr: Any) -> None:
         peer = f"{addr[0]}:{addr[1]}"
@@ -646,13 +319,13 @@ class NetconfSshServer:
         auth = _SshAuth(self.credentials, peer, self.login_throttle)
         with self._lock:
             self._transports.add(transport)
-            self._pending[transport] = (time.monotonic() + self.hello_timeout, peer)
+        self._reaper.expect(transport, peer)
 
         def release() -> None:
             transport.close()
             with self._lock:
                 self._transports.discard(transport)
-                self._pending.pop(transport, None)
+            self._reaper.settled(transport)
 
         try:
             transport.start_server(server=auth)
@@ -668,7 +341,7 @@ class NetconfSshServer:
         self.serve_stream(channel, auth.username, peer, transport, release)
 
     def serve_stream(
-        self, stream: ByteStream, username: str, peer: str, pending: _Closeable, release: Callable[[], None]
+        self, stream: ByteStream, username: str, peer: str, pending: Closeable, release: Callable[[], None]
     ) -> None:
         """Run a NETCONF session for ``username`` (already authenticated) on ``stream``; returns after the hello.
 
@@ -677,8 +350,7 @@ class NetconfSshServer:
         now); ``release`` runs once when the session or the attempt ends.
         Called on a thread of the caller's, one per connection.
         """
-        with self._lock:
-            self._pending.setdefault(pending, (time.monotonic() + self.hello_timeout, peer))
+        self._reaper.expect(pending, peer)
         try:
             with self._lock:
                 if len(self._sessions) >= self.max_sessions:
@@ -692,12 +364,10 @@ class NetconfSshServer:
             # its first request (kill-session, create-subscription) at once.
             self.handler.session_opened(session)
             session._open_session(True)  # on failure it closes, which tells the handler
-            with self._lock:
-                self._pending.pop(pending, None)
+            self._reaper.settled(pending)
         except (paramiko.SSHException, EOFError, OSError, SessionError, ChannelClosed, etree.XMLSyntaxError) as exc:
             log.info("connection from %s ended before a session opened: %s", peer, exc)
-            with self._lock:
-                self._pending.pop(pending, None)
+            self._reaper.settled(pending)
             release()
 
     def _session_ended(self, session: NetconfSession) -> None:

@@ -1,6 +1,6 @@
 """The libyang context of an agent: the shipped YANG modules, loaded once.
 
-`YangContext` is the only place that calls libyang (with `lyerrors`); it
+`YangContext` is the rest of the agent's only way to libyang (with `lyerrors`); it
 validates every document that enters or leaves over NETCONF and converts
 between RFC 7951 JSON and XML. Every failure of a document is raised as an
 `RpcError` ready to become an ``<rpc-error>``; a failure to load the modules
@@ -8,13 +8,18 @@ is a `YangError`.
 
 Thread-safety: one lock per context guards every libyang call, because a
 libyang context's error list is shared by the calls made on it.
+
+Beside it, each called only from here or for the module set: which modules
+are shipped and how a context is made (`an_agent.yang.modules`, re-exported
+here), plain operations on data trees and document text
+(`an_agent.yang.trees`), RFC 6243 with-defaults (`an_agent.yang.with_defaults`,
+`WithDefaults` re-exported here), and the data path of a missing node
+(`an_agent.yang.error_paths`).
 """
 
 from __future__ import annotations
 
 import json
-import logging
-import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -24,14 +29,26 @@ import libyang
 import libyang.log
 from _libyang import ffi, lib  # type: ignore[import-not-found]
 from libyang.util import c2str, str2c
-from lxml import etree
 
 from an_agent.errors import RpcError, YangError
-from an_agent.model.ns import NETCONF_BASE_NS
+from an_agent.yang.error_paths import missing_node_path
 from an_agent.yang.info import ModuleInfo, SchemaNodeInfo
 from an_agent.yang.lyerrors import LyErrorItem, to_rpc_error
+from an_agent.yang.modules import (
+    DEFAULT_FEATURES,
+    IMPORT_ONLY,
+    MODULES_DIR,
+    NETWORK_MODULES_DIR,
+    PROTOCOL_MODULES,
+    builtin_modules,
+    configure_libyang_logging,
+    module_name,
+    new_ly_context,
+)
 from an_agent.yang.reach import UnitReach, analyse
 from an_agent.yang.schema_index import SchemaIndex
+from an_agent.yang.trees import XML_DECL, element_in_namespace, ly_format, strip_implicit, unwrap
+from an_agent.yang.with_defaults import PRINT_OPTIONS, WithDefaults, add_defaults, rfc6243_attributes
 
 __all__ = [
     "DEFAULT_FEATURES",
@@ -44,48 +61,6 @@ __all__ = [
     "builtin_modules",
 ]
 
-MODULES_DIR = Path(__file__).resolve().parent / "modules"
-"""The shipped modules, ``<name>@<revision>.yang`` (package data)."""
-NETWORK_MODULES_DIR = MODULES_DIR / "network"
-"""The modules a lab's element managers serve besides the protocol ones (ietf-alarms, ietf-network,
-ietf-network-topology, an-agent-network); agents do not load them."""
-PROTOCOL_MODULES = (
-    "ietf-netconf",
-    "ietf-netconf-acm",
-    "ietf-netconf-monitoring",
-    "notifications",
-    "nc-notifications",
-    "ietf-yang-library",
-    "ietf-datastores",
-)
-"""The shipped modules every NETCONF server of ours needs whatever it serves (operations, NACM, RFC 6022,
-RFC 5277, the YANG library of RFC 8525)."""
-
-
-DEFAULT_FEATURES: Mapping[str, Sequence[str]] = {
-    "ietf-netconf": ("writable-running", "candidate", "confirmed-commit", "rollback-on-error", "validate", "xpath"),
-    "ietf-netconf-nmda": ("with-defaults",),
-}
-"""Features enabled when loading the shipped modules: what the an-agent server supports
-(``<edit-config>`` on running and candidate, confirmed commit, rollback-on-error,
-``<validate>``, XPath filters; ``with-defaults`` in ``<get-data>``, but not ``origin``)."""
-
-IMPORT_ONLY = frozenset({"ietf-origin"})
-"""Shipped modules that are only imported, never implemented: ``ietf-origin`` gives
-``ietf-netconf-nmda`` its types; this server reports no origin metadata."""
-
-WithDefaults = Literal["report-all", "report-all-tagged", "trim", "explicit"]
-"""RFC 6243 retrieval modes."""
-_WD_PRINT: dict[str, int] = {
-    "report-all": lib.LYD_PRINT_WD_ALL,
-    "report-all-tagged": lib.LYD_PRINT_WD_ALL_TAG,
-    "trim": lib.LYD_PRINT_WD_TRIM,
-    "explicit": lib.LYD_PRINT_WD_EXPLICIT,
-}
-
-_LY_WD_DECL = 'xmlns:ncwd="urn:ietf:params:xml:ns:yang:ietf-netconf-with-defaults"'
-_WD_DECL = 'xmlns:wd="urn:ietf:params:xml:ns:netconf:default:1.0"'
-
 DocumentKind = Literal["data", "config", "rpc", "reply", "notification"]
 """What a document is: a ``<get>`` reply (``data``), the running datastore
 (``config``), an RPC input, an RPC output (``reply``), or a notification."""
@@ -95,30 +70,6 @@ _OP_TYPES: dict[DocumentKind, int] = {
     "reply": lib.LYD_TYPE_REPLY_YANG,
     "notification": lib.LYD_TYPE_NOTIF_YANG,
 }
-# A <data> or <config> wrapper (NETCONF base namespace) around a datastore.
-_WRAPPER = re.compile(r"^\s*(?:<\?xml[^>]*\?>\s*)?(?:<!--.*?-->\s*)*<(?:[\w.-]+:)?(?:data|config)[\s>/]", re.S)
-_XML_DECL = re.compile(r"^\s*<\?xml[^>]*\?>")
-_PREDICATES = re.compile(r"\[(?:[^\]'\"]|'[^']*'|\"[^\"]*\")*\]")
-
-_logging_configured = False
-_logging_lock = threading.Lock()
-
-
-def _configure_libyang_logging() -> None:
-    """Make libyang record error locations (data paths); do it once per process.
-
-    libyang 2.1 fills an error's location only when logging is on
-    (LY_LOLOG). libyang-python then sends every message to the Python logger
-    "libyang" as well; every such error reaches our callers as an exception,
-    so that logger does not propagate (it would log each rejected request
-    twice, at ERROR level).
-    """
-    global _logging_configured
-    with _logging_lock:
-        if not _logging_configured:
-            libyang.log.configure_logging(True, logging.ERROR)
-            logging.getLogger("libyang").propagate = False
-            _logging_configured = True
 
 
 class YangContext:
@@ -150,15 +101,15 @@ class YangContext:
     ) -> None:
         """``extra_dirs``: more directories whose modules are loaded (and searched for imports);
         ``only``: load just these modules of ``modules_dir`` (all of ``extra_dirs``'s are loaded)."""
-        _configure_libyang_logging()
+        configure_libyang_logging()
         self._dir = Path(modules_dir)
         self._lock = threading.RLock()
-        self._ctx = _new_ly_context(self._dir)
+        self._ctx = new_ly_context(self._dir)
         for extra in extra_dirs:
             lib.ly_ctx_set_searchdir(self._ctx.cdata, str2c(str(extra)))
-        shipped_names = {_module_name(p) for p in self._dir.glob("*.yang")} - IMPORT_ONLY
+        shipped_names = {module_name(p) for p in self._dir.glob("*.yang")} - IMPORT_ONLY
         names = sorted(n for n in shipped_names if only is None or n in only)
-        names += sorted({_module_name(p) for d in extra_dirs for p in Path(d).glob("*.yang")})
+        names += sorted({module_name(p) for d in extra_dirs for p in Path(d).glob("*.yang")})
         if not names:
             raise YangError(f"no YANG modules (*.yang) in {self._dir}")
         shipped = [self._load(name, features.get(name, ())) for name in names]
@@ -232,7 +183,7 @@ class YangContext:
         nodes, bad values, missing mandatory nodes and dangling leafrefs
         are errors. An empty datastore is valid.
         """
-        self._check_data(_unwrap(xml), "xml", "config", partial=False)
+        self._check_data(unwrap(xml), "xml", "config", partial=False)
 
     def validate_data(self, xml: str, partial: bool = False) -> None:
         """Validate a ``<get>`` reply (config and state data), in the form `validate_config` takes.
@@ -244,7 +195,7 @@ class YangContext:
         checked for mandatory nodes (``/nacm`` of ietf-netconf-acm, which
         NACM hides from all but administrators, has mandatory counters).
         """
-        self._check_data(_unwrap(xml), "xml", "data", partial=partial)
+        self._check_data(unwrap(xml), "xml", "data", partial=partial)
 
     def validate_rpc(self, xml: str) -> None:
         """Validate an RPC's input: the operation element, e.g. ``<task-negotiate xmlns=...>``."""
@@ -260,7 +211,7 @@ class YangContext:
         info = self.module(module_name)
         if info is None or not rpc:
             raise YangError(f"no RPC {rpc_name_qualified!r}: expected 'module:rpc-name' of a loaded module")
-        body = _XML_DECL.sub("", xml)
+        body = XML_DECL.sub("", xml)
         self._free(self._parse_op(f'<{rpc} xmlns="{info.namespace}">{body}</{rpc}>', "xml", "reply"))
 
     def validate_notification(self, xml: str) -> None:
@@ -292,23 +243,14 @@ class YangContext:
             if lib.lyd_parse_data_mem(self._ctx.cdata, str2c(xml), lib.LYD_XML, opts, 0, tree) != lib.LY_SUCCESS:
                 self._free(tree[0])
                 raise self._fail(xml, "xml", "data")
-            if mode != "trim":
-                present = set()
-                node = tree[0]
-                while node != ffi.NULL:
-                    present.add(int(ffi.cast("uintptr_t", node)))
-                    node = node.next
-                implicit = lib.LYD_IMPLICIT_NO_STATE if config_only else 0
-                if lib.lyd_new_implicit_all(tree, self._ctx.cdata, implicit, ffi.NULL) != lib.LY_SUCCESS:
-                    self._free(tree[0])
-                    raise YangError(f"libyang cannot add default nodes: {self._take_errors()}")
-                tree[0] = _keep_top(tree[0], present)
+            if mode != "trim" and not add_defaults(self._ctx.cdata, tree, config_only):
+                self._free(tree[0])
+                raise YangError(f"libyang cannot add default nodes: {self._take_errors()}")
         try:
-            printed = self._print(tree[0], "xml", _WD_PRINT[mode])
+            printed = self._print(tree[0], "xml", PRINT_OPTIONS[mode])
         finally:
             self._free(tree[0])
-        # libyang 2.1 puts the attribute in the module's namespace; RFC 6243 section 6 names its own.
-        return printed.replace(_LY_WD_DECL, _WD_DECL).replace(" ncwd:default=", " wd:default=")
+        return rfc6243_attributes(printed)
 
     # -------------------------------------------------------------- conversion
 
@@ -328,7 +270,7 @@ class YangContext:
     def xml_to_json(self, xml: str, kind: DocumentKind = "data", partial: bool = False) -> dict[str, Any]:
         """Convert NETCONF XML to an RFC 7951 JSON dict, validating it; the inverse of `json_to_xml`."""
         if kind in ("data", "config"):
-            xml = _unwrap(xml)
+            xml = unwrap(xml)
         out = self._convert(xml, "xml", "json", kind, partial)
         result: dict[str, Any] = json.loads(out) if out.strip() else {}
         return result
@@ -361,7 +303,7 @@ class YangContext:
             return self._missing_node_path(text, fmt, kind, item, name)
 
         def find_ns(namespace: str) -> str | None:
-            return _element_in_namespace(text, namespace) if fmt == "xml" else None
+            return element_in_namespace(text, namespace) if fmt == "xml" else None
 
         return to_rpc_error(items, resolve, find_ns, frozenset(self._schema.pattern_app_tags))
 
@@ -383,7 +325,7 @@ class YangContext:
         tree = ffi.new("struct lyd_node **")
         buf = str2c(text)
         with self._lock:
-            ret = lib.lyd_parse_data_mem(self._ctx.cdata, buf, _format(fmt), parse_opts, valid_opts, tree)
+            ret = lib.lyd_parse_data_mem(self._ctx.cdata, buf, ly_format(fmt), parse_opts, valid_opts, tree)
             if ret != lib.LY_SUCCESS:
                 self._free(tree[0])
                 raise self._fail(text, fmt, kind)
@@ -399,7 +341,7 @@ class YangContext:
             if lib.ly_in_new_memory(buf, in_) != lib.LY_SUCCESS:
                 raise YangError("libyang cannot allocate an input buffer")
             try:
-                ret = lib.lyd_parse_op(self._ctx.cdata, ffi.NULL, in_[0], _format(fmt), data_type, tree, op)
+                ret = lib.lyd_parse_op(self._ctx.cdata, ffi.NULL, in_[0], ly_format(fmt), data_type, tree, op)
             finally:
                 lib.ly_in_free(in_[0], False)
             if ret == lib.LY_SUCCESS and validate:
@@ -418,7 +360,7 @@ class YangContext:
         else:
             tree = self._parse_data(text, in_fmt, kind, partial)
         with self._lock:
-            tree = _strip_implicit(tree)
+            tree = strip_implicit(tree)
         try:
             return self._print(tree, out_fmt)
         finally:
@@ -429,7 +371,9 @@ class YangContext:
             return "{}" if fmt == "json" else ""
         out = ffi.new("char **")
         with self._lock:
-            ret = lib.lyd_print_mem(out, tree, _format(fmt), lib.LYD_PRINT_WITHSIBLINGS | lib.LYD_PRINT_SHRINK | extra)
+            ret = lib.lyd_print_mem(
+                out, tree, ly_format(fmt), lib.LYD_PRINT_WITHSIBLINGS | lib.LYD_PRINT_SHRINK | extra
+            )
             if ret != lib.LY_SUCCESS:
                 raise YangError(f"libyang cannot print data: {self._take_errors()}")
         try:
@@ -443,46 +387,23 @@ class YangContext:
                 lib.lyd_free_all(tree)
 
     def _missing_node_path(self, text: str, fmt: str, kind: DocumentKind, item: LyErrorItem, name: str) -> str | None:
-        """Data path a missing mandatory node would have, e.g. ``/irtf-agent:tasks/task[task-id='t1']/content``.
-
-        libyang 2.1 reports the schema path of a missing node, or (in RPCs
-        and notifications) the data path of an ancestor. Find the nearest
-        list (or presence container) above the node, and the first instance
-        of it lacking the node, in the document re-parsed without validation.
-        """
+        """Data path a missing mandatory node would have (`an_agent.yang.error_paths`)."""
         known = self._schema.op_by_path if kind in _OP_TYPES else self._schema.by_path
-        schema_path = item.schema_path
-        if schema_path is None and item.data_path:
-            base = _PREDICATES.sub("", item.data_path)
-            if base.endswith(f"/{name}"):
-                return item.data_path
-            below = [p for p, i in known.items() if p.startswith(f"{base}/") and p.endswith(f"/{name}") and i.mandatory]
-            schema_path = min(below, key=len) if below else None
-        if schema_path is None:
-            return None
-        steps = schema_path.strip("/").split("/")
-        anchor = 0
-        for i in range(len(steps) - 1, 0, -1):
-            info = known.get("/" + "/".join(steps[:i]))
-            if info is not None and (info.kind == "list" or info.presence):
-                anchor = i
-                break
-        if anchor == 0:
-            return schema_path  # no list above it: the schema path is its data path
-        parent, rest = "/" + "/".join(steps[:anchor]), "/".join(steps[anchor:])
-        try:
-            if kind in _OP_TYPES:
-                tree = self._parse_op(text, fmt, kind, validate=False)
-            else:
-                tree = self._parse_data(text, fmt, kind, partial=True)
-        except (RpcError, YangError):
-            return None
-        try:
-            for found in self._find(tree, f"{parent}[not({rest})]"):
-                return f"{found}/{rest}"
-        finally:
-            self._free(tree)
-        return None
+
+        def instances(xpath: str) -> list[str]:
+            try:
+                if kind in _OP_TYPES:
+                    tree = self._parse_op(text, fmt, kind, validate=False)
+                else:
+                    tree = self._parse_data(text, fmt, kind, partial=True)
+            except (RpcError, YangError):
+                return []
+            try:
+                return list(self._find(tree, xpath))
+            finally:
+                self._free(tree)
+
+        return missing_node_path(known, item, name, instances)
 
     def _find(self, tree: Any, xpath: str) -> Iterator[str]:
         result: list[str] = []
@@ -499,105 +420,3 @@ class YangContext:
             finally:
                 lib.ly_set_free(node_set[0], ffi.NULL)
         return iter(result)
-
-
-def _module_name(path: Path) -> str:
-    return path.name.split("@", 1)[0].removesuffix(".yang")
-
-
-def _new_ly_context(search_dir: Path | None) -> libyang.Context:
-    # Created through the C API: libyang.Context() would also search the
-    # directories named by $YANGPATH / $YANG_MODPATH.
-    raw = ffi.new("struct ly_ctx **")
-    options = lib.LY_CTX_DISABLE_SEARCHDIR_CWD | lib.LY_CTX_SET_PRIV_PARSED | lib.LY_CTX_NO_YANGLIBRARY
-    where = str2c(str(search_dir)) if search_dir is not None else ffi.NULL
-    if lib.ly_ctx_new(where, options, raw) != lib.LY_SUCCESS:
-        raise YangError(f"cannot create a libyang context for {search_dir}")
-    ctx = libyang.Context(cdata=raw[0])
-    ctx.cdata = ffi.gc(raw[0], lib.ly_ctx_destroy)
-    return ctx
-
-
-def builtin_modules() -> dict[str, str]:
-    """The IETF modules built into libyang (ietf-yang-types, ietf-inet-types, ...), ``file name -> text``.
-
-    Every libyang context resolves imports of these from its own copies; the
-    YANG tools (pyang) get the same texts from here.
-    """
-    ctx = _new_ly_context(None)
-    texts: dict[str, str] = {}
-    for mod in ctx:
-        name = mod.name()
-        if name.startswith("ietf-"):
-            revisions = [r.date() for r in mod.revisions()]
-            printed = mod.print_mem("yang")
-            text = printed if isinstance(printed, str) else printed.decode("utf-8")
-            texts[f"{name}@{revisions[0]}.yang" if revisions else f"{name}.yang"] = text
-    return texts
-
-
-def _strip_implicit(first: Any) -> Any:
-    """Free the default nodes validation added (not in the input); returns the new first sibling.
-
-    libyang prints state-data defaults (e.g. /netconf-state/statistics
-    counters) even in "explicit" with-defaults mode; a conversion must give
-    back what it was given.
-    """
-    head = ffi.NULL
-    node = first
-    while node != ffi.NULL:
-        following = node.next
-        if node.flags & lib.LYD_DEFAULT:
-            lib.lyd_free_tree(node)
-        else:
-            if head == ffi.NULL:
-                head = node
-            child = lib.lyd_child(node)
-            if child != ffi.NULL:
-                _strip_implicit(child)
-        node = following
-    return head
-
-
-def _keep_top(first: Any, present: set[int]) -> Any:
-    """Free the top-level siblings not in ``present`` (added by lyd_new_implicit_all); the new first sibling."""
-    head = ffi.NULL
-    node = first
-    while node != ffi.NULL:
-        following = node.next
-        if int(ffi.cast("uintptr_t", node)) in present:
-            if head == ffi.NULL:
-                head = node
-        else:
-            lib.lyd_free_tree(node)
-        node = following
-    return head
-
-
-def _format(name: str) -> int:
-    return int({"xml": lib.LYD_XML, "json": lib.LYD_JSON}[name])
-
-
-def _unwrap(xml: str) -> str:
-    """Strip one NETCONF ``<data>``/``<config>`` wrapper, if there is one."""
-    if not _WRAPPER.match(xml):
-        return xml
-    try:
-        root = etree.fromstring(_XML_DECL.sub("", xml).encode("utf-8"))
-    except etree.XMLSyntaxError:
-        return xml  # libyang will report the syntax error with its location
-    if etree.QName(root).namespace != NETCONF_BASE_NS:
-        return xml
-    return "".join(etree.tostring(child, encoding="unicode", with_tail=False) for child in root)
-
-
-def _element_in_namespace(xml: str, namespace: str) -> str | None:
-    """Local name of the first element in ``namespace``, for an unknown-namespace error."""
-    try:
-        root = etree.fromstring(f"<r>{_XML_DECL.sub('', xml)}</r>".encode())
-    except etree.XMLSyntaxError:
-        return None
-    for element in root.iter():
-        if isinstance(element.tag, str) and etree.QName(element).namespace == namespace:
-            return str(etree.QName(element).localname)
-    return None

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from an_agent.errors import YangError
-from an_agent.yang.context import MODULES_DIR, builtin_modules
+from an_agent.yang.modules import MODULES_DIR, builtin_modules
 
 __all__ = ["KEPT_FINDINGS", "CheckReport", "Finding", "check", "lint_findings", "tree"]
 

@@ -30,7 +30,8 @@ from an_agent.runtime.authorization import NacmAuthorizer
 from an_agent.runtime.principal import Principal
 from an_agent.server import ServerConfig
 from an_agent.store.agent_store import AgentStore
-from an_agent.yang.context import NETWORK_MODULES_DIR, PROTOCOL_MODULES, YangContext
+from an_agent.yang.context import YangContext
+from an_agent.yang.modules import NETWORK_MODULES_DIR, PROTOCOL_MODULES
 
 log = logging.getLogger(__name__)
 
