@@ -22,7 +22,6 @@ import numpy as np
 from threadpoolctl import ThreadpoolController  # type: ignore[import-untyped]
 
 from an_agent.evolution.carriers import CARRY_SHARE
-from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.pool import MEMBER_SAMPLE, Cluster, SchemaPool, Vector
 from an_agent.evolution.state import EngineState
 
@@ -165,26 +164,8 @@ class PoolKeeper:
             column = None  # after a merge the survivor's centroid is new: a full search
             if partner is None or not self._values_fit(cluster, partner):
                 return cluster, absorbed
-            keep, gone = pool.merge(cluster, partner, now)
+            keep, gone = s.merge_clusters(cluster, partner, now, f"centroid similarity {similarity:.2f}")
             absorbed.append(gone.cluster_id)
-            s.store.move_fragments(gone.cluster_id, keep.cluster_id)
-            s.store.delete_cluster(gone.cluster_id, with_fragments=False)
-            queued_ids = {q.cluster_id for q in s.store.queue()}
-            if gone.cluster_id in queued_ids:
-                s.store.dequeue(gone.cluster_id)
-                if keep.state == "queued" and keep.cluster_id not in queued_ids:
-                    top, share = keep.top_client()
-                    personal = top if share >= s.config.personal_share else None
-                    s.store.enqueue(keep.cluster_id, keep.schema_id, personal, now)
-            s.emit(
-                EvolutionEvent(
-                    "clusters-merged",
-                    now,
-                    keep.schema_id,
-                    cluster_id=keep.cluster_id,
-                    detail=f"{gone.cluster_id} merged into {keep.cluster_id} (centroid similarity {similarity:.2f})",
-                )
-            )
             cluster = keep
 
     def _values_fit(self, a: Cluster, b: Cluster) -> bool:

@@ -139,6 +139,34 @@ class EngineState:
             pool = self.pools[schema_id] = SchemaPool(schema_id, self.embedder.dimension, self.config)
         return pool
 
+    def merge_clusters(self, a: Cluster, b: Cluster, now: float, why: str) -> tuple[Cluster, Cluster]:
+        """Merge two live clusters of one schema in the pool and the store; (survivor, absorbed).
+
+        The survivor is `SchemaPool.merge`'s (the one with a patch, else the larger); the absorbed one's
+        fragments move to it, its queue entry passes to it, and a ``clusters-merged`` event says which
+        merged into which and ``why``.
+        """
+        keep, gone = self.pool(a.schema_id).merge(a, b, now)
+        self.store.move_fragments(gone.cluster_id, keep.cluster_id)
+        self.store.delete_cluster(gone.cluster_id, with_fragments=False)
+        queued_ids = {q.cluster_id for q in self.store.queue()}
+        if gone.cluster_id in queued_ids:
+            self.store.dequeue(gone.cluster_id)
+            if keep.state == "queued" and keep.cluster_id not in queued_ids:
+                top, share = keep.top_client()
+                personal = top if share >= self.config.personal_share else None
+                self.store.enqueue(keep.cluster_id, keep.schema_id, personal, now)
+        self.emit(
+            EvolutionEvent(
+                "clusters-merged",
+                now,
+                keep.schema_id,
+                cluster_id=keep.cluster_id,
+                detail=f"{gone.cluster_id} merged into {keep.cluster_id} ({why})",
+            )
+        )
+        return keep, gone
+
     def live_cluster(self, schema_id: str, cluster_id: str) -> Cluster | None:
         pool = self.pools.get(schema_id)
         return pool.clusters.get(cluster_id) if pool else None
