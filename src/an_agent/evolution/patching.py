@@ -24,6 +24,7 @@ from an_agent.evolution.state import DAY, EngineState
 from an_agent.evolution.stewardship import KeySteward
 from an_agent.evolution.synthesis import (
     SECURITY_TERMS,
+    Conflict,
     ExistingKey,
     find_conflict,
     induce_key,
@@ -181,6 +182,8 @@ class PatchMaker:
         core_vectors = vectors[list(core.members)]
         core_texts = [texts[i] for i in core.members]
         conflict = find_conflict(induced, core_vectors, existing, s.phrases, s.config.conflict_threshold, core_texts)
+        if conflict is not None and self._joins_its_patch(cluster, conflict, now):
+            return
         patch_id = f"{cluster.schema_id}-patch-{s.store.next_number('patch'):04d}"
         uid = f"{patch_id}/"
         if conflict is None:
@@ -258,6 +261,29 @@ class PatchMaker:
         )  # before the release: it re-places what left
         release_set_aside(s, cluster, fragments, vectors, induced.core or core, now)
         s.save_cluster(cluster)
+
+    def _joins_its_patch(self, cluster: Cluster, conflict: Conflict, now: float) -> bool:
+        """Merge ``cluster`` into the cluster of the patch that made the key it restates; True when it did.
+
+        Two clusters of one intent (the pool split its wordings: "RTT 48 ms", "round trip latency 0.2
+        seconds") make one key: when the second restates a key a patch of evolution made (by name, or by
+        meaning without a new value of its set), it is more of that patch's evidence, not a second patch
+        that revises a key still on trial (the modification would keep the key's type whatever the
+        second cluster's sample typed). A cluster that names a new value of such a key still proposes it.
+        """
+        s = self._s
+        origin = s.patches.get(conflict.existing.origin)
+        target = conflict.existing.key
+        if origin is None or origin.state not in ("active", "pending"):
+            return False
+        if conflict.reason != "name" and target.constraints.enum and conflict.value is not None:
+            return False  # a new value of the set: a modification to propose
+        into = s.live_cluster(cluster.schema_id, origin.cluster_id)
+        if into is None or into is cluster:
+            return False
+        keep, _ = s.merge_clusters(into, cluster, now, f"restates {target.key_name} of {origin.patch_id}")
+        s.save_cluster(keep)
+        return True
 
     # -- authorisation and publication -------------------------------------------------------------
     @staticmethod
