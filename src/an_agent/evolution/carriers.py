@@ -61,11 +61,13 @@ def carries_value(spec: ValueSpec, text: str, now: float) -> bool:
         return any(f.prefix == spec.id_prefix for f in find_ids(text))
     if spec.info.get("count"):
         return bool(find_counts(text))
-    if spec.info.get("codes") and codes_in(text) & set(spec.enum):
-        return True  # a code in another spelling: "IP 65", a country by its name ("Poland" for PL)
     if spec.enum:
         stems = {word_stem(t) for t in _TOKEN.findall(text.lower())}
-        return any(all(word_stem(p) in stems for p in _TOKEN.findall(v.lower())) for v in spec.enum)
+        if any(all(word_stem(p) in stems for p in _TOKEN.findall(v.lower())) for v in spec.enum):
+            return True
+        # A code in another spelling ("IP 65", "Poland" for PL): every code pattern is run, so only after
+        # the word test, on the pool's join path.
+        return bool(spec.info.get("codes")) and bool(codes_in(text) & set(spec.enum))
     return bool(find_clock_ranges(text))
 
 
