@@ -280,8 +280,9 @@ class EvolutionEngine:
                 # Keys published before a payload arrived; one it makes appear was unknown to its sender.
                 measured = [self._steward.measured_keys(v.schema_id, client_id) for client_id, v, _ in valid]
                 entries = [
-                    Entry(v.schema_id, client_id, text, next(vectors), ref)
+                    Entry(v.schema_id, client_id, text, next(vectors), ref, choices)
                     for client_id, v, ref in valid
+                    for choices in [self._choices(v)]
                     for text in v.other.fragments
                 ]
                 landed = iter(self._pool.ingest_many(entries, now))
@@ -297,6 +298,16 @@ class EvolutionEngine:
                 self._synthesise_due()
         self._flush()
         return out
+
+    def _choices(self, validated: ValidatedPayload) -> dict[str, str]:
+        """The values the request gave its template's closed-set keys: whether an idea of its ``other`` is
+        a new value of such a key depends on them (`synthesis.find_conflict`)."""
+        template = self.registry.get(validated.schema_id)
+        return {
+            key.key_name: value
+            for key in template.keys
+            if key.constraints.enum and isinstance(value := validated.values.get(key.key_name), str)
+        }
 
     def ingest(self, items: Sequence[tuple[str, str, str]]) -> list[str]:
         """Put raw ``(client_id, schema_id, text)`` fragments into the pool at the clock's time.

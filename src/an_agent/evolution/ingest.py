@@ -13,7 +13,7 @@ retention is what keeps the per-fragment cost flat (docs/evolution.md, "Retentio
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any
@@ -39,6 +39,7 @@ class Entry:
     text: str
     vector: Vector
     ref: int | None = None
+    choices: Mapping[str, str] | None = None  # the request's values of its template's closed-set keys
 
 
 _BLAS: list[Any] = []  # the ThreadpoolController, built on first use (it scans the loaded libraries)
@@ -104,7 +105,9 @@ class PoolKeeper:
                 else:
                     cluster_id = f"c{s.store.next_number('cluster'):05d}"
                     cluster = pool.start(cluster_id, unit, now, entry.client_id)
-                s.store.add_fragment(cluster.cluster_id, entry.schema_id, now, entry.client_id, entry.text, entry.ref)
+                s.store.add_fragment(
+                    cluster.cluster_id, entry.schema_id, now, entry.client_id, entry.text, entry.ref, entry.choices
+                )
                 grown[cluster.cluster_id] = cluster
                 landed.append(cluster.cluster_id)
         finally:

@@ -181,7 +181,10 @@ class PatchMaker:
         )
         core_vectors = vectors[list(core.members)]
         core_texts = [texts[i] for i in core.members]
-        conflict = find_conflict(induced, core_vectors, existing, s.phrases, s.config.conflict_threshold, core_texts)
+        core_choices = [fragments[i].chosen() for i in core.members]
+        conflict = find_conflict(
+            induced, core_vectors, existing, s.phrases, s.config.conflict_threshold, core_texts, core_choices
+        )
         if conflict is not None and self._joins_its_patch(cluster, conflict, now):
             return
         patch_id = f"{cluster.schema_id}-patch-{s.store.next_number('patch'):04d}"

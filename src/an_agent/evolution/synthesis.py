@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ import numpy as np
 from an_agent.evolution.alternatives import alternative_words
 from an_agent.evolution.carriers import carried_core
 from an_agent.evolution.categories import category_phrases
+from an_agent.evolution.chosen import varies_apart
 from an_agent.evolution.cohesion import Core, core_of, rejoin, value_fragments
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
@@ -270,6 +271,7 @@ def find_conflict(
     embedder: Embedder,
     threshold: float,
     texts: Sequence[str] = (),
+    choices: Sequence[Mapping[str, str]] = (),
 ) -> Conflict | None:
     """The existing key the candidate duplicates, or None (then it is a new key).
 
@@ -283,7 +285,9 @@ def find_conflict(
     whose examples are hypotheses too (`is_hypothesis_key`: suspected_root_cause) from
     ``HYPOTHESIS_FLOOR``: the form says which key holds the idea when the words of a new cause are far
     from the key's examples. A cluster of moments is another time concept than a date-time key unless its
-    fragments, without their moments, restate that key (`time_concepts.restates`).
+    fragments, without their moments, restate that key (`time_concepts.restates`). A closed-set key whose
+    value the core's requests (``choices``, in the order of ``vectors``) chose apart from the idea
+    (`chosen.varies_apart`: several values of their own) is not the idea's key, however close its words.
     """
     for item in existing:
         if item.key.key_name == candidate.key.key_name:
@@ -300,6 +304,8 @@ def find_conflict(
             continue  # another time concept: the moments make it look like the key, its words do not
         score = meaning_score(vectors, item.key, embedder)
         scored.append((score, item))
+        if item.key.constraints.enum and varies_apart(item.key, choices):
+            continue  # the requests chose its values apart from the idea: another concept
         if hypotheses and score >= HYPOTHESIS_FLOOR and is_hypothesis_key(item.key):
             fitting.append(Conflict(item, "meaning", max(score, threshold)))
             continue
@@ -318,11 +324,15 @@ def find_conflict(
     for group in (fitting, restating):
         if group:
             return max(group, key=lambda c: c.similarity)
-    return _closest_idea(candidate, vectors, scored, embedder)
+    return _closest_idea(candidate, vectors, scored, embedder, choices)
 
 
 def _closest_idea(
-    candidate: InducedKey, vectors: Vectors, scored: Sequence[tuple[float, ExistingKey]], embedder: Embedder
+    candidate: InducedKey,
+    vectors: Vectors,
+    scored: Sequence[tuple[float, ExistingKey]],
+    embedder: Embedder,
+    choices: Sequence[Mapping[str, str]] = (),
 ) -> Conflict | None:
     """A new value of the template's closest idea, below ``conflict_threshold``, or None.
 
@@ -340,6 +350,8 @@ def _closest_idea(
     (best, item), (second, _) = ranked[0], ranked[1]
     if not item.key.constraints.enum or best < IDEA_FLOOR or best - second < IDEA_MARGIN:
         return None
+    if varies_apart(item.key, choices):
+        return None  # the requests already chose its values, several of them: the idea is another concept
     # Each fragment's best similarity to an allowed value (in words), averaged: the fragments name a value
     # of that kind, whatever phrase the cluster's value is named by.
     allowed = embedder.embed([v.replace("_", " ") for v in item.key.constraints.enum])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,7 +42,8 @@ CREATE TABLE IF NOT EXISTS evo_fragment (
     ts         REAL NOT NULL,
     client_id  TEXT NOT NULL,
     text       TEXT NOT NULL,
-    ref        INTEGER                 -- caller's reference, e.g. the replay line number
+    ref        INTEGER,                -- caller's reference, e.g. the replay line number
+    choices    TEXT                    -- JSON: the request's values of its template's closed-set keys
 );
 CREATE INDEX IF NOT EXISTS evo_fragment_cluster ON evo_fragment(cluster_id, ts);
 CREATE INDEX IF NOT EXISTS evo_fragment_ts ON evo_fragment(ts);
@@ -117,6 +118,14 @@ class FragmentRow:
     client_id: str
     text: str
     ref: int | None
+    choices: str | None = None  # JSON object: key -> the value the request chose (`FragmentRow.chosen`)
+
+    def chosen(self) -> dict[str, str]:
+        """The values the fragment's request gave its template's closed-set keys (empty when unknown)."""
+        if not self.choices:
+            return {}
+        loaded = json.loads(self.choices)
+        return {str(k): str(v) for k, v in loaded.items()} if isinstance(loaded, dict) else {}
 
 
 @dataclass(frozen=True)
@@ -176,6 +185,17 @@ class EvolutionStore:
         self._lock = threading.RLock()
         self._depth = 0
         self._counters: dict[str, int] = {}
+        self._migrate()
+
+    def _migrate(self) -> None:
+        """Columns added after a database may have been created (CREATE TABLE IF NOT EXISTS keeps old tables).
+
+        ``evo_fragment.choices`` (old rows: NULL, the choices are unknown).
+        """
+        columns = {str(row[1]) for row in self._run("PRAGMA table_info(evo_fragment)")}
+        if "choices" not in columns:
+            with self.transaction():
+                self._run("ALTER TABLE evo_fragment ADD COLUMN choices TEXT")
 
     def close(self) -> None:
         with self._lock:
@@ -278,14 +298,23 @@ class EvolutionStore:
         return [ClusterRow(*r) for r in rows]
 
     def add_fragment(
-        self, cluster_id: str, schema_id: str, ts: float, client_id: str, text: str, ref: int | None
+        self,
+        cluster_id: str,
+        schema_id: str,
+        ts: float,
+        client_id: str,
+        text: str,
+        ref: int | None,
+        choices: Mapping[str, str] | None = None,
     ) -> int:
+        """Store one fragment; ``choices``: its request's values of the template's closed-set keys."""
+        chosen = json.dumps(dict(choices), sort_keys=True) if choices else None
         with self._lock:
             try:
                 cursor = self._db.execute(
-                    "INSERT INTO evo_fragment(cluster_id, schema_id, ts, client_id, text, ref) "
-                    "VALUES (?, ?, ?, ?, ?, ?)",
-                    (cluster_id, schema_id, ts, client_id, text, ref),
+                    "INSERT INTO evo_fragment(cluster_id, schema_id, ts, client_id, text, ref, choices) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                    (cluster_id, schema_id, ts, client_id, text, ref, chosen),
                 )
             except sqlite3.Error as exc:
                 raise store_error("evolution database", self.path, exc) from None
