@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import unicodedata
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from an_agent.schemas.sanitize import REMOVED, _clean_chars, sanitize_other, sanitize_text
+from an_agent.schemas.sanitize import REMOVED, _clean_chars, sanitize_other, sanitize_text, table_as_fields
 
 
 def clean(text: str) -> str:
@@ -85,3 +86,42 @@ def test_clean_chars_equals_the_per_character_definition(text: str) -> None:
     assert _clean_chars(text) == per_character(text)
     for ch in ("\u2028", "\u2029", "\u00ad", "\ue000", "\U000e0001", "\x85"):
         assert _clean_chars(f"ok {ch} ok") == per_character(f"ok {ch} ok") == "ok   ok"
+
+
+@pytest.mark.parametrize(
+    ("pasted", "fields"),
+    [
+        (
+            "Site | Rx level (dBm) | Status\nKA-114 | -97 | degraded",
+            "Site: KA-114; Rx level (dBm): -97; Status: degraded",
+        ),
+        ("Hotline,Calls\nBerlin,1 045", "Hotline: Berlin; Calls: 1 045"),
+        ("link;otdr_km\nLINK-C7;7,9", "link: LINK-C7; otdr_km: 7,9"),  # the semicolon first: 7,9 is one value
+        ("Pénalité SLA (€)\tmois\n1 200\tmars", "Pénalité SLA (€): 1 200; mois: mars"),
+        (
+            "| Cell | MIMO mode |\n|---|---|\n| CELL-1 | 2T2R |\n| CELL-2 | 4T4R |",  # a markdown table, its rule dropped
+            "Cell: CELL-1; MIMO mode: 2T2R. Cell: CELL-2; MIMO mode: 4T4R",
+        ),
+        ("Leased circuit,Owner\nYes,", "Leased circuit: Yes"),  # an empty cell says nothing
+    ],
+)
+def test_a_table_pasted_with_its_header_is_written_as_labelled_fields(pasted: str, fields: str) -> None:
+    assert table_as_fields(pasted) == fields
+    sanitized = sanitize_other(pasted)
+    assert sanitized.fragments == (fields,)
+    assert "table rows written as labelled fields" in sanitized.notes
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the site is down, again\nplease check it, thanks",  # two lines of prose with a comma each
+        "a;b\n1;2;3",  # rows of another width
+        "Site category | Class B",  # one line: a row, no header
+        "12 | 14\n15 | 16",  # a header names columns: it holds letters
+        "Site | Status\nSite | Status",  # only the header again
+    ],
+)
+def test_what_is_no_table_stays_text(text: str) -> None:
+    assert table_as_fields(text) is None
+    assert "table rows written as labelled fields" not in sanitize_other(text).notes

@@ -10,6 +10,9 @@ operator's screen, so before anything stores or embeds it the text is made inert
 - prompt-injection markers are replaced by ``[removed]``: instructions to ignore or override previous
   instructions, chat-template and role tokens (``<|im_start|>``, ``[INST]``, ``system:``), prompt
   section markers (``##task description``, ``### Instruction``) and shell substitutions (``$(...)``);
+- a table pasted with its header line ("Site | Rx level (dBm)\\nKA-114 | -97", a CSV line under its
+  header, tab- or semicolon-separated columns) is written as labelled fields, a row at a time ("Site:
+  KA-114; Rx level (dBm): -97"): collapsed to one line, a row would lose which header each cell is under;
 - whitespace is collapsed, each fragment is capped in length and the number of fragments is capped.
 
 The text is never executed or interpreted: it is data. What was changed is reported in
@@ -57,6 +60,46 @@ class SanitizedOther:
     notes: tuple[str, ...]
 
 
+# Column separators of a pasted table, in the order they are tried: a decimal comma ("7,9") under a
+# semicolon-separated header is a value, not a column.
+_COLUMN_SEPARATORS = ("\t", "|", ";", ",")
+_RULE_LINE = re.compile(r"^[\s|:+\-=]+$")  # a markdown or ASCII table's rule: "|---|:--|", "+----+"
+_MAX_TABLE_LINES = 50
+_MAX_LABEL = 60
+
+
+def _cells(line: str, separator: str) -> list[str]:
+    line = line.strip()
+    if separator == "|":
+        line = line.strip("|")  # a markdown row: "| Site | Rx level |"
+    return [cell.strip() for cell in line.split(separator)]
+
+
+def _label(cell: str, separator: str) -> bool:
+    """A header cell names a column: a letter, a few words ("Rx level (dBm)", "Distance to event (km)"). Split
+    at commas, two lines of prose ("the site is down, again") would read as a table: at most three words."""
+    words = len(cell.split())
+    return any(c.isalpha() for c in cell) and len(cell) <= _MAX_LABEL and words <= (3 if separator == "," else 6)
+
+
+def table_as_fields(text: str) -> str | None:
+    """A pasted table (a header line, then rows of as many cells, split by one of ``_COLUMN_SEPARATORS``)
+    as labelled fields, a row at a time ("Hotline,Calls\\nBerlin,1 045" -> "Hotline: Berlin; Calls: 1 045");
+    None when ``text`` is no such table. Header cells name columns: each holds a letter."""
+    lines = [line for line in text.splitlines() if line.strip() and not _RULE_LINE.match(line)]
+    if not 2 <= len(lines) <= _MAX_TABLE_LINES:
+        return None
+    for separator in _COLUMN_SEPARATORS:
+        header = _cells(lines[0], separator)
+        rows = [_cells(line, separator) for line in lines[1:]]
+        if len(header) < 2 or any(len(row) != len(header) for row in rows):
+            continue
+        if not all(_label(cell, separator) for cell in header) or all(row == header for row in rows):
+            continue
+        return ". ".join("; ".join(f"{h}: {v}" for h, v in zip(header, row, strict=True) if v) for row in rows)
+    return None
+
+
 def _clean_chars(text: str) -> str:
     text = unicodedata.normalize("NFKC", text)
     if text.isprintable():
@@ -74,6 +117,9 @@ def _clean_chars(text: str) -> str:
 def sanitize_text(text: str, max_chars: int = DEFAULT_MAX_FRAGMENT_CHARS) -> tuple[str, list[str]]:
     """One fragment made inert (module docstring) and the notes on what changed."""
     notes: list[str] = []
+    if "\n" in text and (fields := table_as_fields(text)) is not None:
+        text = fields
+        notes.append("table rows written as labelled fields")
     cleaned = _clean_chars(text)
     if cleaned != unicodedata.normalize("NFKC", text):
         notes.append("control or invisible characters replaced")
