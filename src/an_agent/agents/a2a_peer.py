@@ -34,7 +34,7 @@ from an_agent.agents.exchange import (
     param_payload,
     status_summary,
 )
-from an_agent.errors import AnAgentError, ConfigError, TransportError
+from an_agent.errors import AnAgentError, ConfigError, SessionsClosed, TransportError
 from an_agent.model import (
     ConditionNotification,
     DataParam,
@@ -101,7 +101,9 @@ class Negotiator(Protocol):
 
     def followed_elsewhere(self, task_id: str) -> None: ...
 
-    def close(self) -> threading.Thread | None: ...
+    def close(self) -> None: ...
+
+    def close_nowait(self) -> threading.Thread | None: ...
 
 
 class A2APeer:
@@ -122,6 +124,11 @@ class A2APeer:
         from an_agent.a2a.client import A2AAgentClient  # the SDK only where a topology uses A2A
 
         with self._lock:
+            if self._closed:
+                raise SessionsClosed(
+                    f"{self._peers.me} -> {self.name}: the A2A link to {self.name} is closed ({self._peers.me} is "
+                    f"stopping): nothing is sent to {self.name} any more; start {self._peers.me} again to reach it"
+                )
             if self._client is not None:
                 return self._client
             peers = self._peers
@@ -314,15 +321,21 @@ class A2APeer:
         )  # fmt: skip
         return task
 
-    def close(self) -> threading.Thread | None:
-        """Close the A2A client and the NETCONF sessions; returns the NETCONF dispatcher thread to join."""
+    def close(self) -> None:
+        """Close the A2A client and the NETCONF sessions for good; returns once the NETCONF dispatcher ended."""
+        thread = self.close_nowait()
+        if thread is not None and thread is not threading.current_thread():
+            thread.join()
+
+    def close_nowait(self) -> threading.Thread | None:
+        """`close` without the wait: returns the NETCONF dispatcher thread to join."""
         with self._lock:
             client, self._client = self._client, None
             self._closed = True
         if client is not None:
             with contextlib.suppress(AnAgentError):
                 client.close()
-        return self._netconf.close()
+        return self._netconf.close_nowait()
 
 
 def _ends_wait(status: TaskStatus) -> bool:
