@@ -20,11 +20,12 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from a2asupport import energy_agent_config
 
 from an_agent.a2a.client import A2AAgentClient
-from an_agent.a2a.discovery import fetch_card
+from an_agent.a2a.discovery import fetch_card, is_this_host, proxy_mounts
 from an_agent.errors import ConfigError, ConnectError
 from an_agent.model import ConditionNotification, Task, TaskStatus
 from an_agent.server import AgentServer
@@ -149,6 +150,14 @@ def plain_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServe
         yield running
 
 
+@pytest.fixture(scope="module")
+def second_loopback_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
+    """The same agent over plain HTTP on 127.0.0.2: this host too, though not 127.0.0.1."""
+    config = energy_agent_config(tmp_path_factory.mktemp("loopback") / "state", 0.1)
+    with AgentServer(dataclasses.replace(config, host="127.0.0.2", a2a_tls=False)) as running:
+        yield running
+
+
 @pytest.fixture
 def proxy() -> Iterator[TunnelProxy]:
     running = TunnelProxy()
@@ -263,3 +272,57 @@ def test_a_plain_http_agent_is_reached_through_a_forwarding_proxy(
     assert all(asked == card or asked.startswith(f"POST {url}/") for asked in proxy.asked), proxy.asked
     assert proxy.calls == ["SendStreamingMessage", "GetTask", "ListTasks"]  # every call, in absolute-form
     assert LAB_NAME not in looked_up  # the proxy resolved the name, never this process: nothing went direct
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "[::1]", "::ffff:127.0.0.9", "localhost", "LOCALHOST",
+     "localhost.", "LocalHost."],
+)  # fmt: skip
+def test_this_host_by_any_spelling(host: str) -> None:
+    assert is_this_host(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["128.0.0.1", "126.255.255.255", "10.0.0.1", "0.0.0.0", "::2", "::", "::ffff:10.0.0.1", "localhost.example",
+     "mylocalhost", "localhost..", LAB_NAME, ""],
+)  # fmt: skip
+def test_not_this_host(host: str) -> None:
+    assert not is_this_host(host)
+
+
+def test_this_host_goes_direct_and_no_proxy_entries_keep_working(
+    looked_up: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The routes alone (no socket): which transport each host reaches through the mounts."""
+    monkeypatch.setenv("ALL_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "skip.example, .mgmt.example,10.9.8.7,::2,LocalHost")
+
+    def answering(name: str) -> httpx.MockTransport:
+        return httpx.MockTransport(lambda request: httpx.Response(200, text=name))
+
+    direct = answering("direct")
+    mounts = proxy_mounts(direct, lambda url: answering(f"through {url}"))
+    with httpx.Client(transport=direct, mounts=mounts) as client:
+        routes = {host: client.get(f"http://{host}:8080/").text for host in [
+            "127.0.0.1", "127.8.9.10", "[::1]", "LOCALHOST.", "localhost", "skip.example", "a.mgmt.example",
+            "10.9.8.7", "[::2]", LAB_NAME, "mgmt.example", "10.9.8.6", "128.0.0.1",
+        ]}  # fmt: skip
+    proxied = {LAB_NAME, "mgmt.example", "10.9.8.6", "128.0.0.1"}
+    assert routes == {h: "through http://proxy.example:3128" if h in proxied else "direct" for h in routes}
+
+
+@pytest.mark.parametrize("variable", ["ALL_PROXY", "HTTP_PROXY"])
+def test_an_agent_on_another_loopback_address_is_reached_directly(
+    second_loopback_agent: AgentServer, proxy: TunnelProxy, looked_up: list[str], monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+) -> None:  # fmt: skip
+    monkeypatch.setenv(variable, proxy.url)
+    url = _lab_url(second_loopback_agent)
+    assert url.startswith("http://127.0.0.2:")  # the proxy would send it to its own 127.0.0.1
+    with A2AAgentClient.connect(url, "admin", "admin", timeout=10) as client:
+        assert client.card["name"] == "IETF-TestLab-RAN-1.0"
+        client.list_tasks()
+    assert fetch_card(url, timeout=10).status == 200
+    assert proxy.asked == []
