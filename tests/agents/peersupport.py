@@ -9,6 +9,8 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
+
 from an_agent.lab.kernel import SimKernel
 from an_agent.model import NegotiationRequest, NegotiationResult, NegotiationType, Task, TaskResult
 from an_agent.runtime.behaviour import Behaviour, TaskRun
@@ -62,3 +64,11 @@ class HeldUntilOpened(Behaviour):
 def peer_threads(me: str = "me", peer: str = "peer") -> list[str]:
     """The names of the live threads of ``me``'s link to ``peer`` (notifications, A2A streams)."""
     return sorted(t.name for t in threading.enumerate() if t.name.endswith((f"{me}<-{peer}", f"{me}->{peer}")))
+
+
+def wait_logged(caplog: pytest.LogCaptureFixture, text: str, failure: str, seconds: float = 30.0) -> None:
+    """Wait until a record ``caplog`` captured contains ``text``; fail with ``failure`` after ``seconds``."""
+    deadline = time.monotonic() + seconds
+    while not any(text in record.getMessage() for record in caplog.records):
+        assert time.monotonic() < deadline, failure
+        time.sleep(0.05)

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.agents.peersupport import START, closed_port, peer_threads, play
+from tests.agents.peersupport import START, HeldUntilOpened, closed_port, peer_threads, play, wait_logged
 
 from an_agent.agents.conversation import redeliver
 from an_agent.agents.peers import Peers
@@ -120,10 +120,7 @@ def test_the_notification_thread_does_not_reconnect_after_close(
         assert play(kernel, lambda: peer.get_task("t-restart")).task_id == "t-restart"
         with caplog.at_level(logging.INFO, logger="an_agent.nc.retry"):
             server.stop()
-            deadline = time.monotonic() + 30
-            while not any("reconnect: attempt 1 failed" in r.getMessage() for r in caplog.records):
-                assert time.monotonic() < deadline, "the notification thread did not try to reconnect"
-                time.sleep(0.05)
+            wait_logged(caplog, "reconnect: attempt 1 failed", "the notification thread did not try to reconnect")
         server = AgentServer(ServerConfig(state_dir=state, port=0, profile=profile)).start()
         address["port"] = server.port
         peer.close()  # ends the thread's 30 s wait
@@ -146,3 +143,37 @@ def test_a_report_is_not_delivered_again_after_close() -> None:
     with pytest.raises(SessionsClosed):
         redeliver(send, "report", "peer", slept.append, lambda kind, text: noted.append(kind))
     assert slept == [] and noted == []  # no wait of an hour for a stopping agent, no "report_failed"
+
+
+def test_closing_an_a2a_link_ends_the_thread_of_each_stream(
+    tmp_path: Path, profile: AgentProfile, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A task assigned over A2A is followed by a thread reading its stream. The peer stops: the stream
+    breaks and the thread waits to resume it (30 s here). Closing ends that wait and returns once the
+    thread has ended; the link stays closed."""
+    config = ServerConfig(state_dir=tmp_path / "peer", port=0, a2a_port=0, profile=profile, behaviour=HeldUntilOpened())
+    server = AgentServer(config).start()
+    assert server.a2a is not None
+    url = server.a2a.url
+    kernel = SimKernel(start=START, stall_timeout=60.0, peers_elsewhere=True)
+    peers = Peers(
+        "me", kernel, lambda name: ("127.0.0.1", server.port), ["peer"], lambda exchange: None,
+        credentials=("admin", "admin"), timeout=10, over_a2a=["peer"], a2a_url_of=lambda name: url,
+        reconnect=Backoff(first=30.0, factor=1.0, cap=30.0, limit=300.0),
+    )  # fmt: skip
+    task = Task("t-a2a", send_from="me", content=build_prompt("SITE-07", "diagnose"), task_async=True)
+    try:
+        play(kernel, lambda: peers.peer("peer").assign(task))
+        assert "a2a:me<-peer" in peer_threads()
+        with caplog.at_level(logging.INFO, logger="an_agent.nc.retry"):
+            server.stop()
+            wait_logged(caplog, "SubscribeToTask t-a2a: attempt 1 failed", "the stream's thread did not try to resume")
+        closing = time.monotonic()
+        peers.close()
+        assert peer_threads() == [] and time.monotonic() - closing < 5  # not after the 30 s wait
+        with pytest.raises(SessionsClosed):
+            peers.peer("peer")
+    finally:
+        peers.close()
+        kernel.close()
+        server.stop()

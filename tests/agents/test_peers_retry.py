@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from tests.agents.peersupport import START, HeldUntilOpened, closed_port, peer_threads, play
+from tests.agents.peersupport import START, HeldUntilOpened, closed_port, peer_threads, play, wait_logged
 
 from an_agent.agents.exchange import Exchange
 from an_agent.agents.peers import Peers
@@ -160,10 +160,7 @@ def test_closing_ends_a_notification_dispatcher_that_waits_to_reconnect(
                 client.assign_task(Task("t-close", send_from="me", content=build_prompt("SITE-07", "diagnose")))
             assert play(kernel, lambda: peers.peer("peer").get_task("t-close")).task_id == "t-close"
             server.stop()
-            deadline = time.monotonic() + 30
-            while not any("reconnect: attempt 1 failed" in r.getMessage() for r in caplog.records):
-                assert time.monotonic() < deadline, "the dispatcher did not try to reconnect"
-                time.sleep(0.05)
+            wait_logged(caplog, "reconnect: attempt 1 failed", "the dispatcher did not try to reconnect")
         closed = time.monotonic()
         threads = peers.close(join=False)
         assert [t.name for t in threads] == ["notify:me<-peer"]
@@ -229,10 +226,7 @@ def test_one_reconnection_at_a_time_and_each_end_handed_over_once(
         assert peer_threads() == ["notify:me<-peer"]
         with caplog.at_level(logging.INFO, logger="an_agent.nc.retry"):
             server.stop()  # the dispatcher's session is lost: it tries to reconnect, then waits 30 s
-            deadline = time.monotonic() + 30
-            while not any("reconnect: attempt 1 failed" in r.getMessage() for r in caplog.records):
-                assert time.monotonic() < deadline, "the dispatcher did not try to reconnect"
-                time.sleep(0.05)
+            wait_logged(caplog, "reconnect: attempt 1 failed", "the dispatcher did not try to reconnect")
         server = serve()  # the peer is back (its tasks too), and a request reaches it first
         assert play(kernel, lambda: peers.peer("peer").get_task("t-1")).task_id == "t-1"
         assert len(peer_threads()) == 1, peer_threads()

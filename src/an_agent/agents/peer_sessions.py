@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeAlias, TypeVar
 
 from an_agent.agents.a2a_peer import Links
-from an_agent.agents.exchange import Exchange, InputAnswer, input_param, next_order, status_summary
+from an_agent.agents.exchange import Exchange, InputAnswer, input_param, join_threads, next_order, status_summary
 from an_agent.errors import AnAgentError, ConfigError, SessionsClosed, TransportError
 from an_agent.model import ConditionNotification, TaskStatus
 from an_agent.nc.agent_client import AgentClient
@@ -302,16 +302,15 @@ class PeerSessions:
 
     def close(self) -> None:
         """Close both sessions for good (module docstring) and return once the notification thread has ended."""
-        thread = self.close_nowait()
-        if thread is not None and thread is not threading.current_thread():
-            thread.join()
+        join_threads(self.close_nowait())
 
-    def close_nowait(self) -> threading.Thread | None:
-        """`close` without the wait: returns the notification thread, which ends within a second (join it),
-        whether it reads the subscription or waits to reconnect after its session was lost (its wait ends
-        now: in a lab that stops, a peer that stopped first looks lost, and a dispatcher left waiting up
-        to 5 s between attempts outlived the lab's stop under load). It is the peer's only thread, and no
-        other starts after it (module docstring)."""
+    def close_nowait(self) -> list[threading.Thread]:
+        """`close` without the wait: returns the notification thread, none or one (a list, as
+        `A2APeer.close_nowait`), which ends within a second (join it), whether it reads the subscription or
+        waits to reconnect after its session was lost (its wait ends now: in a lab that stops, a peer that
+        stopped first looks lost, and a dispatcher left waiting up to 5 s between attempts outlived the
+        lab's stop under load). It is the peer's only thread, and no other starts after it (module
+        docstring)."""
         with self._lock:
             self._closed = True
             clients = [c for c in (self._client, self._watcher) if c is not None]
@@ -321,4 +320,4 @@ class PeerSessions:
         for client in clients:
             with contextlib.suppress(AnAgentError):
                 client.close()
-        return thread
+        return [] if thread is None else [thread]

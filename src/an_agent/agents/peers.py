@@ -32,6 +32,7 @@ from an_agent.agents.exchange import (
     InputAnswer,
     Recorder,
     TaskHandle,
+    join_threads,
     next_order,
     param_payload,
 )
@@ -323,17 +324,15 @@ class Peers:
 
     def close(self, join: bool = True) -> list[threading.Thread]:
         """Close every session for good (no link opens afterwards: `peer` refuses); with ``join`` return once
-        every notification thread has ended (all closed first, then waited for), else return them to join.
+        every thread of every link has ended (all closed first, then waited for), else return them to join.
         """
         with self._lock:
             self._closed = True
             peers = list(self._peers.values())
             self._peers.clear()
-        threads = [t for t in (peer.close_nowait() for peer in peers) if t is not None]
+        threads = [thread for peer in peers for thread in peer.close_nowait()]
         if join:
-            for thread in threads:
-                if thread is not threading.current_thread():
-                    thread.join()
+            join_threads(threads)
             return []
         return threads
 
