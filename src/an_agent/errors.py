@@ -16,7 +16,8 @@ module boundary that calls the foreign library, never further up.
     ├── TransportError       the NETCONF session could not be used
     │   ├── ConnectError     TCP/SSH connection refused, host key, handshake failure
     │   ├── AuthError        SSH authentication rejected
-    │   └── RequestTimeout   no reply within the timeout
+    │   ├── RequestTimeout   no reply within the timeout
+    │   └── SessionsClosed   an agent's sessions to a peer were closed (it stops): nothing is sent any more
     ├── SchemaError          a structured payload or a schema template is invalid (schemas issue)
     │   └── SchemaAccessDenied   the actor may not make this schema decision (not a schema administrator)
     ├── ControlError         the lab's control channel refused a request (lab/control.py)
@@ -73,6 +74,11 @@ class AuthError(TransportError):
 
 class RequestTimeout(TransportError):
     """The agent did not reply within the timeout."""
+
+
+class SessionsClosed(TransportError):
+    """An agent's sessions to a peer were closed (the agent or its lab stops): the request was not sent, and
+    sending it again cannot help (`an_agent.nc.retry.retryable` says no); a new agent opens new sessions."""
 
 
 class SchemaError(AnAgentError):

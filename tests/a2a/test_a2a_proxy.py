@@ -1,10 +1,10 @@
-"""Our A2A client and card fetcher go through the proxy the environment names (HTTPS_PROXY, ALL_PROXY, ...)
-as httpx reads it, except for the hosts NO_PROXY lists and this host's own 127.0.0.1; TLS is verified
-through the proxy too.
+"""Our A2A client and card fetcher go through the proxy the environment names (HTTPS_PROXY, HTTP_PROXY,
+ALL_PROXY, ...) as httpx reads it, except for the hosts NO_PROXY lists and this host's own 127.0.0.1; TLS is
+verified through the proxy too.
 
-The agent (HTTPS, its own certificate) listens on 127.0.0.1 and is advertised as ``LAB_NAME``, a name only
-the proxy knows (it tunnels every CONNECT to 127.0.0.1), as a CSP lab's agents are known only behind its
-proxy. A client that goes direct looks the name up itself: the test's resolver answers 127.0.0.1 for it and
+The agent (HTTPS, its own certificate; or plain HTTP) listens on 127.0.0.1 and is advertised as
+``LAB_NAME``, a name only the proxy knows (it tunnels every CONNECT to 127.0.0.1 and forwards every request
+for an ``http://`` URL there), as a CSP lab's agents are known only behind its proxy. A client that goes direct looks the name up itself: the test's resolver answers 127.0.0.1 for it and
 records each lookup, so no query leaves the machine and a direct route shows."""
 
 from __future__ import annotations
@@ -12,18 +12,22 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import socket
 import threading
+import urllib.parse
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from a2asupport import energy_agent_config
 
 from an_agent.a2a.client import A2AAgentClient
-from an_agent.a2a.discovery import fetch_card
+from an_agent.a2a.discovery import fetch_card, is_this_host, proxy_mounts
 from an_agent.errors import ConfigError, ConnectError
+from an_agent.model import ConditionNotification, Task, TaskStatus
 from an_agent.server import AgentServer
 
 LAB_NAME = "peer.an-agent.example"
@@ -31,11 +35,14 @@ PROXY_VARIABLES = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY")
 
 
 class TunnelProxy:
-    """An HTTP proxy on 127.0.0.1 that tunnels each CONNECT to 127.0.0.1 (whatever host it names) and
-    records what it was asked (``CONNECT host:port``); anything else is answered 501."""
+    """An HTTP proxy on 127.0.0.1 that sends everything to 127.0.0.1, whatever host it names: it tunnels each
+    CONNECT, and forwards each request for an ``http://`` URL (absolute-form, RFC 9112 section 3.2.2), one
+    request per connection. It records what it was asked (``CONNECT host:port``, ``POST http://...``) and
+    the JSON-RPC method of each forwarded call; anything else is answered 501."""
 
     def __init__(self) -> None:
         self.asked: list[str] = []
+        self.calls: list[str] = []
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._loop.run_forever, name="test-proxy", daemon=True)
         self._thread.start()
@@ -54,6 +61,9 @@ class TunnelProxy:
             head = await reader.readuntil(b"\r\n\r\n")
             method, target = head.split(b"\r\n", 1)[0].decode().split(" ")[:2]
             self.asked.append(f"{method} {target}")
+            if target.startswith("http://"):
+                await self._forward(head, reader, writer)
+                return
             if method != "CONNECT":
                 writer.write(b"HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\n\r\n")
                 return
@@ -68,6 +78,39 @@ class TunnelProxy:
         finally:
             writer.close()
             self._tasks.discard(task)
+
+    async def _forward(self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        """The request to 127.0.0.1 in origin-form, and its reply back as it comes (an SSE stream too); the
+        reply says ``Connection: close``: the client's next request comes on a new connection."""
+        request_line, *fields = head.decode("latin-1").rstrip("\r\n").split("\r\n")
+        method, target, version = request_line.split(" ")
+        url = urllib.parse.urlsplit(target)
+        length = 0
+        kept = []
+        for field in fields:
+            name = field.partition(":")[0].strip().lower()
+            if name == "content-length":
+                length = int(field.partition(":")[2])
+            if name == "transfer-encoding":  # httpx sends a JSON-RPC body with its length
+                writer.write(b"HTTP/1.1 501 Not Implemented\r\ncontent-length: 0\r\n\r\n")
+                return
+            if name not in ("connection", "proxy-connection", "keep-alive", "proxy-authorization"):
+                kept.append(field)
+        body = await reader.readexactly(length)
+        if body.startswith(b"{"):
+            self.calls.append(str(json.loads(body).get("method")))
+        upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", url.port)
+        try:
+            path = (url.path or "/") + (f"?{url.query}" if url.query else "")
+            upstream_writer.write(
+                "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close", "", ""]).encode("latin-1") + body
+            )
+            reply_line, *reply_fields = (await upstream_reader.readuntil(b"\r\n\r\n")).decode("latin-1").split("\r\n")
+            kept_reply = [f for f in reply_fields if f and f.partition(":")[0].strip().lower() != "connection"]
+            writer.write("\r\n".join([reply_line, *kept_reply, "Connection: close", "", ""]).encode("latin-1"))
+            await _pipe(upstream_reader, writer)
+        finally:
+            upstream_writer.close()
 
     def stop(self) -> None:
         async def shut() -> None:
@@ -96,6 +139,22 @@ async def _pipe(source: asyncio.StreamReader, sink: asyncio.StreamWriter) -> Non
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
     config = energy_agent_config(tmp_path_factory.mktemp("proxied") / "state", 0.1)
     with AgentServer(dataclasses.replace(config, advertise=LAB_NAME)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def plain_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
+    """The same agent over plain HTTP."""
+    config = energy_agent_config(tmp_path_factory.mktemp("plain") / "state", 0.1)
+    with AgentServer(dataclasses.replace(config, advertise=LAB_NAME, a2a_tls=False)) as running:
+        yield running
+
+
+@pytest.fixture(scope="module")
+def second_loopback_agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AgentServer]:
+    """The same agent over plain HTTP on 127.0.0.2: this host too, though not 127.0.0.1."""
+    config = energy_agent_config(tmp_path_factory.mktemp("loopback") / "state", 0.1)
+    with AgentServer(dataclasses.replace(config, host="127.0.0.2", a2a_tls=False)) as running:
         yield running
 
 
@@ -189,3 +248,81 @@ def test_a_proxy_that_cannot_be_used_is_a_config_error(looked_up: list[str], mon
     with pytest.raises(ConfigError, match=r"cannot use the proxy socks5://127\.0\.0\.1:9"):
         A2AAgentClient.connect(f"https://{LAB_NAME}:9", timeout=5)
     assert looked_up == []
+
+
+@pytest.mark.parametrize("variable", ["HTTP_PROXY", "http_proxy", "ALL_PROXY"])
+def test_a_plain_http_agent_is_reached_through_a_forwarding_proxy(
+    plain_agent: AgentServer, proxy: TunnelProxy, looked_up: list[str], monkeypatch: pytest.MonkeyPatch, variable: str
+) -> None:
+    monkeypatch.setenv(variable, proxy.url)
+    url = _lab_url(plain_agent)
+    assert url.startswith(f"http://{LAB_NAME}:")
+    with A2AAgentClient.connect(url, "admin", "admin", timeout=10) as client:
+        events = list(
+            client.stream(scenario="energy_saving_adjust", payload={"cell_ids": ["CELL-1"], "action": "reduce"})
+        )
+        assert isinstance(events[0], Task)
+        statuses = [e.status for e in events if isinstance(e, ConditionNotification)]
+        assert statuses[-1] == TaskStatus.FINISHED  # the whole stream came through the proxy
+        assert client.get_task(events[0].task_id).status == TaskStatus.FINISHED
+        assert events[0].task_id in [t.task_id for t in client.list_tasks()]
+    assert fetch_card(url, timeout=10).status == 200
+    card = f"GET {url}/.well-known/agent-card.json"
+    assert proxy.asked.count(card) == 2  # the client's and the card fetcher's
+    assert all(asked == card or asked.startswith(f"POST {url}/") for asked in proxy.asked), proxy.asked
+    assert proxy.calls == ["SendStreamingMessage", "GetTask", "ListTasks"]  # every call, in absolute-form
+    assert LAB_NAME not in looked_up  # the proxy resolved the name, never this process: nothing went direct
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["127.0.0.1", "127.0.0.2", "127.255.255.254", "::1", "[::1]", "::ffff:127.0.0.9", "localhost", "LOCALHOST",
+     "localhost.", "LocalHost."],
+)  # fmt: skip
+def test_this_host_by_any_spelling(host: str) -> None:
+    assert is_this_host(host)
+
+
+@pytest.mark.parametrize(
+    "host",
+    ["128.0.0.1", "126.255.255.255", "10.0.0.1", "0.0.0.0", "::2", "::", "::ffff:10.0.0.1", "localhost.example",
+     "mylocalhost", "localhost..", LAB_NAME, ""],
+)  # fmt: skip
+def test_not_this_host(host: str) -> None:
+    assert not is_this_host(host)
+
+
+def test_this_host_goes_direct_and_no_proxy_entries_keep_working(
+    looked_up: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The routes alone (no socket): which transport each host reaches through the mounts."""
+    monkeypatch.setenv("ALL_PROXY", "http://proxy.example:3128")
+    monkeypatch.setenv("NO_PROXY", "skip.example, .mgmt.example,10.9.8.7,::2,LocalHost")
+
+    def answering(name: str) -> httpx.MockTransport:
+        return httpx.MockTransport(lambda request: httpx.Response(200, text=name))
+
+    direct = answering("direct")
+    mounts = proxy_mounts(direct, lambda url: answering(f"through {url}"))
+    with httpx.Client(transport=direct, mounts=mounts) as client:
+        routes = {host: client.get(f"http://{host}:8080/").text for host in [
+            "127.0.0.1", "127.8.9.10", "[::1]", "LOCALHOST.", "localhost", "skip.example", "a.mgmt.example",
+            "10.9.8.7", "[::2]", LAB_NAME, "mgmt.example", "10.9.8.6", "128.0.0.1",
+        ]}  # fmt: skip
+    proxied = {LAB_NAME, "mgmt.example", "10.9.8.6", "128.0.0.1"}
+    assert routes == {h: "through http://proxy.example:3128" if h in proxied else "direct" for h in routes}
+
+
+@pytest.mark.parametrize("variable", ["ALL_PROXY", "HTTP_PROXY"])
+def test_an_agent_on_another_loopback_address_is_reached_directly(
+    second_loopback_agent: AgentServer, proxy: TunnelProxy, looked_up: list[str], monkeypatch: pytest.MonkeyPatch,
+    variable: str,
+) -> None:  # fmt: skip
+    monkeypatch.setenv(variable, proxy.url)
+    url = _lab_url(second_loopback_agent)
+    assert url.startswith("http://127.0.0.2:")  # the proxy would send it to its own 127.0.0.1
+    with A2AAgentClient.connect(url, "admin", "admin", timeout=10) as client:
+        assert client.card["name"] == "IETF-TestLab-RAN-1.0"
+        client.list_tasks()
+    assert fetch_card(url, timeout=10).status == 200
+    assert proxy.asked == []

@@ -5,59 +5,21 @@ from __future__ import annotations
 
 import logging
 import queue
-import socket
-import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
+from tests.agents.peersupport import START, HeldUntilOpened, closed_port, peer_threads, play, wait_logged
 
 from an_agent.agents.exchange import Exchange
 from an_agent.agents.peers import Peers
 from an_agent.errors import AuthError, TransportError
 from an_agent.lab.kernel import SimKernel
-from an_agent.model import (
-    AgentProfile,
-    NegotiationRequest,
-    NegotiationResult,
-    NegotiationType,
-    Task,
-    TaskResult,
-    TaskStatus,
-    build_prompt,
-)
+from an_agent.model import AgentProfile, Task, TaskStatus, build_prompt
 from an_agent.nc.agent_client import AgentClient
 from an_agent.nc.retry import Backoff
-from an_agent.runtime.behaviour import Behaviour, TaskRun
 from an_agent.server import AgentServer, ServerConfig
-
-START = 1000.0
-
-
-def closed_port() -> int:
-    """A loopback port nothing listens on (bound, then released)."""
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-def play(kernel: SimKernel, activity: Callable[[], Any]) -> Any:
-    """Run ``activity`` as the lab's one activity until the kernel is idle; its value (or its error)."""
-    outcome: dict[str, Any] = {}
-
-    def body() -> None:
-        try:
-            outcome["value"] = activity()
-        except Exception as exc:
-            outcome["error"] = exc
-
-    kernel.spawn("test", body)
-    assert kernel.run() == "idle"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome["value"]
 
 
 def test_an_unreachable_peer_is_tried_again_on_the_simulated_clock(
@@ -138,25 +100,6 @@ def test_refused_credentials_are_not_retried(agent_server: AgentServer) -> None:
     assert kernel.now() == START
 
 
-class HeldUntilOpened(Behaviour):
-    """Finishes each task once ``gate`` is opened (a task that runs a while at the executor); an agent that
-    stops meanwhile leaves it running (it runs again when the agent starts again)."""
-
-    def __init__(self) -> None:
-        self.gate = threading.Event()
-
-    def execute(self, task: Task, run: TaskRun) -> None:
-        deadline = time.monotonic() + 30
-        while not self.gate.is_set():
-            assert time.monotonic() < deadline, "the gate was never opened"
-            if run.wait_cancelled(0.05):
-                return  # the agent stops
-        run.finish(TaskResult(summary=f"done {task.task_id}"))
-
-    def negotiate(self, request: NegotiationRequest, task: Task | None) -> NegotiationResult:
-        return NegotiationResult(type=NegotiationType.FEASIBILITY, feasible=True, reason="ok")
-
-
 def test_the_end_of_a_task_comes_after_a_later_request_failed_for_good(
     tmp_path: Path, profile: AgentProfile, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -217,10 +160,7 @@ def test_closing_ends_a_notification_dispatcher_that_waits_to_reconnect(
                 client.assign_task(Task("t-close", send_from="me", content=build_prompt("SITE-07", "diagnose")))
             assert play(kernel, lambda: peers.peer("peer").get_task("t-close")).task_id == "t-close"
             server.stop()
-            deadline = time.monotonic() + 30
-            while not any("reconnect: attempt 1 failed" in r.getMessage() for r in caplog.records):
-                assert time.monotonic() < deadline, "the dispatcher did not try to reconnect"
-                time.sleep(0.05)
+            wait_logged(caplog, "reconnect: attempt 1 failed", "the dispatcher did not try to reconnect")
         closed = time.monotonic()
         threads = peers.close(join=False)
         assert [t.name for t in threads] == ["notify:me<-peer"]
@@ -247,9 +187,6 @@ def test_one_reconnection_at_a_time_and_each_end_handed_over_once(
         server = AgentServer(ServerConfig(state_dir=state, port=0, profile=profile, behaviour=behaviour)).start()
         address["port"] = server.port
         return server
-
-    def peer_threads() -> list[str]:
-        return sorted(t.name for t in threading.enumerate() if t.name.endswith(("me<-peer", "me->peer")))
 
     server = serve()
     kernel = SimKernel(start=START, stall_timeout=30.0, peers_elsewhere=True)
@@ -289,10 +226,7 @@ def test_one_reconnection_at_a_time_and_each_end_handed_over_once(
         assert peer_threads() == ["notify:me<-peer"]
         with caplog.at_level(logging.INFO, logger="an_agent.nc.retry"):
             server.stop()  # the dispatcher's session is lost: it tries to reconnect, then waits 30 s
-            deadline = time.monotonic() + 30
-            while not any("reconnect: attempt 1 failed" in r.getMessage() for r in caplog.records):
-                assert time.monotonic() < deadline, "the dispatcher did not try to reconnect"
-                time.sleep(0.05)
+            wait_logged(caplog, "reconnect: attempt 1 failed", "the dispatcher did not try to reconnect")
         server = serve()  # the peer is back (its tasks too), and a request reaches it first
         assert play(kernel, lambda: peers.peer("peer").get_task("t-1")).task_id == "t-1"
         assert len(peer_threads()) == 1, peer_threads()

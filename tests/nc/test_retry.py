@@ -7,7 +7,7 @@ import random
 
 import pytest
 
-from an_agent.errors import AuthError, ConnectError, RequestTimeout, RpcError
+from an_agent.errors import AuthError, ConnectError, RequestTimeout, RpcError, SessionsClosed
 from an_agent.model import Task, build_prompt
 from an_agent.nc.agent_client import AgentClient
 from an_agent.nc.retry import Backoff, retryable, with_retry
@@ -40,6 +40,7 @@ def test_backoff_refuses_unusable_settings(bad: dict[str, float]) -> None:
 def test_only_transport_failures_are_retried() -> None:
     assert retryable(ConnectError("no route")) and retryable(RequestTimeout("no answer"))
     assert not retryable(AuthError("refused")) and not retryable(RpcError.data_missing("no such task"))
+    assert not retryable(SessionsClosed("the sessions to peer are closed"))  # the caller stopped
 
 
 def test_with_retry_waits_on_the_given_clock_until_the_request_succeeds(caplog: pytest.LogCaptureFixture) -> None:

@@ -23,7 +23,8 @@ HTTPS: an ``https://`` URL is verified (certificate chain and host name), agains
 the agent's own certificate, e.g. its generated ``a2a-cert.pem``, or a CA) when given, else the system's
 CAs; there is no switch to skip verification. Proxies: those of the environment, as httpx reads them
 (``HTTP_PROXY``, ``HTTPS_PROXY``, ``ALL_PROXY``, ``NO_PROXY``; `an_agent.a2a.discovery.proxy_mounts`),
-the same routes as `an_agent.a2a.discovery.fetch_card`; 127.0.0.1, ::1 and localhost are always direct.
+the same routes as `an_agent.a2a.discovery.fetch_card`; this host's own names (127.0.0.0/8, ::1, localhost:
+`an_agent.a2a.discovery.is_this_host`) are always direct.
 Credentials: a user and password (HTTP Basic), or
 ``token`` (a bearer token of the agent's users file).
 
@@ -178,12 +179,13 @@ class A2AAgentClient:
             # probes end it when the peer vanished: _sockets); every other call is bounded by `_run`.
             # A transport of our own turns off httpx's proxies from the environment: `proxy_mounts` puts
             # them back, each route with the same keepalive and verification.
+            direct = transport()
             self._http = httpx.AsyncClient(
                 auth=self._auth,
                 headers=self._headers,
                 timeout=httpx.Timeout(self.timeout, read=None),
-                transport=transport(),
-                mounts=proxy_mounts(transport),
+                transport=direct,
+                mounts=proxy_mounts(direct, transport),
             )
 
     def refresh_card(self) -> dict[str, Any]:

@@ -9,11 +9,12 @@ comes back whatever it is: status, content type, text, and the JSON when there i
 
 from __future__ import annotations
 
+import ipaddress
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 import httpx
 
@@ -29,10 +30,8 @@ from an_agent.errors import ConfigError
 CARD_PATH = "/.well-known/agent-card.json"
 """Where an A2A agent serves its card (A2A spec section 8.2), below its base URL."""
 
-LOOPBACK_ROUTES = ("all://127.0.0.1", "all://[::1]", "all://localhost")
-"""This host's own names, never sent to a proxy: the proxy would read them as its own host."""
-
-T = TypeVar("T")
+T = TypeVar("T", httpx.BaseTransport, httpx.AsyncBaseTransport)
+Transport: TypeAlias = httpx.BaseTransport | httpx.AsyncBaseTransport
 
 
 @dataclass(frozen=True)
@@ -68,9 +67,10 @@ def fetch_card(
     def transport(proxy: str | None = None) -> httpx.HTTPTransport:
         return httpx.HTTPTransport(verify=verify, proxy=proxy)
 
-    mounts = proxy_mounts(transport)  # the routes `A2AAgentClient` takes
+    direct = transport()
+    mounts = proxy_mounts(direct, transport)  # the routes `A2AAgentClient` takes
     try:
-        with httpx.Client(timeout=timeout, auth=auth, transport=transport(), mounts=mounts) as http:
+        with httpx.Client(timeout=timeout, auth=auth, transport=direct, mounts=mounts) as http:
             reply = http.get(address)
     except Exception as exc:  # httpx's, translated at the one boundary
         raise from_a2a_error(exc) from None
@@ -94,15 +94,16 @@ def verification(trust: Path | None) -> ssl.SSLContext | bool:
         raise ConfigError(f"cannot trust {trust}: {exc}") from None
 
 
-def proxy_mounts(through: Callable[[str], T]) -> dict[str, T | None]:
-    """The proxies the environment names, as httpx ``mounts`` for a client with a transport of its own.
+def proxy_mounts(direct: T, through: Callable[[str], T]) -> dict[str, T | None]:
+    """The proxies the environment names, as httpx ``mounts`` for a client whose own transport is ``direct``.
 
     What httpx applies to a client built without a transport (``HTTP_PROXY``, ``HTTPS_PROXY``,
-    ``ALL_PROXY``, ``NO_PROXY``, upper or lower case): ``through(proxy_url)`` builds the transport to each
-    proxy (with the same verification and socket options as the client's direct one); a host that
-    ``NO_PROXY`` lists maps to None, which is the client's direct transport. 127.0.0.1, ::1 and
-    localhost are always direct. Empty when the environment names no proxy. `ConfigError` for a proxy
-    that cannot be used (a scheme httpx does not speak; SOCKS, whose package is not installed).
+    ``ALL_PROXY``, ``NO_PROXY``, upper or lower case, every entry form httpx reads): ``through(proxy_url)``
+    builds the transport to each proxy (with the same verification and socket options as ``direct``); a
+    host that ``NO_PROXY`` lists maps to None, which is the client's direct transport. This host's own
+    names (`is_this_host`: 127.0.0.0/8, ``::1``, ``localhost``) always go through ``direct``, whatever the
+    proxy patterns say. Empty when the environment names no proxy. `ConfigError` for a proxy that cannot
+    be used (a scheme httpx does not speak; SOCKS, whose package is not installed).
     """
     found = get_environment_proxies()
     if not any(found.values()):
@@ -110,8 +111,55 @@ def proxy_mounts(through: Callable[[str], T]) -> dict[str, T | None]:
     mounts: dict[str, T | None] = {}
     for pattern, proxy in found.items():
         try:
-            mounts[pattern] = None if proxy is None else through(proxy)
+            mounts[pattern] = None if proxy is None else _ThisHostDirect(through(proxy), direct)
         except (ImportError, ValueError) as exc:  # httpx's, at construction: the environment is wrong
             raise ConfigError(f"cannot use the proxy {proxy} (from the environment, for {pattern}): {exc}") from None
-    mounts.update(dict.fromkeys(LOOPBACK_ROUTES))
     return mounts
+
+
+def is_this_host(host: str) -> bool:
+    """Whether a URL's ``host`` names this host, by its spelling alone (nothing is looked up): an address
+    of 127.0.0.0/8 (also IPv4-mapped, ``::ffff:127.0.0.2``), ``::1`` (with or without brackets), or
+    ``localhost`` in any case, with or without the trailing dot. A proxy would read these as its own host.
+    """
+    name = host.strip("[]").removesuffix(".").lower()
+    if name == "localhost":
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        address = address.ipv4_mapped
+    return address.is_loopback
+
+
+class _ThisHostDirect(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """A route through a proxy (``proxied``) that takes this host's own names to the client's ``direct``
+    transport instead: httpx's URL patterns cannot say 127.0.0.0/8 or a name in any case, and an ``all://``
+    proxy pattern would take them first. Sync or asyncio, as the two transports it is given."""
+
+    def __init__(self, proxied: Transport, direct: Transport) -> None:
+        self._proxied = proxied
+        self._direct = direct
+
+    def _route(self, request: httpx.Request) -> Transport:
+        return self._direct if is_this_host(request.url.host) else self._proxied
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        route = self._route(request)
+        assert isinstance(route, httpx.BaseTransport)
+        return route.handle_request(request)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        route = self._route(request)
+        assert isinstance(route, httpx.AsyncBaseTransport)
+        return await route.handle_async_request(request)
+
+    def close(self) -> None:  # the direct transport is the client's own: the client closes it
+        assert isinstance(self._proxied, httpx.BaseTransport)
+        self._proxied.close()
+
+    async def aclose(self) -> None:
+        assert isinstance(self._proxied, httpx.AsyncBaseTransport)
+        await self._proxied.aclose()

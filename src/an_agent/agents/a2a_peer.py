@@ -10,6 +10,10 @@ NETCONF notification does.
 
 Negotiation (FEASIBILITY, FULFILLMENT) has no A2A counterpart: it stays on the NETCONF sessions of the
 same peer (`Peer`), which see the same tasks.
+
+Closing is for good, as for the NETCONF sessions (`an_agent.agents.peer_sessions`): afterwards no request
+is sent (`SessionsClosed`) and no stream is followed again; a stream's thread waiting to resume wakes at
+once, and `A2APeer.close` returns once every thread of the link has ended.
 """
 
 from __future__ import annotations
@@ -19,7 +23,6 @@ import itertools
 import logging
 import random
 import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -30,11 +33,12 @@ from an_agent.agents.exchange import (
     InputAnswer,
     TaskHandle,
     input_text,
+    join_threads,
     next_order,
     param_payload,
     status_summary,
 )
-from an_agent.errors import AnAgentError, ConfigError, TransportError
+from an_agent.errors import AnAgentError, ConfigError, SessionsClosed, TransportError
 from an_agent.model import (
     ConditionNotification,
     DataParam,
@@ -101,7 +105,9 @@ class Negotiator(Protocol):
 
     def followed_elsewhere(self, task_id: str) -> None: ...
 
-    def close(self) -> threading.Thread | None: ...
+    def close(self) -> None: ...
+
+    def close_nowait(self) -> list[threading.Thread]: ...
 
 
 class A2APeer:
@@ -117,11 +123,18 @@ class A2APeer:
         self._lock = threading.Lock()
         self._client: A2AAgentClient | None = None
         self._closed = False
+        self._woken = threading.Event()  # set by `close`: ends a stream's wait to resume
+        self._streams: set[threading.Thread] = set()  # each following a task's stream (`_follow`)
 
     def _connect(self) -> A2AAgentClient:
         from an_agent.a2a.client import A2AAgentClient  # the SDK only where a topology uses A2A
 
         with self._lock:
+            if self._closed:
+                raise SessionsClosed(
+                    f"{self._peers.me} -> {self.name}: the A2A link to {self.name} is closed ({self._peers.me} is "
+                    f"stopping): nothing is sent to {self.name} any more; start {self._peers.me} again to reach it"
+                )
             if self._client is not None:
                 return self._client
             peers = self._peers
@@ -187,13 +200,36 @@ class A2APeer:
         )
         if self.name in peers.outside:  # no executor of the lab's will arrive: stand in for it (`Peers.outside`)
             peers.scheduler.arrive(key)
-        threading.Thread(
-            target=self._follow,
+        follow = threading.Thread(
+            target=self._following,
             args=(stream, key, first.task_id, on_input),
             name=f"a2a:{peers.me}<-{self.name}",
             daemon=True,
-        ).start()
+        )
+        with self._lock:  # a thread `close` does not see is never started
+            closed = self._closed
+            if not closed:
+                self._streams.add(follow)
+                follow.start()
+        if closed:  # closed since the message left: nobody follows the task here
+            peers.scheduler.complete(
+                key, ConditionNotification(first.task_id, TaskStatus.FAILED, reason="A2A link closed")
+            )
         return TaskHandle(self, task.task_id, ended)
+
+    def _following(
+        self,
+        stream: Iterator[Task | ConditionNotification],
+        key: tuple[str, str],
+        task_id: str,
+        on_input: InputAnswer | None,
+    ) -> None:
+        """The thread of one task's stream: `_follow`, then it leaves the link's threads."""
+        try:
+            self._follow(stream, key, task_id, on_input)
+        finally:
+            with self._lock:
+                self._streams.discard(threading.current_thread())
 
     def _follow(
         self,
@@ -275,7 +311,8 @@ class A2APeer:
     def _resume(self, task_id: str) -> Iterator[Task | ConditionNotification] | None:
         """Follow ``task_id`` again after its stream broke (A2A SubscribeToTask: the task now, then its
         changes), retried with backoff in real time while the peer is unreachable (it is restarting: the
-        stream's thread is no lab activity). None when this link is closed or the peer stays away."""
+        stream's thread is no lab activity; `close` ends the wait). None when this link is closed or the
+        peer stays away."""
         peers = self._peers
 
         def attempt() -> Iterator[Task | ConditionNotification] | None:
@@ -295,7 +332,7 @@ class A2APeer:
 
         try:
             return with_retry(
-                attempt, policy=peers.reconnect, sleep=time.sleep, rng=random.Random(f"{peers.me}->{self.name}"),
+                attempt, policy=peers.reconnect, sleep=self._wait, rng=random.Random(f"{peers.me}->{self.name}"),
                 what=f"{peers.me} -> {self.name}: SubscribeToTask {task_id}", level=logging.INFO,
             )  # fmt: skip
         except AnAgentError as exc:
@@ -314,15 +351,25 @@ class A2APeer:
         )  # fmt: skip
         return task
 
-    def close(self) -> threading.Thread | None:
-        """Close the A2A client and the NETCONF sessions; returns the NETCONF dispatcher thread to join."""
+    def _wait(self, seconds: float) -> None:
+        self._woken.wait(seconds)
+
+    def close(self) -> None:
+        """Close the A2A client and the NETCONF sessions for good (module docstring); returns once every
+        thread of the link has ended (the streams' and the NETCONF dispatcher)."""
+        join_threads(self.close_nowait())
+
+    def close_nowait(self) -> list[threading.Thread]:
+        """`close` without the wait: returns the link's threads, which end within a second (join them)."""
         with self._lock:
             client, self._client = self._client, None
             self._closed = True
+            streams = list(self._streams)
+        self._woken.set()
         if client is not None:
             with contextlib.suppress(AnAgentError):
                 client.close()
-        return self._netconf.close()
+        return streams + self._netconf.close_nowait()
 
 
 def _ends_wait(status: TaskStatus) -> bool:

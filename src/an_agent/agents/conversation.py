@@ -23,7 +23,7 @@ from an_agent.agents.exchange import InputAnswer
 from an_agent.agents.failures import TaskFailure
 from an_agent.agents.peers import Peers, TaskHandle
 from an_agent.agents.schema_use import adopt_evolved_keys, supported_versions
-from an_agent.errors import RpcError, SchemaError, TransportError
+from an_agent.errors import RpcError, SchemaError, SessionsClosed, TransportError
 from an_agent.model import CommuType, NegotiationRequest, NegotiationType, Task, TaskStatus, build_prompt
 from an_agent.runtime.schemas import shared_embedder
 from an_agent.schemas.fulfilment import Expectation, Fulfilment, fulfilment_request_content
@@ -49,11 +49,14 @@ def redeliver(
     seconds of ``sleep`` after the first and twice as long before each next; each retry noted (``retry``),
     and giving up (``report_failed``), by ``note(kind, text)`` naming ``what`` (a task's slug) and ``peer``.
 
-    Returns what ``send`` returned, or None when it never got through. Any other error is raised.
+    Returns what ``send`` returned, or None when it never got through. Any other error is raised, and
+    `SessionsClosed` (the agent stops: no later attempt could be sent).
     """
     for attempt in range(1, DELIVERY_ATTEMPTS + 1):
         try:
             return send()
+        except SessionsClosed:
+            raise
         except (RpcError, TransportError) as exc:
             passing = isinstance(exc, TransportError) or exc.error_tag in PASSING_TAGS
             if not passing or attempt == DELIVERY_ATTEMPTS:

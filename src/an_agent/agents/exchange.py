@@ -7,7 +7,8 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -97,6 +98,14 @@ class TaskHandle:
             self._ended.wait()
             self._task = self.peer.get_task(self.task_id)
         return self._task
+
+
+def join_threads(threads: Iterable[threading.Thread]) -> None:
+    """Wait until each of ``threads`` (a closed link's, from its ``close_nowait``) has ended; the calling
+    thread is skipped (a link closed from one of its own threads cannot wait for itself)."""
+    for thread in threads:
+        if thread is not threading.current_thread():
+            thread.join()
 
 
 def param_payload(param: DataParam) -> dict[str, Any] | None:

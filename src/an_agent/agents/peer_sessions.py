@@ -10,8 +10,13 @@ last event seen so nothing is missed and nothing is handled twice.
 
 One thread per peer, from the first subscription to `PeerSessions.close`, reads the subscription and,
 when it is lost, subscribes again: a reconnection never runs beside another one or beside a dispatcher,
-and `close` returns that thread to be joined. A request that reconnects first (its own sessions) hands
+and `close` returns once that thread has ended. A request that reconnects first (its own sessions) hands
 the new subscription to that thread, which reads it from then on.
+
+Closing is for good: from then on no session is opened and no thread started, whoever asks (a request, a
+retry waiting on the clock, the notification thread, an ``input-required`` answer); a request fails at once
+with `SessionsClosed`. The check is made under the lock that opening sessions holds, so a close never
+falls between the check and the opening.
 """
 
 from __future__ import annotations
@@ -24,8 +29,8 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeAlias, TypeVar
 
 from an_agent.agents.a2a_peer import Links
-from an_agent.agents.exchange import Exchange, InputAnswer, input_param, next_order, status_summary
-from an_agent.errors import AnAgentError, ConfigError, TransportError
+from an_agent.agents.exchange import Exchange, InputAnswer, input_param, join_threads, next_order, status_summary
+from an_agent.errors import AnAgentError, ConfigError, SessionsClosed, TransportError
 from an_agent.model import ConditionNotification, TaskStatus
 from an_agent.nc.agent_client import AgentClient
 from an_agent.nc.retry import Backoff, with_retry
@@ -71,6 +76,7 @@ class PeerSessions:
 
     def _connect(self) -> AgentClient:
         with self._lock:
+            self._check_open()
             if self._client is not None:
                 return self._client
             peers = self._peers
@@ -217,7 +223,7 @@ class PeerSessions:
                     handed, self._handed = self._handed, None
                     self._wake.clear()  # its wake-up is answered: the next wait is a whole one
                     return None if self._closed else handed
-            self._connect()  # from this thread: the subscription is handed over to it
+            self._connect()  # from this thread: the subscription is handed over to it (or SessionsClosed)
             with self._lock:
                 handed, self._handed = self._handed, None
                 self._wake.clear()
@@ -238,12 +244,23 @@ class PeerSessions:
                 attempt, policy=self._peers.reconnect, sleep=wait, rng=self._rng,
                 what=self._what("reconnect"), level=logging.INFO,
             )  # fmt: skip
+        except SessionsClosed:  # closed between the attempt's look and its connection: nothing to follow
+            return None
         except AnAgentError as exc:
             log.warning("%s could not reconnect to %s: %s", self._peers.me, self.name, exc)
             return None
 
     def _what(self, operation: str) -> str:
         return f"{self._peers.me} -> {self.name}: {operation}"
+
+    def _check_open(self) -> None:
+        """`SessionsClosed` once `close` was called (hold ``self._lock``)."""
+        if self._closed:
+            me = self._peers.me
+            raise SessionsClosed(
+                f"{me} -> {self.name}: the sessions to {self.name} are closed ({me} is stopping): nothing is "
+                f"sent to {self.name} any more; start {me} again to reach it"
+            )
 
     def _drop(self, client: AgentClient) -> None:
         """Forget the sessions after ``client``'s broke (the next use reconnects and resubscribes with replay)."""
@@ -272,6 +289,7 @@ class PeerSessions:
             client = self._connect()
             try:
                 with self._lock:
+                    self._check_open()  # closed since `_connect`: its session is closed too
                     return send(client)
             except TransportError:
                 self._drop(client)
@@ -282,11 +300,17 @@ class PeerSessions:
             attempt, policy=peers.retry, sleep=peers.scheduler.sleep, rng=self._rng, what=self._what(operation)
         )
 
-    def close(self) -> threading.Thread | None:
-        """Close both sessions; returns the notification thread, which ends within a second (join it),
-        whether it reads the subscription or waits to reconnect after its session was lost (its wait ends
-        now: in a lab that stops, a peer that stopped first looks lost, and a dispatcher left waiting up
-        to 5 s between attempts outlived the lab's stop under load). It is the peer's only thread."""
+    def close(self) -> None:
+        """Close both sessions for good (module docstring) and return once the notification thread has ended."""
+        join_threads(self.close_nowait())
+
+    def close_nowait(self) -> list[threading.Thread]:
+        """`close` without the wait: returns the notification thread, none or one (a list, as
+        `A2APeer.close_nowait`), which ends within a second (join it), whether it reads the subscription or
+        waits to reconnect after its session was lost (its wait ends now: in a lab that stops, a peer that
+        stopped first looks lost, and a dispatcher left waiting up to 5 s between attempts outlived the
+        lab's stop under load). It is the peer's only thread, and no other starts after it (module
+        docstring)."""
         with self._lock:
             self._closed = True
             clients = [c for c in (self._client, self._watcher) if c is not None]
@@ -296,4 +320,4 @@ class PeerSessions:
         for client in clients:
             with contextlib.suppress(AnAgentError):
                 client.close()
-        return thread
+        return [] if thread is None else [thread]

@@ -32,11 +32,12 @@ from an_agent.agents.exchange import (
     InputAnswer,
     Recorder,
     TaskHandle,
+    join_threads,
     next_order,
     param_payload,
 )
 from an_agent.agents.peer_sessions import PeerSessions
-from an_agent.errors import AnAgentError, ConfigError
+from an_agent.errors import AnAgentError, ConfigError, SessionsClosed
 from an_agent.model import (
     DataParam,
     NegotiationRequest,
@@ -272,12 +273,19 @@ class Peers:
         self.timeout = timeout
         self._lock = threading.Lock()
         self._peers: dict[str, Peer | A2APeer] = {}
+        self._closed = False
 
     def peer(self, name: str) -> Peer | A2APeer:
-        """The link to ``name``; `ConfigError` when the topology does not let ``me`` talk to it."""
+        """The link to ``name``; `ConfigError` when the topology does not let ``me`` talk to it,
+        `SessionsClosed` after `close` (a closed link is not replaced by a new one)."""
         if name not in self.allowed:
             raise ConfigError(f"the topology does not let {self.me} talk to {name}")
         with self._lock:
+            if self._closed:
+                raise SessionsClosed(
+                    f"{self.me} -> {name}: the sessions to its peers are closed ({self.me} is stopping): nothing "
+                    f"is sent to {name} any more; start {self.me} again to reach it"
+                )
             if name not in self._peers:
                 netconf = Peer(self, name)
                 self._peers[name] = A2APeer(self, name, netconf) if name in self.over_a2a else netconf
@@ -315,14 +323,17 @@ class Peers:
         )
 
     def close(self, join: bool = True) -> list[threading.Thread]:
-        """Close every session; with ``join`` wait for the dispatchers, else return them to join later."""
+        """Close every session for good (no link opens afterwards: `peer` refuses); with ``join`` return once
+        every thread of every link has ended (all closed first, then waited for), else return them to join.
+        """
         with self._lock:
+            self._closed = True
             peers = list(self._peers.values())
             self._peers.clear()
-        threads = [t for t in (peer.close() for peer in peers) if t is not None]
+        threads = [thread for peer in peers for thread in peer.close_nowait()]
         if join:
-            for thread in threads:
-                thread.join(5.0)
+            join_threads(threads)
+            return []
         return threads
 
 

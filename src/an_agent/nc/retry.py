@@ -6,8 +6,9 @@ or the request gets no answer. `with_retry` runs the request again after each su
 ``first``, ``first*factor``, ... seconds (each at most ``cap``, each moved by up to ``jitter`` of itself
 either way so that agents cut off together do not all come back at once), until the request succeeds or
 the waits would add up to more than ``limit``: then the last error is raised. Every retry is logged
-(WARNING: what failed, the attempt, the wait). An `AuthError` or any error that is not about transport
-(an `RpcError` answer, a `ConfigError`) is raised at once: retrying cannot change it.
+(WARNING: what failed, the attempt, the wait). An `AuthError`, a `SessionsClosed` (the caller stopped) or
+any error that is not about transport (an `RpcError` answer, a `ConfigError`) is raised at once: retrying
+cannot change it.
 
 The waits go through the caller's ``sleep``: a lab agent waits in simulated time (its kernel moves on,
 and with it the end of a partition), a real one in real time. ``rng`` makes the jitter reproducible.
@@ -25,7 +26,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TypeVar
 
-from an_agent.errors import AuthError, TransportError
+from an_agent.errors import AuthError, SessionsClosed, TransportError
 
 log = logging.getLogger(__name__)
 
@@ -60,8 +61,9 @@ class Backoff:
 
 
 def retryable(exc: BaseException) -> bool:
-    """Whether trying again may help: a transport failure that is not a refused authentication."""
-    return isinstance(exc, TransportError) and not isinstance(exc, AuthError)
+    """Whether trying again may help: a transport failure that is not a refused authentication, nor sessions
+    their owner closed."""
+    return isinstance(exc, TransportError) and not isinstance(exc, (AuthError, SessionsClosed))
 
 
 def with_retry(
