@@ -14,8 +14,9 @@ from an_agent.evolution.alternatives import content_words, find_alternatives, no
 from an_agent.evolution.categories import category_alternatives
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import STOP_WORDS, candidate_phrases, name_key
+from an_agent.evolution.naming import STOP_WORDS, candidate_phrases, name_key, snake_name
 from an_agent.evolution.replay import replay
+from an_agent.evolution.value_words import tokens
 from conftest import DATA, POWER
 
 NOW = datetime(2026, 11, 10, 12, 0, tzinfo=UTC).timestamp()
@@ -202,3 +203,20 @@ def test_a_moment_is_named_by_the_event_most_fragments_say(minilm: MiniLMEmbedde
     assert _name(shipped, minilm) == "shipped_at"
     seen = ["last seen 2027-03-03 02:45Z", "last seen at 03:12 UTC", "node last seen 01:10", "last seen 04:40 today"]
     assert _name(seen, minilm) == "last_seen_at"
+
+
+@pytest.mark.parametrize(
+    ("phrase", "name"),
+    [
+        ("última configuración", "ultima_configuracion"),
+        ("Straße gesperrt", "strasse_gesperrt"),
+        ("Łódź site", "lodz_site"),
+    ],
+)
+def test_a_name_of_accented_words_keeps_their_letters_in_ascii(phrase: str, name: str) -> None:
+    assert snake_name(phrase) == name
+
+
+def test_an_accented_word_is_one_token() -> None:
+    # "configuración" was "configuraci" and "n": a description listed "configuraci n" as a phrasing.
+    assert tokens("Dernière modif. (configuración)") == ["dernière", "modif", "configuración"]

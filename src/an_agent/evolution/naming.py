@@ -20,6 +20,7 @@ by its similarity to what the key must name:
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 
@@ -175,9 +176,16 @@ def _stems(text: str) -> set[str]:
     return {stem(part) for tok in tokens(text) for part in re.split(r"['\-]", tok) if part}
 
 
+# Letters that carry no accent to drop (NFKD leaves them whole): their usual ASCII spelling.
+_NOT_DECOMPOSED = str.maketrans({"ß": "ss", "æ": "ae", "œ": "oe", "ø": "o", "ł": "l", "đ": "d", "ð": "d", "þ": "th"})
+
+
 def snake_name(phrase: str) -> str:
     """A snake_case key name for a phrase ('over-temperature warning' -> 'over_temperature_warning')."""
-    words = re.findall(r"[a-z0-9]+", phrase.lower().replace("'s", ""))
+    # Key names are ASCII: an accented letter keeps its base letter ("configuración" -> configuracion).
+    folded = "".join(c for c in unicodedata.normalize("NFKD", phrase.lower()) if not unicodedata.combining(c))
+    folded = folded.translate(_NOT_DECOMPOSED)
+    words = re.findall(r"[a-z0-9]+", folded.replace("'s", ""))
     name = "_".join(words)[:_MAX_NAME].strip("_")
     if not name or not name[0].isalpha():
         name = "x_" + name

@@ -36,9 +36,13 @@ STOP_WORDS = word_set(
 )
 
 
+_TOKEN = re.compile(r"[^\W_]+(?:['\-][^\W_]+)*")
+
+
 def tokens(text: str) -> list[str]:
-    """Lower-case word tokens (hyphens and apostrophes kept inside words)."""
-    return re.findall(r"[a-z0-9]+(?:['\-][a-z0-9]+)*", text.lower())
+    """Lower-case word tokens (hyphens and apostrophes kept inside words; letters of any script: a word
+    with an accent, "configuración", is one word, not "configuraci" and "n")."""
+    return _TOKEN.findall(text.lower())
 
 
 def stem(word: str) -> str:
