@@ -292,12 +292,12 @@ def test_not_this_host(host: str) -> None:
     assert not is_this_host(host)
 
 
-def test_this_host_goes_direct_and_no_proxy_entries_keep_working(
-    looked_up: list[str], monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The routes alone (no socket): which transport each host reaches through the mounts."""
+def test_this_host_and_no_proxy_entries_go_direct(looked_up: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The routes alone (no socket): which transport each host reaches through the mounts. NO_PROXY's
+    names, domains and addresses as httpx reads them; its ranges as curl does (httpx took 192.168.0.0/16
+    for 192.168.0.0 alone, and an IPv6 range made the client fail to build)."""
     monkeypatch.setenv("ALL_PROXY", "http://proxy.example:3128")
-    monkeypatch.setenv("NO_PROXY", "skip.example, .mgmt.example,10.9.8.7,::2,LocalHost")
+    monkeypatch.setenv("NO_PROXY", "skip.example, .mgmt.example,10.9.8.7,::2,LocalHost,192.168.0.0/16,fd00::/8")
 
     def answering(name: str) -> httpx.MockTransport:
         return httpx.MockTransport(lambda request: httpx.Response(200, text=name))
@@ -307,9 +307,10 @@ def test_this_host_goes_direct_and_no_proxy_entries_keep_working(
     with httpx.Client(transport=direct, mounts=mounts) as client:
         routes = {host: client.get(f"http://{host}:8080/").text for host in [
             "127.0.0.1", "127.8.9.10", "[::1]", "LOCALHOST.", "localhost", "skip.example", "a.mgmt.example",
-            "10.9.8.7", "[::2]", LAB_NAME, "mgmt.example", "10.9.8.6", "128.0.0.1",
+            "10.9.8.7", "[::2]", "192.168.7.1", "[fd00::5]", LAB_NAME, "mgmt.example", "10.9.8.6", "128.0.0.1",
+            "192.169.0.1", "[fe00::5]",
         ]}  # fmt: skip
-    proxied = {LAB_NAME, "mgmt.example", "10.9.8.6", "128.0.0.1"}
+    proxied = {LAB_NAME, "mgmt.example", "10.9.8.6", "128.0.0.1", "192.169.0.1", "[fe00::5]"}
     assert routes == {h: "through http://proxy.example:3128" if h in proxied else "direct" for h in routes}
 
 

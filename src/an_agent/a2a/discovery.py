@@ -32,6 +32,7 @@ CARD_PATH = "/.well-known/agent-card.json"
 
 T = TypeVar("T", httpx.BaseTransport, httpx.AsyncBaseTransport)
 Transport: TypeAlias = httpx.BaseTransport | httpx.AsyncBaseTransport
+Network: TypeAlias = ipaddress.IPv4Network | ipaddress.IPv6Network
 
 
 @dataclass(frozen=True)
@@ -101,17 +102,23 @@ def proxy_mounts(direct: T, through: Callable[[str], T]) -> dict[str, T | None]:
     ``ALL_PROXY``, ``NO_PROXY``, upper or lower case, every entry form httpx reads): ``through(proxy_url)``
     builds the transport to each proxy (with the same verification and socket options as ``direct``); a
     host that ``NO_PROXY`` lists maps to None, which is the client's direct transport. This host's own
-    names (`is_this_host`: 127.0.0.0/8, ``::1``, ``localhost``) always go through ``direct``, whatever the
-    proxy patterns say. Empty when the environment names no proxy. `ConfigError` for a proxy that cannot
-    be used (a scheme httpx does not speak; SOCKS, whose package is not installed).
+    names (`is_this_host`: 127.0.0.0/8, ``::1``, ``localhost``) and the address ranges ``NO_PROXY`` lists
+    (``10.0.0.0/8``, ``fd00::/8``, as curl reads them; httpx takes the first for its one address 10.0.0.0
+    and fails on the second) always go through ``direct``, whatever the proxy patterns say. Empty when
+    the environment names no proxy. `ConfigError` for a proxy that cannot be used (a scheme httpx does
+    not speak; SOCKS, whose package is not installed).
     """
     found = get_environment_proxies()
     if not any(found.values()):
         return {}
+    ranges = {pattern: _range(pattern) for pattern, proxy in found.items() if proxy is None}
+    direct_ranges = tuple(network for network in ranges.values() if network is not None)
     mounts: dict[str, T | None] = {}
     for pattern, proxy in found.items():
+        if ranges.get(pattern) is not None:
+            continue  # a NO_PROXY range: every route takes it direct (`_Bypass`)
         try:
-            mounts[pattern] = None if proxy is None else _ThisHostDirect(through(proxy), direct)
+            mounts[pattern] = None if proxy is None else _Bypass(through(proxy), direct, direct_ranges)
         except (ImportError, ValueError) as exc:  # httpx's, at construction: the environment is wrong
             raise ConfigError(f"cannot use the proxy {proxy} (from the environment, for {pattern}): {exc}") from None
     return mounts
@@ -134,17 +141,39 @@ def is_this_host(host: str) -> bool:
     return address.is_loopback
 
 
-class _ThisHostDirect(httpx.BaseTransport, httpx.AsyncBaseTransport):
-    """A route through a proxy (``proxied``) that takes this host's own names to the client's ``direct``
-    transport instead: httpx's URL patterns cannot say 127.0.0.0/8 or a name in any case, and an ``all://``
-    proxy pattern would take them first. Sync or asyncio, as the two transports it is given."""
+def _range(pattern: str) -> Network | None:
+    """The address range of a ``NO_PROXY`` entry as httpx's pattern holds it (``all://10.0.0.0/8``,
+    ``all://[fd00::/8]``); None for any other entry (a name, a domain, one address)."""
+    entry = pattern.removeprefix("all://").strip("[]")
+    if "/" not in entry:
+        return None
+    try:
+        return ipaddress.ip_network(entry, strict=False)
+    except ValueError:
+        return None
 
-    def __init__(self, proxied: Transport, direct: Transport) -> None:
+
+class _Bypass(httpx.BaseTransport, httpx.AsyncBaseTransport):
+    """A route through a proxy (``proxied``) that takes this host's own names and the ``ranges`` of
+    ``NO_PROXY`` to the client's ``direct`` transport instead: httpx's URL patterns cannot say 127.0.0.0/8, a
+    name in any case or an address range, and an ``all://`` proxy pattern would take them first. Sync or
+    asyncio, as the two transports it is given."""
+
+    def __init__(self, proxied: Transport, direct: Transport, ranges: tuple[Network, ...]) -> None:
         self._proxied = proxied
         self._direct = direct
+        self._ranges = ranges
 
     def _route(self, request: httpx.Request) -> Transport:
-        return self._direct if is_this_host(request.url.host) else self._proxied
+        host = request.url.host
+        return self._direct if is_this_host(host) or self._in_ranges(host) else self._proxied
+
+    def _in_ranges(self, host: str) -> bool:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False  # a name: NO_PROXY's names are httpx's patterns
+        return any(address in network for network in self._ranges)
 
     def handle_request(self, request: httpx.Request) -> httpx.Response:
         route = self._route(request)

@@ -34,11 +34,12 @@ from an_agent.agents.exchange import (
     TaskHandle,
     input_text,
     join_threads,
+    link_closed,
     next_order,
     param_payload,
     status_summary,
 )
-from an_agent.errors import AnAgentError, ConfigError, SessionsClosed, TransportError
+from an_agent.errors import AnAgentError, ConfigError, TransportError
 from an_agent.model import (
     ConditionNotification,
     DataParam,
@@ -131,10 +132,7 @@ class A2APeer:
 
         with self._lock:
             if self._closed:
-                raise SessionsClosed(
-                    f"{self._peers.me} -> {self.name}: the A2A link to {self.name} is closed ({self._peers.me} is "
-                    f"stopping): nothing is sent to {self.name} any more; start {self._peers.me} again to reach it"
-                )
+                raise link_closed(self._peers.me, self.name, f"the A2A link to {self.name} is")
             if self._client is not None:
                 return self._client
             peers = self._peers

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from an_agent.agents.environment import SimFuture
+from an_agent.errors import SessionsClosed
 from an_agent.model import ConditionNotification, DataParam, DataType, Task, TaskStatus, parse_prompt
 
 _ORDER = itertools.count(1)
@@ -98,6 +99,14 @@ class TaskHandle:
             self._ended.wait()
             self._task = self.peer.get_task(self.task_id)
         return self._task
+
+
+def link_closed(me: str, peer: str, link: str) -> SessionsClosed:
+    """The error of a request to ``peer`` after ``me`` closed its ``link`` (``the sessions to ip-fault``)."""
+    return SessionsClosed(
+        f"{me} -> {peer}: {link} closed ({me} is stopping): nothing is sent to {peer} any more; "
+        f"start {me} again to reach it"
+    )
 
 
 def join_threads(threads: Iterable[threading.Thread]) -> None:

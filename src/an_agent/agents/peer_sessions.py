@@ -29,7 +29,15 @@ from collections.abc import Callable, Iterable
 from typing import Protocol, TypeAlias, TypeVar
 
 from an_agent.agents.a2a_peer import Links
-from an_agent.agents.exchange import Exchange, InputAnswer, input_param, join_threads, next_order, status_summary
+from an_agent.agents.exchange import (
+    Exchange,
+    InputAnswer,
+    input_param,
+    join_threads,
+    link_closed,
+    next_order,
+    status_summary,
+)
 from an_agent.errors import AnAgentError, ConfigError, SessionsClosed, TransportError
 from an_agent.model import ConditionNotification, TaskStatus
 from an_agent.nc.agent_client import AgentClient
@@ -256,11 +264,7 @@ class PeerSessions:
     def _check_open(self) -> None:
         """`SessionsClosed` once `close` was called (hold ``self._lock``)."""
         if self._closed:
-            me = self._peers.me
-            raise SessionsClosed(
-                f"{me} -> {self.name}: the sessions to {self.name} are closed ({me} is stopping): nothing is "
-                f"sent to {self.name} any more; start {me} again to reach it"
-            )
+            raise link_closed(self._peers.me, self.name, f"the sessions to {self.name} are")
 
     def _drop(self, client: AgentClient) -> None:
         """Forget the sessions after ``client``'s broke (the next use reconnects and resubscribes with replay)."""

@@ -33,11 +33,12 @@ from an_agent.agents.exchange import (
     Recorder,
     TaskHandle,
     join_threads,
+    link_closed,
     next_order,
     param_payload,
 )
 from an_agent.agents.peer_sessions import PeerSessions
-from an_agent.errors import AnAgentError, ConfigError, SessionsClosed
+from an_agent.errors import AnAgentError, ConfigError
 from an_agent.model import (
     DataParam,
     NegotiationRequest,
@@ -282,10 +283,7 @@ class Peers:
             raise ConfigError(f"the topology does not let {self.me} talk to {name}")
         with self._lock:
             if self._closed:
-                raise SessionsClosed(
-                    f"{self.me} -> {name}: the sessions to its peers are closed ({self.me} is stopping): nothing "
-                    f"is sent to {name} any more; start {self.me} again to reach it"
-                )
+                raise link_closed(self.me, name, "the sessions to its peers are")
             if name not in self._peers:
                 netconf = Peer(self, name)
                 self._peers[name] = A2APeer(self, name, netconf) if name in self.over_a2a else netconf

@@ -9,7 +9,8 @@ repair by the domain agent when the diagnosis says it is possible, otherwise a t
 field maintenance; and it has the RAN agent verify that service is restored.
 
 Incident reports finish as soon as they are registered; a complaint stays open until its incident is
-resolved, and finishes with the resolution (what the customer is told).
+resolved, and finishes with the resolution (what the customer is told). The reports, the incidents made
+of them and what is asked of the domain agents about an incident: `an_agent.agents.incidents`.
 """
 
 from __future__ import annotations
@@ -17,14 +18,20 @@ from __future__ import annotations
 import functools
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from an_agent.agents import payloads
-from an_agent.agents.base import short, stamp
-from an_agent.agents.environment import RoleName, SimFuture
+from an_agent.agents.base import short
+from an_agent.agents.environment import RoleName
 from an_agent.agents.field import FieldRepair, ticket_id
-from an_agent.agents.findings import FAULT_TEMPLATE_TYPE, Finding, elements_in, link_ids
+from an_agent.agents.findings import Finding, elements_in, link_ids
+from an_agent.agents.incidents import (
+    Incident,
+    Report,
+    backhaul_request,
+    diagnosis_request,
+    repair_request,
+    verification_request,
+)
 from an_agent.agents.once import OneAtATime
 from an_agent.agents.sdk import NotFeasible, TaskFailure, TaskRun, verb_of
 from an_agent.model import Task
@@ -34,39 +41,15 @@ SECOND_LOOKS = 2
 """How many times a site still out of service after its incident ended is investigated again."""
 
 
-@dataclass
-class _Report:
-    sender: str
-    task_id: str
-    sites: list[str] = field(default_factory=list)
-    links: list[str] = field(default_factory=list)
-    complaint: dict[str, Any] | None = None
-    resolution: SimFuture[dict[str, Any]] | None = None
-    second_look: bool = False
-    """Sites investigated again on their own (`CrossDomainFaultBehaviour._second_look`): they do not join
-    the incident of the link on their backhaul (that link is up again)."""
-
-
-@dataclass
-class _Incident:
-    kind: str
-    """``cross-domain`` (a transport link explains the sites), ``radio`` (one site), ``complaint`` (no alarm)."""
-    key: str
-    sites: list[str]
-    link: str | None = None
-    complaints: list[_Report] = field(default_factory=list)
-    reports: list[str] = field(default_factory=list)
-
-
 class CrossDomainFaultBehaviour(FieldRepair):
     role = RoleName.CROSS_DOMAIN_FAULT
     option_defaults: ClassVar[Mapping[str, Any]] = {"auto_repair": True}
     description = "Service-layer cross-domain fault agent: correlation, diagnosis orchestration, repair decisions"
 
     def start(self) -> None:
-        self._pending: list[_Report] = []
+        self._pending: list[Report] = []
         self._correlating = False
-        self._incidents: list[_Incident] = []
+        self._incidents: list[Incident] = []
         self._state = threading.Lock()
         self._repairs: OneAtATime[str] = OneAtATime(self.env.scheduler, "repair")
         """The repair under way per element: incidents that reach the same root cause join it."""
@@ -92,7 +75,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
             sites=sites,
             links=links,
         )
-        self._register(_Report(self.name, f"restart.{self.env.incarnation}", sites=sites, links=links))
+        self._register(Report(self.name, f"restart.{self.env.incarnation}", sites=sites, links=links))
 
     # ---- tasks ----------------------------------------------------------------------------------------
     def feasibility(self, description: str, payload: ValidatedPayload | None, requester: str | None) -> str:
@@ -106,7 +89,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
         if payload is None:
             raise TaskFailure("the task carries no structured payload")
         network = self.env.network
-        report = _Report(task.send_from or "?", task.task_id)
+        report = Report(task.send_from or "?", task.task_id)
         if payload.schema_id == "complaint_ticket_v1":
             report.complaint = dict(payload.values)
             report.sites = self._complaint_sites(payload)
@@ -139,7 +122,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
         return []
 
     # ---- correlation (step 4) -------------------------------------------------------------------------
-    def _register(self, report: _Report) -> None:
+    def _register(self, report: Report) -> None:
         with self._state:
             attached = self._attach(report)
             if attached:
@@ -150,7 +133,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
             self._correlating = True
         self.env.scheduler.spawn(f"{self.name} correlation", self._correlate)
 
-    def _attach(self, report: _Report) -> bool:
+    def _attach(self, report: Report) -> bool:
         """Join a late report to the incidents being handled; True when nothing is left to correlate.
 
         A complaint joins the incident whose sites it names. Out-of-service sites join the incident that
@@ -205,12 +188,12 @@ class CrossDomainFaultBehaviour(FieldRepair):
         outage = sorted({s for r in reports if r.complaint is None for s in r.sites})
         links = sorted({k for r in reports for k in r.links})
         remaining = set(outage)
-        incidents: list[_Incident] = []
+        incidents: list[Incident] = []
         # Transport first: the down link that explains most out-of-service sites makes a cross-domain fault.
         for link in sorted(links, key=lambda k: (-len(set(network.sites_behind(k)) & remaining), k)):
             explained = sorted(set(network.sites_behind(link)) & remaining)
             remaining -= set(explained)
-            incidents.append(_Incident("cross-domain", link, explained, link))
+            incidents.append(Incident("cross-domain", link, explained, link))
             if explained:
                 self.note(
                     "correlation",
@@ -222,14 +205,14 @@ class CrossDomainFaultBehaviour(FieldRepair):
             else:
                 self.note("correlation", f"transport fault on {link} without base stations out of service", link=link)
         for site in sorted(remaining):
-            incidents.append(_Incident("radio", site, [site]))
+            incidents.append(Incident("radio", site, [site]))
             self.note("correlation", f"{site} out of service with its backhaul up: radio-side fault", sites=[site])
         for report in reports:
             if report.complaint is None:
                 continue
             target = next((i for i in incidents if set(report.sites) & set(i.sites)), None)
             if target is None:
-                target = _Incident("complaint", f"complaint.{report.task_id}", list(report.sites))
+                target = Incident("complaint", f"complaint.{report.task_id}", list(report.sites))
                 incidents.append(target)
                 self.note(
                     "correlation",
@@ -244,7 +227,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
             self.env.scheduler.spawn(f"{self.name} incident {incident.key}", functools.partial(self._resolve, incident))
 
     # ---- diagnosis, decision, repair (steps 5-8) --------------------------------------------------------
-    def _resolve(self, incident: _Incident) -> None:
+    def _resolve(self, incident: Incident) -> None:
         started = self.env.scheduler.now()
         try:
             summary = self._handle_incident(incident, started)
@@ -259,7 +242,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
             if report.resolution is not None:
                 report.resolution.set(resolution)
 
-    def _second_look(self, incident: _Incident) -> list[str]:
+    def _second_look(self, incident: Incident) -> list[str]:
         """Sites of a repaired cross-domain incident that are still out of service while their backhaul is up
         had a fault of their own, hidden behind the link's (a site's power failure behind a cut fibre:
         found by lab soak, where nobody ever looked at it again): they are correlated again, as a report
@@ -291,7 +274,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
                 "a fault of their own, investigated on its own",
                 sites=hidden,
             )
-            self._register(_Report(self.name, f"second-look.{incident.key}", sites=hidden, second_look=True))
+            self._register(Report(self.name, f"second-look.{incident.key}", sites=hidden, second_look=True))
         if cut_off:
             # Still cut off by another link of their backhaul (an access link cut below the core link just
             # repaired): they join that link's incident, whose repair brings them back or sends them to a
@@ -303,48 +286,20 @@ class CrossDomainFaultBehaviour(FieldRepair):
                 f"{short(cut_off)} still out of service with {incident.link} up again: cut off by another link",
                 sites=cut_off,
             )
-            self._register(_Report(self.name, f"handed-over.{incident.key}", sites=cut_off))
+            self._register(Report(self.name, f"handed-over.{incident.key}", sites=cut_off))
         return hidden + cut_off
 
-    def _handle_incident(self, incident: _Incident, started: float) -> str:
+    def _handle_incident(self, incident: Incident, started: float) -> str:
         network = self.env.network
         if incident.kind == "cross-domain":
             assert incident.link is not None
             owner = self._one(RoleName.IP_FAULT, network.link(incident.link).region)
-            value = payloads.envelope(
-                "fault_diagnosis_v1",
-                {
-                    "fault_type": "transmission_failure",
-                    "affected_site_ids": incident.sites,
-                    "domain": "cross_domain",
-                    "severity": "critical",
-                    "suspected_root_cause": f"transport link {incident.link} down",
-                    "occurred_at": stamp(started),
-                },
-            )
             expected = incident.sites
         else:
             region = network.site(incident.sites[0]).region if incident.sites else None
             owner = self._one(RoleName.RAN_FAULT, region)
-            complaint = incident.complaints[0].complaint if incident.complaints else {}
-            value = payloads.envelope(
-                "fault_diagnosis_v1",
-                {
-                    "fault_type": "base_station_outage" if incident.kind == "radio" else "cell_degradation",
-                    "affected_site_ids": incident.sites,
-                    "domain": "wireless",
-                    "occurred_at": stamp(started),
-                    **(
-                        {
-                            "other": f"customer complaint: {complaint.get('complaint_category')} at "
-                            f"{complaint.get('location')}"
-                        }
-                        if complaint
-                        else {}
-                    ),
-                },
-            )
             expected = []
+        value = diagnosis_request(incident, started)
         target = incident.link or ", ".join(incident.sites)
         outcome = self.ask_surely(
             owner,
@@ -378,20 +333,11 @@ class CrossDomainFaultBehaviour(FieldRepair):
         self._verify(incident, finding, hidden)
         return f"root cause: {finding.root_cause}; {actions}; service restored"
 
-    def _transport_diagnosis(self, incident: _Incident, started: float, radio: Finding) -> tuple[str, Finding]:
+    def _transport_diagnosis(self, incident: Incident, started: float, radio: Finding) -> tuple[str, Finding]:
         network = self.env.network
         owner = self._one(RoleName.IP_FAULT, network.site(incident.sites[0]).region)
         self.note("correlation", f"{radio.root_cause}: asking {owner} about the backhaul", sites=incident.sites)
-        value = payloads.envelope(
-            "fault_diagnosis_v1",
-            {
-                "fault_type": "base_station_outage",
-                "affected_site_ids": incident.sites,
-                "domain": "cross_domain",
-                "suspected_root_cause": "backhaul transport of the sites",
-                "occurred_at": stamp(started),
-            },
-        )
+        value = backhaul_request(incident, started)
         outcome = self.ask_surely(
             owner,
             f"diagnose-transport.{incident.key}",
@@ -425,16 +371,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
                 f"automatic repair of {finding.element} by {owner}: " + "; ".join(finding.recommendations),
                 element=finding.element,
             )
-            value = payloads.envelope(
-                "fault_diagnosis_v1",
-                {
-                    "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
-                    "affected_site_ids": finding.explained_site_ids,
-                    "affected_cell_ids": finding.explained_cell_ids,
-                    "suspected_root_cause": finding.root_cause,
-                    "other": f"repair: {'; '.join(finding.recommendations)} ({finding.element})",
-                },
-            )
+            value = repair_request(finding)
             outcome = self.ask_surely(
                 owner,
                 f"repair.{finding.element}",
@@ -452,7 +389,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
             )
         return self.field_repair(finding, ticket_id(finding.element, started))
 
-    def _verify(self, incident: _Incident, finding: Finding, hidden: list[str]) -> None:
+    def _verify(self, incident: Incident, finding: Finding, hidden: list[str]) -> None:
         network = self.env.network
         sites = sorted((set(incident.sites) | set(finding.explained_site_ids)) - set(hidden))
         cells = finding.explained_cell_ids if finding.fault_type == "cell_misconfiguration" else []
@@ -463,16 +400,7 @@ class CrossDomainFaultBehaviour(FieldRepair):
             by_region[network.cell(cells[0]).region] = []
         for region, region_sites in sorted(by_region.items(), key=lambda item: str(item[0])):
             ran = self._one(RoleName.RAN_FAULT, region)
-            value = payloads.envelope(
-                "fault_diagnosis_v1",
-                {
-                    "fault_type": FAULT_TEMPLATE_TYPE.get(finding.fault_type, "unknown"),
-                    "affected_site_ids": region_sites,
-                    "affected_cell_ids": cells,
-                    "domain": "wireless",
-                    "other": f"verify restoration after the repair of {finding.element}",
-                },
-            )
+            value = verification_request(finding, region_sites, cells)
             outcome = self.ask_surely(
                 ran,
                 f"verify.{incident.key}",

@@ -9,8 +9,8 @@ Operations handled: ``<get>``, ``<get-config>``, ``<edit-config>``,
 ``<commit>``, ``<discard-changes>``, ``<cancel-commit>``, ``<validate>``,
 ``<copy-config>`` (with `an_agent.nc.config_face`), ``<get-data>`` and
 ``<edit-data>`` (RFC 8526), ``<get-schema>`` (RFC 6022),
-``<create-subscription>`` (RFC 5277), ``task-negotiate`` and the
-``an-agent-schema`` RPCs; ``<delete-config>`` is refused with
+``<create-subscription>`` (RFC 5277), and the agent's own RPCs (``task-negotiate``,
+``an-agent-schema``, ``an-agent-directory``: `an_agent.nc.agent_rpcs`); ``<delete-config>`` is refused with
 ``operation-not-supported`` (no :startup). docs/reference/netconf-capabilities.md lists
 what each capability covers.
 """
@@ -19,38 +19,28 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Hashable
-from typing import cast
 
 from lxml import etree
 
 from an_agent import metrics
-from an_agent._lxml import default_ns
 from an_agent.access.nacm import NACM_NS
 from an_agent.clock import from_rfc3339
 from an_agent.errors import RpcError
 from an_agent.model import (
-    AN_AGENT_DIRECTORY_NS,
     AN_AGENT_SCHEMA_NS,
-    IRTF_AGENT_NS,
     NETCONF_BASE_NS,
     NETCONF_MONITORING_NS,
     NETCONF_NOTIFICATION_NS,
     NETMOD_NOTIFICATION_NS,
-    NegotiationRequest,
 )
-from an_agent.model.directory import AgentQuery, DirectoryEntry, entries_to
-from an_agent.nc import config_face
+from an_agent.nc import agent_rpcs, config_face
 from an_agent.nc import state as nc_state
 from an_agent.nc.handler import Reply, Session
 from an_agent.nc.library import YangLibrary
 from an_agent.nc.reply_cache import ReplyCache, request_key
-from an_agent.runtime.directory import DirectoryOperations
 from an_agent.runtime.operations import Operations
 from an_agent.runtime.principal import Principal
 from an_agent.runtime.requests import (
-    GetSchemaTemplate,
-    PatchDecision,
-    PatchDecisionKind,
     ReadScope,
     Subscribe,
 )
@@ -84,7 +74,6 @@ BASE_CAPABILITIES = SERVED_CAPABILITIES + AGENT_CAPABILITIES
 _BASE_VERSIONS = ("urn:ietf:params:netconf:base:1.0", "urn:ietf:params:netconf:base:1.1")
 # Base operations we know but do not offer (no startup, no URL capability).
 _UNSUPPORTED_BASE = {"delete-config"}
-_SCHEMA_DECISIONS = {"approve-schema-patch", "reject-schema-patch", "withdraw-schema-key"}
 
 
 class NetconfFace:
@@ -180,16 +169,9 @@ class NetconfFace:
         if q.namespace == NETCONF_NOTIFICATION_NS and q.localname == "create-subscription":
             return self._create_subscription(principal, session, operation)
         agent = self._agent
-        if agent is not None and q.namespace == IRTF_AGENT_NS and q.localname == "task-negotiate":
-            self._validate_rpc(operation)
-            result = agent.negotiate(principal, NegotiationRequest.from_xml(operation))
-            return Reply(result.to_xml())
-        if agent is not None and q.namespace == AN_AGENT_SCHEMA_NS and q.localname == "get-schema-template":
-            return self._get_schema_template(agent, principal, operation)
-        if agent is not None and q.namespace == AN_AGENT_SCHEMA_NS and q.localname in _SCHEMA_DECISIONS:
-            return self._decide(agent, principal, operation)
-        if agent is not None and q.namespace == AN_AGENT_DIRECTORY_NS and agent.directory is not None:
-            return self._directory(principal, operation, agent.directory)
+        reply = None if agent is None else agent_rpcs.handle(agent, principal, operation)
+        if reply is not None:
+            return reply
         if q.namespace in self._served:
             if agent is None:
                 self._validate_rpc(operation)
@@ -199,8 +181,7 @@ class NetconfFace:
         )
 
     def _validate_rpc(self, operation: etree._Element) -> None:
-        """Every RPC input is checked against the YANG by libyang before it is parsed."""
-        self.operations.yang.validate_rpc(etree.tostring(operation, encoding="unicode"))
+        agent_rpcs.validate_rpc(self.operations, operation)
 
     # -- data -----------------------------------------------------------------
     def _get(self, principal: Principal, session: Session, operation: etree._Element) -> Reply:
@@ -386,65 +367,6 @@ class NetconfFace:
         )
         subscription = self.operations.subscribe(principal, session.session_id, request, session)
         return Reply(after_send=subscription.start)
-
-    # -- an-agent-directory -----------------------------------------------------
-    def _directory(self, principal: Principal, operation: etree._Element, directory: DirectoryOperations) -> Reply:
-        """register-agent, deregister-agent, find-agents of a directory agent (input checked by libyang)."""
-        self._validate_rpc(operation)
-        name = etree.QName(operation).localname
-        if name == "register-agent":
-            directory.register(principal, DirectoryEntry.from_xml(operation))
-            return Reply()
-        if name == "deregister-agent":
-            directory.deregister(principal, (operation.findtext(f"{{{AN_AGENT_DIRECTORY_NS}}}name") or "").strip())
-            return Reply()
-        if name == "find-agents":
-            holder = etree.Element(f"{{{AN_AGENT_DIRECTORY_NS}}}output", nsmap=default_ns(AN_AGENT_DIRECTORY_NS))
-            entries_to(holder, "agent", directory.find(principal, AgentQuery.from_xml(operation)))
-            return Reply(list(holder))
-        raise RpcError.operation_not_supported(f"RPC {name} of module an-agent-directory is not implemented")
-
-    # -- an-agent-schema --------------------------------------------------------
-    def _get_schema_template(self, agent: Operations, principal: Principal, operation: etree._Element) -> Reply:
-        self._require_schemas(agent)
-        self._validate_rpc(operation)
-        request = GetSchemaTemplate(
-            (operation.findtext(_S + "scenario") or "").strip(),
-            (operation.findtext(_S + "client-id") or "").strip() or None,
-            (operation.findtext(_S + "preferred-language") or "").strip() or None,
-            tuple((e.text or "").strip() for e in operation.iterchildren(_S + "supported-version")),
-        )
-        template = agent.get_schema_template(principal, request)
-        holder = etree.Element(_S + "output", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
-        etree.SubElement(holder, _S + "schema-id").text = template.schema_id
-        etree.SubElement(holder, _S + "language").text = template.language
-        etree.SubElement(holder, _S + "template").text = template.template_json
-        for patch_id in template.applied_patches:
-            etree.SubElement(holder, _S + "applied-patch").text = patch_id
-        return Reply(list(holder))
-
-    def _decide(self, agent: Operations, principal: Principal, operation: etree._Element) -> Reply:
-        self._require_schemas(agent)
-        self._validate_rpc(operation)
-        key_name = (operation.findtext(_S + "key-name") or "").strip() or None
-        decision = PatchDecision(
-            cast(PatchDecisionKind, etree.QName(operation).localname),
-            (operation.findtext(_S + "patch-id") or "").strip(),
-            key_name,
-        )
-        decided = agent.decide_patch(principal, decision)
-        if decided is None:
-            return Reply()
-        holder = etree.Element(_S + "output", nsmap=default_ns(AN_AGENT_SCHEMA_NS))
-        etree.SubElement(holder, _S + "patch-id").text = decided.patch_id
-        etree.SubElement(holder, _S + "state").text = decided.state
-        return Reply(list(holder))
-
-    @staticmethod
-    def _require_schemas(agent: Operations) -> None:
-        # Before libyang sees the RPC: without the service its input is not worth checking.
-        if agent.schemas is None:
-            raise RpcError.operation_not_supported("this agent serves no scenario schemas", error_type="application")
 
 
 def _check_params(operation: etree._Element, allowed: set[str]) -> None:

@@ -8,7 +8,7 @@ Statuses (YANG ``task-status``) move only forward out of the end states:
 to subscribers, so what a subscriber saw is always in the log. The event
 carries what the model defines for it: the previous status, the reason, the
 ``input-required`` list (with its ``start-time``) when input is asked for, and
-the ``result`` as ``data`` when the task ends.
+the ``result`` as ``data`` when the task ends (`an_agent.runtime.task_records`).
 
 Input requests: a behaviour's `TaskRun.request_input` opens an input slot and
 waits; the assigner's edit of the task, admitted by the operation layer
@@ -18,21 +18,20 @@ which moves the task back to ``processing`` and wakes the behaviour.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict
 
 from lxml import etree
 
 from an_agent import stages, tracing
 from an_agent.clock import Clock
 from an_agent.errors import RpcError, StateFull
-from an_agent.model import AnyXml, CommuType, ConditionNotification, InputRequired, Task, TaskResult, TaskStatus
+from an_agent.model import CommuType, InputRequired, Task, TaskResult, TaskStatus
 from an_agent.runtime.behaviour import Behaviour, ProvidedInput, TaskRun
 from an_agent.runtime.notifications import NotificationBus
+from an_agent.runtime.task_records import inputs_of, result_of, settled, state_elements, transition_record
 from an_agent.runtime.task_watch import TaskWatch
 from an_agent.runtime.workers import TaskWorkers
 from an_agent.schemas.validate import ValidatedPayload
@@ -109,12 +108,7 @@ class TaskEngine:
     def state_elements(self, task_id: str) -> list[etree._Element]:
         """``task-status`` and ``result`` elements to overlay on a task entry in a ``<get>`` reply."""
         state = self.state(task_id)
-        if state is None:
-            return []
-        overlay = Task(
-            task_id, status=TaskStatus(state.status), result=_result_of(state), input_required=_inputs_of(state)
-        ).to_xml(include_state=True)
-        return [child for child in overlay if etree.QName(child).localname in _STATE_NODES]
+        return [] if state is None else state_elements(task_id, state)
 
     def set_payload(self, task_id: str, payload: ValidatedPayload | None) -> None:
         """Keep (or, with None, drop) the structured payload admission validated for a task."""
@@ -134,8 +128,8 @@ class TaskEngine:
         state = self.state(task.task_id)
         if state is not None:
             task.status = TaskStatus(state.status)
-            task.result = _result_of(state)
-            task.input_required = _inputs_of(state)
+            task.result = result_of(state)
+            task.input_required = inputs_of(state)
         return task
 
     def settle(self, task_ids: Sequence[str], timeout: float) -> dict[str, TaskState]:
@@ -148,7 +142,7 @@ class TaskEngine:
         with self._changed:
             while True:
                 states = {i: s for i in task_ids if (s := self._states.get(i)) is not None}
-                if all(_settled(states.get(i)) for i in task_ids):
+                if all(settled(states.get(i)) for i in task_ids):
                     return states
                 left = deadline - time.monotonic()
                 if left <= 0 or self._closed:
@@ -405,44 +399,11 @@ class TaskEngine:
             ):
                 return True
             now = self._clock.now()
-            required = [
-                InputRequired(
-                    item.required,
-                    item.task_async if item.task_async is not None else bool(task.task_async),
-                    item.status or status.value,
-                    item.start_time if item.start_time is not None else now,
-                )
-                for item in (inputs if status == TaskStatus.INPUT_REQUIRED else ())
-            ]
-            kept = _result_of(previous) if previous is not None else None
-            final = result or kept or TaskResult()
-            if status == TaskStatus.FINISHED and self.result_hook is not None:
-                final = self.result_hook(task_id, final)
-            if reason is not None and result is None:
-                final.reason = reason
-            final.updated_time = now
-            state = TaskState(
-                task_id=task_id,
-                status=status.value,
-                reason=final.reason,
-                summary=final.summary,
-                result_format=final.format,
-                result_data=final.data,
-                updated=now,
-                input_required=json.dumps([asdict(item) for item in required]) if required else None,
+            hook = self.result_hook
+            finishing = None if hook is None else lambda final: hook(task_id, final)
+            state, xml = transition_record(
+                task, previous, status, reason, result, inputs, now, self._agent_name, finishing
             )
-            notification = ConditionNotification(
-                task_id=task_id,
-                status=status,
-                previous_status=previous_status,
-                send_from=self._agent_name,
-                send_to=task.send_from,
-                commu_type=CommuType.TASK_RESULT_NOTIFY,
-                reason=reason,
-                input_required=required,
-                data=AnyXml.from_elements(final.to_xml()) if status.terminal else None,
-            )
-            xml = etree.tostring(notification.to_xml(), encoding="unicode")
 
             def log_event() -> tuple[int, float, str]:
                 seq = self._store.save_task_state(state, (now, xml))
@@ -463,36 +424,9 @@ class TaskEngine:
             return True
 
 
-_STATE_NODES = ("task-status", "input-required", "result")
-
-
-def _settled(state: TaskState | None) -> bool:
-    """Ended, or waiting for its assigner: a synchronous reply need not wait longer."""
-    if state is None:
-        return False
-    status = TaskStatus(state.status)
-    return status.terminal or status == TaskStatus.INPUT_REQUIRED
-
-
 class _InputSlot:
     """Where the assigner's answer to one input request is handed to the waiting behaviour."""
 
     def __init__(self) -> None:
         self.event = threading.Event()
         self.provided: ProvidedInput | None = None
-
-
-def _inputs_of(state: TaskState) -> list[InputRequired]:
-    if not state.input_required or state.status != TaskStatus.INPUT_REQUIRED.value:
-        return []
-    return [InputRequired(**item) for item in json.loads(state.input_required)]
-
-
-def _result_of(state: TaskState) -> TaskResult:
-    return TaskResult(
-        summary=state.summary,
-        reason=state.reason,
-        format=state.result_format,
-        data=state.result_data,
-        updated_time=state.updated,
-    )

@@ -81,7 +81,7 @@ class TaskState:
     result_data: str | None
     updated: float
     input_required: str | None = None
-    """JSON: the ``input-required`` entries while the task waits for input (format: `an_agent.runtime.tasks`)."""
+    """JSON: the ``input-required`` entries while the task waits for input (format: `an_agent.runtime.task_records`)."""
 
 
 @dataclass(frozen=True)
