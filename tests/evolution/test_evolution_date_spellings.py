@@ -10,8 +10,11 @@ from __future__ import annotations
 import pytest
 
 from an_agent.clock import from_rfc3339
+from an_agent.evolution.inference import infer_value
 from an_agent.evolution.moments import find_moment
+from an_agent.evolution.naming import STOP_WORDS
 from an_agent.schemas.extract import duration_minutes, find_datetimes, find_quantities
+from fake_embedder import FakeEmbedder
 
 NOW = from_rfc3339("2027-01-15T10:00:00Z")
 
@@ -156,3 +159,33 @@ def test_a_text_full_of_dates_and_durations_is_read_in_one_pass() -> None:
     # Quadratic, 100,000 dates or durations take minutes (20,000 took 9-18 s before the lookups); linear, ~2 s.
     assert len(find_datetimes("15 Jan 2027 15:00, 3pm on 16/01/2027; " * 50_000, NOW)) == 100_000
     assert len(find_quantities("2 hrs 15 mins, drive 1h30, " * 50_000)) == 100_000
+
+
+FRIDAY = from_rfc3339("2027-04-09T13:00:00Z")
+
+
+@pytest.mark.parametrize(
+    ("text", "stamp"),
+    [
+        ("mains cut wed @ 5am", "2027-04-07T05:00:00Z"),  # two days ago is nearer than five days ahead
+        ("planned sat 6:30", "2027-04-10T06:30:00Z"),
+        ("mon 14:00 pls", "2027-04-12T14:00:00Z"),  # three days ahead is nearer than four ago
+        ("on Friday at 09:00 CET", "2027-04-09T08:00:00Z"),  # today
+        ("15:00 on Fri", "2027-04-09T15:00:00Z"),  # the time before the weekday
+        ("next Monday 08:00", "2027-04-12T08:00:00Z"),  # read once, as before
+    ],
+)
+def test_a_weekday_with_a_time_is_the_nearer_one(text: str, stamp: str) -> None:
+    assert [d for d, _, _ in find_datetimes(text, FRIDAY)] == [stamp]
+
+
+@pytest.mark.parametrize("text", ["see you on Friday", "the sun was out all day", "SAT 2 link down", "Wed. afternoon"])
+def test_a_weekday_without_a_time_or_a_word_like_one_is_no_date(text: str) -> None:
+    assert find_datetimes(text, FRIDAY) == []
+
+
+def test_a_relative_moment_is_read_from_the_time_its_fragment_was_written() -> None:
+    texts = ["mains back tonite 22:00", "mains back tomorrow 06:00", "mains back tonight at 23:00"]
+    written = [from_rfc3339(t) for t in ("2027-04-09T08:00:00Z", "2027-04-09T20:00:00Z", "2027-04-10T09:00:00Z")]
+    spec = infer_value(texts, FakeEmbedder(), now=written[-1] + 86400, stop_words=STOP_WORDS, written=written)
+    assert spec.values == ("2027-04-09T22:00:00Z", "2027-04-10T06:00:00Z", "2027-04-10T23:00:00Z")

@@ -158,25 +158,30 @@ def _id_spec(texts: Sequence[str]) -> ValueSpec | None:
     return ValueSpec("array", values, (f"Item format: {item}.",), id_prefix=prefix)
 
 
-def _datetime_spec(texts: Sequence[str], now: float) -> ValueSpec | None:
+def _datetime_spec(texts: Sequence[str], written: Sequence[float]) -> ValueSpec | None:
     """Date-times, when >= ``TYPE_SHARE`` of the fragments name one and they outnumber durations.
 
-    A deadline cluster ("hold until 06:00", "until tomorrow morning", "for the next 2 hours") mixes
-    moments and durations: when most of its fragments say until / till / by / before, a duration is
-    read as a deadline too (``now`` + the duration), so every fragment with a time gets a value.
+    ``written``: when each fragment was written; a relative moment ("tonight 22:00", "tomorrow 8am") is
+    read from its own fragment's time, not from the time of the synthesis. A deadline cluster ("hold until
+    06:00", "until tomorrow morning", "for the next 2 hours") mixes moments and durations: when most of its
+    fragments say until / till / by / before, a duration is read as a deadline too (the fragment's time +
+    the duration), so every fragment with a time gets a value.
     """
-    moments = [find_moment(t, now) for t in texts]
+    moments = [find_moment(t, at) for t, at in zip(texts, written, strict=True)]
     count = sum(1 for m in moments if m)
     durations = [duration_of(t) for t in texts]
     if count < TYPE_SHARE * len(texts) or count < sum(1 for d in durations if d is not None):
         return None
     if sum(1 for t in texts if DEADLINE.search(t)) >= 0.5 * len(texts):
-        start = datetime.fromtimestamp(now, tz=UTC).replace(microsecond=0)
         moments = [
-            m or (stamp(start + timedelta(minutes=d)) if d is not None else None)
-            for m, d in zip(moments, durations, strict=True)
+            m or (stamp(_second(at) + timedelta(minutes=d)) if d is not None else None)
+            for m, d, at in zip(moments, durations, written, strict=True)
         ]
     return ValueSpec("string", tuple(moments), ("Format: date-time.",), value_format="date-time")
+
+
+def _second(at: float) -> datetime:
+    return datetime.fromtimestamp(at, tz=UTC).replace(microsecond=0)
 
 
 def _count_spec(texts: Sequence[str]) -> ValueSpec | None:
@@ -212,16 +217,18 @@ def infer_value(
     now: float,
     stop_words: frozenset[str],
     vectors: Vectors | None = None,
+    written: Sequence[float] | None = None,
 ) -> ValueSpec:
     """The `ValueSpec` of a cluster's fragments (module docstring for the order of the rules).
 
-    With the fragments' unit ``vectors``, a closed set must also pass `values_separate`.
+    With the fragments' unit ``vectors``, a closed set must also pass `values_separate`. ``written``:
+    when each fragment was written (relative moments are read from it); ``now`` for all when omitted.
     """
     # Date-times go first when they outnumber durations (`_datetime_spec`): a deadline cluster also says
     # "for the next 2 hours"; otherwise a duration is a quantity and quantities come first. A quantity of
     # another unit that more fragments state than a moment is the value, the moment its context ("PV
     # yield yesterday 38 kWh", "traffic peak 950 Mbps at 19:00").
-    moment, quantity = _datetime_spec(texts, now), _quantity_spec(texts)
+    moment, quantity = _datetime_spec(texts, written or [now] * len(texts)), _quantity_spec(texts)
     if (
         moment is not None
         and quantity is not None

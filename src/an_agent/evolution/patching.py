@@ -178,6 +178,7 @@ class PatchMaker:
             taken_names=taken,
             now=now,
             core=core,
+            written=[f.ts for f in fragments],
         )
         core_vectors = vectors[list(core.members)]
         core_texts = [texts[i] for i in core.members]

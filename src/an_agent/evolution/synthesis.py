@@ -141,13 +141,15 @@ def induce_key(
     taken_names: frozenset[str] = frozenset(),
     now: float = 0.0,
     core: Core | None = None,
+    written: Sequence[float] | None = None,
 ) -> InducedKey:
     """Induce a new key from a cluster's fragments (``texts`` with their unit ``vectors``).
 
     Only the cluster's core makes the key (``core``, else `cohesion.core_of` of ``vectors``): outliers
     and a second idea neither type, name nor exemplify it. The type and constraints come from
     `inference.infer_value`, the name from `naming.name_key`; the description states the meaning,
-    the constraints in the template phrases, and real mapping examples. ``now`` anchors relative dates.
+    the constraints in the template phrases, and real mapping examples. ``written`` (when each fragment
+    was written; ``now`` for all when omitted) anchors its relative dates ("tonight 22:00").
     """
     if not texts:
         raise ValueError("cannot induce a key from an empty cluster")
@@ -156,7 +158,12 @@ def induce_key(
     def spec_of(indexes: Sequence[int]) -> ValueSpec:
         chosen = list(indexes)
         return infer_value(
-            [texts[i] for i in chosen], embedder, now=now, stop_words=STOP_WORDS, vectors=vectors[chosen]
+            [texts[i] for i in chosen],
+            embedder,
+            now=now,
+            stop_words=STOP_WORDS,
+            vectors=vectors[chosen],
+            written=[written[i] for i in chosen] if written is not None else None,
         )
 
     if core.outliers or core.second_idea:

@@ -19,7 +19,9 @@ Shared by NL -> payload mapping and patch synthesis through `an_agent.schemas.ex
   Monday", "last Fri"), relative to ``now``, with a time of day after or before them in any of the
   spellings above ("tomorrow 8am", "next Monday at 09:00 CET", "06:00 UTC today"), or noon, midday or
   midnight ("yesterday at noon"); tonight alone is 20:00. A weekday alone is none: whether it is the
-  one before or after ``now`` is in the tense, which is not read.
+  one before or after ``now`` is in the tense, which is not read. A weekday with a time of day ("wed @
+  5am", "Friday at 09:00 CET", "15:00 on Fri") is the nearer to ``now`` of the coming one (today
+  included) and the last one.
 
 A date without a time is its midnight. A date that does not exist (``32/01/2027``) is none.
 """
@@ -105,6 +107,8 @@ _RELATIVE_DAY = re.compile(
     re.IGNORECASE,
 )
 _RELATIVE_OFFSET = {"today": 0, "tonight": 0, "tomorrow": 1, "yesterday": -1}
+# A weekday said without next / last ("wed @ 5am", "Friday at 09:00", "15:00 on Fri"): read only with a time.
+_BARE_WEEKDAY = re.compile(rf"\b(?P<wd>{_WEEKDAY_NAME})\b\.?", re.IGNORECASE)
 # Noon and midnight said as words after a day ("tomorrow at noon", "yesterday midnight").
 _NAMED_HOUR = re.compile(r"\s{1,3}(?:at\s{1,3})?(?P<name>noon|midday|midnight)\b", re.IGNORECASE)
 _HOUR_OF = {"noon": 12, "midday": 12, "midnight": 0}
@@ -160,6 +164,25 @@ def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
         elif (match.group("day") or "").lower() == "tonight":
             day = day.replace(hour=20)
         out.append((_stamp(day), start, end))
+        bisect.insort(spans, (start, end))
+    written = datetime.fromtimestamp(now, tz=UTC)
+    for match in _BARE_WEEKDAY.finditer(text):
+        if taken(match.start()):
+            continue  # "next Monday" is read above
+        start, end = match.start(), match.end()
+        after = _TIME_AFTER.match(text, end)
+        time = after or _TIME_BEFORE.search(text, max(0, start - 30), start)
+        if time is None:
+            continue  # a weekday alone is none (module docstring)
+        weekday = _WEEKDAYS.index(match.group("wd")[:3].lower())
+        coming = base + timedelta(days=(weekday - base.weekday()) % 7)
+        moments = [m for m in (_with_time(coming, time), _with_time(coming - timedelta(days=7), time)) if m]
+        if not moments:
+            continue
+        # The tense is not read: of the coming and the last such weekday, the one nearer the writing.
+        moment = min(moments, key=lambda m: (abs((m - written).total_seconds()), m < written))
+        start, end = (start, time.end()) if time is after else (time.start(), end)
+        out.append((_stamp(moment), start, end))
     return sorted(out, key=lambda t: t[1])
 
 
