@@ -55,6 +55,7 @@ from an_agent.evolution.freeform import find_freeform
 from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
+    CURRENCIES,
     duration_minutes,
     find_clock_ranges,
     find_counts,
@@ -132,7 +133,9 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
         )
     values_f = [next((q.value for q in qs if q.unit == unit), None) for qs in found]
     present = [v for v in values_f if v is not None]
-    kind: KeyType = "integer" if all(float(v).is_integer() for v in present) else "number"
+    # Money is a number even when the amounts seen are whole: the next one may have cents.
+    whole = unit not in CURRENCIES and all(float(v).is_integer() for v in present)
+    kind: KeyType = "integer" if whole else "number"
     low = min(present)
     high = 100.0 if unit == "percent" else _upper_bound(max(abs(v) for v in present))
     low_bound = -high if low < 0 else 0.0

@@ -62,7 +62,10 @@ _MEASURES = {
     "litres": ("fuel", "diesel", "volume", "level", "tank"),
     "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
     "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
-}  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
+} | dict.fromkeys(  # money: named by what is paid (sla_penalty_eur), "amount" when one word says nothing of it
+    ("eur", "usd", "gbp"),
+    ("amount", "penalty", "cost", "fee", "price", "charge", "fine", "credit", "compensation", "refund", "bill"),
+)  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 # Words that say a count is of repetitions ("flapped 14 times", "37 occurrences", "5 repeats").
 _REPETITIONS = word_set("times occurrences occurrence repeats repetitions recurrences")
 _TIME_WORDS = word_set(

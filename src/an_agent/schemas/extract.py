@@ -81,8 +81,18 @@ def spoken_number(text: str) -> float | None:
 
 
 _THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+")
+# A number written in groups of three, as sheets and people of every country write amounts and lengths:
+# "1 200" / "1 870" (space, also the narrow and no-break ones), "1.200,00" / "3.100" (a dot, the decimals
+# after a comma), "1,150.00" / "4,200" (a comma, the decimals after a dot). Never a leading zero ("0.100"
+# is a decimal) and a dot group is three digits exactly ("1.5", "12.6" stay decimals).
+_GROUPED = (
+    r"[1-9]\d{0,2}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d{1,2})?(?!\d)"
+    r"|[1-9]\d{0,2}(?:\.\d{3})+(?:,\d{1,2})?(?!\d)"
+    r"|[1-9]\d{0,2}(?:,\d{3})+(?:\.\d{1,2})?(?!\d)"
+)
+_GROUPED_RE = re.compile(_GROUPED)
 _NUMBER = (
-    r"(?P<num>[-+\u2212]?\d+(?:[.,]\d+)?|"
+    rf"(?P<num>[-+\u2212]?(?:{_GROUPED}|\d+(?:[.,]\d+)?)|"
     + _SPOKEN.pattern
     + "|"
     + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True))
@@ -132,7 +142,13 @@ _UNITS = {
     "gb": ("gigabytes", "gigabyte", "gbytes", "gb"),
     # Fuel and other liquids (generator tanks).
     "litres": ("litres", "liters", "litre", "liter", "ltrs", "ltr", "l"),
+    # Money: each currency is its own unit, never converted (rates change; a key takes the currency most
+    # of its fragments state). Symbols and ISO codes are also written before the amount (`_PREFIXED`).
+    "eur": ("euros", "euro", "eur", "\u20ac"),
+    "usd": ("us dollars", "dollars", "dollar", "usd", "us$", "$"),
+    "gbp": ("pounds sterling", "gbp", "\u00a3"),
 }
+CURRENCIES = frozenset({"eur", "usd", "gbp"})  # units of money: a key of one is a number (cents)
 # Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
 # unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
 _SCALED = {
@@ -219,7 +235,20 @@ _QUANTITY = re.compile(rf"(?<![\w.:]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", 
 # speed (rpm): 6000", "Fan RPM: 2,800", "wind,km/h,85", "kWh per day: 50"): a unit (and what it is per),
 # a closing bracket at most, one separator, the number (not the start of a date, a time or an id).
 _LABELLED = re.compile(
-    rf"(?<![\w/])(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?\)?\s{{0,3}}[:=,|]\s{{0,3}}{_NUMBER}(?![\w.:/\-]|[.,]\d)",
+    rf"(?<![\w/])(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?(?:\)?\s{{0,3}}[:=,|]|\)(?=\s))\s{{0,3}}"
+    rf"{_NUMBER}(?![\w.:/\-]|[.,]\d)",
+    re.IGNORECASE,
+)
+# A currency before its amount ("EUR 1.200,00", "USD 1,150.00", "$4,200", "\u20ac850", "GBP 300"), and a
+# currency in the cell after the amount's in a semicolon-separated line ("975,50;EUR").
+_PREFIX_SPELLINGS = ("us$", "eur", "usd", "gbp", "$", "\u20ac", "\u00a3")
+_PREFIXED = re.compile(
+    rf"(?<![\w$\u20ac\u00a3])(?P<unit>{'|'.join(map(re.escape, _PREFIX_SPELLINGS))})\s{{0,2}}"
+    rf"(?P<num>(?:{_GROUPED}|\d+(?:[.,]\d+)?))(?![\w]|[.,]\d)",
+    re.IGNORECASE,
+)
+_CURRENCY_CELL = re.compile(
+    rf"(?<![\w.:,])(?P<num>(?:{_GROUPED}|\d+(?:[.,]\d+)?))\s{{0,2}};\s{{0,2}}(?P<unit>eur|usd|gbp)(?!\w)",
     re.IGNORECASE,
 )
 # A range of one unit said before it ("20-30 km/h", "between -105 and -110 dBm", "5 to 10 Mbps"): the
@@ -306,6 +335,21 @@ def _to_number(text: str) -> float | None:
         return None
 
 
+def _amount(text: str) -> float | None:
+    """The value of a quantity's number: a number in groups of three (`_GROUPED`: "1 200", "1.200,00",
+    "1,150.00") by its groups, any other as `_to_number` reads it ("1.5", "4,37", "forty")."""
+    bare = text.strip()
+    sign = -1.0 if bare[:1] in ("-", "\u2212") else 1.0
+    digits = bare.lstrip("+-\u2212")
+    if not _GROUPED_RE.fullmatch(digits):
+        return _to_number(text)
+    # Groups are three digits exactly, so one or two digits after the last mark are the decimals.
+    decimals = re.search(r"[.,](\d{1,2})$", digits)
+    whole = digits[: decimals.start()] if decimals else digits
+    value = float(re.sub(r"\D", "", whole) + (f".{decimals.group(1)}" if decimals else ""))
+    return sign * value
+
+
 def find_quantities(text: str) -> list[Quantity]:
     """Numbers followed by a unit, e.g. '2 dB', 'two hours', '40 degrees', '10%', '1h30'.
 
@@ -331,9 +375,10 @@ def find_quantities(text: str) -> list[Quantity]:
     reach = list(itertools.accumulate((b for _, b in first), max))
     max_end = 0
     matches = [*_QUANTITY.finditer(text), *_LABELLED.finditer(text)]
+    matches += [*_PREFIXED.finditer(text), *_CURRENCY_CELL.finditer(text)]
     for match in sorted(matches, key=lambda m: m.start("num")):
         spelling = match.group("unit").lower()
-        value = _to_number(match.group("num"))
+        value = _amount(match.group("num"))
         before = bisect.bisect_right(starts, match.start()) - 1
         inside = match.start() < max_end or (before >= 0 and reach[before] > match.start())
         scale = _SCALE_OF.get(spelling) or _rate_scale(spelling)
@@ -341,16 +386,18 @@ def find_quantities(text: str) -> list[Quantity]:
             continue
         unit, factor = scale
         unit, factor = _BITS.get(match.group("unit"), (unit, factor))
-        if match.re is _LABELLED and (len(spelling) < 2 or unit in _LABEL_SHY):
+        if match.re is _LABELLED and ((len(spelling) < 2 and unit not in CURRENCIES) or unit in _LABEL_SHY):
             continue  # "per day: 50", "C, 3 sites", "deg: 4": a word before a colon, not a unit's label
+        if not match.group("num")[-1].isdigit() and match.end("num") == match.start("unit"):
+            continue  # "AC setpoint", "an h": a number in words is a word apart from its unit ("a C" is none)
         if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
             continue  # "a h" / "one s" are not quantities
         if spelling in ("c", "f") and match.group("unit") not in ("C", "F"):
             continue  # "37 C" is Celsius, "113F" Fahrenheit; a lower-case letter after a number is rarely one
         if spelling == "v" and _IN_A_NAME.search(text, 0, match.start()):
             continue  # "Sony Xperia 10 V": a model's name, not 10 volts ("Battery 48 V", "at 52 v" are volts)
-        low = _RANGE_LOW.search(text, max(0, match.start() - 40), match.start())
-        if low is not None and (bound := _to_number(low.group("low"))) is not None:
+        low = _RANGE_LOW.search(text, max(0, match.start() - 40), match.start()) if match.re is _QUANTITY else None
+        if low is not None and (bound := _amount(low.group("low"))) is not None:
             value = max(value, bound)  # the range's upper bound, whichever order it was said in
         if spelling in _FAHRENHEIT:
             value = round((value - 32) * 5 / 9, 1)
