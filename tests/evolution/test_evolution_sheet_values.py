@@ -10,6 +10,8 @@ from __future__ import annotations
 import pytest
 from test_evolution_synthesis import induce
 
+from an_agent.evolution.inference import infer_value
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.extract import find_counts, find_quantities
 from fake_embedder import FakeEmbedder
 
@@ -91,3 +93,61 @@ def test_a_money_key_is_named_by_what_is_paid_and_takes_the_most_stated_currency
     # Currencies are not converted: the dollar amount has no value in the euro key.
     assert "'SLA penalty | USD 1,150.00' ->" not in key.semantic_description
     assert "Observed values: 850 to 3100." in key.semantic_description, key.semantic_description
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "unit"),
+    [
+        ("distance to break ........: 1 870 m", 1870.0, "m"),
+        ("Dist\u00e2ncia at\u00e9 ao corte: 850 metros", 850.0, "m"),
+        ("the canteen is 300 meters away", 300.0, "m"),
+        ("Distancia a la rotura (OTDR) = 0,65 km", 0.65, "km"),
+        ("Distance to event (km): 4,37", 4.37, "km"),  # the unit in the label, in brackets
+        ("| Break at | 12.6 km from CO |", 12.6, "km"),
+        ("otdr_distance = 2.1 mi", 3.38, "km"),  # miles converted
+        ("3.4 miles along the duct", 5.472, "km"),
+        ("about 5600 ft from the cabinet", 1706.88, "m"),  # feet converted
+        ("a 4 m tall mast", 4.0, "m"),  # a length all the same
+        ("30 km/h on the site road", 30.0, "kmh"),  # a speed stays a speed
+        ("gusts of 25 m/s", 90.0, "kmh"),
+        ("1h30m of outage", 90.0, "minutes"),
+    ],
+)
+def test_lengths_have_one_unit_of_two(text: str, value: float, unit: str) -> None:
+    found = find_quantities(text)
+    assert [(q.value, q.unit) for q in found][:1] == [(value, unit)], found
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "down for 5m",  # five minutes or five metres: as before, not read
+        "2 M users on the cell",  # millions
+        "5G on the mast",
+        "a 12 m2 shelter",  # an area
+        "SLA clause | Penalty (EUR)\n7.3 | 1.200,00",  # the header's unit is not the next line's first cell
+    ],
+)
+def test_what_is_no_length_stays_none(text: str) -> None:
+    assert [q for q in find_quantities(text) if q.unit in ("m", "km", "eur")] == []
+
+
+def test_a_distance_key_takes_the_unit_most_fragments_state_and_is_named_by_the_distance() -> None:
+    texts = [
+        "distance to the break 1 870 m",
+        "distance to the break: 850 metres",
+        "distance to the break 3 420 m",
+        "distance to the break about 0,65 km",
+        "distance to the break 5600 ft",
+    ]
+    spec = infer_value(texts, FakeEmbedder(), now=0.0, stop_words=STOP_WORDS)
+    assert (spec.key_type, spec.unit) == ("number", "m") and spec.values == (1870, 850, 3420, 650, 1706.88), spec
+    key = induce(texts, FakeEmbedder()).key
+    assert key.key_type == "number" and key.constraints.unit == "m", key
+    assert key.key_name == "break_distance_m", key.key_name
+
+
+def test_kilometres_stated_most_make_a_key_in_km() -> None:
+    texts = ["break at 12.6 km", "break at 0,65 km", "break at 2.1 mi", "break at 850 m"]
+    spec = infer_value(texts, FakeEmbedder(), now=0.0, stop_words=STOP_WORDS)
+    assert spec.unit == "km" and spec.values == (12.6, 0.65, 3.38, 0.85), spec

@@ -62,7 +62,10 @@ _MEASURES = {
     "litres": ("fuel", "diesel", "volume", "level", "tank"),
     "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
     "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
-} | dict.fromkeys(  # money: named by what is paid (sla_penalty_eur), "amount" when one word says nothing of it
+} | dict.fromkeys(  # lengths: named by what is far or long (break_distance_m), not by the unit (was "m")
+    ("m", "km"),
+    ("distance", "length", "range", "reach", "radius", "depth", "height", "altitude", "span"),
+) | dict.fromkeys(  # money: named by what is paid (sla_penalty_eur), "amount" when one word says nothing of it
     ("eur", "usd", "gbp"),
     ("amount", "penalty", "cost", "fee", "price", "charge", "fine", "credit", "compensation", "refund", "bill"),
 )  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees

@@ -33,6 +33,9 @@ STOP_WORDS = word_set(
 ) | word_set(  # contractions of the words above, as people and speech-to-text write them ("it's fifty volts")
     """it's that's there's here's what's who's he's she's we're they're you're i'm i've we've they've i'll
     we'll i'd we'd don't doesn't didn't can't won't isn't aren't wasn't weren't hasn't haven't let's"""
+) | word_set(  # articles and prepositions of the half-translated headers of sheets ("Distance du défaut",
+    # "Entfernung zum Bruch", "Distancia a la rotura"): never a word of an English key's name
+    """du des de la le les el los las del al da das dos ao zum zur und et pour para"""
 )
 
 

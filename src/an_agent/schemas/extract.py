@@ -124,7 +124,10 @@ _UNITS = {
     "hours": ("hours", "hour", "hrs", "hr", "h"),
     "days": ("days", "day"),
     "weeks": ("weeks", "week"),
-    "km": ("kilometres", "kilometers", "kilometre", "kilometer", "km"),
+    "km": ("kilometres", "kilometers", "kilometre", "kilometer", "kil\u00f3metros", "quil\u00f3metros", "km"),
+    # Lengths under a kilometre: "1 870 m", "850 metros". A lone "m" only apart from its number and in
+    # lower case ("5m" is as often five minutes, "2 M" two million): `find_quantities`.
+    "m": ("metres", "meters", "metre", "meter", "metros", "m"),
     "kmh": ("km/h", "kmh", "kph", "km/hr", "kilometres per hour", "kilometers per hour", "km per hour"),
     "mbps": ("mbit/s", "mbps", "mb/s", "mbits/s", "megabits per second"),
     "kwh": ("kwh", "kilowatt hours", "kilowatt-hours", "kilowatt hour", "kilowatt-hour", "kw h"),
@@ -152,6 +155,13 @@ CURRENCIES = frozenset({"eur", "usd", "gbp"})  # units of money: a key of one is
 # Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
 # unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
 _SCALED = {
+    # Lengths in miles and feet: converted, so a distance key has one unit (m or km, `inference`).
+    "miles": ("km", 1.609344),
+    "mile": ("km", 1.609344),
+    "mi": ("km", 1.609344),
+    "feet": ("m", 0.3048),
+    "foot": ("m", 0.3048),
+    "ft": ("m", 0.3048),
     "mph": ("kmh", 1.609344),
     "miles per hour": ("kmh", 1.609344),
     "mile per hour": ("kmh", 1.609344),
@@ -233,10 +243,11 @@ _UNIT_RE = "|".join([_RATE_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len
 _QUANTITY = re.compile(rf"(?<![\w.:]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
 # The unit in a field's label, the number after it, as ticket tools and spreadsheets export them ("Fan
 # speed (rpm): 6000", "Fan RPM: 2,800", "wind,km/h,85", "kWh per day: 50"): a unit (and what it is per),
-# a closing bracket at most, one separator, the number (not the start of a date, a time or an id).
+# a closing bracket at most, one separator, the number (not the start of a date, a time or an id); after
+# a closing bracket, a tab or spaces separate too ("Penalty (EUR)\t1 200"), never a line break.
 _LABELLED = re.compile(
-    rf"(?<![\w/])(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?(?:\)?\s{{0,3}}[:=,|]|\)(?=\s))\s{{0,3}}"
-    rf"{_NUMBER}(?![\w.:/\-]|[.,]\d)",
+    rf"(?<![\w/])(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?"
+    rf"(?:\)?\s{{0,3}}[:=,|]\s{{0,3}}|\)[\t ]{{1,3}}){_NUMBER}(?![\w.:/\-]|[.,]\d)",
     re.IGNORECASE,
 )
 # A currency before its amount ("EUR 1.200,00", "USD 1,150.00", "$4,200", "\u20ac850", "GBP 300"), and a
@@ -259,7 +270,7 @@ _RANGE_LOW = re.compile(
 )
 # A capitalised word (not the text's first) right before a number: the number is part of a name.
 _IN_A_NAME = re.compile(r"(?<=\S)\s+[A-Z][\w\-]*\s+\S+\s*$")
-_LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees", "km", "db"})
+_LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees", "km", "m", "db"})
 _HOURS_MINUTES = re.compile(
     r"(?<![\w.:])(?P<h>\d{1,2})\s?h\s?(?P<m>[0-5]\d)(?:\s?(?:min|m)\b)?(?![\w:])", re.IGNORECASE
 )
@@ -386,12 +397,16 @@ def find_quantities(text: str) -> list[Quantity]:
             continue
         unit, factor = scale
         unit, factor = _BITS.get(match.group("unit"), (unit, factor))
-        if match.re is _LABELLED and ((len(spelling) < 2 and unit not in CURRENCIES) or unit in _LABEL_SHY):
+        bracketed = match.re is _LABELLED and text[match.start() - 1 : match.start()] == "("
+        shy = (len(spelling) < 2 and unit not in CURRENCIES) or unit in _LABEL_SHY
+        if match.re is _LABELLED and shy and not bracketed:
             continue  # "per day: 50", "C, 3 sites", "deg: 4": a word before a colon, not a unit's label
         if not match.group("num")[-1].isdigit() and match.end("num") == match.start("unit"):
             continue  # "AC setpoint", "an h": a number in words is a word apart from its unit ("a C" is none)
         if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
             continue  # "a h" / "one s" are not quantities
+        if spelling == "m" and (match.group("unit") != "m" or match.end("num") == match.start("unit")):
+            continue  # "5m" (minutes? metres?), "2 M users" (millions): only "850 m" is metres
         if spelling in ("c", "f") and match.group("unit") not in ("C", "F"):
             continue  # "37 C" is Celsius, "113F" Fahrenheit; a lower-case letter after a number is rarely one
         if spelling == "v" and _IN_A_NAME.search(text, 0, match.start()):
