@@ -48,26 +48,30 @@ from an_agent.schemas.template import OTHER_KEY, is_snake_case
 _UNIT_SUFFIX = {"degrees": "deg", "volt": "v"}
 # What a unit measures: a quantity key named by one word that is none of these ("winds 85 km/h" ->
 # wind, "fans at 4200 rpm" -> fan) is named by that word and the measure (wind_speed_kmh, fan_speed_rpm).
-_MEASURES = {
-    "kmh": ("speed", "velocity"),
-    "rpm": ("speed", "rotation", "revolutions"),
-    "mbps": ("throughput", "rate", "speed", "capacity", "bandwidth", "traffic", "bitrate"),
-    "celsius": ("temperature", "temp", "heat"),
-    "kwh": ("energy", "consumption", "yield", "usage", "generation"),
-    "volt": ("voltage", "potential"),
-    "ms": ("latency", "delay", "jitter", "rtt", "ping", "response"),
-    "mhz": ("bandwidth", "frequency", "carrier", "spectrum", "channel", "band"),
-    "kw": ("power", "load", "draw", "consumption", "demand"),
-    "gb": ("data", "volume", "usage", "allowance", "quota", "traffic"),
-    "litres": ("fuel", "diesel", "volume", "level", "tank"),
-    "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
-    "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
-} | dict.fromkeys(  # lengths: named by what is far or long (break_distance_m), not by the unit (was "m")
-    ("m", "km"),
-    ("distance", "length", "range", "reach", "radius", "depth", "height", "altitude", "span"),
-) | dict.fromkeys(  # money: named by what is paid (sla_penalty_eur), "amount" when one word says nothing of it
-    ("eur", "usd", "gbp"),
-    ("amount", "penalty", "cost", "fee", "price", "charge", "fine", "credit", "compensation", "refund", "bill"),
+_MEASURES = (
+    {
+        "kmh": ("speed", "velocity"),
+        "rpm": ("speed", "rotation", "revolutions"),
+        "mbps": ("throughput", "rate", "speed", "capacity", "bandwidth", "traffic", "bitrate"),
+        "celsius": ("temperature", "temp", "heat"),
+        "kwh": ("energy", "consumption", "yield", "usage", "generation"),
+        "volt": ("voltage", "potential"),
+        "ms": ("latency", "delay", "jitter", "rtt", "ping", "response"),
+        "mhz": ("bandwidth", "frequency", "carrier", "spectrum", "channel", "band"),
+        "kw": ("power", "load", "draw", "consumption", "demand"),
+        "gb": ("data", "volume", "usage", "allowance", "quota", "traffic"),
+        "litres": ("fuel", "diesel", "volume", "level", "tank"),
+        "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
+        "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
+    }
+    | dict.fromkeys(  # lengths: named by what is far or long (break_distance_m), not by the unit (was "m")
+        ("m", "km"),
+        ("distance", "length", "range", "reach", "radius", "depth", "height", "altitude", "span"),
+    )
+    | dict.fromkeys(  # money: named by what is paid (sla_penalty_eur), "amount" when one word says nothing of it
+        ("eur", "usd", "gbp"),
+        ("amount", "penalty", "cost", "fee", "price", "charge", "fine", "credit", "compensation", "refund", "bill"),
+    )
 )  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 # Words that say a count is of repetitions ("flapped 14 times", "37 occurrences", "5 repeats").
 _REPETITIONS = word_set("times occurrences occurrence repeats repetitions recurrences")
