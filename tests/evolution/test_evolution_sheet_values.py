@@ -151,3 +151,50 @@ def test_kilometres_stated_most_make_a_key_in_km() -> None:
     texts = ["break at 12.6 km", "break at 0,65 km", "break at 2.1 mi", "break at 850 m"]
     spec = infer_value(texts, FakeEmbedder(), now=0.0, stop_words=STOP_WORDS)
     assert spec.unit == "km" and spec.values == (12.6, 0.65, 3.38, 0.85), spec
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("Calls to hotline (last 24h) | 1.240", 1240),  # a dot between groups of three
+        ("Hotline,Calls\nBerlin,1 045", 1045),  # a CSV cell after a word
+        ("| Hotline calls | ~2,300 |", 2300),
+        ("hotline_calls = approx. 1.2k; trend = rising", 1200),
+        ("more than two thousand calls on this topic", 2000),
+        ("about three hundred calls since the morning", 300),
+        ("a thousand and fifty calls", 1050),
+        ("twenty five thousand users", 25000),
+        ("Ve\u00edculos afetados: 1.150", 1150),
+    ],
+)
+def test_counts_in_sheet_spellings(text: str, value: int) -> None:
+    assert [c[0] for c in find_counts(text)][:1] == [value], find_counts(text)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "one of the sites",  # small numbers in words are left to the words around them
+        "version 1.2 of the app",
+        "IP 10.100.200.1",
+        "on 01.03.2027",
+        "1,5 calls",  # a decimal comma is no count
+        "a hundred percent sure",  # a quantity
+        "CELL-0433",
+    ],
+)
+def test_what_is_no_count_stays_none(text: str) -> None:
+    assert find_counts(text) == []
+
+
+def test_a_count_key_keeps_a_phrase_that_says_what_is_counted() -> None:
+    texts = [
+        "hotline calls: 1.240",
+        "hotline calls ~2,300",
+        "hotline calls = approx. 1.2k",
+        "hotline calls: more than two thousand",
+        "hotline calls 1 045 today",
+    ]
+    key = induce(texts, FakeEmbedder()).key
+    assert key.key_type == "integer", key
+    assert key.key_name == "hotline_calls", key.key_name

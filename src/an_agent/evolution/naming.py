@@ -366,8 +366,10 @@ def name_key(
         phrase = f"{what[0] if what else 'repeat'} count"
     elif counted is not None:
         # A count is of something ("~1.2k users", "users affected: 2 400"): the phrase says which
-        # (impacted users), the noun alone what is counted.
-        phrase = f"{phrase} {counted}" if " " not in phrase and stem(phrase) != stem(counted) else counted
+        # (impacted users), the noun alone what is counted; a phrase that says the noun ("hotline calls")
+        # is kept whole.
+        if stem(counted) not in map(stem, phrase.split()):
+            phrase = f"{phrase} {counted}" if " " not in phrase else counted
     elif (
         spec.value_format == "date-time"
         and moment_suffix(texts) != "deadline"

@@ -474,14 +474,38 @@ def find_numbers(text: str) -> list[tuple[float, int, int]]:
 
 # A count as people write one: "1200", "2 400", "3,500" (groups of three), "1.2k", "~900". Not a part of
 # an id, a clock time, a date, a version or a decimal ("1,5"), nor a number followed by a unit.
+# Groups of three are one separator all along: a comma, a space (also narrow or no-break), or a dot, as
+# sheets of most of Europe write them ("1.240 calls"). A comma after a word is a cell's ("Berlin,1 045").
 _COUNT = re.compile(
-    r"(?<![\w.,\-:/])(?P<num>\d{1,3}(?:(?:,| |\u202f|\u00a0)\d{3})+|\d+(?:\.\d)?(?P<k>k)|\d+)(?![\w:/\-]|[.,]\d)",
+    r"(?:(?<![\w.,\-:/])|(?<=[A-Za-z],))(?P<num>\d{1,3}(?:,\d{3})+|\d{1,3}(?:[ \u202f\u00a0]\d{3})+"
+    r"|\d{1,3}(?:\.\d{3})+|\d+(?:\.\d)?(?P<k>k)|\d+)(?![\w:/\-]|[.,]\d)",
+    re.IGNORECASE,
+)
+# Hundreds and thousands said in words ("three hundred calls", "more than two thousand", "a thousand
+# and fifty"): smaller numbers in words are left to the words around them ("one of the sites").
+_SPOKEN_COUNT = re.compile(
+    rf"\b(?:a|{_BELOW_HUNDRED}|{_DIGIT_WORDS})\s(?:hundred|thousand)"
+    rf"(?:\s(?:and\s)?(?:{_BELOW_HUNDRED}|{_DIGIT_WORDS})(?:\s(?:hundred|thousand))?)?\b",
     re.IGNORECASE,
 )
 
 
+def _spoken_count(words: str) -> int:
+    """The value of `_SPOKEN_COUNT`'s words: "two thousand" -> 2000, "three hundred and five" -> 305."""
+    total = current = 0.0
+    for word in re.split(r"[\s\-]+", words.lower()):
+        if word == "hundred":
+            current = (current or 1) * 100
+        elif word == "thousand":
+            total, current = total + (current or 1) * 1000, 0.0
+        elif word != "and":
+            current += _WORD_NUMBERS[word]
+    return int(total + current)
+
+
 def find_counts(text: str) -> list[tuple[int, int, int]]:
-    """Whole numbers that count something (value, start, end): "~1.2k users" -> 1200, "2 400" -> 2400.
+    """Whole numbers that count something (value, start, end): "~1.2k users" -> 1200, "2 400" -> 2400,
+    "1.240" -> 1240, "three hundred" -> 300.
 
     Numbers that are quantities with a unit (`find_quantities`), clock times, dates and parts of ids are
     not counts.
@@ -492,9 +516,12 @@ def find_counts(text: str) -> list[tuple[int, int, int]]:
         if any(a <= match.start() < b for a, b in taken):
             continue
         raw = match.group("num")
-        value = float(raw[:-1]) * 1000 if match.group("k") else float(re.sub(r"[, \u202f\u00a0]", "", raw))
+        value = float(raw[:-1]) * 1000 if match.group("k") else float(re.sub(r"[.,\s]", "", raw))
         out.append((int(value), match.start(), match.end()))
-    return out
+    for match in _SPOKEN_COUNT.finditer(text):  # "a hundred percent" is a quantity, not a count
+        if not any(a < match.end() and match.start() < b for a, b in taken):
+            out.append((_spoken_count(match.group(0)), match.start(), match.end()))
+    return sorted(out, key=lambda c: c[1])
 
 
 def duration_minutes(quantity: Quantity) -> float | None:
