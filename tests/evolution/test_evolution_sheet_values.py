@@ -10,6 +10,7 @@ from __future__ import annotations
 import pytest
 from test_evolution_synthesis import induce
 
+from an_agent.evolution.codes import codes_in, find_codes
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.extract import find_counts, find_quantities
@@ -126,6 +127,7 @@ def test_lengths_have_one_unit_of_two(text: str, value: float, unit: str) -> Non
         "5G on the mast",
         "a 12 m2 shelter",  # an area
         "SLA clause | Penalty (EUR)\n7.3 | 1.200,00",  # the header's unit is not the next line's first cell
+        "SLA clause | Penalty (EUR) 7.3 | 1.200,00",  # ... nor when the lines run together
     ],
 )
 def test_what_is_no_length_stays_none(text: str) -> None:
@@ -198,3 +200,40 @@ def test_a_count_key_keeps_a_phrase_that_says_what_is_counted() -> None:
     key = induce(texts, FakeEmbedder()).key
     assert key.key_type == "integer", key
     assert key.key_name == "hotline_calls", key.key_name
+
+
+@pytest.mark.parametrize(
+    ("text", "codes"),
+    [
+        ("Modo MIMO: 4T4R", {"4T4R"}),
+        ("cell;mimo\nCELL-0433;2t2r", {"2T2R"}),  # any case, in the family's capitals
+        ("drop the cells from 4T4R to 2T2R", {"4T4R", "2T2R"}),
+        ("| MIMO config | 1T1R |", {"1T1R"}),
+        ("MIMO 8t8r", {"8T8R"}),
+    ],
+)
+def test_antenna_branch_codes_are_codes(text: str, codes: set[str]) -> None:
+    assert codes_in(text) >= codes and not {c for c in codes_in(text) if "T" in c and c not in codes}
+
+
+@pytest.mark.parametrize("text", ["site SITE-2T2R3 is down", "release 4T4R.1", "code 12T4RX", "2x2 MIMO"])
+def test_what_is_no_antenna_code_stays_none(text: str) -> None:
+    assert not {c for c in codes_in(text) if len(c) >= 4 and c[1] in "TtRr"}
+
+
+def test_antenna_codes_are_a_set_named_by_their_frame_and_head_not_by_an_id() -> None:
+    texts = [
+        "Modo MIMO: 4T4R",
+        "Modo MIMO objetivo = 8T8R",
+        "cell;mimo\nCELL-0433;2t2r",
+        "mimo = 2T2R; hours = 01-05",
+        "Cell | MIMO mode (night)\nCELL-0412 | 2T2R",
+        "MIMO-Modus / MIMO mode ........: 1T1R",
+        "| MIMO config | 1T1R |",
+        "MIMO mode for the night: 2T2R",
+    ]
+    found = find_codes(texts, STOP_WORDS)
+    assert found is not None and found.enum == ("1T1R", "2T2R", "4T4R", "8T8R"), found
+    assert found.frame == "mimo", found  # "CELL-0412" before a code is an id, not its frame word
+    key = induce(texts, FakeEmbedder()).key
+    assert key.key_name == "mimo_mode" and key.constraints.enum == ("1T1R", "2T2R", "4T4R", "8T8R"), key

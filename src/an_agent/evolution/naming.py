@@ -348,7 +348,7 @@ def name_key(
         phrase = f"{_singular(phrase)} {measures[0]}"
     counted = counted_noun(texts) if spec.info.get("count") else None
     if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
-        phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"))
+        phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"), frozenset(_HEADS))
         if (kind := spec.info.get("kind")) and kind not in phrase.split():
             phrase = f"{phrase} {kind}"  # "roaming in DE", "roaming: FR" -> roaming country
     elif spec.enum and isinstance(kind := spec.info.get("kind"), str):

@@ -247,9 +247,10 @@ _QUANTITY = re.compile(rf"(?<![\w.:]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", 
 # a closing bracket, a tab or spaces separate too ("Penalty (EUR)\t1 200"), never a line break.
 _LABELLED = re.compile(
     rf"(?<![\w/])(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?"
-    rf"(?:\)?\s{{0,3}}[:=,|]\s{{0,3}}|\)[\t ]{{1,3}}){_NUMBER}(?![\w.:/\-]|[.,]\d)",
+    rf"(?:\)?\s{{0,3}}[:=,|]\s{{0,3}}|(?P<gap>\)[\t ]{{1,3}})){_NUMBER}(?![\w.:/\-]|[.,]\d)",
     re.IGNORECASE,
 )
+_CELL_AFTER = re.compile(r"[ \t]{0,3}[|;]")
 # A currency before its amount ("EUR 1.200,00", "USD 1,150.00", "$4,200", "\u20ac850", "GBP 300"), and a
 # currency in the cell after the amount's in a semicolon-separated line ("975,50;EUR").
 _PREFIX_SPELLINGS = ("us$", "eur", "usd", "gbp", "$", "\u20ac", "\u00a3")
@@ -399,6 +400,8 @@ def find_quantities(text: str) -> list[Quantity]:
         unit, factor = _BITS.get(match.group("unit"), (unit, factor))
         bracketed = match.re is _LABELLED and text[match.start() - 1 : match.start()] == "("
         shy = (len(spelling) < 2 and unit not in CURRENCIES) or unit in _LABEL_SHY
+        if match.re is _LABELLED and match.group("gap") and _CELL_AFTER.match(text, match.end()):
+            continue  # "Penalty (EUR) 7.3 | 1.200,00": a table's rows run together, 7.3 is the next cell
         if match.re is _LABELLED and shy and not bracketed:
             continue  # "per day: 50", "C, 3 sites", "deg: 4": a word before a colon, not a unit's label
         if not match.group("num")[-1].isdigit() and match.end("num") == match.start("unit"):
