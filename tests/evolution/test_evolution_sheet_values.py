@@ -237,3 +237,30 @@ def test_antenna_codes_are_a_set_named_by_their_frame_and_head_not_by_an_id() ->
     assert found.frame == "mimo", found  # "CELL-0412" before a code is an id, not its frame word
     key = induce(texts, FakeEmbedder()).key
     assert key.key_name == "mimo_mode" and key.constraints.enum == ("1T1R", "2T2R", "4T4R", "8T8R"), key
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "unit"),
+    [
+        ("Ponto de ajuste do ar condicionado = 26 graus", 26.0, "degrees"),
+        ("consigna: 24 grados", 24.0, "degrees"),
+        ("Consigne clim (deg C)\t28", 28.0, "celsius"),  # the unit only in the label
+        ("Setpoint (\u00b0C): 26,5", 26.5, "celsius"),
+    ],
+)
+def test_temperatures_in_labels_and_other_languages(text: str, value: float, unit: str) -> None:
+    found = find_quantities(text)
+    assert [(q.value, q.unit) for q in found][:1] == [(value, unit)], found
+
+
+def test_a_name_says_its_head_word_once() -> None:
+    texts = [
+        "Auslastung Backhaul / backhaul utilisation: 78,5 %",
+        "Auslastung Backhaul / backhaul utilisation: 64 %",
+        "Auslastung Backhaul / backhaul utilisation: 91 %",
+        "Auslastung Backhaul / backhaul utilisation: 88 %",
+    ]
+    key = induce(texts, FakeEmbedder()).key
+    assert key.constraints.unit == "percent", key
+    words = key.key_name.split("_")
+    assert len(words) == len(set(words)) and "backhaul" in words, key.key_name

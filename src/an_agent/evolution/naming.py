@@ -339,7 +339,7 @@ def name_key(
     if " " not in phrase and not deadline:
         # One word rarely names an idea ("roaming", "sms"): take the best phrase that grows it
         # ("roaming users", "sms alert"), the recurring phrase whose head it is or modifies.
-        longer = [p for _, p in ranked if " " in p and phrase in p.split() and not clause_like(p)]
+        longer = [p for _, p in ranked if " " in p and phrase in p.split() and not clause_like(p) and _once(p) == p]
         pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
         if pairs or longer:
             phrase = (pairs or longer)[0]
@@ -409,7 +409,7 @@ def name_key(
     else:  # words of a set ("taxi company", "storm damage") still say what the key is about
         alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
-    name = snake_name(" ".join(w for w in phrase.split() if w not in STOP_WORDS) or phrase)
+    name = snake_name(_once(" ".join(w for w in phrase.split() if w not in STOP_WORDS) or phrase))
     suffix = None
     if spec.unit is not None:
         suffix = _UNIT_SUFFIX.get(spec.unit, spec.unit)
@@ -427,6 +427,16 @@ def name_key(
         name = f"{base_name}_{counter}"
         counter += 1
     return name, phrase, alternatives
+
+
+def _once(phrase: str) -> str:
+    """``phrase`` with each word family once ("backhaul / backhaul utilisation" of a half-translated header
+    is "backhaul utilisation", not backhaul_backhaul)."""
+    kept: list[str] = []
+    for word in phrase.split():
+        if stem(word) not in map(stem, kept):
+            kept.append(word)
+    return " ".join(kept)
 
 
 def _singular(word: str) -> str:

@@ -105,7 +105,7 @@ _UNITS = {
     "db": ("db", "decibels", "decibel"),
     "percent": ("percent", "per cent", "pct", "%"),
     # Degrees alone are an angle (tilt) or a temperature; a Celsius spelling is a temperature.
-    "degrees": ("degrees", "degree", "deg", "\u00b0"),
+    "degrees": ("degrees", "degree", "deg", "graus", "grados", "\u00b0"),  # and as Portuguese, Spanish write it
     "celsius": (
         "\u00b0c",
         "\u00b0 c",
