@@ -14,6 +14,8 @@ from an_agent.evolution.codes import codes_in, find_codes
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.extract import find_counts, find_quantities
+from an_agent.schemas.mapping import map_text, split_clauses
+from an_agent.schemas.registry import TemplateRegistry
 from fake_embedder import FakeEmbedder
 
 
@@ -264,3 +266,28 @@ def test_a_name_says_its_head_word_once() -> None:
     assert key.constraints.unit == "percent", key
     words = key.key_name.split("_")
     assert len(words) == len(set(words)) and "backhaul" in words, key.key_name
+
+
+def test_a_money_key_of_a_patched_template_maps_amounts_in_its_currency() -> None:
+    texts = [
+        "SLA penalty: EUR 1.200,00",
+        "SLA penalty 3.100 \u20ac",
+        "SLA penalty of 3 000 euros",
+        "SLA penalty \u20ac850",
+    ]
+    key = induce(texts, FakeEmbedder()).key
+    template = TemplateRegistry.default().get("complaint_ticket_v1").with_keys([key])
+    result = map_text(template, "the SLA penalty is EUR 2.450,50", FakeEmbedder(), now=1_790_000_000.0)
+    assert result.payload.get("sla_penalty_eur") == 2450.5, result.payload
+
+
+@pytest.mark.parametrize(
+    ("text", "clauses"),
+    [
+        ("gain 1.5 dB please", ["gain 1.5 dB please"]),
+        ("penalty EUR 2.450,50. Next week", ["penalty EUR 2.450,50", "Next week"]),
+        ("raise it by 2. then stop", ["raise it by 2", "then stop"]),
+    ],
+)
+def test_a_dot_between_digits_ends_no_clause(text: str, clauses: list[str]) -> None:
+    assert split_clauses(text) == clauses
