@@ -81,6 +81,7 @@ _TIME_WORDS = word_set(
     cet cest bst eet eest edt pst pdt am pm jan january feb february mar march apr april may jun june jul
     july aug august sep sept september oct october nov november dec december"""
 )
+_FOREIGN_ARTICLES = word_set("du des de la le les el los las del al da das dos ao zum zur und et pour para")
 _MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
 _MAX_NAME = 40
 
@@ -329,6 +330,9 @@ def name_key(
     if spec.key_type in ("integer", "number") or spec.value_format in ("duration", "date-time"):
         # Units and spoken numbers ("forty six volts") are the value, not the name.
         ranked = [r for r in ranked if not set(r[1].split()) & (UNIT_WORDS | NUMBER_WORDS)] or ranked
+    # Articles and prepositions of half-translated headers ("Distance du défaut", "Entfernung zum Bruch")
+    # name nothing: a phrase with one is no key name (distance_du_m). Not stop words: "Peter de Vries".
+    ranked = [r for r in ranked if not set(r[1].split()) & _FOREIGN_ARTICLES] or ranked
     if spec.value_format in ("duration", "date-time"):
         # The moment is the value, not the name: "by this evening", "by end of day" -> not evening_deadline.
         ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked

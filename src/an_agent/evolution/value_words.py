@@ -19,9 +19,8 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
-STOP_WORDS = (
-    word_set(
-        """a an the and or but if then else of to in on at by for with from into onto over under up down out off
+STOP_WORDS = word_set(
+    """a an the and or but if then else of to in on at by for with from into onto over under up down out off
     is are was were be been being am do does did done have has had having i me my we our us you your he she
     it its they them their this that these those there here so as not no nor only very too just also any all
     some each every both either neither such same other own than can cannot could should would will shall
@@ -31,15 +30,9 @@ STOP_WORDS = (
     around near nearby here there really quite during through throughout across behind inside outside
     without within via per along against between among since toward towards beyond another later latest
     earlier twice thrice"""
-    )
-    | word_set(  # contractions of the words above, as people and speech-to-text write them ("it's fifty volts")
-        """it's that's there's here's what's who's he's she's we're they're you're i'm i've we've they've i'll
+) | word_set(  # contractions of the words above, as people and speech-to-text write them ("it's fifty volts")
+    """it's that's there's here's what's who's he's she's we're they're you're i'm i've we've they've i'll
     we'll i'd we'd don't doesn't didn't can't won't isn't aren't wasn't weren't hasn't haven't let's"""
-    )
-    | word_set(  # articles and prepositions of the half-translated headers of sheets ("Distance du défaut",
-        # "Entfernung zum Bruch", "Distancia a la rotura"): never a word of an English key's name
-        """du des de la le les el los las del al da das dos ao zum zur und et pour para"""
-    )
 )
 
 
