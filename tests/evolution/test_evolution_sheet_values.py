@@ -13,7 +13,7 @@ from test_evolution_synthesis import induce
 from an_agent.evolution.codes import codes_in, find_codes
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.value_words import STOP_WORDS
-from an_agent.schemas.extract import find_counts, find_quantities
+from an_agent.schemas.extract import UNIT_WORDS, find_counts, find_quantities
 from an_agent.schemas.mapping import map_text, split_clauses
 from an_agent.schemas.registry import TemplateRegistry
 from fake_embedder import FakeEmbedder
@@ -291,3 +291,9 @@ def test_a_money_key_of_a_patched_template_maps_amounts_in_its_currency() -> Non
 )
 def test_a_dot_between_digits_ends_no_clause(text: str, clauses: list[str]) -> None:
     assert split_clauses(text) == clauses
+
+
+def test_meter_is_a_length_after_a_number_and_a_device_in_a_name() -> None:
+    assert [(q.value, q.unit) for q in find_quantities("the cut is 850 meters out")] == [(850.0, "m")]
+    # "smart meter", "clamp meter": a word that names things, kept in phrases of numeric keys' names
+    assert "meter" not in UNIT_WORDS and "metres" in UNIT_WORDS

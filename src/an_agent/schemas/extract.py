@@ -238,7 +238,7 @@ UNIT_WORDS = (
         w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
     )
     | frozenset(w for w in [*_RATE_OF, *_RATE_TIMES, "per"] if w.isalpha())
-)
+) - frozenset({"meter", "meters"})  # also a device ("smart meter", "clamp meter"): a word of names and phrases
 _UNIT_RE = "|".join([_RATE_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))])
 _QUANTITY = re.compile(rf"(?<![\w.:]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
 # The unit in a field's label, the number after it, as ticket tools and spreadsheets export them ("Fan
