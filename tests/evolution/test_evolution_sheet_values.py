@@ -297,3 +297,22 @@ def test_meter_is_a_length_after_a_number_and_a_device_in_a_name() -> None:
     assert [(q.value, q.unit) for q in find_quantities("the cut is 850 meters out")] == [(850.0, "m")]
     # "smart meter", "clamp meter": a word that names things, kept in phrases of numeric keys' names
     assert "meter" not in UNIT_WORDS and "metres" in UNIT_WORDS
+
+
+@pytest.mark.parametrize(
+    ("text", "value", "unit"),
+    [
+        ("otdr_km: 7,9", 7.9, "km"),  # a unit ending a field's snake_case name labels the number
+        ("bh_util_pct = 91", 91.0, "percent"),
+        ("speed_kmh: 50", 50.0, "kmh"),
+        ("BH utilisation %: 69,4", 69.4, "percent"),  # a per cent sign before a colon
+        ("Setpoint degC: 27", 27.0, "celsius"),
+    ],
+)
+def test_units_in_field_names_label_their_value(text: str, value: float, unit: str) -> None:
+    assert [(q.value, q.unit) for q in find_quantities(text)] == [(value, unit)]
+
+
+@pytest.mark.parametrize("text", ["file_s: 3", "CELL_C: 2", "link_m: 40", "load %, 3 sites", "site_5G: 3"])
+def test_one_letter_after_an_underscore_labels_nothing(text: str) -> None:
+    assert find_quantities(text) == []

@@ -246,8 +246,8 @@ _QUANTITY = re.compile(rf"(?<![\w.:]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", 
 # a closing bracket at most, one separator, the number (not the start of a date, a time or an id); after
 # a closing bracket, a tab or spaces separate too ("Penalty (EUR)\t1 200"), never a line break.
 _LABELLED = re.compile(
-    rf"(?<![\w/])(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?"
-    rf"(?:\)?\s{{0,3}}[:=,|]\s{{0,3}}|(?P<gap>\)[\t ]{{1,3}})){_NUMBER}(?![\w.:/\-]|[.,]\d)",
+    rf"(?<![^\W_])(?<!/)(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?"
+    rf"(?:\)?\s{{0,3}}(?P<sep>[:=,|])\s{{0,3}}|(?P<gap>\)[\t ]{{1,3}})){_NUMBER}(?![\w.:/\-]|[.,]\d)",
     re.IGNORECASE,
 )
 _CELL_AFTER = re.compile(r"[ \t]{0,3}[|;]")
@@ -398,7 +398,13 @@ def find_quantities(text: str) -> list[Quantity]:
             continue
         unit, factor = scale
         unit, factor = _BITS.get(match.group("unit"), (unit, factor))
-        bracketed = match.re is _LABELLED and text[match.start() - 1 : match.start()] == "("
+        # A unit in brackets or ending a field's snake_case name ("otdr_km: 7,9") is a label's, and
+        # so is a per cent sign before a colon or an equals sign ("BH utilisation %: 69,4"; "%, 3" is none).
+        bracketed = match.re is _LABELLED and (
+            text[match.start() - 1 : match.start()] == "("
+            or (text[match.start() - 1 : match.start()] == "_" and len(spelling) >= 2)  # not "file_s", "cell_c"
+            or (spelling == "%" and match.group("sep") in (":", "="))
+        )
         shy = (len(spelling) < 2 and unit not in CURRENCIES) or unit in _LABEL_SHY
         if match.re is _LABELLED and match.group("gap") and _CELL_AFTER.match(text, match.end()):
             continue  # "Penalty (EUR) 7.3 | 1.200,00": a table's rows run together, 7.3 is the next cell
