@@ -45,11 +45,14 @@ from importlib import resources
 
 from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES, same_family
 from an_agent.evolution.value_words import word_set
-from an_agent.schemas.extract import UNIT_WORDS
+from an_agent.schemas.extract import UNIT_WORDS, find_ids
 
 # Digits then 1-2 letters (4G, 5GC) or 1-2 letters then digits (P1, T2); never part of an id or a number.
 _DIGIT_FIRST = re.compile(r"(?<![\w.\-])(\d{1,2})([A-Za-z]{1,2})(?![\w.\-])")
 _LETTER_FIRST = re.compile(r"(?<![\w.\-])([A-Za-z]{1,2})(\d{1,2})(?![\w.\-]|:\d)")
+# Digits, a letter, digits, a letter: antenna branches (1T1R, 2T2R, 4T4R, 8T8R, "2t2r"), the family
+# <n>T<n>R; in any case, never part of an id or a word.
+_PAIRED = re.compile(r"(?<![\w.\-])(\d{1,2})([A-Za-z])(\d{1,2})([A-Za-z])(?![\w.\-])")
 # ... and capitals written apart from their digits: "IP 65", "IP-67", "P 1" (the same code as IP65, P1).
 _LETTER_FIRST_APART = re.compile(r"(?<![\w.\-])([A-Z]{1,2})[ \-](\d{1,2})(?![\w.\-]|:\d|[ \-]\d)")
 # A single capital letter, with the word before it (punctuation such as ':', '=', '|', '-' in between).
@@ -123,6 +126,9 @@ def _codes(text: str) -> list[_Code]:
         letters = match.group(2)
         if letters.lower() not in _NOT_CODES:
             out.append((("suffix", letters.upper()), match.group(0).upper(), match.start(), match.end()))
+    for match in _PAIRED.finditer(text):
+        family = ("paired", f"{match.group(2)}{match.group(4)}".upper())
+        out.append((family, match.group(0).upper(), match.start(), match.end()))
     for match in itertools.chain(_LETTER_FIRST.finditer(text), _LETTER_FIRST_APART.finditer(text)):
         letters = match.group(1)
         if letters.lower() not in _NOT_PREFIXES:
@@ -155,7 +161,7 @@ def codes_in(text: str) -> set[str]:
 def _fills_the_slot(family: tuple[str, str], cover: int, n: int) -> bool:
     """Codes of one fixed prefix or suffix (IP<n>, <n>G), or countries, in nearly every fragment
     (``_FILLED_SHARE``)."""
-    return family[0] in ("prefix", "suffix", "country") and cover >= _FILLED_SHARE * n
+    return family[0] in ("prefix", "suffix", "paired", "country") and cover >= _FILLED_SHARE * n
 
 
 def _is_unit(word: str) -> bool:
@@ -249,6 +255,7 @@ def _framed(
     for text, span in zip(texts, spans, strict=True):
         if span is None:
             continue
+        text = _without_ids(text)  # "CELL-0412 | 2T2R": the id's prefix is no word framing the code
         before = [w for w in _WORD.findall(text[: span[0]].lower()) if w not in stop][-1:]
         after = _WORD.findall(text[span[1] :].lower())[:1]
         after = [w for w in after if w not in stop and re.match(r"\s*[a-z]", text[span[1] :].lower())]
@@ -269,10 +276,34 @@ def _framed(
     return (max(longer, key=lambda w: (count[w], len(w))) if len(word) <= 4 and longer else word), sum(count.values())
 
 
-def code_phrase(texts: Sequence[str], frame: str, stop: frozenset[str], category: str | None = None) -> str:
+def _without_ids(text: str) -> str:
+    """``text`` with its identifiers (CELL-0412, INC4303720) blanked, every other offset kept."""
+    for found in find_ids(text):
+        text = text[: found.start] + " " * (found.end - found.start) + text[found.end :]
+    return text
+
+
+def code_phrase(
+    texts: Sequence[str],
+    frame: str,
+    stop: frozenset[str],
+    category: str | None = None,
+    heads: frozenset[str] = frozenset(),
+) -> str:
     """The name of a set of codes or labels: their frame word ("priority P1", "prio P2" -> priority), grown
-    by the word two fragments or more put right before it ("site class: B", "site class = C" -> site class),
-    else by the noun the values qualify (``category``: "Silver customer" and "tier: Silver" -> customer tier)."""
+    by a head word of ``heads`` two fragments or more put right after it ("MIMO mode: 2T2R", "MIMO mode
+    (night) | 1T1R" -> mimo mode: a set's head, whatever half-translated headers put before the frame,
+    "Modo MIMO"), else by the word two fragments or more put right before it ("site class: B", "site class
+    = C" -> site class), else by the noun the values qualify (``category``: "Silver customer" and "tier:
+    Silver" -> customer tier)."""
+    after = Counter(
+        b
+        for text in texts
+        for a, b in set(itertools.pairwise(w.strip("-") for w in _WORD.findall(text.lower())))
+        if a[:4] == frame[:4] and b in heads
+    )
+    if after and (head := after.most_common(1)[0])[1] >= 2 and head[0][:4] != frame[:4]:
+        return f"{frame} {head[0]}"
     before = _words_before(texts, frame, stop)
     if before and (top := before.most_common(1)[0])[1] >= 2 and len(frame) <= 4 and top[0].startswith(frame):
         # A clipped frame said after its full word ("UE category: Cat 4", "device category Cat M1"): the

@@ -55,6 +55,8 @@ from an_agent.evolution.freeform import find_freeform
 from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
+    CURRENCIES,
+    Quantity,
     duration_minutes,
     find_clock_ranges,
     find_counts,
@@ -108,6 +110,16 @@ def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
+_LENGTHS = {"m": 1.0, "km": 1000.0}  # length units in metres
+
+
+def _in_unit(quantity: Quantity, unit: str) -> Quantity:
+    """A length in ``unit`` (m or km); any other quantity as it is."""
+    if quantity.unit not in _LENGTHS or quantity.unit == unit:
+        return quantity
+    return replace(quantity, value=round(quantity.value * _LENGTHS[quantity.unit] / _LENGTHS[unit], 3), unit=unit)
+
+
 def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     n = len(texts)
     found = [find_quantities(t) for t in texts]
@@ -118,6 +130,11 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     if not units:
         return None
     unit, count = units.most_common(1)[0]
+    if unit in _LENGTHS:
+        # Metres and kilometres are one quantity: the key takes the unit most fragments state, the others
+        # are converted ("1 870 m" and "4,37 km" in one distance key; miles and feet were converted already).
+        count = sum(units[u] for u in _LENGTHS)
+        found = [[_in_unit(q, unit) for q in qs] for qs in found]
     if count < TYPE_SHARE * n:
         return None
     if unit in _TIME_UNITS:
@@ -132,7 +149,9 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
         )
     values_f = [next((q.value for q in qs if q.unit == unit), None) for qs in found]
     present = [v for v in values_f if v is not None]
-    kind: KeyType = "integer" if all(float(v).is_integer() for v in present) else "number"
+    # Money is a number even when the amounts seen are whole: the next one may have cents.
+    whole = unit not in CURRENCIES and all(float(v).is_integer() for v in present)
+    kind: KeyType = "integer" if whole else "number"
     low = min(present)
     high = 100.0 if unit == "percent" else _upper_bound(max(abs(v) for v in present))
     low_bound = -high if low < 0 else 0.0

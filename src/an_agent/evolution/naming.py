@@ -49,21 +49,31 @@ from an_agent.schemas.template import OTHER_KEY, is_snake_case
 _UNIT_SUFFIX = {"degrees": "deg", "volt": "v"}
 # What a unit measures: a quantity key named by one word that is none of these ("winds 85 km/h" ->
 # wind, "fans at 4200 rpm" -> fan) is named by that word and the measure (wind_speed_kmh, fan_speed_rpm).
-_MEASURES = {
-    "kmh": ("speed", "velocity"),
-    "rpm": ("speed", "rotation", "revolutions"),
-    "mbps": ("throughput", "rate", "speed", "capacity", "bandwidth", "traffic", "bitrate"),
-    "celsius": ("temperature", "temp", "heat"),
-    "kwh": ("energy", "consumption", "yield", "usage", "generation"),
-    "volt": ("voltage", "potential"),
-    "ms": ("latency", "delay", "jitter", "rtt", "ping", "response"),
-    "mhz": ("bandwidth", "frequency", "carrier", "spectrum", "channel", "band"),
-    "kw": ("power", "load", "draw", "consumption", "demand"),
-    "gb": ("data", "volume", "usage", "allowance", "quota", "traffic"),
-    "litres": ("fuel", "diesel", "volume", "level", "tank"),
-    "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
-    "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
-}  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
+_MEASURES = (
+    {
+        "kmh": ("speed", "velocity"),
+        "rpm": ("speed", "rotation", "revolutions"),
+        "mbps": ("throughput", "rate", "speed", "capacity", "bandwidth", "traffic", "bitrate"),
+        "celsius": ("temperature", "temp", "heat"),
+        "kwh": ("energy", "consumption", "yield", "usage", "generation"),
+        "volt": ("voltage", "potential"),
+        "ms": ("latency", "delay", "jitter", "rtt", "ping", "response"),
+        "mhz": ("bandwidth", "frequency", "carrier", "spectrum", "channel", "band"),
+        "kw": ("power", "load", "draw", "consumption", "demand"),
+        "gb": ("data", "volume", "usage", "allowance", "quota", "traffic"),
+        "litres": ("fuel", "diesel", "volume", "level", "tank"),
+        "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
+        "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
+    }
+    | dict.fromkeys(  # lengths: named by what is far or long (break_distance_m), not by the unit (was "m")
+        ("m", "km"),
+        ("distance", "length", "range", "reach", "radius", "depth", "height", "altitude", "span"),
+    )
+    | dict.fromkeys(  # money: named by what is paid (sla_penalty_eur), "amount" when one word says nothing of it
+        ("eur", "usd", "gbp"),
+        ("amount", "penalty", "cost", "fee", "price", "charge", "fine", "credit", "compensation", "refund", "bill"),
+    )
+)  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
 # Words that say a count is of repetitions ("flapped 14 times", "37 occurrences", "5 repeats").
 _REPETITIONS = word_set("times occurrences occurrence repeats repetitions recurrences")
 _TIME_WORDS = word_set(
@@ -72,6 +82,7 @@ _TIME_WORDS = word_set(
     cet cest bst eet eest edt pst pdt am pm jan january feb february mar march apr april may jun june jul
     july aug august sep sept september oct october nov november dec december"""
 )
+_FOREIGN_ARTICLES = word_set("du des de la le les el los las del al da das dos ao zum zur und et pour para")
 _MAX_PHRASES = 200  # most frequent candidate phrases scored per synthesis
 _MAX_NAME = 40
 
@@ -327,6 +338,9 @@ def name_key(
     if spec.key_type in ("integer", "number") or spec.value_format in ("duration", "date-time"):
         # Units and spoken numbers ("forty six volts") are the value, not the name.
         ranked = [r for r in ranked if not set(r[1].split()) & (UNIT_WORDS | NUMBER_WORDS)] or ranked
+    # Articles and prepositions of half-translated headers ("Distance du défaut", "Entfernung zum Bruch")
+    # name nothing: a phrase with one is no key name (distance_du_m). Not stop words: "Peter de Vries".
+    ranked = [r for r in ranked if not set(r[1].split()) & _FOREIGN_ARTICLES] or ranked
     if spec.value_format in ("duration", "date-time"):
         # The moment is the value, not the name: "by this evening", "by end of day" -> not evening_deadline.
         ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked
@@ -337,7 +351,7 @@ def name_key(
     if " " not in phrase and not deadline:
         # One word rarely names an idea ("roaming", "sms"): take the best phrase that grows it
         # ("roaming users", "sms alert"), the recurring phrase whose head it is or modifies.
-        longer = [p for _, p in ranked if " " in p and phrase in p.split() and not clause_like(p)]
+        longer = [p for _, p in ranked if " " in p and phrase in p.split() and not clause_like(p) and _once(p) == p]
         pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
         if pairs or longer:
             phrase = (pairs or longer)[0]
@@ -346,7 +360,7 @@ def name_key(
         phrase = f"{_singular(phrase)} {measures[0]}"
     counted = counted_noun(texts) if spec.info.get("count") else None
     if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
-        phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"))
+        phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"), frozenset(_HEADS))
         if (kind := spec.info.get("kind")) and kind not in phrase.split():
             phrase = f"{phrase} {kind}"  # "roaming in DE", "roaming: FR" -> roaming country
     elif spec.enum and isinstance(kind := spec.info.get("kind"), str):
@@ -364,8 +378,10 @@ def name_key(
         phrase = f"{what[0] if what else 'repeat'} count"
     elif counted is not None:
         # A count is of something ("~1.2k users", "users affected: 2 400"): the phrase says which
-        # (impacted users), the noun alone what is counted.
-        phrase = f"{phrase} {counted}" if " " not in phrase and stem(phrase) != stem(counted) else counted
+        # (impacted users), the noun alone what is counted; a phrase that says the noun ("hotline calls")
+        # is kept whole.
+        if stem(counted) not in map(stem, phrase.split()):
+            phrase = f"{phrase} {counted}" if " " not in phrase else counted
     elif (
         spec.value_format == "date-time"
         and moment_suffix(texts) != "deadline"
@@ -405,7 +421,7 @@ def name_key(
     else:  # words of a set ("taxi company", "storm damage") still say what the key is about
         alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
-    name = snake_name(" ".join(w for w in phrase.split() if w not in STOP_WORDS) or phrase)
+    name = snake_name(_once(" ".join(w for w in phrase.split() if w not in STOP_WORDS) or phrase))
     suffix = None
     if spec.unit is not None:
         suffix = _UNIT_SUFFIX.get(spec.unit, spec.unit)
@@ -423,6 +439,16 @@ def name_key(
         name = f"{base_name}_{counter}"
         counter += 1
     return name, phrase, alternatives
+
+
+def _once(phrase: str) -> str:
+    """``phrase`` with each word family once ("backhaul / backhaul utilisation" of a half-translated header
+    is "backhaul utilisation", not backhaul_backhaul)."""
+    kept: list[str] = []
+    for word in phrase.split():
+        if stem(word) not in map(stem, kept):
+            kept.append(word)
+    return " ".join(kept)
 
 
 def _singular(word: str) -> str:

@@ -81,8 +81,18 @@ def spoken_number(text: str) -> float | None:
 
 
 _THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+")
+# A number written in groups of three, as sheets and people of every country write amounts and lengths:
+# "1 200" / "1 870" (space, also the narrow and no-break ones), "1.200,00" / "3.100" (a dot, the decimals
+# after a comma), "1,150.00" / "4,200" (a comma, the decimals after a dot). Never a leading zero ("0.100"
+# is a decimal) and a dot group is three digits exactly ("1.5", "12.6" stay decimals).
+_GROUPED = (
+    r"[1-9]\d{0,2}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d{1,2})?(?!\d)"
+    r"|[1-9]\d{0,2}(?:\.\d{3})+(?:,\d{1,2})?(?!\d)"
+    r"|[1-9]\d{0,2}(?:,\d{3})+(?:\.\d{1,2})?(?!\d)"
+)
+_GROUPED_RE = re.compile(_GROUPED)
 _NUMBER = (
-    r"(?P<num>[-+\u2212]?\d+(?:[.,]\d+)?|"
+    rf"(?P<num>[-+\u2212]?(?:{_GROUPED}|\d+(?:[.,]\d+)?)|"
     + _SPOKEN.pattern
     + "|"
     + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True))
@@ -95,7 +105,7 @@ _UNITS = {
     "db": ("db", "decibels", "decibel"),
     "percent": ("percent", "per cent", "pct", "%"),
     # Degrees alone are an angle (tilt) or a temperature; a Celsius spelling is a temperature.
-    "degrees": ("degrees", "degree", "deg", "\u00b0"),
+    "degrees": ("degrees", "degree", "deg", "graus", "grados", "\u00b0"),  # and as Portuguese, Spanish write it
     "celsius": (
         "\u00b0c",
         "\u00b0 c",
@@ -114,7 +124,10 @@ _UNITS = {
     "hours": ("hours", "hour", "hrs", "hr", "h"),
     "days": ("days", "day"),
     "weeks": ("weeks", "week"),
-    "km": ("kilometres", "kilometers", "kilometre", "kilometer", "km"),
+    "km": ("kilometres", "kilometers", "kilometre", "kilometer", "kil\u00f3metros", "quil\u00f3metros", "km"),
+    # Lengths under a kilometre: "1 870 m", "850 metros". A lone "m" only apart from its number and in
+    # lower case ("5m" is as often five minutes, "2 M" two million): `find_quantities`.
+    "m": ("metres", "meters", "metre", "meter", "metros", "m"),
     "kmh": ("km/h", "kmh", "kph", "km/hr", "kilometres per hour", "kilometers per hour", "km per hour"),
     "mbps": ("mbit/s", "mbps", "mb/s", "mbits/s", "megabits per second"),
     "kwh": ("kwh", "kilowatt hours", "kilowatt-hours", "kilowatt hour", "kilowatt-hour", "kw h"),
@@ -132,10 +145,23 @@ _UNITS = {
     "gb": ("gigabytes", "gigabyte", "gbytes", "gb"),
     # Fuel and other liquids (generator tanks).
     "litres": ("litres", "liters", "litre", "liter", "ltrs", "ltr", "l"),
+    # Money: each currency is its own unit, never converted (rates change; a key takes the currency most
+    # of its fragments state). Symbols and ISO codes are also written before the amount (`_PREFIXED`).
+    "eur": ("euros", "euro", "eur", "\u20ac"),
+    "usd": ("us dollars", "dollars", "dollar", "usd", "us$", "$"),
+    "gbp": ("pounds sterling", "gbp", "\u00a3"),
 }
+CURRENCIES = frozenset({"eur", "usd", "gbp"})  # units of money: a key of one is a number (cents)
 # Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
 # unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
 _SCALED = {
+    # Lengths in miles and feet: converted, so a distance key has one unit (m or km, `inference`).
+    "miles": ("km", 1.609344),
+    "mile": ("km", 1.609344),
+    "mi": ("km", 1.609344),
+    "feet": ("m", 0.3048),
+    "foot": ("m", 0.3048),
+    "ft": ("m", 0.3048),
     "mph": ("kmh", 1.609344),
     "miles per hour": ("kmh", 1.609344),
     "mile per hour": ("kmh", 1.609344),
@@ -212,14 +238,29 @@ UNIT_WORDS = (
         w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
     )
     | frozenset(w for w in [*_RATE_OF, *_RATE_TIMES, "per"] if w.isalpha())
-)
+) - frozenset({"meter", "meters"})  # also a device ("smart meter", "clamp meter"): a word of names and phrases
 _UNIT_RE = "|".join([_RATE_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))])
 _QUANTITY = re.compile(rf"(?<![\w.:]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
 # The unit in a field's label, the number after it, as ticket tools and spreadsheets export them ("Fan
 # speed (rpm): 6000", "Fan RPM: 2,800", "wind,km/h,85", "kWh per day: 50"): a unit (and what it is per),
-# a closing bracket at most, one separator, the number (not the start of a date, a time or an id).
+# a closing bracket at most, one separator, the number (not the start of a date, a time or an id); after
+# a closing bracket, a tab or spaces separate too ("Penalty (EUR)\t1 200"), never a line break.
 _LABELLED = re.compile(
-    rf"(?<![\w/])(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?\)?\s{{0,3}}[:=,|]\s{{0,3}}{_NUMBER}(?![\w.:/\-]|[.,]\d)",
+    rf"(?<![^\W_])(?<!/)(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?"
+    rf"(?:\)?\s{{0,3}}(?P<sep>[:=,|])\s{{0,3}}|(?P<gap>\)[\t ]{{1,3}})){_NUMBER}(?![\w.:/\-]|[.,]\d)",
+    re.IGNORECASE,
+)
+_CELL_AFTER = re.compile(r"[ \t]{0,3}[|;]")
+# A currency before its amount ("EUR 1.200,00", "USD 1,150.00", "$4,200", "\u20ac850", "GBP 300"), and a
+# currency in the cell after the amount's in a semicolon-separated line ("975,50;EUR").
+_PREFIX_SPELLINGS = ("us$", "eur", "usd", "gbp", "$", "\u20ac", "\u00a3")
+_PREFIXED = re.compile(
+    rf"(?<![\w$\u20ac\u00a3])(?P<unit>{'|'.join(map(re.escape, _PREFIX_SPELLINGS))})\s{{0,2}}"
+    rf"(?P<num>(?:{_GROUPED}|\d+(?:[.,]\d+)?))(?![\w]|[.,]\d)",
+    re.IGNORECASE,
+)
+_CURRENCY_CELL = re.compile(
+    rf"(?<![\w.:,])(?P<num>(?:{_GROUPED}|\d+(?:[.,]\d+)?))\s{{0,2}};\s{{0,2}}(?P<unit>eur|usd|gbp)(?!\w)",
     re.IGNORECASE,
 )
 # A range of one unit said before it ("20-30 km/h", "between -105 and -110 dBm", "5 to 10 Mbps"): the
@@ -230,7 +271,7 @@ _RANGE_LOW = re.compile(
 )
 # A capitalised word (not the text's first) right before a number: the number is part of a name.
 _IN_A_NAME = re.compile(r"(?<=\S)\s+[A-Z][\w\-]*\s+\S+\s*$")
-_LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees", "km", "db"})
+_LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees", "km", "m", "db"})
 _HOURS_MINUTES = re.compile(
     r"(?<![\w.:])(?P<h>\d{1,2})\s?h\s?(?P<m>[0-5]\d)(?:\s?(?:min|m)\b)?(?![\w:])", re.IGNORECASE
 )
@@ -306,6 +347,21 @@ def _to_number(text: str) -> float | None:
         return None
 
 
+def _amount(text: str) -> float | None:
+    """The value of a quantity's number: a number in groups of three (`_GROUPED`: "1 200", "1.200,00",
+    "1,150.00") by its groups, any other as `_to_number` reads it ("1.5", "4,37", "forty")."""
+    bare = text.strip()
+    sign = -1.0 if bare[:1] in ("-", "\u2212") else 1.0
+    digits = bare.lstrip("+-\u2212")
+    if not _GROUPED_RE.fullmatch(digits):
+        return _to_number(text)
+    # Groups are three digits exactly, so one or two digits after the last mark are the decimals.
+    decimals = re.search(r"[.,](\d{1,2})$", digits)
+    whole = digits[: decimals.start()] if decimals else digits
+    value = float(re.sub(r"\D", "", whole) + (f".{decimals.group(1)}" if decimals else ""))
+    return sign * value
+
+
 def find_quantities(text: str) -> list[Quantity]:
     """Numbers followed by a unit, e.g. '2 dB', 'two hours', '40 degrees', '10%', '1h30'.
 
@@ -331,9 +387,10 @@ def find_quantities(text: str) -> list[Quantity]:
     reach = list(itertools.accumulate((b for _, b in first), max))
     max_end = 0
     matches = [*_QUANTITY.finditer(text), *_LABELLED.finditer(text)]
+    matches += [*_PREFIXED.finditer(text), *_CURRENCY_CELL.finditer(text)]
     for match in sorted(matches, key=lambda m: m.start("num")):
         spelling = match.group("unit").lower()
-        value = _to_number(match.group("num"))
+        value = _amount(match.group("num"))
         before = bisect.bisect_right(starts, match.start()) - 1
         inside = match.start() < max_end or (before >= 0 and reach[before] > match.start())
         scale = _SCALE_OF.get(spelling) or _rate_scale(spelling)
@@ -341,16 +398,30 @@ def find_quantities(text: str) -> list[Quantity]:
             continue
         unit, factor = scale
         unit, factor = _BITS.get(match.group("unit"), (unit, factor))
-        if match.re is _LABELLED and (len(spelling) < 2 or unit in _LABEL_SHY):
+        # A unit in brackets or ending a field's snake_case name ("otdr_km: 7,9") is a label's, and
+        # so is a per cent sign before a colon or an equals sign ("BH utilisation %: 69,4"; "%, 3" is none).
+        bracketed = match.re is _LABELLED and (
+            text[match.start() - 1 : match.start()] == "("
+            or (text[match.start() - 1 : match.start()] == "_" and len(spelling) >= 2)  # not "file_s", "cell_c"
+            or (spelling == "%" and match.group("sep") in (":", "="))
+        )
+        shy = (len(spelling) < 2 and unit not in CURRENCIES) or unit in _LABEL_SHY
+        if match.re is _LABELLED and match.group("gap") and _CELL_AFTER.match(text, match.end()):
+            continue  # "Penalty (EUR) 7.3 | 1.200,00": a table's rows run together, 7.3 is the next cell
+        if match.re is _LABELLED and shy and not bracketed:
             continue  # "per day: 50", "C, 3 sites", "deg: 4": a word before a colon, not a unit's label
+        if not match.group("num")[-1].isdigit() and match.end("num") == match.start("unit"):
+            continue  # "AC setpoint", "an h": a number in words is a word apart from its unit ("a C" is none)
         if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
             continue  # "a h" / "one s" are not quantities
+        if spelling == "m" and (match.group("unit") != "m" or match.end("num") == match.start("unit")):
+            continue  # "5m" (minutes? metres?), "2 M users" (millions): only "850 m" is metres
         if spelling in ("c", "f") and match.group("unit") not in ("C", "F"):
             continue  # "37 C" is Celsius, "113F" Fahrenheit; a lower-case letter after a number is rarely one
         if spelling == "v" and _IN_A_NAME.search(text, 0, match.start()):
             continue  # "Sony Xperia 10 V": a model's name, not 10 volts ("Battery 48 V", "at 52 v" are volts)
-        low = _RANGE_LOW.search(text, max(0, match.start() - 40), match.start())
-        if low is not None and (bound := _to_number(low.group("low"))) is not None:
+        low = _RANGE_LOW.search(text, max(0, match.start() - 40), match.start()) if match.re is _QUANTITY else None
+        if low is not None and (bound := _amount(low.group("low"))) is not None:
             value = max(value, bound)  # the range's upper bound, whichever order it was said in
         if spelling in _FAHRENHEIT:
             value = round((value - 32) * 5 / 9, 1)
@@ -412,14 +483,38 @@ def find_numbers(text: str) -> list[tuple[float, int, int]]:
 
 # A count as people write one: "1200", "2 400", "3,500" (groups of three), "1.2k", "~900". Not a part of
 # an id, a clock time, a date, a version or a decimal ("1,5"), nor a number followed by a unit.
+# Groups of three are one separator all along: a comma, a space (also narrow or no-break), or a dot, as
+# sheets of most of Europe write them ("1.240 calls"). A comma after a word is a cell's ("Berlin,1 045").
 _COUNT = re.compile(
-    r"(?<![\w.,\-:/])(?P<num>\d{1,3}(?:(?:,| |\u202f|\u00a0)\d{3})+|\d+(?:\.\d)?(?P<k>k)|\d+)(?![\w:/\-]|[.,]\d)",
+    r"(?:(?<![\w.,\-:/])|(?<=[A-Za-z],))(?P<num>\d{1,3}(?:,\d{3})+|\d{1,3}(?:[ \u202f\u00a0]\d{3})+"
+    r"|\d{1,3}(?:\.\d{3})+|\d+(?:\.\d)?(?P<k>k)|\d+)(?![\w:/\-]|[.,]\d)",
+    re.IGNORECASE,
+)
+# Hundreds and thousands said in words ("three hundred calls", "more than two thousand", "a thousand
+# and fifty"): smaller numbers in words are left to the words around them ("one of the sites").
+_SPOKEN_COUNT = re.compile(
+    rf"\b(?:a|{_BELOW_HUNDRED}|{_DIGIT_WORDS})\s(?:hundred|thousand)"
+    rf"(?:\s(?:and\s)?(?:{_BELOW_HUNDRED}|{_DIGIT_WORDS})(?:\s(?:hundred|thousand))?)?\b",
     re.IGNORECASE,
 )
 
 
+def _spoken_count(words: str) -> int:
+    """The value of `_SPOKEN_COUNT`'s words: "two thousand" -> 2000, "three hundred and five" -> 305."""
+    total = current = 0.0
+    for word in re.split(r"[\s\-]+", words.lower()):
+        if word == "hundred":
+            current = (current or 1) * 100
+        elif word == "thousand":
+            total, current = total + (current or 1) * 1000, 0.0
+        elif word != "and":
+            current += _WORD_NUMBERS[word]
+    return int(total + current)
+
+
 def find_counts(text: str) -> list[tuple[int, int, int]]:
-    """Whole numbers that count something (value, start, end): "~1.2k users" -> 1200, "2 400" -> 2400.
+    """Whole numbers that count something (value, start, end): "~1.2k users" -> 1200, "2 400" -> 2400,
+    "1.240" -> 1240, "three hundred" -> 300.
 
     Numbers that are quantities with a unit (`find_quantities`), clock times, dates and parts of ids are
     not counts.
@@ -430,9 +525,12 @@ def find_counts(text: str) -> list[tuple[int, int, int]]:
         if any(a <= match.start() < b for a, b in taken):
             continue
         raw = match.group("num")
-        value = float(raw[:-1]) * 1000 if match.group("k") else float(re.sub(r"[, \u202f\u00a0]", "", raw))
+        value = float(raw[:-1]) * 1000 if match.group("k") else float(re.sub(r"[.,\s]", "", raw))
         out.append((int(value), match.start(), match.end()))
-    return out
+    for match in _SPOKEN_COUNT.finditer(text):  # "a hundred percent" is a quantity, not a count
+        if not any(a < match.end() and match.start() < b for a, b in taken):
+            out.append((_spoken_count(match.group(0)), match.start(), match.end()))
+    return sorted(out, key=lambda c: c[1])
 
 
 def duration_minutes(quantity: Quantity) -> float | None:

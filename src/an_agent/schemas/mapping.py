@@ -45,7 +45,10 @@ from an_agent.schemas.template import OTHER_KEY, KeyDef, Template
 
 DEFAULT_THRESHOLD = 0.45
 _CERTAIN = 0.99
-_SPLIT = re.compile(r"[.;!?\n]+\s*|:\s+|,\s+(?:and\s+|but\s+)?|(?<!\s)\s+(?:and|but|also|plus|because)\s+(?=[a-z])")
+# A dot between two digits is a decimal or a group mark ("1.5 dB", "EUR 2.450,50"), no clause's end.
+_SPLIT = re.compile(
+    r"(?:[;!?\n]|\.(?!\d)|(?<!\d)\.)+\s*|:\s+|,\s+(?:and\s+|but\s+)?|(?<!\s)\s+(?:and|but|also|plus|because)\s+(?=[a-z])"
+)
 _UNIT_OF_KEY = {
     "dbm": "dbm",
     "db": "db",
@@ -60,6 +63,10 @@ _UNIT_OF_KEY = {
     "mbps": "mbps",
     "kmh": "kmh",
     "km": "km",
+    "m": "m",
+    "eur": "eur",
+    "usd": "usd",
+    "gbp": "gbp",
     "kwh": "kwh",
     "rpm": "rpm",
     "mmh": "mmh",
