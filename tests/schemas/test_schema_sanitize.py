@@ -93,14 +93,14 @@ def test_clean_chars_equals_the_per_character_definition(text: str) -> None:
     [
         (
             "Site | Rx level (dBm) | Status\nKA-114 | -97 | degraded",
-            "Site: KA-114; Rx level (dBm): -97; Status: degraded",
+            "Site: KA-114, Rx level (dBm): -97, Status: degraded",
         ),
-        ("Hotline,Calls\nBerlin,1 045", "Hotline: Berlin; Calls: 1 045"),
-        ("link;otdr_km\nLINK-C7;7,9", "link: LINK-C7; otdr_km: 7,9"),  # the semicolon first: 7,9 is one value
-        ("Pénalité SLA (€)\tmois\n1 200\tmars", "Pénalité SLA (€): 1 200; mois: mars"),
+        ("Hotline,Calls\nBerlin,1 045", "Hotline: Berlin, Calls: 1 045"),
+        ("link;otdr_km\nLINK-C7;7,9", "link: LINK-C7, otdr_km: 7,9"),  # the semicolon first: 7,9 is one value
+        ("Pénalité SLA (€)\tmois\n1 200\tmars", "Pénalité SLA (€): 1 200, mois: mars"),
         (
             "| Cell | MIMO mode |\n|---|---|\n| CELL-1 | 2T2R |\n| CELL-2 | 4T4R |",  # a markdown table, its rule dropped
-            "Cell: CELL-1; MIMO mode: 2T2R. Cell: CELL-2; MIMO mode: 4T4R",
+            "Cell: CELL-1, MIMO mode: 2T2R. Cell: CELL-2, MIMO mode: 4T4R",
         ),
         ("Leased circuit,Owner\nYes,", "Leased circuit: Yes"),  # an empty cell says nothing
     ],

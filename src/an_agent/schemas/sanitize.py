@@ -12,7 +12,7 @@ operator's screen, so before anything stores or embeds it the text is made inert
   section markers (``##task description``, ``### Instruction``) and shell substitutions (``$(...)``);
 - a table pasted with its header line ("Site | Rx level (dBm)\\nKA-114 | -97", a CSV line under its
   header, tab- or semicolon-separated columns) is written as labelled fields, a row at a time ("Site:
-  KA-114; Rx level (dBm): -97"): collapsed to one line, a row would lose which header each cell is under;
+  KA-114, Rx level (dBm): -97"): collapsed to one line, a row would lose which header each cell is under;
 - whitespace is collapsed, each fragment is capped in length and the number of fragments is capped.
 
 The text is never executed or interpreted: it is data. What was changed is reported in
@@ -84,8 +84,10 @@ def _label(cell: str, separator: str) -> bool:
 
 def table_as_fields(text: str) -> str | None:
     """A pasted table (a header line, then rows of as many cells, split by one of ``_COLUMN_SEPARATORS``)
-    as labelled fields, a row at a time ("Hotline,Calls\\nBerlin,1 045" -> "Hotline: Berlin; Calls: 1 045");
-    None when ``text`` is no such table. Header cells name columns: each holds a letter."""
+    as labelled fields, a row at a time ("Hotline,Calls\\nBerlin,1 045" -> "Hotline: Berlin, Calls: 1 045");
+    None when ``text`` is no such table. Header cells name columns: each holds a letter. Fields are joined
+    by commas, as a person lists them: a semicolon between "label: value" fields reads as a machine row's
+    field separator (an export's row before a comment, which content comparison leaves out)."""
     lines = [line for line in text.splitlines() if line.strip() and not _RULE_LINE.match(line)]
     if not 2 <= len(lines) <= _MAX_TABLE_LINES:
         return None
@@ -96,7 +98,7 @@ def table_as_fields(text: str) -> str | None:
             continue
         if not all(_label(cell, separator) for cell in header) or all(row == header for row in rows):
             continue
-        return ". ".join("; ".join(f"{h}: {v}" for h, v in zip(header, row, strict=True) if v) for row in rows)
+        return ". ".join(", ".join(f"{h}: {v}" for h, v in zip(header, row, strict=True) if v) for row in rows)
     return None
 
 
