@@ -60,6 +60,14 @@ _DIGIT = re.compile(r"\d")
 # The tokens of a row: between spaces and field separators.
 _TOKEN_SEP = re.compile(r"[\s|;/>]+")
 # The field label the free text of a row starts with: "opr:", "Note=", "operator remark:".
+# A form's field: a label of words (no digit: "bh_util", "Rx level (dBm)") and its value, "=" or ":" between.
+_FORM_FIELD = re.compile(r"^\s{0,3}[A-Za-z][A-Za-z_ ().%-]{0,40}?\s{0,3}[:=]\s{0,3}\S")
+# The label an export puts before a person's free text ("Note=", "opr:", "operator remark:", "Bemerkung:").
+_COMMENT_LABEL = re.compile(
+    r"^\s{0,3}(?:[A-Za-z]{1,20}\s{1,3})?(?:notes?|comments?|remarks?|opr|operator|obs|observations?|memo|nb|"
+    r"bemerkung|kommentar|commentaire|remarque|comentario|observaci[oó]n|nota)\s{0,3}[:=]",
+    re.IGNORECASE,
+)
 _LABEL = re.compile(r"^\s{0,3}[A-Za-z]{1,20}(?:\s{1,3}[A-Za-z]{1,20})?\s{0,3}[:=]\s{0,3}(?=\S)")
 
 
@@ -102,6 +110,11 @@ def without_machine_row(text: str) -> str:
     the first that reads as prose, when the first names an identifier and the row says more than
     identifiers; the comment's field label goes too. ``text`` itself when it has no such row: a table row
     "Site category | Class B" names no identifier, a list "INC4303720; INC4303721" is only identifiers."""
+    fields = [field for field in _FIELD_SEP.split(text) if field.strip()]
+    if len(fields) > 1 and all(_FORM_FIELD.match(f) for f in fields) and not _COMMENT_LABEL.match(fields[-1]):
+        # A form a person filled in, every field a label and its value ("bh_util = 91 pct; peak = 20:00"):
+        # no row before a comment, and its first fields are what it says (it was compared as "peak = 20:00").
+        return text
     cut = 0
     for match in _FIELD_SEP.finditer(text):
         field = text[cut : match.start()]
