@@ -220,3 +220,9 @@ def test_a_name_of_accented_words_keeps_their_letters_in_ascii(phrase: str, name
 def test_an_accented_word_is_one_token() -> None:
     # "configuración" was "configuraci" and "n": a description listed "configuraci n" as a phrasing.
     assert tokens("Dernière modif. (configuración)") == ["dernière", "modif", "configuración"]
+
+
+def test_a_phrase_never_says_one_word_twice() -> None:
+    # "Auslastung Backhaul / backhaul utilisation" named its key backhaul_backhaul, then backhaul_percent.
+    phrases = candidate_phrases(["Auslastung Backhaul / backhaul utilisation: 78 %", "backhaul utilisation 93 %"])
+    assert "backhaul backhaul" not in phrases and phrases["backhaul utilisation"] == 2

@@ -224,6 +224,7 @@ def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
                     or gram[-1] in STOP_WORDS
                     or "" in gram
                     or any(c.isdigit() for w in gram for c in w)
+                    or len({stem(w) for w in gram}) < n  # "Backhaul / backhaul utilisation": no "backhaul backhaul"
                 ):
                     continue
                 phrase = " ".join(gram)
