@@ -39,6 +39,7 @@ import numpy as np
 from an_agent.clock import Clock, SystemClock
 from an_agent.errors import SchemaError
 from an_agent.evolution.boilerplate import content_text
+from an_agent.evolution.chosen import GIVEN
 from an_agent.evolution.config import EvolutionConfig
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.ingest import Entry, PoolKeeper
@@ -51,7 +52,7 @@ from an_agent.evolution.stewardship import KeySteward
 from an_agent.schemas.embedding import Embedder
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.sanitize import sanitize_other
-from an_agent.schemas.template import KeyDef, Template
+from an_agent.schemas.template import OTHER_KEY, KeyDef, Template
 from an_agent.schemas.validate import ValidatedPayload, validate_payload
 from an_agent.store.evolution import EvolutionStore
 
@@ -300,14 +301,19 @@ class EvolutionEngine:
         return out
 
     def _choices(self, validated: ValidatedPayload) -> dict[str, str]:
-        """The values the request gave its template's closed-set keys: whether an idea of its ``other`` is
-        a new value of such a key depends on them (`synthesis.find_conflict`)."""
+        """The values the request gave its template's closed-set keys, and `chosen.GIVEN` for each optional
+        key without allowed values it gave: whether an idea of its ``other`` is a new value of such a key,
+        or restates it, depends on them (`synthesis.find_conflict`)."""
         template = self.registry.get(validated.schema_id)
-        return {
-            key.key_name: value
-            for key in template.keys
-            if key.constraints.enum and isinstance(value := validated.values.get(key.key_name), str)
-        }
+        choices: dict[str, str] = {}
+        for key in template.keys:
+            value = validated.values.get(key.key_name)
+            if key.constraints.enum:
+                if isinstance(value, str):
+                    choices[key.key_name] = value
+            elif not key.required and key.key_name != OTHER_KEY and _said(value, key.default_value):
+                choices[key.key_name] = GIVEN
+        return choices
 
     def ingest(self, items: Sequence[tuple[str, str, str]]) -> list[str]:
         """Put raw ``(client_id, schema_id, text)`` fragments into the pool at the clock's time.
@@ -467,3 +473,8 @@ class EvolutionEngine:
             keys.setdefault(key_row.patch_id, []).append(PatchKey.from_row(key_row))
         for patch_row in self.store.patches():
             self._state.patches[patch_row.patch_id] = Patch.from_row(patch_row, keys.get(patch_row.patch_id, []))
+
+
+def _said(value: Any, default: Any) -> bool:
+    """Whether a request gave a key ``value`` of its own: not absent, not empty, not the key's default."""
+    return value is not None and value not in ("", [], {}) and value != default

@@ -30,7 +30,7 @@ import numpy as np
 from an_agent.evolution.alternatives import alternative_words
 from an_agent.evolution.carriers import carried_core
 from an_agent.evolution.categories import category_phrases
-from an_agent.evolution.chosen import varies_apart
+from an_agent.evolution.chosen import given_apart, varies_apart
 from an_agent.evolution.cohesion import Core, core_of, rejoin, value_fragments
 from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
@@ -294,7 +294,8 @@ def find_conflict(
     from the key's examples. A cluster of moments is another time concept than a date-time key unless its
     fragments, without their moments, restate that key (`time_concepts.restates`). A closed-set key whose
     value the core's requests (``choices``, in the order of ``vectors``) chose apart from the idea
-    (`chosen.varies_apart`: several values of their own) is not the idea's key, however close its words.
+    (`chosen.varies_apart`: several values of their own) is not the idea's key, however close its words;
+    nor is an optional key without allowed values that most of them gave themselves (`chosen.given_apart`).
     """
     for item in existing:
         if item.key.key_name == candidate.key.key_name:
@@ -313,6 +314,8 @@ def find_conflict(
         scored.append((score, item))
         if item.key.constraints.enum and varies_apart(item.key, choices):
             continue  # the requests chose its values apart from the idea: another concept
+        if given_apart(item.key, choices):
+            continue  # the requests gave the key themselves: their fragments say another thing
         if hypotheses and score >= HYPOTHESIS_FLOOR and is_hypothesis_key(item.key):
             fitting.append(Conflict(item, "meaning", max(score, threshold)))
             continue
