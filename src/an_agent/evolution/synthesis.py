@@ -36,6 +36,7 @@ from an_agent.evolution.inference import ValueSpec, infer_value
 from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
 from an_agent.evolution.review import security_words
 from an_agent.evolution.time_concepts import is_moment_key, restates
+from an_agent.evolution.value_kinds import holds
 from an_agent.schemas.anchors import example_mappings, key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.template import OTHER_KEY, KeyDef
@@ -295,7 +296,9 @@ def find_conflict(
     fragments, without their moments, restate that key (`time_concepts.restates`). A closed-set key whose
     value the core's requests (``choices``, in the order of ``vectors``) chose apart from the idea
     (`chosen.varies_apart`: several values of their own) is not the idea's key, however close its words;
-    nor is an optional key without allowed values that most of them gave themselves (`chosen.given_apart`).
+    nor is an optional key without allowed values that most of them gave themselves (`chosen.given_apart`),
+    nor a key that cannot hold the kind of value the cluster states (`value_kinds.holds`: a count is no
+    value of a closed set of words, a duration no deadline).
     """
     for item in existing:
         if item.key.key_name == candidate.key.key_name:
@@ -312,6 +315,8 @@ def find_conflict(
             continue  # another time concept: the moments make it look like the key, its words do not
         score = meaning_score(vectors, item.key, embedder)
         scored.append((score, item))
+        if not holds(item.key, candidate.spec):
+            continue  # the cluster states another kind of value than the key holds: another concept
         if item.key.constraints.enum and varies_apart(item.key, choices):
             continue  # the requests chose its values apart from the idea: another concept
         if given_apart(item.key, choices):
@@ -360,8 +365,8 @@ def _closest_idea(
     (best, item), (second, _) = ranked[0], ranked[1]
     if not item.key.constraints.enum or best < IDEA_FLOOR or best - second < IDEA_MARGIN:
         return None
-    if varies_apart(item.key, choices):
-        return None  # the requests already chose its values, several of them: the idea is another concept
+    if not holds(item.key, candidate.spec) or varies_apart(item.key, choices):
+        return None  # another kind of value; or the requests chose its values, several: another concept
     # Each fragment's best similarity to an allowed value (in words), averaged: the fragments name a value
     # of that kind, whatever phrase the cluster's value is named by.
     allowed = embedder.embed([v.replace("_", " ") for v in item.key.constraints.enum])
