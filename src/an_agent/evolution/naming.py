@@ -371,6 +371,8 @@ def name_key(
         phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"), frozenset(_HEADS))
         if (kind := spec.info.get("kind")) and kind not in phrase.split():
             phrase = f"{phrase} {kind}"  # "roaming in DE", "roaming: FR" -> roaming country
+        if (head := spec.info.get("head")) and phrase.split()[-1] not in _HEADS:
+            phrase = f"{phrase} {head}"  # letter codes after "connector", "conn": connector type
     elif spec.enum and isinstance(kind := spec.info.get("kind"), str):
         phrase = kind  # codes of one kind said after no shared word ("DE", "FR", "ES"): country
     elif spec.enum:
