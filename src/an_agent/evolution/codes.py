@@ -29,7 +29,10 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
   "impacted RAT: 4G", "technology 4G" -> technology. Spellings of one word family (prio / priority, class /
   classification) count together and the most used spelling names them (the longest between equals; a clipped spelling
   of four letters or fewer, "prio", by its full word when it is used too, "priority").
-  It names the key (`naming`).
+  It names the key (`naming`);
+- and, only when none of those shapes makes a set, **letter codes** (`letter_codes`): capitals of 2-4
+  letters in one slot next to one frame word ("LC-LC patch cords", "SC/APC connectors", "conn LC": the
+  connector's LC, SC, FC, MPO), named by the frame and the head "type" (`CodeSet.head`: connector_type).
 """
 
 from __future__ import annotations
@@ -44,6 +47,7 @@ from functools import cache
 from importlib import resources
 
 from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES, same_family
+from an_agent.evolution.letter_codes import find_letter_codes
 from an_agent.evolution.value_words import word_set
 from an_agent.schemas.extract import UNIT_WORDS, find_ids
 
@@ -117,6 +121,7 @@ class CodeSet:
     values: tuple[str | None, ...]
     frame: str | None
     kind: str | None = None  # what the codes are codes of, when their shape says it ("country")
+    head: str | None = None  # the head word the name takes after the frame ("connector" -> connector type)
 
 
 def _codes(text: str) -> list[_Code]:
@@ -209,6 +214,10 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
         frame = _frame(texts, found, family, stop_words)
         kind = "country" if family[0] == "country" else None
         best, best_cover = CodeSet(enum, tuple(values), frame, kind), cover
+    if best is None and (letters := find_letter_codes(texts, stop_words)) is not None:
+        # Letter codes (LC, SC, FC, MPO) only when no code of a shape with digits or a frame's single capital
+        # makes a set: the shapes above stay what they were (`letter_codes`).
+        return CodeSet(letters.enum, letters.values, letters.frame, head="type")
     return best
 
 

@@ -24,8 +24,10 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
    stated by at least ``COUNT_SHARE`` of the fragments: an ``integer`` from 0, no unit (tried after the
    codes of rule 7 and the names of rule 5, whose digits are no count: "tier 3", "iPhone 15");
 7. **a closed set of codes** (`an_agent.evolution.codes`): tokens of one shape that fill one slot
-   ("4G", "5G", "2G"; "P1", "P3"; "Class A", "class-C"): a ``string`` with ``Acceptable values:`` in their
-   natural order, and the frame word the codes share (``info["frame"]``) for the name;
+   ("4G", "5G", "2G"; "P1", "P3"; "Class A", "class-C"; letter codes in one slot, "LC-LC", "SC/APC
+   connectors": `an_agent.evolution.letter_codes`): a ``string`` with ``Acceptable values:`` in their
+   natural order, and the frame word the codes share (``info["frame"]``, with ``info["head"]`` for letter
+   codes: connector type) for the name;
    then **a closed set of alternatives** (`an_agent.evolution.alternatives`): words of one kind that fill the
    same slot in different fragments ("on battery", "on generator", "back on mains"; "fleet customer",
    "private customer") and rarely appear together, one of which may dominate: a ``string`` with
@@ -264,6 +266,8 @@ def infer_value(
         coded: dict[str, Any] = {"codes": True, "frame": codes.frame}
         if codes.kind is not None:
             coded["kind"] = codes.kind
+        if codes.head is not None:
+            coded["head"] = codes.head
         return ValueSpec("string", codes.values, phrases, enum=codes.enum, info=coded)
     # Names that differ in every fragment go before closed sets: no value recurs, so no set could form,
     # and a shipped category would read a few of them as its words ("Samsung", "Nokia": devices).

@@ -26,6 +26,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from an_agent.evolution.chat_words import HEDGES
 from an_agent.evolution.codes import code_phrase
 from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
@@ -37,6 +38,7 @@ from an_agent.evolution.value_words import (
     id_noun,
     leading_word,
     moment_suffix,
+    name_tokens,
     stem,
     tokens,
     word_set,
@@ -184,7 +186,7 @@ def clause_like(phrase: str) -> bool:
 
 
 def _stems(text: str) -> set[str]:
-    return {stem(part) for tok in tokens(text) for part in re.split(r"['\-]", tok) if part}
+    return {stem(part) for tok in name_tokens(text) for part in re.split(r"['\-]", tok) if part}
 
 
 # Letters that carry no accent to drop (NFKD leaves them whole): their usual ASCII spelling.
@@ -209,12 +211,17 @@ _PAUSE = re.compile(r"[,;:!?()]|\.(?:\s|$)|\s[-\u2013\u2014]\s")
 def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
     """1- to 3-word phrases without stop words at either end, counted once per fragment.
 
-    A phrase holds no participant (`PARTICIPANTS`: "customer's phone" gives "phone", "phone model") and does
-    not cross punctuation (`_PAUSE`)."""
+    A phrase holds no participant (`PARTICIPANTS`: "customer's phone" gives "phone", "phone model") and no
+    hedge (`chat_words.HEDGES`: "attenuation abt 1.1 dB/km" gives "attenuation"), does not cross punctuation
+    (`_PAUSE`), and says each word in full (`value_words.name_tokens`: "ant hght" is "ant height")."""
     counts: Counter[str] = Counter()
     for text in texts:
         # A phrase does not cross punctuation: "Christmas day, offices are closed" has no "day offices".
-        words = ["" if w in PARTICIPANTS else w for part in _PAUSE.split(text) for w in [*tokens(part), ""]]
+        words = [
+            "" if w in PARTICIPANTS or w in HEDGES else w
+            for part in _PAUSE.split(text)
+            for w in [*name_tokens(part), ""]
+        ]
         seen: set[str] = set()
         for n in (1, 2, 3):
             for i in range(len(words) - n + 1):
@@ -283,7 +290,7 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     words = Counter(
         w
         for t in texts
-        for w in set(tokens(t))
+        for w in set(name_tokens(t))
         if w not in STOP_WORDS and len(w) > 2 and not any(w[:4] == v[:4] for v in values)  # batteries ~ battery
     )
     modifiers = list(dict.fromkeys([*(w for w, _ in words.most_common(_MODIFIERS)), *_CATEGORIES]))
@@ -364,6 +371,8 @@ def name_key(
         phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"), frozenset(_HEADS))
         if (kind := spec.info.get("kind")) and kind not in phrase.split():
             phrase = f"{phrase} {kind}"  # "roaming in DE", "roaming: FR" -> roaming country
+        if (head := spec.info.get("head")) and phrase.split()[-1] not in _HEADS:
+            phrase = f"{phrase} {head}"  # letter codes after "connector", "conn": connector type
     elif spec.enum and isinstance(kind := spec.info.get("kind"), str):
         phrase = kind  # codes of one kind said after no shared word ("DE", "FR", "ES"): country
     elif spec.enum:
@@ -379,10 +388,16 @@ def name_key(
         phrase = f"{what[0] if what else 'repeat'} count"
     elif counted is not None:
         # A count is of something ("~1.2k users", "users affected: 2 400"): the phrase says which
-        # (impacted users), the noun alone what is counted; a phrase that says the noun ("hotline calls")
-        # is kept whole.
+        # (impacted users) when the fragments say the two together, else the noun alone says what is
+        # counted ("send 4 guys" is no "send people"); a phrase that says the noun ("hotline calls") is kept.
         if stem(counted) not in map(stem, phrase.split()):
-            phrase = f"{phrase} {counted}" if " " not in phrase else counted
+            said = f"{phrase} {counted}"
+            together = " " not in phrase and any(said in " ".join(name_tokens(t)) for t in texts)
+            phrase = said if together else counted
+        if " " not in phrase:
+            # The noun alone names the things ("people"), not how many: `_count` says it, as for repetitions
+            # (alarm_count); a phrase that qualifies the noun (impacted_users) already reads as a number.
+            phrase = f"{phrase} count"
     elif (
         spec.value_format == "date-time"
         and moment_suffix(texts) != "deadline"

@@ -12,6 +12,7 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
+from an_agent.evolution.chat_words import full_word
 from an_agent.schemas.extract import find_counts, find_ids
 
 
@@ -43,6 +44,12 @@ def tokens(text: str) -> list[str]:
     """Lower-case word tokens (hyphens and apostrophes kept inside words; letters of any script: a word
     with an accent, "configuración", is one word, not "configuraci" and "n")."""
     return _TOKEN.findall(text.lower())
+
+
+def name_tokens(text: str) -> list[str]:
+    """`tokens`, each as the word it stands for (`chat_words.full_word`: "ppl" -> people, "hght" -> height):
+    the words a key is named from."""
+    return [full_word(t) for t in tokens(text)]
 
 
 def stem(word: str) -> str:
@@ -84,7 +91,7 @@ def id_noun(texts: Sequence[str], prefix: str) -> str | None:
         found = [f for f in find_ids(text) if f.prefix == prefix]
         if not found:
             continue
-        before = [w for w in tokens(text[: found[0].start])[-2:] if w not in STOP_WORDS and w.isalpha()]
+        before = [w for w in name_tokens(text[: found[0].start])[-2:] if w not in STOP_WORDS and w.isalpha()]
         stems = [stem(w).removesuffix("e") for w in before]  # change / changes -> chang
         for root, w in zip(stems, before, strict=True):
             spellings.setdefault(root, Counter())[w] += 1
@@ -108,8 +115,8 @@ def counted_noun(texts: Sequence[str]) -> str | None:
         if not counts:
             continue
         _, start, end = counts[0]
-        after = [w for w in tokens(text[end:])[:1] if w.isalpha() and w not in STOP_WORDS]
-        before = [w for w in tokens(text[:start])[-1:] if w.isalpha() and w not in STOP_WORDS]
+        after = [w for w in name_tokens(text[end:])[:1] if w.isalpha() and w not in STOP_WORDS]
+        before = [w for w in name_tokens(text[:start])[-1:] if w.isalpha() and w not in STOP_WORDS]
         nouns.update(after or before)
     if not nouns or (top := nouns.most_common(1)[0])[1] < 2:
         return None
@@ -118,7 +125,7 @@ def counted_noun(texts: Sequence[str]) -> str | None:
 
 def leading_word(texts: Sequence[str]) -> str | None:
     """The content word most fragments open with, when at least two share it (else None)."""
-    firsts = Counter(next((w for w in tokens(t) if w not in STOP_WORDS), "") for t in texts)
+    firsts = Counter(next((w for w in name_tokens(t) if w not in STOP_WORDS), "") for t in texts)
     firsts.pop("", None)
     if not firsts:
         return None
@@ -133,7 +140,7 @@ def event_participle(texts: Sequence[str], exclude: frozenset[str], share: float
     families: dict[str, set[int]] = {}
     participles: Counter[str] = Counter()
     for i, text in enumerate(texts):
-        for word in tokens(text):
+        for word in name_tokens(text):
             if not word.isalpha() or len(word) < 4 or word in STOP_WORDS or word in exclude:
                 continue
             root = next((r for r in families if r[:4] == word[:4]), word)
