@@ -39,18 +39,9 @@ def agent_server(tmp_path: Path, profile: AgentProfile) -> Iterator[AgentServer]
 @pytest.fixture
 def nc(agent_server: AgentServer):  # type: ignore[no-untyped-def]
     """A stock ncclient manager on the agent (the third-party client view)."""
-    from ncclient import manager
+    from outsider import netconf
 
-    m = manager.connect(
-        host="127.0.0.1",
-        port=agent_server.port,
-        username="admin",
-        password="admin",
-        hostkey_verify=False,
-        allow_agent=False,
-        look_for_keys=False,
-        timeout=30,
-    )
+    m = netconf(agent_server.port)
     m.raise_mode = 0  # RaiseMode.NONE: tests look at rpc-errors themselves
     try:
         yield m

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import json
+from xml.sax.saxutils import escape
+
 IRTF = "urn:ietf:params:xml:ns:yang:irtf-agent"
 
 TEST_PROFILE = {
@@ -34,10 +37,23 @@ TEST_PROFILE = {
 }
 
 
-def task_xml(task_id: str, description: str = "diagnose the outage", target: str = "SITE-07", extra: str = "") -> str:
+def task_xml(
+    task_id: str, description: str = "diagnose the outage", target: str = "SITE-07", extra: str = "", params: str = ""
+) -> str:
+    """An edit's ``<config>``: ``params`` (data-params entries) and a task assigned by ``tester``."""
     return (
-        f'<config><tasks xmlns="{IRTF}"><task><task-id>{task_id}</task-id>'
+        f'<config>{params}<tasks xmlns="{IRTF}"><task><task-id>{task_id}</task-id>'
         f"<task-sendFrom>tester</task-sendFrom><commuType>taskAssign</commuType>"
         f"<content>## target object\n{target}\n## task description\n{description}</content>{extra}"
         "</task></tasks></config>"
+    )
+
+
+def payload_param_xml(param_id: str, schema_id: str, payload: object) -> str:
+    """A ``data-params`` entry carrying ``{"schema_id": SCHEMA_ID, "payload": PAYLOAD}`` as
+    ``application/json;schema=SCHEMA_ID``, the JSON escaped for XML."""
+    envelope = json.dumps({"schema_id": schema_id, "payload": payload})
+    return (
+        f'<data-params xmlns="{IRTF}"><id>{param_id}</id><dataType>text</dataType>'
+        f"<format>application/json;schema={schema_id}</format><data>{escape(envelope)}</data></data-params>"
     )

@@ -10,15 +10,14 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
-from a2a.client import A2ACardResolver, ClientConfig, ClientFactory
 from a2a.types import AgentCard, Message, Part, Role, SendMessageRequest, StreamResponse
-from google.protobuf.struct_pb2 import Struct
 
 from an_agent.agents.default import DefaultBehaviour
 from an_agent.clock import ManualClock, from_rfc3339
 from an_agent.model import AgentProfile
 from an_agent.server import AgentServer, ServerConfig
 from fake_embedder import FakeEmbedder
+from outsider import a2a_client, data_message
 from support import TEST_PROFILE
 
 T = TypeVar("T")
@@ -66,21 +65,15 @@ def run(
 
     async def main() -> T:
         async with httpx.AsyncClient(auth=("admin", "admin"), timeout=30, verify=verify(server)) as http:
-            card = await A2ACardResolver(http, base).get_agent_card()
-            config = ClientConfig(httpx_client=http, streaming=True, supported_protocol_bindings=[binding])
-            client = ClientFactory(config).create(card)
+            client, card = await a2a_client(http, base, binding)
             return await test(client, card, http)
 
     return asyncio.run(main())
 
 
 def structured(data: dict[str, Any], mime: str = ENERGY, text: str | None = None) -> SendMessageRequest:
-    """A user message with one data part declaring ``mime`` (and a text part first when ``text``)."""
-    part = Part(metadata=Struct())
-    part.data.struct_value.update(data)
-    part.metadata.update({"mimeType": mime})
-    parts = [Part(text=text), part] if text else [part]
-    return SendMessageRequest(message=Message(message_id="m1", role=Role.ROLE_USER, parts=parts))
+    """`outsider.data_message`: an energy_saving_adjust payload unless ``mime`` says another."""
+    return data_message(data, mime, text)
 
 
 def text(words: str) -> SendMessageRequest:

@@ -10,10 +10,8 @@ plain httpx / ncclient (nothing of an_agent imported here).
 from __future__ import annotations
 
 import json
-import re
 import subprocess
 import sys
-import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,20 +20,19 @@ from typing import Any
 import httpx
 import pytest
 from lxml import etree
-from ncclient import manager
+
+from outsider import netconf, serve, until
 
 pytestmark = pytest.mark.slow
 
 IRTF = "urn:ietf:params:xml:ns:yang:irtf-agent"
 PROMPT = "## target object\nSITE-02\n## task description\nDiagnose the radio side of SITE-02"
-_SERVING = re.compile(r"on 127\.0\.0\.1:(\d+), A2A on (https://127\.0\.0\.1:\d+/)")
 
 
 class Agent:
     """A quick-tour agent in its own process, reached over JSON-RPC, HTTP+JSON and NETCONF."""
 
-    def __init__(self, process: subprocess.Popen[str], netconf_port: int, url: str) -> None:
-        self.process = process
+    def __init__(self, netconf_port: int, url: str) -> None:
         self.netconf_port = netconf_port
         self.url = url
         self.http = httpx.Client(
@@ -69,29 +66,13 @@ class Agent:
 
 @pytest.fixture(scope="module")
 def agent(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Agent]:
-    state = tmp_path_factory.mktemp("tck-findings")
-    command = [sys.executable, "-m", "an_agent.cli", "serve", "--port", "0", "--a2a-port", "0"]
-    command += ["--state-dir", str(state), "--input-timeout", "20"]
-    process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    assert process.stdout is not None
-    seen = []
-    deadline = time.monotonic() + 60
-    match = None
-    while match is None and time.monotonic() < deadline:
-        line = process.stdout.readline()
-        if not line:
-            break
-        seen.append(line)
-        match = _SERVING.search(line)
-    assert match is not None, "".join(seen)
-    running = Agent(process, int(match.group(1)), match.group(2))
-    try:
-        yield running
-    finally:
-        running.http.close()
-        process.terminate()
-        process.wait(timeout=30)
-        process.stdout.close()
+    with serve(tmp_path_factory.mktemp("tck-findings"), "--a2a-port", "0", "--input-timeout", "20") as served:
+        assert served.a2a_url is not None
+        running = Agent(served.port, served.a2a_url)
+        try:
+            yield running
+        finally:
+            running.http.close()
 
 
 def _task_id(answer: dict[str, Any]) -> str:
@@ -100,23 +81,16 @@ def _task_id(answer: dict[str, Any]) -> str:
     return task_id
 
 
-def _until(condition, what: str, seconds: float = 30) -> None:  # type: ignore[no-untyped-def]
-    deadline = time.monotonic() + seconds
-    while not condition():
-        assert time.monotonic() < deadline, f"never: {what}"
-        time.sleep(0.1)
-
-
 def test_questions_left_unanswered_or_cancelled_never_use_the_agent_up(agent: Agent) -> None:
     # More text-only messages than the agent takes tasks at once (8): each waits for a missing value.
     waiting = [_task_id(agent.send_text(f"something is wrong number {i}")) for i in range(10)]
     for task_id in waiting:
-        _until(lambda t=task_id: agent.state(t) == "TASK_STATE_INPUT_REQUIRED", f"{task_id} asks")
+        until(lambda t=task_id: agent.state(t) == "TASK_STATE_INPUT_REQUIRED", f"{task_id} asks")
     for task_id in waiting[:5]:
         assert agent.rpc("CancelTask", {"id": task_id})["result"]["status"]["state"] == "TASK_STATE_CANCELED"
     # The other five walked away: --input-timeout 20 ends them, failed, saying what never came.
     for task_id in waiting[5:]:
-        _until(lambda t=task_id: agent.state(t) == "TASK_STATE_FAILED", f"{task_id} times out")
+        until(lambda t=task_id: agent.state(t) == "TASK_STATE_FAILED", f"{task_id} times out")
     answer = agent.rpc(
         "SendMessage", {"message": {"messageId": str(uuid.uuid4()), "role": "ROLE_USER", "parts": [{"text": PROMPT}]}}
     )
@@ -181,15 +155,7 @@ def test_control_characters_in_text_are_accepted_and_carried_as_xml_allows(agent
         agent.url + "rest/message:send", json={"message": {**message, "messageId": str(uuid.uuid4())}}
     )
     assert rest.status_code == 200, rest.text
-    with manager.connect(
-        host="127.0.0.1",
-        port=agent.netconf_port,
-        username="admin",
-        password="admin",
-        hostkey_verify=False,
-        allow_agent=False,
-        look_for_keys=False,
-    ) as nc:
+    with netconf(agent.netconf_port) as nc:
         data = nc.get(("subtree", f'<tasks xmlns="{IRTF}"><task><task-id>{task_id}</task-id></task></tasks>'))
         content = etree.fromstring(data.xml.encode()).findtext(f".//{{{IRTF}}}content")
     # XML 1.0 holds no C0 control but tab/LF/CR: each is its control picture; a literal picture is escaped.

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
-import signal
 import subprocess
 import sys
 import time
@@ -14,6 +12,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import outsider
 from an_agent.model import (
     AgentProfile,
     CommuType,
@@ -30,39 +29,11 @@ from an_agent.nc.agent_client import AgentClient
 REPO = Path(__file__).resolve().parents[2]
 UPSTREAM = REPO / "examples" / "a2a-transport" / "transport_a2a_agent.py"
 """An A2A agent built with a2a-sdk alone, with a schema of its own (transport_capacity_v1)."""
-SERVING = re.compile(r"serving .* on 127\.0\.0\.1:(\d+)")
 
 
 def profile_file(tmp_path: Path, name: str = "byo-agent", output_modes: list[str] | None = None) -> Path:
-    """A profile with one skill taking fault_diagnosis_v1 payloads."""
-    profile = {
-        "irtf-agent:agent": {
-            "name": name,
-            "description": "an outsider's agent under test",
-            "type": "ip-fault",
-            "version": "1.0.0",
-            "provider": "ACME",
-            "domain": "IP transport",
-            "skills": {
-                "skill": [
-                    {
-                        "skill-name": "transport-diagnosis",
-                        "skill-description": "diagnose backhaul faults",
-                        "skill-tags": ["diagnose"],
-                        "input-modes": ["text/plain", "application/json;schema=fault_diagnosis_v1"],
-                        "output-modes": output_modes or ["application/json"],
-                    }
-                ]
-            },
-            "capability": {
-                "streaming": False,
-                "push-notifications": True,
-                "negotiate": ["acp-task-feasibility-negotiation-v1.0", "acp-task-fulfillment-negotiation-v1.0"],
-            },
-        }
-    }
-    path = tmp_path / f"{name}.json"
-    path.write_text(json.dumps(profile), encoding="utf-8")
+    """`outsider.profile_file` (one skill taking fault_diagnosis_v1 payloads), checked by our own loader."""
+    path = outsider.profile_file(tmp_path, name, output_modes)
     AgentProfile.load(path)  # the test's own profile must be valid
     return path
 
@@ -75,36 +46,9 @@ def env_with(*paths: Path) -> dict[str, str]:
 
 @contextmanager
 def serve(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> Iterator[int]:
-    """``an-agent serve ARGV --port 0`` until the block ends; yields its NETCONF port."""
-    log = (tmp_path / "serve.log").open("w+", encoding="utf-8")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "an_agent.cli", "serve", "--port", "0", "--state-dir", str(tmp_path / "state"), *argv],
-        stdout=log,
-        stderr=log,
-        env=env,
-        start_new_session=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        port = None
-        while port is None:
-            text = (tmp_path / "serve.log").read_text(encoding="utf-8")
-            found = SERVING.search(text)
-            if found:
-                port = int(found.group(1))
-            elif proc.poll() is not None or time.monotonic() > deadline:
-                raise AssertionError(f"serve did not start (exit {proc.poll()}):\n{text}")
-            else:
-                time.sleep(0.1)
-        yield port
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
+    """``an-agent serve ARGV --port 0`` until the block ends (`outsider.serve`); yields its NETCONF port."""
+    with outsider.serve(tmp_path, *argv, env=env) as served:
+        yield served.port
 
 
 def run_cli(*argv: str, env: dict[str, str] | None = None, timeout: float = 120) -> subprocess.CompletedProcess[str]:

@@ -17,11 +17,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from ncclient import manager
 from tests.lab.labsupport import TOPOLOGIES, variant
 from tests.lab.otlpsupport import Collector, running_collector
 
 from an_agent.cli import main
+from outsider import netconf
 
 pytestmark = pytest.mark.slow
 PROMETHEUS = shutil.which("prometheus")
@@ -130,16 +130,7 @@ def test_prometheus_scrapes_every_agent_and_the_tasks_move(lab: tuple[Path, dict
         assert float(kpis[0]["value"][1]) == 96.0
         # an element manager's NETCONF requests: the same face histogram, in the lab process's target
         em = next(d for d in state["devices"] if d["name"] == "ran-em")
-        with manager.connect(
-            host=em["host"],
-            port=em["port"],
-            username="admin",
-            password="admin",
-            hostkey_verify=False,
-            look_for_keys=False,
-            allow_agent=False,
-            timeout=30,
-        ) as session:
+        with netconf(em["port"], em["host"]) as session:
             session.get()
         gets = _wait(
             port,

@@ -15,7 +15,7 @@ from an_agent.server import AgentServer, ServerConfig
 from an_agent.yang.context import YangContext
 from fake_embedder import FakeEmbedder
 from rawnc import NS, RawSession, error_fields, wait_for
-from support import IRTF
+from support import IRTF, payload_param_xml
 
 SCHEMA = "urn:an-agent:params:xml:ns:yang:an-agent-schema"
 NOTIF = "urn:ietf:params:xml:ns:netconf:notification:1.0"
@@ -24,19 +24,13 @@ NOTIF = "urn:ietf:params:xml:ns:netconf:notification:1.0"
 def assign(
     raw: RawSession, task_id: str, payload: dict[str, object], sender: str, schema_id: str = "energy_saving_adjust_v1"
 ) -> etree._Element:
-    envelope = json.dumps({"schema_id": schema_id, "payload": payload})
     body = (
-        f'<edit-config><target><running/></target><config><data-params xmlns="{IRTF}"><id>{task_id}-p</id>'
-        f"<dataType>text</dataType><format>application/json;schema={schema_id}</format><data>{_escape(envelope)}</data>"
-        f'</data-params><tasks xmlns="{IRTF}"><task><task-id>{task_id}</task-id><task-sendFrom>{sender}</task-sendFrom>'
+        f"<edit-config><target><running/></target><config>{payload_param_xml(f'{task_id}-p', schema_id, payload)}"
+        f'<tasks xmlns="{IRTF}"><task><task-id>{task_id}</task-id><task-sendFrom>{sender}</task-sendFrom>'
         f"<content>## target object\nCELL-0401\n## task description\nadjust energy saving</content>"
         f"<msg-data>{task_id}-p</msg-data></task></tasks></config></edit-config>"
     )
     return raw.rpc(body, task_id)
-
-
-def _escape(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def task_result(raw: RawSession, task_id: str) -> tuple[str | None, str | None]:
