@@ -1,7 +1,8 @@
 """Sanitising the free text of the reserved ``other`` key (draft sections 4.3 and 8).
 
 ``other`` is always accepted, but its text may reach an LLM prompt, a log, a NETCONF reply or an
-operator's screen, so before anything stores or embeds it the text is made inert:
+operator's screen, so before a behaviour, evolution or a peer gets it the text is made inert (the task's
+data-param keeps the payload as the client sent it: docs/evolution.md section 2, "What a client sees"):
 
 - Unicode is NFKC-normalised (full-width look-alikes become ASCII, so obfuscated markers are caught);
 - control and invisible format characters (C0/C1 controls, zero-width and bidi controls) become spaces;
@@ -16,7 +17,8 @@ operator's screen, so before anything stores or embeds it the text is made inert
 - whitespace is collapsed, each fragment is capped in length and the number of fragments is capped.
 
 The text is never executed or interpreted: it is data. What was changed is reported in
-`SanitizedOther.notes` so that the caller can log it.
+`SanitizedOther.notes`; validation returns them as warnings, which the CLI prints (`task assign --schema`,
+`schema validate`) and the faces do not send back.
 """
 
 from __future__ import annotations
