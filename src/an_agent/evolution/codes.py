@@ -6,7 +6,9 @@ lexical rule's "two spellings of one word"), and its values are tokens of one *s
 one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before the lexical closed set):
 
 - a **family** of codes is one shape with one fixed part: digits and a letter suffix (``2G``, ``4G``:
-  the family ``<n>G``), a letter prefix and digits (``P1``, ``P4``: ``P<n>``), or a single capital
+  the family ``<n>G``), a letter prefix and digits (``P1``, ``P4``: ``P<n>``), a standard's designation
+  (``G.652.D``, ``G.655``, ``G.657.A1``, also written ``G652D``, ``G.652 D``: the family ``G.<n>``,
+  ITU-T's fibre, codec and protocol recommendations), or a single capital
   letter after one frame word (``Class A``, ``class-C``, ``classification B``: the family ``class``),
   or a country's ISO 3166 code in capitals (``roaming in DE``, ``Visited network: ES``: the family
   ``country``, `CodeSet.kind` "country", which the key's name says: roaming_country), or its name in
@@ -59,6 +61,11 @@ _LETTER_FIRST = re.compile(r"(?<![\w.\-])([A-Za-z]{1,2})(\d{1,2})(?![\w.\-]|:\d)
 _PAIRED = re.compile(r"(?<![\w.\-])(\d{1,2})([A-Za-z])(\d{1,2})([A-Za-z])(?![\w.\-])")
 # ... and capitals written apart from their digits: "IP 65", "IP-67", "P 1" (the same code as IP65, P1).
 _LETTER_FIRST_APART = re.compile(r"(?<![\w.\-])([A-Z]{1,2})[ \-](\d{1,2})(?![\w.\-]|:\d|[ \-]\d)")
+# A standard's designation: a capital, a dot, three or four digits and a part ("G.652.D", "G.655",
+# "G.657.A1", "Y.1731"; also "G652D", "G.652 D"): ITU-T recommendations name fibres, codecs and protocols.
+# The family is the letter; each value is written with its dots (G.652.D). Never part of a number, an
+# id or a word; a bare "G652" (no dot, no part) could be a part number, and is no code.
+_STANDARD = re.compile(r"(?<![\w.\-])([A-Z])(?:\.(\d{3,4})(?:[. ]([A-Z]\d?))?|(\d{3,4})([A-Z]\d?))(?![\w\-]|\.\d)")
 # A single capital letter, with the word before it (punctuation such as ':', '=', '|', '-' in between).
 _LETTER = re.compile(r"(?<![A-Za-z])([A-Za-z]{3,}+)[\s:=|\-]{1,4}([A-Z])(?![\w'\u2019])")  # starts at a word: linear
 # A number of one or two digits, or one or two letters and digits, right after a word that is not glued to
@@ -139,6 +146,10 @@ def _codes(text: str) -> list[_Code]:
         if letters.lower() not in _NOT_PREFIXES:
             code = f"{letters}{match.group(2)}".upper()
             out.append((("prefix", letters.upper()), code, match.start(), match.end()))
+    for match in _STANDARD.finditer(text):
+        number, part = match.group(2) or match.group(4), match.group(3) or match.group(5)
+        code = f"{match.group(1)}.{number}" + (f".{part}" if part else "")
+        out.append((("standard", match.group(1)), code, match.start(), match.end()))
     for match in _LETTER.finditer(text):
         frame = match.group(1).lower()
         if match.group(2) != "I":  # the pronoun
@@ -166,7 +177,7 @@ def codes_in(text: str) -> set[str]:
 def _fills_the_slot(family: tuple[str, str], cover: int, n: int) -> bool:
     """Codes of one fixed prefix or suffix (IP<n>, <n>G), or countries, in nearly every fragment
     (``_FILLED_SHARE``)."""
-    return family[0] in ("prefix", "suffix", "paired", "country") and cover >= _FILLED_SHARE * n
+    return family[0] in ("prefix", "suffix", "paired", "standard", "country") and cover >= _FILLED_SHARE * n
 
 
 def _is_unit(word: str) -> bool:
@@ -240,7 +251,31 @@ def _frame(
     word, framed = _framed(texts, spans, stop)
     if family[0] == "prefix" and len(family[1]) >= 2 and framed < _FRAME_SHARE * len(texts):
         return f"{family[1].lower()} code"
+    if word is None and family[0] == "standard":
+        # A designation is said after a phrase, not one word ("the fibre type is ITU-T G.655", "type of
+        # fiber optic at this segment is G652D"): the word most of the clauses before it say frames it.
+        word = _clause_frame(texts, spans, stop)
     return word
+
+
+def _clause_frame(texts: Sequence[str], spans: Sequence[tuple[int, int] | None], stop: frozenset[str]) -> str | None:
+    """The word family that the most clauses before a value (at ``spans``) say, in ``_FRAME_SHARE`` of the
+    fragments and two or more, by its most used spelling; None when none does."""
+    spellings: dict[str, Counter[str]] = {}
+    for text, span in zip(texts, spans, strict=True):
+        if span is None:
+            continue
+        clause = re.split(r"[,;:()!?]|\.\s", _without_ids(text)[: span[0]].lower())[-1]
+        for word in {w.strip("-") for w in _WORD.findall(clause)} - stop:
+            if len(word) >= 3 and word not in UNIT_WORDS:
+                root = next((r for r in spellings if same_family(r, word)), word)
+                spellings.setdefault(root, Counter())[word] += 1
+    if not spellings:
+        return None
+    count = max(spellings.values(), key=lambda c: (sum(c.values()), max(c)))
+    if sum(count.values()) < max(2, _FRAME_SHARE * len(texts)):
+        return None
+    return max(count, key=lambda w: (count[w], len(w), w))
 
 
 def label_frame(values: Sequence[str], texts: Sequence[str], stop: frozenset[str]) -> str | None:
