@@ -55,14 +55,13 @@ from an_agent.evolution.freeform import find_freeform
 from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
-    CURRENCIES,
-    Quantity,
     duration_minutes,
     find_clock_ranges,
     find_counts,
     find_ids,
     find_quantities,
 )
+from an_agent.schemas.units import CURRENCIES, in_unit, kindred
 from an_agent.schemas.values import KeyType
 
 TYPE_SHARE = 0.4  # share of fragments that must carry a value kind for the key to take that type
@@ -110,16 +109,6 @@ def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-_LENGTHS = {"m": 1.0, "km": 1000.0}  # length units in metres
-
-
-def _in_unit(quantity: Quantity, unit: str) -> Quantity:
-    """A length in ``unit`` (m or km); any other quantity as it is."""
-    if quantity.unit not in _LENGTHS or quantity.unit == unit:
-        return quantity
-    return replace(quantity, value=round(quantity.value * _LENGTHS[quantity.unit] / _LENGTHS[unit], 3), unit=unit)
-
-
 def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     n = len(texts)
     found = [find_quantities(t) for t in texts]
@@ -130,11 +119,11 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     if not units:
         return None
     unit, count = units.most_common(1)[0]
-    if unit in _LENGTHS:
+    if len(kin := kindred(unit)) > 1:
         # Metres and kilometres are one quantity: the key takes the unit most fragments state, the others
         # are converted ("1 870 m" and "4,37 km" in one distance key; miles and feet were converted already).
-        count = sum(units[u] for u in _LENGTHS)
-        found = [[_in_unit(q, unit) for q in qs] for qs in found]
+        count = sum(units[u] for u in kin)
+        found = [[in_unit(q, unit) for q in qs] for qs in found]
     if count < TYPE_SHARE * n:
         return None
     if unit in _TIME_UNITS:
