@@ -118,12 +118,21 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     units = Counter(q[0].unit for q in found if q)
     if not units:
         return None
-    unit, count = units.most_common(1)[0]
-    if len(kin := kindred(unit)) > 1:
-        # Metres and kilometres are one quantity: the key takes the unit most fragments state, the others
-        # are converted ("1 870 m" and "4,37 km" in one distance key; miles and feet were converted already).
-        count = sum(units[u] for u in kin)
-        found = [[in_unit(q, unit) for q in qs] for qs in found]
+    unit = units.most_common(1)[0][0]
+    kin = kindred(unit)  # m and km are one quantity (miles and feet were converted already)
+    if (glued := "m" if "m" in kin else "minutes" if unit in _TIME_UNITS else None) is not None:
+        # A number glued to an "m" that its sentence leaves open ("antennas at 38m", "MPO-MPO 5m": metres or
+        # minutes?) is in the unit the key's other fragments state: metres in a length key, minutes in a
+        # duration. Read only where no quantity of the key's unit was found; the unit was chosen without them.
+        found = [
+            qs if any(q.unit in kin for q in qs) else find_quantities(t, glued)
+            for qs, t in zip(found, texts, strict=True)
+        ]
+        units = Counter(q[0].unit for q in found if q)
+    # The key takes the unit most fragments state, the others of its quantity are converted ("1 870 m" and
+    # "4,37 km" in one distance key).
+    count = sum(units[u] for u in kin)
+    found = [[in_unit(q, unit) for q in qs] for qs in found]
     if count < TYPE_SHARE * n:
         return None
     if unit in _TIME_UNITS:

@@ -55,6 +55,46 @@ _RANGE_LOW = re.compile(
 # A capitalised word (not the text's first) right before a number: the number is part of a name.
 _IN_A_NAME = re.compile(r"(?<=\S)\s+[A-Z][\w\-]*\s+\S+\s*$")
 _LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees", "km", "m", "db"})
+# A lone "m" glued to its number ("32m", "5m") is as often metres as minutes: the words of its sentence
+# decide (`_glued_m`), never the letter alone. Words that say a length is meant: what is high, deep, long or
+# far, and what such a length is of (a mast, a tower, a cable); words that say a time is: waiting, taking,
+# lasting, an other time unit. Both, or neither, leave it unread (a key's unit may settle it: `glued_m`).
+_LENGTH_EVIDENCE = re.compile(
+    r"(?<![^\W\d_])(?:heights?|hg?ht|high(?:er)?|tall(?:er)?|agl|a?msl|asl|elevation|altitude|above|below|deep|depth"
+    r"|long(?:er)?|length|wide|width|distance|dist|far|masts?|towers?|poles?|ladders?|cables?|trench|span|radius"
+    r"|roof|rooftop|km|cm|ft|feet|metres|meters|mtrs?)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+_DURATION_EVIDENCE = re.compile(
+    r"(?<![^\W\d_])(?:wait(?:ed|ing|s)?|took|take[sn]?|taking|last(?:ed|s|ing)|ago|late|later|delay(?:ed)?|eta"
+    r"|duration|queue|hold(?:ing)?|timeout|outage|offline|reboot|restart|mins?|minutes?|hours?|h|hrs?|secs?"
+    r"|seconds|days?|until|till|since|every)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+_ABOUT = r"(?:(?:approx|abt|about|around|ca)\.?\s{1,3}|~\s?)?"  # "approx 18 m", "abt 0.8", "~28m"
+# ... and words said right before the number ("back in 5m", "for 10m", "after ~15m"): a time.
+_DURATION_BEFORE = re.compile(rf"\b(?:in|for|after|within|every|took|wait|waited|next)\s{{1,3}}{_ABOUT}$", re.I)
+_SENTENCE_END = re.compile(r"[!?;\n]|\.(?=\s+[A-Z])")
+_EVIDENCE_REACH = 80  # characters either side: a message's sentence, and a bounded window (linear time)
+
+
+def _glued_m(text: str, start: int, end: int) -> str | None:
+    """What the "m" glued to the number at ``start``-``end`` of ``text`` is, by the words of its sentence:
+    "m" (metres: "ant hght 32m", "12m above street"), "minutes" ("waited 5m", "back in 5m"), or None."""
+    left = text[max(0, start - _EVIDENCE_REACH) : start]
+    right = text[end : end + _EVIDENCE_REACH]
+    cut = [m.end() for m in _SENTENCE_END.finditer(left)]
+    left = left[cut[-1] :] if cut else left
+    after = _SENTENCE_END.search(right)
+    right = right[: after.start()] if after else right
+    sentence = f"{left} {right}"
+    length = _LENGTH_EVIDENCE.search(sentence) is not None
+    duration = _DURATION_EVIDENCE.search(sentence) is not None or _DURATION_BEFORE.search(left) is not None
+    if length == duration:
+        return None
+    return "m" if length else "minutes"
+
+
 _HOURS_MINUTES = re.compile(
     r"(?<![\w.:])(?P<h>\d{1,2})\s?h\s?(?P<m>[0-5]\d)(?:\s?(?:min|m)\b)?(?![\w:])", re.IGNORECASE
 )
@@ -106,7 +146,7 @@ class FoundId:
     dash: bool = True  # PREFIX-123; False for INC4303720
 
 
-def find_quantities(text: str) -> list[Quantity]:
+def find_quantities(text: str, glued_m: str | None = None) -> list[Quantity]:
     """Numbers followed by a unit, e.g. '2 dB', 'two hours', '40 degrees', '10%', '1h30'.
 
     Each quantity is in its canonical unit (`_UNITS`): other units of the same quantity are converted
@@ -157,8 +197,14 @@ def find_quantities(text: str) -> list[Quantity]:
             continue  # "AC setpoint", "an h": a number in words is a word apart from its unit ("a C" is none)
         if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
             continue  # "a h" / "one s" are not quantities
-        if spelling == "m" and (match.group("unit") != "m" or match.end("num") == match.start("unit")):
-            continue  # "5m" (minutes? metres?), "2 M users" (millions): only "850 m" is metres
+        if spelling == "m" and match.group("unit") != "m":
+            continue  # "2 M users" (millions)
+        if spelling == "m" and match.end("num") == match.start("unit"):
+            # "32m", "5m": metres or minutes, as the words of the sentence say, else as the caller's key
+            # says (``glued_m``), else unread
+            unit = _glued_m(text, match.start(), match.end()) or glued_m or ""
+            if not unit:
+                continue
         if spelling in ("c", "f") and match.group("unit") not in ("C", "F"):
             continue  # "37 C" is Celsius, "113F" Fahrenheit; a lower-case letter after a number is rarely one
         if spelling == "v" and _IN_A_NAME.search(text, 0, match.start()):

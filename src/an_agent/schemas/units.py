@@ -38,9 +38,10 @@ _UNITS = {
     "days": ("days", "day"),
     "weeks": ("weeks", "week"),
     "km": ("kilometres", "kilometers", "kilometre", "kilometer", "kil\u00f3metros", "quil\u00f3metros", "km"),
-    # Lengths under a kilometre: "1 870 m", "850 metros". A lone "m" only apart from its number and in
-    # lower case ("5m" is as often five minutes, "2 M" two million): `find_quantities`.
-    "m": ("metres", "meters", "metre", "meter", "metros", "m"),
+    # Lengths under a kilometre: "1 870 m", "850 metros", "45 mtrs", "25mtr". A lone "m" only in lower case
+    # ("2 M" is two million), and glued to its number ("32m", "5m": metres or minutes) only as the words of
+    # its sentence or its key's unit say: `find_quantities`.
+    "m": ("metres", "meters", "metre", "meter", "metros", "mtrs", "mtr", "mts", "m"),
     "kmh": ("km/h", "kmh", "kph", "km/hr", "kilometres per hour", "kilometers per hour", "km per hour"),
     "mbps": ("mbit/s", "mbps", "mb/s", "mbits/s", "megabits per second"),
     "kwh": ("kwh", "kilowatt hours", "kilowatt-hours", "kilowatt hour", "kilowatt-hour", "kw h"),
