@@ -19,7 +19,7 @@ from an_agent.schemas.numbers import BELOW_HUNDRED, DIGIT_WORDS, GROUPED, NUMBER
 from an_agent.schemas.numbers import NUMBER_WORDS as NUMBER_WORDS  # re-exported
 from an_agent.schemas.numbers import spoken_number as spoken_number  # re-exported
 from an_agent.schemas.units import CURRENCIES as CURRENCIES  # re-exported: units have their own module
-from an_agent.schemas.units import UNIT_PATTERN, canonical_value, unit_scale
+from an_agent.schemas.units import PER_LENGTH_PATTERN, UNIT_PATTERN, canonical_value, per_length, unit_scale
 from an_agent.schemas.units import UNIT_WORDS as UNIT_WORDS  # re-exported
 from an_agent.schemas.units import Quantity as Quantity  # re-exported
 
@@ -74,6 +74,10 @@ _DURATION_EVIDENCE = re.compile(
 _ABOUT = r"(?:(?:approx|abt|about|around|ca)\.?\s{1,3}|~\s?)?"  # "approx 18 m", "abt 0.8", "~28m"
 # ... and words said right before the number ("back in 5m", "for 10m", "after ~15m"): a time.
 _DURATION_BEFORE = re.compile(rf"\b(?:in|for|after|within|every|took|wait|waited|next)\s{{1,3}}{_ABOUT}$", re.I)
+# A per-length unit in the label before the number: "loss/km = 1.2 dB", "attenuation per km approx 0.4 dB".
+_PER_LENGTH_LABEL = re.compile(
+    rf"(?<=[^\W\d_])(?:/|\s{{1,3}}per\s{{1,3}})(?P<per>{PER_LENGTH_PATTERN})\s{{0,3}}[:=]?\s{{0,3}}{_ABOUT}$", re.I
+)
 _SENTENCE_END = re.compile(r"[!?;\n]|\.(?=\s+[A-Z])")
 _EVIDENCE_REACH = 80  # characters either side: a message's sentence, and a bounded window (linear time)
 
@@ -213,6 +217,9 @@ def find_quantities(text: str, glued_m: str | None = None) -> list[Quantity]:
         if low is not None and (bound := amount(low.group("low"))) is not None:
             value = max(value, bound)  # the range's upper bound, whichever order it was said in
         value = canonical_value(value, match.group("unit"))
+        label = _PER_LENGTH_LABEL.search(text, max(0, match.start() - 30), match.start())
+        if match.re is _QUANTITY and label and (per := per_length(unit, label.group("per"))):
+            unit, value = per[0], round(value * per[1], 3)  # "loss/km = 1.2 dB": dB per km
         out.append(Quantity(value, unit, match.start(), match.end()))
         max_end = max(max_end, match.end())
     return _compound_durations(text, sorted(out, key=lambda q: q.start))

@@ -49,7 +49,8 @@ _CERTAIN = 0.99
 _SPLIT = re.compile(
     r"(?:[;!?\n]|\.(?!\d)|(?<!\d)\.)+\s*|:\s+|,\s+(?:and\s+|but\s+)?|(?<!\s)\s+(?:and|but|also|plus|because)\s+(?=[a-z])"
 )
-_UNIT_OF_KEY = {
+_UNIT_OF_KEY = {  # a key's name ends with its unit; the longer suffix first ("_db_per_km" is not "_km")
+    "db_per_km": "db_per_km",
     "dbm": "dbm",
     "db": "db",
     "deg": "degrees",

@@ -9,6 +9,7 @@ m and km in one distance key). Imports nothing of the readers.
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 # canonical unit -> spellings (longest first in the regex)
@@ -133,10 +134,50 @@ _RATE_RE = (
 _RATE_SPLIT = re.compile(r"\s?/\s?|(?<!\s)\s{1,3}per\s{1,3}")
 
 
+# Quantities per a length ("0.9 dB/km", "0,72 dB per km", "decibel per kilometer", "1.4 dB/mi"): the
+# amount's unit + "_per_km", the other lengths converted (per mile: / 1.609344). Composed as the rates are,
+# with the same separators; glued only to a kilometre ("0.55dBkm": "dBm" is a power level, never per metre).
+_PER_LENGTH_AMOUNTS = {"db": ("db", "decibels", "decibel")}
+_PER_KM = ("kilometres", "kilometers", "kilometre", "kilometer", "km")
+_PER_LENGTHS = (
+    dict.fromkeys(_PER_KM, 1.0)
+    | dict.fromkeys(("miles", "mile", "mi"), 1 / 1.609344)
+    | dict.fromkeys(("metres", "meters", "metre", "meter", "m"), 1000.0)
+)
+_PER_LENGTH_OF = {spelling: amount for amount, spellings in _PER_LENGTH_AMOUNTS.items() for spelling in spellings}
+
+
+def _alternatives(spellings: Iterable[str]) -> str:
+    return "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
+
+
+_PER_LENGTH_RE = (
+    f"(?:{_alternatives(_PER_LENGTH_OF)})"
+    rf"(?:(?:\s?/\s?|\s{{1,3}}per\s{{1,3}})(?:{_alternatives(_PER_LENGTHS)})|(?:{_alternatives(_PER_KM)}))"
+)
+PER_LENGTH_PATTERN = _alternatives(_PER_LENGTHS)  # the lengths a quantity is said per ("km", "mile")
+
+
+def per_length(unit: str, per: str) -> tuple[str, float] | None:
+    """(canonical unit, factor) of a quantity in ``unit`` said per the length ``per`` ("db", "mi" ->
+    ("db_per_km", 0.6214)); None when ``unit`` is no amount of a per-length unit or ``per`` no length."""
+    factor = _PER_LENGTHS.get(per.lower())
+    if unit not in _PER_LENGTH_AMOUNTS or factor is None:
+        return None
+    return f"{unit}_per_km", factor
+
+
 def _rate_scale(spelling: str) -> tuple[str, float] | None:
-    """(canonical unit, factor) of a rate's spelling ("mm/hr", "inch per hour"); None if it is none."""
+    """(canonical unit, factor) of a compound unit's spelling: a rate ("mm/hr", "inch per hour") or a
+    quantity per a length ("db/km", "dbkm", "decibel per kilometer"); None if it is none."""
     parts = _RATE_SPLIT.split(spelling, maxsplit=1)
-    if len(parts) != 2 or parts[0] not in _RATE_OF or parts[1] not in _RATE_TIMES:
+    if len(parts) == 1 and (glued := next((k for k in _PER_KM if spelling.endswith(k)), None)) is not None:
+        parts = [spelling[: -len(glued)], glued]  # "dbkm"
+    if len(parts) != 2:
+        return None
+    if parts[0] in _PER_LENGTH_OF:
+        return per_length(_PER_LENGTH_OF[parts[0]], parts[1])
+    if parts[0] not in _RATE_OF or parts[1] not in _RATE_TIMES:
         return None
     unit, factor = _RATE_OF[parts[0]]
     return unit, factor * _RATE_TIMES[parts[1]]
@@ -151,9 +192,10 @@ UNIT_WORDS = (
     | frozenset(  # the word before a slash ("Mbit/s" -> mbit), when it is one: never a single letter ("r/min")
         w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
     )
-    | frozenset(w for w in [*_RATE_OF, *_RATE_TIMES, "per"] if w.isalpha())
+    | frozenset(w for w in [*_RATE_OF, *_RATE_TIMES, *_PER_LENGTH_OF, *_PER_LENGTHS, "per"] if w.isalpha())
+    | frozenset(a + k for a in _PER_LENGTH_OF for k in _PER_KM)  # "dbkm"
 ) - frozenset({"meter", "meters"})  # also a device ("smart meter", "clamp meter"): a word of names and phrases
-_UNIT_RE = "|".join([_RATE_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))])
+_UNIT_RE = "|".join([_RATE_RE, _PER_LENGTH_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))])
 UNIT_PATTERN = _UNIT_RE  # every unit's spelling, rates included, for the readers' patterns
 
 
