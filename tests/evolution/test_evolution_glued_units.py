@@ -196,3 +196,12 @@ def test_sms_corpus_antenna_height_and_fibre_attenuation(minilm: MiniLMEmbedder)
 def test_a_text_full_of_glued_units_is_read_in_one_pass() -> None:
     # Each glued "m" looks at a bounded window around it, so 100,000 of them are read in one pass.
     assert len(find_quantities("mast 32m; waited 5m; 0.9dB/km; loss/km = 1.2 dB. " * 25_000)) == 100_000
+
+
+def test_a_length_key_of_a_patched_template_maps_a_glued_m_its_sentence_leaves_open() -> None:
+    texts = ["antenna at 45 mtrs", "antenna at 35 m", "antenna at 100ft", "antenna at 18 m"]
+    key = induce(texts, FakeEmbedder()).key
+    assert key.key_name.endswith("_m"), key.key_name
+    template = TemplateRegistry.default().get("coverage_compensation_v1").with_keys([key])
+    result = map_text(template, "the antenna is at 38m", FakeEmbedder(), now=1_790_000_000.0)
+    assert result.payload.get(key.key_name) == 38, result.payload
