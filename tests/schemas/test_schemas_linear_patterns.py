@@ -12,7 +12,16 @@ import pytest
 
 import an_agent
 
-_INPUTS = ("A" * 300_000, "SITE-" * 60_000, " " * 300_000, "a" * 300_000, "x.y-" * 75_000, "## " * 100_000)
+_INPUTS = (
+    "A" * 300_000,
+    "SITE-" * 60_000,
+    " " * 300_000,
+    "a" * 300_000,
+    "x.y-" * 75_000,
+    "## " * 100_000,
+    "in 5m per " * 30_000,  # glued units and their evidence (round 8)
+    "1dB/" * 75_000,
+)
 
 
 def _patterns() -> list[tuple[str, re.Pattern[str]]]:

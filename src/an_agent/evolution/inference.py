@@ -57,14 +57,13 @@ from an_agent.evolution.freeform import find_freeform
 from an_agent.evolution.moments import DEADLINE, duration_of, find_moment, stamp
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
-    CURRENCIES,
-    Quantity,
     duration_minutes,
     find_clock_ranges,
     find_counts,
     find_ids,
     find_quantities,
 )
+from an_agent.schemas.units import CURRENCIES, in_unit, kindred
 from an_agent.schemas.values import KeyType
 
 TYPE_SHARE = 0.4  # share of fragments that must carry a value kind for the key to take that type
@@ -112,16 +111,6 @@ def _fmt(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else str(value)
 
 
-_LENGTHS = {"m": 1.0, "km": 1000.0}  # length units in metres
-
-
-def _in_unit(quantity: Quantity, unit: str) -> Quantity:
-    """A length in ``unit`` (m or km); any other quantity as it is."""
-    if quantity.unit not in _LENGTHS or quantity.unit == unit:
-        return quantity
-    return replace(quantity, value=round(quantity.value * _LENGTHS[quantity.unit] / _LENGTHS[unit], 3), unit=unit)
-
-
 def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     n = len(texts)
     found = [find_quantities(t) for t in texts]
@@ -131,12 +120,21 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     units = Counter(q[0].unit for q in found if q)
     if not units:
         return None
-    unit, count = units.most_common(1)[0]
-    if unit in _LENGTHS:
-        # Metres and kilometres are one quantity: the key takes the unit most fragments state, the others
-        # are converted ("1 870 m" and "4,37 km" in one distance key; miles and feet were converted already).
-        count = sum(units[u] for u in _LENGTHS)
-        found = [[_in_unit(q, unit) for q in qs] for qs in found]
+    unit = units.most_common(1)[0][0]
+    kin = kindred(unit)  # m and km are one quantity (miles and feet were converted already)
+    if (glued := "m" if "m" in kin else "minutes" if unit in _TIME_UNITS else None) is not None:
+        # A number glued to an "m" that its sentence leaves open ("antennas at 38m", "MPO-MPO 5m": metres or
+        # minutes?) is in the unit the key's other fragments state: metres in a length key, minutes in a
+        # duration. Read only where no quantity of the key's unit was found; the unit was chosen without them.
+        found = [
+            qs if any(q.unit in kin for q in qs) else find_quantities(t, glued)
+            for qs, t in zip(found, texts, strict=True)
+        ]
+        units = Counter(q[0].unit for q in found if q)
+    # The key takes the unit most fragments state, the others of its quantity are converted ("1 870 m" and
+    # "4,37 km" in one distance key).
+    count = sum(units[u] for u in kin)
+    found = [[in_unit(q, unit) for q in qs] for qs in found]
     if count < TYPE_SHARE * n:
         return None
     if unit in _TIME_UNITS:

@@ -66,6 +66,7 @@ _MEASURES = (
         "litres": ("fuel", "diesel", "volume", "level", "tank"),
         "mmh": ("rate", "intensity"),  # rain and other precipitation in mm/h
         "lh": ("consumption", "rate", "flow", "usage"),  # fuel, water in l/h
+        "db_per_km": ("attenuation", "loss", "damping"),  # fibre, cable: dB per km
     }
     | dict.fromkeys(  # lengths: named by what is far or long (break_distance_m), not by the unit (was "m")
         ("m", "km"),

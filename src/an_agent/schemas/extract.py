@@ -2,6 +2,8 @@
 
 Shared by NL -> payload mapping (`an_agent.schemas.mapping`) and by patch synthesis, which infers the
 type of a new key from the values its fragments contain. Everything here is deterministic and offline.
+The readers are here; how numbers are written is `an_agent.schemas.numbers`, units' spellings and every
+unit conversion `an_agent.schemas.units`, dates and times `an_agent.schemas.dates`.
 """
 
 from __future__ import annotations
@@ -13,241 +15,22 @@ from dataclasses import dataclass
 
 from an_agent.schemas.dates import ENDS_WITH_A_DATE
 from an_agent.schemas.dates import find_datetimes as find_datetimes  # re-exported: dates have their own module
+from an_agent.schemas.numbers import BELOW_HUNDRED, DIGIT_WORDS, GROUPED, NUMBER, WORD_NUMBERS, amount, to_number
+from an_agent.schemas.numbers import NUMBER_WORDS as NUMBER_WORDS  # re-exported
+from an_agent.schemas.numbers import spoken_number as spoken_number  # re-exported
+from an_agent.schemas.units import CURRENCIES as CURRENCIES  # re-exported: units have their own module
+from an_agent.schemas.units import PER_LENGTH_PATTERN, UNIT_PATTERN, canonical_value, per_length, unit_scale
+from an_agent.schemas.units import UNIT_WORDS as UNIT_WORDS  # re-exported
+from an_agent.schemas.units import Quantity as Quantity  # re-exported
 
-_WORD_NUMBERS = {
-    "zero": 0,
-    "one": 1,
-    "a": 1,
-    "an": 1,
-    "two": 2,
-    "three": 3,
-    "four": 4,
-    "five": 5,
-    "six": 6,
-    "seven": 7,
-    "eight": 8,
-    "nine": 9,
-    "ten": 10,
-    "eleven": 11,
-    "twelve": 12,
-    "thirteen": 13,
-    "fourteen": 14,
-    "fifteen": 15,
-    "sixteen": 16,
-    "seventeen": 17,
-    "eighteen": 18,
-    "nineteen": 19,
-    "twenty": 20,
-    "thirty": 30,
-    "forty": 40,
-    "fifty": 50,
-    "sixty": 60,
-    "seventy": 70,
-    "eighty": 80,
-    "ninety": 90,
-    "hundred": 100,
-    "half": 0.5,
-}
-# Words that say a number ("forty", "point"): a value, never a part of a key's name.
-NUMBER_WORDS = frozenset(w for w in _WORD_NUMBERS if len(w) > 2) | {"point"}
-# A number said in words, as speech-to-text writes it ("forty eight point two", "fifty-one", "one hundred
-# twenty"): tens and a digit, hundreds, and decimals read digit by digit after "point".
-_DIGIT_WORDS = "zero|one|two|three|four|five|six|seven|eight|nine"
-_TENS_WORDS = "twenty|thirty|forty|fifty|sixty|seventy|eighty|ninety"
-_TEEN_WORDS = "ten|eleven|twelve|thirteen|fourteen|fifteen|sixteen|seventeen|eighteen|nineteen"
-_BELOW_HUNDRED = rf"(?:(?:{_TENS_WORDS})(?:[\s\-](?:{_DIGIT_WORDS}))?|{_TEEN_WORDS})"
-_SPOKEN = re.compile(
-    rf"(?:(?:{_DIGIT_WORDS})\s(?:hundred)(?:\s(?:and\s)?(?:{_BELOW_HUNDRED}|{_DIGIT_WORDS}))?|{_BELOW_HUNDRED})"
-    rf"(?:\spoint(?:\s(?:{_DIGIT_WORDS}))+)?"
-    rf"|(?:{_DIGIT_WORDS})\spoint(?:\s(?:{_DIGIT_WORDS}))+",
-    re.IGNORECASE,
-)
-
-
-def spoken_number(text: str) -> float | None:
-    """The value of a number said in words ("forty eight point two" -> 48.2), None when it is not one."""
-    if not _SPOKEN.fullmatch(text.strip()):
-        return None
-    words = re.split(r"[\s\-]+", text.lower().strip())
-    cut = words.index("point") if "point" in words else len(words)
-    whole, decimals = words[:cut], words[cut + 1 :]
-    value = 0.0
-    for word in whole:
-        if word == "hundred":
-            value *= 100
-        elif word != "and":
-            value += _WORD_NUMBERS[word]
-    return float(f"{int(value)}.{''.join(str(_WORD_NUMBERS[w]) for w in decimals)}") if decimals else value
-
-
-_THOUSANDS = re.compile(r"[-+]?\d{1,3}(?:,\d{3})+")
-# A number written in groups of three, as sheets and people of every country write amounts and lengths:
-# "1 200" / "1 870" (space, also the narrow and no-break ones), "1.200,00" / "3.100" (a dot, the decimals
-# after a comma), "1,150.00" / "4,200" (a comma, the decimals after a dot). Never a leading zero ("0.100"
-# is a decimal) and a dot group is three digits exactly ("1.5", "12.6" stay decimals).
-_GROUPED = (
-    r"[1-9]\d{0,2}(?:[ \u00a0\u202f]\d{3})+(?:[.,]\d{1,2})?(?!\d)"
-    r"|[1-9]\d{0,2}(?:\.\d{3})+(?:,\d{1,2})?(?!\d)"
-    r"|[1-9]\d{0,2}(?:,\d{3})+(?:\.\d{1,2})?(?!\d)"
-)
-_GROUPED_RE = re.compile(_GROUPED)
-_NUMBER = (
-    rf"(?P<num>[-+\u2212]?(?:{_GROUPED}|\d+(?:[.,]\d+)?)|"
-    + _SPOKEN.pattern
-    + "|"
-    + "|".join(sorted(_WORD_NUMBERS, key=len, reverse=True))
-    + r")"
-)
-# canonical unit -> spellings (longest first in the regex)
-_UNITS = {
-    # dBm is an absolute power level, dB a ratio or a change ("raise the power by 2 dB"): two units.
-    "dbm": ("dbm",),
-    "db": ("db", "decibels", "decibel"),
-    "percent": ("percent", "per cent", "pct", "%"),
-    # Degrees alone are an angle (tilt) or a temperature; a Celsius spelling is a temperature.
-    "degrees": ("degrees", "degree", "deg", "graus", "grados", "\u00b0"),  # and as Portuguese, Spanish write it
-    "celsius": (
-        "\u00b0c",
-        "\u00b0 c",
-        "\u00bac",
-        "oc",
-        "degc",
-        "deg c",
-        "degrees c",
-        "degrees celsius",
-        "degree celsius",
-        "celsius",
-        "c",
-    ),
-    "seconds": ("seconds", "second", "secs", "sec", "s"),
-    "minutes": ("minutes", "minute", "mins", "min"),
-    "hours": ("hours", "hour", "hrs", "hr", "h"),
-    "days": ("days", "day"),
-    "weeks": ("weeks", "week"),
-    "km": ("kilometres", "kilometers", "kilometre", "kilometer", "kil\u00f3metros", "quil\u00f3metros", "km"),
-    # Lengths under a kilometre: "1 870 m", "850 metros". A lone "m" only apart from its number and in
-    # lower case ("5m" is as often five minutes, "2 M" two million): `find_quantities`.
-    "m": ("metres", "meters", "metre", "meter", "metros", "m"),
-    "kmh": ("km/h", "kmh", "kph", "km/hr", "kilometres per hour", "kilometers per hour", "km per hour"),
-    "mbps": ("mbit/s", "mbps", "mb/s", "mbits/s", "megabits per second"),
-    "kwh": ("kwh", "kilowatt hours", "kilowatt-hours", "kilowatt hour", "kilowatt-hour", "kw h"),
-    # Rotational speed (fans, generators): revolutions per minute in every spelling.
-    "rpm": ("rpm", "r/min", "rev/min", "revolutions per minute"),
-    # Electric potential (battery strings, rectifiers): "48 V", "52 VDC", "forty six volts".
-    "volt": ("volts", "volt", "vdc", "v dc", "v"),
-    # Latency, jitter, round-trip time: milliseconds are their own unit, not a duration in minutes.
-    "ms": ("milliseconds", "millisecond", "msecs", "msec", "ms"),
-    # Bandwidth and frequency of carriers and channels (GHz and kHz converted).
-    "mhz": ("megahertz", "mhz"),
-    # Electric power (site draw, rectifier load, radio consumption; W converted).
-    "kw": ("kilowatts", "kilowatt", "kw"),
-    # Data volume (usage, allowance; MB and TB converted).
-    "gb": ("gigabytes", "gigabyte", "gbytes", "gb"),
-    # Fuel and other liquids (generator tanks).
-    "litres": ("litres", "liters", "litre", "liter", "ltrs", "ltr", "l"),
-    # Money: each currency is its own unit, never converted (rates change; a key takes the currency most
-    # of its fragments state). Symbols and ISO codes are also written before the amount (`_PREFIXED`).
-    "eur": ("euros", "euro", "eur", "\u20ac"),
-    "usd": ("us dollars", "dollars", "dollar", "usd", "us$", "$"),
-    "gbp": ("pounds sterling", "gbp", "\u00a3"),
-}
-CURRENCIES = frozenset({"eur", "usd", "gbp"})  # units of money: a key of one is a number (cents)
-# Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
-# unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
-_SCALED = {
-    # Lengths in miles and feet: converted, so a distance key has one unit (m or km, `inference`).
-    "miles": ("km", 1.609344),
-    "mile": ("km", 1.609344),
-    "mi": ("km", 1.609344),
-    "feet": ("m", 0.3048),
-    "foot": ("m", 0.3048),
-    "ft": ("m", 0.3048),
-    "mph": ("kmh", 1.609344),
-    "miles per hour": ("kmh", 1.609344),
-    "mile per hour": ("kmh", 1.609344),
-    "mi/h": ("kmh", 1.609344),
-    # Wind is often given in metres per second: 25 m/s is 90 km/h.
-    "m/s": ("kmh", 3.6),
-    "metres per second": ("kmh", 3.6),
-    "meters per second": ("kmh", 3.6),
-    "kbps": ("mbps", 0.001),
-    "kbit/s": ("mbps", 0.001),
-    "kb/s": ("mbps", 0.001),
-    "kbits/s": ("mbps", 0.001),
-    "gbps": ("mbps", 1000.0),
-    "gbit/s": ("mbps", 1000.0),
-    "gb/s": ("mbps", 1000.0),
-    "mwh": ("kwh", 1000.0),
-    "megawatt hours": ("kwh", 1000.0),
-    "ghz": ("mhz", 1000.0),
-    "gigahertz": ("mhz", 1000.0),
-    "khz": ("mhz", 0.001),
-    "kilohertz": ("mhz", 0.001),
-    "w": ("kw", 0.001),
-    "watts": ("kw", 0.001),
-    "watt": ("kw", 0.001),
-    "mb": ("gb", 0.001),
-    "megabytes": ("gb", 0.001),
-    "mbytes": ("gb", 0.001),
-    "tb": ("gb", 1000.0),
-    "terabytes": ("gb", 1000.0),
-}
-# A lower-case b is a bit, an upper-case B a byte: "a 10 Gb link" is a rate, "35 GB used" a volume (and
-# "500mb left", all lower case, is how people write a phone's data).
-_BITS = {"Kb": ("mbps", 0.001), "Mb": ("mbps", 1.0), "Gb": ("mbps", 1000.0), "Tb": ("mbps", 1_000_000.0)}
-# Rates: an amount per a time, in every spelling of both parts ("42 mm/h", "35 mm per hour", "61
-# millimetres per hour", "1.2 in/h", "12 l/h", "3 gallons per hour"): canonical amount unit + "h" (per
-# hour), the other amount units and time units converted. Composed rather than listed, so that "mm/hr" is
-# read like "mm/h" (a compound unit read as its first part was a wrong number in an integer key).
-_RATE_AMOUNTS = {  # canonical rate unit -> {amount spelling: factor to the canonical amount}
-    "mmh": dict.fromkeys(("mm", "millimetres", "millimeters", "millimetre", "millimeter"), 1.0)
-    | dict.fromkeys(("in", "inch", "inches"), 25.4),
-    "lh": dict.fromkeys(("l", "litres", "liters", "litre", "liter"), 1.0)
-    | dict.fromkeys(("gal", "gallons", "gallon"), 3.785411784),
-}
-_RATE_TIMES = {"h": 1.0, "hr": 1.0, "hour": 1.0, "min": 60.0, "minute": 60.0, "day": 1 / 24}
-_RATE_OF = {amount: (unit, factor) for unit, amounts in _RATE_AMOUNTS.items() for amount, factor in amounts.items()}
-# One alternative of the unit pattern for all rates: listing every combination made it four times longer
-# and `find_quantities` twice as slow.
-_RATE_RE = (
-    "(?:"
-    + "|".join(sorted(_RATE_OF, key=len, reverse=True))
-    + r")(?:\s?/\s?|\s{1,3}per\s{1,3})(?:"
-    + "|".join(sorted(_RATE_TIMES, key=len, reverse=True))
-    + ")"
-)
-_RATE_SPLIT = re.compile(r"\s?/\s?|(?<!\s)\s{1,3}per\s{1,3}")
-
-
-def _rate_scale(spelling: str) -> tuple[str, float] | None:
-    """(canonical unit, factor) of a rate's spelling ("mm/hr", "inch per hour"); None if it is none."""
-    parts = _RATE_SPLIT.split(spelling, maxsplit=1)
-    if len(parts) != 2 or parts[0] not in _RATE_OF or parts[1] not in _RATE_TIMES:
-        return None
-    unit, factor = _RATE_OF[parts[0]]
-    return unit, factor * _RATE_TIMES[parts[1]]
-
-
-_FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit", "f")
-_UNIT_OF = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
-_SCALE_OF = {spelling: (unit, 1.0) for spelling, unit in _UNIT_OF.items()} | _SCALED
-_SCALE_OF |= {spelling: ("celsius", 1.0) for spelling in _FAHRENHEIT}
-UNIT_WORDS = (
-    frozenset(w for s in _SCALE_OF for w in [*s.split(), *re.split(r"[\s\-]", s)] if w.replace("-", "").isalpha())
-    | frozenset(  # the word before a slash ("Mbit/s" -> mbit), when it is one: never a single letter ("r/min")
-        w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
-    )
-    | frozenset(w for w in [*_RATE_OF, *_RATE_TIMES, "per"] if w.isalpha())
-) - frozenset({"meter", "meters"})  # also a device ("smart meter", "clamp meter"): a word of names and phrases
-_UNIT_RE = "|".join([_RATE_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))])
-_QUANTITY = re.compile(rf"(?<![\w.:]){_NUMBER}\s*(?P<unit>{_UNIT_RE})(?![\w])", re.IGNORECASE)
+_QUANTITY = re.compile(rf"(?<![\w.:]){NUMBER}\s*(?P<unit>{UNIT_PATTERN})(?![\w])", re.IGNORECASE)
 # The unit in a field's label, the number after it, as ticket tools and spreadsheets export them ("Fan
 # speed (rpm): 6000", "Fan RPM: 2,800", "wind,km/h,85", "kWh per day: 50"): a unit (and what it is per),
 # a closing bracket at most, one separator, the number (not the start of a date, a time or an id); after
 # a closing bracket, a tab or spaces separate too ("Penalty (EUR)\t1 200"), never a line break.
 _LABELLED = re.compile(
-    rf"(?<![^\W_])(?<!/)(?P<unit>{_UNIT_RE})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?"
-    rf"(?:\)?\s{{0,3}}(?P<sep>[:=,|])\s{{0,3}}|(?P<gap>\)[\t ]{{1,3}})){_NUMBER}(?![\w.:/\-]|[.,]\d)",
+    rf"(?<![^\W_])(?<!/)(?P<unit>{UNIT_PATTERN})(?:\s{{1,3}}per\s{{1,3}}[a-z]{{2,9}})?"
+    rf"(?:\)?\s{{0,3}}(?P<sep>[:=,|])\s{{0,3}}|(?P<gap>\)[\t ]{{1,3}})){NUMBER}(?![\w.:/\-]|[.,]\d)",
     re.IGNORECASE,
 )
 _CELL_AFTER = re.compile(r"[ \t]{0,3}[|;]")
@@ -256,11 +39,11 @@ _CELL_AFTER = re.compile(r"[ \t]{0,3}[|;]")
 _PREFIX_SPELLINGS = ("us$", "eur", "usd", "gbp", "$", "\u20ac", "\u00a3")
 _PREFIXED = re.compile(
     rf"(?<![\w$\u20ac\u00a3])(?P<unit>{'|'.join(map(re.escape, _PREFIX_SPELLINGS))})\s{{0,2}}"
-    rf"(?P<num>(?:{_GROUPED}|\d+(?:[.,]\d+)?))(?![\w]|[.,]\d)",
+    rf"(?P<num>(?:{GROUPED}|\d+(?:[.,]\d+)?))(?![\w]|[.,]\d)",
     re.IGNORECASE,
 )
 _CURRENCY_CELL = re.compile(
-    rf"(?<![\w.:,])(?P<num>(?:{_GROUPED}|\d+(?:[.,]\d+)?))\s{{0,2}};\s{{0,2}}(?P<unit>eur|usd|gbp)(?!\w)",
+    rf"(?<![\w.:,])(?P<num>(?:{GROUPED}|\d+(?:[.,]\d+)?))\s{{0,2}};\s{{0,2}}(?P<unit>eur|usd|gbp)(?!\w)",
     re.IGNORECASE,
 )
 # A range of one unit said before it ("20-30 km/h", "between -105 and -110 dBm", "5 to 10 Mbps"): the
@@ -272,6 +55,50 @@ _RANGE_LOW = re.compile(
 # A capitalised word (not the text's first) right before a number: the number is part of a name.
 _IN_A_NAME = re.compile(r"(?<=\S)\s+[A-Z][\w\-]*\s+\S+\s*$")
 _LABEL_SHY = frozenset({"seconds", "minutes", "hours", "days", "weeks", "degrees", "km", "m", "db"})
+# A lone "m" glued to its number ("32m", "5m") is as often metres as minutes: the words of its sentence
+# decide (`_glued_m`), never the letter alone. Words that say a length is meant: what is high, deep, long or
+# far, and what such a length is of (a mast, a tower, a cable); words that say a time is: waiting, taking,
+# lasting, an other time unit. Both, or neither, leave it unread (a key's unit may settle it: `glued_m`).
+_LENGTH_EVIDENCE = re.compile(
+    r"(?<![^\W\d_])(?:heights?|hg?ht|high(?:er)?|tall(?:er)?|agl|a?msl|asl|elevation|altitude|above|below|deep|depth"
+    r"|long(?:er)?|length|wide|width|distance|dist|far|masts?|towers?|poles?|ladders?|cables?|trench|span|radius"
+    r"|roof|rooftop|km|cm|ft|feet|metres|meters|mtrs?)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+_DURATION_EVIDENCE = re.compile(
+    r"(?<![^\W\d_])(?:wait(?:ed|ing|s)?|took|take[sn]?|taking|last(?:ed|s|ing)|ago|late|later|delay(?:ed)?|eta"
+    r"|duration|queue|hold(?:ing)?|timeout|outage|offline|reboot|restart|mins?|minutes?|hours?|h|hrs?|secs?"
+    r"|seconds|days?|until|till|since|every)(?![^\W\d_])",
+    re.IGNORECASE,
+)
+_ABOUT = r"(?:(?:approx|abt|about|around|ca)\.?\s{1,3}|~\s?)?"  # "approx 18 m", "abt 0.8", "~28m"
+# ... and words said right before the number ("back in 5m", "for 10m", "after ~15m"): a time.
+_DURATION_BEFORE = re.compile(rf"\b(?:in|for|after|within|every|took|wait|waited|next)\s{{1,3}}{_ABOUT}$", re.I)
+# A per-length unit in the label before the number: "loss/km = 1.2 dB", "attenuation per km approx 0.4 dB".
+_PER_LENGTH_LABEL = re.compile(
+    rf"(?<=[^\W\d_])(?:/|\s{{1,3}}per\s{{1,3}})(?P<per>{PER_LENGTH_PATTERN})\s{{0,3}}[:=]?\s{{0,3}}{_ABOUT}$", re.I
+)
+_SENTENCE_END = re.compile(r"[!?;\n]|\.(?=\s+[A-Z])")
+_EVIDENCE_REACH = 80  # characters either side: a message's sentence, and a bounded window (linear time)
+
+
+def _glued_m(text: str, start: int, end: int) -> str | None:
+    """What the "m" glued to the number at ``start``-``end`` of ``text`` is, by the words of its sentence:
+    "m" (metres: "ant hght 32m", "12m above street"), "minutes" ("waited 5m", "back in 5m"), or None."""
+    left = text[max(0, start - _EVIDENCE_REACH) : start]
+    right = text[end : end + _EVIDENCE_REACH]
+    cut = [m.end() for m in _SENTENCE_END.finditer(left)]
+    left = left[cut[-1] :] if cut else left
+    after = _SENTENCE_END.search(right)
+    right = right[: after.start()] if after else right
+    sentence = f"{left} {right}"
+    length = _LENGTH_EVIDENCE.search(sentence) is not None
+    duration = _DURATION_EVIDENCE.search(sentence) is not None or _DURATION_BEFORE.search(left) is not None
+    if length == duration:
+        return None
+    return "m" if length else "minutes"
+
+
 _HOURS_MINUTES = re.compile(
     r"(?<![\w.:])(?P<h>\d{1,2})\s?h\s?(?P<m>[0-5]\d)(?:\s?(?:min|m)\b)?(?![\w:])", re.IGNORECASE
 )
@@ -313,16 +140,6 @@ _JOINED = re.compile(r"\s{0,3}(?:,|and)?\s{0,3}", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
-class Quantity:
-    """A number with a canonical unit (``db``, ``percent``, ``degrees``, ``minutes``, ...) found in text."""
-
-    value: float
-    unit: str
-    start: int
-    end: int
-
-
-@dataclass(frozen=True)
 class FoundId:
     """An identifier such as CELL-0401: its prefix (``CELL``) and the whole id."""
 
@@ -333,36 +150,7 @@ class FoundId:
     dash: bool = True  # PREFIX-123; False for INC4303720
 
 
-def _to_number(text: str) -> float | None:
-    if _THOUSANDS.fullmatch(text.strip()):
-        return float(text.replace(",", ""))  # "2,800": a thousands separator; "9,5" stays a decimal comma
-    if (spoken := spoken_number(text)) is not None:
-        return spoken
-    text = text.replace("\u2212", "-").replace(",", ".").lower().strip()
-    if text in _WORD_NUMBERS:
-        return float(_WORD_NUMBERS[text])
-    try:
-        return float(text)
-    except ValueError:
-        return None
-
-
-def _amount(text: str) -> float | None:
-    """The value of a quantity's number: a number in groups of three (`_GROUPED`: "1 200", "1.200,00",
-    "1,150.00") by its groups, any other as `_to_number` reads it ("1.5", "4,37", "forty")."""
-    bare = text.strip()
-    sign = -1.0 if bare[:1] in ("-", "\u2212") else 1.0
-    digits = bare.lstrip("+-\u2212")
-    if not _GROUPED_RE.fullmatch(digits):
-        return _to_number(text)
-    # Groups are three digits exactly, so one or two digits after the last mark are the decimals.
-    decimals = re.search(r"[.,](\d{1,2})$", digits)
-    whole = digits[: decimals.start()] if decimals else digits
-    value = float(re.sub(r"\D", "", whole) + (f".{decimals.group(1)}" if decimals else ""))
-    return sign * value
-
-
-def find_quantities(text: str) -> list[Quantity]:
+def find_quantities(text: str, glued_m: str | None = None) -> list[Quantity]:
     """Numbers followed by a unit, e.g. '2 dB', 'two hours', '40 degrees', '10%', '1h30'.
 
     Each quantity is in its canonical unit (`_UNITS`): other units of the same quantity are converted
@@ -390,14 +178,13 @@ def find_quantities(text: str) -> list[Quantity]:
     matches += [*_PREFIXED.finditer(text), *_CURRENCY_CELL.finditer(text)]
     for match in sorted(matches, key=lambda m: m.start("num")):
         spelling = match.group("unit").lower()
-        value = _amount(match.group("num"))
+        value = amount(match.group("num"))
         before = bisect.bisect_right(starts, match.start()) - 1
         inside = match.start() < max_end or (before >= 0 and reach[before] > match.start())
-        scale = _SCALE_OF.get(spelling) or _rate_scale(spelling)
+        scale = unit_scale(match.group("unit"))
         if value is None or scale is None or inside:
             continue
-        unit, factor = scale
-        unit, factor = _BITS.get(match.group("unit"), (unit, factor))
+        unit = scale[0]
         # A unit in brackets or ending a field's snake_case name ("otdr_km: 7,9") is a label's, and
         # so is a per cent sign before a colon or an equals sign ("BH utilisation %: 69,4"; "%, 3" is none).
         bracketed = match.re is _LABELLED and (
@@ -414,19 +201,25 @@ def find_quantities(text: str) -> list[Quantity]:
             continue  # "AC setpoint", "an h": a number in words is a word apart from its unit ("a C" is none)
         if unit in ("seconds", "hours") and len(spelling) == 1 and not match.group("num")[-1].isdigit():
             continue  # "a h" / "one s" are not quantities
-        if spelling == "m" and (match.group("unit") != "m" or match.end("num") == match.start("unit")):
-            continue  # "5m" (minutes? metres?), "2 M users" (millions): only "850 m" is metres
+        if spelling == "m" and match.group("unit") != "m":
+            continue  # "2 M users" (millions)
+        if spelling == "m" and match.end("num") == match.start("unit"):
+            # "32m", "5m": metres or minutes, as the words of the sentence say, else as the caller's key
+            # says (``glued_m``), else unread
+            unit = _glued_m(text, match.start(), match.end()) or glued_m or ""
+            if not unit:
+                continue
         if spelling in ("c", "f") and match.group("unit") not in ("C", "F"):
             continue  # "37 C" is Celsius, "113F" Fahrenheit; a lower-case letter after a number is rarely one
         if spelling == "v" and _IN_A_NAME.search(text, 0, match.start()):
             continue  # "Sony Xperia 10 V": a model's name, not 10 volts ("Battery 48 V", "at 52 v" are volts)
         low = _RANGE_LOW.search(text, max(0, match.start() - 40), match.start()) if match.re is _QUANTITY else None
-        if low is not None and (bound := _amount(low.group("low"))) is not None:
+        if low is not None and (bound := amount(low.group("low"))) is not None:
             value = max(value, bound)  # the range's upper bound, whichever order it was said in
-        if spelling in _FAHRENHEIT:
-            value = round((value - 32) * 5 / 9, 1)
-        elif factor != 1.0:
-            value = round(value * factor, 3)
+        value = canonical_value(value, match.group("unit"))
+        label = _PER_LENGTH_LABEL.search(text, max(0, match.start() - 30), match.start())
+        if match.re is _QUANTITY and label and (per := per_length(unit, label.group("per"))):
+            unit, value = per[0], round(value * per[1], 3)  # "loss/km = 1.2 dB": dB per km
         out.append(Quantity(value, unit, match.start(), match.end()))
         max_end = max(max_end, match.end())
     return _compound_durations(text, sorted(out, key=lambda q: q.start))
@@ -440,7 +233,7 @@ def _parts(text: str) -> list[Quantity]:
         for m in _PART_OF.finditer(text)
     ]
     for match in _AND_A_PART.finditer(text):
-        count = _to_number(match.group("n"))
+        count = to_number(match.group("n"))
         unit = match.group("u") or match.group("u2")
         if count is not None:
             value = count + _part(match.group("f") or match.group("f2"))
@@ -475,7 +268,7 @@ def find_numbers(text: str) -> list[tuple[float, int, int]]:
     """Bare numbers (value, start, end), skipping those inside ids, times and dates."""
     out = []
     for match in _BARE_NUMBER.finditer(text):
-        value = _to_number(match.group(0))
+        value = to_number(match.group(0))
         if value is not None:
             out.append((value, match.start(), match.end()))
     return out
@@ -493,8 +286,8 @@ _COUNT = re.compile(
 # Hundreds and thousands said in words ("three hundred calls", "more than two thousand", "a thousand
 # and fifty"): smaller numbers in words are left to the words around them ("one of the sites").
 _SPOKEN_COUNT = re.compile(
-    rf"\b(?:a|{_BELOW_HUNDRED}|{_DIGIT_WORDS})\s(?:hundred|thousand)"
-    rf"(?:\s(?:and\s)?(?:{_BELOW_HUNDRED}|{_DIGIT_WORDS})(?:\s(?:hundred|thousand))?)?\b",
+    rf"\b(?:a|{BELOW_HUNDRED}|{DIGIT_WORDS})\s(?:hundred|thousand)"
+    rf"(?:\s(?:and\s)?(?:{BELOW_HUNDRED}|{DIGIT_WORDS})(?:\s(?:hundred|thousand))?)?\b",
     re.IGNORECASE,
 )
 
@@ -508,7 +301,7 @@ def _spoken_count(words: str) -> int:
         elif word == "thousand":
             total, current = total + (current or 1) * 1000, 0.0
         elif word != "and":
-            current += _WORD_NUMBERS[word]
+            current += WORD_NUMBERS[word]
     return int(total + current)
 
 

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -35,6 +35,7 @@ import numpy as np
 from an_agent.schemas.anchors import example_mappings, key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import (
+    Quantity,
     duration_minutes,
     find_datetimes,
     find_ids,
@@ -49,7 +50,8 @@ _CERTAIN = 0.99
 _SPLIT = re.compile(
     r"(?:[;!?\n]|\.(?!\d)|(?<!\d)\.)+\s*|:\s+|,\s+(?:and\s+|but\s+)?|(?<!\s)\s+(?:and|but|also|plus|because)\s+(?=[a-z])"
 )
-_UNIT_OF_KEY = {
+_UNIT_OF_KEY = {  # a key's name ends with its unit; the longer suffix first ("_db_per_km" is not "_km")
+    "db_per_km": "db_per_km",
     "dbm": "dbm",
     "db": "db",
     "deg": "degrees",
@@ -222,6 +224,30 @@ class _Keys:
         return float(np.max(self.anchor_vectors[index] @ clause_vector))
 
 
+def _fits(keys: _Keys, quantity: Quantity) -> list[int]:
+    """The keys that take ``quantity`` by their unit."""
+    return [
+        i
+        for i, unit in enumerate(keys.units)
+        if unit == quantity.unit
+        or (unit == "minutes" and quantity.unit in _TIME_UNITS)
+        # A temperature key named _deg (synthesised before a Celsius spelling was its own unit) takes °C.
+        or (unit == "degrees" and quantity.unit == "celsius")
+    ]
+
+
+def _quantities(clause: str, keys: _Keys, sims: list[float]) -> list[Quantity]:
+    """The clause's quantities; a number glued to an "m" that its sentence leaves open ("antenna at 38m")
+    is metres or minutes as the key it fits best says (a length key or a time key)."""
+    found = find_quantities(clause)
+    for glued in (q for q in find_quantities(clause, "m") if q not in found):
+        readings = [glued, replace(glued, unit="minutes")]
+        fitting = [(max(sims[i] for i in fits), q) for q in readings if (fits := _fits(keys, q))]
+        if fitting:
+            found.append(max(fitting, key=lambda f: f[0])[1])
+    return found
+
+
 def map_text(
     template: Template,
     text: str,
@@ -300,15 +326,8 @@ def _typed(keys: _Keys, clause: str, vector: Vectors, now: float) -> list[Assign
     sims = [keys.similarity(i, vector) for i in range(len(keys.keys))]
     lowered = clause.lower()
     out.extend(_ids(keys, clause, sims))
-    for quantity in find_quantities(clause):
-        fits = [
-            i
-            for i, unit in enumerate(keys.units)
-            if unit == quantity.unit
-            or (unit == "minutes" and quantity.unit in _TIME_UNITS)
-            # A temperature key named _deg (synthesised before a Celsius spelling was its own unit) takes °C.
-            or (unit == "degrees" and quantity.unit == "celsius")
-        ]
+    for quantity in _quantities(clause, keys, sims):
+        fits = _fits(keys, quantity)
         if not fits:
             continue
         i = max(fits, key=lambda j: sims[j])

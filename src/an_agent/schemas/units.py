@@ -1,0 +1,251 @@
+"""Units: their spellings, their canonical names, and every conversion between units of one quantity.
+
+One place owns unit conversion: a spelling read by `an_agent.schemas.extract` is converted to its
+canonical unit here (`unit_scale`, `canonical_value`: miles to km, feet to m, Fahrenheit to Celsius), and
+a key that holds units of one quantity converts its values to the key's unit here (`kindred`, `in_unit`:
+m and km in one distance key). Imports nothing of the readers.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, replace
+
+# canonical unit -> spellings (longest first in the regex)
+_UNITS = {
+    # dBm is an absolute power level, dB a ratio or a change ("raise the power by 2 dB"): two units.
+    "dbm": ("dbm",),
+    "db": ("db", "decibels", "decibel"),
+    "percent": ("percent", "per cent", "pct", "%"),
+    # Degrees alone are an angle (tilt) or a temperature; a Celsius spelling is a temperature.
+    "degrees": ("degrees", "degree", "deg", "graus", "grados", "\u00b0"),  # and as Portuguese, Spanish write it
+    "celsius": (
+        "\u00b0c",
+        "\u00b0 c",
+        "\u00bac",
+        "oc",
+        "degc",
+        "deg c",
+        "degrees c",
+        "degrees celsius",
+        "degree celsius",
+        "celsius",
+        "c",
+    ),
+    "seconds": ("seconds", "second", "secs", "sec", "s"),
+    "minutes": ("minutes", "minute", "mins", "min"),
+    "hours": ("hours", "hour", "hrs", "hr", "h"),
+    "days": ("days", "day"),
+    "weeks": ("weeks", "week"),
+    "km": ("kilometres", "kilometers", "kilometre", "kilometer", "kil\u00f3metros", "quil\u00f3metros", "km"),
+    # Lengths under a kilometre: "1 870 m", "850 metros", "45 mtrs", "25mtr". A lone "m" only in lower case
+    # ("2 M" is two million), and glued to its number ("32m", "5m": metres or minutes) only as the words of
+    # its sentence or its key's unit say: `find_quantities`.
+    "m": ("metres", "meters", "metre", "meter", "metros", "mtrs", "mtr", "mts", "m"),
+    "kmh": ("km/h", "kmh", "kph", "km/hr", "kilometres per hour", "kilometers per hour", "km per hour"),
+    "mbps": ("mbit/s", "mbps", "mb/s", "mbits/s", "megabits per second"),
+    "kwh": ("kwh", "kilowatt hours", "kilowatt-hours", "kilowatt hour", "kilowatt-hour", "kw h"),
+    # Rotational speed (fans, generators): revolutions per minute in every spelling.
+    "rpm": ("rpm", "r/min", "rev/min", "revolutions per minute"),
+    # Electric potential (battery strings, rectifiers): "48 V", "52 VDC", "forty six volts".
+    "volt": ("volts", "volt", "vdc", "v dc", "v"),
+    # Latency, jitter, round-trip time: milliseconds are their own unit, not a duration in minutes.
+    "ms": ("milliseconds", "millisecond", "msecs", "msec", "ms"),
+    # Bandwidth and frequency of carriers and channels (GHz and kHz converted).
+    "mhz": ("megahertz", "mhz"),
+    # Electric power (site draw, rectifier load, radio consumption; W converted).
+    "kw": ("kilowatts", "kilowatt", "kw"),
+    # Data volume (usage, allowance; MB and TB converted).
+    "gb": ("gigabytes", "gigabyte", "gbytes", "gb"),
+    # Fuel and other liquids (generator tanks).
+    "litres": ("litres", "liters", "litre", "liter", "ltrs", "ltr", "l"),
+    # Money: each currency is its own unit, never converted (rates change; a key takes the currency most
+    # of its fragments state). Symbols and ISO codes are also written before the amount (`_PREFIXED`).
+    "eur": ("euros", "euro", "eur", "\u20ac"),
+    "usd": ("us dollars", "dollars", "dollar", "usd", "us$", "$"),
+    "gbp": ("pounds sterling", "gbp", "\u00a3"),
+}
+CURRENCIES = frozenset({"eur", "usd", "gbp"})  # units of money: a key of one is a number (cents)
+# Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
+# unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
+_SCALED = {
+    # Lengths in miles and feet: converted, so a distance key has one unit (m or km, `inference`).
+    "miles": ("km", 1.609344),
+    "mile": ("km", 1.609344),
+    "mi": ("km", 1.609344),
+    "feet": ("m", 0.3048),
+    "foot": ("m", 0.3048),
+    "ft": ("m", 0.3048),
+    "mph": ("kmh", 1.609344),
+    "miles per hour": ("kmh", 1.609344),
+    "mile per hour": ("kmh", 1.609344),
+    "mi/h": ("kmh", 1.609344),
+    # Wind is often given in metres per second: 25 m/s is 90 km/h.
+    "m/s": ("kmh", 3.6),
+    "metres per second": ("kmh", 3.6),
+    "meters per second": ("kmh", 3.6),
+    "kbps": ("mbps", 0.001),
+    "kbit/s": ("mbps", 0.001),
+    "kb/s": ("mbps", 0.001),
+    "kbits/s": ("mbps", 0.001),
+    "gbps": ("mbps", 1000.0),
+    "gbit/s": ("mbps", 1000.0),
+    "gb/s": ("mbps", 1000.0),
+    "mwh": ("kwh", 1000.0),
+    "megawatt hours": ("kwh", 1000.0),
+    "ghz": ("mhz", 1000.0),
+    "gigahertz": ("mhz", 1000.0),
+    "khz": ("mhz", 0.001),
+    "kilohertz": ("mhz", 0.001),
+    "w": ("kw", 0.001),
+    "watts": ("kw", 0.001),
+    "watt": ("kw", 0.001),
+    "mb": ("gb", 0.001),
+    "megabytes": ("gb", 0.001),
+    "mbytes": ("gb", 0.001),
+    "tb": ("gb", 1000.0),
+    "terabytes": ("gb", 1000.0),
+}
+# A lower-case b is a bit, an upper-case B a byte: "a 10 Gb link" is a rate, "35 GB used" a volume (and
+# "500mb left", all lower case, is how people write a phone's data).
+_BITS = {"Kb": ("mbps", 0.001), "Mb": ("mbps", 1.0), "Gb": ("mbps", 1000.0), "Tb": ("mbps", 1_000_000.0)}
+# Rates: an amount per a time, in every spelling of both parts ("42 mm/h", "35 mm per hour", "61
+# millimetres per hour", "1.2 in/h", "12 l/h", "3 gallons per hour"): canonical amount unit + "h" (per
+# hour), the other amount units and time units converted. Composed rather than listed, so that "mm/hr" is
+# read like "mm/h" (a compound unit read as its first part was a wrong number in an integer key).
+_RATE_AMOUNTS = {  # canonical rate unit -> {amount spelling: factor to the canonical amount}
+    "mmh": dict.fromkeys(("mm", "millimetres", "millimeters", "millimetre", "millimeter"), 1.0)
+    | dict.fromkeys(("in", "inch", "inches"), 25.4),
+    "lh": dict.fromkeys(("l", "litres", "liters", "litre", "liter"), 1.0)
+    | dict.fromkeys(("gal", "gallons", "gallon"), 3.785411784),
+}
+_RATE_TIMES = {"h": 1.0, "hr": 1.0, "hour": 1.0, "min": 60.0, "minute": 60.0, "day": 1 / 24}
+_RATE_OF = {amount: (unit, factor) for unit, amounts in _RATE_AMOUNTS.items() for amount, factor in amounts.items()}
+# One alternative of the unit pattern for all rates: listing every combination made it four times longer
+# and `find_quantities` twice as slow.
+_RATE_RE = (
+    "(?:"
+    + "|".join(sorted(_RATE_OF, key=len, reverse=True))
+    + r")(?:\s?/\s?|\s{1,3}per\s{1,3})(?:"
+    + "|".join(sorted(_RATE_TIMES, key=len, reverse=True))
+    + ")"
+)
+_RATE_SPLIT = re.compile(r"\s?/\s?|(?<!\s)\s{1,3}per\s{1,3}")
+
+
+# Quantities per a length ("0.9 dB/km", "0,72 dB per km", "decibel per kilometer", "1.4 dB/mi"): the
+# amount's unit + "_per_km", the other lengths converted (per mile: / 1.609344). Composed as the rates are,
+# with the same separators; glued only to a kilometre ("0.55dBkm": "dBm" is a power level, never per metre).
+_PER_LENGTH_AMOUNTS = {"db": ("db", "decibels", "decibel")}
+_PER_KM = ("kilometres", "kilometers", "kilometre", "kilometer", "km")
+_PER_LENGTHS = (
+    dict.fromkeys(_PER_KM, 1.0)
+    | dict.fromkeys(("miles", "mile", "mi"), 1 / 1.609344)
+    | dict.fromkeys(("metres", "meters", "metre", "meter", "m"), 1000.0)
+)
+_PER_LENGTH_OF = {spelling: amount for amount, spellings in _PER_LENGTH_AMOUNTS.items() for spelling in spellings}
+
+
+def _alternatives(spellings: Iterable[str]) -> str:
+    return "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
+
+
+_PER_LENGTH_RE = (
+    f"(?:{_alternatives(_PER_LENGTH_OF)})"
+    rf"(?:(?:\s?/\s?|\s{{1,3}}per\s{{1,3}})(?:{_alternatives(_PER_LENGTHS)})|(?:{_alternatives(_PER_KM)}))"
+)
+PER_LENGTH_PATTERN = _alternatives(_PER_LENGTHS)  # the lengths a quantity is said per ("km", "mile")
+
+
+def per_length(unit: str, per: str) -> tuple[str, float] | None:
+    """(canonical unit, factor) of a quantity in ``unit`` said per the length ``per`` ("db", "mi" ->
+    ("db_per_km", 0.6214)); None when ``unit`` is no amount of a per-length unit or ``per`` no length."""
+    factor = _PER_LENGTHS.get(per.lower())
+    if unit not in _PER_LENGTH_AMOUNTS or factor is None:
+        return None
+    return f"{unit}_per_km", factor
+
+
+def _rate_scale(spelling: str) -> tuple[str, float] | None:
+    """(canonical unit, factor) of a compound unit's spelling: a rate ("mm/hr", "inch per hour") or a
+    quantity per a length ("db/km", "dbkm", "decibel per kilometer"); None if it is none."""
+    parts = _RATE_SPLIT.split(spelling, maxsplit=1)
+    if len(parts) == 1 and (glued := next((k for k in _PER_KM if spelling.endswith(k)), None)) is not None:
+        parts = [spelling[: -len(glued)], glued]  # "dbkm"
+    if len(parts) != 2:
+        return None
+    if parts[0] in _PER_LENGTH_OF:
+        return per_length(_PER_LENGTH_OF[parts[0]], parts[1])
+    if parts[0] not in _RATE_OF or parts[1] not in _RATE_TIMES:
+        return None
+    unit, factor = _RATE_OF[parts[0]]
+    return unit, factor * _RATE_TIMES[parts[1]]
+
+
+_FAHRENHEIT = ("\u00b0f", "\u00b0 f", "\u00baf", "degf", "deg f", "degrees f", "degrees fahrenheit", "fahrenheit", "f")
+_UNIT_OF = {spelling: unit for unit, spellings in _UNITS.items() for spelling in spellings}
+_SCALE_OF = {spelling: (unit, 1.0) for spelling, unit in _UNIT_OF.items()} | _SCALED
+_SCALE_OF |= {spelling: ("celsius", 1.0) for spelling in _FAHRENHEIT}
+UNIT_WORDS = (
+    frozenset(w for s in _SCALE_OF for w in [*s.split(), *re.split(r"[\s\-]", s)] if w.replace("-", "").isalpha())
+    | frozenset(  # the word before a slash ("Mbit/s" -> mbit), when it is one: never a single letter ("r/min")
+        w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
+    )
+    | frozenset(w for w in [*_RATE_OF, *_RATE_TIMES, *_PER_LENGTH_OF, *_PER_LENGTHS, "per"] if w.isalpha())
+    | frozenset(a + k for a in _PER_LENGTH_OF for k in _PER_KM)  # "dbkm"
+) - frozenset({"meter", "meters"})  # also a device ("smart meter", "clamp meter"): a word of names and phrases
+_UNIT_RE = "|".join([_RATE_RE, _PER_LENGTH_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))])
+UNIT_PATTERN = _UNIT_RE  # every unit's spelling, rates included, for the readers' patterns
+
+
+@dataclass(frozen=True)
+class Quantity:
+    """A number with a canonical unit (``db``, ``percent``, ``degrees``, ``minutes``, ...) found in text."""
+
+    value: float
+    unit: str
+    start: int
+    end: int
+
+
+def unit_scale(written: str) -> tuple[str, float] | None:
+    """(canonical unit, factor to it) of a unit as it was written ("ft" -> ("m", 0.3048), "mm/hr" ->
+    ("mmh", 1.0)); None when it is no unit. The case counts only for bits and bytes ("Gb" a rate, "GB" a
+    volume: `_BITS`)."""
+    spelling = written.lower()
+    scale = _SCALE_OF.get(spelling) or _rate_scale(spelling)
+    if scale is None:
+        return None
+    return _BITS.get(written, scale)
+
+
+def canonical_value(value: float, written: str) -> float:
+    """``value`` said in the unit ``written``, in that unit's canonical unit (`unit_scale`): 100 ft ->
+    30.48 (m), 113 °F -> 45.0 (°C); a value in a canonical spelling is returned as it is."""
+    if written.lower() in _FAHRENHEIT:
+        return round((value - 32) * 5 / 9, 1)
+    scale = unit_scale(written)
+    factor = 1.0 if scale is None else scale[1]
+    return round(value * factor, 3) if factor != 1.0 else value
+
+
+# Canonical units of one quantity that one key may hold, each in a common base: a key takes the one most
+# of its fragments state and the others are converted (`in_unit`).
+_BASE = {"m": ("length", 1.0), "km": ("length", 1000.0)}
+
+
+def kindred(unit: str) -> frozenset[str]:
+    """The canonical units a key in ``unit`` also holds, converted (``m`` -> {m, km}); {unit} for others."""
+    if unit not in _BASE:
+        return frozenset({unit})
+    kind = _BASE[unit][0]
+    return frozenset(u for u, (k, _) in _BASE.items() if k == kind)
+
+
+def in_unit(quantity: Quantity, unit: str) -> Quantity:
+    """``quantity`` in ``unit`` when that is a kindred unit (4,37 km in m: 4370.0); any other as it is."""
+    if quantity.unit == unit or quantity.unit not in _BASE or unit not in kindred(quantity.unit):
+        return quantity
+    value = round(quantity.value * _BASE[quantity.unit][1] / _BASE[unit][1], 3)
+    return replace(quantity, value=value, unit=unit)
