@@ -52,6 +52,8 @@ _SPLIT = re.compile(
 )
 _UNIT_OF_KEY = {  # a key's name ends with its unit; the longer suffix first ("_db_per_km" is not "_km")
     "db_per_km": "db_per_km",
+    "v_per_m": "v_per_m",
+    "w_per_m2": "w_per_m2",
     "dbm": "dbm",
     "db": "db",
     "deg": "degrees",

@@ -50,6 +50,19 @@ _UNITS = {
     "rpm": ("rpm", "r/min", "rev/min", "revolutions per minute"),
     # Electric potential (battery strings, rectifiers): "48 V", "52 VDC", "forty six volts".
     "volt": ("volts", "volt", "vdc", "v dc", "v"),
+    # Quantities per a length or an area that are their own unit, never their first part: an electric
+    # field strength ("3,1 V/m", "4.6 volt per meter": EMF limits near sites) and an irradiance ("540 W/m2",
+    # "210 watt per square meter": solar sites). Sanitising writes "m²" and "㎡" as "m2" (NFKC).
+    "v_per_m": ("v/m", "volts per metre", "volts per meter", "volt per metre", "volt per meter"),
+    "w_per_m2": (
+        "w/m2",
+        "w/m\u00b2",
+        "w/sqm",
+        "watts per square metre",
+        "watts per square meter",
+        "watt per square metre",
+        "watt per square meter",
+    ),
     # Latency, jitter, round-trip time: milliseconds are their own unit, not a duration in minutes.
     "ms": ("milliseconds", "millisecond", "msecs", "msec", "ms"),
     # Bandwidth and frequency of carriers and channels (GHz and kHz converted).
@@ -98,6 +111,13 @@ _SCALED = {
     "gigahertz": ("mhz", 1000.0),
     "khz": ("mhz", 0.001),
     "kilohertz": ("mhz", 0.001),
+    "mv/m": ("v_per_m", 0.001),
+    "millivolts per metre": ("v_per_m", 0.001),
+    "millivolts per meter": ("v_per_m", 0.001),
+    "kw/m2": ("w_per_m2", 1000.0),
+    "kw/m\u00b2": ("w_per_m2", 1000.0),
+    "kilowatts per square metre": ("w_per_m2", 1000.0),
+    "kilowatts per square meter": ("w_per_m2", 1000.0),
     "w": ("kw", 0.001),
     "watts": ("kw", 0.001),
     "watt": ("kw", 0.001),

@@ -24,7 +24,7 @@ _ENUM = re.compile(r"Acceptable values:\s*([^.]+?)\.(?:\s|$)")
 _NUM = r"-?\d+(?:\.\d+)?"
 _RANGE = re.compile(rf"Range:\s*({_NUM})\s*(?:to|-|\u2013)\s*({_NUM})")
 _FORMAT = re.compile(r"(?<!Item )(?<!item )Format:\s*([A-Za-z0-9_<>\-]+?)\.?(?:\s|$)")
-_UNIT = re.compile(r"Unit:\s*([A-Za-z%/_]+)\.?(?:\s|$)")  # "mbps", "%", "db_per_km"
+_UNIT = re.compile(r"Unit:\s*([A-Za-z%/_][A-Za-z0-9%/_]*)\.?(?:\s|$)")  # "mbps", "%", "db_per_km", "w_per_m2"
 # ISO 8601 duration (the JSON Schema "duration" format): P[nY][nM][nW][nD][T[nH][nM][nS]], at least one part;
 # public so that the JSON Schema projection can state the same pattern.
 DURATION_PATTERN = r"^P(?!$)(\d+Y)?(\d+M)?(\d+W)?(\d+D)?(T(?=\d)(\d+H)?(\d+M)?(\d+(?:\.\d+)?S)?)?$"
