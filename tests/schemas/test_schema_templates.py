@@ -81,6 +81,11 @@ def test_constraint_phrases() -> None:
     assert c.enum == ("low", "high", "max") and (c.minimum, c.maximum) == (1, 9) and c.value_format == "date"
     assert parse_constraints("Offset. Range: -10 to -2.5 dB.").minimum == -10
     assert parse_constraints("Offset. Range: -10 to -2.5 dB.").unit is None  # old descriptions read as before
+    # Values with dots inside (a standard's designations, versions): the list ends at a dot before a space.
+    fibre = parse_constraints("Fibre type. Acceptable values: G.652.D, G.655, G.657.A1. Induced by evolution.")
+    assert fibre.enum == ("G.652.D", "G.655", "G.657.A1")
+    assert check_value("string", fibre, "G.655") is None and check_value("string", fibre, "G") is not None
+    assert parse_constraints("Units: w_per_m2. Unit: w_per_m2. Range: 0 to 5000.").unit == "w_per_m2"
 
 
 def test_unit_and_duration_phrases() -> None:

@@ -20,7 +20,8 @@ from an_agent.schemas.catalogue import catalogues
 KeyType = Literal["string", "integer", "number", "boolean", "array", "object"]
 KEY_TYPES: tuple[KeyType, ...] = ("string", "integer", "number", "boolean", "array", "object")
 
-_ENUM = re.compile(r"Acceptable values:\s*([^.]+?)\.(?:\s|$)")
+# A value may hold dots that end no sentence ("G.652.D", "v1.2"): the list ends at a dot before a space or the end.
+_ENUM = re.compile(r"Acceptable values:\s*((?:[^.]|\.(?=\S))+?)\.(?:\s|$)")
 _NUM = r"-?\d+(?:\.\d+)?"
 _RANGE = re.compile(rf"Range:\s*({_NUM})\s*(?:to|-|\u2013)\s*({_NUM})")
 _FORMAT = re.compile(r"(?<!Item )(?<!item )Format:\s*([A-Za-z0-9_<>\-]+?)\.?(?:\s|$)")
