@@ -7,12 +7,13 @@ publishes at once or leaves pending for an authorised user (`decide_pending`).
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from an_agent.errors import SchemaAccessDenied, SchemaError
 from an_agent.evolution.boilerplate import content_text
 from an_agent.evolution.carriers import value_test
-from an_agent.evolution.cohesion import core_of
+from an_agent.evolution.cohesion import Core, core_of
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.participants import apart_from_participants
 from an_agent.evolution.patches import Patch, PatchKey, effective_template
@@ -33,6 +34,8 @@ from an_agent.evolution.synthesis import (
 )
 from an_agent.evolution.time_concepts import apart_from_moment_keys
 from an_agent.evolution.trigger import GateResult, evaluate_gate
+from an_agent.schemas.embedding import Vectors
+from an_agent.store.evolution import FragmentRow
 
 SYNTHESIS_FRAGMENTS = 200  # newest fragments of a cluster used to synthesise its key
 
@@ -186,7 +189,7 @@ class PatchMaker:
         conflict = find_conflict(
             induced, core_vectors, existing, s.phrases, s.config.conflict_threshold, core_texts, core_choices
         )
-        if conflict is not None and self._joins_its_patch(cluster, conflict, now):
+        if conflict is not None and self._joins_its_patch(cluster, conflict, now, fragments, vectors):
             return
         patch_id = f"{cluster.schema_id}-patch-{s.store.next_number('patch'):04d}"
         uid = f"{patch_id}/"
@@ -266,7 +269,14 @@ class PatchMaker:
         release_set_aside(s, cluster, fragments, vectors, induced.core or core, now)
         s.save_cluster(cluster)
 
-    def _joins_its_patch(self, cluster: Cluster, conflict: Conflict, now: float) -> bool:
+    def _joins_its_patch(
+        self,
+        cluster: Cluster,
+        conflict: Conflict,
+        now: float,
+        fragments: Sequence[FragmentRow] = (),
+        vectors: Vectors | None = None,
+    ) -> bool:
         """Merge ``cluster`` into the cluster of the patch that made the key it restates; True when it did.
 
         Two clusters of one intent (the pool split its wordings: "RTT 48 ms", "round trip latency 0.2
@@ -274,6 +284,11 @@ class PatchMaker:
         meaning without a new value of its set), it is more of that patch's evidence, not a second patch
         that revises a key still on trial (the modification would keep the key's type whatever the
         second cluster's sample typed). A cluster that names a new value of such a key still proposes it.
+
+        Behind a typed key (`Cluster.value_test`), only the fragments that state a value of it join
+        (``fragments``/``vectors``: what synthesis examined): the others leave the cluster first, as the
+        fragments a core sets aside do (`release_set_aside`), for the fragments of a patched typed key each
+        state its value, whichever way they came in. When none does, nothing merges (True: no patch).
         """
         s = self._s
         origin = s.patches.get(conflict.existing.origin)
@@ -285,6 +300,12 @@ class PatchMaker:
         into = s.live_cluster(cluster.schema_id, origin.cluster_id)
         if into is None or into is cluster:
             return False
+        if into.value_test is not None and fragments and vectors is not None:
+            carriers = tuple(i for i, f in enumerate(fragments) if into.value_test(f.text))
+            if not carriers:
+                return True  # it restates the key's words, never its values: it keeps collecting
+            if len(carriers) < len(fragments):
+                release_set_aside(s, cluster, fragments, vectors, Core(carriers, (), (), 0.0, len(fragments)), now)
         keep, _ = s.merge_clusters(into, cluster, now, f"restates {target.key_name} of {origin.patch_id}")
         s.save_cluster(keep)
         return True
