@@ -33,10 +33,12 @@ from an_agent.evolution.categories import category_phrases
 from an_agent.evolution.chosen import given_apart, varies_apart
 from an_agent.evolution.cohesion import Core, core_of, rejoin, value_fragments
 from an_agent.evolution.inference import ValueSpec, infer_value
-from an_agent.evolution.naming import STOP_WORDS, name_key, ranked_candidates, snake_name
+from an_agent.evolution.naming import name_key
+from an_agent.evolution.phrases import ranked_candidates, snake_name
 from an_agent.evolution.review import security_words
 from an_agent.evolution.time_concepts import is_moment_key, restates
 from an_agent.evolution.value_kinds import holds
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.anchors import example_mappings, key_anchors
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.template import OTHER_KEY, KeyDef
@@ -415,7 +417,7 @@ def synthesis_phrases(texts: Sequence[str], existing: Sequence[ExistingKey]) -> 
 
     The fragments themselves, the candidate words of a closed set (`inference.alternative_words`) and the
     shipped category phrases (`categories.category_phrases`), the candidate words of
-    a name (`naming.ranked_candidates`), and the anchors and allowed values (in words) of the keys the
+    a name (`phrases.ranked_candidates`), and the anchors and allowed values (in words) of the keys the
     client sees (`find_conflict`). The synthesis works on the cluster's core, a subset of ``texts``:
     what it needs beyond this list it embeds itself; with an embedder that caches by text
     (`state.CachedEmbedder`) a synthesis then costs one forward pass or a few instead of ten calls.
