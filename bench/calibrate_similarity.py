@@ -20,7 +20,7 @@ Metrics:
 
 Conflict detection: for each labelled intent of the corpora (which must NOT be taken for an existing key) and
 each paraphrase set of an existing key in ``conflict_probes.json`` (which must), the best
-`synthesis.meaning_score` over the scenario's keys is listed; the threshold goes in the gap.
+`conflicts.meaning_score` over the scenario's keys is listed; the threshold goes in the gap.
 
 Then the chosen configuration is run through the real engine (replay) and its patches are listed per label.
 
@@ -45,10 +45,10 @@ import numpy as np
 
 from an_agent.clock import from_rfc3339
 from an_agent.evolution.config import EvolutionConfig
+from an_agent.evolution.conflicts import meaning_score
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.pool import Cluster, SchemaPool
 from an_agent.evolution.replay import replay
-from an_agent.evolution.synthesis import meaning_score
 from an_agent.evolution.trigger import evaluate_gate
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.registry import TemplateRegistry

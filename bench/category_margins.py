@@ -25,7 +25,7 @@ from an_agent.evolution.categories import (
     shipped_categories,
 )
 from an_agent.evolution.embedder import MiniLMEmbedder
-from an_agent.evolution.naming import STOP_WORDS
+from an_agent.evolution.value_words import STOP_WORDS
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "evolution" / "data"
 

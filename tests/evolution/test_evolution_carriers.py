@@ -18,8 +18,8 @@ import pytest
 from an_agent.evolution.carriers import CARRY_SHARE, carries_value, value_core, value_test
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import ValueSpec, infer_value
-from an_agent.evolution.naming import STOP_WORDS
 from an_agent.evolution.replay import replay
+from an_agent.evolution.value_words import STOP_WORDS
 from conftest import DATA, FakeEmbedder
 
 NOW = datetime(2027, 2, 3, 12, 0, tzinfo=UTC).timestamp()

@@ -17,8 +17,8 @@ from an_agent.evolution.categories import (
 )
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import STOP_WORDS
 from an_agent.evolution.synthesis import induce_key
+from an_agent.evolution.value_words import STOP_WORDS
 from conftest import DATA, POWER
 
 NOW = datetime(2026, 11, 10, 12, 0, tzinfo=UTC).timestamp()

@@ -16,10 +16,10 @@ from an_agent.evolution.codes import code_phrase, find_codes, named_as_labels
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.moments import find_moment
-from an_agent.evolution.naming import STOP_WORDS
 from an_agent.evolution.replay import replay
 from an_agent.evolution.review import security_reasons
 from an_agent.evolution.synthesis import SECURITY_TERMS
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.extract import find_datetimes, find_ids, find_quantities
 from an_agent.schemas.template import KeyDef
 from an_agent.schemas.values import parse_constraints

@@ -18,7 +18,7 @@ from an_agent.evolution.codes import find_codes
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.engine import EvolutionEngine
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import STOP_WORDS
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.embedding import Vectors
 from an_agent.schemas.extract import find_counts, find_quantities
 from an_agent.schemas.values import parse_constraints

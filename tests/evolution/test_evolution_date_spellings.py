@@ -12,7 +12,7 @@ import pytest
 from an_agent.clock import from_rfc3339
 from an_agent.evolution.inference import infer_value
 from an_agent.evolution.moments import find_moment
-from an_agent.evolution.naming import STOP_WORDS
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.extract import duration_minutes, find_datetimes, find_quantities
 from fake_embedder import FakeEmbedder
 

@@ -10,8 +10,8 @@ from jsonschema import Draft202012Validator
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.freeform import find_freeform, fragment_value, freeform_phrase, name_spans, value_head
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import STOP_WORDS
 from an_agent.evolution.synthesis import induce_key
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.jsonschema import template_json_schema
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.validate import validate_payload

@@ -14,8 +14,8 @@ from an_agent.evolution.carriers import carries_value
 from an_agent.evolution.codes import codes_in, find_codes
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import ValueSpec
-from an_agent.evolution.naming import STOP_WORDS
 from an_agent.evolution.replay import replay
+from an_agent.evolution.value_words import STOP_WORDS
 from conftest import DATA
 
 

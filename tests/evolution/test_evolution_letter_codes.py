@@ -14,7 +14,7 @@ from an_agent.evolution.chat_words import ABBREVIATIONS, HEDGES, full_word
 from an_agent.evolution.codes import find_codes
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.letter_codes import find_letter_codes
-from an_agent.evolution.naming import candidate_phrases
+from an_agent.evolution.phrases import candidate_phrases
 from an_agent.evolution.replay import replay
 from an_agent.evolution.value_words import STOP_WORDS, counted_noun, name_tokens
 from conftest import DATA

@@ -15,8 +15,8 @@ from test_evolution_synthesis import induce
 
 from an_agent.evolution.codes import find_codes
 from an_agent.evolution.embedder import MiniLMEmbedder
-from an_agent.evolution.naming import STOP_WORDS
 from an_agent.evolution.replay import replay
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.extract import find_counts, find_quantities
 from fake_embedder import FakeEmbedder
 

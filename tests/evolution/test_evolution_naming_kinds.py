@@ -14,9 +14,10 @@ from an_agent.evolution.alternatives import content_words, find_alternatives, no
 from an_agent.evolution.categories import category_alternatives
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import STOP_WORDS, candidate_phrases, name_key, snake_name
+from an_agent.evolution.naming import name_key
+from an_agent.evolution.phrases import candidate_phrases, snake_name
 from an_agent.evolution.replay import replay
-from an_agent.evolution.value_words import tokens
+from an_agent.evolution.value_words import STOP_WORDS, tokens
 from conftest import DATA, POWER
 
 NOW = datetime(2026, 11, 10, 12, 0, tzinfo=UTC).timestamp()

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from an_agent.evolution.codes import codes_in, find_codes
-from an_agent.evolution.naming import STOP_WORDS
+from an_agent.evolution.value_words import STOP_WORDS
 
 
 @pytest.mark.parametrize(

@@ -10,16 +10,11 @@ from jsonschema import Draft202012Validator
 from an_agent.evolution.alternatives import find_alternatives
 from an_agent.evolution.cohesion import core_of
 from an_agent.evolution.config import EvolutionConfig
+from an_agent.evolution.conflicts import find_conflict, meaning_score
 from an_agent.evolution.embedder import MiniLMEmbedder
-from an_agent.evolution.naming import STOP_WORDS, clause_like, main_clause, snake_name
-from an_agent.evolution.synthesis import (
-    ExistingKey,
-    find_conflict,
-    induce_key,
-    is_security_relevant,
-    meaning_score,
-    refine_key,
-)
+from an_agent.evolution.phrases import clause_like, main_clause, snake_name
+from an_agent.evolution.synthesis import ExistingKey, induce_key, is_security_relevant, refine_key
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.anchors import example_mappings
 from an_agent.schemas.jsonschema import template_json_schema
 from an_agent.schemas.registry import TemplateRegistry

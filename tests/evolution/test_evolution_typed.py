@@ -24,12 +24,14 @@ from an_agent.evolution.alternatives import (
     word_stem,
 )
 from an_agent.evolution.config import EvolutionConfig
+from an_agent.evolution.conflicts import find_conflict, is_hypothesis_key
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import _upper_bound, infer_value
 from an_agent.evolution.moments import find_moment
-from an_agent.evolution.naming import STOP_WORDS, candidate_phrases, clause_like
+from an_agent.evolution.phrases import candidate_phrases, clause_like
 from an_agent.evolution.replay import replay
-from an_agent.evolution.synthesis import ExistingKey, find_conflict, induce_key, is_hypothesis_key
+from an_agent.evolution.synthesis import ExistingKey, induce_key
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.values import parse_constraints
 from conftest import DATA, POWER, FakeEmbedder, patches_by_label

@@ -12,11 +12,12 @@ from typing import Any
 import pytest
 
 from an_agent.evolution.alternatives import _heads, find_alternatives, modifier_words, slot_head, word_stem
+from an_agent.evolution.conflicts import find_conflict
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import STOP_WORDS, clause_like
-from an_agent.evolution.synthesis import ExistingKey, find_conflict, induce_key
-from an_agent.evolution.value_words import id_noun, moment_suffix
+from an_agent.evolution.phrases import clause_like
+from an_agent.evolution.synthesis import ExistingKey, induce_key
+from an_agent.evolution.value_words import STOP_WORDS, id_noun, moment_suffix
 from an_agent.schemas.extract import find_quantities
 from an_agent.schemas.registry import TemplateRegistry
 from an_agent.schemas.values import parse_constraints

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from an_agent.evolution.embedder import MiniLMEmbedder
-from an_agent.evolution.naming import STOP_WORDS, candidate_phrases
+from an_agent.evolution.phrases import candidate_phrases
+from an_agent.evolution.value_words import STOP_WORDS
 from an_agent.schemas.extract import find_counts, find_quantities, spoken_number
 from conftest import patches_with_purity
 

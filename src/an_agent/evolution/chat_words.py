@@ -4,7 +4,7 @@ Field technicians, drivers and NOC people write short: "3 ppl", "2 techs", "ant 
 "high prio", "pwr cut", "conn LC". A key named from their phrases took the abbreviation itself (the SMS
 corpus's crew count was `ppl`), and the same idea written in full by one sender and clipped by another
 ("battery" / "batt") counted as two words. `full_word` gives the word an abbreviation stands for; naming
-(`naming.candidate_phrases`, `value_words.name_tokens`) reads every word through it, so a key is named,
+(`phrases.candidate_phrases`, `value_words.name_tokens`) reads every word through it, so a key is named,
 and its other phrasings listed, in full words (`battery_charge`, not `batt_charge`).
 
 **Hedges** ("abt", "approx", "ca", "~": about, approximately) say that a value is not exact: they are no

@@ -5,7 +5,7 @@ fragments of one idea come with different values of a closed-set key ("we wait f
 with ``fault_type`` base_station_outage in some requests and cell_degradation in others), the idea varies
 apart from the key: it is another concept, not a new value of it, however close its words are. A new value
 shows the opposite way: the requests could not say it, so they leave the key at a fallback ("unknown") or
-at one nearest value ("slow_data" for a voice complaint) (`synthesis.find_conflict`).
+at one nearest value ("slow_data" for a voice complaint) (`conflicts.find_conflict`).
 
 A key without allowed values is judged the same way by whether the requests gave it at all: an optional
 key the requests already filled in themselves (``alarm_ids`` set on every request whose ``other`` says "the

@@ -21,7 +21,7 @@ DEFAULT_MERGE_THRESHOLD = 0.40
 # rejection). Calibrated on both corpora: at 0.20 every intent still triggers (at 0.25 the field corpus loses
 # its antenna-tilt paraphrases); it stops one-offs that reach a centroid through one shared word only.
 DEFAULT_MEMBER_THRESHOLD = 0.20
-# meaning_score (synthesis.py) from which a cluster refines an existing key instead of adding one; same
+# meaning_score (conflicts.py) from which a cluster refines an existing key instead of adding one; same
 # calibration: the corpora's new intents score <= 0.462, paraphrase sets of existing keys >= 0.501.
 DEFAULT_CONFLICT_THRESHOLD = 0.48
 # Cohesion (mean member-to-centroid similarity) a cluster needs to trigger: the corpora's intents have

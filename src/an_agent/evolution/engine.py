@@ -303,7 +303,7 @@ class EvolutionEngine:
     def _choices(self, validated: ValidatedPayload) -> dict[str, str]:
         """The values the request gave its template's closed-set keys, and `chosen.GIVEN` for each optional
         key without allowed values it gave: whether an idea of its ``other`` is a new value of such a key,
-        or restates it, depends on them (`synthesis.find_conflict`)."""
+        or restates it, depends on them (`conflicts.find_conflict`)."""
         template = self.registry.get(validated.schema_id)
         choices: dict[str, str] = {}
         for key in template.keys:

@@ -14,6 +14,7 @@ from an_agent.errors import SchemaAccessDenied, SchemaError
 from an_agent.evolution.boilerplate import content_text
 from an_agent.evolution.carriers import value_test
 from an_agent.evolution.cohesion import Core, core_of
+from an_agent.evolution.conflicts import Conflict, find_conflict
 from an_agent.evolution.events import EvolutionEvent
 from an_agent.evolution.participants import apart_from_participants
 from an_agent.evolution.patches import Patch, PatchKey, effective_template
@@ -23,15 +24,7 @@ from an_agent.evolution.release import release_set_aside
 from an_agent.evolution.review import security_reasons
 from an_agent.evolution.state import DAY, EngineState
 from an_agent.evolution.stewardship import KeySteward
-from an_agent.evolution.synthesis import (
-    SECURITY_TERMS,
-    Conflict,
-    ExistingKey,
-    find_conflict,
-    induce_key,
-    refine_key,
-    synthesis_phrases,
-)
+from an_agent.evolution.synthesis import SECURITY_TERMS, ExistingKey, induce_key, refine_key, synthesis_phrases
 from an_agent.evolution.time_concepts import apart_from_moment_keys
 from an_agent.evolution.trigger import GateResult, evaluate_gate
 from an_agent.schemas.embedding import Vectors

@@ -10,7 +10,7 @@ clock times, zones, "today" / "tomorrow", a dangling "at"; the prepositions that
 - `restates` — the cluster restates a date-time key when its fragments, without their moments, are on
   average closer to the key's anchors (its name, first sentence and example phrases, also without their
   moments) than to each other: the key says what they say. Only then may a cluster of moments modify
-  that key (`synthesis.find_conflict`); otherwise it is a key of its own however close the moments make it;
+  that key (`conflicts.find_conflict`); otherwise it is a key of its own however close the moments make it;
 - `restating_group` — a cluster that holds both (restoration and onset lines merged in the pool) is split
   in two at the cut of the fragments' similarities to the key that separates them best. The group that
   restates the key is set aside (it leaves the cluster at the patch, `release`) when it is closer to the

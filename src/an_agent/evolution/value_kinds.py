@@ -5,7 +5,7 @@ moment a moment, a duration a duration. One that states another kind of value is
 near its words are: a count of damaged radio units is no new value of a closed set of fault kinds, a
 repair's duration no deadline (a moment), a list of fibre codes no list of recommended actions. A cluster
 that states no value (a flag: its fragments say a condition) or free words is judged by its words alone
-(`synthesis.find_conflict`).
+(`conflicts.find_conflict`).
 """
 
 from __future__ import annotations
