@@ -96,6 +96,9 @@ def test_phrases_do_not_cross_punctuation_nor_hold_a_participant() -> None:
     assert "customer" not in phrases and "deaf call" not in phrases
     assert set(candidate_phrases(["customer's phone model is an iPhone"])) >= {"phone", "phone model"}
     assert not [p for p in candidate_phrases(["please call the customer back"]) if "customer" in p]
+    # A spaced slash separates a header and its gloss (round 8: "bruch distance" named the sheet corpus's key).
+    glossed = candidate_phrases(["Entfernung zum Bruch / distance to break: 1 870 m"])
+    assert "bruch distance" not in glossed and "distance" in glossed
 
 
 def test_a_participant_does_not_name_the_key(minilm: MiniLMEmbedder) -> None:

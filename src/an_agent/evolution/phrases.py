@@ -89,7 +89,7 @@ def snake_name(phrase: str) -> str:
     return name if is_snake_case(name) else re.sub(r"_+", "_", name)
 
 
-_PAUSE = re.compile(r"[,;:!?()]|\.(?:\s|$)|\s[-\u2013\u2014]\s")
+_PAUSE = re.compile(r"[,;:!?()]|\.(?:\s|$)|\s[-\u2013\u2014/]\s")
 
 
 def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
