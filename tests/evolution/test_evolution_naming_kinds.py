@@ -17,7 +17,7 @@ from an_agent.evolution.inference import infer_value
 from an_agent.evolution.naming import name_key
 from an_agent.evolution.phrases import candidate_phrases, snake_name
 from an_agent.evolution.replay import replay
-from an_agent.evolution.value_words import STOP_WORDS, tokens
+from an_agent.evolution.value_words import STOP_WORDS, leading_word, tokens
 from conftest import DATA, POWER
 
 NOW = datetime(2026, 11, 10, 12, 0, tzinfo=UTC).timestamp()
@@ -230,3 +230,13 @@ def test_a_phrase_never_says_one_word_twice() -> None:
     # "Auslastung Backhaul / backhaul utilisation" named its key backhaul_backhaul, then backhaul_percent.
     phrases = candidate_phrases(["Auslastung Backhaul / backhaul utilisation: 78 %", "backhaul utilisation 93 %"])
     assert "backhaul backhaul" not in phrases and phrases["backhaul utilisation"] == 2
+
+
+def test_a_thing_the_requests_open_with_is_no_action() -> None:
+    """Round 8: "The car went to the workshop on <time>" named its moment key `car_time`; the action a time
+    qualifies opens a request without a determiner ("hold until ...")."""
+    things = ["The car went to the dealer on 27/4", "Car at the dealer workshop on 2027-04-30", "The car was serviced"]
+    assert leading_word(things) == "car"  # what opens the fragments, for the event they may name
+    assert leading_word(things, actions=True) is None
+    holds = ["hold the change until 23:00", "hold it until Monday", "the change waits until noon"]
+    assert leading_word(holds, actions=True) == "hold"

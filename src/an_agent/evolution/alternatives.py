@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from an_agent.evolution.value_words import DETERMINERS
 from an_agent.schemas.embedding import Embedder, Vectors
 
 ALT_MIN_SHARE = 0.6  # share of fragments the alternatives of a closed set must cover together
@@ -312,7 +313,6 @@ _EVALUATIVE = _word_set(
     """main new old big small large huge tiny whole entire same next first last own usual certain various
     several real actual current recent"""
 )
-_DETERMINERS = _word_set("the a an this that these those my our your his her its their some any every each no")
 # A complex preposition is "<preposition> <noun> of" with no article: in front of, on top of, instead of.
 _PREPOSITIONS = _word_set("in on at by for instead because")
 _TOKEN = re.compile(r"[a-z][a-z0-9\-]*|[^\sa-z0-9]")  # punctuation kept: "on batteries, the mains" is no verb
@@ -340,7 +340,7 @@ def not_values(texts: Sequence[str], candidates: Sequence[str]) -> set[int]:
                 continue
             uses[stem] += 1
             evaluative[stem] += word in _EVALUATIVE
-            not_noun[stem] += after in _DETERMINERS or (after == "of" and before in _PREPOSITIONS)
+            not_noun[stem] += after in DETERMINERS or (after == "of" and before in _PREPOSITIONS)
     return {index[c] for c in uses if evaluative[c] == uses[c] or not_noun[c] > 0.5 * uses[c]}
 
 

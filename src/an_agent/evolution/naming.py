@@ -275,10 +275,11 @@ def name_key(
         phrase, event_suffix = event, "at"
     elif (
         spec.value_format == "duration" or (spec.value_format == "date-time" and moment_suffix(texts) != "deadline")
-    ) and (verb := leading_word(texts)) is not None:
+    ) and leading_word(texts) is not None:
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
-        # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause.
-        phrase = verb
+        # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause; a
+        # thing the requests open with ("The car went to the workshop on ...") names nothing by itself.
+        phrase = leading_word(texts, actions=True) or phrase
         # A moment named by two words that open most fragments ("last seen 03:12", "window opens 23:00") is
         # an event: the two words name it, "at" says it is when (last_seen_at).
         if (

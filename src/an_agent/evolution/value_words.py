@@ -20,6 +20,8 @@ def word_set(text: str) -> frozenset[str]:
     return frozenset(text.split())
 
 
+# Words that open a noun phrase: what follows one is a thing, not an action or a quality.
+DETERMINERS = word_set("the a an this that these those my our your his her its their some any every each no")
 STOP_WORDS = word_set(
     """a an the and or but if then else of to in on at by for with from into onto over under up down out off
     is are was were be been being am do does did done have has had having i me my we our us you your he she
@@ -123,13 +125,27 @@ def counted_noun(texts: Sequence[str]) -> str | None:
     return top[0]
 
 
-def leading_word(texts: Sequence[str]) -> str | None:
-    """The content word most fragments open with, when at least two share it (else None)."""
-    firsts = Counter(next((w for w in name_tokens(t) if w not in STOP_WORDS), "") for t in texts)
-    firsts.pop("", None)
-    if not firsts:
+def leading_word(texts: Sequence[str], *, actions: bool = False) -> str | None:
+    """The content word most fragments open with, when at least two share it (else None).
+
+    With ``actions``, only an action the requests open with ("hold until ...", "defer to ..."): a word
+    that opens a fragment after a determiner ("The car went to the workshop on ...", "the vehicle visited
+    ...") is the thing the sentence is about, and opens nothing then.
+    """
+    firsts: Counter[str] = Counter()
+    things: set[str] = set()
+    for text in texts:
+        words = name_tokens(text)
+        at = next((i for i, w in enumerate(words) if w not in STOP_WORDS), None)
+        if at is None:
+            continue
+        firsts[words[at]] += 1
+        if actions and at and words[at - 1] in DETERMINERS:
+            things.add(words[at])
+    ranked = [(w, n) for w, n in firsts.most_common() if w not in things]
+    if not ranked:
         return None
-    word, count = firsts.most_common(1)[0]
+    word, count = ranked[0]
     return word if count >= 2 and word.isalpha() else None
 
 
