@@ -102,15 +102,15 @@ def test_a_fragment_keeps_its_requests_choices_and_an_old_database_gains_the_col
         store.close()
 
 
-def _spare_parts_keys(lines: list[str], minilm: MiniLMEmbedder) -> list[tuple[str, str]]:
-    """(new or modified, key name) of each patch whose cluster holds most of the spare-parts lines."""
+def _keys_of(label: str, lines: list[str], minilm: MiniLMEmbedder) -> list[tuple[str, str]]:
+    """(new or modified, key name) of each patch whose cluster holds mostly the lines labelled ``label``."""
     labels = [json.loads(line)["label"] for line in lines]
     report = replay(lines, minilm).to_dict()
     clusters = {c["cluster_id"]: c for c in report["clusters"]}
     out = []
     for patch in report["patches"]:
         members = clusters[patch["cluster_id"]]["members"]
-        if sum(labels[i] == "cluster:spare_parts" for i in members) > len(members) / 2:
+        if sum(labels[i] == label for i in members) > len(members) / 2:
             out += [("new", k["key_name"]) for k in patch["new_keys"]]
             out += [("modified", k["key_name"]) for k in patch["modified_keys"]]
     return out
@@ -121,7 +121,7 @@ def test_spare_parts_make_a_key_of_their_own_unless_their_requests_leave_the_fau
     minilm: MiniLMEmbedder,
 ) -> None:
     lines = (DATA / "heldout_blind_corpus.jsonl").read_text().splitlines()
-    keys = _spare_parts_keys(lines, minilm)
+    keys = _keys_of("cluster:spare_parts", lines, minilm)
     assert [kind for kind, _ in keys] == ["new"]
     assert "fault_type" not in dict(keys).values()
     # The same lines, their requests leaving the fault type unknown: the idea is what the key could not
@@ -132,20 +132,7 @@ def test_spare_parts_make_a_key_of_their_own_unless_their_requests_leave_the_fau
         if record["label"] == "cluster:spare_parts":
             record["payload"]["fault_type"] = "unknown"
         unknown.append(json.dumps(record))
-    assert _spare_parts_keys(unknown, minilm) == [("modified", "fault_type")]
-
-
-def _self_cleared_keys(lines: list[str], minilm: MiniLMEmbedder) -> list[tuple[str, str]]:
-    labels = [json.loads(line)["label"] for line in lines]
-    report = replay(lines, minilm).to_dict()
-    clusters = {c["cluster_id"]: c for c in report["clusters"]}
-    out = []
-    for patch in report["patches"]:
-        members = clusters[patch["cluster_id"]]["members"]
-        if sum(labels[i] == "cluster:alarm_self_cleared" for i in members) > len(members) / 2:
-            out += [("new", k["key_name"]) for k in patch["new_keys"]]
-            out += [("modified", k["key_name"]) for k in patch["modified_keys"]]
-    return out
+    assert _keys_of("cluster:spare_parts", unknown, minilm) == [("modified", "fault_type")]
 
 
 @pytest.mark.slow
@@ -153,7 +140,7 @@ def test_a_self_cleared_alarm_is_a_key_of_its_own_unless_its_requests_leave_the_
     minilm: MiniLMEmbedder,
 ) -> None:
     lines = (DATA / "heldout_sms_corpus.jsonl").read_text().splitlines()
-    keys = _self_cleared_keys(lines, minilm)
+    keys = _keys_of("cluster:alarm_self_cleared", lines, minilm)
     assert [kind for kind, _ in keys] == ["new"]
     assert "alarm_ids" not in dict(keys).values()
     # The same lines without the ids in their requests: the key was not said, the fragments may say it;
@@ -164,4 +151,4 @@ def test_a_self_cleared_alarm_is_a_key_of_its_own_unless_its_requests_leave_the_
         if record["label"] == "cluster:alarm_self_cleared":
             record["payload"].pop("alarm_ids", None)
         without.append(json.dumps(record))
-    assert _self_cleared_keys(without, minilm) == [("modified", "alarm_ids")]
+    assert _keys_of("cluster:alarm_self_cleared", without, minilm) == [("modified", "alarm_ids")]

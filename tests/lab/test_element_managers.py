@@ -28,6 +28,7 @@ from an_agent.lab.network import SimNetwork
 from an_agent.lab.spec import FaultSpec, FaultType
 from an_agent.lab.topology import load_topology
 from an_agent.yang.context import MODULES_DIR, NETWORK_MODULES_DIR
+from outsider import netconf
 
 AN = "urn:an-agent:params:xml:ns:yang:an-agent-network"
 AL = "urn:ietf:params:xml:ns:yang:ietf-alarms"
@@ -45,16 +46,7 @@ class Rig:
     operator_password: str
 
     def connect(self, em: ElementManager, user: str = "admin", password: str = "admin") -> manager.Manager:
-        return manager.connect(
-            host="127.0.0.1",
-            port=em.port,
-            username=user,
-            password=password,
-            hostkey_verify=False,
-            look_for_keys=False,
-            allow_agent=False,
-            timeout=30,
-        )
+        return netconf(em.port, user=user, password=password)
 
 
 @pytest.fixture
