@@ -11,16 +11,17 @@ that states no value (a flag: its fragments say a condition) or free words is ju
 from __future__ import annotations
 
 from an_agent.evolution.inference import ValueSpec
+from an_agent.schemas.mapping import key_unit
 from an_agent.schemas.template import KeyDef
 
 _MOMENTS = frozenset({"date-time", "date"})
 _NUMBERS = frozenset({"integer", "number"})
 # A number key of one of these units holds a duration ("duration_minutes"): a duration may restate it.
-_TIME_UNITS = ("minutes", "hours", "seconds", "days", "min", "h", "s")
+_TIME_UNITS = frozenset({"minutes", "hours", "days"})
 
 
 def _holds_time(key: KeyDef) -> bool:
-    unit = key.constraints.unit or key.key_name.rsplit("_", 1)[-1]
+    unit = key.constraints.unit or key_unit(key)  # the unit its description states, else its name's
     return key.key_type in _NUMBERS and unit in _TIME_UNITS
 
 

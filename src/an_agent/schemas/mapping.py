@@ -166,7 +166,8 @@ def split_clauses(text: str) -> list[str]:
     return [c.strip(" ,") for c in _SPLIT.split(text) if c and c.strip(" ,")]
 
 
-def _key_unit(key: KeyDef) -> str | None:
+def key_unit(key: KeyDef) -> str | None:
+    """The unit a key's name ends with (``duration_minutes`` -> minutes, ``loss_db_per_km`` -> db_per_km), or None."""
     for suffix, unit in _UNIT_OF_KEY.items():
         if key.key_name.endswith("_" + suffix):
             return unit
@@ -218,7 +219,7 @@ class _Keys:
         for ex in self.examples:
             self.example_vectors.append(example_vectors[pos : pos + len(ex)])
             pos += len(ex)
-        self.units = [_key_unit(k) for k in self.keys]
+        self.units = [key_unit(k) for k in self.keys]
         self.prefixes = [_id_prefixes(k) for k in self.keys]
         self.negatives = [_negative_cues(k) for k in self.keys]
 
