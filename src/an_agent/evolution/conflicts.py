@@ -59,6 +59,12 @@ IDEA_KIN = 0.30
 # Centroid similarity to one allowed value from which a cluster restates it: indoor no-coverage complaints
 # (held-out recall corpus) 0.45 to no_coverage; the new values above 0.38-0.39 to their nearest value.
 IDEA_SAME = 0.42
+# A key of free words (`_same_words_idea`): the cluster's values, each to its best example value of the
+# key, averaged, from which they are values of its kind. MiniLM, against location's 'A4 near exit 12':
+# the streets, roads and business parks customers name 0.22-0.41 (0.31 averaged over the self-care app
+# corpus's nine); router models 0.12-0.19, contractors' names -0.01-0.18, vehicles 0.16-0.22, regions
+# 0.13-0.23, suspected causes 0.09-0.13.
+WORDS_KIN = 0.25
 
 
 def meaning_score(vectors: Vectors, key: KeyDef, embedder: Embedder) -> float:
@@ -185,8 +191,10 @@ def _closest_idea(
         return None
     ranked = sorted(scored, key=lambda t: -t[0])
     (best, item), (second, _) = ranked[0], ranked[1]
-    if not item.key.constraints.enum or best < IDEA_FLOOR or best - second < IDEA_MARGIN:
+    if best < IDEA_FLOOR or best - second < IDEA_MARGIN:
         return None
+    if not item.key.constraints.enum:
+        return _same_words_idea(candidate, item, best, embedder)
     if not holds(item.key, candidate.spec) or varies_apart(item.key, choices):
         return None  # another kind of value; or the requests chose its values, several: another concept
     # Each fragment's best similarity to an allowed value (in words), averaged: the fragments name a value
@@ -201,6 +209,42 @@ def _closest_idea(
         return None
     value, _ = new_value(item.key, candidate, vectors, embedder)
     return Conflict(item, "meaning", best, value)
+
+
+def _free_words(key: KeyDef) -> bool:
+    """A key whose value is words as written (a place, a name): no allowed values, no format, examples."""
+    constraints = key.constraints
+    return (
+        key.key_type == "string"
+        and not constraints.enum
+        and constraints.value_format is None
+        and bool(example_mappings(key))
+    )
+
+
+def _same_words_idea(candidate: InducedKey, item: ExistingKey, best: float, embedder: Embedder) -> Conflict | None:
+    """The template's closest idea restated in words of its own, for a key of free words; else None.
+
+    A key of free words (`_free_words`: "where the problem happens, in words") has no allowed values to
+    compare with, but its examples show the kind of value it holds ('A4 near exit 12'). A cluster that
+    states free words too restates it when its values are of that kind: each value's best similarity to
+    the key's example values, averaged, reaches ``WORDS_KIN`` (the streets, roads and business parks a
+    customer names are places; a router model is not).
+    """
+    spec = candidate.spec
+    if not _free_words(item.key) or spec is None or spec.key_type != "string" or spec.enum or spec.value_format:
+        return None
+    if spec.id_prefix or spec.info.get("codes"):
+        return None
+    ours = list(dict.fromkeys(v for v in spec.values if isinstance(v, str) and v))
+    theirs = list(dict.fromkeys(str(v) for _, v in example_mappings(item.key)))
+    if not ours:
+        return None
+    vectors = embedder.embed([*ours, *theirs])
+    kin = float(np.mean(np.max(vectors[: len(ours)] @ vectors[len(ours) :].T, axis=1)))
+    if kin < WORDS_KIN:
+        return None
+    return Conflict(item, "meaning", best)
 
 
 def new_value(key: KeyDef, candidate: InducedKey, vectors: Vectors, embedder: Embedder) -> tuple[str, float]:
