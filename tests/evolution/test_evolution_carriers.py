@@ -53,6 +53,20 @@ def test_a_fragment_carries_the_value_kind_of_the_spec() -> None:
     assert not carries_value(codes, "radio team meeting moved", NOW)
 
 
+def test_a_key_holds_the_kindred_units_of_its_own() -> None:
+    # A distance in metres holds kilometres, a latency in milliseconds holds seconds (converted): a fragment
+    # in the kindred unit carries the value; one in another quantity does not.
+    metres = _spec(["distance to break: 1 870 m", "break at 850 metres", "OTDR: 3 420 m", "break 640 m out"])
+    assert metres.unit == "m"
+    assert carries_value(metres, "the cut is roughly 2 km out from the exchange", NOW)
+    assert not carries_value(metres, "the cut is roughly 2 hours from the exchange", NOW)
+    latency = _spec(["RTT 48 ms", "latency 74ms now", "ping avg 62 msec", "round-trip: 95 millisec"])
+    assert latency.unit == "ms" and latency.values == (48, 74, 62, 95)
+    assert carries_value(latency, "round trip delay is 0,12 s", NOW)
+    mixed = _spec(["RTT 48 ms", "latency 74ms now", "round trip is 0.2 seconds", "ping 0,12 s avg"])
+    assert mixed.unit == "ms" and mixed.values == (48, 74, 200, 120), mixed
+
+
 def test_flags_names_and_word_sets_are_never_tested() -> None:
     flag = _spec(["the customer wants a refund", "a refund was requested", "refund asked for the outage"])
     assert flag.key_type == "boolean" and value_test(flag, NOW) is None

@@ -34,6 +34,7 @@ from an_agent.evolution.inference import ValueSpec
 from an_agent.evolution.moments import duration_of, find_moment
 from an_agent.schemas.embedding import Vectors
 from an_agent.schemas.extract import find_clock_ranges, find_counts, find_ids, find_quantities
+from an_agent.schemas.units import kindred
 
 CARRY_SHARE = 0.5  # share of a core's fragments that must carry a value for the others to be set aside
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -55,7 +56,8 @@ def carries_value(spec: ValueSpec, text: str, now: float) -> bool:
     if spec.value_format == "duration":
         return duration_of(text) is not None
     if spec.unit is not None:
-        units = {spec.unit, "degrees"} if spec.unit == "celsius" else {spec.unit}
+        # A key holds its unit's kindred units, converted (`units.kindred`: a distance in m holds "4,37 km").
+        units = {spec.unit, "degrees"} if spec.unit == "celsius" else set(kindred(spec.unit))
         return any(q.unit in units for q in find_quantities(text))
     if spec.id_prefix is not None:
         return any(f.prefix == spec.id_prefix for f in find_ids(text))

@@ -64,7 +64,7 @@ _UNITS = {
         "watt per square meter",
     ),
     # Latency, jitter, round-trip time: milliseconds are their own unit, not a duration in minutes.
-    "ms": ("milliseconds", "millisecond", "msecs", "msec", "ms"),
+    "ms": ("milliseconds", "millisecond", "millisecs", "millisec", "msecs", "msec", "ms"),
     # Bandwidth and frequency of carriers and channels (GHz and kHz converted).
     "mhz": ("megahertz", "mhz"),
     # Electric power (site draw, rectifier load, radio consumption; W converted).
@@ -252,11 +252,14 @@ def canonical_value(value: float, written: str) -> float:
 
 # Canonical units of one quantity that one key may hold, each in a common base: a key takes the one most
 # of its fragments state and the others are converted (`in_unit`).
-_BASE = {"m": ("length", 1.0), "km": ("length", 1000.0)}
+# A latency said in seconds ("0,12 s", "0.2 seconds") next to milliseconds is in a key of milliseconds, and
+# milliseconds in a key of seconds (a duration) are seconds.
+_BASE = {"m": ("length", 1.0), "km": ("length", 1000.0), "ms": ("time", 0.001), "seconds": ("time", 1.0)}
 
 
 def kindred(unit: str) -> frozenset[str]:
-    """The canonical units a key in ``unit`` also holds, converted (``m`` -> {m, km}); {unit} for others."""
+    """The canonical units a key in ``unit`` also holds, converted (``m`` -> {m, km}, ``ms`` -> {ms,
+    seconds}); {unit} for others."""
     if unit not in _BASE:
         return frozenset({unit})
     kind = _BASE[unit][0]
