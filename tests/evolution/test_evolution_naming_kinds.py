@@ -14,7 +14,7 @@ from an_agent.evolution.alternatives import content_words, find_alternatives, no
 from an_agent.evolution.categories import category_alternatives
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import name_key
+from an_agent.evolution.naming import _whole_compound, name_key
 from an_agent.evolution.phrases import candidate_phrases, snake_name
 from an_agent.evolution.replay import replay
 from an_agent.evolution.value_words import STOP_WORDS, leading_word, tokens
@@ -240,3 +240,34 @@ def test_a_thing_the_requests_open_with_is_no_action() -> None:
     assert leading_word(things, actions=True) is None
     holds = ["hold the change until 23:00", "hold it until Monday", "the change waits until noon"]
     assert leading_word(holds, actions=True) == "hold"
+
+
+def test_a_compound_is_named_whole_not_by_its_tail() -> None:
+    # "trip latency" is only ever said in "round trip latency" / "round-trip latency": the compound names it.
+    said = ["round trip latency now 80 ms", "the round-trip latency is 95 ms", "RTT 48 ms", "latency 74 ms"]
+    assert _whole_compound("trip latency", said) == "round trip latency"
+    # Said after two different words, at a fragment's start, or after punctuation: the phrase stays.
+    assert _whole_compound("trip latency", [*said, "one-way trip latency 40 ms"]) == "trip latency"
+    assert _whole_compound("fan speed", ["fan speed 4200 rpm", "the cabinet fan speed is 3600 rpm"]) == "fan speed"
+    assert _whole_compound("distance break", ["Bruch / distance break 1 870 m", "Bruch / distance break 3 km"]) == (
+        "distance break"
+    )
+    # A stop word before it is no part of a compound.
+    assert _whole_compound("packet loss", ["the packet loss is 3 %", "with packet loss of 2 %"]) == "packet loss"
+
+
+@pytest.mark.slow
+def test_a_latency_said_as_round_trip_is_named_round_trip(minilm: MiniLMEmbedder) -> None:
+    texts = [
+        "round trip latency to the core is 85 ms since the swap",
+        "the round-trip latency measured 120 ms in the busy hour",
+        "latency is 74ms on the compensating cells",
+        "round trip latency: 95 millisec",
+        "RTT to the gateway now 60 ms",
+        "latency 0.2 seconds, far too high",
+    ]
+    vectors = minilm.embed(texts)
+    centroid = vectors.sum(axis=0)
+    spec = infer_value(texts, minilm, now=NOW, stop_words=STOP_WORDS, vectors=vectors)
+    name, _, _ = name_key(texts, spec, centroid / np.linalg.norm(centroid), minilm)
+    assert name == "round_trip_latency_ms", name

@@ -28,7 +28,7 @@ from an_agent.evolution.codes import code_phrase
 from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
 from an_agent.evolution.participants import PARTICIPANTS
-from an_agent.evolution.phrases import MAX_NAME, clause_like, phrase_stems, rank_phrases, snake_name
+from an_agent.evolution.phrases import MAX_NAME, clause_like, phrase_stems, phrase_words, rank_phrases, snake_name
 from an_agent.evolution.value_words import (
     OBJECT_WORDS,
     STOP_WORDS,
@@ -228,7 +228,7 @@ def name_key(
         longer = [p for _, p in ranked if " " in p and phrase in p.split() and not clause_like(p) and _once(p) == p]
         pairs = [p for p in longer if len(p.split()) == 2]  # a compound noun before a clause
         if pairs or longer:
-            phrase = (pairs or longer)[0]
+            phrase = _whole_compound((pairs or longer)[0], texts)
     if (measures := _MEASURES.get(spec.unit or "")) and " " not in phrase and stem(phrase) not in map(stem, measures):
         # One word that is not what the unit measures names the thing measured: add the measure.
         phrase = f"{_singular(phrase)} {measures[0]}"
@@ -322,6 +322,24 @@ def name_key(
         name = f"{base_name}_{counter}"
         counter += 1
     return name, phrase, alternatives
+
+
+def _whole_compound(phrase: str, texts: Sequence[str]) -> str:
+    """``phrase`` with the word every one of its occurrences follows ("trip latency", always said in "round
+    trip latency" or "round-trip latency", is "round trip latency"): a compound is named whole, not by its
+    tail. Hyphens count as spaces; punctuation, a stop word or a number before it is no part of the compound
+    (the words are those phrases are made of, `phrases.phrase_words`)."""
+    words = phrase.split()
+    before: set[str] = set()
+    for text in texts:
+        said = [part for word in phrase_words(text) for part in (word.split("-") if word else [word])]
+        if said[: len(words)] == words:
+            return phrase  # said at the start of a fragment: nothing before it
+        before.update(said[i - 1] for i in range(1, len(said) - len(words) + 1) if said[i : i + len(words)] == words)
+    if len(before) != 1:
+        return phrase
+    (word,) = before
+    return phrase if word in STOP_WORDS or not word.isalpha() else f"{word} {phrase}"
 
 
 def _once(phrase: str) -> str:

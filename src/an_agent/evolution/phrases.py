@@ -92,6 +92,15 @@ def snake_name(phrase: str) -> str:
 _PAUSE = re.compile(r"[,;:!?()]|\.(?:\s|$)|\s[-\u2013\u2014/]\s")
 
 
+def phrase_words(text: str) -> list[str]:
+    """The words phrases are made of, in full (`value_words.name_tokens`), with "" where a phrase may not
+    cross: at punctuation (`_PAUSE`: "Christmas day, offices are closed" has no "day offices"), for a
+    participant ("customer's") and a hedge ("abt")."""
+    return [
+        "" if w in PARTICIPANTS or w in HEDGES else w for part in _PAUSE.split(text) for w in [*name_tokens(part), ""]
+    ]
+
+
 def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
     """1- to 3-word phrases without stop words at either end, counted once per fragment.
 
@@ -100,12 +109,7 @@ def candidate_phrases(texts: Sequence[str]) -> Counter[str]:
     (`_PAUSE`), and says each word in full (`value_words.name_tokens`: "ant hght" is "ant height")."""
     counts: Counter[str] = Counter()
     for text in texts:
-        # A phrase does not cross punctuation: "Christmas day, offices are closed" has no "day offices".
-        words = [
-            "" if w in PARTICIPANTS or w in HEDGES else w
-            for part in _PAUSE.split(text)
-            for w in [*name_tokens(part), ""]
-        ]
+        words = phrase_words(text)
         seen: set[str] = set()
         for n in (1, 2, 3):
             for i in range(len(words) - n + 1):
