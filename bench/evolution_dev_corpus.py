@@ -8,12 +8,19 @@ patches that no intent explains (spurious ones). The product never reads ``label
     python -m bench.evolution_dev_corpus [FILE]     # default: tests/evolution/data/dev_other_corpus.jsonl
     python -m bench.evolution_dev_corpus FILE --set typing_sample=13   # any EvolutionConfig setting
     python -m bench.evolution_dev_corpus FILE --merge-ratio 0.65       # the merge test's constants (pool.py)
+    python -m bench.evolution_dev_corpus --update docs/evolution-dev-corpus.md   # regenerate its tables
+
+``--update DOC`` rewrites, in place, every table block of DOC (from a line "N lines accepted, ..." to the
+line "Patches no intent explains: ...") with the report of the corpus the nearest ``tests/evolution/data/
+NAME.jsonl`` mention above the block names; the prose around the blocks stays. It says on stderr which
+blocks changed.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -85,11 +92,47 @@ def report(path: Path, config: EvolutionConfig | None = None) -> str:
     return "\n".join(out)
 
 
+_CORPUS_MENTION = re.compile(r"tests/evolution/data/([A-Za-z0-9_]+\.jsonl)")
+_BLOCK_START = re.compile(r"^\d+ lines accepted")
+_BLOCK_END = "Patches no intent explains"
+
+
+def update(doc: Path, config: EvolutionConfig | None = None, data: Path = DEFAULT.parent) -> list[str]:
+    """Regenerate every table block of ``doc`` in place (module docstring); returns the corpora whose block
+    changed. A block with no corpus mention above it, or one that never ends, is a `ValueError`: the file
+    is then left as it was."""
+    lines = doc.read_text(encoding="utf-8").split("\n")
+    out: list[str] = []
+    changed: list[str] = []
+    corpus: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if _BLOCK_START.match(line):
+            end = next((j for j in range(i, len(lines)) if lines[j].startswith(_BLOCK_END)), None)
+            if corpus is None or end is None:
+                raise ValueError(f"{doc}:{i + 1}: a table block without a corpus named above it or without its end")
+            fresh = report(data / corpus, config).split("\n")
+            if fresh != lines[i : end + 1]:
+                changed.append(corpus)
+            out.extend(fresh)
+            i = end + 1
+            continue
+        corpus = next((m.group(1) for m in reversed(list(_CORPUS_MENTION.finditer(line)))), corpus)
+        out.append(line)
+        i += 1
+    doc.write_text("\n".join(out), encoding="utf-8")
+    return changed
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("file", nargs="?", type=Path, default=DEFAULT, help="labelled corpus (replay format)")
     parser.add_argument(
         "--set", action="append", default=[], metavar="NAME=VALUE", help="an evolution setting (repeatable)"
+    )
+    parser.add_argument(
+        "--update", type=Path, metavar="DOC", help="regenerate the table blocks of DOC in place (see above)"
     )
     parser.add_argument("--merge-between", type=float, help=f"pool.MERGE_BETWEEN (shipped {pool.MERGE_BETWEEN})")
     parser.add_argument("--merge-ratio", type=float, help=f"pool.MERGE_RATIO (shipped {pool.MERGE_RATIO})")
@@ -100,7 +143,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.merge_ratio is not None:
         pool.MERGE_RATIO = args.merge_ratio
     settings = dict(item.split("=", 1) for item in args.set)
-    print(report(args.file, EvolutionConfig().with_overrides(settings)))
+    config = EvolutionConfig().with_overrides(settings)
+    if args.update is not None:
+        changed = update(args.update, config)
+        print(f"{args.update}: {len(changed)} block(s) changed: {', '.join(changed) or 'none'}", file=sys.stderr)
+        return 0
+    print(report(args.file, config))
     return 0
 
 
