@@ -92,7 +92,7 @@ def report(path: Path, config: EvolutionConfig | None = None) -> str:
     return "\n".join(out)
 
 
-_CORPUS_MENTION = re.compile(r"tests/evolution/data/([A-Za-z0-9_]+\.jsonl)")
+_CORPUS_MENTION = re.compile(r"tests/evolution/data/([a-z0-9_]+\.jsonl)")  # corpora are named in lower case
 _BLOCK_START = re.compile(r"^\d+ lines accepted")
 _BLOCK_END = "Patches no intent explains"
 
