@@ -67,6 +67,17 @@ def test_a_key_holds_the_kindred_units_of_its_own() -> None:
     assert mixed.unit == "ms" and mixed.values == (48, 74, 200, 120), mixed
 
 
+def test_a_value_the_key_would_refuse_is_about_another_thing() -> None:
+    # Distances to a fibre break of 0.65 to 3.4 km: the key's range is 0 to 10000 m. A van's mileage in km
+    # is a distance too, but far outside it; a canteen 300 m away is inside and still carries (its subject
+    # is another, which no value test can see).
+    distances = _spec(["break at 1 870 m", "OTDR: 3 420 m", "cut 650 m out", "break 2 km from the exchange"])
+    assert distances.unit == "m" and distances.info["range"] == (0.0, 10000.0), distances.info
+    assert carries_value(distances, "fault is 3.4 km along the duct", NOW)
+    assert not carries_value(distances, "van mileage = 182 340 km; service due", NOW)
+    assert carries_value(distances, "Distance to the canteen: 300 m", NOW)
+
+
 def test_flags_names_and_word_sets_are_never_tested() -> None:
     flag = _spec(["the customer wants a refund", "a refund was requested", "refund asked for the outage"])
     assert flag.key_type == "boolean" and value_test(flag, NOW) is None

@@ -24,6 +24,7 @@ together and nothing is set aside.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 
@@ -34,7 +35,7 @@ from an_agent.evolution.inference import ValueSpec
 from an_agent.evolution.moments import duration_of, find_moment
 from an_agent.schemas.embedding import Vectors
 from an_agent.schemas.extract import find_clock_ranges, find_counts, find_ids, find_quantities
-from an_agent.schemas.units import kindred
+from an_agent.schemas.units import in_unit, kindred
 
 CARRY_SHARE = 0.5  # share of a core's fragments that must carry a value for the others to be set aside
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -58,7 +59,10 @@ def carries_value(spec: ValueSpec, text: str, now: float) -> bool:
     if spec.unit is not None:
         # A key holds its unit's kindred units, converted (`units.kindred`: a distance in m holds "4,37 km").
         units = {spec.unit, "degrees"} if spec.unit == "celsius" else set(kindred(spec.unit))
-        return any(q.unit in units for q in find_quantities(text))
+        # ... and within the key's range: a value the key would refuse is about another thing ("van mileage
+        # = 182 340 km" next to distances to a fibre break of 0.65 to 12.6 km; Range: 0 to 50000 m).
+        low, high = spec.info.get("range", (-math.inf, math.inf))
+        return any(q.unit in units and low <= in_unit(q, spec.unit).value <= high for q in find_quantities(text))
     if spec.id_prefix is not None:
         return any(f.prefix == spec.id_prefix for f in find_ids(text))
     if spec.info.get("count"):

@@ -159,7 +159,10 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     high_bound = 0.0 if max(present) < 0 else high
     phrases = (f"Unit: {unit}.", f"Range: {_fmt(low_bound)} to {_fmt(high_bound)}.")
     shown = tuple(int(v) if v is not None and kind == "integer" else v for v in values_f)
-    return ValueSpec(kind, shown, phrases, unit=unit, info={"observed": (min(present), max(present)), "unit": unit})
+    observed = (min(present), max(present))
+    return ValueSpec(
+        kind, shown, phrases, unit=unit, info={"observed": observed, "unit": unit, "range": (low_bound, high_bound)}
+    )
 
 
 def _id_spec(texts: Sequence[str]) -> ValueSpec | None:
