@@ -3,7 +3,9 @@
 A page asks for generated text with a marker on a line of its own, ``<!-- generate: NAME -->``:
 
 - ``cli``: every command's ``--help``, from the argparse parsers of `an_agent.cli.build_parser`;
-- ``yang-trees``: the ``pyang -f tree`` output of each shipped YANG module.
+- ``yang-trees``: the ``pyang -f tree`` output of each shipped YANG module;
+- ``module-sizes``: the ten largest modules of ``src/an_agent`` by lines (what
+  ``find src -name '*.py' | xargs wc -l | sort -n | tail`` lists).
 
 The topology JSON Schema is published as the file ``reference/topology.schema.json`` of the site,
 read from ``src/an_agent/lab/topology.schema.json`` (the file ``an-agent lab check`` enforces).
@@ -84,4 +86,12 @@ def yang_trees() -> str:
     return "\n".join(out)
 
 
-_GENERATORS = {"cli": cli_reference, "yang-trees": yang_trees}
+def module_sizes(top: int = 10) -> str:
+    """A table of the ``top`` largest modules of the package by lines (``wc -l``), largest first."""
+    package = ROOT / "src" / "an_agent"
+    sizes = [(path.read_bytes().count(b"\n"), path.relative_to(package).as_posix()) for path in package.rglob("*.py")]
+    rows = [f"| {lines} | {module} |" for lines, module in sorted(sizes, key=lambda s: (-s[0], s[1]))[:top]]
+    return "\n".join(["| lines | module |", "|---|---|", *rows]) + "\n"
+
+
+_GENERATORS = {"cli": cli_reference, "yang-trees": yang_trees, "module-sizes": module_sizes}

@@ -94,6 +94,15 @@ def test_yang_trees_and_the_topology_schema_are_published(site: Path) -> None:
 
 
 @pytest.mark.slow
+def test_the_module_size_table_is_the_code_as_built(site: Path) -> None:
+    page = (site / "architecture.html").read_text(encoding="utf-8")
+    package = ROOT / "src" / "an_agent"
+    lines, largest = max((len(p.read_text(encoding="utf-8").splitlines()), p) for p in package.rglob("*.py"))
+    assert f"<td>{lines}</td>\n<td>{largest.relative_to(package).as_posix()}</td>" in page
+    assert "generate:" not in page
+
+
+@pytest.mark.slow
 def test_nothing_is_fetched_from_the_network(site: Path) -> None:
     for page in site.rglob("*.html"):
         text = page.read_text(encoding="utf-8")

@@ -34,6 +34,14 @@ def _clean(text: str) -> str:
         ("the rectifier draws 800 W", [(0.8, "kw")]),  # a power stays a power
         ("battery string at 48 V", [(48.0, "volt")]),  # a potential stays a potential
         ("ramp of 5 V/min", [(5.0, "volt")]),  # per minute is no field strength
+        # Composed, as dB/km is: every spelling of the amount with every length or area, converted to the
+        # unit's canonical denominator (per m, per m²).
+        ("120 mV per metre by the gate", [(0.12, "v_per_m")]),
+        ("1.2 volts/m at the fence", [(1.2, "v_per_m")]),
+        ("0.6 kW per sqm at noon", [(600.0, "w_per_m2")]),
+        ("5 W/m along the cable", [(0.005, "kw")]),  # a watt per metre is no irradiance
+        ("loss/km = 1.2 dB", [(1.2, "db_per_km")]),  # a label's length: decibels only
+        ("per m: 48 V", [(48.0, "volt")]),
     ],
 )
 def test_a_quantity_per_a_length_or_an_area_is_one_unit(text: str, read: list[tuple[float, str]]) -> None:

@@ -11,7 +11,14 @@ from typing import Any
 
 import pytest
 
-from an_agent.evolution.alternatives import _heads, find_alternatives, modifier_words, slot_head, word_stem
+from an_agent.evolution.alternatives import (
+    _heads,
+    _share_a_frame,
+    find_alternatives,
+    modifier_words,
+    slot_head,
+    word_stem,
+)
 from an_agent.evolution.conflicts import find_conflict
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
@@ -195,3 +202,12 @@ def test_heldout_typed2_corpus_end_to_end(minilm: MiniLMEmbedder) -> None:
     assert len(added) == 1 and ("theft" in added.pop() or "stolen" in fault["semantic_description"]), fault
     cause = by_label["conflict:software_cause"]
     assert cause["new_keys"] == [] and [k["key_name"] for k in cause["modified_keys"]] == ["suspected_root_cause"]
+
+
+def test_a_slot_frame_skips_articles_and_possessives_not_quantifiers() -> None:
+    """An article, a demonstrative or a possessive names no slot ("swap the battery" and "swap her fuse"
+    share "swap"); "no" is part of it ("no power" and "no signal" fill one slot): `value_words.ARTICLES`."""
+    others = ["site down since noon", "alarm cleared at dawn", "ticket closed by ops"]
+    assert _share_a_frame(["battery", "fuse"], ["swap the battery", "swap her fuse", *others])
+    assert _share_a_frame(["power", "signal"], ["no power at the site", "lost it, no signal", *others])
+    assert not _share_a_frame(["battery", "fuse"], ["swap the battery", "check her fuse", *others])

@@ -15,7 +15,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from an_agent.evolution.value_words import DETERMINERS
+from an_agent.evolution.value_words import ARTICLES, DETERMINERS
 from an_agent.schemas.embedding import Embedder, Vectors
 
 ALT_MIN_SHARE = 0.6  # share of fragments the alternatives of a closed set must cover together
@@ -91,7 +91,6 @@ def separation(
     return float(np.mean(within)) - float(np.mean(between))
 
 
-_ARTICLES = frozenset({"the", "a", "an", "my", "our", "their", "its", "this", "that"})
 # Verbs and conjunctions around a word say nothing about its slot ("unit is", "temperature is").
 _NOT_A_FRAME = frozenset({"is", "are", "was", "were", "be", "been", "has", "have", "had", "and", "or", "do", "does"})
 
@@ -109,7 +108,7 @@ def _share_a_frame(values: Sequence[str], texts: Sequence[str]) -> bool:
     not_a_frame = _NOT_A_FRAME | {w for w, c in topic.items() if c >= 0.5 * len(texts) and len(w) >= 4}
     frames: dict[str, set[tuple[str, str]]] = {v: set() for v in values}
     for text in texts:
-        words = [w for w in _WORD.findall(text.lower()) if w not in _ARTICLES]
+        words = [w for w in _WORD.findall(text.lower()) if w not in ARTICLES]
         for i, word in enumerate(words):
             stem = word_stem(word)
             if stem in frames:

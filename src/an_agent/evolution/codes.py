@@ -43,7 +43,7 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -261,21 +261,30 @@ def _frame(
 def _clause_frame(texts: Sequence[str], spans: Sequence[tuple[int, int] | None], stop: frozenset[str]) -> str | None:
     """The word family that the most clauses before a value (at ``spans``) say, in ``_FRAME_SHARE`` of the
     fragments and two or more, by its most used spelling; None when none does."""
-    spellings: dict[str, Counter[str]] = {}
-    for text, span in zip(texts, spans, strict=True):
-        if span is None:
-            continue
-        clause = re.split(r"[,;:()!?]|\.\s", _without_ids(text)[: span[0]].lower())[-1]
-        for word in {w.strip("-") for w in _WORD.findall(clause)} - stop:
-            if len(word) >= 3 and word not in UNIT_WORDS:
-                root = next((r for r in spellings if same_family(r, word)), word)
-                spellings.setdefault(root, Counter())[word] += 1
+    clauses = (
+        re.split(r"[,;:()!?]|\.\s", _without_ids(text)[: span[0]].lower())[-1]
+        for text, span in zip(texts, spans, strict=True)
+        if span is not None
+    )
+    spellings = _word_families(w for clause in clauses for w in {w.strip("-") for w in _WORD.findall(clause)} - stop)
     if not spellings:
         return None
     count = max(spellings.values(), key=lambda c: (sum(c.values()), max(c)))
     if sum(count.values()) < max(2, _FRAME_SHARE * len(texts)):
         return None
     return max(count, key=lambda w: (count[w], len(w), w))
+
+
+def _word_families(words: Iterable[str]) -> dict[str, Counter[str]]:
+    """``words`` counted by word family (`same_family`): each family under its first spelling, with how
+    often each of its spellings is said; words of two letters or fewer and unit words frame nothing."""
+    spellings: dict[str, Counter[str]] = {}
+    for word in words:
+        if len(word) < 3 or word in UNIT_WORDS:
+            continue
+        root = next((r for r in spellings if same_family(r, word)), word)
+        spellings.setdefault(root, Counter())[word] += 1
+    return spellings
 
 
 def label_frame(values: Sequence[str], texts: Sequence[str], stop: frozenset[str]) -> str | None:
@@ -295,22 +304,21 @@ def _framed(
     texts: Sequence[str], spans: Sequence[tuple[int, int] | None], stop: frozenset[str]
 ) -> tuple[str | None, int]:
     """(`frame_word`, in how many fragments it frames the value)."""
-    spellings: dict[str, Counter[str]] = {}
-    for text, span in zip(texts, spans, strict=True):
-        if span is None:
-            continue
-        text = _without_ids(text)  # "CELL-0412 | 2T2R": the id's prefix is no word framing the code
-        before = [w for w in _WORD.findall(text[: span[0]].lower()) if w not in stop][-1:]
-        after = _WORD.findall(text[span[1] :].lower())[:1]
-        after = [w for w in after if w not in stop and re.match(r"\s*[a-z]", text[span[1] :].lower())]
-        for word in (w.strip("-") for w in before or after):  # "Tier-2": the word is "tier"
-            if len(word) < 3 or word in UNIT_WORDS:
+
+    def framing() -> Iterator[str]:
+        for text, span in zip(texts, spans, strict=True):
+            if span is None:
                 continue
-            root = next((r for r in spellings if same_family(r, word)), word)
-            spellings.setdefault(root, Counter())[word] += 1
+            text = _without_ids(text)  # "CELL-0412 | 2T2R": the id's prefix is no word framing the code
+            before = [w for w in _WORD.findall(text[: span[0]].lower()) if w not in stop][-1:]
+            after = _WORD.findall(text[span[1] :].lower())[:1]
+            after = [w for w in after if w not in stop and re.match(r"\s*[a-z]", text[span[1] :].lower())]
+            yield from (w.strip("-") for w in before or after)  # "Tier-2": the word is "tier"
+
+    spellings = _word_families(framing())
     if not spellings:
         return None, 0
-    root, count = max(spellings.items(), key=lambda kv: (sum(kv[1].values()), kv[0]))
+    _, count = max(spellings.items(), key=lambda kv: (sum(kv[1].values()), kv[0]))
     if sum(count.values()) < 2:
         return None, 0
     word = max(count, key=lambda w: (count[w], len(w), w))

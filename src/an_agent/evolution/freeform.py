@@ -26,6 +26,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from an_agent.evolution.value_words import ARTICLES
 from an_agent.schemas.extract import find_ids, find_quantities
 
 # A free-form value is found by its surface alone (no unit, no shape like CR-123), so it must be named by
@@ -47,8 +48,6 @@ _CALENDAR = _words(
     """monday tuesday wednesday thursday friday saturday sunday january february march april may june july
     august september october november december utc gmt cet cest i"""
 )
-# Determiners and pronouns skipped when reading a value's frame ("is a <X>" and "is the <X>" share "is").
-_ARTICLES = _words("a an the my his her our their its this that")
 
 
 @dataclass(frozen=True)
@@ -158,8 +157,8 @@ def fragment_value(text: str, stop_words: frozenset[str]) -> Span | None:
 
 def _frame(text: str, span: Span) -> set[tuple[str, str]]:
     """The words right before and after a value (articles skipped), lower-case."""
-    before = [w for w in re.findall(r"[a-z0-9]+|[:]", text[: span.start].lower()) if w not in _ARTICLES][-1:]
-    after = [w for w in re.findall(r"[a-z0-9]+|[:]", text[span.end :].lower()) if w not in _ARTICLES][:1]
+    before = [w for w in re.findall(r"[a-z0-9]+|[:]", text[: span.start].lower()) if w not in ARTICLES][-1:]
+    after = [w for w in re.findall(r"[a-z0-9]+|[:]", text[span.end :].lower()) if w not in ARTICLES][:1]
     return {("before", w) for w in before} | {("after", w) for w in after}
 
 
@@ -170,7 +169,7 @@ def _kind_words(text: str, span: Span, stop_words: frozenset[str]) -> set[str]:
     """The nouns a value is said of: the content word before it, past articles, a copula and a colon
     ("the handset is a <X>", "handset: <X>", "firmware <X>"), and the word right after it ("the <X>
     carrier"); a stop word there ("on a <X>", "<X> at the gate") gives none."""
-    before = [w for w in re.findall(r"[a-z0-9]+|:", text[: span.start].lower()) if w not in _ARTICLES | _COPULA]
+    before = [w for w in re.findall(r"[a-z0-9]+|:", text[: span.start].lower()) if w not in ARTICLES | _COPULA]
     after = re.findall(r"[a-z0-9]+|\S", text[span.end :].lower())[:1]
     return {w for w in [*before[-1:], *after] if w.isalpha() and len(w) >= 3 and w not in stop_words}
 

@@ -191,10 +191,10 @@ def _category_name(texts: Sequence[str], spec: ValueSpec, centroid: Vectors, emb
     return f"{category} {_CATEGORY_HEADS.get(category, 'cause' if causal else 'type')}"
 
 
-def _opening_event(texts: Sequence[str], ranked: Sequence[tuple[float, str]]) -> str | None:
+def _opening_event(verb: str | None, ranked: Sequence[tuple[float, str]]) -> str | None:
     """A moment's event named by the two words most fragments open with ("last seen 03:12", "window opens
-    23:00" -> "last seen", "window opens"): a phrase of the three best whose first word is `leading_word`."""
-    verb = leading_word(texts)
+    23:00" -> "last seen", "window opens"): a phrase of the three best whose first word is ``verb`` (the
+    fragments' `leading_word`)."""
     return next((p for _, p in ranked[:3] if len(p.split()) == 2 and p.split()[0] == verb), None)
 
 
@@ -233,6 +233,7 @@ def name_key(
         # One word that is not what the unit measures names the thing measured: add the measure.
         phrase = f"{_singular(phrase)} {measures[0]}"
     counted = counted_noun(texts) if spec.info.get("count") else None
+    opener = leading_word(texts)
     if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
         phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"), frozenset(_HEADS))
         if (kind := spec.info.get("kind")) and kind not in phrase.split():
@@ -267,7 +268,7 @@ def name_key(
     elif (
         spec.value_format == "date-time"
         and moment_suffix(texts) != "deadline"
-        and _opening_event(texts, ranked) is None
+        and _opening_event(opener, ranked) is None
         and (event := event_participle(texts, _TIME_WORDS | PARTICIPANTS)) is not None
     ):
         # When something happened: the event most fragments say ("was shipped", "shipping", "SHIP DATE"),
@@ -275,7 +276,7 @@ def name_key(
         phrase, event_suffix = event, "at"
     elif (
         spec.value_format == "duration" or (spec.value_format == "date-time" and moment_suffix(texts) != "deadline")
-    ) and leading_word(texts) is not None:
+    ) and opener is not None:
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
         # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause; a
         # thing the requests open with ("The car went to the workshop on ...") names nothing by itself.
@@ -285,7 +286,7 @@ def name_key(
         if (
             spec.value_format == "date-time"
             and moment_suffix(texts) == "time"
-            and (opening := _opening_event(texts, ranked)) is not None
+            and (opening := _opening_event(opener, ranked)) is not None
         ):
             phrase, event_suffix = opening, "at"
     if deadline:

@@ -22,6 +22,11 @@ def word_set(text: str) -> frozenset[str]:
 
 # Words that open a noun phrase: what follows one is a thing, not an action or a quality.
 DETERMINERS = word_set("the a an this that these those my our your his her its their some any every each no")
+# The determiners skipped when reading the words around a value (its frame, the noun it is said of): an
+# article, a demonstrative or a possessive says nothing of the slot ("is a <X>", "is the <X>", "my <X>"
+# share "is"), while a quantifier or "no" is part of it ("no power" / "no signal" fill one slot; in "replace
+# every <X>" the word before "every" is a verb, not the value's kind).
+ARTICLES = DETERMINERS - word_set("some any every each no")
 STOP_WORDS = word_set(
     """a an the and or but if then else of to in on at by for with from into onto over under up down out off
     is are was were be been being am do does did done have has had having i me my we our us you your he she

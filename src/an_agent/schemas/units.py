@@ -50,19 +50,6 @@ _UNITS = {
     "rpm": ("rpm", "r/min", "rev/min", "revolutions per minute"),
     # Electric potential (battery strings, rectifiers): "48 V", "52 VDC", "forty six volts".
     "volt": ("volts", "volt", "vdc", "v dc", "v"),
-    # Quantities per a length or an area that are their own unit, never their first part: an electric
-    # field strength ("3,1 V/m", "4.6 volt per meter": EMF limits near sites) and an irradiance ("540 W/m2",
-    # "210 watt per square meter": solar sites). Sanitising writes "m²" and "㎡" as "m2" (NFKC).
-    "v_per_m": ("v/m", "volts per metre", "volts per meter", "volt per metre", "volt per meter"),
-    "w_per_m2": (
-        "w/m2",
-        "w/m\u00b2",
-        "w/sqm",
-        "watts per square metre",
-        "watts per square meter",
-        "watt per square metre",
-        "watt per square meter",
-    ),
     # Latency, jitter, round-trip time: milliseconds are their own unit, not a duration in minutes.
     "ms": ("milliseconds", "millisecond", "millisecs", "millisec", "msecs", "msec", "ms"),
     # Bandwidth and frequency of carriers and channels (GHz and kHz converted).
@@ -111,13 +98,6 @@ _SCALED = {
     "gigahertz": ("mhz", 1000.0),
     "khz": ("mhz", 0.001),
     "kilohertz": ("mhz", 0.001),
-    "mv/m": ("v_per_m", 0.001),
-    "millivolts per metre": ("v_per_m", 0.001),
-    "millivolts per meter": ("v_per_m", 0.001),
-    "kw/m2": ("w_per_m2", 1000.0),
-    "kw/m\u00b2": ("w_per_m2", 1000.0),
-    "kilowatts per square metre": ("w_per_m2", 1000.0),
-    "kilowatts per square meter": ("w_per_m2", 1000.0),
     "w": ("kw", 0.001),
     "watts": ("kw", 0.001),
     "watt": ("kw", 0.001),
@@ -154,49 +134,97 @@ _RATE_RE = (
 _RATE_SPLIT = re.compile(r"\s?/\s?|(?<!\s)\s{1,3}per\s{1,3}")
 
 
-# Quantities per a length ("0.9 dB/km", "0,72 dB per km", "decibel per kilometer", "1.4 dB/mi"): the
-# amount's unit + "_per_km", the other lengths converted (per mile: / 1.609344). Composed as the rates are,
-# with the same separators; glued only to a kilometre ("0.55dBkm": "dBm" is a power level, never per metre).
-_PER_LENGTH_AMOUNTS = {"db": ("db", "decibels", "decibel")}
+# Quantities per a length or an area ("0.9 dB/km", "0,72 dB per km", "1.4 dB/mi", "3,1 V/m", "4.6 volt per
+# meter", "120 mV/m", "540 W/m2", "210 watt per square meter", "0.54 kW/m\u00b2"): canonical unit -> the
+# amount's spellings (with their factor to its canonical amount), the lengths or areas it is said per, and
+# its canonical denominator; every other amount and denominator is converted (dB per mile: / 1.609344).
+# Composed as the rates are, with the same separators, so that "volts/m" or "kW per sqm" read as "V/m" and
+# "W/m2" do. Each canonical denominator is the one its trade states it per, so a key holds the numbers its
+# readers know: a fibre's attenuation per km (datasheets and ITU-T G.652 say 0.2 dB/km; per m it would be
+# 0.0002), an electric field strength per m (EMF limits near sites are in V/m; per km no one says), an
+# irradiance per m\u00b2 (1000 W/m\u00b2 is the standard test condition of solar panels). Sanitising writes
+# "m\u00b2" and "\u33a1" as "m2" (NFKC).
 _PER_KM = ("kilometres", "kilometers", "kilometre", "kilometer", "km")
-_PER_LENGTHS = (
-    dict.fromkeys(_PER_KM, 1.0)
-    | dict.fromkeys(("miles", "mile", "mi"), 1 / 1.609344)
-    | dict.fromkeys(("metres", "meters", "metre", "meter", "m"), 1000.0)
+_LENGTHS = (  # a length's spellings -> its size in metres
+    dict.fromkeys(_PER_KM, 1000.0)
+    | dict.fromkeys(("miles", "mile", "mi"), 1609.344)
+    | dict.fromkeys(("metres", "meters", "metre", "meter", "m"), 1.0)
 )
-_PER_LENGTH_OF = {spelling: amount for amount, spellings in _PER_LENGTH_AMOUNTS.items() for spelling in spellings}
+_AREAS = dict.fromkeys(("m2", "m\u00b2", "sqm", "square metre", "square meter"), 1.0)  # in square metres
+
+
+@dataclass(frozen=True)
+class _PerUnit:
+    """A unit of a quantity per a length or an area: how its amount and its denominator are spelled."""
+
+    amounts: dict[str, float]  # spelling -> factor to the canonical amount
+    per: dict[str, float]  # spelling -> size in canonical denominators' base (m or m\u00b2)
+    canonical_per: str
+    glued: tuple[str, ...] = ()  # denominators written glued to the amount ("0.55dBkm")
+    labelled: bool = False  # also said per the length of a label before the number ("loss/km = 1.2 dB")
+
+
+_PER_UNITS = {
+    # Glued only to a kilometre: "dBm" is a power level, never per metre. Spec sheets label a loss per a
+    # length ("loss/km = 1.2 dB"); a volt or a watt after "per m:" is as likely a cable's price or a
+    # rack's draw, so only decibels are read per a label's length.
+    "db_per_km": _PerUnit(dict.fromkeys(("db", "decibels", "decibel"), 1.0), _LENGTHS, "km", _PER_KM, True),
+    "v_per_m": _PerUnit(
+        dict.fromkeys(("v", "volts", "volt"), 1.0) | dict.fromkeys(("mv", "millivolts"), 0.001), _LENGTHS, "m"
+    ),
+    "w_per_m2": _PerUnit(
+        dict.fromkeys(("w", "watts", "watt"), 1.0) | dict.fromkeys(("kw", "kilowatts"), 1000.0), _AREAS, "m2"
+    ),
+}
+# (amount spelling, denominator spelling) -> (canonical unit, factor to it): 1.4 dB/mi is 0.87 dB/km.
+_PER_OF = {
+    (amount, per): (unit, factor * spec.per[spec.canonical_per] / size)
+    for unit, spec in _PER_UNITS.items()
+    for amount, factor in spec.amounts.items()
+    for per, size in spec.per.items()
+}
+_GLUED_OF = {
+    amount + per: (amount, per) for spec in _PER_UNITS.values() for amount in spec.amounts for per in spec.glued
+}
 
 
 def _alternatives(spellings: Iterable[str]) -> str:
     return "|".join(re.escape(s) for s in sorted(spellings, key=len, reverse=True))
 
 
-_PER_LENGTH_RE = (
-    f"(?:{_alternatives(_PER_LENGTH_OF)})"
-    rf"(?:(?:\s?/\s?|\s{{1,3}}per\s{{1,3}})(?:{_alternatives(_PER_LENGTHS)})|(?:{_alternatives(_PER_KM)}))"
+_PER_RE = "|".join(
+    [
+        *(
+            rf"(?:{_alternatives(spec.amounts)})(?:\s?/\s?|\s{{1,3}}per\s{{1,3}})(?:{_alternatives(spec.per)})"
+            for spec in _PER_UNITS.values()
+        ),
+        _alternatives(_GLUED_OF),
+    ]
 )
-PER_LENGTH_PATTERN = _alternatives(_PER_LENGTHS)  # the lengths a quantity is said per ("km", "mile")
+PER_LENGTH_PATTERN = _alternatives(_LENGTHS)  # the lengths a quantity is said per ("km", "mile")
 
 
 def per_length(unit: str, per: str) -> tuple[str, float] | None:
-    """(canonical unit, factor) of a quantity in ``unit`` said per the length ``per`` ("db", "mi" ->
-    ("db_per_km", 0.6214)); None when ``unit`` is no amount of a per-length unit or ``per`` no length."""
-    factor = _PER_LENGTHS.get(per.lower())
-    if unit not in _PER_LENGTH_AMOUNTS or factor is None:
+    """(canonical unit, factor) of a quantity in the canonical unit ``unit`` said per the length ``per`` of
+    its label ("db", "mi" -> ("db_per_km", 0.6214)); None when ``unit`` is no amount read per a label's
+    length (`_PerUnit.labelled`) or ``per`` no length it is said per."""
+    scale = _PER_OF.get((unit, per.lower()))
+    if scale is None or not _PER_UNITS[scale[0]].labelled or _SCALE_OF.get(unit, ("",))[0] != unit:
         return None
-    return f"{unit}_per_km", factor
+    return scale
 
 
 def _rate_scale(spelling: str) -> tuple[str, float] | None:
     """(canonical unit, factor) of a compound unit's spelling: a rate ("mm/hr", "inch per hour") or a
-    quantity per a length ("db/km", "dbkm", "decibel per kilometer"); None if it is none."""
+    quantity per a length or an area ("db/km", "dbkm", "decibel per kilometer", "mv/m", "kw/sqm"); None if
+    it is none."""
+    if spelling in _GLUED_OF:
+        return _PER_OF[_GLUED_OF[spelling]]  # "dbkm"
     parts = _RATE_SPLIT.split(spelling, maxsplit=1)
-    if len(parts) == 1 and (glued := next((k for k in _PER_KM if spelling.endswith(k)), None)) is not None:
-        parts = [spelling[: -len(glued)], glued]  # "dbkm"
     if len(parts) != 2:
         return None
-    if parts[0] in _PER_LENGTH_OF:
-        return per_length(_PER_LENGTH_OF[parts[0]], parts[1])
+    if (amount_per := (parts[0], parts[1])) in _PER_OF:
+        return _PER_OF[amount_per]
     if parts[0] not in _RATE_OF or parts[1] not in _RATE_TIMES:
         return None
     unit, factor = _RATE_OF[parts[0]]
@@ -212,10 +240,12 @@ UNIT_WORDS = (
     | frozenset(  # the word before a slash ("Mbit/s" -> mbit), when it is one: never a single letter ("r/min")
         w for s in _SCALE_OF if "/" in s and len(w := s.split("/")[0]) >= 3 and w.isalpha()
     )
-    | frozenset(w for w in [*_RATE_OF, *_RATE_TIMES, *_PER_LENGTH_OF, *_PER_LENGTHS, "per"] if w.isalpha())
-    | frozenset(a + k for a in _PER_LENGTH_OF for k in _PER_KM)  # "dbkm"
+    | frozenset(
+        w for w in [*_RATE_OF, *_RATE_TIMES, *(w for a, p in _PER_OF for w in [a, *p.split()]), "per"] if w.isalpha()
+    )
+    | frozenset(w for w in _GLUED_OF if w.isalpha())  # "dbkm"
 ) - frozenset({"meter", "meters"})  # also a device ("smart meter", "clamp meter"): a word of names and phrases
-_UNIT_RE = "|".join([_RATE_RE, _PER_LENGTH_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))])
+_UNIT_RE = "|".join([_RATE_RE, _PER_RE, *(re.escape(s) for s in sorted(_SCALE_OF, key=len, reverse=True))])
 UNIT_PATTERN = _UNIT_RE  # every unit's spelling, rates included, for the readers' patterns
 
 
