@@ -266,7 +266,12 @@ def _clause_frame(texts: Sequence[str], spans: Sequence[tuple[int, int] | None],
         for text, span in zip(texts, spans, strict=True)
         if span is not None
     )
-    spellings = _word_families(w for clause in clauses for w in {w.strip("-") for w in _WORD.findall(clause)} - stop)
+    # Each clause's words once, in the order said (a set's order changes with the hash seed, and the first
+    # spelling of a family is its root).
+    said = (
+        w for clause in clauses for w in dict.fromkeys(w.strip("-") for w in _WORD.findall(clause)) if w not in stop
+    )
+    spellings = _word_families(said)
     if not spellings:
         return None
     count = max(spellings.values(), key=lambda c: (sum(c.values()), max(c)))
