@@ -24,8 +24,8 @@ _HALF_UNIT = r"(?P<hu>decade|year|month)"
 _AMOUNT = rf"(?P<n>\d{{1,3}}(?:[.,]5)?|{BELOW_HUNDRED}|{DIGIT_WORDS}|an?)"
 # "a year and a half", "2 years and 6 months", "one and a half years", "half a year", "2 yrs".
 _PERIOD = re.compile(
-    rf"(?<![\w.,])(?:(?P<half>half)\s+an?\s+{_HALF_UNIT}"
-    rf"|{_AMOUNT}(?:(?<=\d)|\s)\s*(?:(?P<pre>and\s+a\s+half)\s+)?{_UNIT}"
+    rf"(?<![\w.,])(?:(?P<half>half)\s++an?\s++{_HALF_UNIT}"
+    rf"|{_AMOUNT}(?:(?<=\d)\s*+|\s++)(?:(?P<pre>and\s++a\s++half)\s++)?{_UNIT}"
     rf"(?:\s+and\s+(?:(?P<post>a\s+half)|(?P<m>\d{{1,2}}|{BELOW_HUNDRED}|{DIGIT_WORDS})\s+months?))?)\b",
     re.IGNORECASE,
 )
