@@ -6,6 +6,8 @@ rules fix: README "Issue 31 round 8 (measured only)").
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from test_evolution_synthesis import induce
 
@@ -120,6 +122,10 @@ def test_periods_said_of_a_relation_make_a_tenure_key(model: MiniLMEmbedder) -> 
     constraints = parse_constraints(key.semantic_description)
     assert key.key_type == "string" and constraints.value_format == "duration", key
     assert key.key_name == "member_tenure", key.key_name
+    # The rest of the lines (the outage) is no other phrasing of a tenure; the example is a calendar one.
+    assert "also phrased as" not in key.semantic_description
+    assert "(P1Y6M = a year and a half)" in key.semantic_description
+    assert re.search(r"-> 'P\d+[YM]", key.semantic_description), key.semantic_description
 
 
 def test_the_tenure_needs_a_relation_around_the_period() -> None:

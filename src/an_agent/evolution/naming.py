@@ -310,6 +310,8 @@ def name_key(
     if spec.info.get("codes"):  # a code ("FR", "class C") is no other phrasing of the key
         codes = {v.casefold() for v in spec.enum}
         alternatives = _alternatives(phrase, [p for _, p in ranked if not codes & set(p.split())])
+    elif tenure is not None:  # the rest of a tenure's lines says what the request is about: no phrasing of it
+        alternatives = ()
     else:  # words of a set ("taxi company", "storm damage") still say what the key is about
         alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
