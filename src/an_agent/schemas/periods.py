@@ -31,6 +31,8 @@ _PERIOD = re.compile(
 )
 # What a rate's period follows: an amount, a currency, "per" ("€49.99 a month", "420 euro a year").
 _RATE_BEFORE = re.compile(r"(?:\d|[€$£]|\b(?:eur|euros?|pounds?|dollars?|usd|gbp|per|every|each))\s*$", re.IGNORECASE)
+# A period's unit, looked for first: most texts name none, and the period pattern tries every position.
+_UNIT_HINT = re.compile(r"decade|year|yr|month|mth|mos", re.IGNORECASE)
 _MONTHS_PER = {"d": 120, "y": 12, "m": 1}  # months in a decade, a year, a month (by the unit's first letter)
 
 
@@ -55,6 +57,8 @@ def _iso(months: int, in_months: bool) -> str:
 def find_periods(text: str) -> list[Period]:
     """Durations in years and months (module docstring): "12 years" -> P12Y, "a year and a half" ->
     P1Y6M, "18 months" -> P18M, "over a decade" -> P10Y; not a rate's period ("€49.99 a month")."""
+    if not _UNIT_HINT.search(text):
+        return []
     out = []
     for match in _PERIOD.finditer(text):
         unit = (match.group("u") or match.group("hu")).lower()
