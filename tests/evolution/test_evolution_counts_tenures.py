@@ -31,6 +31,8 @@ from an_agent.schemas.values import parse_constraints
         ("four or five tablets", 5),  # the range's upper bound, as for quantities
         ("we run 11 terminals", 11),  # digits as before
         ("number of tills: 6", 6),
+        ("three RRUs burnt out", 3),  # an acronym's plural
+        ("two SIMs in the router", 2),
     ],
 )
 def test_a_number_before_a_plural_noun_is_a_count(text: str, value: int) -> None:

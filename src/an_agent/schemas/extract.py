@@ -307,7 +307,10 @@ _NOT_PLURAL = frozenset({"always", "perhaps", "besides", "whereas", "sometimes",
 
 
 def _plural(word: str) -> bool:
-    """True when ``word`` (lower case) reads as a plural noun: "devices", "phones", "people"."""
+    """True when ``word`` reads as a plural noun: "devices", "phones", "people", "RRUs" (an acronym's -s)."""
+    if len(word) >= 3 and word.endswith("s") and word[:-1].isupper():
+        return True
+    word = word.lower()
     if word in _PLURALS:
         return True
     return len(word) >= 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and word not in _NOT_PLURAL
@@ -318,9 +321,9 @@ def _word_counts(text: str) -> list[tuple[int, int, int]]:
     out = []
     for match in _WORD_COUNT.finditer(text):
         first, second = match.group("w1"), match.group("w2") or ""
-        if first[0].isupper() and not first.isupper():
-            continue  # "Seven Sisters Road", "Three Rivers": a name, not a count
-        if not (_plural(first.lower()) or (_plural(second.lower()) and first.lower() not in _BETWEEN)):
+        if first[0].isupper() and not first.removesuffix("s").isupper():
+            continue  # "Seven Sisters Road", "Three Rivers": a name, not a count ("three RRUs" is one)
+        if not (_plural(first) or (_plural(second) and first.lower() not in _BETWEEN)):
             continue
         raw = match.group("num").lower()
         value = 12 if raw.endswith("dozen") else spoken_number(raw) or WORD_NUMBERS.get(raw)
