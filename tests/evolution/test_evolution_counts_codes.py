@@ -210,7 +210,7 @@ def test_held_out_chat_corpus_counts_codes_units_and_moments(minilm: MiniLMEmbed
         return parse_constraints(key[label]["semantic_description"])
 
     users = key["cluster:affected_users"]
-    assert users["key_type"] == "integer" and users["key_name"] == "impacted_users"
+    assert users["key_type"] == "integer" and users["key_name"] == "impacted_user_count"
     assert set(constraints("cluster:escalation_tier").enum) == {"1", "2", "3"}
     assert set(constraints("cluster:device_category").enum) == {"1", "M1", "4", "6"}
     assert {"n78", "n28", "B20", "B3"} <= set(constraints("cluster:frequency_band").enum)

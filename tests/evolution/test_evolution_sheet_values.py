@@ -208,7 +208,7 @@ def test_a_count_key_keeps_a_phrase_that_says_what_is_counted() -> None:
     ]
     key = induce(texts, FakeEmbedder()).key
     assert key.key_type == "integer", key
-    assert key.key_name == "hotline_calls", key.key_name
+    assert key.key_name == "hotline_call_count", key.key_name
 
 
 @pytest.mark.parametrize(
@@ -343,7 +343,7 @@ def test_held_out_sheet_corpus(minilm: MiniLMEmbedder) -> None:
     assert "Acceptable values: 1T1R, 2T2R, 4T4R, 8T8R." in described["mimo_mode"]
     assert "Format: date-time." in described["last_config_at"]  # occurred_at is not modified
     kinds = {k["key_name"]: k["key_type"] for p in report["patches"] for k in p["new_keys"]}
-    assert kinds["hotline_calls"] == "integer" and kinds["leased_line"] == "boolean"
+    assert kinds["hotline_call_count"] == "integer" and kinds["leased_line"] == "boolean"
     assert [k["key_name"] for p in report["patches"] for k in p["modified_keys"]] == ["affected_vehicle_count"]
     # Round 8: a cluster that restates the distance key joins its patch with the lines that state a length
     # only; the road-permit lines, the taxi fare and the speed limit of its cluster stay out (was 53 %).

@@ -87,7 +87,7 @@ def test_a_count_and_a_duration_are_new_keys_not_modifications_on_the_machine_tr
         made.setdefault(label, [])
         made[label] += [("new", k["key_name"], k["key_type"]) for k in patch["new_keys"]]
         made[label] += [("modified", k["key_name"], k["key_type"]) for k in patch["modified_keys"]]
-    assert made["cluster:damaged_radio_units"] == [("new", "damaged_radio_units", "integer")]
+    assert made["cluster:damaged_radio_units"] == [("new", "damaged_radio_unit_count", "integer")]
     [(kind, name, key_type)] = made["cluster:repair_duration"]
     assert (kind, key_type) == ("new", "string") and name != "deadline"
     assert all(name not in ("fault_type", "deadline") for keys in made.values() for _, name, _ in keys)

@@ -12,7 +12,9 @@ first kind that at least ``TYPE_SHARE`` of the fragments carry:
 2. **quantities with one unit** ("20 Mbps", "40 degrees"): ``integer`` or ``number`` with ``Unit:`` and
    a ``Range:`` wide enough for the values seen (0 to the first of 1, 2, 5 x 10^k at or above twice the
    largest, or 0 to 100 for percentages; below zero when every value is: -500 to 0 dBm); a time unit
-   ("for two hours", "90 minutes") makes a ``string`` with ``Format: duration`` (ISO 8601, ``PT2H``) instead;
+   ("for two hours", "90 minutes") makes a ``string`` with ``Format: duration`` (ISO 8601, ``PT2H``) instead,
+   and so do periods in years or months ("12 years", "a year and a half", "18 months": ``P12Y``, ``P1Y6M``,
+   ``P18M``; `an_agent.schemas.periods`) when no quantity of a unit is the value;
 3. **identifiers of one kind** (CELL-0401): an ``array`` with ``Item format:``;
 4. **time-of-day ranges** ("between 01:00 and 05:00"): a ``string`` with ``Format: <HH:MM-HH:MM>``... kept
    as the existing ``HH:MM-HH:MM`` wording;
@@ -63,6 +65,7 @@ from an_agent.schemas.extract import (
     find_ids,
     find_quantities,
 )
+from an_agent.schemas.periods import find_periods
 from an_agent.schemas.units import CURRENCIES, in_unit, kindred
 from an_agent.schemas.values import KeyType
 
@@ -165,6 +168,18 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
     )
 
 
+def _period_spec(texts: Sequence[str]) -> ValueSpec | None:
+    """Periods in years or months ("12 years", "over a decade", "a year and a half", "18 months":
+    `periods.find_periods`), when >= ``TYPE_SHARE`` of the fragments state one: a ``string`` with
+    ``Format: duration`` (ISO 8601 years and months, P12Y, P1Y6M, P18M), as a duration in hours or days is."""
+    periods = [find_periods(t) for t in texts]
+    if sum(1 for p in periods if p) < TYPE_SHARE * len(texts):
+        return None
+    values = tuple(p[0].iso if p else None for p in periods)
+    info = {"meaning": "an ISO 8601 duration", "calendar": True}
+    return ValueSpec("string", values, ("Format: duration.",), value_format="duration", info=info)
+
+
 def _id_spec(texts: Sequence[str]) -> ValueSpec | None:
     ids = [find_ids(t) for t in texts]
     prefixes = Counter(i[0].prefix for i in ids if i)
@@ -258,7 +273,7 @@ def infer_value(
         and _carried(quantity) > _carried(moment)
     ):
         moment = None
-    for spec in (moment, quantity, _id_spec(texts), _clock_range_spec(texts)):
+    for spec in (moment, quantity, _period_spec(texts), _id_spec(texts), _clock_range_spec(texts)):
         if spec is not None:
             return spec
     # Codes (2G / 4G / 5G, P1-P4, Class A / B / C) are recognised by their shape, not their words.

@@ -29,6 +29,7 @@ from an_agent.evolution.freeform import freeform_phrase, without_values
 from an_agent.evolution.inference import ValueSpec
 from an_agent.evolution.participants import PARTICIPANTS
 from an_agent.evolution.phrases import MAX_NAME, clause_like, phrase_stems, phrase_words, rank_phrases, snake_name
+from an_agent.evolution.tenure import tenure_phrase
 from an_agent.evolution.value_words import (
     OBJECT_WORDS,
     STOP_WORDS,
@@ -234,6 +235,7 @@ def name_key(
         phrase = f"{_singular(phrase)} {measures[0]}"
     counted = counted_noun(texts) if spec.info.get("count") else None
     opener = leading_word(texts)
+    tenure = tenure_phrase(texts) if spec.info.get("calendar") else None
     if spec.enum and isinstance(frame := spec.info.get("frame"), str):  # codes, labels: the word they follow
         phrase = code_phrase(texts, frame, STOP_WORDS, spec.info.get("category"), frozenset(_HEADS))
         if (kind := spec.info.get("kind")) and kind not in phrase.split():
@@ -261,10 +263,17 @@ def name_key(
             said = f"{phrase} {counted}"
             together = " " not in phrase and any(said in " ".join(name_tokens(t)) for t in texts)
             phrase = said if together else counted
-        if " " not in phrase:
-            # The noun alone names the things ("people"), not how many: `_count` says it, as for repetitions
-            # (alarm_count); a phrase that qualifies the noun (impacted_users) already reads as a number.
-            phrase = f"{phrase} count"
+        # Which of the things are counted is said in front of them (damaged radio units, connected devices):
+        # a leading phrase that only adds that word to the chosen one names the count better.
+        qualified = [p for _, p in ranked[:3] if p.endswith(f" {phrase}") and len(p.split()) == len(phrase.split()) + 1]
+        phrase = next((p for p in qualified if not clause_like(p)), phrase)
+        words = phrase.split()
+        if stem(words[-1]) == stem(counted):
+            # The noun names the things ("people", "connected devices"), not how many: `_count` says it, as
+            # for repetitions (alarm_count), after the noun in the singular (connected_device_count).
+            phrase = " ".join([*words[:-1], _singular(words[-1]), "count"])
+    elif tenure is not None:
+        phrase = tenure  # a period said of a relation: how long the customer has been one (`tenure`)
     elif (
         spec.value_format == "date-time"
         and moment_suffix(texts) != "deadline"
@@ -302,6 +311,8 @@ def name_key(
     if spec.info.get("codes"):  # a code ("FR", "class C") is no other phrasing of the key
         codes = {v.casefold() for v in spec.enum}
         alternatives = _alternatives(phrase, [p for _, p in ranked if not codes & set(p.split())])
+    elif tenure is not None:  # the rest of a tenure's lines says what the request is about: no phrasing of it
+        alternatives = ()
     else:  # words of a set ("taxi company", "storm damage") still say what the key is about
         alternatives = _alternatives(phrase, [p for _, p in ranked[1:]] if not spec.enum else [p for _, p in ranked])
     # Stop words inside a phrase ("roll it back", "customer is affected") do not belong in a key name.
@@ -309,7 +320,7 @@ def name_key(
     suffix = None
     if spec.unit is not None:
         suffix = _UNIT_SUFFIX.get(spec.unit, spec.unit)
-    elif spec.value_format == "duration":
+    elif spec.value_format == "duration" and tenure is None:  # a tenure says it is a duration
         suffix = "duration"
     elif spec.value_format == "date-time":
         suffix = event_suffix or moment_suffix(texts)

@@ -180,7 +180,8 @@ def _describe(
         low, high = spec.info["observed"]
         head = f"{what}{also}, as a number of {spec.unit}. Observed values: {_fmt_value(low)} to {_fmt_value(high)}."
     elif spec.value_format == "duration":
-        head = f"{what}{also}, as an ISO 8601 duration (PT2H = two hours)."
+        example = "P1Y6M = a year and a half" if spec.info.get("calendar") else "PT2H = two hours"
+        head = f"{what}{also}, as an ISO 8601 duration ({example})."
     elif spec.value_format == "date-time" and moment == "until":
         head = f"Until when to {phrase}{also}, as an RFC 3339 date and time (UTC)."
     elif spec.value_format == "date-time" and moment == "deadline":

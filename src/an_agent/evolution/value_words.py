@@ -113,18 +113,28 @@ def id_noun(texts: Sequence[str], prefix: str) -> str | None:
     return None
 
 
+# A form's label for a count: "number of devices: 9", "no. of users = 40" (the noun it counts).
+_NUMBER_OF = re.compile(r"\b(?:number|no\.?|nbr|num)\s+of\s+(?P<noun>[A-Za-z]+)\s*[:=]?\s*$", re.IGNORECASE)
+
+
 def counted_noun(texts: Sequence[str]) -> str | None:
-    """The noun most fragments put right after their count ("350 subs", "1.2k users"), or right before it
-    when none follows ("impacted users: 2 400"), by its most used spelling, when two fragments share it."""
+    """The noun most fragments put right after their count ("350 subs", "1.2k users", "eight devices"),
+    or right before it when none follows ("impacted users: 2 400") or a form's label says it ("number of
+    devices: 9 (phones, ...)"), by its most used spelling, when two fragments share it.
+
+    Fragments that count things of one family name them apart ("eight devices", "only two phones",
+    "thirty laptops and phones"): the noun most of them share is the family's general one (devices),
+    each narrower noun being said by few."""
     nouns: Counter[str] = Counter()
     for text in texts:
         counts = find_counts(text)
         if not counts:
             continue
         _, start, end = counts[0]
+        label = _NUMBER_OF.search(text, max(0, start - 40), start)
         after = [w for w in name_tokens(text[end:])[:1] if w.isalpha() and w not in STOP_WORDS]
         before = [w for w in name_tokens(text[:start])[-1:] if w.isalpha() and w not in STOP_WORDS]
-        nouns.update(after or before)
+        nouns.update(name_tokens(label.group("noun")) if label else after or before)
     if not nouns or (top := nouns.most_common(1)[0])[1] < 2:
         return None
     return top[0]

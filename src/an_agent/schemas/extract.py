@@ -18,6 +18,7 @@ from an_agent.schemas.dates import find_datetimes as find_datetimes  # re-export
 from an_agent.schemas.numbers import BELOW_HUNDRED, DIGIT_WORDS, GROUPED, NUMBER, WORD_NUMBERS, amount, to_number
 from an_agent.schemas.numbers import NUMBER_WORDS as NUMBER_WORDS  # re-exported
 from an_agent.schemas.numbers import spoken_number as spoken_number  # re-exported
+from an_agent.schemas.periods import find_periods
 from an_agent.schemas.units import CURRENCIES as CURRENCIES  # re-exported: units have their own module
 from an_agent.schemas.units import PER_LENGTH_PATTERN, UNIT_PATTERN, canonical_value, per_length, unit_scale
 from an_agent.schemas.units import UNIT_WORDS as UNIT_WORDS  # re-exported
@@ -291,6 +292,45 @@ _SPOKEN_COUNT = re.compile(
     re.IGNORECASE,
 )
 
+# A small number in words before the things it counts ("eight devices", "only two phones", "thirty laptops
+# and phones", "twenty-five devices", "a dozen phones", "three new routers"): a count only before a plural
+# noun, one word between at most, so "one of the sites", "two of them" and "a customer" are none.
+_WORD_COUNT = re.compile(
+    rf"\b(?P<num>(?:a\s+)?dozen|{BELOW_HUNDRED}|{DIGIT_WORDS})(?=\s+(?P<w1>[a-z]+)(?:\s+(?P<w2>[a-z]+))?)",
+    re.IGNORECASE,
+)
+# Plural nouns not written with an -s, and words with an -s that are no plural noun.
+_PLURALS = frozenset({"people", "ppl", "children", "men", "women", "staff"})
+# Words that never stand between a count and its noun ("two of the sites", "five or six devices").
+_BETWEEN = frozenset({"of", "in", "on", "at", "to", "for", "and", "or", "are", "is", "was", "were", "the", "than"})
+_NOT_PLURAL = frozenset({"always", "perhaps", "besides", "whereas", "sometimes", "towards", "afterwards", "thanks"})
+
+
+def _plural(word: str) -> bool:
+    """True when ``word`` reads as a plural noun: "devices", "phones", "people", "RRUs" (an acronym's -s)."""
+    if len(word) >= 3 and word.endswith("s") and word[:-1].isupper():
+        return True
+    word = word.lower()
+    if word in _PLURALS:
+        return True
+    return len(word) >= 4 and word.endswith("s") and not word.endswith(("ss", "us", "is")) and word not in _NOT_PLURAL
+
+
+def _word_counts(text: str) -> list[tuple[int, int, int]]:
+    """Counts in small number words before a plural noun (`_WORD_COUNT`): (value, start, end)."""
+    out = []
+    for match in _WORD_COUNT.finditer(text):
+        first, second = match.group("w1"), match.group("w2") or ""
+        if first[0].isupper() and not first.removesuffix("s").isupper():
+            continue  # "Seven Sisters Road", "Three Rivers": a name, not a count ("three RRUs" is one)
+        if not (_plural(first) or (_plural(second) and first.lower() not in _BETWEEN)):
+            continue
+        raw = match.group("num").lower()
+        value = 12 if raw.endswith("dozen") else spoken_number(raw) or WORD_NUMBERS.get(raw)
+        if value:
+            out.append((int(value), match.start(), match.end()))
+    return out
+
 
 def _spoken_count(words: str) -> int:
     """The value of `_SPOKEN_COUNT`'s words: "two thousand" -> 2000, "three hundred and five" -> 305."""
@@ -307,12 +347,14 @@ def _spoken_count(words: str) -> int:
 
 def find_counts(text: str) -> list[tuple[int, int, int]]:
     """Whole numbers that count something (value, start, end): "~1.2k users" -> 1200, "2 400" -> 2400,
-    "1.240" -> 1240, "three hundred" -> 300.
+    "1.240" -> 1240, "three hundred" -> 300, "eight devices" -> 8, "a dozen phones" -> 12.
 
-    Numbers that are quantities with a unit (`find_quantities`), clock times, dates and parts of ids are
-    not counts.
+    Numbers that are quantities with a unit (`find_quantities`), periods in years or months
+    (`periods.find_periods`), clock times, dates and parts of ids are not counts; a small number in words
+    is one only before a plural noun (`_WORD_COUNT`).
     """
-    taken = [(q.start, q.end) for q in find_quantities(text)]
+    # A period in years or months ("12 years", "18 months") is a duration, not a count of years.
+    taken = [(q.start, q.end) for q in find_quantities(text)] + [(p.start, p.end) for p in find_periods(text)]
     out = []
     for match in _COUNT.finditer(text):
         if any(a <= match.start() < b for a, b in taken):
@@ -323,6 +365,8 @@ def find_counts(text: str) -> list[tuple[int, int, int]]:
     for match in _SPOKEN_COUNT.finditer(text):  # "a hundred percent" is a quantity, not a count
         if not any(a < match.end() and match.start() < b for a, b in taken):
             out.append((_spoken_count(match.group(0)), match.start(), match.end()))
+    spans = [(start, end) for _, start, end in out] + taken
+    out += [c for c in _word_counts(text) if not any(a < c[2] and c[1] < b for a, b in spans)]
     return sorted(out, key=lambda c: c[1])
 
 
