@@ -33,6 +33,7 @@ from an_agent.schemas.values import parse_constraints
         ("number of tills: 6", 6),
         ("three RRUs burnt out", 3),  # an acronym's plural
         ("two SIMs in the router", 2),
+        ("[SMS +48601…] we r 4 guys in the team today", 4),  # not the relay's telephone number
     ],
 )
 def test_a_number_before_a_plural_noun_is_a_count(text: str, value: int) -> None:
@@ -50,6 +51,8 @@ def test_a_number_before_a_plural_noun_is_a_count(text: str, value: int) -> None
         "been with them 9 years",  # a period, not a count of years
         "the last six months",
         "two hours late",  # a quantity
+        "[SMS +48601…] on site now",  # a telephone number cut short by the relay
+        "ring me on +353 87 123 4567",
     ],
 )
 def test_what_is_no_count_in_words_stays_none(text: str) -> None:

@@ -284,6 +284,9 @@ _COUNT = re.compile(
     r"|\d{1,3}(?:\.\d{3})+|\d+(?:\.\d)?(?P<k>k)|\d+)(?![\w:/\-]|[.,]\d)",
     re.IGNORECASE,
 )
+# A telephone number, whole or cut short by a relay ("[SMS +48601…]", "call +353 87 123 4567"): a plus and
+# four digits or more. None of its digits counts anything.
+_PHONE = re.compile(r"\+\d(?:[\s\-]?\d){3,}")
 # Hundreds and thousands said in words ("three hundred calls", "more than two thousand", "a thousand
 # and fifty"): smaller numbers in words are left to the words around them ("one of the sites").
 _SPOKEN_COUNT = re.compile(
@@ -350,11 +353,13 @@ def find_counts(text: str) -> list[tuple[int, int, int]]:
     "1.240" -> 1240, "three hundred" -> 300, "eight devices" -> 8, "a dozen phones" -> 12.
 
     Numbers that are quantities with a unit (`find_quantities`), periods in years or months
-    (`periods.find_periods`), clock times, dates and parts of ids are not counts; a small number in words
+    (`periods.find_periods`), telephone numbers ("+48601…"), clock times, dates and parts of ids are not
+    counts; a small number in words
     is one only before a plural noun (`_WORD_COUNT`).
     """
     # A period in years or months ("12 years", "18 months") is a duration, not a count of years.
     taken = [(q.start, q.end) for q in find_quantities(text)] + [(p.start, p.end) for p in find_periods(text)]
+    taken += [(m.start(), m.end()) for m in _PHONE.finditer(text)]
     out = []
     for match in _COUNT.finditer(text):
         if any(a <= match.start() < b for a, b in taken):
