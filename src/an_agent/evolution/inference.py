@@ -63,7 +63,7 @@ from an_agent.schemas.extract import (
     find_ids,
     find_quantities,
 )
-from an_agent.schemas.units import CURRENCIES, in_unit, kindred
+from an_agent.schemas.units import MONEY_UNITS, in_unit, kindred
 from an_agent.schemas.values import KeyType
 
 TYPE_SHARE = 0.4  # share of fragments that must carry a value kind for the key to take that type
@@ -149,8 +149,8 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
         )
     values_f = [next((q.value for q in qs if q.unit == unit), None) for qs in found]
     present = [v for v in values_f if v is not None]
-    # Money is a number even when the amounts seen are whole: the next one may have cents.
-    whole = unit not in CURRENCIES and all(float(v).is_integer() for v in present)
+    # Money (per a period or not) is a number even when the amounts seen are whole: the next one may have cents.
+    whole = unit not in MONEY_UNITS and all(float(v).is_integer() for v in present)
     kind: KeyType = "integer" if whole else "number"
     low = min(present)
     high = 100.0 if unit == "percent" else _upper_bound(max(abs(v) for v in present))
