@@ -266,6 +266,8 @@ def infer_value(
             coded["kind"] = codes.kind
         if codes.head is not None:
             coded["head"] = codes.head
+        if codes.of is not None:
+            coded["category"] = codes.of  # what a classifier frame is of: cable category
         return ValueSpec("string", codes.values, phrases, enum=codes.enum, info=coded)
     # Names that differ in every fragment go before closed sets: no value recurs, so no set could form,
     # and a shipped category would read a few of them as its words ("Samsung", "Nokia": devices).
