@@ -18,7 +18,10 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
   a number** (``Tier-2``, ``tier 3``, ``Tier2``: the family ``tier``; ``Cat M1``, ``Cat-1``, ``Cat 4``;
   ``band n78``, ``band: B3``, ``band 20``), one or two letters and up to three digits right after a word,
   never a quantity ("band 20 MHz"), a clock time, a decimal or a number written in groups ("2 400"); each
-  value in the spelling most fragments give it (``n78``, not ``N78``);
+  value in the spelling most fragments give it (``n78``, not ``N78``); the number may end in a letter
+  ("Cat 5e", "Category 6A"), and a code that two fragments glue to a classifier word ("cat6", "CAT6a") is
+  written with it in every spelling (``cat5e``, ``cat6a``), the key named by what the word classifies
+  (`CodeSet.of`: cable category);
 - the set needs ``ALT_MIN_VALUES`` distinct values, two of them in two fragments or more, covering
   ``ALT_MIN_SHARE`` of the fragments (the lexical rule's numbers): a code in every fragment is the topic
   ("the 5G launch"), a code in one fragment a one-off; codes of one prefix or suffix, or countries, in
@@ -49,6 +52,7 @@ from functools import cache
 from importlib import resources
 
 from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES, same_family
+from an_agent.evolution.glued_codes import CLASSIFIERS, Code, classified, full_word, glued_word, merged_clippings
 from an_agent.evolution.letter_codes import find_letter_codes
 from an_agent.evolution.value_words import word_set
 from an_agent.schemas.extract import UNIT_WORDS, find_ids
@@ -120,7 +124,7 @@ def _country_names() -> tuple[dict[str, str], re.Pattern[str]]:
     return names, re.compile(rf"(?<![\w\-])(?:{alternatives})(?![\w\-])")
 
 
-_Code = tuple[tuple[str, str], str, int, int]  # (family, code, start, end)
+_Code = Code  # (family, code, start, end)
 
 
 @dataclass(frozen=True)
@@ -204,7 +208,7 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
     n = len(texts)
     if n < 4:
         return None
-    found = _merged_clippings([_codes(t) for t in texts])
+    found = merged_clippings([_codes(t) for t in texts])
     families = Counter(f for codes in found for f in {c[0] for c in codes})
     best: CodeSet | None = None
     best_cover = 0
@@ -216,8 +220,8 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
         if family[0] == "numbered" and best is not None:
             break
         values = [next((c[1] for c in codes if c[0] == family), None) for codes in found]
-        glued = _glued_word(texts, found, family) if family[0] == "numbered" else None
-        if glued is not None and _full_word(texts, glued) not in _CLASSIFIERS:
+        glued = glued_word(texts, found, family) if family[0] == "numbered" else None
+        if glued is not None and full_word(texts, glued) not in CLASSIFIERS:
             glued = None  # "QCI1", "qci8": the word names the slot itself (qci: 1), no class of something
         if glued is not None:
             values = [None if v is None else f"{glued}{v.lower()}" for v in values]
@@ -237,74 +241,14 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
         kind = "country" if family[0] == "country" else None
         of = None
         if glued is not None:
-            frame = _full_word(texts, glued)
-            of = _classified(texts, frame, stop_words)
+            frame = full_word(texts, glued)
+            of = classified(texts, frame, stop_words)
         best, best_cover = CodeSet(enum, tuple(values), frame, kind, of=of), cover
     if best is None and (letters := find_letter_codes(texts, stop_words)) is not None:
         # Letter codes (LC, SC, FC, MPO) only when no code of a shape with digits or a frame's single capital
         # makes a set: the shapes above stay what they were (`letter_codes`).
         return CodeSet(letters.enum, letters.values, letters.frame, head="type")
     return best
-
-
-# Frames that classify something and name nothing alone: a "category" is of a cable, a "class" of a site.
-_CLASSIFIERS = frozenset({"category", "class", "grade", "type", "kind"})
-_GLUED = 2  # fragments that glue the word to the code ("cat6", "CAT6a") for the word to be part of it
-_WORD_BEFORE = re.compile(r"([A-Za-z]+)[\s:;=|\-.]{0,4}$")
-
-
-def _merged_clippings(found: list[list[_Code]]) -> list[list[_Code]]:
-    """``found`` with the codes after a word of three letters and those after a longer word it starts in
-    one family ("cat 6", "Category 6A": both ``cat``): the short word is a clipping of the long one."""
-    keys = {f[1] for codes in found for f, _, _, _ in codes if f[0] == "numbered"}
-    short = {k2: k for k in keys for k2 in keys if len(k) == 3 and k2 != k and k2.startswith(k)}
-    return [
-        [
-            (("numbered", short.get(f[1], f[1])), code, a, b) if f[0] == "numbered" else (f, code, a, b)
-            for f, code, a, b in codes
-        ]
-        for codes in found
-    ]
-
-
-def _glued_word(texts: Sequence[str], found: Sequence[list[_Code]], family: tuple[str, str]) -> str | None:
-    """The word a code of ``family`` is written glued to ("cat6", "CAT6a", "cat7" -> "cat"), when two
-    fragments or more glue them: then, when its full word is a classifier (`_CLASSIFIERS`), the word is
-    part of the code, written lower-case before it (cat5e, whatever the spelling: "Cat 5e", "CAT-5e",
-    "Category 5e"); None when they write the two apart ("Cat 4", "Cat-M1": the code alone, M1)."""
-    words: Counter[str] = Counter()
-    for text, codes in zip(texts, found, strict=True):
-        start = next((a for f, _, a, _ in codes if f == family), None)
-        if start is not None and start > 0 and text[start - 1].isalpha():
-            words[_WORD_BEFORE.search(text[:start]).group(1).lower()] += 1  # type: ignore[union-attr]
-    if sum(words.values()) < _GLUED:
-        return None
-    return min(words, key=lambda w: (len(w), w))
-
-
-def _full_word(texts: Sequence[str], clipped: str) -> str:
-    """The longest word of ``texts`` that starts with ``clipped`` and stands right before a code's number
-    ("Category 6A" for "cat"), else ``clipped``."""
-    spelled = re.compile(rf"\b({re.escape(clipped)}[a-z]*)[\s:;=|\-.]{{1,4}}\d", re.IGNORECASE)
-    words = {m.group(1).lower() for t in texts for m in spelled.finditer(t)}
-    return max(words | {clipped}, key=lambda w: (len(w), w))
-
-
-def _classified(texts: Sequence[str], frame: str, stop: frozenset[str]) -> str | None:
-    """The noun a classifier ``frame`` is said of: the word family most fragments say ("cat 5 cable", "the
-    cabling is Cat 5e": cable), in ``_FRAME_SHARE`` of them and two or more, by its most used spelling."""
-    spellings: dict[str, Counter[str]] = {}
-    for text in texts:
-        for word in {w.strip("-") for w in _WORD.findall(_without_ids(text).lower())} - stop:
-            if len(word) >= 4 and word not in UNIT_WORDS and word[:3] != frame[:3]:
-                root = next((r for r in spellings if same_family(r, word)), word)
-                spellings.setdefault(root, Counter())[word] += 1
-    if not spellings:
-        return None
-    count = max(spellings.values(), key=lambda c: (sum(c.values()), max(c)))
-    if sum(count.values()) < max(2, _FRAME_SHARE * len(texts)):
-        return None
-    return max(count, key=lambda w: (count[w], len(w), w))
 
 
 def _by_spelling(values: Sequence[str | None]) -> list[str | None]:

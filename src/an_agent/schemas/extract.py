@@ -182,6 +182,8 @@ def find_quantities(text: str, glued_m: str | None = None) -> list[Quantity]:
     "1h30" / "2h15" (hours and minutes) is a number of minutes. A range of one unit ("20-30 km/h",
     "between 20 and 30 km/h", "-110 to -105 dBm") is one quantity, its upper bound: a key holds one
     number, and the bound a reading can reach is what a threshold or a compensation is decided on.
+    Money said per a period ("€49.99 a month", "420 euro a year", "monthly charge ... €45", "25e a month")
+    is in the currency per month (`units.per_month`: eur_per_month 49.99, 35.0).
     """
     out = []
     for match in _HOURS_MINUTES.finditer(text):
