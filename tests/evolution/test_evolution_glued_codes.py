@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from test_evolution_synthesis import induce
 
+from an_agent.evolution.carriers import carries_value
 from an_agent.evolution.codes import find_codes
 from an_agent.evolution.value_words import STOP_WORDS
 from fake_embedder import FakeEmbedder
@@ -41,8 +42,13 @@ def test_a_code_glued_to_its_word_is_one_value_in_every_spelling() -> None:
 
 
 def test_a_glued_code_key_is_named_by_what_its_word_classifies() -> None:
-    key = induce(CABLES, FakeEmbedder()).key
+    induced = induce(CABLES, FakeEmbedder())
+    key = induced.key
     assert key.key_name == "cable_category" and key.constraints.enum == ("cat5", "cat5e", "cat6", "cat6a")
+    # After the patch a fragment joins when it names a value in any spelling ("Category 6A", "CAT-5e").
+    for text in ("Category 6A patch lead", "the CAT-5e run", "cat6 please"):
+        assert carries_value(induced.spec, text, 0.0), text
+    assert not carries_value(induced.spec, "the cat chewed the cable", 0.0)
 
 
 def test_codes_written_apart_from_their_word_keep_their_spelling() -> None:

@@ -52,7 +52,15 @@ from functools import cache
 from importlib import resources
 
 from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES, same_family
-from an_agent.evolution.glued_codes import CLASSIFIERS, Code, classified, full_word, glued_word, merged_clippings
+from an_agent.evolution.glued_codes import (
+    CLASSIFIERS,
+    Code,
+    classified,
+    full_word,
+    glued_spellings,
+    glued_word,
+    merged_clippings,
+)
 from an_agent.evolution.letter_codes import find_letter_codes
 from an_agent.evolution.value_words import word_set
 from an_agent.schemas.extract import UNIT_WORDS, find_ids
@@ -180,8 +188,14 @@ def _codes(text: str) -> list[_Code]:
 
 
 def codes_in(text: str) -> set[str]:
-    """Every code ``text`` names, in its family's spelling ("IP 65" -> IP65; "the depot in Poland" -> PL)."""
-    return {code for _, code, _, _ in _codes(text)}
+    """Every code ``text`` names, in its family's spelling ("IP 65" -> IP65; "the depot in Poland" -> PL; a
+    number after a word also with the word, as a set of glued codes spells it: "Category 6A" -> cat6a)."""
+    out = set()
+    for family, code, start, _ in _codes(text):
+        out.add(code)
+        if family[0] == "numbered":
+            out |= glued_spellings(text, start, code)
+    return out
 
 
 def _fills_the_slot(family: tuple[str, str], cover: int, n: int) -> bool:

@@ -63,6 +63,16 @@ def glued_word(texts: Sequence[str], found: Sequence[list[Code]], family: tuple[
     return min(words, key=lambda w: (len(w), w))
 
 
+def glued_spellings(text: str, start: int, code: str) -> set[str]:
+    """How a set of glued codes may spell the ``code`` at ``start`` of ``text``, with the word before it
+    and with its clipping ("Category 6A" -> {"category6a", "cat6a"}): what a later fragment is tested by."""
+    word = _WORD_BEFORE.search(text[:start])
+    if word is None:
+        return set()
+    said = word.group(1).lower()
+    return {f"{said}{code.lower()}", f"{said[:3]}{code.lower()}"}
+
+
 def full_word(texts: Sequence[str], clipped: str) -> str:
     """The longest word of ``texts`` that starts with ``clipped`` and stands right before a code's number
     ("Category 6A" for "cat"), else ``clipped``."""
