@@ -21,6 +21,8 @@ _INPUTS = (
     "## " * 100_000,
     "in 5m per " * 30_000,  # glued units and their evidence (round 8)
     "1dB/" * 75_000,
+    "25e a month monthly fee " * 15_000,  # money per a period (round 9)
+    "cat5e cat.6 " * 30_000,  # codes glued to their word (round 9)
 )
 
 

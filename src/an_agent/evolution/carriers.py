@@ -30,7 +30,7 @@ from collections.abc import Callable, Sequence
 
 from an_agent.evolution.alternatives import word_stem
 from an_agent.evolution.codes import codes_in
-from an_agent.evolution.cohesion import Core, set_aside
+from an_agent.evolution.cohesion import Core, rejoin, set_aside
 from an_agent.evolution.inference import ValueSpec
 from an_agent.evolution.moments import duration_of, find_moment
 from an_agent.schemas.embedding import Vectors
@@ -107,6 +107,13 @@ def carried_core(
     core's fragments, asked again when some leave (the key is typed and named without them).
     """
     spec = infer(core)
+    if "_per_" in (spec.unit or "") and (back := {i for i in core.outliers if carries_value(spec, texts[i], now)}):
+        # An outlier that states a value in the key's compound unit ("720 euros a year" by "€49.99 a month",
+        # money per a period; dB per km) is the key's: the outlier test compares words, and the words of a
+        # value said per a period or a length differ where the value does not. A simple unit (GB, ms) is
+        # no such evidence: one-offs of the topic state one too (the ledger corpus's data volume).
+        core = rejoin(core, vectors, back)
+        spec = infer(core)
     missing = value_core(spec, [texts[i] for i in core.members], now)
     if not missing:
         return core, spec

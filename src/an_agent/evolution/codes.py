@@ -18,7 +18,10 @@ one kind, so `find_codes` recognises them by shape (`inference`, rule 6, before 
   a number** (``Tier-2``, ``tier 3``, ``Tier2``: the family ``tier``; ``Cat M1``, ``Cat-1``, ``Cat 4``;
   ``band n78``, ``band: B3``, ``band 20``), one or two letters and up to three digits right after a word,
   never a quantity ("band 20 MHz"), a clock time, a decimal or a number written in groups ("2 400"); each
-  value in the spelling most fragments give it (``n78``, not ``N78``);
+  value in the spelling most fragments give it (``n78``, not ``N78``); the number may end in a letter
+  ("Cat 5e", "Category 6A"), and a code that two fragments glue to a classifier word ("cat6", "CAT6a") is
+  written with it in every spelling (``cat5e``, ``cat6a``), the key named by what the word classifies
+  (`CodeSet.of`: cable category);
 - the set needs ``ALT_MIN_VALUES`` distinct values, two of them in two fragments or more, covering
   ``ALT_MIN_SHARE`` of the fragments (the lexical rule's numbers): a code in every fragment is the topic
   ("the 5G launch"), a code in one fragment a one-off; codes of one prefix or suffix, or countries, in
@@ -49,6 +52,15 @@ from functools import cache
 from importlib import resources
 
 from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES, same_family
+from an_agent.evolution.glued_codes import (
+    CLASSIFIERS,
+    Code,
+    classified,
+    full_word,
+    glued_spellings,
+    glued_word,
+    merged_clippings,
+)
 from an_agent.evolution.letter_codes import find_letter_codes
 from an_agent.evolution.value_words import word_set
 from an_agent.schemas.extract import UNIT_WORDS, find_ids
@@ -71,8 +83,11 @@ _LETTER = re.compile(r"(?<![A-Za-z])([A-Za-z]{3,}+)[\s:=|\-]{1,4}([A-Z])(?![\w'\
 # A number of one or two digits, or one or two letters and digits, right after a word that is not glued to
 # anything else: "Tier-2", "tier 3", "Tier2", "Cat M1", "Cat-1", "band n78", "band: B3" (the frame word,
 # then the code). Never a quantity, a clock time, a date or a number written in groups ("2 400", "25 m/s").
+# The code may end in one letter ("cat5e", "Cat 6A": a grade of the number) and follow its word after a dot
+# ("cat.6"); a letter that is a unit or an ordinal's ("5m", "2h") makes no code (`_codes`).
 _NUMBERED = re.compile(
-    r"(?<![\w\-])([A-Za-z]{3,}+)(?:[\s:;=|\-]{1,4}|(?=\d))([A-Za-z]{0,2}\d{1,3})(?![\w/\-'\u2019]|[.,:]\d|\s+\d)"
+    r"(?<![\w\-])([A-Za-z]{3,}+)(?:[\s:;=|\-]{1,4}|\.(?=\d)|(?=\d))([A-Za-z]{0,2}\d{1,3}(?:[A-Za-z](?=[^\w]|$))?)"
+    r"(?![\w/\-'\u2019]|[.,:]\d|\s+\d)"
 )
 # Only from where a space run starts (read right after a code's last digit): linear when scanned.
 _UNIT_AFTER = re.compile(r"(?<!\s)\s*([A-Za-z\u00b0\u00ba%]+)")
@@ -117,7 +132,7 @@ def _country_names() -> tuple[dict[str, str], re.Pattern[str]]:
     return names, re.compile(rf"(?<![\w\-])(?:{alternatives})(?![\w\-])")
 
 
-_Code = tuple[tuple[str, str], str, int, int]  # (family, code, start, end)
+_Code = Code  # (family, code, start, end)
 
 
 @dataclass(frozen=True)
@@ -129,6 +144,7 @@ class CodeSet:
     frame: str | None
     kind: str | None = None  # what the codes are codes of, when their shape says it ("country")
     head: str | None = None  # the head word the name takes after the frame ("connector" -> connector type)
+    of: str | None = None  # what a classifier frame classifies ("cat5e", "Cat 6A" of a cable: cable category)
 
 
 def _codes(text: str) -> list[_Code]:
@@ -165,13 +181,21 @@ def _codes(text: str) -> list[_Code]:
         unit = _UNIT_AFTER.match(text, match.end())
         if frame in UNIT_WORDS or (code.isdigit() and unit is not None and _is_unit(unit.group(1))):
             continue  # "band 20 MHz", "at 45 degrees": a quantity, not a code
+        if code[-1].isalpha() and code[-2].isdigit() and _is_unit(code[-1]):
+            continue  # "band 5m", "tier 2h": a number and its unit
         out.append((("numbered", frame[:4]), code, match.start(2), match.end(2)))
     return sorted(out, key=lambda c: c[2])
 
 
 def codes_in(text: str) -> set[str]:
-    """Every code ``text`` names, in its family's spelling ("IP 65" -> IP65; "the depot in Poland" -> PL)."""
-    return {code for _, code, _, _ in _codes(text)}
+    """Every code ``text`` names, in its family's spelling ("IP 65" -> IP65; "the depot in Poland" -> PL; a
+    number after a word also with the word, as a set of glued codes spells it: "Category 6A" -> cat6a)."""
+    out = set()
+    for family, code, start, _ in _codes(text):
+        out.add(code)
+        if family[0] == "numbered":
+            out |= glued_spellings(text, start, code)
+    return out
 
 
 def _fills_the_slot(family: tuple[str, str], cover: int, n: int) -> bool:
@@ -198,7 +222,7 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
     n = len(texts)
     if n < 4:
         return None
-    found = [_codes(t) for t in texts]
+    found = merged_clippings([_codes(t) for t in texts])
     families = Counter(f for codes in found for f in {c[0] for c in codes})
     best: CodeSet | None = None
     best_cover = 0
@@ -210,7 +234,12 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
         if family[0] == "numbered" and best is not None:
             break
         values = [next((c[1] for c in codes if c[0] == family), None) for codes in found]
-        if family[0] == "numbered":
+        glued = glued_word(texts, found, family) if family[0] == "numbered" else None
+        if glued is not None and full_word(texts, glued) not in CLASSIFIERS:
+            glued = None  # "QCI1", "qci8": the word names the slot itself (qci: 1), no class of something
+        if glued is not None:
+            values = [None if v is None else f"{glued}{v.lower()}" for v in values]
+        elif family[0] == "numbered":
             values = _by_spelling(values)
         counts = Counter(v for v in values if v is not None)
         cover = sum(counts.values())
@@ -224,7 +253,11 @@ def find_codes(texts: Sequence[str], stop_words: frozenset[str]) -> CodeSet | No
         enum = tuple(sorted(counts, key=_natural))
         frame = _frame(texts, found, family, stop_words)
         kind = "country" if family[0] == "country" else None
-        best, best_cover = CodeSet(enum, tuple(values), frame, kind), cover
+        of = None
+        if glued is not None:
+            frame = full_word(texts, glued)
+            of = classified(texts, frame, stop_words)
+        best, best_cover = CodeSet(enum, tuple(values), frame, kind, of=of), cover
     if best is None and (letters := find_letter_codes(texts, stop_words)) is not None:
         # Letter codes (LC, SC, FC, MPO) only when no code of a shape with digits or a frame's single capital
         # makes a set: the shapes above stay what they were (`letter_codes`).

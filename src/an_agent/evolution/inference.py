@@ -66,7 +66,7 @@ from an_agent.schemas.extract import (
     find_quantities,
 )
 from an_agent.schemas.periods import find_periods
-from an_agent.schemas.units import CURRENCIES, in_unit, kindred
+from an_agent.schemas.units import MONEY_UNITS, in_unit, kindred
 from an_agent.schemas.values import KeyType
 
 TYPE_SHARE = 0.4  # share of fragments that must carry a value kind for the key to take that type
@@ -152,8 +152,8 @@ def _quantity_spec(texts: Sequence[str]) -> ValueSpec | None:
         )
     values_f = [next((q.value for q in qs if q.unit == unit), None) for qs in found]
     present = [v for v in values_f if v is not None]
-    # Money is a number even when the amounts seen are whole: the next one may have cents.
-    whole = unit not in CURRENCIES and all(float(v).is_integer() for v in present)
+    # Money (per a period or not) is a number even when the amounts seen are whole: the next one may have cents.
+    whole = unit not in MONEY_UNITS and all(float(v).is_integer() for v in present)
     kind: KeyType = "integer" if whole else "number"
     low = min(present)
     high = 100.0 if unit == "percent" else _upper_bound(max(abs(v) for v in present))
@@ -284,6 +284,8 @@ def infer_value(
             coded["kind"] = codes.kind
         if codes.head is not None:
             coded["head"] = codes.head
+        if codes.of is not None:
+            coded["category"] = codes.of  # what a classifier frame is of: cable category
         return ValueSpec("string", codes.values, phrases, enum=codes.enum, info=coded)
     # Names that differ in every fragment go before closed sets: no value recurs, so no set could form,
     # and a shipped category would read a few of them as its words ("Samsung", "Nokia": devices).

@@ -46,6 +46,7 @@ from an_agent.evolution.value_words import (
 from an_agent.schemas.embedding import Embedder, Vectors
 from an_agent.schemas.extract import NUMBER_WORDS, UNIT_WORDS
 from an_agent.schemas.template import OTHER_KEY
+from an_agent.schemas.units import MONEY_PERIOD_WORD, currency_of
 
 _UNIT_SUFFIX = {"degrees": "deg", "volt": "v"}
 # What a unit measures: a quantity key named by one word that is none of these ("winds 85 km/h" ->
@@ -76,6 +77,8 @@ _MEASURES = (
         ("amount", "penalty", "cost", "fee", "price", "charge", "fine", "credit", "compensation", "refund", "bill"),
     )
 )  # a unit's suffix is its name (speed_kmh, signal_level_dbm), but for degrees
+# What an amount of money said per a period is ("monthly fee", "yearly subscription"), in the singular.
+_COSTS = frozenset({"fee", "charge", "bill", "price", "plan", "subscription", "cost", "rent"})
 # Words that say a count is of repetitions ("flapped 14 times", "37 occurrences", "5 repeats").
 _REPETITIONS = word_set("times occurrences occurrence repeats repetitions recurrences")
 _TIME_WORDS = word_set(
@@ -233,6 +236,10 @@ def name_key(
     if (measures := _MEASURES.get(spec.unit or "")) and " " not in phrase and stem(phrase) not in map(stem, measures):
         # One word that is not what the unit measures names the thing measured: add the measure.
         phrase = f"{_singular(phrase)} {measures[0]}"
+    if (currency := currency_of(spec.unit)) is not None and spec.unit != currency:
+        # Money per a period is named by what is paid ("monthly charge", "price ... p/m"), not by the words
+        # the lines open with ("Broadband dead"): the month is the key's period (`units.per_month`).
+        phrase = f"{MONEY_PERIOD_WORD} {_cost_word(texts)}"
     counted = counted_noun(texts) if spec.info.get("count") else None
     opener = leading_word(texts)
     tenure = tenure_phrase(texts) if spec.info.get("calendar") else None
@@ -319,7 +326,7 @@ def name_key(
     name = snake_name(_once(" ".join(w for w in phrase.split() if w not in STOP_WORDS) or phrase))
     suffix = None
     if spec.unit is not None:
-        suffix = _UNIT_SUFFIX.get(spec.unit, spec.unit)
+        suffix = currency_of(spec.unit) or _UNIT_SUFFIX.get(spec.unit, spec.unit)  # monthly_fee_eur
     elif spec.value_format == "duration" and tenure is None:  # a tenure says it is a duration
         suffix = "duration"
     elif spec.value_format == "date-time":
@@ -352,6 +359,15 @@ def _whole_compound(phrase: str, texts: Sequence[str]) -> str:
         return phrase
     (word,) = before
     return phrase if word in STOP_WORDS or not word.isalpha() else f"{word} {phrase}"
+
+
+def _cost_word(texts: Sequence[str]) -> str:
+    """The cost word (fee, charge, price, ...) that two fragments or more say, the most said; else "fee",
+    what a recurring amount paid is when no word says it ("I pay 25e a month")."""
+    # Each fragment's words once, in the order said: a tie goes to the word said first, whatever the hash seed.
+    said = Counter(w for t in texts for w in dict.fromkeys(_singular(w) for w in tokens(t)) if w in _COSTS)
+    best = said.most_common(1)
+    return best[0][0] if best and best[0][1] >= 2 else "fee"
 
 
 def _once(phrase: str) -> str:

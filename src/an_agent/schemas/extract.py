@@ -20,7 +20,14 @@ from an_agent.schemas.numbers import NUMBER_WORDS as NUMBER_WORDS  # re-exported
 from an_agent.schemas.numbers import spoken_number as spoken_number  # re-exported
 from an_agent.schemas.periods import find_periods
 from an_agent.schemas.units import CURRENCIES as CURRENCIES  # re-exported: units have their own module
-from an_agent.schemas.units import PER_LENGTH_PATTERN, UNIT_PATTERN, canonical_value, per_length, unit_scale
+from an_agent.schemas.units import (
+    PER_LENGTH_PATTERN,
+    UNIT_PATTERN,
+    canonical_value,
+    per_length,
+    per_month,
+    unit_scale,
+)
 from an_agent.schemas.units import UNIT_WORDS as UNIT_WORDS  # re-exported
 from an_agent.schemas.units import Quantity as Quantity  # re-exported
 
@@ -43,6 +50,23 @@ _PREFIXED = re.compile(
     rf"(?P<num>(?:{GROUPED}|\d+(?:[.,]\d+)?))(?![\w]|[.,]\d)",
     re.IGNORECASE,
 )
+# An amount of money said per a period after it ("€49.99 a month", "35 euro per month", "29,99€/month",
+# "39.99 eur p/m", "55 euro monthly", "420 euro a year", "$9.99/mo"): `units.per_month` converts it.
+# "a year ago" is a moment, not a period.
+_PERIOD_AFTER = re.compile(
+    r"[ \t]{0,3}(?:(?:/|an?|per|each|every)[ \t]{0,3}(?P<per>months?|mth|mo|years?|yr|annum|weeks?|wk)"
+    r"|p(?:/|\.|)(?P<abbr>[ma])\.?|(?P<adj>monthly|yearly|annually|weekly))(?![\w/])(?![ \t]{1,3}ago\b)",
+    re.IGNORECASE,
+)
+# ... or a period's adjective and a cost word before it, the clause between them without another number
+# ("the monthly charge for the service is €45", "Monthly fee: EUR 20", "annual subscription £120").
+_PERIOD_BEFORE = re.compile(
+    r"(?<![\w])(?P<adj>monthly|yearly|annual|annually|weekly)[ \t]{1,3}(?:[a-z\-]+[ \t]{1,3})?"
+    r"(?:fees?|charges?|bills?|prices?|costs?|plans?|subscriptions?|rent|payments?)(?![\w])[^\d.!?;\n]{0,40}$",
+    re.IGNORECASE,
+)
+# A euro written "e" glued to its amount ("25e a month"), only with a period after it: "Cat 5e" is a cable.
+_EURO_E = re.compile(r"(?<![\w.:,])(?P<num>\d+(?:[.,]\d{1,2})?)(?P<unit>e)(?=" + _PERIOD_AFTER.pattern + ")", re.I)
 _CURRENCY_CELL = re.compile(
     rf"(?<![\w.:,])(?P<num>(?:{GROUPED}|\d+(?:[.,]\d+)?))\s{{0,2}};\s{{0,2}}(?P<unit>eur|usd|gbp)(?!\w)",
     re.IGNORECASE,
@@ -159,6 +183,8 @@ def find_quantities(text: str, glued_m: str | None = None) -> list[Quantity]:
     "1h30" / "2h15" (hours and minutes) is a number of minutes. A range of one unit ("20-30 km/h",
     "between 20 and 30 km/h", "-110 to -105 dBm") is one quantity, its upper bound: a key holds one
     number, and the bound a reading can reach is what a threshold or a compensation is decided on.
+    Money said per a period ("€49.99 a month", "420 euro a year", "monthly charge ... €45", "25e a month")
+    is in the currency per month (`units.per_month`: eur_per_month 49.99, 35.0).
     """
     out = []
     for match in _HOURS_MINUTES.finditer(text):
@@ -176,13 +202,13 @@ def find_quantities(text: str, glued_m: str | None = None) -> list[Quantity]:
     reach = list(itertools.accumulate((b for _, b in first), max))
     max_end = 0
     matches = [*_QUANTITY.finditer(text), *_LABELLED.finditer(text)]
-    matches += [*_PREFIXED.finditer(text), *_CURRENCY_CELL.finditer(text)]
+    matches += [*_PREFIXED.finditer(text), *_CURRENCY_CELL.finditer(text), *_EURO_E.finditer(text)]
     for match in sorted(matches, key=lambda m: m.start("num")):
         spelling = match.group("unit").lower()
         value = amount(match.group("num"))
         before = bisect.bisect_right(starts, match.start()) - 1
         inside = match.start() < max_end or (before >= 0 and reach[before] > match.start())
-        scale = unit_scale(match.group("unit"))
+        scale = ("eur", 1.0) if match.re is _EURO_E else unit_scale(match.group("unit"))
         if value is None or scale is None or inside:
             continue
         unit = scale[0]
@@ -221,9 +247,33 @@ def find_quantities(text: str, glued_m: str | None = None) -> list[Quantity]:
         label = _PER_LENGTH_LABEL.search(text, max(0, match.start() - 30), match.start())
         if match.re is _QUANTITY and label and (per := per_length(unit, label.group("per"))):
             unit, value = per[0], round(value * per[1], 3)  # "loss/km = 1.2 dB": dB per km
-        out.append(Quantity(value, unit, match.start(), match.end()))
-        max_end = max(max_end, match.end())
+        end = match.end()
+        if unit in CURRENCIES and (period := _period(text, match)) is not None:
+            (unit, factor), end = period
+            value = round(value * factor, 2)  # 420 euro a year: 35.0 eur_per_month
+        out.append(Quantity(value, unit, match.start(), end))
+        max_end = max(max_end, end)
     return _compound_durations(text, sorted(out, key=lambda q: q.start))
+
+
+def _period(text: str, match: re.Match[str]) -> tuple[tuple[str, float], int] | None:
+    """((unit, factor), end) when the amount of money ``match`` read is said per a period: after it
+    ("€49.99 a month", "39.99 eur p/m"), in its label ("EUR per month: 45") or as a period's adjective and
+    a cost word before it ("monthly charge ... €45"); None for an amount said once."""
+    currency = unit_scale("eur" if match.re is _EURO_E else match.group("unit"))
+    assert currency is not None  # a currency: its caller read it
+    after = _PERIOD_AFTER.match(text, match.end())
+    if after is not None:
+        period = after.group("per") or after.group("abbr") or after.group("adj")
+        found = per_month(currency[0], period)
+        return None if found is None else (found, after.end())
+    label = text[match.end("unit") : match.start("num")] if match.re is _LABELLED else ""
+    before = _PERIOD_BEFORE.search(text, max(0, match.start() - 80), match.start())
+    said = re.search(r"per\s{1,3}(\w+)", label) or before
+    if said is None:
+        return None
+    found = per_month(currency[0], said.group(1) if said is not before else said.group("adj"))
+    return None if found is None else (found, match.end())
 
 
 def _parts(text: str) -> list[Quantity]:

@@ -43,6 +43,7 @@ from an_agent.schemas.extract import (
     find_quantities,
 )
 from an_agent.schemas.template import OTHER_KEY, KeyDef, Template
+from an_agent.schemas.units import CURRENCIES, MONEY_PERIOD_WORD
 
 DEFAULT_THRESHOLD = 0.45
 _CERTAIN = 0.99
@@ -68,6 +69,9 @@ _UNIT_OF_KEY = {  # a key's name ends with its unit; the longer suffix first ("_
     "kmh": "kmh",
     "km": "km",
     "m": "m",
+    "eur_per_month": "eur_per_month",
+    "usd_per_month": "usd_per_month",
+    "gbp_per_month": "gbp_per_month",
     "eur": "eur",
     "usd": "usd",
     "gbp": "gbp",
@@ -167,9 +171,14 @@ def split_clauses(text: str) -> list[str]:
 
 
 def key_unit(key: KeyDef) -> str | None:
-    """The unit a key's name ends with (``duration_minutes`` -> minutes, ``loss_db_per_km`` -> db_per_km), or None."""
+    """The unit a key's name ends with (``duration_minutes`` -> minutes, ``loss_db_per_km`` -> db_per_km), or None.
+
+    A key of money named monthly holds an amount per month (``monthly_fee_eur`` -> eur_per_month,
+    `units.per_month`): its name says the period with the word people use, not with "_per_month"."""
     for suffix, unit in _UNIT_OF_KEY.items():
         if key.key_name.endswith("_" + suffix):
+            if unit in CURRENCIES and MONEY_PERIOD_WORD in key.key_name.split("_"):
+                return f"{unit}_per_month"
             return unit
     return None
 

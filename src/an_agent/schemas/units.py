@@ -67,6 +67,39 @@ _UNITS = {
     "gbp": ("pounds sterling", "gbp", "\u00a3"),
 }
 CURRENCIES = frozenset({"eur", "usd", "gbp"})  # units of money: a key of one is a number (cents)
+# Money per a period ("€49.99 a month", "420 euro a year", "£12 a week"): an amount that recurs is its own
+# unit, never its currency alone (a price per year is no price per month). One canonical period, the month:
+# what people pay again and again (plans, subscriptions, rent, bills) is billed and compared by the month,
+# and a year or a week converts to it exactly (/ 12; x 52 / 12), so a key holds one number per currency
+# ("eur_per_month"). Currencies are never converted into each other.
+PER_MONTH = {
+    # "m" and "a" only as written after "p", "p/", "p.": "39.99 eur p/m", "pa" (per month, per annum)
+    **dict.fromkeys(("month", "months", "mo", "mth", "m"), 1.0),
+    **dict.fromkeys(("year", "years", "yr", "annum", "a"), 1 / 12),
+    **dict.fromkeys(("week", "weeks", "wk"), 52 / 12),
+}
+PERIOD_ADJECTIVES = {"monthly": 1.0, "yearly": 1 / 12, "annually": 1 / 12, "annual": 1 / 12, "weekly": 52 / 12}
+MONEY_PERIOD_WORD = "monthly"  # the word a key of money per month says it with (monthly_fee_eur)
+MONEY_UNITS = CURRENCIES | frozenset(f"{currency}_per_month" for currency in CURRENCIES)
+
+
+def per_month(currency: str, period: str) -> tuple[str, float] | None:
+    """(unit, factor) of an amount of ``currency`` said per ``period`` (a period's spelling or adjective:
+    "year" -> ("eur_per_month", 1/12), "weekly" -> 52/12); None when it is no currency or no period."""
+    period = period.lower()
+    factor = PER_MONTH.get(period, PERIOD_ADJECTIVES.get(period))
+    if currency not in CURRENCIES or factor is None:
+        return None
+    return f"{currency}_per_month", factor
+
+
+def currency_of(unit: str | None) -> str | None:
+    """The currency of a unit of money, per a period or not ("eur_per_month" -> "eur"), else None."""
+    if unit not in MONEY_UNITS:
+        return None
+    return unit.split("_", 1)[0]
+
+
 # Spellings of another unit of the same quantity: (canonical unit, factor), so that one key has one
 # unit ("75 mph" is 120.7 km/h, "800 kbps" 0.8 Mbps, "1.1 MWh" 1,100 kWh). Fahrenheit is converted apart.
 _SCALED = {
