@@ -41,6 +41,9 @@ NOW = from_rfc3339("2027-01-15T10:00:00Z")
         ("16 Jan 2027 10:00 +02:00", "2027-01-16T08:00:00Z"),
         ("12 am on 16 Jan 2027", "2027-01-16T00:00:00Z"),  # midnight
         ("12:15 pm, 16.01.27", "2027-01-16T12:15:00Z"),  # a two-digit year
+        ("the port went through 14/01 at 14:00", "2027-01-14T14:00:00Z"),  # no year: next to a clock time
+        ("ported 3/1 09:30", "2027-01-03T09:30:00Z"),
+        ("at 22:00 on 01/13", "2027-01-13T22:00:00Z"),  # 13 is no month: month first
     ],
 )
 def test_dates_in_the_spellings_people_use(text: str, stamp: str) -> None:
@@ -55,6 +58,8 @@ def test_dates_in_the_spellings_people_use(text: str, stamp: str) -> None:
         "ratio 3/4 of the cells",
         "version 15.01",
         "32/01/2027 is no date",
+        "port 1/2 on the ODF is dead",  # a day and a month without a clock time: a port, a fraction
+        "3/4 of the sites are down",
     ],
 )
 def test_what_is_no_date_stays_none(text: str) -> None:

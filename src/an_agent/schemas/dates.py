@@ -70,6 +70,9 @@ _DATES = (
     # a day, a month's name and a year joined by dashes, as ticket tools and Oracle print them: "16-MAY-2027"
     re.compile(rf"(?<![\w:.,\-])(?P<d>\d{{1,2}})-(?P<mon>{_MONTH_NAME})-(?P<y>\d{{4}}|\d{{2}})(?![\w:\-])", re.I),
 )
+# A day and a month without a year, "06/06 at 14:00", "5/6 09:30": a date only next to a clock time (alone,
+# "3/4" is a fraction, "1/2" a port); day first, as the dates with a year, unless the first is no month's day.
+_DAY_MONTH = re.compile(r"(?<![\w/.:,])(?P<d>\d{1,2})(?P<sep>/)(?P<m>\d{1,2})(?![\w/]|[.,]\d)")
 # The end of a date (a year, a day-month-year's last part, a day and its month's name in either order),
 # with "," or "at" after it: what comes next is the date's time ("15 Jan 2027 15h00" is no duration).
 ENDS_WITH_A_DATE = re.compile(
@@ -124,7 +127,7 @@ def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
         return i >= 0 and spans[i][1] > at
 
     year = datetime.fromtimestamp(now, tz=UTC).year
-    for pattern in _DATES:
+    for pattern in (*_DATES, _DAY_MONTH):
         for match in pattern.finditer(text):
             if taken(match.start()):
                 continue  # "2027-01-15" is not read again as "15" of something
@@ -135,6 +138,8 @@ def find_datetimes(text: str, now: float) -> list[tuple[str, int, int]]:
             after = _TIME_AFTER.match(text, end)
             before = _TIME_BEFORE.search(text, max(0, start - 30), start)
             time = after or before
+            if time is None and pattern is _DAY_MONTH:
+                continue  # a fraction, a port, a ratio: no clock time says it is a date
             moment = _with_time(day, time) if time else day
             if time is not None and moment is None:
                 continue
@@ -227,7 +232,7 @@ def _date(match: re.Match[str], this_year: int) -> datetime | None:
     day = int(groups["d"])
     if groups.get("sep") == "." and len(groups["y"]) == 2 and (len(groups["d"]) < 2 or len(groups["m"]) < 2):
         return None  # "1.2.27" is a version; "16.01.27" a date
-    if groups.get("mon") is None and match.re in _DATES[1:3] and month > 12 >= day:
+    if groups.get("mon") is None and (match.re in _DATES[1:3] or match.re is _DAY_MONTH) and month > 12 >= day:
         day, month = month, day  # "02/13/2027": 13 is no month, so it is month first
     raw_year = groups.get("y")
     year = this_year if raw_year is None else int(raw_year) + (2000 if len(raw_year) == 2 else 0)
