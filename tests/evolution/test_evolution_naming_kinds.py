@@ -14,7 +14,7 @@ from an_agent.evolution.alternatives import content_words, find_alternatives, no
 from an_agent.evolution.categories import category_alternatives
 from an_agent.evolution.embedder import MiniLMEmbedder
 from an_agent.evolution.inference import infer_value
-from an_agent.evolution.naming import _whole_compound, name_key
+from an_agent.evolution.naming import _singular, _whole_compound, name_key
 from an_agent.evolution.phrases import candidate_phrases, snake_name
 from an_agent.evolution.replay import replay
 from an_agent.evolution.value_words import STOP_WORDS, leading_word, tokens
@@ -271,3 +271,18 @@ def test_a_latency_said_as_round_trip_is_named_round_trip(minilm: MiniLMEmbedder
     spec = infer_value(texts, minilm, now=NOW, stop_words=STOP_WORDS, vectors=vectors)
     name, _, _ = name_key(texts, spec, centroid / np.linalg.norm(centroid), minilm)
     assert name == "round_trip_latency_ms", name
+
+
+@pytest.mark.parametrize(
+    ("plural", "singular"),
+    [
+        ("winds", "wind"),
+        ("fans", "fan"),
+        ("batteries", "battery"),
+        ("gas", "gas"),
+        ("status", "status"),
+        ("ties", "tie"),
+    ],
+)
+def test_a_plural_noun_in_the_singular(plural: str, singular: str) -> None:
+    assert _singular(plural) == singular

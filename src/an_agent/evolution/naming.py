@@ -224,7 +224,8 @@ def name_key(
         ranked = [r for r in ranked if not set(r[1].split()) & _TIME_WORDS] or ranked
     phrase = ranked[0][1] if ranked else "request"
     event_suffix: str | None = None
-    deadline = spec.value_format == "date-time" and moment_suffix(texts) == "deadline"
+    moment = moment_suffix(texts) if spec.value_format == "date-time" else None  # once: it reads every fragment
+    deadline = moment == "deadline"
     # A deadline's suffix is the second word of its name (compensation_deadline): no need to grow it.
     if " " not in phrase and not deadline:
         # One word rarely names an idea ("roaming", "sms"): take the best phrase that grows it
@@ -283,7 +284,7 @@ def name_key(
         phrase = tenure  # a period said of a relation: how long the customer has been one (`tenure`)
     elif (
         spec.value_format == "date-time"
-        and moment_suffix(texts) != "deadline"
+        and moment != "deadline"
         and _opening_event(opener, ranked) is None
         and (event := event_participle(texts, _TIME_WORDS | PARTICIPANTS)) is not None
     ):
@@ -291,7 +292,7 @@ def name_key(
         # named by its participle, "at" says it is when (shipped_at; was part_time, from "the part").
         phrase, event_suffix = event, "at"
     elif (
-        spec.value_format == "duration" or (spec.value_format == "date-time" and moment_suffix(texts) != "deadline")
+        spec.value_format == "duration" or (spec.value_format == "date-time" and moment != "deadline")
     ) and opener is not None:
         # A time value qualifies the action the requests open with ("hold ... until <time>", "keep it
         # for <duration>"): the verb names the key (hold_until, keep_duration), not the whole clause; a
@@ -301,7 +302,7 @@ def name_key(
         # an event: the two words name it, "at" says it is when (last_seen_at).
         if (
             spec.value_format == "date-time"
-            and moment_suffix(texts) == "time"
+            and moment == "time"
             and (opening := _opening_event(opener, ranked)) is not None
         ):
             phrase, event_suffix = opening, "at"
@@ -330,7 +331,7 @@ def name_key(
     elif spec.value_format == "duration" and tenure is None:  # a tenure says it is a duration
         suffix = "duration"
     elif spec.value_format == "date-time":
-        suffix = event_suffix or moment_suffix(texts)
+        suffix = event_suffix or moment
     elif spec.key_type == "array" and spec.id_prefix:
         suffix = f"{spec.id_prefix.lower().replace('-', '_')}_ids"
     if suffix and not name.endswith("_" + suffix):
@@ -381,7 +382,10 @@ def _once(phrase: str) -> str:
 
 
 def _singular(word: str) -> str:
-    """``word`` without a plural -s ("winds" -> "wind", "fans" -> "fan"; "gas", "status" stay)."""
+    """``word`` without its plural ending ("winds" -> "wind", "fans" -> "fan", "batteries" -> "battery";
+    "gas", "status" stay)."""
+    if len(word) > 4 and word.endswith("ies"):
+        return word[:-3] + "y"
     return word[:-1] if len(word) > 3 and word.endswith("s") and not word.endswith(("ss", "us", "is")) else word
 
 
