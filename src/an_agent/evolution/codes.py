@@ -46,12 +46,12 @@ import itertools
 import json
 import re
 from collections import Counter
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 
-from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES, same_family
+from an_agent.evolution.alternatives import ALT_MIN_SHARE, ALT_MIN_VALUES
 from an_agent.evolution.glued_codes import (
     CLASSIFIERS,
     Code,
@@ -63,6 +63,7 @@ from an_agent.evolution.glued_codes import (
 )
 from an_agent.evolution.letter_codes import find_letter_codes
 from an_agent.evolution.value_words import word_set
+from an_agent.evolution.word_families import most_said, word_families
 from an_agent.schemas.extract import UNIT_WORDS, find_ids
 
 # Digits then 1-2 letters (4G, 5GC) or 1-2 letters then digits (P1, T2); never part of an id or a number.
@@ -304,25 +305,7 @@ def _clause_frame(texts: Sequence[str], spans: Sequence[tuple[int, int] | None],
     said = (
         w for clause in clauses for w in dict.fromkeys(w.strip("-") for w in _WORD.findall(clause)) if w not in stop
     )
-    spellings = _word_families(said)
-    if not spellings:
-        return None
-    count = max(spellings.values(), key=lambda c: (sum(c.values()), max(c)))
-    if sum(count.values()) < max(2, _FRAME_SHARE * len(texts)):
-        return None
-    return max(count, key=lambda w: (count[w], len(w), w))
-
-
-def _word_families(words: Iterable[str]) -> dict[str, Counter[str]]:
-    """``words`` counted by word family (`same_family`): each family under its first spelling, with how
-    often each of its spellings is said; words of two letters or fewer and unit words frame nothing."""
-    spellings: dict[str, Counter[str]] = {}
-    for word in words:
-        if len(word) < 3 or word in UNIT_WORDS:
-            continue
-        root = next((r for r in spellings if same_family(r, word)), word)
-        spellings.setdefault(root, Counter())[word] += 1
-    return spellings
+    return most_said(word_families(said), max(2, _FRAME_SHARE * len(texts)))
 
 
 def label_frame(values: Sequence[str], texts: Sequence[str], stop: frozenset[str]) -> str | None:
@@ -353,7 +336,7 @@ def _framed(
             after = [w for w in after if w not in stop and re.match(r"\s*[a-z]", text[span[1] :].lower())]
             yield from (w.strip("-") for w in before or after)  # "Tier-2": the word is "tier"
 
-    spellings = _word_families(framing())
+    spellings = word_families(framing())
     if not spellings:
         return None, 0
     _, count = max(spellings.items(), key=lambda kv: (sum(kv[1].values()), kv[0]))

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from an_agent.evolution.alternatives import same_family
-from an_agent.schemas.extract import UNIT_WORDS, find_ids
+from an_agent.evolution.word_families import most_said, word_families
+from an_agent.schemas.extract import find_ids
 
 Code = tuple[tuple[str, str], str, int, int]  # (family, code, start, end), as `codes` finds them
 _WORD = re.compile(r"[a-z][a-z\-]*")
@@ -84,16 +84,12 @@ def full_word(texts: Sequence[str], clipped: str) -> str:
 def classified(texts: Sequence[str], frame: str, stop: frozenset[str]) -> str | None:
     """The noun a classifier ``frame`` is said of: the word family most fragments say ("cat 5 cable", "the
     cabling is Cat 5e": cable), in ``_SHARE`` of them and two or more, by its most used spelling."""
-    spellings: dict[str, Counter[str]] = {}
-    for text in texts:
-        prefixes = {found.prefix.lower() for found in find_ids(text)}  # "CELL-0412": no word of the text
-        for word in {w.strip("-") for w in _WORD.findall(text.lower())} - stop - prefixes:
-            if len(word) >= 4 and word not in UNIT_WORDS and word[:3] != frame[:3]:
-                root = next((r for r in spellings if same_family(r, word)), word)
-                spellings.setdefault(root, Counter())[word] += 1
-    if not spellings:
-        return None
-    count = max(spellings.values(), key=lambda c: (sum(c.values()), max(c)))
-    if sum(count.values()) < max(2, _SHARE * len(texts)):
-        return None
-    return max(count, key=lambda w: (count[w], len(w), w))
+
+    def said() -> Iterator[str]:  # each fragment's words once, in the order said (`word_families`)
+        for text in texts:
+            prefixes = {found.prefix.lower() for found in find_ids(text)}  # "CELL-0412": no word of the text
+            for word in dict.fromkeys(w.strip("-") for w in _WORD.findall(text.lower())):
+                if len(word) >= 4 and word not in stop and word not in prefixes and word[:3] != frame[:3]:
+                    yield word
+
+    return most_said(word_families(said()), max(2, _SHARE * len(texts)))
